@@ -1,0 +1,2 @@
+//! The APEX API for partition code.
+#![warn(missing_docs)]

@@ -1,0 +1,4 @@
+//! partix measurements.
+#![warn(missing_docs)]
+
+pub mod cli;

@@ -1,0 +1,56 @@
+//! `partix`: the command-line front end.
+//!
+//! With no arguments it runs the default demo module (`examples/uav`).
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod check;
+mod run;
+
+/// partix: ARINC 653-style partitioning for networked embedded Linux.
+#[derive(Parser, Debug)]
+#[command(name = "partix", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check a module configuration and print a summary, or located errors.
+    Check {
+        /// The module configuration (ARINC_653_Module XML).
+        file: PathBuf,
+    },
+    /// Run a module: start its partitions and schedule them.
+    Run(run::RunArgs),
+    /// Run the default demo module (the same as running `partix` with no arguments).
+    Demo(run::DemoArgs),
+    /// Remote file and device access over raw Ethernet frames.
+    #[command(subcommand)]
+    Fs(partix_fs::cli::FsCommand),
+    /// Measurements (schedule overheads, APEX calls, startup, file protocol).
+    #[command(subcommand)]
+    Bench(partix_bench::cli::BenchCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => run::demo(run::DemoArgs::default()),
+        Some(Command::Demo(a)) => run::demo(a),
+        Some(Command::Check { file }) => check::check(&file),
+        Some(Command::Run(a)) => run::run(a),
+        Some(Command::Fs(c)) => partix_fs::cli::main(c),
+        Some(Command::Bench(c)) => partix_bench::cli::main(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("partix: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

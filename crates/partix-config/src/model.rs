@@ -1,0 +1,383 @@
+//! The frozen module model: what the runtime reads once the configuration is validated.
+//!
+//! Every type here is plain data. A [`Module`] is only built by [`crate::load`] /
+//! [`crate::parse_str`] after validation, so the runtime may rely on the invariants documented on
+//! each field (ids unique, windows inside the major frame and not overlapping, channel ends
+//! existing, ...).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Identifier of a partition (`PartitionIdentifier`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartitionId(pub u32);
+
+/// Identifier of a module schedule (`ScheduleIdentifier`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScheduleId(pub u32);
+
+/// Identifier of a channel (`ChannelIdentifier`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChannelId(pub u32);
+
+/// A position in the configuration file, for messages that point back at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Location {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub col: u32,
+}
+
+/// A validated ARINC 653 module configuration (`ARINC_653_Module`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Module {
+    /// `ModuleName`.
+    pub name: String,
+    /// `ModuleVersion`, if given.
+    pub version: Option<String>,
+    /// The file this module was read from (used to resolve relative paths), if any.
+    pub source: Option<PathBuf>,
+    /// Partitions in file order. Ids and names are unique.
+    pub partitions: Vec<Partition>,
+    /// Module schedules in file order; at least one. Ids are unique.
+    pub schedules: Vec<ModuleSchedule>,
+    /// Index into `schedules` of the schedule marked `InitialModuleSchedule="true"` (or the only one).
+    pub initial_schedule: usize,
+    /// Channels of the `Connection_Table`.
+    pub channels: Vec<Channel>,
+    /// `System_HM_Table`: which level each error identifier is handled at, per system state.
+    pub system_hm: Vec<SystemHmEntry>,
+    /// `Module_HM_Table`: module-level actions, per system state.
+    pub module_hm: Vec<ModuleHmEntry>,
+}
+
+impl Module {
+    /// Return the partition with this id.
+    pub fn partition(&self, id: PartitionId) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.id == id)
+    }
+
+    /// Return the index (0-based, file order) of the partition with this id.
+    pub fn partition_index(&self, id: PartitionId) -> Option<usize> {
+        self.partitions.iter().position(|p| p.id == id)
+    }
+
+    /// Return the schedule with this id.
+    pub fn schedule(&self, id: ScheduleId) -> Option<&ModuleSchedule> {
+        self.schedules.iter().find(|s| s.id == id)
+    }
+}
+
+/// Criticality level (`Criticality`), DO-178 levels A (highest) to E.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Criticality {
+    /// Level A.
+    LevelA,
+    /// Level B.
+    LevelB,
+    /// Level C.
+    LevelC,
+    /// Level D.
+    LevelD,
+    /// Level E.
+    LevelE,
+}
+
+/// One partition (`Partition` plus its `Partition_Memory` and `Partition_HM_Table`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    /// `PartitionIdentifier`.
+    pub id: PartitionId,
+    /// `PartitionName`.
+    pub name: String,
+    /// `Criticality`.
+    pub criticality: Criticality,
+    /// `SystemPartition`: may call module-level services such as `SET_MODULE_SCHEDULE`.
+    pub system_partition: bool,
+    /// `EntryPoint`: the symbol the partition starts at (informational for executables: their `main`).
+    pub entry_point: String,
+    /// partix extension: the program this partition runs (resolved against the config's directory
+    /// when relative and containing a `/`; otherwise looked up beside the `partix` binary, then in `PATH`).
+    /// A path ending in `.c` is a C partition built by `partix` against its APEX library.
+    pub executable: Option<PathBuf>,
+    /// partix extension: extra command-line arguments for the executable.
+    pub args: Vec<String>,
+    /// partix extension: CPUs the partition's process may run on (`Affinity="0,1"`); `None` = the
+    /// executive's default.
+    pub affinity: Option<Vec<usize>>,
+    /// `Partition_Memory/Memory_Requirements`.
+    pub memory: Vec<MemoryRequirement>,
+    /// Sampling ports (`Sampling_Port`), names unique within the partition.
+    pub sampling_ports: Vec<SamplingPortConfig>,
+    /// Queuing ports (`Queuing_Port`), names unique within the partition.
+    pub queuing_ports: Vec<QueuingPortConfig>,
+    /// `Partition_HM_Table` of this partition (empty if none is given).
+    pub hm: Vec<PartitionHmEntry>,
+    /// Where the `Partition` element starts in the file.
+    pub location: Location,
+}
+
+impl Partition {
+    /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are given.
+    pub fn memory_limit_bytes(&self) -> Option<u64> {
+        if self.memory.is_empty() {
+            None
+        } else {
+            Some(self.memory.iter().map(|m| m.size_bytes).sum())
+        }
+    }
+}
+
+/// Kind of a memory region (`Type` of `Memory_Requirements`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// `CODE`.
+    Code,
+    /// `DATA`.
+    Data,
+    /// `INPUT_OUTPUT`.
+    InputOutput,
+}
+
+/// Access rights of a memory region (`Access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryAccess {
+    /// `READ_ONLY`.
+    ReadOnly,
+    /// `READ_WRITE`.
+    ReadWrite,
+}
+
+/// One `Memory_Requirements` element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryRequirement {
+    /// `RegionName`, if given.
+    pub name: Option<String>,
+    /// `Type`.
+    pub kind: MemoryKind,
+    /// `SizeBytes`.
+    pub size_bytes: u64,
+    /// `Access`.
+    pub access: MemoryAccess,
+}
+
+/// Direction of a port (`Direction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortDirection {
+    /// `SOURCE`: the partition writes/sends.
+    Source,
+    /// `DESTINATION`: the partition reads/receives.
+    Destination,
+}
+
+/// One `Sampling_Port`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingPortConfig {
+    /// `Name`.
+    pub name: String,
+    /// `MaxMessageSize` in bytes (> 0).
+    pub max_message_size: u32,
+    /// `Direction`.
+    pub direction: PortDirection,
+    /// `RefreshRateSeconds`.
+    pub refresh_period: Duration,
+    /// Where the element starts.
+    pub location: Location,
+}
+
+/// One `Queuing_Port`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuingPortConfig {
+    /// `Name`.
+    pub name: String,
+    /// `MaxMessageSize` in bytes (> 0).
+    pub max_message_size: u32,
+    /// `Direction`.
+    pub direction: PortDirection,
+    /// `MaxNbMessages` (> 0).
+    pub max_nb_messages: u32,
+    /// Where the element starts.
+    pub location: Location,
+}
+
+/// One `Module_Schedule`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleSchedule {
+    /// `ScheduleIdentifier`.
+    pub id: ScheduleId,
+    /// `ScheduleName`, if given.
+    pub name: Option<String>,
+    /// `MajorFrameSeconds` (> 0).
+    pub major_frame: Duration,
+    /// Per-partition requirements and windows (`Partition_Schedule`).
+    pub partitions: Vec<PartitionSchedule>,
+    /// All windows of all partitions, sorted by offset; non-overlapping, inside the major frame.
+    pub windows: Vec<Window>,
+    /// Where the element starts.
+    pub location: Location,
+}
+
+/// One `Partition_Schedule`: the period/duration requirement of a partition in a schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionSchedule {
+    /// The partition.
+    pub partition: PartitionId,
+    /// `PeriodSeconds` (divides the major frame).
+    pub period: Duration,
+    /// `PeriodDurationSeconds`: the time the partition needs in each period.
+    pub duration: Duration,
+}
+
+/// One `Window_Schedule`: a time window of a partition inside the major frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// `WindowIdentifier`.
+    pub id: u32,
+    /// The partition that owns the window.
+    pub partition: PartitionId,
+    /// `WindowStartSeconds`: offset from the start of the major frame.
+    pub offset: Duration,
+    /// `WindowDurationSeconds` (> 0).
+    pub duration: Duration,
+    /// `PartitionPeriodStart`: this window starts a period of the partition (release point).
+    pub period_start: bool,
+}
+
+/// One `Channel` of the `Connection_Table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    /// `ChannelIdentifier`.
+    pub id: ChannelId,
+    /// `ChannelName`, if given.
+    pub name: Option<String>,
+    /// The source port.
+    pub source: PortRef,
+    /// The destination ports (several for a multicast sampling channel).
+    pub destinations: Vec<PortRef>,
+    /// Whether the ports are sampling or queuing ports (both ends agree).
+    pub kind: ChannelKind,
+    /// partix extension: the transport (`Transport="one-sided"`, ...); `None` = the default.
+    pub transport: Option<String>,
+    /// Where the element starts.
+    pub location: Location,
+}
+
+/// Kind of the ports a channel connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// Sampling ports.
+    Sampling,
+    /// Queuing ports.
+    Queuing,
+}
+
+/// One end of a channel (`Standard_Partition` or `Pseudo_Partition`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortRef {
+    /// The partition.
+    pub partition: PartitionId,
+    /// `PortName`.
+    pub port: String,
+}
+
+/// The error codes of the health monitor (ARINC 653 `ERROR_CODE_TYPE` plus the HM's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// `DEADLINE_MISSED`.
+    DeadlineMissed,
+    /// `APPLICATION_ERROR`.
+    ApplicationError,
+    /// `NUMERIC_ERROR` (e.g. SIGFPE).
+    NumericError,
+    /// `ILLEGAL_REQUEST` (e.g. SIGILL, an APEX call in the wrong mode).
+    IllegalRequest,
+    /// `STACK_OVERFLOW`.
+    StackOverflow,
+    /// `MEMORY_VIOLATION` (e.g. SIGSEGV, SIGBUS).
+    MemoryViolation,
+    /// `HARDWARE_FAULT`.
+    HardwareFault,
+    /// `POWER_FAIL`.
+    PowerFail,
+    /// partix: the partition process ended without being asked to (exit, abort, kill -9).
+    PartitionCrash,
+    /// partix: a partition did not reach NORMAL within its initialisation time.
+    InitTimeout,
+}
+
+/// Level an error is handled at (`ErrorLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorLevel {
+    /// `MODULE`.
+    Module,
+    /// `PARTITION`.
+    Partition,
+    /// `PROCESS`.
+    Process,
+}
+
+/// One `Error_ID_Level` of the `System_HM_Table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemHmEntry {
+    /// `SystemState`.
+    pub system_state: u32,
+    /// `ErrorIdentifier`.
+    pub error_id: u32,
+    /// The error code the identifier stands for (`ErrorCode`, or derived from `Description`).
+    pub code: ErrorCode,
+    /// `ErrorLevel`.
+    pub level: ErrorLevel,
+}
+
+/// Module-level recovery action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleAction {
+    /// `IGNORE`.
+    Ignore,
+    /// `SHUTDOWN`: stop the module.
+    Shutdown,
+    /// `RESET`: restart the module (all partitions cold start).
+    Reset,
+}
+
+/// One `Error_ID_Action` of the `Module_HM_Table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleHmEntry {
+    /// `SystemState`.
+    pub system_state: u32,
+    /// `ErrorIdentifier`.
+    pub error_id: u32,
+    /// `Action`.
+    pub action: ModuleAction,
+}
+
+/// Partition-level (and process-level) recovery action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionAction {
+    /// `IGNORE`: log and go on.
+    Ignore,
+    /// `STOP_PROCESS` (partix): stop the faulty process.
+    StopProcess,
+    /// `RESTART_PROCESS` (partix): stop and start the faulty process again.
+    RestartProcess,
+    /// `IDLE`: stop the partition.
+    Idle,
+    /// `WARM_START`: restart the partition (warm).
+    WarmStart,
+    /// `COLD_START`: restart the partition (cold).
+    ColdStart,
+}
+
+/// One `Error_ID_Action` of a `Partition_HM_Table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionHmEntry {
+    /// `SystemState`.
+    pub system_state: u32,
+    /// `ErrorIdentifier`.
+    pub error_id: u32,
+    /// The error code this action applies to (`ErrorCode`, or looked up through the system table).
+    pub code: ErrorCode,
+    /// `Action`.
+    pub action: PartitionAction,
+}

@@ -1,0 +1,191 @@
+//! The module state in shared memory: the contract between the executive and partitions.
+//!
+//! Status services are plain loads from these structures (no IPC round trip).
+//!
+//! Two kinds of region, both memfds created by the executive:
+//! - one [`ModuleState`] region, mapped read-write by the executive and **read-only** by every
+//!   partition (module clock epoch, current/next module schedule);
+//! - one [`PartitionState`] region per partition, mapped read-write by the executive and by that
+//!   partition only (its mode, its windows, its requests, its process table).
+//!
+//! A partition process finds its regions through environment variables set by the executive:
+//! [`ENV_MODULE_FD`], [`ENV_PARTITION_FD`] (inherited file descriptors) and [`ENV_PARTITION_ID`].
+//!
+//! All fields are atomics or written once before the partition starts; every field is `repr(C)`
+//! so the layout does not depend on the compiler (C tools may read it).
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+
+/// Environment variable holding the module region's file descriptor number in a partition.
+pub const ENV_MODULE_FD: &str = "PARTIX_MODULE_FD";
+/// Environment variable holding the partition region's file descriptor number in a partition.
+pub const ENV_PARTITION_FD: &str = "PARTIX_PARTITION_FD";
+/// Environment variable holding the partition's `PartitionIdentifier`.
+pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
+
+/// Magic number at the start of both region kinds ("PARTIX01").
+pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
+/// Layout version; bump when a field changes.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Most APEX processes a partition may create.
+pub const MAX_PROCESSES: usize = 64;
+/// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
+pub const NAME_LEN: usize = 32;
+
+/// ARINC 653 `OPERATING_MODE_TYPE` values (as in the standard's C headers).
+pub mod mode {
+    /// `IDLE`.
+    pub const IDLE: u32 = 0;
+    /// `COLD_START`.
+    pub const COLD_START: u32 = 1;
+    /// `WARM_START`.
+    pub const WARM_START: u32 = 2;
+    /// `NORMAL`.
+    pub const NORMAL: u32 = 3;
+}
+
+/// ARINC 653 `START_CONDITION_TYPE` values.
+pub mod start_condition {
+    /// `NORMAL_START`.
+    pub const NORMAL_START: u32 = 0;
+    /// `PARTITION_RESTART` (the partition asked for it with SET_PARTITION_MODE).
+    pub const PARTITION_RESTART: u32 = 1;
+    /// `HM_MODULE_RESTART`.
+    pub const HM_MODULE_RESTART: u32 = 2;
+    /// `HM_PARTITION_RESTART`.
+    pub const HM_PARTITION_RESTART: u32 = 3;
+}
+
+/// ARINC 653 `PROCESS_STATE_TYPE` values.
+pub mod process_state {
+    /// `DORMANT`.
+    pub const DORMANT: u32 = 0;
+    /// `READY`.
+    pub const READY: u32 = 1;
+    /// `RUNNING`.
+    pub const RUNNING: u32 = 2;
+    /// `WAITING`.
+    pub const WAITING: u32 = 3;
+    /// `FAULTED` (Part 1 supplement 3+).
+    pub const FAULTED: u32 = 4;
+}
+
+/// No request pending (value of [`PartitionState::requested_mode`] and
+/// [`PartitionState::requested_schedule`]).
+pub const NO_REQUEST: u32 = u32::MAX;
+
+/// The module-wide region (executive writes, partitions read).
+#[repr(C, align(64))]
+pub struct ModuleState {
+    /// [`MAGIC`].
+    pub magic: u64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// Number of partitions.
+    pub n_partitions: u32,
+    /// `CLOCK_MONOTONIC` nanoseconds of module time zero (GET_TIME = now − epoch).
+    pub epoch_ns: AtomicU64,
+    /// `ScheduleIdentifier` of the running module schedule.
+    pub current_schedule: AtomicU32,
+    /// `ScheduleIdentifier` to switch to at the next major-frame boundary (= current if none).
+    pub next_schedule: AtomicU32,
+    /// Module time (ns since epoch) of the last module-schedule switch (0 = never).
+    pub last_schedule_switch_ns: AtomicU64,
+    /// Number of major frames started so far.
+    pub major_frames: AtomicU64,
+    /// Non-zero once the module is shutting down.
+    pub shutdown: AtomicU32,
+}
+
+/// One partition's region (executive and that partition write, as documented per field).
+#[repr(C, align(64))]
+pub struct PartitionState {
+    /// [`MAGIC`].
+    pub magic: u64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// `PartitionIdentifier` (written once by the executive).
+    pub partition_id: u32,
+    /// Index of the partition in the configuration (written once by the executive).
+    pub index: u32,
+    /// Executive: ARINC `OPERATING_MODE_TYPE` ([`mode`]). The partition also sets NORMAL itself
+    /// when it calls SET_PARTITION_MODE(NORMAL); futex word the executive may wait on at startup.
+    pub operating_mode: AtomicU32,
+    /// Executive: [`start_condition`] of the current start.
+    pub start_condition: AtomicU32,
+    /// Executive: how many times the partition process was (re)started.
+    pub restarts: AtomicU32,
+    /// Executive: pid of the partition process (0 when none).
+    pub pid: AtomicI32,
+    /// Executive: period of the partition in the current module schedule (ns).
+    pub period_ns: AtomicU64,
+    /// Executive: duration of the partition in the current module schedule (ns).
+    pub duration_ns: AtomicU64,
+    /// Executive: 1 while one of the partition's windows is open.
+    pub window_active: AtomicU32,
+    /// Executive: windows opened so far.
+    pub window_seq: AtomicU64,
+    /// Executive: planned start of the current (or last) window, module time ns.
+    pub window_start_ns: AtomicU64,
+    /// Executive: planned end of the current (or last) window, module time ns.
+    pub window_end_ns: AtomicU64,
+    /// Partition: `CLOCK_MONOTONIC` ns at which the partition last observed it was resumed
+    /// (written by its SIGCONT handler); the executive derives PtswO from it.
+    pub resumed_at_ns: AtomicU64,
+    /// Partition: incremented with each `resumed_at_ns` update.
+    pub resumed_seq: AtomicU64,
+    /// Partition: mode asked for by SET_PARTITION_MODE(IDLE/COLD_START/WARM_START) or an HM
+    /// partition action; [`NO_REQUEST`] when none. The executive carries it out and resets it.
+    pub requested_mode: AtomicU32,
+    /// Partition: `ScheduleIdentifier` asked for by SET_MODULE_SCHEDULE (system partitions only);
+    /// [`NO_REQUEST`] when none.
+    pub requested_schedule: AtomicU32,
+    /// Partition: `LOCK_LEVEL_TYPE` (preemption lock depth).
+    pub lock_level: AtomicU32,
+    /// Partition: number of processes created (entries valid in `processes`).
+    pub n_processes: AtomicU32,
+    /// Partition: count of HM errors raised in the partition (all levels).
+    pub hm_errors: AtomicU64,
+    /// Partition: count of deadline misses detected.
+    pub deadline_misses: AtomicU64,
+    /// Partition: the process table.
+    pub processes: [ProcessSlot; MAX_PROCESSES],
+}
+
+/// One APEX process as seen from outside the partition (written by the partition runtime).
+#[repr(C, align(64))]
+pub struct ProcessSlot {
+    /// NUL-padded `PROCESS_NAME_TYPE`.
+    pub name: [u8; NAME_LEN],
+    /// [`process_state`].
+    pub state: AtomicU32,
+    /// Base priority.
+    pub base_priority: AtomicU32,
+    /// Current priority.
+    pub current_priority: AtomicU32,
+    /// Period in ns (0 = aperiodic; `INFINITE_TIME_VALUE` maps to 0 here).
+    pub period_ns: AtomicU64,
+    /// Time capacity in ns (u64::MAX = infinite).
+    pub time_capacity_ns: AtomicU64,
+    /// Current absolute deadline, module time ns (u64::MAX = none).
+    pub deadline_ns: AtomicU64,
+    /// Jobs completed (PERIODIC_WAIT calls).
+    pub jobs: AtomicU64,
+    /// Deadline misses of this process.
+    pub deadline_misses: AtomicU64,
+    /// Last release time (module ns) and start time (module ns) of a job, for CtswO/RelO.
+    pub last_release_ns: AtomicU64,
+    /// See `last_release_ns`.
+    pub last_start_ns: AtomicU64,
+    /// Worst response time seen so far (ns).
+    pub worst_response_ns: AtomicU64,
+}
+
+/// Size in bytes of the module region.
+pub const MODULE_REGION_LEN: usize = page_round(std::mem::size_of::<ModuleState>());
+/// Size in bytes of a partition region.
+pub const PARTITION_REGION_LEN: usize = page_round(std::mem::size_of::<PartitionState>());
+
+const fn page_round(n: usize) -> usize {
+    (n + 4095) & !4095
+}
