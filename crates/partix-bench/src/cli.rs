@@ -6,12 +6,22 @@ use std::process::ExitCode;
 /// `partix bench` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Partition scheduling overheads (TmrO, PtswO, CtswO).
-    Sched,
+    /// Partition scheduling overheads TmrO, PtswO, CtswO (paper table V, figs. 6/7, 15).
+    Sched(crate::sched::SchedArgs),
+    /// APEX call overheads (paper table VI).
+    Apex(crate::apex::ApexArgs),
+    /// Startup time to NORMAL for 1..16 partitions (paper fig. 20).
+    Startup(crate::startup::StartupArgs),
+    /// File protocol latency vs raw AF_PACKET ping-pong and 9P/diod (paper table 7).
+    Fs(crate::fs::FsBenchArgs),
 }
 
 /// Run a `partix bench` subcommand.
 pub fn main(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
-    let _ = cmd;
-    anyhow::bail!("partix bench: being written (issue 2)")
+    match cmd {
+        BenchCommand::Sched(a) => crate::sched::run(a),
+        BenchCommand::Apex(a) => crate::apex::run(a),
+        BenchCommand::Startup(a) => crate::startup::run(a),
+        BenchCommand::Fs(a) => crate::fs::run(a),
+    }
 }

@@ -1,4 +1,10 @@
-//! partix measurements.
+//! partix measurements: every benchmark prints HdrHistogram percentiles through [`report`] and
+//! compares against a raw baseline measured in the same run.
 #![warn(missing_docs)]
 
+pub mod apex;
 pub mod cli;
+pub mod fs;
+pub mod report;
+pub mod sched;
+pub mod startup;

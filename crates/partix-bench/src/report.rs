@@ -1,0 +1,228 @@
+//! Latency summaries from HdrHistogram, printed the same way by every benchmark.
+//!
+//! A benchmark records nanoseconds into a [`Recorder`], then prints one row per class with
+//! [`print_header`] / [`Summary::print_row`], and a ratio against its raw baseline with
+//! [`Summary::ratio_to`].
+
+use hdrhistogram::Histogram;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// Records latencies in nanoseconds (1 ns .. 100 s, 3 significant digits).
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    hist: Histogram<u64>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    /// Return an empty recorder.
+    pub fn new() -> Recorder {
+        Recorder {
+            hist: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+        }
+    }
+
+    /// Record one sample in nanoseconds (clamped into the histogram's range).
+    pub fn record(&mut self, ns: u64) {
+        self.hist.saturating_record(ns.max(1));
+    }
+
+    /// Return the number of samples.
+    pub fn len(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Return whether no sample was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+
+    /// Return the underlying histogram.
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// Return the summary of what was recorded under `name`.
+    pub fn summary(&self, name: &str) -> Summary {
+        let h = &self.hist;
+        let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+        Summary {
+            name: name.to_string(),
+            n: h.len(),
+            min: if h.is_empty() { 0 } else { h.min() },
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: if h.is_empty() { 0 } else { h.max() },
+            mean: if h.is_empty() { 0.0 } else { h.mean() },
+        }
+    }
+
+    /// Return `(value_ns, cumulative_fraction)` points for a CDF plot.
+    pub fn cdf_points(&self) -> Vec<(u64, f64)> {
+        let n = self.hist.len().max(1) as f64;
+        let mut acc = 0u64;
+        let mut out = Vec::new();
+        for v in self.hist.iter_recorded() {
+            acc += v.count_since_last_iteration();
+            out.push((v.value_iterated_to(), acc as f64 / n));
+        }
+        out
+    }
+}
+
+/// Percentiles of one class of measurements, in nanoseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Class name.
+    pub name: String,
+    /// Samples.
+    pub n: u64,
+    /// Minimum.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
+    /// Maximum.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Print the column header matching [`Summary::row`].
+pub fn print_header() {
+    println!("{}", header());
+}
+
+/// Return the column header matching [`Summary::row`].
+pub fn header() -> String {
+    format!(
+        "{:<34} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (µs)",
+        "class", "n", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+    )
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1000.0)
+}
+
+impl Summary {
+    /// Return one table row, values in microseconds.
+    pub fn row(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "{:<34} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            self.name,
+            self.n,
+            us(self.min),
+            us(self.p50),
+            us(self.p90),
+            us(self.p99),
+            us(self.p999),
+            us(self.p9999),
+            us(self.max)
+        );
+        s
+    }
+
+    /// Print [`Summary::row`].
+    pub fn print_row(&self) {
+        println!("{}", self.row());
+    }
+
+    /// Return the absolute jitter (max − min) in nanoseconds, as the partitioning paper defines it.
+    pub fn abs_jitter(&self) -> u64 {
+        self.max.saturating_sub(self.min)
+    }
+
+    /// Return a line comparing this class with `baseline` (p50 and p99 ratios).
+    pub fn ratio_to(&self, baseline: &Summary) -> String {
+        let r = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+        format!(
+            "{} vs {}: p50 ratio {:.2}x, p99 ratio {:.2}x",
+            self.name,
+            baseline.name,
+            r(self.p50, baseline.p50),
+            r(self.p99, baseline.p99)
+        )
+    }
+}
+
+/// Measure the cost of one `Instant::now()` (CLOCK_MONOTONIC via vDSO) in nanoseconds (median).
+pub fn clock_read_cost_ns() -> u64 {
+    let mut r = Recorder::new();
+    for _ in 0..10_000 {
+        let a = Instant::now();
+        let b = Instant::now();
+        r.record(b.duration_since(a).as_nanos() as u64);
+    }
+    r.summary("clock").p50
+}
+
+/// Return a one-line description of the machine and the build, for the head of a report.
+pub fn machine_line() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown cpu".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!(
+        "machine: {model}, {cpus} cpus, linux {kernel}; partix {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("PARTIX_GIT_COMMIT").unwrap_or("commit unknown")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_percentiles_follow_the_samples() {
+        let mut r = Recorder::new();
+        for v in 1..=1000u64 {
+            r.record(v * 1000);
+        }
+        let s = r.summary("x");
+        assert_eq!(s.n, 1000);
+        assert!((499_000..=501_000).contains(&s.p50), "{s:?}");
+        assert!(s.min <= 1001 && s.max >= 999_000, "{s:?}");
+        assert_eq!(s.abs_jitter(), s.max - s.min);
+        let cdf = r.cdf_points();
+        assert!((cdf.last().unwrap().1 - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ratio_mentions_both_classes() {
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        a.record(2000);
+        b.record(1000);
+        let line = a.summary("a").ratio_to(&b.summary("b"));
+        assert!(line.contains("2.00x"), "{line}");
+    }
+}
