@@ -270,6 +270,7 @@ macro_rules! fixed_body {
             buffer: T,
         }
 
+        #[allow(clippy::len_without_is_empty)]
         impl<T: AsRef<[u8]>> $name<T> {
             /// Length of the fixed part of this body.
             pub const FIXED_LEN: usize = $len;
