@@ -1,5 +1,131 @@
 //! ARINC 653 module configuration: XML → validated, frozen [`model::Module`].
+//!
+//! The pipeline has three stages, each in its own module:
+//!
+//! 1. `parse`: XML text → a syntactic tree, every value typed and located; unknown element and
+//!    attribute names, missing attributes and bad values are reported here.
+//! 2. `validate`: cross-references (ids, names, ports, windows, HM tables) → [`model::Module`].
+//! 3. [`model`]: the frozen result the executive and the partition runtime only read.
+//!
+//! Every problem becomes a [`ConfigError`] with a file, a line and column, a message and a help
+//! text; all problems of a stage are reported together ([`ConfigErrors`]). Syntax errors stop the
+//! pipeline before stage 2, so cross-reference errors never cascade from a typo.
+//!
+//! ```
+//! let xml = r#"<ARINC_653_Module ModuleName="demo">
+//!   <Partition PartitionIdentifier="1" PartitionName="P1" EntryPoint="main"/>
+//!   <Module_Schedule MajorFrameSeconds="0.02">
+//!     <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+//!       <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+//!     </Partition_Schedule>
+//!   </Module_Schedule>
+//! </ARINC_653_Module>"#;
+//! let module = partix_config::parse_str(xml, None).unwrap();
+//! assert_eq!(module.partitions[0].name, "P1");
+//! assert_eq!(module.schedules[0].windows[0].duration, std::time::Duration::from_millis(10));
+//!
+//! let err = partix_config::parse_str("<ARINC_653_Module>", None).unwrap_err();
+//! assert!(err.to_string().starts_with("<input>:1:19: error: malformed XML"));
+//! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod error;
 pub mod model;
+mod parse;
+mod summary;
+mod validate;
+mod value;
+
+use std::path::Path;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use parse::{MAX_NAME_LEN, PARTIX_NS, TRANSPORTS};
+pub use summary::summary;
+
+use model::{Location, Module};
+
+/// Largest configuration file read, in bytes (a module configuration is a few kilobytes).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Read, parse and validate the module configuration in `path`.
+///
+/// Relative `partix:Executable` paths containing a `/` (or naming a `.c` file) are resolved
+/// against the directory of `path`.
+///
+/// # Errors
+/// Every problem found, located in the file; a file that cannot be read is one error located at
+/// the file (line 0).
+pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
+    let io_err = |message: String, help: &str| {
+        ConfigErrors::single(ConfigError {
+            file: Some(path.to_path_buf()),
+            location: Location::default(),
+            message,
+            help: help.to_string(),
+        })
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(io_err(
+                "is a directory, not a configuration file".into(),
+                "give the path of the module's XML file",
+            ))
+        }
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return Err(io_err(
+                format!(
+                    "file is {} bytes; a module configuration is at most {MAX_FILE_BYTES}",
+                    m.len()
+                ),
+                "check that this is the module configuration",
+            ))
+        }
+        _ => {}
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        io_err(
+            format!("cannot read the configuration: {e}"),
+            "check the path and the file's permissions",
+        )
+    })?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let pos = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes());
+            return Err(ConfigErrors::single(ConfigError {
+                file: Some(path.to_path_buf()),
+                location: parse::location_at(&text, pos),
+                message: "the file is not valid UTF-8".into(),
+                help: "save the configuration as UTF-8".into(),
+            }));
+        }
+    };
+    parse_str(&text, Some(path))
+}
+
+/// Parse and validate a module configuration held in `text`.
+///
+/// `source` is the file the text came from: it names the file in errors and is the base for
+/// relative executable paths. `None` prints `<input>` in errors and keeps paths as written.
+///
+/// # Errors
+/// Every problem found, each located (see the crate docs for which problems are reported
+/// together).
+pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErrors> {
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        // Bound the work on hostile input: a module configuration has a few thousand nodes.
+        nodes_limit: 1_000_000,
+    };
+    let doc = roxmltree::Document::parse_with_options(text, opts)
+        .map_err(|e| ConfigErrors::single(parse::xml_error(text, source, &e)))?;
+    let mut parser = parse::Parser::new(&doc, source);
+    let raw = parser.module();
+    if let Some(errs) = ConfigErrors::new(parser.errors) {
+        return Err(errs);
+    }
+    validate::validate(raw, source)
+        .map_err(|errs| ConfigErrors::new(errs).expect("validate returns Err only with errors"))
+}

@@ -1,0 +1,1192 @@
+//! Stage 1: XML text → a syntactic tree ([`RawModule`]) with every value typed and located.
+//!
+//! This stage checks what one element can check on its own: well-formed XML, known element and
+//! attribute names (with "did you mean" hints), required attributes, and value syntax (numbers,
+//! durations, booleans, enumerations, name lengths). Cross-references (ids, ports, windows) are
+//! checked by [`crate::validate`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use roxmltree::{Attribute, Document, Node};
+
+use crate::error::ConfigError;
+use crate::model::{
+    Criticality, ErrorCode, ErrorLevel, Location, MemoryAccess, MemoryKind, MemoryRequirement,
+    ModuleAction, PartitionAction, PortDirection, QueuingPortConfig, SamplingPortConfig,
+};
+use crate::value::{self, ValueError};
+
+/// The XML namespace of the partix extensions.
+pub const PARTIX_NS: &str = "urn:partix:config:1";
+
+/// The transports a channel may name in `partix:Transport`.
+pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
+
+/// Longest partition or port name (the APEX `NAME_TYPE` holds 30 characters).
+pub const MAX_NAME_LEN: usize = 30;
+
+/// A value and where it is in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Loc<T> {
+    pub v: T,
+    pub loc: Location,
+}
+
+/// `ARINC_653_Module`, as written.
+#[derive(Debug, Default)]
+pub(crate) struct RawModule {
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub loc: Location,
+    pub partitions: Vec<RawPartition>,
+    pub memories: Vec<RawMemory>,
+    pub schedules: Vec<RawSchedule>,
+    pub channels: Vec<RawChannel>,
+    pub system_hm: Vec<RawSystemHm>,
+    pub module_hm: Vec<RawModuleHm>,
+    pub partition_hms: Vec<RawPartitionHm>,
+}
+
+/// `Partition`.
+#[derive(Debug)]
+pub(crate) struct RawPartition {
+    pub id: Loc<u32>,
+    pub name: Option<Loc<String>>,
+    pub criticality: Criticality,
+    pub system_partition: bool,
+    pub entry_point: Option<String>,
+    pub executable: Option<Loc<String>>,
+    pub args: Vec<String>,
+    pub affinity: Option<Vec<usize>>,
+    pub sampling: Vec<SamplingPortConfig>,
+    pub queuing: Vec<QueuingPortConfig>,
+    pub loc: Location,
+}
+
+/// A partition reference (`PartitionIdentifier` plus optional `PartitionName`).
+#[derive(Debug, Clone)]
+pub(crate) struct RawPartRef {
+    pub id: Loc<u32>,
+    pub name: Option<Loc<String>>,
+}
+
+/// `Partition_Memory`.
+#[derive(Debug)]
+pub(crate) struct RawMemory {
+    pub part: RawPartRef,
+    pub regions: Vec<MemoryRequirement>,
+    pub loc: Location,
+}
+
+/// `Module_Schedule`.
+#[derive(Debug)]
+pub(crate) struct RawSchedule {
+    pub id: Option<Loc<u32>>,
+    pub name: Option<Loc<String>>,
+    pub initial: Option<Loc<bool>>,
+    pub major_frame: Loc<Duration>,
+    pub partitions: Vec<RawPartitionSchedule>,
+    pub loc: Location,
+}
+
+/// `Partition_Schedule`.
+#[derive(Debug)]
+pub(crate) struct RawPartitionSchedule {
+    pub part: RawPartRef,
+    pub period: Loc<Duration>,
+    pub duration: Loc<Duration>,
+    pub windows: Vec<RawWindow>,
+    pub loc: Location,
+}
+
+/// `Window_Schedule`.
+#[derive(Debug)]
+pub(crate) struct RawWindow {
+    pub id: Loc<u32>,
+    pub start: Loc<Duration>,
+    pub duration: Loc<Duration>,
+    pub period_start: bool,
+    pub loc: Location,
+}
+
+/// `Channel`.
+#[derive(Debug)]
+pub(crate) struct RawChannel {
+    pub id: Loc<u32>,
+    pub name: Option<Loc<String>>,
+    pub transport: Option<Loc<String>>,
+    pub sources: Vec<RawPortRef>,
+    pub destinations: Vec<RawPortRef>,
+    pub loc: Location,
+}
+
+/// `Standard_Partition` inside `Source`/`Destination`.
+#[derive(Debug, Clone)]
+pub(crate) struct RawPortRef {
+    pub part: RawPartRef,
+    pub port: Loc<String>,
+    pub loc: Location,
+}
+
+/// `Error_ID_Level` of the `System_HM_Table`.
+#[derive(Debug)]
+pub(crate) struct RawSystemHm {
+    pub state: u32,
+    pub error_id: Loc<u32>,
+    pub level: ErrorLevel,
+    pub code: Loc<ErrorCode>,
+}
+
+/// `Error_ID_Action` of the `Module_HM_Table`.
+#[derive(Debug)]
+pub(crate) struct RawModuleHm {
+    pub state: u32,
+    pub error_id: Loc<u32>,
+    pub action: ModuleAction,
+}
+
+/// `Partition_HM_Table`.
+#[derive(Debug)]
+pub(crate) struct RawPartitionHm {
+    pub part: RawPartRef,
+    pub entries: Vec<RawPartitionHmEntry>,
+    pub loc: Location,
+}
+
+/// `Error_ID_Action` of a `Partition_HM_Table`.
+#[derive(Debug)]
+pub(crate) struct RawPartitionHmEntry {
+    pub state: u32,
+    pub error_id: Loc<u32>,
+    pub code: Option<Loc<ErrorCode>>,
+    pub action: PartitionAction,
+}
+
+const CRITICALITIES: &[(&str, Criticality)] = &[
+    ("LEVEL_A", Criticality::LevelA),
+    ("LEVEL_B", Criticality::LevelB),
+    ("LEVEL_C", Criticality::LevelC),
+    ("LEVEL_D", Criticality::LevelD),
+    ("LEVEL_E", Criticality::LevelE),
+];
+const DIRECTIONS: &[(&str, PortDirection)] = &[
+    ("SOURCE", PortDirection::Source),
+    ("DESTINATION", PortDirection::Destination),
+];
+const MEMORY_KINDS: &[(&str, MemoryKind)] = &[
+    ("CODE", MemoryKind::Code),
+    ("DATA", MemoryKind::Data),
+    ("INPUT_OUTPUT", MemoryKind::InputOutput),
+];
+const MEMORY_ACCESS: &[(&str, MemoryAccess)] = &[
+    ("READ_ONLY", MemoryAccess::ReadOnly),
+    ("READ_WRITE", MemoryAccess::ReadWrite),
+];
+const ERROR_LEVELS: &[(&str, ErrorLevel)] = &[
+    ("MODULE", ErrorLevel::Module),
+    ("PARTITION", ErrorLevel::Partition),
+    ("PROCESS", ErrorLevel::Process),
+];
+/// Error code names (`POWER_FAILURE` is the spelling of POK's schema).
+pub(crate) const ERROR_CODES: &[(&str, ErrorCode)] = &[
+    ("DEADLINE_MISSED", ErrorCode::DeadlineMissed),
+    ("APPLICATION_ERROR", ErrorCode::ApplicationError),
+    ("NUMERIC_ERROR", ErrorCode::NumericError),
+    ("ILLEGAL_REQUEST", ErrorCode::IllegalRequest),
+    ("STACK_OVERFLOW", ErrorCode::StackOverflow),
+    ("MEMORY_VIOLATION", ErrorCode::MemoryViolation),
+    ("HARDWARE_FAULT", ErrorCode::HardwareFault),
+    ("POWER_FAIL", ErrorCode::PowerFail),
+    ("POWER_FAILURE", ErrorCode::PowerFail),
+    ("PARTITION_CRASH", ErrorCode::PartitionCrash),
+    ("INIT_TIMEOUT", ErrorCode::InitTimeout),
+];
+const MODULE_ACTIONS: &[(&str, ModuleAction)] = &[
+    ("IGNORE", ModuleAction::Ignore),
+    ("SHUTDOWN", ModuleAction::Shutdown),
+    ("RESET", ModuleAction::Reset),
+];
+const PARTITION_ACTIONS: &[(&str, PartitionAction)] = &[
+    ("IGNORE", PartitionAction::Ignore),
+    ("IDLE", PartitionAction::Idle),
+    ("WARM_START", PartitionAction::WarmStart),
+    ("COLD_START", PartitionAction::ColdStart),
+    ("STOP_PROCESS", PartitionAction::StopProcess),
+    ("RESTART_PROCESS", PartitionAction::RestartProcess),
+];
+
+/// Return the canonical name of an error code.
+pub(crate) fn error_code_name(code: ErrorCode) -> &'static str {
+    ERROR_CODES
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map_or("?", |(n, _)| n)
+}
+
+/// Every partix extension attribute name, per element, for the "put it in the namespace" hint.
+const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity"];
+const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
+const ALL_PARTIX_ATTRS: &[&str] = &["Executable", "Arguments", "Affinity", "Transport"];
+
+/// Parse state: the document, the file name for errors, and the errors found so far.
+pub(crate) struct Parser<'a, 'i> {
+    doc: &'a Document<'i>,
+    file: Option<&'a Path>,
+    /// The namespace of the ARINC vocabulary: the root element's namespace (usually none).
+    arinc_ns: Option<&'a str>,
+    pub errors: Vec<ConfigError>,
+}
+
+/// Return the 1-based line/column of a byte offset in `text` (for errors outside a document).
+pub(crate) fn location_at(text: &str, pos: usize) -> Location {
+    let pos = pos.min(text.len());
+    let mut line = 1u32;
+    let mut col = 1u32;
+    for (i, c) in text.char_indices() {
+        if i >= pos {
+            break;
+        }
+        if c == '\n' {
+            line = line.saturating_add(1);
+            col = 1;
+        } else {
+            col = col.saturating_add(1);
+        }
+    }
+    Location { line, col }
+}
+
+/// Turn a roxmltree error into a located [`ConfigError`].
+pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -> ConfigError {
+    use roxmltree::Error as E;
+    let pos = e.pos();
+    let location = match e {
+        E::UnclosedRootNode | E::UnexpectedEndOfStream => location_at(text, text.len()),
+        _ => Location {
+            line: pos.row,
+            col: pos.col,
+        },
+    };
+    let mut message = e.to_string();
+    let suffix = format!(" at {pos}");
+    if let Some(stripped) = message.strip_suffix(&suffix) {
+        message = stripped.to_string();
+    }
+    let help = match e {
+        E::DtdDetected => "remove the <!DOCTYPE ...> declaration: partix does not read DTDs",
+        E::UnclosedRootNode | E::UnexpectedEndOfStream => {
+            "the file ends early: close every open element (</ARINC_653_Module> last)"
+        }
+        E::UnexpectedCloseTag(..) => "make each closing tag match the element it closes",
+        E::UnknownNamespace(..) => {
+            "declare the prefix on the root element, e.g. xmlns:partix=\"urn:partix:config:1\""
+        }
+        E::DuplicatedAttribute(..) => "give each attribute once per element",
+        _ => "fix the XML syntax at this position (check quotes, '<', '&' and closing tags)",
+    }
+    .to_string();
+    ConfigError {
+        file: file.map(Path::to_path_buf),
+        location,
+        message: format!("malformed XML: {message}"),
+        help,
+    }
+}
+
+fn tag(node: Node) -> String {
+    format!("<{}>", node.tag_name().name())
+}
+
+impl<'a, 'i> Parser<'a, 'i> {
+    /// Start parsing `doc`.
+    pub fn new(doc: &'a Document<'i>, file: Option<&'a Path>) -> Self {
+        Self {
+            doc,
+            file,
+            arinc_ns: doc.root_element().tag_name().namespace(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn loc(&self, pos: usize) -> Location {
+        let p = self.doc.text_pos_at(pos);
+        Location {
+            line: p.row,
+            col: p.col,
+        }
+    }
+
+    fn node_loc(&self, node: Node) -> Location {
+        self.loc(node.range().start)
+    }
+
+    fn attr_loc(&self, a: &Attribute) -> Location {
+        self.loc(a.range_value().start)
+    }
+
+    fn err(&mut self, location: Location, message: impl Into<String>, help: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.map(Path::to_path_buf),
+            location,
+            message: message.into(),
+            help: help.into(),
+        });
+    }
+
+    /// Check the attributes of `node`: unprefixed ones must be in `arinc`, partix ones in `partix`.
+    fn check_attrs(&mut self, node: Node, arinc: &[&str], partix: &[&str]) {
+        for a in node.attributes() {
+            let loc = self.loc(a.range().start);
+            match a.namespace() {
+                None => {
+                    if arinc.contains(&a.name()) {
+                        continue;
+                    }
+                    if ALL_PARTIX_ATTRS.contains(&a.name()) {
+                        self.err(
+                            loc,
+                            format!("`{}` on {} is a partix extension without its namespace", a.name(), tag(node)),
+                            format!(
+                                "write partix:{}=\"...\" and declare xmlns:partix=\"{PARTIX_NS}\" on <ARINC_653_Module>{}",
+                                a.name(),
+                                if partix.contains(&a.name()) { "" } else { " (and check which element it belongs on)" }
+                            ),
+                        );
+                        continue;
+                    }
+                    let help = match value::closest(a.name(), arinc) {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None => {
+                            format!("the attributes of {} are: {}", tag(node), arinc.join(", "))
+                        }
+                    };
+                    self.err(
+                        loc,
+                        format!("unknown attribute `{}` on {}", a.name(), tag(node)),
+                        help,
+                    );
+                }
+                Some(PARTIX_NS) => {
+                    if partix.contains(&a.name()) {
+                        continue;
+                    }
+                    let help = match value::closest(a.name(), partix) {
+                        Some(c) => format!("did you mean `partix:{c}`?"),
+                        None if partix.is_empty() => {
+                            format!("{} takes no partix extension", tag(node))
+                        }
+                        None => format!(
+                            "the partix extensions of {} are: {}",
+                            tag(node),
+                            partix
+                                .iter()
+                                .map(|p| format!("partix:{p}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    self.err(
+                        loc,
+                        format!("unknown partix attribute `{}` on {}", a.name(), tag(node)),
+                        help,
+                    );
+                }
+                Some(ns) => {
+                    if ALL_PARTIX_ATTRS.contains(&a.name()) && ns.starts_with("urn:partix") {
+                        self.err(
+                            loc,
+                            format!(
+                                "`{}` is in namespace `{ns}`, which partix does not know",
+                                a.name()
+                            ),
+                            format!("partix extensions live in xmlns:partix=\"{PARTIX_NS}\""),
+                        );
+                    }
+                    // Other implementers' extensions: allowed by the schema, ignored.
+                }
+            }
+        }
+    }
+
+    /// Return the element children of `node` in the ARINC vocabulary; report unknown ones.
+    fn children(&mut self, node: Node<'a, 'i>, allowed: &[&str]) -> Vec<Node<'a, 'i>> {
+        let mut out = Vec::new();
+        for c in node.children().filter(Node::is_element) {
+            let ns = c.tag_name().namespace();
+            let name = c.tag_name().name();
+            let loc = self.node_loc(c);
+            if ns == self.arinc_ns {
+                if allowed.contains(&name) {
+                    out.push(c);
+                } else {
+                    let help = match value::closest(name, allowed) {
+                        Some(s) => format!("did you mean <{s}>?"),
+                        None if allowed.is_empty() => {
+                            format!("{} has no child elements", tag(node))
+                        }
+                        None => format!(
+                            "{} may contain: {}",
+                            tag(node),
+                            allowed
+                                .iter()
+                                .map(|a| format!("<{a}>"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    self.err(
+                        loc,
+                        format!("unknown element <{name}> in {}", tag(node)),
+                        help,
+                    );
+                }
+            } else if ns == Some(PARTIX_NS) {
+                self.err(
+                    loc,
+                    format!("unknown partix element <partix:{name}>"),
+                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity on <Partition>, partix:Transport on <Channel>)",
+                );
+            }
+            // Elements of other namespaces are implementer extensions: ignored.
+        }
+        out
+    }
+
+    fn attr(&self, node: Node<'a, 'i>, name: &str) -> Option<Attribute<'a, 'i>> {
+        node.attributes()
+            .find(|a| a.namespace().is_none() && a.name() == name)
+    }
+
+    fn pattr(&self, node: Node<'a, 'i>, name: &str) -> Option<Attribute<'a, 'i>> {
+        node.attributes()
+            .find(|a| a.namespace() == Some(PARTIX_NS) && a.name() == name)
+    }
+
+    fn missing(&mut self, node: Node, name: &str, example: &str) {
+        let loc = self.node_loc(node);
+        self.err(
+            loc,
+            format!("{} is missing the required attribute `{name}`", tag(node)),
+            format!("add {name}=\"{example}\""),
+        );
+    }
+
+    fn bad_value(&mut self, node: Node, a: &Attribute, e: ValueError) {
+        let loc = self.attr_loc(a);
+        self.err(
+            loc,
+            format!("bad `{}` on {}: {}", a.name(), tag(node), e.message),
+            e.help,
+        );
+    }
+
+    fn typed<T>(
+        &mut self,
+        node: Node<'a, 'i>,
+        a: Attribute<'a, 'i>,
+        f: impl Fn(&str) -> Result<T, ValueError>,
+    ) -> Option<Loc<T>> {
+        match f(a.value()) {
+            Ok(v) => Some(Loc {
+                v,
+                loc: self.attr_loc(&a),
+            }),
+            Err(e) => {
+                self.bad_value(node, &a, e);
+                None
+            }
+        }
+    }
+
+    /// An optional attribute, parsed with `f`. `Err(())` = present but bad (already reported).
+    fn opt<T>(
+        &mut self,
+        node: Node<'a, 'i>,
+        name: &str,
+        f: impl Fn(&str) -> Result<T, ValueError>,
+    ) -> Result<Option<Loc<T>>, ()> {
+        match self.attr(node, name) {
+            None => Ok(None),
+            Some(a) => self.typed(node, a, f).map(Some).ok_or(()),
+        }
+    }
+
+    /// A required attribute, parsed with `f`; `None` if missing or bad (reported).
+    fn req<T>(
+        &mut self,
+        node: Node<'a, 'i>,
+        name: &str,
+        example: &str,
+        f: impl Fn(&str) -> Result<T, ValueError>,
+    ) -> Option<Loc<T>> {
+        match self.attr(node, name) {
+            None => {
+                self.missing(node, name, example);
+                None
+            }
+            Some(a) => self.typed(node, a, f),
+        }
+    }
+
+    fn text(s: &str) -> Result<String, ValueError> {
+        if s.trim().is_empty() {
+            Err(ValueError {
+                message: "empty value".into(),
+                help: "give a non-empty value".into(),
+            })
+        } else {
+            Ok(s.to_string())
+        }
+    }
+
+    fn name(s: &str) -> Result<String, ValueError> {
+        let t = Self::text(s)?;
+        if t.trim() != t {
+            return Err(ValueError {
+                message: format!("`{t}` has leading or trailing spaces"),
+                help: "remove the spaces around the name".into(),
+            });
+        }
+        if t.chars().count() > MAX_NAME_LEN {
+            return Err(ValueError {
+                message: format!("`{t}` is longer than {MAX_NAME_LEN} characters"),
+                help: format!("use at most {MAX_NAME_LEN} characters (the APEX NAME_TYPE)"),
+            });
+        }
+        Ok(t)
+    }
+
+    fn enumeration<T: Copy>(
+        table: &'static [(&'static str, T)],
+    ) -> impl Fn(&str) -> Result<T, ValueError> {
+        move |s: &str| {
+            let s = s.trim();
+            if let Some((_, v)) = table.iter().find(|(n, _)| *n == s) {
+                return Ok(*v);
+            }
+            let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+            let help = match value::closest(s, &names) {
+                Some(c) => format!("did you mean `{c}`? (one of {})", names.join(", ")),
+                None => format!("use one of {}", names.join(", ")),
+            };
+            Err(ValueError {
+                message: format!("unknown value `{s}`"),
+                help,
+            })
+        }
+    }
+
+    fn seconds(s: &str) -> Result<Duration, ValueError> {
+        value::parse_seconds(s)
+    }
+
+    /// Parse a partition reference (`PartitionIdentifier` required, `PartitionName` optional).
+    fn part_ref(&mut self, node: Node<'a, 'i>) -> Option<RawPartRef> {
+        let id = self.req(node, "PartitionIdentifier", "1", value::parse_u32);
+        let name = self.opt(node, "PartitionName", Self::name).ok()?;
+        Some(RawPartRef { id: id?, name })
+    }
+
+    /// Parse the whole document.
+    pub fn module(&mut self) -> RawModule {
+        let root = self.doc.root_element();
+        let mut m = RawModule {
+            loc: self.node_loc(root),
+            ..RawModule::default()
+        };
+        if root.tag_name().name() != "ARINC_653_Module" {
+            let loc = self.node_loc(root);
+            self.err(
+                loc,
+                format!("the root element is <{}>, not <ARINC_653_Module>", root.tag_name().name()),
+                "an ARINC 653 module configuration starts with <ARINC_653_Module ModuleName=\"...\">",
+            );
+            return m;
+        }
+        self.check_attrs(root, &["ModuleName", "ModuleVersion", "ModuleId"], &[]);
+        m.name = self
+            .opt(root, "ModuleName", Self::text)
+            .ok()
+            .flatten()
+            .map(|l| l.v);
+        m.version = self
+            .opt(root, "ModuleVersion", Self::text)
+            .ok()
+            .flatten()
+            .map(|l| l.v);
+        let _ = self.opt(root, "ModuleId", value::parse_u32);
+
+        let kids = self.children(
+            root,
+            &[
+                "System_HM_Table",
+                "Module_HM_Table",
+                "Partition",
+                "Partition_Memory",
+                "Module_Schedule",
+                "Partition_HM_Table",
+                "Connection_Table",
+            ],
+        );
+        let mut seen_single: Vec<(&str, Location)> = Vec::new();
+        for c in kids {
+            let name = c.tag_name().name();
+            if matches!(
+                name,
+                "System_HM_Table" | "Module_HM_Table" | "Connection_Table"
+            ) {
+                let loc = self.node_loc(c);
+                if let Some((_, first)) = seen_single.iter().find(|(n, _)| *n == name) {
+                    let first = *first;
+                    self.err(
+                        loc,
+                        format!(
+                            "second <{name}> (the first is at {}:{})",
+                            first.line, first.col
+                        ),
+                        format!("merge the two into one <{name}>"),
+                    );
+                    continue;
+                }
+                seen_single.push((name, loc));
+            }
+            match name {
+                "System_HM_Table" => self.system_hm(c, &mut m.system_hm),
+                "Module_HM_Table" => self.module_hm(c, &mut m.module_hm),
+                "Partition" => {
+                    if let Some(p) = self.partition(c) {
+                        m.partitions.push(p);
+                    }
+                }
+                "Partition_Memory" => {
+                    if let Some(p) = self.memory(c) {
+                        m.memories.push(p);
+                    }
+                }
+                "Module_Schedule" => {
+                    if let Some(s) = self.schedule(c) {
+                        m.schedules.push(s);
+                    }
+                }
+                "Partition_HM_Table" => {
+                    if let Some(t) = self.partition_hm(c) {
+                        m.partition_hms.push(t);
+                    }
+                }
+                "Connection_Table" => self.connections(c, &mut m.channels),
+                _ => {}
+            }
+        }
+        m
+    }
+
+    fn partition(&mut self, node: Node<'a, 'i>) -> Option<RawPartition> {
+        self.check_attrs(
+            node,
+            &[
+                "PartitionIdentifier",
+                "PartitionName",
+                "Criticality",
+                "SystemPartition",
+                "EntryPoint",
+            ],
+            PARTIX_ATTRS_PARTITION,
+        );
+        let loc = self.node_loc(node);
+        let r = self.part_ref(node);
+        let criticality = self.opt(node, "Criticality", Self::enumeration(CRITICALITIES));
+        let system_partition = self.opt(node, "SystemPartition", value::parse_bool);
+        let entry_point = self.opt(node, "EntryPoint", Self::text);
+        let executable = match self.pattr(node, "Executable") {
+            Some(a) => self.typed(node, a, Self::text).ok_or(()).map(Some),
+            None => Ok(None),
+        };
+        let args = self
+            .pattr(node, "Arguments")
+            .map(|a| a.value().split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let affinity = match self.pattr(node, "Affinity") {
+            Some(a) => self
+                .typed(node, a, parse_affinity)
+                .ok_or(())
+                .map(|l| Some(l.v)),
+            None => Ok(None),
+        };
+        let mut sampling = Vec::new();
+        let mut queuing = Vec::new();
+        for c in self.children(node, &["Sampling_Port", "Queuing_Port", "Process"]) {
+            match c.tag_name().name() {
+                "Sampling_Port" => {
+                    if let Some(p) = self.sampling_port(c) {
+                        sampling.push(p);
+                    }
+                }
+                "Queuing_Port" => {
+                    if let Some(p) = self.queuing_port(c) {
+                        queuing.push(p);
+                    }
+                }
+                _ => {
+                    // Process: informational in partix (the partition code creates its processes).
+                    self.check_attrs(c, &["Name", "StackSize"], &[]);
+                    let _ = self.opt(c, "Name", Self::name);
+                    let _ = self.opt(c, "StackSize", value::parse_u64);
+                }
+            }
+        }
+        let r = r?;
+        Some(RawPartition {
+            id: r.id,
+            name: r.name,
+            criticality: criticality.ok()?.map_or(Criticality::LevelA, |l| l.v),
+            system_partition: system_partition.ok()?.is_some_and(|l| l.v),
+            entry_point: entry_point.ok()?.map(|l| l.v),
+            executable: executable.ok()?,
+            args,
+            affinity: affinity.ok()?,
+            sampling,
+            queuing,
+            loc,
+        })
+    }
+
+    fn sampling_port(&mut self, node: Node<'a, 'i>) -> Option<SamplingPortConfig> {
+        self.check_attrs(
+            node,
+            &["Name", "MaxMessageSize", "Direction", "RefreshRateSeconds"],
+            &[],
+        );
+        let name = self.req(node, "Name", "nav_state", Self::name);
+        let size = self.req(node, "MaxMessageSize", "64", parse_size);
+        let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
+        let refresh = self.req(node, "RefreshRateSeconds", "0.02", Self::seconds);
+        Some(SamplingPortConfig {
+            name: name?.v,
+            max_message_size: size?.v,
+            direction: dir?.v,
+            refresh_period: refresh?.v,
+            location: self.node_loc(node),
+        })
+    }
+
+    fn queuing_port(&mut self, node: Node<'a, 'i>) -> Option<QueuingPortConfig> {
+        self.check_attrs(
+            node,
+            &["Name", "MaxMessageSize", "Direction", "MaxNbMessages"],
+            &[],
+        );
+        let name = self.req(node, "Name", "commands", Self::name);
+        let size = self.req(node, "MaxMessageSize", "32", parse_size);
+        let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
+        let nb = self.req(node, "MaxNbMessages", "8", parse_count);
+        Some(QueuingPortConfig {
+            name: name?.v,
+            max_message_size: size?.v,
+            direction: dir?.v,
+            max_nb_messages: nb?.v,
+            location: self.node_loc(node),
+        })
+    }
+
+    fn memory(&mut self, node: Node<'a, 'i>) -> Option<RawMemory> {
+        self.check_attrs(node, &["PartitionIdentifier", "PartitionName"], &[]);
+        let part = self.part_ref(node);
+        let mut regions = Vec::new();
+        let mut ok = true;
+        for c in self.children(node, &["Memory_Requirements"]) {
+            self.check_attrs(
+                c,
+                &[
+                    "RegionName",
+                    "Type",
+                    "SizeBytes",
+                    "PhysicalAddress",
+                    "Access",
+                ],
+                &[],
+            );
+            let name = self.opt(c, "RegionName", Self::text);
+            let kind = self.req(c, "Type", "DATA", Self::enumeration(MEMORY_KINDS));
+            let size = self.req(c, "SizeBytes", "0x100000", value::parse_u64);
+            let _ = self.opt(c, "PhysicalAddress", value::parse_u64);
+            let access = self.req(c, "Access", "READ_WRITE", Self::enumeration(MEMORY_ACCESS));
+            match (name, kind, size, access) {
+                (Ok(name), Some(kind), Some(size), Some(access)) => {
+                    regions.push(MemoryRequirement {
+                        name: name.map(|l| l.v),
+                        kind: kind.v,
+                        size_bytes: size.v,
+                        access: access.v,
+                    })
+                }
+                _ => ok = false,
+            }
+        }
+        if !ok {
+            return None;
+        }
+        Some(RawMemory {
+            part: part?,
+            regions,
+            loc: self.node_loc(node),
+        })
+    }
+
+    fn schedule(&mut self, node: Node<'a, 'i>) -> Option<RawSchedule> {
+        self.check_attrs(
+            node,
+            &[
+                "ScheduleIdentifier",
+                "ScheduleName",
+                "InitialModuleSchedule",
+                "MajorFrameSeconds",
+            ],
+            &[],
+        );
+        let id = self.opt(node, "ScheduleIdentifier", value::parse_u32);
+        let name = self.opt(node, "ScheduleName", Self::text);
+        let initial = self.opt(node, "InitialModuleSchedule", value::parse_bool);
+        let mf = self.req(node, "MajorFrameSeconds", "0.08", Self::seconds);
+        let mut partitions = Vec::new();
+        let mut ok = true;
+        for c in self.children(node, &["Partition_Schedule"]) {
+            self.check_attrs(
+                c,
+                &[
+                    "PartitionIdentifier",
+                    "PartitionName",
+                    "PeriodSeconds",
+                    "PeriodDurationSeconds",
+                ],
+                &[],
+            );
+            let part = self.part_ref(c);
+            let period = self.req(c, "PeriodSeconds", "0.02", Self::seconds);
+            let duration = self.req(c, "PeriodDurationSeconds", "0.01", Self::seconds);
+            let mut windows = Vec::new();
+            for w in self.children(c, &["Window_Schedule"]) {
+                self.check_attrs(
+                    w,
+                    &[
+                        "WindowIdentifier",
+                        "WindowStartSeconds",
+                        "WindowDurationSeconds",
+                        "PartitionPeriodStart",
+                    ],
+                    &[],
+                );
+                let wid = self.req(w, "WindowIdentifier", "1", value::parse_u32);
+                let start = self.req(w, "WindowStartSeconds", "0.0", Self::seconds);
+                let dur = self.req(w, "WindowDurationSeconds", "0.01", Self::seconds);
+                let ps = self.opt(w, "PartitionPeriodStart", value::parse_bool);
+                match (wid, start, dur, ps) {
+                    (Some(id), Some(start), Some(duration), Ok(ps)) => windows.push(RawWindow {
+                        id,
+                        start,
+                        duration,
+                        period_start: ps.is_some_and(|l| l.v),
+                        loc: self.node_loc(w),
+                    }),
+                    _ => ok = false,
+                }
+            }
+            match (part, period, duration) {
+                (Some(part), Some(period), Some(duration)) => {
+                    partitions.push(RawPartitionSchedule {
+                        part,
+                        period,
+                        duration,
+                        windows,
+                        loc: self.node_loc(c),
+                    })
+                }
+                _ => ok = false,
+            }
+        }
+        if !ok {
+            return None;
+        }
+        Some(RawSchedule {
+            id: id.ok()?,
+            name: name.ok()?,
+            initial: initial.ok()?,
+            major_frame: mf?,
+            partitions,
+            loc: self.node_loc(node),
+        })
+    }
+
+    fn connections(&mut self, node: Node<'a, 'i>, out: &mut Vec<RawChannel>) {
+        self.check_attrs(node, &[], &[]);
+        for c in self.children(node, &["Channel"]) {
+            self.check_attrs(
+                c,
+                &["ChannelIdentifier", "ChannelName"],
+                PARTIX_ATTRS_CHANNEL,
+            );
+            let id = self.req(c, "ChannelIdentifier", "1", value::parse_u32);
+            let name = self.opt(c, "ChannelName", Self::text);
+            let transport = match self.pattr(c, "Transport") {
+                Some(a) => self.typed(c, a, parse_transport).ok_or(()).map(Some),
+                None => Ok(None),
+            };
+            let mut sources = Vec::new();
+            let mut destinations = Vec::new();
+            let mut ok = true;
+            for end in self.children(c, &["Source", "Destination"]) {
+                self.check_attrs(end, &[], &[]);
+                let parts = self.children(end, &["Standard_Partition", "Pseudo_Partition"]);
+                if parts.is_empty() {
+                    let loc = self.node_loc(end);
+                    self.err(
+                        loc,
+                        format!("{} names no port", tag(end)),
+                        format!(
+                            "add <Standard_Partition PartitionIdentifier=\"1\" PortName=\"...\"/> inside {}",
+                            tag(end)
+                        ),
+                    );
+                    ok = false;
+                }
+                for p in parts {
+                    if p.tag_name().name() == "Pseudo_Partition" {
+                        let loc = self.node_loc(p);
+                        self.err(
+                            loc,
+                            "<Pseudo_Partition> (a partition outside the module) is not supported",
+                            "connect ports of partitions of this module with <Standard_Partition>",
+                        );
+                        ok = false;
+                        continue;
+                    }
+                    self.check_attrs(
+                        p,
+                        &[
+                            "PartitionIdentifier",
+                            "PartitionName",
+                            "PortName",
+                            "PhysicalAddress",
+                        ],
+                        &[],
+                    );
+                    let part = self.part_ref(p);
+                    let port = self.req(p, "PortName", "nav_state", Self::name);
+                    let _ = self.opt(p, "PhysicalAddress", value::parse_u64);
+                    match (part, port) {
+                        (Some(part), Some(port)) => {
+                            let r = RawPortRef {
+                                part,
+                                port,
+                                loc: self.node_loc(p),
+                            };
+                            if end.tag_name().name() == "Source" {
+                                sources.push(r);
+                            } else {
+                                destinations.push(r);
+                            }
+                        }
+                        _ => ok = false,
+                    }
+                }
+            }
+            if let (Some(id), Ok(name), Ok(transport), true) = (id, name, transport, ok) {
+                out.push(RawChannel {
+                    id,
+                    name,
+                    transport,
+                    sources,
+                    destinations,
+                    loc: self.node_loc(c),
+                });
+            }
+        }
+    }
+
+    /// Parse the `System_State_Entry` children of an HM table; call `entry` on each of their
+    /// children named `child`.
+    fn states(
+        &mut self,
+        node: Node<'a, 'i>,
+        child: &str,
+        mut entry: impl FnMut(&mut Self, u32, Node<'a, 'i>),
+    ) {
+        for s in self.children(node, &["System_State_Entry"]) {
+            self.check_attrs(s, &["SystemState", "Description"], &[]);
+            let state = self.req(s, "SystemState", "1", value::parse_u32);
+            let kids = self.children(s, &[child]);
+            if let Some(state) = state {
+                for k in kids {
+                    entry(self, state.v, k);
+                }
+            }
+        }
+    }
+
+    fn system_hm(&mut self, node: Node<'a, 'i>, out: &mut Vec<RawSystemHm>) {
+        self.check_attrs(node, &[], &[]);
+        self.states(node, "Error_ID_Level", |p, state, e| {
+            p.check_attrs(e, &["ErrorIdentifier", "Description", "ErrorLevel", "ErrorCode"], &[]);
+            let id = p.req(e, "ErrorIdentifier", "1", value::parse_u32);
+            let level = p.req(e, "ErrorLevel", "PARTITION", Self::enumeration(ERROR_LEVELS));
+            let code = p.opt(e, "ErrorCode", Self::enumeration(ERROR_CODES));
+            let code = match code {
+                Ok(Some(c)) => Some(c),
+                Ok(None) => {
+                    // POK-style tables put the code name in Description.
+                    let from_desc = p.attr(e, "Description").and_then(|a| {
+                        ERROR_CODES
+                            .iter()
+                            .find(|(n, _)| *n == a.value().trim())
+                            .map(|(_, c)| Loc {
+                                v: *c,
+                                loc: p.attr_loc(&a),
+                            })
+                    });
+                    if from_desc.is_none() {
+                        let loc = p.node_loc(e);
+                        p.err(
+                            loc,
+                            "<Error_ID_Level> does not say which error code it stands for",
+                            "add ErrorCode=\"...\" (DEADLINE_MISSED, APPLICATION_ERROR, NUMERIC_ERROR, ILLEGAL_REQUEST, STACK_OVERFLOW, MEMORY_VIOLATION, HARDWARE_FAULT, POWER_FAIL, PARTITION_CRASH, INIT_TIMEOUT)",
+                        );
+                    }
+                    from_desc
+                }
+                Err(()) => None,
+            };
+            if let (Some(id), Some(level), Some(code)) = (id, level, code) {
+                out.push(RawSystemHm {
+                    state,
+                    error_id: id,
+                    level: level.v,
+                    code,
+                });
+            }
+        });
+    }
+
+    fn module_hm(&mut self, node: Node<'a, 'i>, out: &mut Vec<RawModuleHm>) {
+        self.check_attrs(node, &["ModuleCallback"], &[]);
+        self.states(node, "Error_ID_Action", |p, state, e| {
+            p.check_attrs(e, &["ErrorIdentifier", "Description", "Action"], &[]);
+            let id = p.req(e, "ErrorIdentifier", "1", value::parse_u32);
+            let action = p.req(e, "Action", "SHUTDOWN", Self::enumeration(MODULE_ACTIONS));
+            if let (Some(id), Some(action)) = (id, action) {
+                out.push(RawModuleHm {
+                    state,
+                    error_id: id,
+                    action: action.v,
+                });
+            }
+        });
+    }
+
+    fn partition_hm(&mut self, node: Node<'a, 'i>) -> Option<RawPartitionHm> {
+        self.check_attrs(
+            node,
+            &["PartitionIdentifier", "PartitionName", "PartitionCallback"],
+            &[],
+        );
+        let part = self.part_ref(node);
+        let mut entries = Vec::new();
+        self.states(node, "Error_ID_Action", |p, state, e| {
+            p.check_attrs(
+                e,
+                &["ErrorIdentifier", "Description", "Action", "ErrorCode"],
+                &[],
+            );
+            let id = p.req(e, "ErrorIdentifier", "1", value::parse_u32);
+            let action = p.req(
+                e,
+                "Action",
+                "COLD_START",
+                Self::enumeration(PARTITION_ACTIONS),
+            );
+            let code = p.opt(e, "ErrorCode", Self::enumeration(ERROR_CODES));
+            if let (Some(id), Some(action), Ok(code)) = (id, action, code) {
+                entries.push(RawPartitionHmEntry {
+                    state,
+                    error_id: id,
+                    code,
+                    action: action.v,
+                });
+            }
+        });
+        Some(RawPartitionHm {
+            part: part?,
+            entries,
+            loc: self.node_loc(node),
+        })
+    }
+}
+
+/// `MaxMessageSize`: a byte count > 0 that fits in `u32`.
+fn parse_size(s: &str) -> Result<u32, ValueError> {
+    let v = value::parse_u32(s)?;
+    if v == 0 {
+        return Err(ValueError {
+            message: "a message size of 0 bytes".into(),
+            help: "give the largest message in bytes (at least 1)".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// `MaxNbMessages`: a count > 0.
+fn parse_count(s: &str) -> Result<u32, ValueError> {
+    let v = value::parse_u32(s)?;
+    if v == 0 {
+        return Err(ValueError {
+            message: "a queue of 0 messages".into(),
+            help: "give the queue depth (at least 1)".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// `partix:Affinity`: `"0"` or `"0,1"`: distinct CPU numbers.
+fn parse_affinity(s: &str) -> Result<Vec<usize>, ValueError> {
+    let help = "list CPU numbers separated by commas, e.g. \"0\" or \"0,1\"";
+    let mut cpus: Vec<usize> = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let cpu = value::parse_u32(part).map_err(|_| ValueError {
+            message: format!("`{part}` is not a CPU number"),
+            help: help.into(),
+        })?;
+        if cpu > 4095 {
+            return Err(ValueError {
+                message: format!(
+                    "CPU {cpu} is beyond the largest CPU number Linux supports (4095)"
+                ),
+                help: help.into(),
+            });
+        }
+        let cpu = cpu as usize;
+        if cpus.contains(&cpu) {
+            return Err(ValueError {
+                message: format!("CPU {cpu} is listed twice"),
+                help: "list each CPU once".into(),
+            });
+        }
+        cpus.push(cpu);
+    }
+    Ok(cpus)
+}
+
+/// `partix:Transport`: one of [`TRANSPORTS`].
+fn parse_transport(s: &str) -> Result<String, ValueError> {
+    let t = s.trim();
+    if TRANSPORTS.contains(&t) {
+        return Ok(t.to_string());
+    }
+    let help = match value::closest(t, TRANSPORTS) {
+        Some(c) => format!("did you mean `{c}`? (one of {})", TRANSPORTS.join(", ")),
+        None => format!("use one of {}", TRANSPORTS.join(", ")),
+    };
+    Err(ValueError {
+        message: format!("unknown transport `{t}`"),
+        help,
+    })
+}

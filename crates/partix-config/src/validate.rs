@@ -1,0 +1,977 @@
+//! Stage 2: cross-reference checks on a [`RawModule`], producing the frozen [`Module`].
+//!
+//! Checks here need more than one element: unique ids and names, partition references, schedule
+//! windows against each other and against the major frame and each partition's period/duration,
+//! channel ends against ports, HM tables against the system table.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::model::*;
+use crate::parse::{error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule};
+use crate::value;
+
+struct Checker<'a> {
+    file: Option<&'a Path>,
+    errors: Vec<ConfigError>,
+}
+
+fn at(l: Location) -> String {
+    format!("{}:{}", l.line, l.col)
+}
+
+/// Format a duration as milliseconds, exactly (`10 ms`, `0.5 ms`, `0.000001 ms`).
+pub(crate) fn ms(d: Duration) -> String {
+    let n = d.as_nanos();
+    let whole = n / 1_000_000;
+    let frac = n % 1_000_000;
+    if frac == 0 {
+        format!("{whole} ms")
+    } else {
+        let f = format!("{frac:06}");
+        format!("{whole}.{} ms", f.trim_end_matches('0'))
+    }
+}
+
+impl Checker<'_> {
+    fn err(&mut self, location: Location, message: impl Into<String>, help: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.map(Path::to_path_buf),
+            location,
+            message: message.into(),
+            help: help.into(),
+        });
+    }
+}
+
+/// Partition lookup built from the validated partitions.
+struct Parts {
+    list: Vec<Partition>,
+    by_id: HashMap<u32, usize>,
+}
+
+impl Parts {
+    fn describe(&self) -> String {
+        self.list
+            .iter()
+            .map(|p| format!("{} ({})", p.id.0, p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Resolve a partition reference; report unknown ids and mismatching names.
+    fn resolve(&self, c: &mut Checker, r: &RawPartRef, what: &str) -> Option<usize> {
+        let Some(&idx) = self.by_id.get(&r.id.v) else {
+            let by_name = r
+                .name
+                .as_ref()
+                .and_then(|n| self.list.iter().find(|p| p.name == n.v));
+            let help = match by_name {
+                Some(p) => format!(
+                    "partition `{}` has PartitionIdentifier=\"{}\"; use that",
+                    p.name, p.id.0
+                ),
+                None if self.list.is_empty() => "declare the partition with <Partition>".into(),
+                None => format!("the partitions are: {}", self.describe()),
+            };
+            c.err(
+                r.id.loc,
+                format!("{what} names unknown partition {}", r.id.v),
+                help,
+            );
+            return None;
+        };
+        if let Some(n) = &r.name {
+            let p = &self.list[idx];
+            if n.v != p.name {
+                c.err(
+                    n.loc,
+                    format!(
+                        "PartitionName `{}` does not match partition {}, which is named `{}`",
+                        n.v, p.id.0, p.name
+                    ),
+                    format!(
+                        "write PartitionName=\"{}\", or fix PartitionIdentifier",
+                        p.name
+                    ),
+                );
+            }
+        }
+        Some(idx)
+    }
+}
+
+/// Validate `raw` and build the frozen model.
+pub(crate) fn validate(raw: RawModule, file: Option<&Path>) -> Result<Module, Vec<ConfigError>> {
+    let mut c = Checker {
+        file,
+        errors: Vec::new(),
+    };
+    let mut parts = partitions(&mut c, &raw.partitions, file);
+    memories(&mut c, &raw, &mut parts);
+    let (schedules, initial) = schedules(&mut c, &raw, &parts);
+    let channels = channels(&mut c, &raw, &parts);
+    let (system_hm, module_hm) = hm(&mut c, &raw, &mut parts);
+    if !c.errors.is_empty() {
+        return Err(c.errors);
+    }
+    let name = raw.name.unwrap_or_else(|| {
+        file.and_then(|f| f.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "module".to_string())
+    });
+    Ok(Module {
+        name,
+        version: raw.version,
+        source: file.map(Path::to_path_buf),
+        partitions: parts.list,
+        schedules,
+        initial_schedule: initial,
+        channels,
+        system_hm,
+        module_hm,
+    })
+}
+
+/// Resolve `partix:Executable` (see the field's docs).
+fn resolve_executable(exe: &str, file: Option<&Path>) -> PathBuf {
+    let p = PathBuf::from(exe);
+    let relative_to_config = p.is_relative() && (exe.contains('/') || exe.ends_with(".c"));
+    match file.and_then(Path::parent) {
+        Some(dir) if relative_to_config && !dir.as_os_str().is_empty() => dir.join(p),
+        _ => p,
+    }
+}
+
+fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Parts {
+    let mut parts = Parts {
+        list: Vec::new(),
+        by_id: HashMap::new(),
+    };
+    let mut names: HashMap<String, Location> = HashMap::new();
+    let mut id_locs: HashMap<u32, Location> = HashMap::new();
+    for rp in raw {
+        if let Some(first) = id_locs.get(&rp.id.v) {
+            c.err(
+                rp.id.loc,
+                format!(
+                    "duplicate PartitionIdentifier {} (first used at {})",
+                    rp.id.v,
+                    at(*first)
+                ),
+                "give every partition its own PartitionIdentifier",
+            );
+            continue;
+        }
+        id_locs.insert(rp.id.v, rp.id.loc);
+        let name = match &rp.name {
+            Some(n) => n.v.clone(),
+            None => format!("partition{}", rp.id.v),
+        };
+        let name_loc = rp.name.as_ref().map_or(rp.loc, |n| n.loc);
+        if let Some(first) = names.get(&name) {
+            c.err(
+                name_loc,
+                format!(
+                    "duplicate PartitionName `{name}` (first used at {})",
+                    at(*first)
+                ),
+                "give every partition its own PartitionName",
+            );
+        } else {
+            names.insert(name.clone(), name_loc);
+        }
+        // Port names are unique per partition, across sampling and queuing ports (a channel end
+        // names a port by name only).
+        let mut ports: HashMap<&str, Location> = HashMap::new();
+        let all = rp
+            .sampling
+            .iter()
+            .map(|p| (p.name.as_str(), p.location))
+            .chain(rp.queuing.iter().map(|p| (p.name.as_str(), p.location)));
+        for (pname, loc) in all {
+            if let Some(first) = ports.get(pname) {
+                c.err(
+                    loc,
+                    format!(
+                        "duplicate port name `{pname}` in partition {} (first declared at {})",
+                        name,
+                        at(*first)
+                    ),
+                    "give every port of a partition its own Name",
+                );
+            } else {
+                ports.insert(pname, loc);
+            }
+        }
+        for sp in &rp.sampling {
+            if sp.direction == PortDirection::Destination && sp.refresh_period.is_zero() {
+                c.err(
+                    sp.location,
+                    format!("destination sampling port `{}` has RefreshRateSeconds 0: no message would ever be valid", sp.name),
+                    "give the time after which a message is stale, e.g. RefreshRateSeconds=\"0.02\"",
+                );
+            }
+        }
+        let executable = rp
+            .executable
+            .as_ref()
+            .map(|e| resolve_executable(&e.v, file));
+        parts.by_id.insert(rp.id.v, parts.list.len());
+        parts.list.push(Partition {
+            id: PartitionId(rp.id.v),
+            name,
+            criticality: rp.criticality,
+            system_partition: rp.system_partition,
+            entry_point: rp.entry_point.clone().unwrap_or_else(|| "main".to_string()),
+            executable,
+            args: rp.args.clone(),
+            affinity: rp.affinity.clone(),
+            memory: Vec::new(),
+            sampling_ports: rp.sampling.clone(),
+            queuing_ports: rp.queuing.clone(),
+            hm: Vec::new(),
+            location: rp.loc,
+        });
+    }
+    parts
+}
+
+fn memories(c: &mut Checker, raw: &RawModule, parts: &mut Parts) {
+    let mut seen: HashMap<usize, Location> = HashMap::new();
+    for m in &raw.memories {
+        let Some(idx) = parts.resolve(c, &m.part, "<Partition_Memory>") else {
+            continue;
+        };
+        if let Some(first) = seen.get(&idx) {
+            c.err(
+                m.loc,
+                format!(
+                    "second <Partition_Memory> for partition {} (the first is at {})",
+                    parts.list[idx].name,
+                    at(*first)
+                ),
+                "put all Memory_Requirements of a partition in one <Partition_Memory>",
+            );
+            continue;
+        }
+        seen.insert(idx, m.loc);
+        parts.list[idx].memory = m.regions.clone();
+    }
+}
+
+fn schedules(c: &mut Checker, raw: &RawModule, parts: &Parts) -> (Vec<ModuleSchedule>, usize) {
+    let mut out = Vec::new();
+    if raw.schedules.is_empty() {
+        c.err(
+            raw.loc,
+            "the module has no <Module_Schedule>",
+            "add <Module_Schedule ScheduleIdentifier=\"1\" MajorFrameSeconds=\"...\"> with a <Partition_Schedule> and its <Window_Schedule>s for each partition",
+        );
+        return (out, 0);
+    }
+    let several = raw.schedules.len() > 1;
+    let mut ids: HashMap<u32, Location> = HashMap::new();
+    let mut names: HashMap<&str, Location> = HashMap::new();
+    let mut initials: Vec<(usize, Location)> = Vec::new();
+    let mut scheduled = vec![false; parts.list.len()];
+    for (si, rs) in raw.schedules.iter().enumerate() {
+        let id = match &rs.id {
+            Some(id) => {
+                if let Some(first) = ids.get(&id.v) {
+                    c.err(
+                        id.loc,
+                        format!(
+                            "duplicate ScheduleIdentifier {} (first used at {})",
+                            id.v,
+                            at(*first)
+                        ),
+                        "give every Module_Schedule its own ScheduleIdentifier",
+                    );
+                }
+                ids.insert(id.v, id.loc);
+                id.v
+            }
+            None if several => {
+                c.err(
+                    rs.loc,
+                    "<Module_Schedule> has no ScheduleIdentifier, and the module has several schedules",
+                    "add ScheduleIdentifier=\"N\" (SET_MODULE_SCHEDULE names schedules by it)",
+                );
+                0
+            }
+            None => 1,
+        };
+        if let Some(n) = &rs.name {
+            if let Some(first) = names.get(n.v.as_str()) {
+                c.err(
+                    n.loc,
+                    format!(
+                        "duplicate ScheduleName `{}` (first used at {})",
+                        n.v,
+                        at(*first)
+                    ),
+                    "give every Module_Schedule its own ScheduleName",
+                );
+            } else {
+                names.insert(n.v.as_str(), n.loc);
+            }
+        }
+        if let Some(i) = &rs.initial {
+            if i.v {
+                initials.push((si, i.loc));
+            }
+        }
+        let (pscheds, windows) = one_schedule(c, rs, parts, &mut scheduled);
+        out.push(ModuleSchedule {
+            id: ScheduleId(id),
+            name: rs.name.as_ref().map(|n| n.v.clone()),
+            major_frame: rs.major_frame.v,
+            partitions: pscheds,
+            windows,
+            location: rs.loc,
+        });
+    }
+    let initial = if !several {
+        0
+    } else {
+        match initials.as_slice() {
+            [] => {
+                c.err(
+                    raw.schedules[0].loc,
+                    "no <Module_Schedule> is marked InitialModuleSchedule=\"true\"",
+                    "mark exactly one schedule with InitialModuleSchedule=\"true\": the one the module starts in",
+                );
+                0
+            }
+            [(i, _)] => *i,
+            [(i, first), rest @ ..] => {
+                for (_, loc) in rest {
+                    c.err(
+                        *loc,
+                        format!(
+                            "a second schedule is marked initial (the first is at {})",
+                            at(*first)
+                        ),
+                        "mark exactly one schedule with InitialModuleSchedule=\"true\"",
+                    );
+                }
+                *i
+            }
+        }
+    };
+    for (i, p) in parts.list.iter().enumerate() {
+        if !scheduled[i] {
+            c.err(
+                p.location,
+                format!("partition {} (`{}`) has no window in any schedule: it would never run", p.id.0, p.name),
+                "add a <Partition_Schedule> with <Window_Schedule>s for it to a <Module_Schedule>, or remove the partition",
+            );
+        }
+    }
+    (out, initial)
+}
+
+/// Check one schedule; return its partition requirements and its windows sorted by offset.
+fn one_schedule(
+    c: &mut Checker,
+    rs: &RawSchedule,
+    parts: &Parts,
+    scheduled: &mut [bool],
+) -> (Vec<PartitionSchedule>, Vec<Window>) {
+    let mf = rs.major_frame.v;
+    let sched_name = match (&rs.id, &rs.name) {
+        (_, Some(n)) => format!("schedule `{}`", n.v),
+        (Some(id), None) => format!("schedule {}", id.v),
+        (None, None) => "the schedule".to_string(),
+    };
+    if mf.is_zero() {
+        c.err(
+            rs.major_frame.loc,
+            "MajorFrameSeconds is 0",
+            "give the length of the major frame, e.g. MajorFrameSeconds=\"0.08\"",
+        );
+    }
+    let mut out = Vec::new();
+    // (window, location, partition name)
+    let mut all: Vec<(Window, Location)> = Vec::new();
+    let mut seen_parts: HashMap<usize, Location> = HashMap::new();
+    let mut win_ids: HashMap<u32, Location> = HashMap::new();
+    for ps in &rs.partitions {
+        let Some(idx) = parts.resolve(c, &ps.part, "<Partition_Schedule>") else {
+            continue;
+        };
+        let p = &parts.list[idx];
+        if let Some(first) = seen_parts.get(&idx) {
+            c.err(
+                ps.loc,
+                format!("partition `{}` has a second <Partition_Schedule> in {sched_name} (the first is at {})", p.name, at(*first)),
+                "put all windows of a partition in one <Partition_Schedule> per schedule",
+            );
+            continue;
+        }
+        seen_parts.insert(idx, ps.loc);
+        let period = ps.period.v;
+        let duration = ps.duration.v;
+        let mut period_ok = true;
+        if period.is_zero() {
+            c.err(
+                ps.period.loc,
+                "PeriodSeconds is 0",
+                "give the partition's period, e.g. PeriodSeconds=\"0.02\"",
+            );
+            period_ok = false;
+        } else if !mf.is_zero() && !mf.as_nanos().is_multiple_of(period.as_nanos()) {
+            c.err(
+                ps.period.loc,
+                format!(
+                    "the period of `{}` ({}) does not divide the major frame of {sched_name} ({})",
+                    p.name,
+                    ms(period),
+                    ms(mf)
+                ),
+                "choose a period that divides MajorFrameSeconds evenly, so every major frame repeats the same periods",
+            );
+            period_ok = false;
+        }
+        if duration > period && !period.is_zero() {
+            c.err(
+                ps.duration.loc,
+                format!(
+                    "PeriodDurationSeconds ({}) of `{}` is longer than its PeriodSeconds ({})",
+                    ms(duration),
+                    p.name,
+                    ms(period)
+                ),
+                "the time needed in each period cannot exceed the period",
+            );
+            period_ok = false;
+        }
+        if ps.windows.is_empty() {
+            c.err(
+                ps.loc,
+                format!("partition `{}` has no <Window_Schedule> in {sched_name}", p.name),
+                "add <Window_Schedule WindowIdentifier=\"N\" WindowStartSeconds=\"...\" WindowDurationSeconds=\"...\"/>, or remove this <Partition_Schedule> if the partition must not run in this schedule",
+            );
+            period_ok = false;
+        } else {
+            scheduled[idx] = true;
+        }
+        let mut mine: Vec<(Duration, Duration)> = Vec::new();
+        for w in &ps.windows {
+            if let Some(first) = win_ids.get(&w.id.v) {
+                c.err(
+                    w.id.loc,
+                    format!(
+                        "duplicate WindowIdentifier {} in {sched_name} (first used at {})",
+                        w.id.v,
+                        at(*first)
+                    ),
+                    "give every window of a schedule its own WindowIdentifier",
+                );
+            } else {
+                win_ids.insert(w.id.v, w.id.loc);
+            }
+            let end = w.start.v + w.duration.v;
+            if w.duration.v.is_zero() {
+                c.err(
+                    w.duration.loc,
+                    format!("window {} of `{}` has length 0", w.id.v, p.name),
+                    "give the window a positive WindowDurationSeconds, or remove it",
+                );
+                period_ok = false;
+                continue;
+            }
+            if !mf.is_zero() && end > mf {
+                c.err(
+                    w.loc,
+                    format!(
+                        "window {} of `{}` ({} + {} = {}) ends after the major frame of {sched_name} ({})",
+                        w.id.v,
+                        p.name,
+                        ms(w.start.v),
+                        ms(w.duration.v),
+                        ms(end),
+                        ms(mf)
+                    ),
+                    "move or shorten the window so that WindowStartSeconds + WindowDurationSeconds <= MajorFrameSeconds",
+                );
+                period_ok = false;
+                continue;
+            }
+            mine.push((w.start.v, end));
+            all.push((
+                Window {
+                    id: w.id.v,
+                    partition: p.id,
+                    offset: w.start.v,
+                    duration: w.duration.v,
+                    period_start: w.period_start,
+                },
+                w.loc,
+            ));
+        }
+        if period_ok && !mf.is_zero() && !duration.is_zero() {
+            let periods = mf.as_nanos() / period.as_nanos();
+            for k in 0..periods {
+                let lo = period * k as u32;
+                let hi = lo + period;
+                let got: Duration = mine
+                    .iter()
+                    .map(|&(s, e)| e.min(hi).saturating_sub(s.max(lo)))
+                    .sum();
+                if got < duration {
+                    c.err(
+                        ps.loc,
+                        format!(
+                            "partition `{}` gets {} in period {k} [{}, {}) of {sched_name}, but needs PeriodDurationSeconds = {}: {} missing",
+                            p.name,
+                            ms(got),
+                            ms(lo),
+                            ms(hi),
+                            ms(duration),
+                            ms(duration - got)
+                        ),
+                        format!(
+                            "add or lengthen windows of `{}` inside [{}, {}), or lower PeriodDurationSeconds",
+                            p.name,
+                            ms(lo),
+                            ms(hi)
+                        ),
+                    );
+                    // One message per partition and schedule is enough to act on.
+                    break;
+                }
+            }
+        }
+        out.push(PartitionSchedule {
+            partition: p.id,
+            period,
+            duration,
+        });
+    }
+    all.sort_by_key(|(w, _)| (w.offset, w.duration));
+    // Overlaps: compare each window with the one reaching furthest among the earlier ones.
+    let mut reach: Option<usize> = None;
+    for i in 0..all.len() {
+        if let Some(r) = reach {
+            let (prev, prev_loc) = &all[r];
+            let (cur, cur_loc) = &all[i];
+            let prev_end = prev.offset + prev.duration;
+            if cur.offset < prev_end {
+                let pname = |id: PartitionId| parts.list[parts.by_id[&id.0]].name.clone();
+                c.err(
+                    *cur_loc,
+                    format!(
+                        "window {} of `{}` [{}, {}) overlaps window {} of `{}` [{}, {}) at {} in {sched_name}",
+                        cur.id,
+                        pname(cur.partition),
+                        ms(cur.offset),
+                        ms(cur.offset + cur.duration),
+                        prev.id,
+                        pname(prev.partition),
+                        ms(prev.offset),
+                        ms(prev_end),
+                        at(*prev_loc)
+                    ),
+                    format!(
+                        "windows of one schedule must not overlap: start window {} at or after {}, or end window {} by {}",
+                        cur.id,
+                        ms(prev_end),
+                        prev.id,
+                        ms(cur.offset)
+                    ),
+                );
+            }
+            if cur.offset + cur.duration > prev_end {
+                reach = Some(i);
+            }
+        } else {
+            reach = Some(i);
+        }
+    }
+    (out, all.into_iter().map(|(w, _)| w).collect())
+}
+
+/// A resolved channel end: partition index, port kind, direction, size.
+struct End {
+    part: usize,
+    kind: ChannelKind,
+    direction: PortDirection,
+    size: u32,
+}
+
+fn resolve_end(c: &mut Checker, parts: &Parts, r: &RawPortRef) -> Option<End> {
+    let idx = parts.resolve(c, &r.part, "this channel end")?;
+    let p = &parts.list[idx];
+    if let Some(sp) = p.sampling_ports.iter().find(|s| s.name == r.port.v) {
+        return Some(End {
+            part: idx,
+            kind: ChannelKind::Sampling,
+            direction: sp.direction,
+            size: sp.max_message_size,
+        });
+    }
+    if let Some(qp) = p.queuing_ports.iter().find(|s| s.name == r.port.v) {
+        return Some(End {
+            part: idx,
+            kind: ChannelKind::Queuing,
+            direction: qp.direction,
+            size: qp.max_message_size,
+        });
+    }
+    let names: Vec<&str> = p
+        .sampling_ports
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(p.queuing_ports.iter().map(|q| q.name.as_str()))
+        .collect();
+    let help = match value::closest(&r.port.v, &names) {
+        Some(n) => format!("did you mean `{n}`?"),
+        None if names.is_empty() => format!(
+            "partition `{}` declares no ports: add a <Sampling_Port> or <Queuing_Port> to it",
+            p.name
+        ),
+        None => format!("the ports of `{}` are: {}", p.name, names.join(", ")),
+    };
+    c.err(
+        r.port.loc,
+        format!("partition `{}` has no port named `{}`", p.name, r.port.v),
+        help,
+    );
+    None
+}
+
+fn kind_name(k: ChannelKind) -> &'static str {
+    match k {
+        ChannelKind::Sampling => "sampling",
+        ChannelKind::Queuing => "queuing",
+    }
+}
+
+fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
+    let mut out = Vec::new();
+    let mut ids: HashMap<u32, Location> = HashMap::new();
+    let mut names: HashMap<&str, Location> = HashMap::new();
+    // (partition index, port name) -> the channel end using it.
+    let mut used: HashMap<(usize, &str), Location> = HashMap::new();
+    for ch in &raw.channels {
+        if let Some(first) = ids.get(&ch.id.v) {
+            c.err(
+                ch.id.loc,
+                format!(
+                    "duplicate ChannelIdentifier {} (first used at {})",
+                    ch.id.v,
+                    at(*first)
+                ),
+                "give every channel its own ChannelIdentifier",
+            );
+        } else {
+            ids.insert(ch.id.v, ch.id.loc);
+        }
+        if let Some(n) = &ch.name {
+            if let Some(first) = names.get(n.v.as_str()) {
+                c.err(
+                    n.loc,
+                    format!(
+                        "duplicate ChannelName `{}` (first used at {})",
+                        n.v,
+                        at(*first)
+                    ),
+                    "give every channel its own ChannelName",
+                );
+            } else {
+                names.insert(n.v.as_str(), n.loc);
+            }
+        }
+        let label = match &ch.name {
+            Some(n) => format!("channel {} (`{}`)", ch.id.v, n.v),
+            None => format!("channel {}", ch.id.v),
+        };
+        let mut ok = true;
+        match ch.sources.as_slice() {
+            [] => {
+                c.err(ch.loc, format!("{label} has no <Source>"), "add <Source><Standard_Partition PartitionIdentifier=\"...\" PortName=\"...\"/></Source>");
+                ok = false;
+            }
+            [_] => {}
+            [_, rest @ ..] => {
+                for r in rest {
+                    c.err(
+                        r.loc,
+                        format!("{label} has more than one source port"),
+                        "a channel has exactly one source; use one channel per source port",
+                    );
+                }
+                ok = false;
+            }
+        }
+        if ch.destinations.is_empty() {
+            c.err(ch.loc, format!("{label} has no <Destination>"), "add <Destination><Standard_Partition PartitionIdentifier=\"...\" PortName=\"...\"/></Destination>");
+            ok = false;
+        }
+        // Port reuse.
+        for r in ch.sources.iter().chain(&ch.destinations) {
+            if let Some(&idx) = parts.by_id.get(&r.part.id.v) {
+                let key = (idx, r.port.v.as_str());
+                if let Some(first) = used.get(&key) {
+                    c.err(
+                        r.loc,
+                        format!(
+                            "port `{}` of `{}` is already connected by the channel end at {}",
+                            r.port.v,
+                            parts.list[idx].name,
+                            at(*first)
+                        ),
+                        "connect each port to at most one channel (a sampling source may feed several destinations of one channel)",
+                    );
+                    ok = false;
+                } else {
+                    used.insert(key, r.loc);
+                }
+            }
+        }
+        let src = ch
+            .sources
+            .first()
+            .and_then(|r| resolve_end(c, parts, r).map(|e| (r, e)));
+        let dsts: Vec<Option<(&RawPortRef, End)>> = ch
+            .destinations
+            .iter()
+            .map(|r| resolve_end(c, parts, r).map(|e| (r, e)))
+            .collect();
+        if let Some((r, e)) = &src {
+            if e.direction != PortDirection::Source {
+                c.err(
+                    r.loc,
+                    format!("the source of {label}, port `{}` of `{}`, is a DESTINATION port", r.port.v, parts.list[e.part].name),
+                    "declare the port with Direction=\"SOURCE\", or swap <Source> and <Destination>",
+                );
+                ok = false;
+            }
+        }
+        for (r, e) in dsts.iter().flatten() {
+            if e.direction != PortDirection::Destination {
+                c.err(
+                    r.loc,
+                    format!("a destination of {label}, port `{}` of `{}`, is a SOURCE port", r.port.v, parts.list[e.part].name),
+                    "declare the port with Direction=\"DESTINATION\", or swap <Source> and <Destination>",
+                );
+                ok = false;
+            }
+        }
+        if let Some((sr, se)) = &src {
+            for (r, e) in dsts.iter().flatten() {
+                if e.kind != se.kind {
+                    c.err(
+                        r.loc,
+                        format!(
+                            "{label} connects {} port `{}` to {} port `{}`",
+                            kind_name(se.kind),
+                            sr.port.v,
+                            kind_name(e.kind),
+                            r.port.v
+                        ),
+                        "both ends of a channel must be sampling ports, or both queuing ports",
+                    );
+                    ok = false;
+                } else if e.size != se.size {
+                    c.err(
+                        r.loc,
+                        format!(
+                            "MaxMessageSize of `{}` ({} B) differs from the source `{}` ({} B) in {label}",
+                            r.port.v, e.size, sr.port.v, se.size
+                        ),
+                        "give both ends of the channel the same MaxMessageSize",
+                    );
+                    ok = false;
+                }
+            }
+            if se.kind == ChannelKind::Queuing && ch.destinations.len() > 1 {
+                c.err(
+                    ch.destinations[1].loc,
+                    format!("queuing {label} has {} destinations", ch.destinations.len()),
+                    "a queuing channel connects one source to one destination; use a sampling channel to multicast",
+                );
+                ok = false;
+            }
+        }
+        if !ok || src.is_none() || dsts.iter().any(Option::is_none) {
+            continue;
+        }
+        let (sr, se) = src.expect("checked above");
+        out.push(Channel {
+            id: ChannelId(ch.id.v),
+            name: ch.name.as_ref().map(|n| n.v.clone()),
+            source: PortRef {
+                partition: parts.list[se.part].id,
+                port: sr.port.v.clone(),
+            },
+            destinations: dsts
+                .iter()
+                .flatten()
+                .map(|(r, e)| PortRef {
+                    partition: parts.list[e.part].id,
+                    port: r.port.v.clone(),
+                })
+                .collect(),
+            kind: se.kind,
+            transport: ch.transport.as_ref().map(|t| t.v.clone()),
+            location: ch.loc,
+        });
+    }
+    out
+}
+
+fn level_name(l: ErrorLevel) -> &'static str {
+    match l {
+        ErrorLevel::Module => "MODULE",
+        ErrorLevel::Partition => "PARTITION",
+        ErrorLevel::Process => "PROCESS",
+    }
+}
+
+fn hm(
+    c: &mut Checker,
+    raw: &RawModule,
+    parts: &mut Parts,
+) -> (Vec<SystemHmEntry>, Vec<ModuleHmEntry>) {
+    let mut system: Vec<SystemHmEntry> = Vec::new();
+    let mut sys_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    for e in &raw.system_hm {
+        let key = (e.state, e.error_id.v);
+        if let Some(first) = sys_locs.get(&key) {
+            c.err(
+                e.error_id.loc,
+                format!(
+                    "ErrorIdentifier {} appears twice for SystemState {} (first at {})",
+                    e.error_id.v,
+                    e.state,
+                    at(*first)
+                ),
+                "give each error identifier one Error_ID_Level per system state",
+            );
+            continue;
+        }
+        sys_locs.insert(key, e.error_id.loc);
+        system.push(SystemHmEntry {
+            system_state: e.state,
+            error_id: e.error_id.v,
+            code: e.code.v,
+            level: e.level,
+        });
+    }
+    let known = |state: u32| -> String {
+        let ids: Vec<String> = system
+            .iter()
+            .filter(|s| s.system_state == state)
+            .map(|s| format!("{} ({})", s.error_id, error_code_name(s.code)))
+            .collect();
+        if ids.is_empty() {
+            format!("System_HM_Table defines no error identifiers for SystemState {state}")
+        } else {
+            format!("identifiers of SystemState {state}: {}", ids.join(", "))
+        }
+    };
+    let lookup = |state: u32, id: u32| {
+        system
+            .iter()
+            .find(|s| s.system_state == state && s.error_id == id)
+    };
+
+    let mut module = Vec::new();
+    let mut mod_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    for e in &raw.module_hm {
+        let key = (e.state, e.error_id.v);
+        if let Some(first) = mod_locs.get(&key) {
+            c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in Module_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+            continue;
+        }
+        mod_locs.insert(key, e.error_id.loc);
+        match lookup(e.state, e.error_id.v) {
+            None => c.err(
+                e.error_id.loc,
+                format!("Module_HM_Table names unknown error identifier {} (SystemState {})", e.error_id.v, e.state),
+                format!("add an Error_ID_Level with ErrorIdentifier=\"{}\" to System_HM_Table; {}", e.error_id.v, known(e.state)),
+            ),
+            Some(s) if s.level != ErrorLevel::Module => c.err(
+                e.error_id.loc,
+                format!("error identifier {} ({}) is handled at {} level, so this Module_HM_Table action never applies", e.error_id.v, error_code_name(s.code), level_name(s.level)),
+                "set its ErrorLevel to MODULE in System_HM_Table, or move the action to a Partition_HM_Table",
+            ),
+            Some(_) => module.push(ModuleHmEntry {
+                system_state: e.state,
+                error_id: e.error_id.v,
+                action: e.action,
+            }),
+        }
+    }
+
+    let mut seen_tables: HashMap<usize, Location> = HashMap::new();
+    for t in &raw.partition_hms {
+        let Some(idx) = parts.resolve(c, &t.part, "<Partition_HM_Table>") else {
+            continue;
+        };
+        if let Some(first) = seen_tables.get(&idx) {
+            c.err(
+                t.loc,
+                format!(
+                    "second <Partition_HM_Table> for partition `{}` (the first is at {})",
+                    parts.list[idx].name,
+                    at(*first)
+                ),
+                "merge the two tables",
+            );
+            continue;
+        }
+        seen_tables.insert(idx, t.loc);
+        let mut entries = Vec::new();
+        let mut locs: HashMap<(u32, u32), Location> = HashMap::new();
+        for e in &t.entries {
+            let key = (e.state, e.error_id.v);
+            if let Some(first) = locs.get(&key) {
+                c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in this Partition_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+                continue;
+            }
+            locs.insert(key, e.error_id.loc);
+            let code = match (lookup(e.state, e.error_id.v), &e.code) {
+                (Some(s), Some(code)) if s.code != code.v => {
+                    c.err(
+                        code.loc,
+                        format!("ErrorCode {} disagrees with System_HM_Table, where identifier {} is {}", error_code_name(code.v), e.error_id.v, error_code_name(s.code)),
+                        format!("write ErrorCode=\"{}\" or drop the attribute", error_code_name(s.code)),
+                    );
+                    continue;
+                }
+                (Some(s), _) if s.level == ErrorLevel::Module => {
+                    c.err(
+                        e.error_id.loc,
+                        format!("error identifier {} ({}) is handled at MODULE level, so this partition action never applies", e.error_id.v, error_code_name(s.code)),
+                        "set its ErrorLevel to PARTITION or PROCESS in System_HM_Table, or move the action to Module_HM_Table",
+                    );
+                    continue;
+                }
+                (Some(s), _) => s.code,
+                (None, Some(code)) => code.v,
+                (None, None) => {
+                    c.err(
+                        e.error_id.loc,
+                        format!("Partition_HM_Table of `{}` names unknown error identifier {} (SystemState {})", parts.list[idx].name, e.error_id.v, e.state),
+                        format!("add it to System_HM_Table, or say which error it is with ErrorCode=\"...\"; {}", known(e.state)),
+                    );
+                    continue;
+                }
+            };
+            entries.push(PartitionHmEntry {
+                system_state: e.state,
+                error_id: e.error_id.v,
+                code,
+                action: e.action,
+            });
+        }
+        parts.list[idx].hm = entries;
+    }
+    (system, module)
+}
