@@ -1,0 +1,60 @@
+/*
+ * A classic APEX partition written for another ARINC 653 platform (POK/AIR style), kept
+ * unchanged: it includes the headers one by one, assigns a function to ENTRY_POINT, fills NAME
+ * with strncpy, creates and starts its processes, then switches to NORMAL mode.
+ *
+ * The test compiles it with -std=c99 -Wall -Wextra -Werror, links it against libpartix_apex and
+ * runs it standalone for a moment.
+ */
+#include <arinc653/types.h>
+#include <arinc653/partition.h>
+#include <arinc653/process.h>
+#include <arinc653/time.h>
+#include <arinc653/error.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int counter = 0;
+
+static void pinger_job(void)
+{
+    RETURN_CODE_TYPE ret;
+    SYSTEM_TIME_TYPE now;
+
+    while (1) {
+        GET_TIME(&now, &ret);
+        counter++;
+        if (counter <= 3) {
+            printf("PING %d rc=%d\n", counter, (int)ret);
+            fflush(stdout);
+        }
+        PERIODIC_WAIT(&ret);
+    }
+}
+
+int main(void)
+{
+    PROCESS_ID_TYPE        pid;
+    PROCESS_ATTRIBUTE_TYPE tattr;
+    RETURN_CODE_TYPE       ret;
+
+    memset(&tattr, 0, sizeof(tattr));
+    tattr.ENTRY_POINT   = pinger_job;
+    tattr.PERIOD        = 10000000;   /* 10 ms */
+    tattr.TIME_CAPACITY = 10000000;
+    tattr.DEADLINE      = SOFT;
+    tattr.BASE_PRIORITY = 42;
+    tattr.STACK_SIZE    = 0x4000;
+    strncpy(tattr.NAME, "pinger", MAX_NAME_LENGTH);
+
+    CREATE_PROCESS(&tattr, &pid, &ret);
+    printf("CREATE_PROCESS rc=%d\n", (int)ret);
+    START(pid, &ret);
+    printf("START rc=%d\n", (int)ret);
+    fflush(stdout);
+
+    SET_PARTITION_MODE(NORMAL, &ret);
+    printf("SET_PARTITION_MODE returned rc=%d\n", (int)ret);
+    return 1;
+}
