@@ -3,10 +3,38 @@
 //! - [`region`]: a memfd-backed shared region, created by one process and mapped by others
 //!   (read-write or read-only) from an inherited file descriptor.
 //! - [`futex`]: wait/wake on a 32-bit word in shared memory (process-shared futexes).
+//! - [`sampling`]: the one-sided sampling slot (begin/end flags, seqlock-style reads, the reader
+//!   never writes).
+//! - [`ring`]: a single-producer single-consumer queue of fixed-size slots (one-sided queuing).
+//! - [`twosided`]: the two-sided design: TX ring, RX ring, and an event-driven
+//!   [`twosided::NetworkManager`] with cumulative acknowledgements.
+//! - [`notifier`]: wake-ups for parked receivers and the [`RecvMode`] wait strategies.
+//! - [`sync`]: the atomics the algorithms use (`std`, or `loom` under `--cfg loom`).
+//!
+//! The memory-level algorithms are written against [`sync`] views of atomic words
+//! ([`sampling::SlotView`], [`ring::RingView`], [`twosided::TxView`], [`twosided::RxView`]) so
+//! the loom models in `tests/loom.rs` check the same code that runs over shared memory. See
+//! `docs/shm-channels.md` for the layouts and ordering proofs.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod sync;
+
+pub mod ring;
+pub mod sampling;
+
+#[cfg(not(loom))]
+mod area;
+#[cfg(not(loom))]
 pub mod futex;
+#[cfg(not(loom))]
+pub mod notifier;
+#[cfg(not(loom))]
 pub mod region;
 
+#[cfg(not(loom))]
+pub use area::AreaError;
+#[cfg(not(loom))]
+pub use notifier::{Notifier, RecvMode};
+#[cfg(not(loom))]
 pub use region::{Access, Region, RegionError};

@@ -93,7 +93,11 @@ impl Region {
     ///
     /// # Safety
     /// `fd` must be an open file descriptor that nothing else owns (it is closed on drop).
-    pub unsafe fn from_raw_fd(fd: RawFd, len: usize, access: Access) -> Result<Region, RegionError> {
+    pub unsafe fn from_raw_fd(
+        fd: RawFd,
+        len: usize,
+        access: Access,
+    ) -> Result<Region, RegionError> {
         // SAFETY: the caller guarantees fd is open and unowned.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: an all-zero stat is a valid out-parameter.

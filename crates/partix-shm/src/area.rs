@@ -1,0 +1,192 @@
+//! Typed access to a 64-byte-aligned area inside a [`Region`].
+//!
+//! Every pointer into shared memory is made here, from offsets that the layout types validated,
+//! so the rest of the crate handles only `&AtomicU64` / `&AtomicU32` references.
+#![allow(unsafe_code)]
+
+use crate::region::{Access, Region};
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Arc;
+
+/// Cache-line size assumed by every layout in this crate.
+pub const CACHE_LINE: usize = 64;
+
+/// Failure to place a shared-memory structure in a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AreaError {
+    /// The offset is not a multiple of 64 (a cache line).
+    Misaligned {
+        /// The offset asked for.
+        offset: usize,
+    },
+    /// The structure does not fit in the region at that offset.
+    TooSmall {
+        /// Bytes needed from the offset.
+        needed: usize,
+        /// Bytes available from the offset.
+        available: usize,
+    },
+    /// The role needs a read-write mapping but the region is mapped read-only.
+    ReadOnly,
+    /// No structure of the expected kind is initialised there (magic number mismatch).
+    BadMagic {
+        /// The magic number found.
+        found: u64,
+    },
+    /// The structure was written by an incompatible layout version.
+    BadVersion {
+        /// The version found.
+        found: u32,
+    },
+    /// A parameter is out of range (zero size, capacity not a power of two, ...).
+    BadParameter(&'static str),
+}
+
+impl fmt::Display for AreaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AreaError::Misaligned { offset } => {
+                write!(f, "offset {offset} is not a multiple of {CACHE_LINE}")
+            }
+            AreaError::TooSmall { needed, available } => write!(
+                f,
+                "shared region too small: {needed} bytes needed, {available} available; create a larger region"
+            ),
+            AreaError::ReadOnly => write!(f, "this role needs a read-write mapping of the region"),
+            AreaError::BadMagic { found } => write!(
+                f,
+                "no initialised structure at this offset (magic {found:#018x}); initialise it first"
+            ),
+            AreaError::BadVersion { found } => write!(
+                f,
+                "layout version {found} is not supported; both sides must run the same partix build"
+            ),
+            AreaError::BadParameter(what) => write!(f, "bad parameter: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for AreaError {}
+
+/// A validated `[offset, offset + len)` window of a shared region.
+#[derive(Debug, Clone)]
+pub(crate) struct Area {
+    region: Arc<Region>,
+    offset: usize,
+    len: usize,
+}
+
+impl Area {
+    /// Place a window of `len` bytes at `offset` (which must be cache-line aligned).
+    pub(crate) fn new(region: Arc<Region>, offset: usize, len: usize) -> Result<Area, AreaError> {
+        if !offset.is_multiple_of(CACHE_LINE) {
+            return Err(AreaError::Misaligned { offset });
+        }
+        let available = region.len().saturating_sub(offset);
+        if len > available {
+            return Err(AreaError::TooSmall {
+                needed: len,
+                available,
+            });
+        }
+        Ok(Area {
+            region,
+            offset,
+            len,
+        })
+    }
+
+    /// Return the region.
+    pub(crate) fn region(&self) -> &Arc<Region> {
+        &self.region
+    }
+
+    /// Return the offset of the window in the region.
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Return whether the mapping is writable.
+    pub(crate) fn writable(&self) -> bool {
+        self.region.access() == Access::ReadWrite
+    }
+
+    /// Return the window grown or shrunk to `len` bytes (after reading a header).
+    pub(crate) fn resized(&self, len: usize) -> Result<Area, AreaError> {
+        Area::new(self.region.clone(), self.offset, len)
+    }
+
+    /// Return the 64-bit word at byte offset `off` of the window.
+    ///
+    /// # Panics
+    /// If `off` is misaligned or out of the window (a layout bug, never input-dependent).
+    #[inline]
+    pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= self.len,
+            "layout bug: u64 at {off}"
+        );
+        // SAFETY: the region is mapped for at least offset + len bytes (checked in `new`) and
+        // stays mapped while `self.region` is alive; the base is page-aligned and offset + off is
+        // a multiple of 8, so the pointer is aligned for AtomicU64. Shared memory may be changed
+        // by other processes at any time, which `AtomicU64` (an UnsafeCell) permits. Loads from
+        // a read-only mapping are allowed for atomics no larger than the native word (std docs,
+        // "Atomic accesses to read-only memory"); roles that store check `writable()` first.
+        unsafe {
+            &*self
+                .region
+                .as_ptr()
+                .add(self.offset + off)
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// Return the 32-bit word at byte offset `off` of the window.
+    ///
+    /// # Panics
+    /// If `off` is misaligned or out of the window (a layout bug).
+    #[inline]
+    pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off.is_multiple_of(4) && off + 4 <= self.len,
+            "layout bug: u32 at {off}"
+        );
+        // SAFETY: as in `u64_at`, with 4-byte alignment.
+        unsafe {
+            &*self
+                .region
+                .as_ptr()
+                .add(self.offset + off)
+                .cast::<AtomicU32>()
+        }
+    }
+
+    /// Return `n` consecutive 64-bit words starting at byte offset `off`.
+    ///
+    /// # Panics
+    /// If the words are misaligned or out of the window (a layout bug).
+    #[inline]
+    pub(crate) fn words(&self, off: usize, n: usize) -> &[AtomicU64] {
+        assert!(
+            off.is_multiple_of(8) && off + 8 * n <= self.len,
+            "layout bug: {n} words at {off}"
+        );
+        // SAFETY: as in `u64_at`; the n words lie inside the mapped window and AtomicU64 has the
+        // size and alignment of u64, so they form a valid slice.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.region
+                    .as_ptr()
+                    .add(self.offset + off)
+                    .cast::<AtomicU64>(),
+                n,
+            )
+        }
+    }
+}
+
+/// Round `n` up to a multiple of the cache line.
+pub(crate) const fn line_up(n: usize) -> usize {
+    n.div_ceil(CACHE_LINE) * CACHE_LINE
+}

@@ -1,0 +1,248 @@
+//! Wake-ups for receivers that park: the [`Notifier`] word pair and the [`RecvMode`] wait
+//! strategies.
+//!
+//! # Layout (one cache line, 64-byte aligned, zero-filled = valid)
+//! ```text
+//!  0        4          8                                   64
+//!  +--------+----------+-----------------------------------+
+//!  | epoch  | waiters  |            (unused)               |
+//!  | u32    | u32      |                                   |
+//!  +--------+----------+-----------------------------------+
+//! ```
+//! `epoch` is the futex word; `waiters` counts receivers that are about to park or parked.
+//!
+//! # Protocol
+//! A writer first publishes its data (a `Release` store the receiver's readiness check
+//! acquires), then calls [`Notifier::notify`]:
+//! ```text
+//! writer:   publish data;  fence(SeqCst) [X];  if waiters != 0 { epoch += 1 (Release); futex_wake(epoch) }
+//! receiver: waiters += 1;  fence(SeqCst) [Y];  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
+//! ```
+//! A spinning receiver never registers, so the writer pays one fence and one load, never a
+//! system call. A parked receiver is never missed: the two `SeqCst` fences are totally ordered.
+//! - If X precedes Y, the receiver's `ready()` (after Y) observes the publication (C++
+//!   \[atomics.fences\]: a store sequenced before X is visible to loads sequenced after Y).
+//! - If Y precedes X, the writer's load of `waiters` (after X) observes the increment (before Y),
+//!   so it bumps `epoch` and wakes. The receiver either loaded `e` before the bump (then
+//!   `futex_wait` returns at once because the word changed, or the wake finds it queued) or after
+//!   it (then, by the `Release` bump / `Acquire` load pair, `ready()` sees the publication).
+//!
+//! A receiver killed while registered leaves `waiters` too high: writers then make needless
+//! `futex_wake` calls, nothing worse.
+//!
+//! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
+//! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
+#![allow(unsafe_code)]
+
+use crate::area::{Area, AreaError, CACHE_LINE};
+use crate::futex;
+use crate::region::Region;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a receiver waits for new data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvMode {
+    /// Busy-poll the data until it changes (lowest latency, one core busy; needs no notifier).
+    Spin,
+    /// Busy-poll `spins` times, then park on the notifier's futex.
+    SpinThenPark {
+        /// Number of polls before parking.
+        spins: u32,
+    },
+    /// Park on the notifier's futex at once (no CPU used while waiting).
+    Blocking,
+}
+
+impl RecvMode {
+    /// Return whether this mode may park (and so needs a [`Notifier`]).
+    pub fn parks(self) -> bool {
+        !matches!(self, RecvMode::Spin)
+    }
+}
+
+/// Size in bytes of a notifier in a region.
+pub const NOTIFIER_LEN: usize = CACHE_LINE;
+
+/// A futex-backed wake-up word pair in shared memory (see the module docs for the protocol).
+#[derive(Debug, Clone)]
+pub struct Notifier {
+    area: Area,
+}
+
+impl Notifier {
+    /// Use the [`NOTIFIER_LEN`] bytes at `offset` of `region` as a notifier (a zero-filled area is
+    /// a valid, idle notifier).
+    ///
+    /// # Errors
+    /// [`AreaError::Misaligned`], [`AreaError::TooSmall`], or [`AreaError::ReadOnly`] (receivers
+    /// and writers both store to the notifier).
+    pub fn new(region: Arc<Region>, offset: usize) -> Result<Notifier, AreaError> {
+        let area = Area::new(region, offset, NOTIFIER_LEN)?;
+        if !area.writable() {
+            return Err(AreaError::ReadOnly);
+        }
+        Ok(Notifier { area })
+    }
+
+    pub(crate) fn from_area(area: Area) -> Notifier {
+        Notifier { area }
+    }
+
+    fn epoch(&self) -> &AtomicU32 {
+        self.area.u32_at(0)
+    }
+
+    fn waiters(&self) -> &AtomicU32 {
+        self.area.u32_at(4)
+    }
+
+    /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
+    ///
+    /// Costs a `SeqCst` fence and a load when nobody is parked; a `futex_wake` system call
+    /// otherwise.
+    #[inline]
+    pub fn notify(&self) {
+        // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`).
+        fence(Ordering::SeqCst);
+        if self.waiters().load(Ordering::Relaxed) != 0 {
+            // SYNC POINT: Release bump, acquired by the receiver's epoch load.
+            self.epoch().fetch_add(1, Ordering::Release);
+            futex::wake_all(self.epoch());
+        }
+    }
+
+    /// Park until `ready()` returns true or `deadline` passes; return whether `ready()` held.
+    ///
+    /// `ready` must read the published data with `Acquire` loads (or be followed by such reads).
+    pub fn park_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
+        loop {
+            if ready() {
+                return true;
+            }
+            self.waiters().fetch_add(1, Ordering::Relaxed);
+            // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`).
+            fence(Ordering::SeqCst);
+            let e = self.epoch().load(Ordering::Acquire);
+            if ready() {
+                self.waiters().fetch_sub(1, Ordering::Relaxed);
+                return true;
+            }
+            let timeout = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => {
+                        self.waiters().fetch_sub(1, Ordering::Relaxed);
+                        return false;
+                    }
+                },
+            };
+            futex::wait(self.epoch(), e, timeout);
+            self.waiters().fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Wait for `ready()` with the given mode; return whether it held before `timeout`.
+///
+/// Spinning checks the clock every 1024 polls only. [`RecvMode::Spin`] ignores `notifier`; the
+/// parking modes return `false` at once when `notifier` is `None` and `ready()` is false after
+/// spinning (callers turn that into a "no notifier" error before calling).
+pub(crate) fn wait_with(
+    mode: RecvMode,
+    notifier: Option<&Notifier>,
+    timeout: Option<Duration>,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let spins = match mode {
+        RecvMode::Spin => u64::MAX,
+        RecvMode::SpinThenPark { spins } => u64::from(spins),
+        RecvMode::Blocking => 0,
+    };
+    let mut i: u64 = 0;
+    while i < spins {
+        if ready() {
+            return true;
+        }
+        std::hint::spin_loop();
+        i += 1;
+        if i.is_multiple_of(1024) {
+            if let Some(d) = deadline {
+                if Instant::now() >= d {
+                    return false;
+                }
+            }
+        }
+    }
+    match notifier {
+        Some(n) => n.park_until(deadline, ready),
+        None => ready(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    fn notifier() -> Notifier {
+        let r = Arc::new(Region::create("partix-shm-notifier-test", 4096).unwrap());
+        Notifier::new(r, 64).unwrap()
+    }
+
+    #[test]
+    fn notify_without_waiters_changes_nothing() {
+        let n = notifier();
+        n.notify();
+        assert_eq!(n.epoch().load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn parked_receiver_is_woken() {
+        let n = notifier();
+        let data = Arc::new(AtomicU64::new(0));
+        let (n2, d2) = (n.clone(), data.clone());
+        let t = std::thread::spawn(move || {
+            n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
+                d2.load(Ordering::Acquire) == 1
+            })
+        });
+        // Wait until the receiver registered (so the wake really goes through the futex).
+        while n.waiters().load(Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        data.store(1, Ordering::Release);
+        n.notify();
+        assert!(t.join().unwrap());
+        assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn park_times_out() {
+        let n = notifier();
+        let ok = wait_with(
+            RecvMode::SpinThenPark { spins: 10 },
+            Some(&n),
+            Some(Duration::from_millis(5)),
+            || false,
+        );
+        assert!(!ok);
+        assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn read_only_region_is_refused() {
+        let r = Region::create("partix-shm-notifier-ro", 4096).unwrap();
+        // SAFETY: dup returns a fresh descriptor that nothing else owns.
+        let fd = unsafe { libc::dup(r.raw_fd()) };
+        // SAFETY: fd is fresh and unowned.
+        let ro = unsafe { Region::from_raw_fd(fd, 4096, crate::Access::ReadOnly) }.unwrap();
+        assert_eq!(
+            Notifier::new(Arc::new(ro), 0).unwrap_err(),
+            AreaError::ReadOnly
+        );
+    }
+}

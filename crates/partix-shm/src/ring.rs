@@ -1,0 +1,748 @@
+//! A single-producer single-consumer queue of fixed-size slots: the one-sided queuing channel
+//! (the writer pushes straight into the destination's ring; no daemon in between).
+//!
+//! # Layout (at a 64-byte aligned offset of a region; native-endian words)
+//! ```text
+//!  0    +--------------------------------------------------------------+
+//!       | magic "PXRING01" u64 | version u32 | capacity u32 | max u32 |  header
+//!       | slot_words u32                                                |
+//!  64   +--------------------------------------------------------------+
+//!       | notifier: epoch u32 | waiters u32    (consumer parks here)      |
+//!  128  +--------------------------------------------------------------+
+//!       | head u64   written by the consumer only (own cache line)      |
+//!  192  +--------------------------------------------------------------+
+//!       | tail u64   written by the producer only (own cache line)      |
+//!  256  +--------------------------------------------------------------+
+//!       | slot 0: len u64 | payload (slot_words - 1) x u64              |
+//!       | slot 1: ...                                  capacity slots    |
+//!       +--------------------------------------------------------------+
+//! ```
+//! `head` and `tail` are free-running 64-bit counters (they never wrap in practice); message `i`
+//! lives in slot `i & (capacity - 1)`; `tail - head` is the number of queued messages.
+//!
+//! # Protocol and proof sketch
+//! ```text
+//! producer (try_push):                          consumer (try_pop):
+//!   if tail - cached_head == cap:                 if head == cached_tail:
+//!     cached_head = head.load(Acquire)  (P1)        cached_tail = tail.load(Acquire)  (C1)
+//!     if still full: Full                           if still equal: Empty
+//!   slot[tail]: len, payload (Relaxed)            len, payload of slot[head] (Relaxed)
+//!   tail.store(tail + 1, Release)       (P2)      head.store(head + 1, Release)       (C2)
+//! ```
+//! - *No loss, no torn message:* the consumer reads slot `i` only after C1 read a `tail > i`;
+//!   P2 (Release) → C1 (Acquire) makes all of message `i`'s stores happen-before the reads.
+//! - *No overwrite of unread data:* the producer writes message `i + cap` (same slot as `i`) only
+//!   after P1 read a `head > i`; C2 (Release) → P1 (Acquire) makes the consumer's reads of slot
+//!   `i` happen-before the new stores (the reads cannot see them).
+//! - *No duplication, FIFO order:* each side is the only writer of its counter and advances it by
+//!   one per message, in order.
+//!
+//! The payload uses `Relaxed` `AtomicU64` words like the sampling slot: correct use never races,
+//! but the queue lives in memory another process can write, and atomics keep even a broken peer
+//! from causing undefined behaviour here. A broken peer can only produce
+//! [`PopError::Corrupt`] (impossible length or counters), never a panic.
+//!
+//! # Who may call what
+//! One producer and one consumer at a time (`&mut self` on both handles). [`RingConsumer::clear`]
+//! is the consumer's: it discards every message published so far by moving `head` to `tail` (the
+//! producer may keep pushing concurrently; later messages stay). The producer cannot clear:
+//! it does not own `head`.
+
+use crate::sync::{copy_in, copy_out, AtomicU64, Ordering};
+
+/// Failure of a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushError {
+    /// All slots hold unread messages.
+    Full,
+    /// The message is longer than the slot.
+    TooLarge,
+    /// Queued messages have at least one byte.
+    ZeroLength,
+}
+
+/// Failure of a pop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PopError {
+    /// No message is queued.
+    Empty,
+    /// The buffer is shorter than the next message (which stays queued).
+    BufferTooSmall {
+        /// Length of the next message.
+        needed: usize,
+    },
+    /// The producer wrote an impossible length (the message was dropped) or impossible counters.
+    Corrupt,
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PushError::Full => "queue is full",
+            PushError::TooLarge => "message is larger than the queue's maximum message size",
+            PushError::ZeroLength => "message is empty",
+        })
+    }
+}
+
+impl std::error::Error for PushError {}
+
+impl std::fmt::Display for PopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PopError::Empty => f.write_str("queue is empty"),
+            PopError::BufferTooSmall { needed } => {
+                write!(f, "buffer too small: the next message has {needed} bytes")
+            }
+            PopError::Corrupt => f.write_str("queue holds an impossible length or counters"),
+        }
+    }
+}
+
+impl std::error::Error for PopError {}
+
+/// The producer's private state (its own copy of `tail` and a cached `head`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProducerState {
+    tail: u64,
+    cached_head: u64,
+}
+
+/// The consumer's private state (its own copy of `head` and a cached `tail`).
+#[derive(Debug, Clone, Copy)]
+pub struct ConsumerState {
+    head: u64,
+    cached_tail: u64,
+}
+
+/// The algorithm's view of a ring: references to its words, wherever they live.
+#[derive(Debug, Clone, Copy)]
+pub struct RingView<'a> {
+    head: &'a AtomicU64,
+    tail: &'a AtomicU64,
+    slots: &'a [AtomicU64],
+    capacity: u64,
+    stride: usize,
+}
+
+impl<'a> RingView<'a> {
+    /// Make a view of `capacity` slots (a power of two) laid out in `slots`, each
+    /// `slots.len() / capacity` words: a length word and the payload.
+    ///
+    /// # Panics
+    /// If `capacity` is not a power of two or the slots are not at least 2 words each.
+    pub fn new(
+        head: &'a AtomicU64,
+        tail: &'a AtomicU64,
+        slots: &'a [AtomicU64],
+        capacity: usize,
+    ) -> RingView<'a> {
+        assert!(
+            capacity.is_power_of_two(),
+            "capacity must be a power of two"
+        );
+        let stride = slots.len() / capacity;
+        assert!(stride >= 2, "slots need a length word and a payload word");
+        RingView {
+            head,
+            tail,
+            slots,
+            capacity: capacity as u64,
+            stride,
+        }
+    }
+
+    /// Return the largest message in bytes.
+    pub fn max_message_size(&self) -> usize {
+        (self.stride - 1) * 8
+    }
+
+    /// Return the number of slots.
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// Return a producer state starting from the shared counters (a new or restarted producer).
+    pub fn producer_state(&self) -> ProducerState {
+        ProducerState {
+            tail: self.tail.load(Ordering::Relaxed),
+            cached_head: self.head.load(Ordering::Acquire),
+        }
+    }
+
+    /// Return a consumer state starting from the shared counters.
+    pub fn consumer_state(&self) -> ConsumerState {
+        ConsumerState {
+            head: self.head.load(Ordering::Relaxed),
+            cached_tail: self.tail.load(Ordering::Acquire),
+        }
+    }
+
+    /// Return the number of queued messages (a snapshot when the other side is active).
+    pub fn len(&self) -> usize {
+        let head = self.head.load(Ordering::Acquire);
+        let tail = self.tail.load(Ordering::Acquire);
+        tail.wrapping_sub(head).min(self.capacity) as usize
+    }
+
+    /// Return whether no message is queued (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    fn slot(&self, i: u64) -> &'a [AtomicU64] {
+        let start = (i & (self.capacity - 1)) as usize * self.stride;
+        &self.slots[start..start + self.stride]
+    }
+
+    /// Append `data` (producer only).
+    ///
+    /// # Errors
+    /// [`PushError::Full`], [`PushError::TooLarge`], [`PushError::ZeroLength`]; nothing changes.
+    #[inline]
+    pub fn push(&self, st: &mut ProducerState, data: &[u8]) -> Result<(), PushError> {
+        if data.is_empty() {
+            return Err(PushError::ZeroLength);
+        }
+        if data.len() > self.max_message_size() {
+            return Err(PushError::TooLarge);
+        }
+        if st.tail.wrapping_sub(st.cached_head) >= self.capacity {
+            // SYNC POINT: P1, pairs with the consumer's Release store C2 of `head`.
+            st.cached_head = self.head.load(Ordering::Acquire);
+            if st.tail.wrapping_sub(st.cached_head) >= self.capacity {
+                return Err(PushError::Full);
+            }
+        }
+        let slot = self.slot(st.tail);
+        slot[0].store(data.len() as u64, Ordering::Relaxed);
+        copy_in(&slot[1..], data);
+        st.tail = st.tail.wrapping_add(1);
+        // SYNC POINT: P2, pairs with the consumer's Acquire load C1 of `tail`.
+        self.tail.store(st.tail, Ordering::Release);
+        Ok(())
+    }
+
+    /// Remove the oldest message into `buf`; return its length (consumer only).
+    ///
+    /// # Errors
+    /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (message kept), [`PopError::Corrupt`]
+    /// (an impossible length: that message is dropped; impossible counters: nothing changes).
+    #[inline]
+    pub fn pop(&self, st: &mut ConsumerState, buf: &mut [u8]) -> Result<usize, PopError> {
+        if st.head == st.cached_tail {
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
+            st.cached_tail = self.tail.load(Ordering::Acquire);
+            if st.head == st.cached_tail {
+                return Err(PopError::Empty);
+            }
+        }
+        if st.cached_tail.wrapping_sub(st.head) > self.capacity {
+            return Err(PopError::Corrupt);
+        }
+        let slot = self.slot(st.head);
+        let len = slot[0].load(Ordering::Relaxed);
+        if len == 0 || len > self.max_message_size() as u64 {
+            self.advance(st);
+            return Err(PopError::Corrupt);
+        }
+        let len = len as usize;
+        if len > buf.len() {
+            return Err(PopError::BufferTooSmall { needed: len });
+        }
+        copy_out(&slot[1..], &mut buf[..len]);
+        self.advance(st);
+        Ok(len)
+    }
+
+    #[inline]
+    fn advance(&self, st: &mut ConsumerState) {
+        st.head = st.head.wrapping_add(1);
+        // SYNC POINT: C2, pairs with the producer's Acquire load P1 of `head`.
+        self.head.store(st.head, Ordering::Release);
+    }
+
+    /// Return whether a message is ready for the consumer (one `Acquire` load).
+    #[inline]
+    pub fn has_message(&self, st: &ConsumerState) -> bool {
+        self.tail.load(Ordering::Acquire) != st.head
+    }
+
+    /// Discard every message published so far (consumer only; see the module docs).
+    pub fn clear(&self, st: &mut ConsumerState) {
+        let tail = self.tail.load(Ordering::Acquire);
+        // A broken producer may have published an impossible tail; never move head past what a
+        // correct producer could have written.
+        let n = tail.wrapping_sub(st.head).min(self.capacity);
+        st.head = st.head.wrapping_add(n);
+        st.cached_tail = tail;
+        // SYNC POINT: C2 for every discarded message.
+        self.head.store(st.head, Ordering::Release);
+    }
+}
+
+#[cfg(not(loom))]
+pub use shm::*;
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::area::{line_up, Area, AreaError};
+    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::region::Region;
+    use std::fmt;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const MAGIC: u64 = u64::from_le_bytes(*b"PXRING01");
+    const VERSION: u32 = 1;
+    const HDR_MAGIC: usize = 0;
+    const HDR_VERSION: usize = 8;
+    const HDR_CAPACITY: usize = 12;
+    const HDR_MAX: usize = 16;
+    const HDR_STRIDE: usize = 20;
+    const NOTIFIER: usize = 64;
+    const HEAD: usize = 128;
+    const TAIL: usize = 192;
+    const SLOTS: usize = 256;
+
+    /// Shape of a ring: `capacity` slots of up to `max_message_size` bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct RingLayout {
+        capacity: u32,
+        max_message_size: u32,
+    }
+
+    impl RingLayout {
+        /// Describe a ring.
+        ///
+        /// # Errors
+        /// [`AreaError::BadParameter`] unless `capacity` is a power of two in 1..=2^24 and
+        /// `max_message_size` is in 1..=16 MiB.
+        pub fn new(capacity: u32, max_message_size: u32) -> Result<RingLayout, AreaError> {
+            if !capacity.is_power_of_two() || capacity > 1 << 24 {
+                return Err(AreaError::BadParameter(
+                    "ring capacity must be a power of two in 1..=16777216",
+                ));
+            }
+            if max_message_size == 0 || max_message_size > 16 << 20 {
+                return Err(AreaError::BadParameter(
+                    "ring max_message_size must be 1..=16777216",
+                ));
+            }
+            Ok(RingLayout {
+                capacity,
+                max_message_size,
+            })
+        }
+
+        fn stride(&self) -> usize {
+            1 + (self.max_message_size as usize).div_ceil(8)
+        }
+
+        fn slot_words(&self) -> usize {
+            self.stride() * self.capacity as usize
+        }
+
+        /// Return the bytes the ring occupies in a region (a multiple of 64).
+        pub fn size_bytes(&self) -> usize {
+            line_up(SLOTS + 8 * self.slot_words())
+        }
+
+        /// Initialise an empty ring at `offset` of `region` (discarding previous content).
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn init(&self, region: &Arc<Region>, offset: usize) -> Result<(), AreaError> {
+            let area = Area::new(region.clone(), offset, self.size_bytes())?;
+            if !area.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            area.u64_at(HDR_MAGIC).store(0, Ordering::Relaxed);
+            area.u64_at(HEAD).store(0, Ordering::Relaxed);
+            area.u64_at(TAIL).store(0, Ordering::Relaxed);
+            area.u32_at(NOTIFIER).store(0, Ordering::Relaxed);
+            area.u32_at(NOTIFIER + 4).store(0, Ordering::Relaxed);
+            area.u32_at(HDR_VERSION).store(VERSION, Ordering::Relaxed);
+            area.u32_at(HDR_CAPACITY)
+                .store(self.capacity, Ordering::Relaxed);
+            area.u32_at(HDR_MAX)
+                .store(self.max_message_size, Ordering::Relaxed);
+            area.u32_at(HDR_STRIDE)
+                .store(self.stride() as u32, Ordering::Relaxed);
+            // SYNC POINT: publishes the header; pairs with the Acquire magic load in `open`.
+            area.u64_at(HDR_MAGIC).store(MAGIC, Ordering::Release);
+            Ok(())
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    struct Ring {
+        area: Area,
+        capacity: usize,
+        max: u32,
+        words: usize,
+        notifier: Notifier,
+    }
+
+    impl Ring {
+        fn open(region: Arc<Region>, offset: usize) -> Result<Ring, AreaError> {
+            let hdr = Area::new(region, offset, SLOTS)?;
+            if !hdr.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+            if magic != MAGIC {
+                return Err(AreaError::BadMagic { found: magic });
+            }
+            let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
+            if version != VERSION {
+                return Err(AreaError::BadVersion { found: version });
+            }
+            let layout = RingLayout::new(
+                hdr.u32_at(HDR_CAPACITY).load(Ordering::Relaxed),
+                hdr.u32_at(HDR_MAX).load(Ordering::Relaxed),
+            )?;
+            if hdr.u32_at(HDR_STRIDE).load(Ordering::Relaxed) as usize != layout.stride() {
+                return Err(AreaError::BadParameter("ring header slot_words mismatch"));
+            }
+            let area = hdr.resized(layout.size_bytes())?;
+            let notifier = Notifier::from_area(Area::new(
+                area.region().clone(),
+                area.offset() + NOTIFIER,
+                64,
+            )?);
+            Ok(Ring {
+                area,
+                capacity: layout.capacity as usize,
+                max: layout.max_message_size,
+                words: layout.slot_words(),
+                notifier,
+            })
+        }
+
+        #[inline]
+        fn view(&self) -> RingView<'_> {
+            RingView::new(
+                self.area.u64_at(HEAD),
+                self.area.u64_at(TAIL),
+                self.area.words(SLOTS, self.words),
+                self.capacity,
+            )
+        }
+    }
+
+    /// The producer handle of a ring in a region (needs a read-write mapping).
+    #[derive(Debug)]
+    pub struct RingProducer {
+        ring: Ring,
+        st: ProducerState,
+    }
+
+    impl RingProducer {
+        /// Open the ring initialised ([`RingLayout::init`]) at `offset` of `region`; a restarted
+        /// producer continues after the last message it published.
+        ///
+        /// # Errors
+        /// [`AreaError::BadMagic`], [`AreaError::BadVersion`], [`AreaError::BadParameter`],
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<RingProducer, AreaError> {
+            let ring = Ring::open(region, offset)?;
+            let st = ring.view().producer_state();
+            Ok(RingProducer { ring, st })
+        }
+
+        /// Return the largest message size.
+        pub fn max_message_size(&self) -> u32 {
+            self.ring.max
+        }
+
+        /// Return the number of slots.
+        pub fn capacity(&self) -> usize {
+            self.ring.capacity
+        }
+
+        /// Return the number of queued messages (a snapshot).
+        pub fn len(&self) -> usize {
+            self.ring.view().len()
+        }
+
+        /// Return whether no message is queued (a snapshot).
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Append `data` and wake a parked consumer, if any.
+        ///
+        /// # Errors
+        /// [`PushError::Full`], [`PushError::TooLarge`] (also when longer than the configured
+        /// maximum), [`PushError::ZeroLength`].
+        #[inline]
+        pub fn try_push(&mut self, data: &[u8]) -> Result<(), PushError> {
+            self.try_push_quiet(data)?;
+            self.ring.notifier.notify();
+            Ok(())
+        }
+
+        /// Append `data` without waking a parked consumer; call [`RingProducer::notify`] after
+        /// a batch (a consumer that only spins never needs it).
+        ///
+        /// # Errors
+        /// As [`RingProducer::try_push`].
+        #[inline]
+        pub fn try_push_quiet(&mut self, data: &[u8]) -> Result<(), PushError> {
+            if data.len() > self.ring.max as usize {
+                return Err(PushError::TooLarge);
+            }
+            self.ring.view().push(&mut self.st, data)
+        }
+
+        /// Wake a parked consumer, if any.
+        pub fn notify(&self) {
+            self.ring.notifier.notify();
+        }
+    }
+
+    /// Failure of [`RingConsumer::pop_wait`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PopWaitError {
+        /// Nothing arrived in time.
+        TimedOut,
+        /// A message arrived but popping it failed.
+        Pop(PopError),
+    }
+
+    impl fmt::Display for PopWaitError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                PopWaitError::TimedOut => f.write_str("no message before the timeout"),
+                PopWaitError::Pop(e) => e.fmt(f),
+            }
+        }
+    }
+
+    impl std::error::Error for PopWaitError {}
+
+    /// The consumer handle of a ring in a region (needs a read-write mapping: it writes `head`).
+    #[derive(Debug)]
+    pub struct RingConsumer {
+        ring: Ring,
+        st: ConsumerState,
+    }
+
+    impl RingConsumer {
+        /// Open the ring initialised at `offset` of `region`.
+        ///
+        /// # Errors
+        /// As [`RingProducer::attach`].
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<RingConsumer, AreaError> {
+            let ring = Ring::open(region, offset)?;
+            let st = ring.view().consumer_state();
+            Ok(RingConsumer { ring, st })
+        }
+
+        /// Return the largest message size.
+        pub fn max_message_size(&self) -> u32 {
+            self.ring.max
+        }
+
+        /// Return the number of slots.
+        pub fn capacity(&self) -> usize {
+            self.ring.capacity
+        }
+
+        /// Return the number of queued messages (a snapshot).
+        pub fn len(&self) -> usize {
+            self.ring.view().len()
+        }
+
+        /// Return whether no message is queued (a snapshot).
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Remove the oldest message into `buf`; return its length.
+        ///
+        /// # Errors
+        /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (kept), [`PopError::Corrupt`].
+        #[inline]
+        pub fn try_pop(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
+            self.ring.view().pop(&mut self.st, buf)
+        }
+
+        /// Wait (spinning and/or parking per `mode`) for a message, then pop it.
+        ///
+        /// # Errors
+        /// [`PopWaitError::TimedOut`] or [`PopWaitError::Pop`].
+        pub fn pop_wait(
+            &mut self,
+            buf: &mut [u8],
+            mode: RecvMode,
+            timeout: Option<Duration>,
+        ) -> Result<usize, PopWaitError> {
+            let view = self.ring.view();
+            let st = self.st;
+            if !wait_with(mode, Some(&self.ring.notifier), timeout, || {
+                view.has_message(&st)
+            }) {
+                return Err(PopWaitError::TimedOut);
+            }
+            self.try_pop(buf).map_err(PopWaitError::Pop)
+        }
+
+        /// Discard every message published so far (see the module docs).
+        pub fn clear(&mut self) {
+            self.ring.view().clear(&mut self.st);
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn ring(cap: u32, max: u32) -> (RingProducer, RingConsumer) {
+            let l = RingLayout::new(cap, max).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-test", 256 + l.size_bytes()).unwrap());
+            l.init(&r, 256).unwrap();
+            (
+                RingProducer::attach(r.clone(), 256).unwrap(),
+                RingConsumer::attach(r, 256).unwrap(),
+            )
+        }
+
+        #[test]
+        fn fifo_full_empty_and_sizes() {
+            let (mut p, mut c) = ring(4, 20);
+            let mut buf = [0u8; 20];
+            assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty));
+            assert_eq!(p.try_push(b""), Err(PushError::ZeroLength));
+            assert_eq!(p.try_push(&[1; 21]), Err(PushError::TooLarge));
+            // 20 rounds up to 24 bytes of slot; the configured maximum still applies.
+            assert_eq!(p.try_push(&[1; 24]), Err(PushError::TooLarge));
+            for i in 1..=4u8 {
+                p.try_push(&vec![i; i as usize * 5]).unwrap();
+            }
+            assert_eq!(p.try_push(b"x"), Err(PushError::Full));
+            assert_eq!((p.len(), c.len()), (4, 4));
+            assert_eq!(
+                c.try_pop(&mut [0u8; 3]),
+                Err(PopError::BufferTooSmall { needed: 5 })
+            );
+            for i in 1..=4u8 {
+                let n = c.try_pop(&mut buf).unwrap();
+                assert_eq!(&buf[..n], &vec![i; i as usize * 5][..]);
+            }
+            assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty));
+            assert!(c.is_empty());
+            // Wrap around many times.
+            for i in 0..1000u32 {
+                p.try_push(&i.to_le_bytes()).unwrap();
+                let n = c.try_pop(&mut buf).unwrap();
+                assert_eq!(&buf[..n], &i.to_le_bytes());
+            }
+        }
+
+        #[test]
+        fn clear_discards_published_messages_only() {
+            let (mut p, mut c) = ring(8, 8);
+            for i in 0..5u8 {
+                p.try_push(&[i]).unwrap();
+            }
+            c.clear();
+            assert!(c.is_empty());
+            p.try_push(&[9]).unwrap();
+            let mut buf = [0u8; 8];
+            assert_eq!(c.try_pop(&mut buf), Ok(1));
+            assert_eq!(buf[0], 9);
+        }
+
+        #[test]
+        fn restarted_handles_continue() {
+            let l = RingLayout::new(4, 8).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-restart", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            p.try_push(b"a").unwrap();
+            drop(p);
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            p.try_push(b"b").unwrap();
+            let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+            let mut buf = [0u8; 8];
+            assert_eq!(c.try_pop(&mut buf), Ok(1));
+            drop(c);
+            let mut c = RingConsumer::attach(r, 0).unwrap();
+            assert_eq!(c.try_pop(&mut buf), Ok(1));
+            assert_eq!(buf[0], b'b');
+        }
+
+        #[test]
+        fn corrupt_length_is_dropped_and_reported() {
+            let l = RingLayout::new(2, 8).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-corrupt", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+            p.try_push(b"ok").unwrap();
+            p.try_push(b"ok2").unwrap();
+            // A broken producer scribbles an impossible length into slot 0.
+            let ring = Ring::open(r.clone(), 0).unwrap();
+            ring.area.u64_at(SLOTS).store(1 << 40, Ordering::Relaxed);
+            let mut buf = [0u8; 8];
+            assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
+            assert_eq!(c.try_pop(&mut buf), Ok(3));
+            // Impossible counters.
+            ring.area.u64_at(TAIL).store(1000, Ordering::Release);
+            assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
+            assert_eq!(c.len(), 2);
+        }
+
+        #[test]
+        fn pop_wait_wakes_on_push() {
+            let (mut p, mut c) = ring(4, 8);
+            assert_eq!(
+                c.pop_wait(
+                    &mut [0u8; 8],
+                    RecvMode::Blocking,
+                    Some(Duration::from_millis(5))
+                ),
+                Err(PopWaitError::TimedOut)
+            );
+            let t = std::thread::spawn(move || {
+                let mut buf = [0u8; 8];
+                let mut got = Vec::new();
+                for mode in [
+                    RecvMode::Blocking,
+                    RecvMode::SpinThenPark { spins: 50 },
+                    RecvMode::Spin,
+                ] {
+                    let n = c
+                        .pop_wait(&mut buf, mode, Some(Duration::from_secs(20)))
+                        .unwrap();
+                    got.push(buf[..n].to_vec());
+                }
+                got
+            });
+            for i in 0..3u8 {
+                std::thread::sleep(Duration::from_millis(10));
+                p.try_push(&[i]).unwrap();
+            }
+            assert_eq!(t.join().unwrap(), vec![vec![0], vec![1], vec![2]]);
+        }
+
+        #[test]
+        fn bad_layouts_are_refused() {
+            assert!(RingLayout::new(3, 8).is_err());
+            assert!(RingLayout::new(4, 0).is_err());
+            let r = Arc::new(Region::create("partix-shm-ring-bad", 4096).unwrap());
+            assert!(matches!(
+                RingConsumer::attach(r.clone(), 0),
+                Err(AreaError::BadMagic { .. })
+            ));
+            assert!(matches!(
+                RingLayout::new(1024, 64).unwrap().init(&r, 0),
+                Err(AreaError::TooSmall { .. })
+            ));
+        }
+    }
+}

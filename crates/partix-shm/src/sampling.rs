@@ -1,0 +1,805 @@
+//! The one-sided sampling slot: one writer overwrites a single buffer, any number of readers copy
+//! the latest message out of it without ever writing, and no daemon or receiver CPU takes part in
+//! delivery (the one-sided design of the RDMA sampling-port paper, over shared memory).
+//!
+//! # Layout (at a 64-byte aligned offset of a region; all words native-endian)
+//! ```text
+//!  offset            field
+//!  0    +---------------------------------------------+  header line (written once by init)
+//!       | magic "PXSAMPL1" u64 | version u32 | max u32 |
+//!       | payload_words u32 | reserved                |
+//!  64   +---------------------------------------------+
+//!       | begin  u64   flags of the message being written / last written
+//!  72   | stamp  u64   CLOCK_MONOTONIC ns at write time
+//!  80   | payload      payload_words x u64 (max message size rounded up to 8)
+//!       | ...
+//! 80+8w | end    u64   flags of the last completely written message
+//!       +---------------------------------------------+  (padded to a cache line)
+//! ```
+//! `flags = (seq << 32) | len` ([`Flags`]): a 32-bit sequence number (incremented per write,
+//! wrapping) and the message length, 1..=max. Because a message is never empty, valid flags are
+//! never 0, and `end == 0` means "nothing was ever written" ([`ReadError::Empty`]).
+//! The fields lie in address order begin → data → end, as an RDMA write would land them; over
+//! shared memory the order is enforced by fences, not by addresses.
+//!
+//! # Protocol
+//! ```text
+//! writer (single):                     reader (any number, read-only mapping):
+//!   begin.store(F, Relaxed)              e = end.load(Acquire)          (R1)
+//!   fence(Release)            (W1)       if e == 0 { Empty }
+//!   stamp, payload: Relaxed stores       stamp, payload: Relaxed loads  (R2)
+//!   end.store(F, Release)     (W2)       fence(Acquire)                 (R3)
+//!                                        b = begin.load(Relaxed)
+//!                                        if b == e { done } else { retry }
+//! ```
+//! # Why a successful read is never torn (seqlock argument, Boehm 2012)
+//! Let `e = F_n`, the flags of message `n` (R1 reads from the `end` store W2 of message `n`).
+//! 1. *No word is older than `n`.* W2(n) is a `Release` store read by the `Acquire` load R1, so
+//!    every payload store of message `n` happens-before R2. By read-write coherence each R2 load
+//!    returns the value of message `n` or of a later message `m > n`.
+//! 2. *If some word is newer, the check fails.* Suppose an R2 load reads a store of message
+//!    `m > n`. That store is sequenced after the `Release` fence W1(m), which is sequenced after
+//!    `begin.store(F_m)`; R2 is sequenced before the `Acquire` fence R3. Fence-to-fence
+//!    synchronisation makes `begin.store(F_m)` happen-before the `begin` load, which therefore
+//!    returns `F_m` or a later value `F_k`, `k >= m > n`, all different from `F_n`; so `b != e`.
+//! 3. Hence `b == e` implies every stamp and payload word came from message `n`, and the length
+//!    comes from `e` itself.
+//!
+//! Flags repeat only after 2^32 writes with the same length; a reader would have to be stalled in
+//! the middle of one copy for exactly that many writes to be fooled (the usual seqlock caveat).
+//!
+//! # Why payload copies are atomic words
+//! The reader's copy races with the writer's by design; in Rust a data race on plain memory is
+//! undefined behaviour even if the result is then discarded. So the payload is an array of
+//! `AtomicU64` accessed with `Relaxed` loads and stores: on x86-64 and AArch64 these compile to
+//! plain 64-bit moves (no fences, no lock prefix), the races are defined, and the fences above
+//! give the ordering. Volatile byte copies would also avoid the optimiser's assumptions but are
+//! still data races by the letter of the memory model, and are 8 times as many accesses.
+//!
+//! # Bounded work
+//! A read copies at most `max` bytes per attempt and makes at most `max_attempts` attempts
+//! (default [`DEFAULT_MAX_ATTEMPTS`]) before giving up with [`ReadError::Contended`]: a writer
+//! writing faster than a reader can copy, or a writer killed in the middle of a write, never
+//! makes a reader spin forever nor return a mixed message. A killed writer leaves `begin != end`;
+//! readers report `Contended` until a restarted writer ([`SamplingWriter::attach`]) writes again.
+#![allow(unsafe_code)]
+
+use crate::sync::{copy_in, copy_out, fence, AtomicU64, Ordering};
+
+/// Default number of copy attempts of [`SamplingReader::read`] before [`ReadError::Contended`].
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+
+/// The begin/end flag word: `(seq << 32) | len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Flags(pub u64);
+
+impl Flags {
+    /// Combine a sequence number and a length.
+    pub const fn new(seq: u32, len: u32) -> Flags {
+        Flags(((seq as u64) << 32) | len as u64)
+    }
+
+    /// Return the sequence number.
+    pub const fn seq(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// Return the message length in bytes.
+    pub const fn len(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Return whether the length is 0 (true only for the "never written" value 0).
+    pub const fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Outcome of one copy attempt ([`SlotView::try_read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Nothing was ever completely written.
+    Empty,
+    /// The writer changed the slot during the copy; the buffer content is garbage, retry.
+    Torn,
+    /// The message does not fit in the buffer.
+    TooSmall {
+        /// Length of the latest message.
+        needed: usize,
+    },
+    /// The `end` flags claim a length larger than the slot (a broken writer); nothing copied.
+    Corrupt,
+    /// A consistent copy of message `flags` (written at `stamp`) is in `buf[..flags.len()]`.
+    Done {
+        /// The message's flags.
+        flags: Flags,
+        /// The writer's timestamp.
+        stamp: u64,
+    },
+}
+
+/// The algorithm's view of one slot: references to its words, wherever they live (a shared
+/// region in production, heap-allocated loom atomics in the models).
+#[derive(Debug, Clone, Copy)]
+pub struct SlotView<'a> {
+    begin: &'a AtomicU64,
+    stamp: &'a AtomicU64,
+    payload: &'a [AtomicU64],
+    end: &'a AtomicU64,
+}
+
+impl<'a> SlotView<'a> {
+    /// Make a view from the slot's words.
+    pub fn new(
+        begin: &'a AtomicU64,
+        stamp: &'a AtomicU64,
+        payload: &'a [AtomicU64],
+        end: &'a AtomicU64,
+    ) -> SlotView<'a> {
+        SlotView {
+            begin,
+            stamp,
+            payload,
+            end,
+        }
+    }
+
+    /// Make a view from `[begin, stamp, payload.., end]` laid out consecutively (at least 3 words).
+    ///
+    /// # Panics
+    /// If `words` has fewer than 3 words.
+    pub fn from_words(words: &'a [AtomicU64]) -> SlotView<'a> {
+        let n = words.len();
+        assert!(n >= 3, "a slot needs at least 3 words");
+        SlotView::new(&words[0], &words[1], &words[2..n - 1], &words[n - 1])
+    }
+
+    /// Return the payload capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.payload.len() * 8
+    }
+
+    /// Return the `begin` flags (diagnostics; `Relaxed`).
+    pub fn begin(&self) -> Flags {
+        Flags(self.begin.load(Ordering::Relaxed))
+    }
+
+    /// Return the `end` flags with `Acquire` ordering (0 when never written).
+    pub fn end(&self) -> Flags {
+        Flags(self.end.load(Ordering::Acquire))
+    }
+
+    /// Write one message (single writer only).
+    ///
+    /// # Panics
+    /// If `data.len() != flags.len()` or the data exceeds the capacity (callers check first).
+    pub fn publish(&self, flags: Flags, stamp: u64, data: &[u8]) {
+        assert!(data.len() == flags.len() as usize && data.len() <= self.capacity());
+        self.begin.store(flags.0, Ordering::Relaxed);
+        // SYNC POINT: W1, pairs with the reader's Acquire fence R3 (a reader that sees any of the
+        // data below also sees this begin value).
+        fence(Ordering::Release);
+        self.stamp.store(stamp, Ordering::Relaxed);
+        copy_in(self.payload, data);
+        // SYNC POINT: W2, pairs with the reader's Acquire load R1 of `end`.
+        self.end.store(flags.0, Ordering::Release);
+    }
+
+    /// Make one copy attempt into `buf`.
+    pub fn try_read(&self, buf: &mut [u8]) -> Attempt {
+        // SYNC POINT: R1, pairs with the writer's Release store W2.
+        let e = Flags(self.end.load(Ordering::Acquire));
+        if e.0 == 0 {
+            return Attempt::Empty;
+        }
+        let len = e.len() as usize;
+        if len == 0 || len > self.capacity() {
+            return Attempt::Corrupt;
+        }
+        if len > buf.len() {
+            return Attempt::TooSmall { needed: len };
+        }
+        let stamp = self.stamp.load(Ordering::Relaxed);
+        copy_out(self.payload, &mut buf[..len]);
+        // SYNC POINT: R3, pairs with the writer's Release fence W1.
+        fence(Ordering::Acquire);
+        let b = self.begin.load(Ordering::Relaxed);
+        if b == e.0 {
+            Attempt::Done { flags: e, stamp }
+        } else {
+            Attempt::Torn
+        }
+    }
+}
+
+#[cfg(not(loom))]
+pub use shm::*;
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::area::{line_up, Area, AreaError};
+    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::region::Region;
+    use std::fmt;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const MAGIC: u64 = u64::from_le_bytes(*b"PXSAMPL1");
+    const VERSION: u32 = 1;
+    const HDR_MAGIC: usize = 0;
+    const HDR_VERSION: usize = 8;
+    const HDR_MAX: usize = 12;
+    const HDR_WORDS: usize = 16;
+    const BEGIN: usize = 64;
+
+    /// Size of a sampling slot for messages of up to `max_message_size` bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct SamplingLayout {
+        max_message_size: u32,
+    }
+
+    impl SamplingLayout {
+        /// Describe a slot for messages of 1..=`max_message_size` bytes.
+        ///
+        /// # Errors
+        /// [`AreaError::BadParameter`] if `max_message_size` is 0 or above 256 MiB.
+        pub fn new(max_message_size: u32) -> Result<SamplingLayout, AreaError> {
+            if max_message_size == 0 || max_message_size > (256 << 20) {
+                return Err(AreaError::BadParameter(
+                    "sampling max_message_size must be 1..=268435456",
+                ));
+            }
+            Ok(SamplingLayout { max_message_size })
+        }
+
+        /// Return the largest message size.
+        pub fn max_message_size(&self) -> u32 {
+            self.max_message_size
+        }
+
+        fn payload_words(&self) -> usize {
+            (self.max_message_size as usize).div_ceil(8)
+        }
+
+        /// Return the bytes the slot occupies in a region (a multiple of 64).
+        pub fn size_bytes(&self) -> usize {
+            line_up(BEGIN + 8 * (self.payload_words() + 3))
+        }
+    }
+
+    /// A sampling slot placed in a region (shared by the writer and reader handles).
+    #[derive(Debug, Clone)]
+    struct Slot {
+        area: Area,
+        max: u32,
+        words: usize,
+    }
+
+    impl Slot {
+        fn open(region: Arc<Region>, offset: usize) -> Result<Slot, AreaError> {
+            let hdr = Area::new(region, offset, 64)?;
+            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+            if magic != MAGIC {
+                return Err(AreaError::BadMagic { found: magic });
+            }
+            let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
+            if version != VERSION {
+                return Err(AreaError::BadVersion { found: version });
+            }
+            let max = hdr.u32_at(HDR_MAX).load(Ordering::Relaxed);
+            let layout = SamplingLayout::new(max)?;
+            let words = hdr.u32_at(HDR_WORDS).load(Ordering::Relaxed) as usize;
+            if words != layout.payload_words() {
+                return Err(AreaError::BadParameter(
+                    "sampling header payload_words mismatch",
+                ));
+            }
+            let area = hdr.resized(layout.size_bytes())?;
+            Ok(Slot { area, max, words })
+        }
+
+        #[inline]
+        fn view(&self) -> SlotView<'_> {
+            SlotView::from_words(self.area.words(BEGIN, self.words + 3))
+        }
+    }
+
+    /// Failure of [`SamplingWriter::write`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WriteError {
+        /// A sampling message has at least one byte.
+        ZeroLength,
+        /// The message is longer than the slot's maximum.
+        TooLarge {
+            /// Length of the message.
+            len: usize,
+            /// The slot's maximum.
+            max: u32,
+        },
+    }
+
+    impl fmt::Display for WriteError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                WriteError::ZeroLength => write!(f, "sampling message is empty"),
+                WriteError::TooLarge { len, max } => {
+                    write!(
+                        f,
+                        "sampling message of {len} bytes exceeds the maximum of {max}"
+                    )
+                }
+            }
+        }
+    }
+
+    impl std::error::Error for WriteError {}
+
+    /// The single writer of a sampling slot (needs a read-write mapping).
+    ///
+    /// There must be at most one writer per slot at a time (one process, or one thread holding
+    /// `&mut`). Writing is wait-free: one `begin` store, a fence, the copy, one `end` store and,
+    /// with a notifier, one fence and load.
+    #[derive(Debug)]
+    pub struct SamplingWriter {
+        slot: Slot,
+        next_seq: u32,
+        notifier: Option<Notifier>,
+    }
+
+    impl SamplingWriter {
+        /// Initialise a slot at `offset` of `region` (zeroing any previous content) and return
+        /// its writer.
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`] for a read-only mapping, [`AreaError::Misaligned`] or
+        /// [`AreaError::TooSmall`] if the slot does not fit.
+        pub fn init(
+            region: Arc<Region>,
+            offset: usize,
+            layout: SamplingLayout,
+        ) -> Result<SamplingWriter, AreaError> {
+            let area = Area::new(region.clone(), offset, layout.size_bytes())?;
+            if !area.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            area.u64_at(HDR_MAGIC).store(0, Ordering::Relaxed);
+            for w in area.words(BEGIN, layout.payload_words() + 3) {
+                w.store(0, Ordering::Relaxed);
+            }
+            area.u32_at(HDR_VERSION).store(VERSION, Ordering::Relaxed);
+            area.u32_at(HDR_MAX)
+                .store(layout.max_message_size, Ordering::Relaxed);
+            area.u32_at(HDR_WORDS)
+                .store(layout.payload_words() as u32, Ordering::Relaxed);
+            // SYNC POINT: publishes the header; pairs with the Acquire magic load in `Slot::open`.
+            area.u64_at(HDR_MAGIC).store(MAGIC, Ordering::Release);
+            Self::attach(region, offset)
+        }
+
+        /// Take over an initialised slot (a restarted writer): sequence numbers continue after the
+        /// last write begun, even if the previous writer died in the middle of it.
+        ///
+        /// # Errors
+        /// As [`SamplingReader::attach`], plus [`AreaError::ReadOnly`].
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<SamplingWriter, AreaError> {
+            let slot = Slot::open(region, offset)?;
+            if !slot.area.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            let next_seq = slot.view().begin().seq().wrapping_add(1);
+            Ok(SamplingWriter {
+                slot,
+                next_seq,
+                notifier: None,
+            })
+        }
+
+        /// Wake parked readers through `notifier` after every write.
+        pub fn with_notifier(mut self, notifier: Notifier) -> SamplingWriter {
+            self.notifier = Some(notifier);
+            self
+        }
+
+        /// Return the largest message size.
+        pub fn max_message_size(&self) -> u32 {
+            self.slot.max
+        }
+
+        /// Write `data` stamped with the current `CLOCK_MONOTONIC` time; return its sequence
+        /// number.
+        ///
+        /// # Errors
+        /// [`WriteError::ZeroLength`] or [`WriteError::TooLarge`]; the slot is unchanged.
+        pub fn write(&mut self, data: &[u8]) -> Result<u32, WriteError> {
+            self.write_stamped(data, monotonic_ns())
+        }
+
+        /// Write `data` with the given timestamp (ns); return its sequence number.
+        ///
+        /// # Errors
+        /// As [`SamplingWriter::write`].
+        pub fn write_stamped(&mut self, data: &[u8], stamp_ns: u64) -> Result<u32, WriteError> {
+            if data.is_empty() {
+                return Err(WriteError::ZeroLength);
+            }
+            if data.len() > self.slot.max as usize {
+                return Err(WriteError::TooLarge {
+                    len: data.len(),
+                    max: self.slot.max,
+                });
+            }
+            let seq = self.next_seq;
+            self.slot
+                .view()
+                .publish(Flags::new(seq, data.len() as u32), stamp_ns, data);
+            self.next_seq = seq.wrapping_add(1);
+            if let Some(n) = &self.notifier {
+                n.notify();
+            }
+            Ok(seq)
+        }
+    }
+
+    /// A successful [`SamplingReader::read`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ReadOk {
+        /// Message length; the message is `buf[..len]`.
+        pub len: usize,
+        /// Sequence number given by the writer.
+        pub seq: u32,
+        /// The writer's `CLOCK_MONOTONIC` timestamp in ns (the port layer derives validity).
+        pub written_at_ns: u64,
+        /// Copy attempts made (1 = no retry).
+        pub attempts: u32,
+    }
+
+    /// Failure of [`SamplingReader::read`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ReadError {
+        /// No message was ever completely written.
+        Empty,
+        /// Every one of `attempts` copies overlapped a write (a very fast writer, or a writer
+        /// that died in the middle of a write); `buf` holds garbage.
+        Contended {
+            /// Attempts made.
+            attempts: u32,
+        },
+        /// `buf` is shorter than the latest message.
+        BufferTooSmall {
+            /// Length of the latest message.
+            needed: usize,
+        },
+        /// The slot's flags are impossible (written by something that is not a
+        /// [`SamplingWriter`]).
+        Corrupt,
+    }
+
+    impl fmt::Display for ReadError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                ReadError::Empty => write!(f, "no sampling message written yet"),
+                ReadError::Contended { attempts } => write!(
+                    f,
+                    "sampling slot changed during each of {attempts} copies; retry later"
+                ),
+                ReadError::BufferTooSmall { needed } => {
+                    write!(f, "buffer too small: the message has {needed} bytes")
+                }
+                ReadError::Corrupt => write!(f, "sampling slot holds impossible flags"),
+            }
+        }
+    }
+
+    impl std::error::Error for ReadError {}
+
+    /// Failure of [`SamplingReader::wait_newer`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WaitError {
+        /// No newer message arrived in time.
+        TimedOut,
+        /// A parking mode was asked for but the reader has no notifier
+        /// ([`SamplingReader::with_notifier`]).
+        NoNotifier,
+        /// A newer message arrived but reading it failed.
+        Read(ReadError),
+    }
+
+    impl fmt::Display for WaitError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                WaitError::TimedOut => write!(f, "no new sampling message before the timeout"),
+                WaitError::NoNotifier => {
+                    write!(
+                        f,
+                        "parking receive mode needs a notifier; use RecvMode::Spin or add one"
+                    )
+                }
+                WaitError::Read(e) => e.fmt(f),
+            }
+        }
+    }
+
+    impl std::error::Error for WaitError {}
+
+    /// A reader of a sampling slot. Never stores to the slot: a read-only mapping suffices.
+    #[derive(Debug, Clone)]
+    pub struct SamplingReader {
+        slot: Slot,
+        max_attempts: u32,
+        notifier: Option<Notifier>,
+    }
+
+    impl SamplingReader {
+        /// Open the slot initialised at `offset` of `region` (which may be mapped read-only).
+        ///
+        /// # Errors
+        /// [`AreaError::BadMagic`] (not initialised), [`AreaError::BadVersion`],
+        /// [`AreaError::BadParameter`], [`AreaError::Misaligned`] or [`AreaError::TooSmall`].
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<SamplingReader, AreaError> {
+            Ok(SamplingReader {
+                slot: Slot::open(region, offset)?,
+                max_attempts: DEFAULT_MAX_ATTEMPTS,
+                notifier: None,
+            })
+        }
+
+        /// Give up after `n` (at least 1) copy attempts per read.
+        pub fn with_max_attempts(mut self, n: u32) -> SamplingReader {
+            self.max_attempts = n.max(1);
+            self
+        }
+
+        /// Park on `notifier` in [`RecvMode::SpinThenPark`] / [`RecvMode::Blocking`] waits.
+        pub fn with_notifier(mut self, notifier: Notifier) -> SamplingReader {
+            self.notifier = Some(notifier);
+            self
+        }
+
+        /// Return the largest message size.
+        pub fn max_message_size(&self) -> u32 {
+            self.slot.max
+        }
+
+        /// Return the sequence number of the last complete write, if any (one `Acquire` load).
+        pub fn latest_seq(&self) -> Option<u32> {
+            let e = self.slot.view().end();
+            (e.0 != 0).then_some(e.seq())
+        }
+
+        /// Return whether a write is in progress, or was cut off by the writer's death
+        /// (`begin != end`; diagnostics).
+        pub fn write_in_progress(&self) -> bool {
+            let v = self.slot.view();
+            let e = v.end();
+            v.begin() != e
+        }
+
+        /// Copy the latest message into `buf`.
+        ///
+        /// Bounded: at most `max_attempts` copies of at most `max_message_size` bytes.
+        ///
+        /// # Errors
+        /// [`ReadError::Empty`], [`ReadError::Contended`], [`ReadError::BufferTooSmall`],
+        /// [`ReadError::Corrupt`].
+        pub fn read(&self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
+            let view = self.slot.view();
+            for attempt in 1..=self.max_attempts {
+                match view.try_read(buf) {
+                    Attempt::Done { flags, stamp } => {
+                        return Ok(ReadOk {
+                            len: flags.len() as usize,
+                            seq: flags.seq(),
+                            written_at_ns: stamp,
+                            attempts: attempt,
+                        })
+                    }
+                    Attempt::Torn => std::hint::spin_loop(),
+                    Attempt::Empty => return Err(ReadError::Empty),
+                    Attempt::TooSmall { needed } => {
+                        return Err(ReadError::BufferTooSmall { needed })
+                    }
+                    Attempt::Corrupt => return Err(ReadError::Corrupt),
+                }
+            }
+            Err(ReadError::Contended {
+                attempts: self.max_attempts,
+            })
+        }
+
+        /// Wait until a message other than `last_seq` (any message when `None`) is complete, then
+        /// read it.
+        ///
+        /// # Errors
+        /// [`WaitError::TimedOut`], [`WaitError::NoNotifier`] (parking mode without notifier),
+        /// [`WaitError::Read`].
+        pub fn wait_newer(
+            &self,
+            buf: &mut [u8],
+            last_seq: Option<u32>,
+            mode: RecvMode,
+            timeout: Option<Duration>,
+        ) -> Result<ReadOk, WaitError> {
+            if mode.parks() && self.notifier.is_none() {
+                return Err(WaitError::NoNotifier);
+            }
+            let view = self.slot.view();
+            let ready = || {
+                let e = view.end();
+                e.0 != 0 && Some(e.seq()) != last_seq
+            };
+            if !wait_with(mode, self.notifier.as_ref(), timeout, ready) {
+                return Err(WaitError::TimedOut);
+            }
+            self.read(buf).map_err(WaitError::Read)
+        }
+    }
+
+    /// Return `CLOCK_MONOTONIC` in nanoseconds.
+    pub fn monotonic_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::region::Access;
+
+        fn region(len: usize) -> Arc<Region> {
+            Arc::new(Region::create("partix-shm-sampling-test", len).unwrap())
+        }
+
+        fn read_only(r: &Region) -> Arc<Region> {
+            // SAFETY: dup returns a fresh descriptor nothing else owns.
+            let fd = unsafe { libc::dup(r.raw_fd()) };
+            // SAFETY: fd is fresh and unowned.
+            Arc::new(unsafe { Region::from_raw_fd(fd, r.len(), Access::ReadOnly) }.unwrap())
+        }
+
+        #[test]
+        fn layout_sizes() {
+            assert_eq!(SamplingLayout::new(56).unwrap().size_bytes(), 192);
+            assert_eq!(SamplingLayout::new(1).unwrap().size_bytes(), 128);
+            assert!(SamplingLayout::new(0).is_err());
+        }
+
+        #[test]
+        fn empty_then_latest_wins_through_read_only_mapping() {
+            let r = region(8192);
+            let mut w =
+                SamplingWriter::init(r.clone(), 128, SamplingLayout::new(100).unwrap()).unwrap();
+            let rd = SamplingReader::attach(read_only(&r), 128).unwrap();
+            let mut buf = [0u8; 100];
+            assert_eq!(rd.read(&mut buf), Err(ReadError::Empty));
+            assert_eq!(rd.latest_seq(), None);
+            w.write_stamped(b"first", 7).unwrap();
+            let s2 = w.write_stamped(b"second message", 9).unwrap();
+            let ok = rd.read(&mut buf).unwrap();
+            assert_eq!(&buf[..ok.len], b"second message");
+            assert_eq!((ok.seq, ok.written_at_ns, ok.attempts), (s2, 9, 1));
+            // Reading does not consume.
+            assert_eq!(rd.read(&mut buf).unwrap().seq, s2);
+            assert!(!rd.write_in_progress());
+        }
+
+        #[test]
+        fn bad_input_is_refused() {
+            let r = region(4096);
+            let mut w =
+                SamplingWriter::init(r.clone(), 0, SamplingLayout::new(8).unwrap()).unwrap();
+            assert_eq!(w.write(b""), Err(WriteError::ZeroLength));
+            assert_eq!(
+                w.write(&[0; 9]),
+                Err(WriteError::TooLarge { len: 9, max: 8 })
+            );
+            w.write(b"12345678").unwrap();
+            let rd = SamplingReader::attach(r.clone(), 0).unwrap();
+            assert_eq!(
+                rd.read(&mut [0u8; 4]),
+                Err(ReadError::BufferTooSmall { needed: 8 })
+            );
+            assert_eq!(
+                SamplingReader::attach(r.clone(), 32).unwrap_err(),
+                AreaError::Misaligned { offset: 32 }
+            );
+            assert!(matches!(
+                SamplingReader::attach(r.clone(), 1024).unwrap_err(),
+                AreaError::BadMagic { .. }
+            ));
+            assert!(matches!(
+                SamplingWriter::init(read_only(&r), 0, SamplingLayout::new(8).unwrap()),
+                Err(AreaError::ReadOnly)
+            ));
+            assert!(matches!(
+                SamplingReader::attach(r, 4096 - 64).unwrap_err(),
+                AreaError::BadMagic { .. }
+            ));
+        }
+
+        #[test]
+        fn half_written_slot_is_contended_until_a_new_writer_writes() {
+            let r = region(4096);
+            let mut w =
+                SamplingWriter::init(r.clone(), 0, SamplingLayout::new(16).unwrap()).unwrap();
+            w.write(b"good").unwrap();
+            // Simulate a writer that died after storing `begin` of message 2.
+            let slot = Slot::open(r.clone(), 0).unwrap();
+            slot.view()
+                .begin
+                .store(Flags::new(2, 16).0, Ordering::Relaxed);
+            let rd = SamplingReader::attach(r.clone(), 0)
+                .unwrap()
+                .with_max_attempts(5);
+            assert!(rd.write_in_progress());
+            assert_eq!(
+                rd.read(&mut [0u8; 16]),
+                Err(ReadError::Contended { attempts: 5 })
+            );
+            let mut w2 = SamplingWriter::attach(r, 0).unwrap();
+            assert_eq!(w2.write(b"again").unwrap(), 3);
+            let mut buf = [0u8; 16];
+            let ok = rd.read(&mut buf).unwrap();
+            assert_eq!((&buf[..ok.len], ok.seq), (&b"again"[..], 3));
+        }
+
+        #[test]
+        fn corrupt_flags_are_reported() {
+            let r = region(4096);
+            SamplingWriter::init(r.clone(), 0, SamplingLayout::new(16).unwrap()).unwrap();
+            let slot = Slot::open(r.clone(), 0).unwrap();
+            slot.view()
+                .end
+                .store(Flags::new(1, 999).0, Ordering::Release);
+            let rd = SamplingReader::attach(r, 0).unwrap();
+            assert_eq!(rd.read(&mut [0u8; 2000]), Err(ReadError::Corrupt));
+        }
+
+        #[test]
+        fn waiting_reader_is_woken_by_the_writer() {
+            let r = region(8192);
+            let mut w = SamplingWriter::init(r.clone(), 0, SamplingLayout::new(32).unwrap())
+                .unwrap()
+                .with_notifier(Notifier::new(r.clone(), 4096).unwrap());
+            let rd = SamplingReader::attach(read_only(&r), 0).unwrap();
+            let mut buf = [0u8; 32];
+            assert_eq!(
+                rd.wait_newer(&mut buf, None, RecvMode::Blocking, None),
+                Err(WaitError::NoNotifier)
+            );
+            assert_eq!(
+                rd.wait_newer(
+                    &mut buf,
+                    None,
+                    RecvMode::Spin,
+                    Some(Duration::from_millis(2))
+                ),
+                Err(WaitError::TimedOut)
+            );
+            let rd = rd.with_notifier(Notifier::new(r.clone(), 4096).unwrap());
+            for mode in [
+                RecvMode::Blocking,
+                RecvMode::SpinThenPark { spins: 100 },
+                RecvMode::Spin,
+            ] {
+                let last = rd.latest_seq();
+                let rd2 = rd.clone();
+                let t = std::thread::spawn(move || {
+                    let mut buf = [0u8; 32];
+                    let ok = rd2
+                        .wait_newer(&mut buf, last, mode, Some(Duration::from_secs(20)))
+                        .unwrap();
+                    buf[..ok.len].to_vec()
+                });
+                std::thread::sleep(Duration::from_millis(20));
+                w.write(format!("{mode:?}").as_bytes()).unwrap();
+                assert_eq!(t.join().unwrap(), format!("{mode:?}").into_bytes());
+            }
+        }
+    }
+}
