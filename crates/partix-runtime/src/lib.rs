@@ -2,7 +2,11 @@
 //!
 //! - [`state`]: the module state in shared memory, the contract between both sides.
 //! - [`attach`]: the partition side's mapping of that state (or a standalone one).
+//! - [`executive`]: the module executive (startup, cyclic scheduler, HM, `partix run`).
+//! - [`trace`]: the schedule trace (Chrome/Perfetto trace-event JSON).
 #![warn(missing_docs)]
 
 pub mod attach;
+pub mod executive;
 pub mod state;
+pub mod trace;

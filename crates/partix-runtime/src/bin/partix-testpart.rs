@@ -1,0 +1,223 @@
+//! `partix-testpart`: a raw partition program for the executive's tests and benchmarks.
+//!
+//! It attaches to the module state directly (it is not an APEX program), optionally spends some
+//! time initialising, sets NORMAL, then behaves as asked:
+//!
+//! ```text
+//! partix-testpart busy --out FILE        spin, appending "start end" (CLOCK_MONOTONIC ns) of every
+//!                                        stretch it ran without a gap > 20 µs to FILE
+//! partix-testpart crash --how H --after-ms N [--first-only]
+//!                                        spin; N ms (module time) after its start, die by H:
+//!                                        segv | abort | kill | exit | fpe | ill
+//!                                        (--first-only: a restarted instance just spins)
+//! partix-testpart request --mode M --after-ms N [--first-only]
+//!                                        sleep; after N ms ask for mode M (idle | cold | warm)
+//! partix-testpart schedule --id S --after-ms N
+//!                                        sleep; after N ms ask for module schedule S
+//! partix-testpart periodic --threads K --period-us P --work-us W
+//!                                        K threads: every P µs spin W µs (bench load)
+//! partix-testpart sleep                  do nothing
+//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads)
+//! ```
+//! It exits when the module shuts down.
+#![allow(unsafe_code)]
+
+use partix_runtime::attach::{monotonic_ns, PartitionContext};
+use partix_runtime::state::{mode, start_condition};
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn flag(args: &[String], name: &str) -> bool {
+    args.iter().any(|a| a == name)
+}
+
+fn set_fifo() {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscall on the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+}
+
+fn spin_for(ns: u64) {
+    let end = monotonic_ns() + ns;
+    while monotonic_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = args.first().cloned().unwrap_or_default();
+    let ctx = match PartitionContext::get() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("partix-testpart: {e}");
+            std::process::exit(2);
+        }
+    };
+    if flag(&args, "--fifo") {
+        set_fifo();
+    }
+    let init_ms: u64 = arg(&args, "--init-ms", 0);
+    if init_ms > 0 {
+        std::thread::sleep(Duration::from_millis(init_ms));
+    }
+    let p = ctx.partition();
+    let first = p.start_condition.load(Ordering::Acquire) == start_condition::NORMAL_START;
+    let first_only = flag(&args, "--first-only");
+    let started = ctx.now_ns();
+    ctx.set_normal();
+    let shutdown = || ctx.module().shutdown.load(Ordering::Acquire) != 0;
+    let after = |ms: u64| ctx.now_ns() >= started + ms * 1_000_000;
+    match cmd.as_str() {
+        "busy" => {
+            let out: String = arg(&args, "--out", String::new());
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&out)
+                .unwrap_or_else(|e| {
+                    eprintln!("partix-testpart: {out}: {e}");
+                    std::process::exit(2)
+                });
+            let gap = 20_000;
+            let mut seg = monotonic_ns();
+            let mut last = seg;
+            while !shutdown() {
+                let t = monotonic_ns();
+                if t - last > gap {
+                    let _ = writeln!(f, "{seg} {last}");
+                    seg = t;
+                }
+                last = t;
+            }
+        }
+        "crash" => {
+            let how: String = arg(&args, "--how", "segv".to_string());
+            let ms: u64 = arg(&args, "--after-ms", 0);
+            while !shutdown() {
+                if (first || !first_only) && after(ms) {
+                    crash(&how);
+                }
+                std::hint::spin_loop();
+            }
+        }
+        "request" => {
+            let m = match arg(&args, "--mode", String::new()).as_str() {
+                "idle" => mode::IDLE,
+                "cold" => mode::COLD_START,
+                "warm" => mode::WARM_START,
+                other => {
+                    eprintln!("partix-testpart: unknown mode {other:?}");
+                    std::process::exit(2)
+                }
+            };
+            let ms: u64 = arg(&args, "--after-ms", 0);
+            let mut done = !first && first_only;
+            while !shutdown() {
+                if !done && after(ms) {
+                    ctx.request_mode(m);
+                    done = true;
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        "schedule" => {
+            let id: u32 = arg(&args, "--id", 0);
+            let ms: u64 = arg(&args, "--after-ms", 0);
+            let mut done = false;
+            while !shutdown() {
+                if !done && after(ms) {
+                    ctx.request_schedule(id);
+                    done = true;
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        "periodic" => {
+            let k: usize = arg(&args, "--threads", 1);
+            let period: u64 = arg::<u64>(&args, "--period-us", 1000) * 1000;
+            let work: u64 = arg::<u64>(&args, "--work-us", 20) * 1000;
+            let fifo = flag(&args, "--fifo");
+            let handles: Vec<_> = (0..k)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        if fifo {
+                            set_fifo();
+                        }
+                        let mut next = monotonic_ns() + period;
+                        loop {
+                            let ts = libc::timespec {
+                                tv_sec: (next / 1_000_000_000) as libc::time_t,
+                                tv_nsec: (next % 1_000_000_000) as libc::c_long,
+                            };
+                            // SAFETY: valid timespec, absolute sleep.
+                            unsafe {
+                                libc::clock_nanosleep(
+                                    libc::CLOCK_MONOTONIC,
+                                    libc::TIMER_ABSTIME,
+                                    &ts,
+                                    std::ptr::null_mut(),
+                                )
+                            };
+                            spin_for(work);
+                            next += period;
+                            let now = monotonic_ns();
+                            if next < now {
+                                next = now + period;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            while !shutdown() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(handles);
+        }
+        "sleep" | "" => {
+            while !shutdown() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        other => {
+            eprintln!("partix-testpart: unknown command {other:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn crash(how: &str) -> ! {
+    match how {
+        "segv" => {
+            // SAFETY: deliberately invalid: this program exists to crash here.
+            unsafe { std::ptr::write_volatile(8 as *mut u32, 1) };
+            std::process::abort()
+        }
+        "abort" => std::process::abort(),
+        // SAFETY: raising a signal at ourselves.
+        "kill" => unsafe {
+            libc::raise(libc::SIGKILL);
+            std::process::abort()
+        },
+        "fpe" => unsafe {
+            // SAFETY: raising a signal at ourselves.
+            libc::raise(libc::SIGFPE);
+            std::process::abort()
+        },
+        "ill" => unsafe {
+            // SAFETY: raising a signal at ourselves.
+            libc::raise(libc::SIGILL);
+            std::process::abort()
+        },
+        _ => std::process::exit(3),
+    }
+}

@@ -1,0 +1,866 @@
+//! The module executive: startup manager, cyclic partition scheduler, health monitor and trace.
+//!
+//! - [`table`]: the schedule as a pure state machine ([`table::Planner`]).
+//! - [`hm`]: HM decisions from the configuration's tables (pure).
+//! - [`shared`]: the regions of the module state the executive creates.
+//! - [`os`]: the Linux side: spawning partition processes, SIGSTOP/SIGCONT, absolute-timer
+//!   sleeps, SCHED_FIFO, and [`os::run_module`], which ties everything together.
+//! - [`summary`]: the end-of-run summary.
+//!
+//! The decision logic ([`Executive`]) only sees the OS through two traits, [`Clock`] and
+//! [`Switcher`], so the golden tests drive it on a mock clock while `partix run` drives it with
+//! `clock_nanosleep` and signals.
+//!
+//! # Bounded work per scheduling point
+//! One sleep, at most one `SIGSTOP` and one `SIGCONT`, one futex wake, a `waitpid(WNOHANG)` per
+//! partition only after a `SIGCHLD`, O(partitions) loads of request words, and O(processes of the
+//! closing partition) loads for the CtswO sample. No allocation, except when an HM event is
+//! logged or a partition is respawned (both inside the affected partition's own time budget).
+
+pub mod hm;
+pub mod os;
+pub mod shared;
+pub mod summary;
+pub mod table;
+
+use crate::state::{mode, start_condition, MAX_PROCESSES, NO_REQUEST};
+use crate::trace::{Record, RecordKind, Trace};
+use hdrhistogram::Histogram;
+use hm::{Action, Death, Decision};
+use partix_config::model::{ErrorCode, Module, ScheduleId};
+use partix_shm::futex;
+use shared::SharedState;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+use table::{Event, PlannedWindow, Planner};
+
+/// Time source and sleeper of the executive (`CLOCK_MONOTONIC` ns).
+pub trait Clock {
+    /// Return the current time.
+    fn now(&mut self) -> u64;
+    /// Sleep until the absolute time `t` and return the time of waking up (≥ `t`).
+    fn sleep_until(&mut self, t: u64) -> u64;
+    /// Block while `*word == expected`, at most until absolute time `until` (may return early).
+    fn wait_word(&mut self, word: &AtomicU32, expected: u32, until: u64);
+}
+
+/// The executive's control over partition processes.
+pub trait Switcher {
+    /// Start partition `p`'s process, stopped before it runs anything; return its pid.
+    ///
+    /// # Errors
+    /// A description of why the process could not be started.
+    fn spawn(&mut self, p: usize) -> Result<i32, String>;
+    /// Stop partition `p`'s process (its window closed).
+    fn stop(&mut self, p: usize);
+    /// Let partition `p`'s process run (its window opened, or startup).
+    fn cont(&mut self, p: usize);
+    /// End partition `p`'s process and reap it (it is not reported by [`Switcher::poll_death`]).
+    fn kill(&mut self, p: usize);
+    /// Return a partition process that ended by itself since the last call, if any.
+    fn poll_death(&mut self) -> Option<(usize, Death)>;
+    /// Observe a trace record as it is made (golden tests render them; default: nothing).
+    fn note(&mut self, _record: &Record) {}
+}
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Stop after this many major frames (`None`: until the stop flag is set).
+    pub max_frames: Option<u64>,
+    /// Longest time the startup phase waits for all partitions to reach NORMAL.
+    pub init_timeout: Duration,
+    /// Gap between the end of startup and the first major frame.
+    pub start_lead: Duration,
+    /// Records the trace buffer holds (allocated up front).
+    pub trace_capacity: usize,
+    /// A window whose partition resumed later than planned + this is counted late; a window
+    /// closed later than planned + this is counted as an overrun.
+    pub late_threshold: Duration,
+    /// Log HM events and mode changes to stderr.
+    pub log: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_frames: None,
+            init_timeout: Duration::from_secs(5),
+            start_lead: Duration::from_millis(1),
+            trace_capacity: 1 << 20,
+            late_threshold: Duration::from_micros(200),
+            log: true,
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// `max_frames` frames ran.
+    Frames,
+    /// The stop flag was set (Ctrl-C).
+    Stopped,
+    /// An HM action shut the module down.
+    HmShutdown,
+}
+
+/// Failure of [`Executive::startup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// A partition process could not be started (partition name, reason).
+    Spawn(String, String),
+    /// An HM action (INIT_TIMEOUT or a crash) shut the module down during startup.
+    HmShutdown,
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Spawn(p, e) => write!(f, "cannot start partition {p}: {e}"),
+            StartError::HmShutdown => {
+                write!(f, "the health monitor shut the module down during startup")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// One HM event, as kept for the summary and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmEvent {
+    /// Partition index.
+    pub partition: usize,
+    /// Module time (ns) it was handled at.
+    pub at_ns: u64,
+    /// How the process ended (`None` for INIT_TIMEOUT).
+    pub death: Option<Death>,
+    /// The decision.
+    pub decision: Decision,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Running,
+    Idle,
+    Restart { mode: u32, cond: u32 },
+}
+
+/// Per-partition counters of a run.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionStats {
+    /// Windows opened.
+    pub windows: u64,
+    /// Windows skipped because the partition was IDLE.
+    pub skipped: u64,
+    /// Windows whose partition resumed later than planned + the late threshold.
+    pub late: u64,
+    /// Windows closed later than planned + the late threshold.
+    pub overruns: u64,
+    /// Respawns after startup.
+    pub restarts: u64,
+    /// HM events.
+    pub hm_events: u64,
+}
+
+struct PartRun {
+    status: Status,
+    opened: bool,
+    open_wake: u64,
+    seq_at_open: u64,
+    seen_mode: u32,
+    stats: PartitionStats,
+}
+
+/// Histograms of the scheduling overheads (ns).
+#[derive(Debug, Clone)]
+pub struct Overheads {
+    /// Timer overhead: wake-up − planned time, per scheduling point.
+    pub tmro: Histogram<u64>,
+    /// Partition switch overhead: incoming partition resumed − wake-up, per window.
+    pub ptswo: Histogram<u64>,
+    /// Process release → start inside partitions (from the process slots), per observed job.
+    pub ctswo: Histogram<u64>,
+}
+
+impl Overheads {
+    fn new() -> Overheads {
+        let h = || Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds");
+        Overheads {
+            tmro: h(),
+            ptswo: h(),
+            ctswo: h(),
+        }
+    }
+}
+
+/// The executive's decision logic over a module, generic in how time and processes are handled.
+pub struct Executive<'m> {
+    module: &'m Module,
+    shared: &'m SharedState,
+    planner: Planner,
+    parts: Vec<PartRun>,
+    slot_seen: Vec<u64>,
+    opts: Options,
+    epoch: u64,
+    /// The schedule trace.
+    pub trace: Trace,
+    /// The overhead histograms.
+    pub overheads: Overheads,
+    /// HM events handled.
+    pub hm_events: Vec<HmEvent>,
+    /// Time from the start of [`Executive::startup`] until every partition was NORMAL (or IDLE).
+    pub startup_ns: u64,
+    /// Major frames started.
+    pub frames: u64,
+}
+
+fn mode_name(m: u32) -> &'static str {
+    match m {
+        mode::IDLE => "IDLE",
+        mode::COLD_START => "COLD_START",
+        mode::WARM_START => "WARM_START",
+        mode::NORMAL => "NORMAL",
+        _ => "?",
+    }
+}
+
+impl<'m> Executive<'m> {
+    /// Prepare to run `module` over `shared` (created for the same module).
+    ///
+    /// # Errors
+    /// [`table::PlanError`] for unusable schedules (never for a validated module).
+    pub fn new(
+        module: &'m Module,
+        shared: &'m SharedState,
+        opts: Options,
+    ) -> Result<Executive<'m>, table::PlanError> {
+        let planner = Planner::new(module, 0)?;
+        let n = module.partitions.len();
+        let names = module.partitions.iter().map(|p| p.name.clone()).collect();
+        Ok(Executive {
+            module,
+            shared,
+            planner,
+            parts: (0..n)
+                .map(|_| PartRun {
+                    status: Status::Idle,
+                    opened: false,
+                    open_wake: 0,
+                    seq_at_open: 0,
+                    seen_mode: mode::IDLE,
+                    stats: PartitionStats::default(),
+                })
+                .collect(),
+            slot_seen: vec![0; n * MAX_PROCESSES],
+            trace: Trace::with_capacity(opts.trace_capacity, &module.name, names),
+            opts,
+            epoch: shared.module().epoch_ns.load(Ordering::Relaxed),
+            overheads: Overheads::new(),
+            hm_events: Vec::new(),
+            startup_ns: 0,
+            frames: 0,
+        })
+    }
+
+    /// Return the module epoch (`CLOCK_MONOTONIC` ns of module time zero).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Return partition `p`'s counters.
+    ///
+    /// # Panics
+    /// If `p` is out of range.
+    pub fn partition_stats(&self, p: usize) -> &PartitionStats {
+        &self.parts[p].stats
+    }
+
+    /// Return whether partition `p` is IDLE (gets no more windows).
+    ///
+    /// # Panics
+    /// If `p` is out of range.
+    pub fn is_idle(&self, p: usize) -> bool {
+        self.parts[p].status == Status::Idle
+    }
+
+    /// Return the module.
+    pub fn module(&self) -> &'m Module {
+        self.module
+    }
+
+    /// Return the shared state.
+    pub fn shared(&self) -> &'m SharedState {
+        self.shared
+    }
+
+    fn record<S: Switcher>(&mut self, sw: &mut S, r: Record) {
+        sw.note(&r);
+        self.trace.push(r);
+    }
+
+    fn set_period(&self, sched: usize) {
+        let s = &self.module.schedules[sched];
+        for (i, p) in self.module.partitions.iter().enumerate() {
+            let st = self.shared.partition(i);
+            let (per, dur) = s
+                .partitions
+                .iter()
+                .find(|ps| ps.partition == p.id)
+                .map_or((0, 0), |ps| {
+                    (ps.period.as_nanos() as u64, ps.duration.as_nanos() as u64)
+                });
+            st.period_ns.store(per, Ordering::Relaxed);
+            st.duration_ns.store(dur, Ordering::Relaxed);
+        }
+    }
+
+    fn mode_record<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        p: usize,
+        m: u32,
+        cause: &'static str,
+        at: u64,
+    ) {
+        let mut r = Record::new(RecordKind::Mode, p as u32);
+        r.text = mode_name(m);
+        r.text2 = cause;
+        r.actual_start = at;
+        r.frame = self.frames;
+        r.schedule = self.planner.schedule_id(self.planner.current()).0;
+        self.parts[p].seen_mode = m;
+        self.record(sw, r);
+        if self.opts.log && cause != "startup" && cause != "partition" {
+            eprintln!(
+                "partix: partition {} -> {} ({cause})",
+                self.module.partitions[p].name,
+                mode_name(m)
+            );
+        }
+    }
+
+    /// Start every partition (COLD_START, running freely) and wait until each is NORMAL, IDLE, or
+    /// the init timeout expired (HM error INIT_TIMEOUT); then stop them all and plan the first
+    /// major frame `start_lead` later.
+    ///
+    /// # Errors
+    /// [`StartError`] if a process cannot be started or the HM shuts the module down.
+    pub fn startup<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+    ) -> Result<(), StartError> {
+        let t0 = clock.now();
+        self.set_period(self.planner.current());
+        for p in 0..self.parts.len() {
+            self.start_process(
+                clock,
+                sw,
+                p,
+                mode::COLD_START,
+                start_condition::NORMAL_START,
+            )?;
+        }
+        let deadline = t0 + self.opts.init_timeout.as_nanos() as u64;
+        loop {
+            let now = clock.now();
+            while let Some((p, death)) = sw.poll_death() {
+                let d = hm::decide(self.module, p, death.error_code());
+                self.hm_event(sw, p, Some(death), d, now - self.epoch);
+                match d.action {
+                    Action::ModuleShutdown => return Err(StartError::HmShutdown),
+                    Action::ColdStart | Action::WarmStart | Action::ModuleReset => {
+                        let m = if d.action == Action::WarmStart {
+                            mode::WARM_START
+                        } else {
+                            mode::COLD_START
+                        };
+                        let cond = if d.action == Action::ModuleReset {
+                            start_condition::HM_MODULE_RESTART
+                        } else {
+                            start_condition::HM_PARTITION_RESTART
+                        };
+                        self.parts[p].stats.restarts += 1;
+                        self.start_process(clock, sw, p, m, cond)?;
+                    }
+                    Action::Idle | Action::Ignore => self.make_idle(sw, p, "HM", now - self.epoch),
+                }
+            }
+            for p in 0..self.parts.len() {
+                let st = self.shared.partition(p);
+                let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
+                if req == mode::IDLE && self.parts[p].status == Status::Running {
+                    self.make_idle(sw, p, "SET_PARTITION_MODE", now - self.epoch);
+                }
+                let m = st.operating_mode.load(Ordering::Acquire);
+                if m != self.parts[p].seen_mode {
+                    self.mode_record(sw, p, m, "partition", now - self.epoch);
+                }
+            }
+            let waiting = (0..self.parts.len()).find(|&p| {
+                self.parts[p].status == Status::Running
+                    && self
+                        .shared
+                        .partition(p)
+                        .operating_mode
+                        .load(Ordering::Acquire)
+                        != mode::NORMAL
+            });
+            let Some(wp) = waiting else { break };
+            if now >= deadline {
+                for p in 0..self.parts.len() {
+                    let st = self.shared.partition(p);
+                    if self.parts[p].status != Status::Running
+                        || st.operating_mode.load(Ordering::Acquire) == mode::NORMAL
+                    {
+                        continue;
+                    }
+                    let d = hm::decide(self.module, p, ErrorCode::InitTimeout);
+                    self.hm_event(sw, p, None, d, now - self.epoch);
+                    match d.action {
+                        Action::ModuleShutdown => return Err(StartError::HmShutdown),
+                        // Leave it running windowed, still initialising.
+                        Action::Ignore => {}
+                        // A restart would time out again: the partition is idled.
+                        _ => self.make_idle(sw, p, "HM", now - self.epoch),
+                    }
+                }
+                break;
+            }
+            let st = self.shared.partition(wp);
+            let cur = st.operating_mode.load(Ordering::Acquire);
+            clock.wait_word(&st.operating_mode, cur, deadline.min(now + 1_000_000));
+        }
+        let end = clock.now();
+        self.startup_ns = end - t0;
+        for p in 0..self.parts.len() {
+            if self.parts[p].status == Status::Running {
+                sw.stop(p);
+            }
+        }
+        let first = (end - self.epoch) + self.opts.start_lead.as_nanos() as u64;
+        self.planner = Planner::new(self.module, first).expect("validated in new");
+        Ok(())
+    }
+
+    fn start_process<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+        p: usize,
+        m: u32,
+        cond: u32,
+    ) -> Result<(), StartError> {
+        let pid = self.respawn(sw, p, m, cond)?;
+        let _ = pid;
+        let at = clock.now() - self.epoch;
+        self.mode_record(sw, p, m, "startup", at);
+        sw.cont(p);
+        Ok(())
+    }
+
+    /// Spawn partition `p` (stopped) and publish its start in shared memory.
+    fn respawn<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        p: usize,
+        m: u32,
+        cond: u32,
+    ) -> Result<i32, StartError> {
+        let st = self.shared.partition(p);
+        st.operating_mode.store(m, Ordering::Release);
+        st.start_condition.store(cond, Ordering::Release);
+        st.requested_mode.store(NO_REQUEST, Ordering::Release);
+        st.requested_schedule.store(NO_REQUEST, Ordering::Release);
+        st.n_processes.store(0, Ordering::Release);
+        st.lock_level.store(0, Ordering::Release);
+        st.window_active.store(0, Ordering::Release);
+        match sw.spawn(p) {
+            Ok(pid) => {
+                st.pid.store(pid, Ordering::Release);
+                if cond != start_condition::NORMAL_START {
+                    st.restarts.fetch_add(1, Ordering::AcqRel);
+                }
+                self.parts[p].status = Status::Running;
+                Ok(pid)
+            }
+            Err(e) => {
+                st.pid.store(0, Ordering::Release);
+                st.operating_mode.store(mode::IDLE, Ordering::Release);
+                self.parts[p].status = Status::Idle;
+                Err(StartError::Spawn(self.module.partitions[p].name.clone(), e))
+            }
+        }
+    }
+
+    fn make_idle<S: Switcher>(&mut self, sw: &mut S, p: usize, cause: &'static str, at: u64) {
+        if self.parts[p].status == Status::Running {
+            sw.kill(p);
+        }
+        self.parts[p].status = Status::Idle;
+        let st = self.shared.partition(p);
+        st.pid.store(0, Ordering::Release);
+        st.operating_mode.store(mode::IDLE, Ordering::Release);
+        self.mode_record(sw, p, mode::IDLE, cause, at);
+    }
+
+    fn schedule_restart<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        p: usize,
+        m: u32,
+        cond: u32,
+        cause: &'static str,
+        at: u64,
+    ) {
+        if self.parts[p].status == Status::Running {
+            sw.kill(p);
+        }
+        self.parts[p].status = Status::Restart { mode: m, cond };
+        let st = self.shared.partition(p);
+        st.pid.store(0, Ordering::Release);
+        st.operating_mode.store(m, Ordering::Release);
+        st.start_condition.store(cond, Ordering::Release);
+        self.mode_record(sw, p, m, cause, at);
+    }
+
+    fn hm_event<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        p: usize,
+        death: Option<Death>,
+        d: Decision,
+        at: u64,
+    ) {
+        self.parts[p].stats.hm_events += 1;
+        let name = &self.module.partitions[p].name;
+        if self.opts.log {
+            let what = death.map_or_else(
+                || "did not reach NORMAL in time".to_string(),
+                |d| d.to_string(),
+            );
+            eprintln!(
+                "partix: HM: partition {name} {what}: {} (level {}) -> {}{}",
+                hm::code_name(d.code),
+                hm::level_name(d.level),
+                d.action.name(),
+                if d.from_table {
+                    ""
+                } else {
+                    " (no HM table entry: default)"
+                }
+            );
+        }
+        let mut r = Record::new(RecordKind::Hm, p as u32);
+        r.text = hm::code_name(d.code);
+        r.text2 = d.action.name();
+        r.detail = match death {
+            Some(Death::Signaled(s)) => s as i64,
+            Some(Death::Exited(c)) => -(c as i64) - 1000,
+            None => 0,
+        };
+        r.actual_start = at;
+        r.frame = self.frames;
+        r.schedule = self.planner.schedule_id(self.planner.current()).0;
+        self.record(sw, r);
+        self.hm_events.push(HmEvent {
+            partition: p,
+            at_ns: at,
+            death,
+            decision: d,
+        });
+    }
+
+    /// Apply an HM decision for a partition whose process has died. Return true to shut down.
+    fn apply_death<S: Switcher>(&mut self, sw: &mut S, p: usize, d: Decision, at: u64) -> bool {
+        // The process is gone: nothing to kill.
+        self.parts[p].status = Status::Idle;
+        match d.action {
+            Action::Idle | Action::Ignore => self.make_idle(sw, p, "HM", at),
+            Action::ColdStart => self.schedule_restart(
+                sw,
+                p,
+                mode::COLD_START,
+                start_condition::HM_PARTITION_RESTART,
+                "HM",
+                at,
+            ),
+            Action::WarmStart => self.schedule_restart(
+                sw,
+                p,
+                mode::WARM_START,
+                start_condition::HM_PARTITION_RESTART,
+                "HM",
+                at,
+            ),
+            Action::ModuleShutdown => return true,
+            Action::ModuleReset => {
+                for q in 0..self.parts.len() {
+                    self.schedule_restart(
+                        sw,
+                        q,
+                        mode::COLD_START,
+                        start_condition::HM_MODULE_RESTART,
+                        "HM module reset",
+                        at,
+                    );
+                }
+            }
+        }
+        false
+    }
+
+    /// Run major frames until `max_frames`, the stop flag, or an HM shutdown.
+    pub fn run<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+        stop: &AtomicBool,
+    ) -> EndReason {
+        let reason = loop {
+            if stop.load(Ordering::Relaxed) {
+                break EndReason::Stopped;
+            }
+            let ev = self.planner.next_event();
+            if let Some(r) = self.step(clock, sw, ev) {
+                break r;
+            }
+        };
+        self.shared.module().shutdown.store(1, Ordering::Release);
+        for p in 0..self.parts.len() {
+            if self.parts[p].status == Status::Running {
+                sw.kill(p);
+                self.parts[p].status = Status::Idle;
+                self.shared.partition(p).pid.store(0, Ordering::Release);
+            }
+        }
+        reason
+    }
+
+    fn step<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+        ev: Event,
+    ) -> Option<EndReason> {
+        let planned_mono = self.epoch + ev.planned;
+        let wake_mono = clock.sleep_until(planned_mono);
+        let wake = wake_mono - self.epoch;
+        let tmro = wake_mono.saturating_sub(planned_mono);
+        self.overheads.tmro.saturating_record(tmro.max(1));
+        let sched_id = self.planner.schedule_id(ev.schedule).0;
+        let mut r = Record::new(
+            RecordKind::Point,
+            ev.open.map_or(u32::MAX, |w| w.partition as u32),
+        );
+        r.window = ev.open.map_or(u32::MAX, |w| w.window);
+        r.detail = ev.close.map_or(-1, |w| w.partition as i64);
+        r.frame = ev.frame;
+        r.schedule = sched_id;
+        r.planned_start = ev.planned;
+        r.actual_start = wake;
+        r.tmro_ns = tmro;
+        self.record(sw, r);
+
+        if let Some(w) = ev.close {
+            self.close(sw, w, wake, ev.frame, sched_id);
+        }
+        if ev.point == 0 {
+            if let Some(max) = self.opts.max_frames {
+                if ev.frame >= max {
+                    return Some(EndReason::Frames);
+                }
+            }
+            self.frames = ev.frame + 1;
+            self.shared
+                .module()
+                .major_frames
+                .store(ev.frame + 1, Ordering::Release);
+        }
+        // Deaths.
+        while let Some((p, death)) = sw.poll_death() {
+            let d = hm::decide(self.module, p, death.error_code());
+            self.hm_event(sw, p, Some(death), d, wake);
+            if self.apply_death(sw, p, d, wake) {
+                return Some(EndReason::HmShutdown);
+            }
+        }
+        // Requests and mode changes made by the partitions.
+        for p in 0..self.parts.len() {
+            let st = self.shared.partition(p);
+            let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
+            if req != NO_REQUEST && self.parts[p].status == Status::Running {
+                match req {
+                    mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", wake),
+                    mode::COLD_START | mode::WARM_START => self.schedule_restart(
+                        sw,
+                        p,
+                        req,
+                        start_condition::PARTITION_RESTART,
+                        "SET_PARTITION_MODE",
+                        wake,
+                    ),
+                    _ => {}
+                }
+            }
+            let sreq = st.requested_schedule.swap(NO_REQUEST, Ordering::AcqRel);
+            if sreq != NO_REQUEST && self.module.partitions[p].system_partition {
+                if let Some(idx) = self.planner.request_schedule(ScheduleId(sreq)) {
+                    self.shared
+                        .module()
+                        .next_schedule
+                        .store(self.planner.schedule_id(idx).0, Ordering::Release);
+                    let mut r = Record::new(RecordKind::ScheduleRequest, p as u32);
+                    r.window = sreq;
+                    r.actual_start = wake;
+                    r.frame = ev.frame;
+                    r.schedule = sched_id;
+                    self.record(sw, r);
+                }
+            }
+            let m = st.operating_mode.load(Ordering::Acquire);
+            if m != self.parts[p].seen_mode {
+                self.mode_record(sw, p, m, "partition", wake);
+            }
+        }
+        if let Some(from) = ev.switched_from {
+            let ms = self.shared.module();
+            ms.current_schedule.store(sched_id, Ordering::Release);
+            ms.last_schedule_switch_ns
+                .store(ev.planned, Ordering::Release);
+            self.set_period(ev.schedule);
+            let mut r = Record::new(RecordKind::ScheduleSwitch, u32::MAX);
+            r.window = sched_id;
+            r.detail = self.planner.schedule_id(from).0 as i64;
+            r.actual_start = wake;
+            r.frame = ev.frame;
+            r.schedule = sched_id;
+            self.record(sw, r);
+        }
+        if let Some(w) = ev.open {
+            self.open(sw, w, wake, ev.frame, sched_id);
+        }
+        None
+    }
+
+    fn close<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        w: PlannedWindow,
+        wake: u64,
+        frame: u64,
+        sched: u32,
+    ) {
+        let p = w.partition;
+        if !self.parts[p].opened {
+            return;
+        }
+        self.parts[p].opened = false;
+        if self.parts[p].status == Status::Running {
+            sw.stop(p);
+        }
+        let st = self.shared.partition(p);
+        st.window_active.store(0, Ordering::Release);
+        let open_wake = self.parts[p].open_wake;
+        let seq = st.resumed_seq.load(Ordering::Acquire);
+        let ptswo = if seq != self.parts[p].seq_at_open {
+            st.resumed_at_ns
+                .load(Ordering::Acquire)
+                .checked_sub(self.epoch + open_wake)
+                .unwrap_or(u64::MAX)
+        } else {
+            u64::MAX
+        };
+        let thr = self.opts.late_threshold.as_nanos() as u64;
+        let s = &mut self.parts[p].stats;
+        if ptswo != u64::MAX {
+            self.overheads.ptswo.saturating_record(ptswo.max(1));
+            if open_wake + ptswo > w.start + thr {
+                s.late += 1;
+            }
+        } else if open_wake > w.start + thr {
+            s.late += 1;
+        }
+        if wake > w.end + thr {
+            s.overruns += 1;
+        }
+        // CtswO samples from the partition's process slots.
+        let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
+        for (i, slot) in st.processes[..n].iter().enumerate() {
+            let start = slot.last_start_ns.load(Ordering::Acquire);
+            let rel = slot.last_release_ns.load(Ordering::Acquire);
+            let seen = &mut self.slot_seen[p * MAX_PROCESSES + i];
+            if start != *seen && start >= rel && rel != 0 {
+                *seen = start;
+                self.overheads.ctswo.saturating_record((start - rel).max(1));
+            }
+        }
+        let mut r = Record::new(RecordKind::Window, p as u32);
+        r.window = w.window;
+        r.frame = frame;
+        r.schedule = sched;
+        r.planned_start = w.start;
+        r.planned_end = w.end;
+        r.actual_start = open_wake;
+        r.actual_end = wake;
+        r.ptswo_ns = ptswo;
+        self.record(sw, r);
+    }
+
+    fn open<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        w: PlannedWindow,
+        wake: u64,
+        frame: u64,
+        sched: u32,
+    ) {
+        let p = w.partition;
+        match self.parts[p].status {
+            Status::Idle => {
+                self.parts[p].stats.skipped += 1;
+                let mut r = Record::new(RecordKind::Skipped, p as u32);
+                r.window = w.window;
+                r.frame = frame;
+                r.schedule = sched;
+                r.planned_start = w.start;
+                r.planned_end = w.end;
+                self.record(sw, r);
+                return;
+            }
+            Status::Restart { mode: m, cond } => {
+                self.parts[p].stats.restarts += 1;
+                if let Err(e) = self.respawn(sw, p, m, cond) {
+                    if self.opts.log {
+                        eprintln!("partix: {e}; the partition is IDLE");
+                    }
+                    self.mode_record(sw, p, mode::IDLE, "spawn failed", wake);
+                    return;
+                }
+                let mm = self
+                    .shared
+                    .partition(p)
+                    .operating_mode
+                    .load(Ordering::Acquire);
+                self.mode_record(sw, p, mm, "restart", wake);
+            }
+            Status::Running => {}
+        }
+        let st = self.shared.partition(p);
+        st.window_start_ns.store(w.start, Ordering::Relaxed);
+        st.window_end_ns.store(w.end, Ordering::Relaxed);
+        st.window_seq.fetch_add(1, Ordering::AcqRel);
+        // SYNC POINT: window_active Release pairs with the partition runtime's Acquire load
+        // before it reads window_start_ns/window_end_ns.
+        st.window_active.store(1, Ordering::Release);
+        futex::wake_all(&st.window_active);
+        let pr = &mut self.parts[p];
+        pr.seq_at_open = st.resumed_seq.load(Ordering::Acquire);
+        pr.open_wake = wake;
+        pr.opened = true;
+        pr.stats.windows += 1;
+        sw.cont(p);
+    }
+}

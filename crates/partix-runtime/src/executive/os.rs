@@ -1,0 +1,640 @@
+//! The Linux side of the executive: partition processes, signals, absolute-timer sleeps,
+//! real-time priority, and [`run_module`].
+//!
+//! # Mechanism: SIGSTOP/SIGCONT from a SCHED_FIFO 99 thread on the partitions' CPU
+//! The scheduling thread runs `SCHED_FIFO` 99 (with `SCHED_RESET_ON_FORK`, so partition processes
+//! start as normal tasks) pinned to the same CPU as the partitions. It sleeps with
+//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to the planned point, then sends `SIGSTOP` to
+//! the outgoing partition process and `SIGCONT` to the incoming one (one signal per process, not
+//! per thread). Because the executive preempts everything on that CPU, the outgoing partition is
+//! not running when it is stopped and the hand-off is a same-CPU context switch (about 2 µs
+//! here) instead of a cross-CPU interrupt (about 20 µs). `docs/executive.md` has the numbers and
+//! the alternatives (cgroup freezer, priority switching).
+#![allow(unsafe_code)]
+
+use super::hm::Death;
+use super::shared::SharedState;
+use super::{
+    Clock, EndReason, Executive, HmEvent, Options, Overheads, PartitionStats, StartError, Switcher,
+};
+use crate::attach::monotonic_ns;
+use crate::state::{ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, NAME_LEN};
+use crate::trace::Trace;
+use partix_config::model::Module;
+use partix_shm::futex;
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// File descriptor number of the module region in a partition process.
+pub const MODULE_FD_NUM: i32 = 500;
+/// File descriptor number of the partition region in a partition process.
+pub const PARTITION_FD_NUM: i32 = 501;
+
+/// The real clock: `CLOCK_MONOTONIC`, `clock_nanosleep(TIMER_ABSTIME)`, futex waits.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsClock;
+
+impl Clock for OsClock {
+    fn now(&mut self) -> u64 {
+        monotonic_ns()
+    }
+
+    fn sleep_until(&mut self, t: u64) -> u64 {
+        let ts = libc::timespec {
+            tv_sec: (t / 1_000_000_000) as libc::time_t,
+            tv_nsec: (t % 1_000_000_000) as libc::c_long,
+        };
+        loop {
+            // SAFETY: ts is a valid timespec; no remaining-time pointer is needed for
+            // TIMER_ABSTIME.
+            let r = unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                )
+            };
+            if r != libc::EINTR {
+                break;
+            }
+        }
+        monotonic_ns()
+    }
+
+    fn wait_word(&mut self, word: &AtomicU32, expected: u32, until: u64) {
+        let now = monotonic_ns();
+        if until > now {
+            futex::wait(word, expected, Some(Duration::from_nanos(until - now)));
+        }
+    }
+}
+
+static SIGCHLD_GEN: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_sigchld(_: libc::c_int) {
+    SIGCHLD_GEN.fetch_add(1, Ordering::Relaxed);
+}
+
+fn install_sigchld() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // SAFETY: a zeroed sigaction with our handler and an empty mask; the handler only does an
+        // atomic add (async-signal-safe). SA_NOCLDSTOP: stops (ours) do not raise it.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sigchld as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART | libc::SA_NOCLDSTOP;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+/// The program a partition runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The executable.
+    pub path: PathBuf,
+    /// Its arguments (without `argv[0]`).
+    pub args: Vec<String>,
+}
+
+struct Prepared {
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    cpus: libc::cpu_set_t,
+    mem_limit: Option<u64>,
+    part_fd: i32,
+}
+
+/// Controls partition processes with fork/exec, SIGSTOP, SIGCONT and SIGKILL.
+pub struct OsSwitcher {
+    prepared: Vec<Prepared>,
+    pids: Vec<i32>,
+    module_fd: i32,
+    seen_gen: u64,
+    deaths: Vec<(usize, Death)>,
+    /// Signals that failed (ESRCH on a process that just died is expected and not counted).
+    pub signal_errors: u64,
+}
+
+fn cstr(s: &OsStr) -> Result<CString, String> {
+    CString::new(s.as_bytes()).map_err(|_| format!("{:?} contains a NUL byte", s))
+}
+
+impl OsSwitcher {
+    /// Prepare to start `programs[i]` for `module.partitions[i]` on the CPUs of the partition's
+    /// `partix:Affinity` or `default_cpus`.
+    ///
+    /// # Errors
+    /// A message if a path or argument contains a NUL byte.
+    pub fn new(
+        module: &Module,
+        shared: &SharedState,
+        programs: &[Program],
+        default_cpus: &[usize],
+    ) -> Result<OsSwitcher, String> {
+        install_sigchld();
+        let base_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| k != ENV_MODULE_FD && k != ENV_PARTITION_FD && k != ENV_PARTITION_ID)
+            .collect();
+        let mut prepared = Vec::with_capacity(programs.len());
+        for (i, (part, prog)) in module.partitions.iter().zip(programs).enumerate() {
+            let path = cstr(prog.path.as_os_str())?;
+            let mut argv = vec![path.clone()];
+            for a in &prog.args {
+                argv.push(cstr(OsStr::new(a))?);
+            }
+            let mut envp = Vec::with_capacity(base_env.len() + 3);
+            for (k, v) in &base_env {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                if let Ok(c) = CString::new(kv) {
+                    envp.push(c);
+                }
+            }
+            envp.push(CString::new(format!("{ENV_MODULE_FD}={MODULE_FD_NUM}")).expect("no NUL"));
+            envp.push(
+                CString::new(format!("{ENV_PARTITION_FD}={PARTITION_FD_NUM}")).expect("no NUL"),
+            );
+            envp.push(CString::new(format!("{ENV_PARTITION_ID}={}", part.id.0)).expect("no NUL"));
+            // SAFETY: an all-zero cpu_set_t is the empty set.
+            let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            for &c in part.affinity.as_deref().unwrap_or(default_cpus) {
+                if c < libc::CPU_SETSIZE as usize {
+                    // SAFETY: c is inside the set.
+                    unsafe { libc::CPU_SET(c, &mut cpus) };
+                }
+            }
+            prepared.push(Prepared {
+                argv,
+                envp,
+                cpus,
+                mem_limit: part.memory_limit_bytes(),
+                part_fd: shared.partition_fd(i),
+            });
+        }
+        Ok(OsSwitcher {
+            pids: vec![0; prepared.len()],
+            prepared,
+            module_fd: shared.module_ro_fd(),
+            seen_gen: SIGCHLD_GEN.load(Ordering::Relaxed),
+            deaths: Vec::with_capacity(programs.len()),
+            signal_errors: 0,
+        })
+    }
+
+    /// Return the pid of partition `p`'s process (0 if none).
+    pub fn pid(&self, p: usize) -> i32 {
+        self.pids[p]
+    }
+
+    fn signal(&mut self, p: usize, sig: i32) {
+        let pid = self.pids[p];
+        if pid > 0 {
+            // SAFETY: kill has no memory-safety preconditions; pid is our own child.
+            if unsafe { libc::kill(pid, sig) } != 0 {
+                self.signal_errors += 1;
+            }
+        }
+    }
+}
+
+impl Switcher for OsSwitcher {
+    fn spawn(&mut self, p: usize) -> Result<i32, String> {
+        let pr = &self.prepared[p];
+        let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = pr.envp.iter().map(|c| c.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        let (mfd, pfd) = (self.module_fd, pr.part_fd);
+        let cpus = pr.cpus;
+        let lim = pr.mem_limit.map(|b| libc::rlimit {
+            rlim_cur: b as libc::rlim_t,
+            rlim_max: b as libc::rlim_t,
+        });
+        // SAFETY: between fork and execve the child only calls async-signal-safe functions
+        // (sigprocmask, fcntl, dup2, close, setrlimit, sched_setaffinity, raise, execve, _exit)
+        // on data prepared before the fork; the parent only waits for the child.
+        unsafe {
+            let pid = libc::fork();
+            if pid < 0 {
+                return Err(format!("fork failed: {}", std::io::Error::last_os_error()));
+            }
+            if pid == 0 {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                let tm = libc::fcntl(mfd, libc::F_DUPFD, 502);
+                let tp = libc::fcntl(pfd, libc::F_DUPFD, 502);
+                if tm < 0
+                    || tp < 0
+                    || libc::dup2(tm, MODULE_FD_NUM) < 0
+                    || libc::dup2(tp, PARTITION_FD_NUM) < 0
+                {
+                    libc::_exit(126);
+                }
+                libc::close(tm);
+                libc::close(tp);
+                if let Some(l) = lim {
+                    libc::setrlimit(libc::RLIMIT_DATA, &l);
+                }
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
+                libc::raise(libc::SIGSTOP);
+                libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127);
+            }
+            let mut status = 0;
+            let r = libc::waitpid(pid, &mut status, libc::WUNTRACED);
+            if r != pid || !libc::WIFSTOPPED(status) {
+                return Err(format!(
+                    "the new process ended before exec ({})",
+                    Death::from_wait_status(status).map_or("?".into(), |d| d.to_string())
+                ));
+            }
+            self.pids[p] = pid;
+            Ok(pid)
+        }
+    }
+
+    fn stop(&mut self, p: usize) {
+        self.signal(p, libc::SIGSTOP);
+    }
+
+    fn cont(&mut self, p: usize) {
+        self.signal(p, libc::SIGCONT);
+    }
+
+    fn kill(&mut self, p: usize) {
+        let pid = self.pids[p];
+        if pid > 0 {
+            // SAFETY: pid is our child; waitpid gets a valid status pointer.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st = 0;
+                libc::waitpid(pid, &mut st, 0);
+            }
+            self.pids[p] = 0;
+        }
+    }
+
+    fn poll_death(&mut self) -> Option<(usize, Death)> {
+        if self.deaths.is_empty() {
+            let g = SIGCHLD_GEN.load(Ordering::Acquire);
+            if g == self.seen_gen {
+                return None;
+            }
+            self.seen_gen = g;
+            for p in 0..self.pids.len() {
+                let pid = self.pids[p];
+                if pid <= 0 {
+                    continue;
+                }
+                let mut st = 0;
+                // SAFETY: pid is our child; st is a valid out-pointer.
+                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+                if r == pid {
+                    if let Some(d) = Death::from_wait_status(st) {
+                        self.pids[p] = 0;
+                        self.deaths.push((p, d));
+                    }
+                }
+            }
+            self.deaths.reverse();
+        }
+        self.deaths.pop()
+    }
+}
+
+impl Drop for OsSwitcher {
+    fn drop(&mut self) {
+        for p in 0..self.pids.len() {
+            self.kill(p);
+        }
+    }
+}
+
+/// Puts the calling thread on `SCHED_FIFO` 99 (`SCHED_RESET_ON_FORK`) pinned to one CPU;
+/// restores the previous policy and affinity on drop.
+pub struct RtThread {
+    old_policy: i32,
+    old_param: libc::sched_param,
+    old_cpus: libc::cpu_set_t,
+    /// Whether SCHED_FIFO could be set (needs root or CAP_SYS_NICE).
+    pub realtime: bool,
+}
+
+impl RtThread {
+    /// Enter real-time mode on `cpu`.
+    pub fn enter(cpu: usize) -> RtThread {
+        // SAFETY: plain syscalls on the calling thread with valid pointers.
+        unsafe {
+            let old_policy = libc::sched_getscheduler(0);
+            let mut old_param: libc::sched_param = std::mem::zeroed();
+            libc::sched_getparam(0, &mut old_param);
+            let mut old_cpus: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old_cpus);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let param = libc::sched_param { sched_priority: 99 };
+            let realtime =
+                libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+                    == 0;
+            RtThread {
+                old_policy,
+                old_param,
+                old_cpus,
+                realtime,
+            }
+        }
+    }
+}
+
+impl Drop for RtThread {
+    fn drop(&mut self) {
+        // SAFETY: restoring values read in `enter`, on the same thread.
+        unsafe {
+            libc::sched_setscheduler(
+                0,
+                self.old_policy & !libc::SCHED_RESET_ON_FORK,
+                &self.old_param,
+            );
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.old_cpus);
+        }
+    }
+}
+
+/// Path of the kernel's real-time throttling budget.
+pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// Sets `sched_rt_runtime_us` to -1 (no RT throttling) and restores the old value on drop.
+#[derive(Debug)]
+pub struct RtUnthrottle {
+    old: Option<String>,
+}
+
+impl RtUnthrottle {
+    /// Disable RT throttling.
+    ///
+    /// # Errors
+    /// The I/O error if the file cannot be read or written (not root).
+    pub fn enter() -> std::io::Result<RtUnthrottle> {
+        let old = std::fs::read_to_string(RT_RUNTIME_PATH)?;
+        std::fs::write(RT_RUNTIME_PATH, "-1\n")?;
+        Ok(RtUnthrottle { old: Some(old) })
+    }
+}
+
+impl Drop for RtUnthrottle {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            let _ = std::fs::write(RT_RUNTIME_PATH, old);
+        }
+    }
+}
+
+/// Return the CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: valid out-pointer of the right size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Return the default CPU of the executive and the partitions: the last CPU allowed.
+pub fn default_cpu() -> usize {
+    allowed_cpus().last().copied().unwrap_or(0)
+}
+
+/// Find the program of a partition: `partix:Executable` as given when it contains a `/`,
+/// otherwise beside the running executable, then in `PATH`.
+///
+/// # Errors
+/// A message saying what is missing and what to do.
+pub fn resolve_program(module: &Module, p: usize) -> Result<Program, String> {
+    let part = &module.partitions[p];
+    let Some(exe) = &part.executable else {
+        return Err(format!(
+            "partition {} has no partix:Executable: add partix:Executable=\"program\" to its Partition element",
+            part.name
+        ));
+    };
+    let found = if exe.components().count() > 1 || exe.is_absolute() {
+        exe.is_file().then(|| exe.clone())
+    } else {
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(|d| d.join(exe)))
+            .filter(|p| p.is_file());
+        beside.or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(exe))
+                    .find(|p| p.is_file())
+            })
+        })
+    };
+    match found {
+        Some(path) => Ok(Program {
+            path,
+            args: part.args.clone(),
+        }),
+        None => Err(format!(
+            "partition {}: executable {} not found (looked {})",
+            part.name,
+            exe.display(),
+            if exe.components().count() > 1 {
+                "at that path"
+            } else {
+                "beside partix and in PATH"
+            }
+        )),
+    }
+}
+
+/// How to run a module with [`run_module`].
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Program of each partition (config order).
+    pub programs: Vec<Program>,
+    /// CPU of the executive and default CPU of the partitions (`None`: [`default_cpu`]).
+    pub cpu: Option<usize>,
+    /// Executive options.
+    pub options: Options,
+    /// Set `sched_rt_runtime_us` to -1 for the run.
+    pub rt_unthrottle: bool,
+}
+
+/// One APEX process's counters at the end of a run (from the partition's process slots).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessReport {
+    /// Partition index.
+    pub partition: usize,
+    /// Process name.
+    pub name: String,
+    /// Jobs completed.
+    pub jobs: u64,
+    /// Deadline misses.
+    pub deadline_misses: u64,
+    /// Worst response time (ns).
+    pub worst_response_ns: u64,
+}
+
+/// Per-partition end-of-run figures.
+#[derive(Debug, Clone)]
+pub struct PartitionReport {
+    /// Name.
+    pub name: String,
+    /// Counters.
+    pub stats: PartitionStats,
+    /// Final operating mode.
+    pub mode: u32,
+    /// Restarts recorded in shared memory.
+    pub restarts: u32,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunReport {
+    /// Why it ended.
+    pub end: EndReason,
+    /// Module epoch (`CLOCK_MONOTONIC` ns).
+    pub epoch_ns: u64,
+    /// Startup time to all partitions NORMAL (ns).
+    pub startup_ns: u64,
+    /// Major frames started.
+    pub frames: u64,
+    /// The schedule trace.
+    pub trace: Trace,
+    /// Overhead histograms.
+    pub overheads: Overheads,
+    /// HM events.
+    pub hm_events: Vec<HmEvent>,
+    /// Per partition.
+    pub partitions: Vec<PartitionReport>,
+    /// Per process.
+    pub processes: Vec<ProcessReport>,
+    /// Whether the executive ran SCHED_FIFO.
+    pub realtime: bool,
+    /// The CPU the executive ran on.
+    pub cpu: usize,
+    /// The late/overrun threshold used.
+    pub late_threshold: Duration,
+}
+
+/// Failure of [`run_module`].
+#[derive(Debug)]
+pub enum RunError {
+    /// The shared regions could not be created.
+    Shared(partix_shm::RegionError),
+    /// A program path or argument is unusable.
+    Program(String),
+    /// The schedule is unusable.
+    Plan(super::table::PlanError),
+    /// Startup failed.
+    Start(StartError),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Shared(e) => write!(f, "{e}"),
+            RunError::Program(e) => write!(f, "{e}"),
+            RunError::Plan(e) => write!(f, "{e}"),
+            RunError::Start(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Run `module`: create the shared state, start the partitions, schedule them until
+/// `max_frames`, `stop` or an HM shutdown, and return the trace and counters.
+///
+/// Call it on a thread of its own: the thread becomes SCHED_FIFO 99 pinned to the partitions'
+/// CPU for the run (restored afterwards).
+///
+/// # Errors
+/// [`RunError`] if the module cannot be started.
+pub fn run_module(
+    module: &Module,
+    cfg: RunConfig,
+    stop: &AtomicBool,
+) -> Result<RunReport, RunError> {
+    let cpu = cfg.cpu.unwrap_or_else(default_cpu);
+    let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
+    let _unthrottle = if cfg.rt_unthrottle {
+        match RtUnthrottle::enter() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                eprintln!("partix: cannot disable RT throttling ({RT_RUNTIME_PATH}): {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let rt = RtThread::enter(cpu);
+    if !rt.realtime {
+        eprintln!("partix: warning: cannot use SCHED_FIFO (needs root or CAP_SYS_NICE); windows will be imprecise");
+    }
+    let mut sw =
+        OsSwitcher::new(module, &shared, &cfg.programs, &[cpu]).map_err(RunError::Program)?;
+    let late_threshold = cfg.options.late_threshold;
+    let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
+    let mut clock = OsClock;
+    ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
+    let end = ex.run(&mut clock, &mut sw, stop);
+    drop(sw);
+    let realtime = rt.realtime;
+    drop(rt);
+    let mut processes = Vec::new();
+    let mut partitions = Vec::new();
+    for (i, p) in module.partitions.iter().enumerate() {
+        let st = shared.partition(i);
+        partitions.push(PartitionReport {
+            name: p.name.clone(),
+            stats: ex.partition_stats(i).clone(),
+            mode: st.operating_mode.load(Ordering::Acquire),
+            restarts: st.restarts.load(Ordering::Acquire),
+        });
+        let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
+        for slot in &st.processes[..n] {
+            let len = slot.name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
+            processes.push(ProcessReport {
+                partition: i,
+                name: String::from_utf8_lossy(&slot.name[..len]).into_owned(),
+                jobs: slot.jobs.load(Ordering::Acquire),
+                deadline_misses: slot.deadline_misses.load(Ordering::Acquire),
+                worst_response_ns: slot.worst_response_ns.load(Ordering::Acquire),
+            });
+        }
+    }
+    Ok(RunReport {
+        end,
+        epoch_ns: ex.epoch(),
+        startup_ns: ex.startup_ns,
+        frames: ex.frames,
+        trace: std::mem::replace(&mut ex.trace, Trace::with_capacity(0, "", Vec::new())),
+        overheads: ex.overheads.clone(),
+        hm_events: std::mem::take(&mut ex.hm_events),
+        partitions,
+        processes,
+        realtime,
+        cpu,
+        late_threshold,
+    })
+}

@@ -1,0 +1,127 @@
+//! The end-of-run summary of `partix run` (and the demo).
+
+use super::hm;
+use super::os::RunReport;
+use crate::state::mode;
+use hdrhistogram::Histogram;
+use std::fmt::Write as _;
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+/// Return one line of percentiles (µs) of a histogram: n, p50, p90, p99, max, jitter (max − min).
+pub fn percentile_line(name: &str, h: &Histogram<u64>) -> String {
+    if h.is_empty() {
+        return format!("  {name:<7} n=0 (not observed)");
+    }
+    format!(
+        "  {name:<7} n={:<7} p50={:>7} p90={:>7} p99={:>7} max={:>8} jitter={:>8} µs",
+        h.len(),
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.9)),
+        us(h.value_at_quantile(0.99)),
+        us(h.max()),
+        us(h.max() - h.min()),
+    )
+}
+
+fn mode_name(m: u32) -> &'static str {
+    match m {
+        mode::IDLE => "IDLE",
+        mode::COLD_START => "COLD_START",
+        mode::WARM_START => "WARM_START",
+        mode::NORMAL => "NORMAL",
+        _ => "?",
+    }
+}
+
+/// Render the summary of a run.
+pub fn render(r: &RunReport) -> String {
+    let mut s = String::new();
+    let windows: u64 = r.partitions.iter().map(|p| p.stats.windows).sum();
+    let late: u64 = r.partitions.iter().map(|p| p.stats.late).sum();
+    let over: u64 = r.partitions.iter().map(|p| p.stats.overruns).sum();
+    let _ = writeln!(
+        s,
+        "partix run summary: {} major frames, {} windows opened, {} late, {} overruns (threshold {} µs), ended: {:?}",
+        r.frames,
+        windows,
+        late,
+        over,
+        r.late_threshold.as_micros(),
+        r.end
+    );
+    let _ = writeln!(
+        s,
+        "  startup to NORMAL: {:.2} ms; executive on CPU {} ({})",
+        r.startup_ns as f64 / 1e6,
+        r.cpu,
+        if r.realtime {
+            "SCHED_FIFO 99"
+        } else {
+            "not real-time"
+        }
+    );
+    let _ = writeln!(s, "overheads (paper table V, user level: TmrO 28/50, PtswO 38/58, CtswO 40/20 µs avg/jitter):");
+    let _ = writeln!(s, "{}", percentile_line("TmrO", &r.overheads.tmro));
+    let _ = writeln!(s, "{}", percentile_line("PtswO", &r.overheads.ptswo));
+    let _ = writeln!(s, "{}", percentile_line("CtswO", &r.overheads.ctswo));
+    let _ = writeln!(s, "partitions:");
+    for p in &r.partitions {
+        let _ = writeln!(
+            s,
+            "  {:<16} mode={:<10} windows={:<6} skipped={:<5} late={:<4} overruns={:<4} restarts={:<3} hm_events={}",
+            p.name,
+            mode_name(p.mode),
+            p.stats.windows,
+            p.stats.skipped,
+            p.stats.late,
+            p.stats.overruns,
+            p.restarts,
+            p.stats.hm_events
+        );
+    }
+    if !r.hm_events.is_empty() {
+        let _ = writeln!(s, "HM events:");
+        for e in &r.hm_events {
+            let _ = writeln!(
+                s,
+                "  t={:.3}ms {} {}: {} level={} -> {}",
+                e.at_ns as f64 / 1e6,
+                r.partitions
+                    .get(e.partition)
+                    .map_or("?", |p| p.name.as_str()),
+                e.death
+                    .map_or_else(|| "init timeout".to_string(), |d| d.to_string()),
+                hm::code_name(e.decision.code),
+                hm::level_name(e.decision.level),
+                e.decision.action.name()
+            );
+        }
+    }
+    if !r.processes.is_empty() {
+        let _ = writeln!(s, "processes:");
+        for p in &r.processes {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:<20} jobs={:<7} deadline_misses={:<4} worst_response={} µs",
+                r.partitions
+                    .get(p.partition)
+                    .map_or("?", |p| p.name.as_str()),
+                p.name,
+                p.jobs,
+                p.deadline_misses,
+                us(p.worst_response_ns)
+            );
+        }
+    }
+    if r.trace.dropped() > 0 {
+        let _ = writeln!(
+            s,
+            "trace: {} records did not fit the buffer",
+            r.trace.dropped()
+        );
+    }
+    s
+}

@@ -1,0 +1,259 @@
+//! The schedule trace: planned vs actual windows, scheduling overheads, HM events and mode
+//! changes, recorded by the executive into a preallocated buffer and written as Chrome/Perfetto
+//! trace-event JSON (open it at <https://ui.perfetto.dev> or `chrome://tracing`).
+//!
+//! Layout of the JSON (`{"traceEvents":[...], "displayTimeUnit":"ns"}`), timestamps in µs of
+//! module time (time since the module epoch):
+//! - process `pid` 1 is the module; thread 0 is the executive (HM events, schedule switches);
+//! - partition `i` (0-based config order) has two tracks: `tid = 2i+1` "NAME" with one `"X"`
+//!   complete event per *actual* window (from the executive's wake-up at the opening point to its
+//!   wake-up at the closing point) and `tid = 2i+2` "NAME planned" with the planned window;
+//! - `"i"` instant events for HM events, mode changes, restarts, skipped windows and schedule
+//!   switches, with the details in `args`;
+//! - `"C"` counter events `TmrO` and `PtswO` (µs) per scheduling point / window opening.
+
+use std::io::{self, Write};
+
+/// What a [`Record`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A window that opened and closed (`planned_*`, `actual_*`, `ptswo_ns`).
+    Window,
+    /// A scheduling point (`planned_start`, `actual_start` = wake-up, `tmro_ns`; `partition`
+    /// and `window` = the window opened or `u32::MAX`; `detail` = the partition whose window
+    /// closed or -1).
+    Point,
+    /// A window not opened because the partition is IDLE.
+    Skipped,
+    /// A health-monitor event (`text` = "CODE level=... action=...", `detail`).
+    Hm,
+    /// A partition mode change (`text` = the new mode's name).
+    Mode,
+    /// A module schedule switch took effect (`window` = new schedule id, `detail` = old id).
+    ScheduleSwitch,
+    /// A module schedule switch was requested (`window` = requested id).
+    ScheduleRequest,
+}
+
+/// One trace entry. Plain data so the buffer is preallocated and filled without allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// What this is.
+    pub kind: RecordKind,
+    /// Partition index (config order), or `u32::MAX` for module-wide entries.
+    pub partition: u32,
+    /// Window identifier (or schedule id, see [`RecordKind`]).
+    pub window: u32,
+    /// Major frame number.
+    pub frame: u64,
+    /// Module schedule id in force.
+    pub schedule: u32,
+    /// Planned start, module ns.
+    pub planned_start: u64,
+    /// Planned end, module ns.
+    pub planned_end: u64,
+    /// Actual start (executive wake-up at the opening point), module ns.
+    pub actual_start: u64,
+    /// Actual end (executive wake-up at the closing point), module ns.
+    pub actual_end: u64,
+    /// Timer overhead at the point (wake − planned), ns.
+    pub tmro_ns: u64,
+    /// Partition switch overhead (partition resumed − wake), ns; `u64::MAX` if not observed.
+    pub ptswo_ns: u64,
+    /// A static description (HM code/action, mode name).
+    pub text: &'static str,
+    /// A second static description (for HM: the action).
+    pub text2: &'static str,
+    /// A number that goes with `text` (signal or exit status for HM; old schedule id).
+    pub detail: i64,
+}
+
+impl Record {
+    /// Return an empty record of `kind` for `partition`.
+    pub const fn new(kind: RecordKind, partition: u32) -> Record {
+        Record {
+            kind,
+            partition,
+            window: 0,
+            frame: 0,
+            schedule: 0,
+            planned_start: 0,
+            planned_end: 0,
+            actual_start: 0,
+            actual_end: 0,
+            tmro_ns: 0,
+            ptswo_ns: u64::MAX,
+            text: "",
+            text2: "",
+            detail: 0,
+        }
+    }
+}
+
+/// A preallocated trace buffer. When it is full, further records are counted in
+/// [`Trace::dropped`] and not stored (the run goes on).
+#[derive(Debug, Clone)]
+pub struct Trace {
+    records: Vec<Record>,
+    dropped: u64,
+    /// Partition names, by index.
+    pub partition_names: Vec<String>,
+    /// Module name.
+    pub module_name: String,
+}
+
+impl Trace {
+    /// Return an empty trace that holds at most `capacity` records (allocated now).
+    pub fn with_capacity(
+        capacity: usize,
+        module_name: &str,
+        partition_names: Vec<String>,
+    ) -> Trace {
+        Trace {
+            records: Vec::with_capacity(capacity),
+            dropped: 0,
+            partition_names,
+            module_name: module_name.to_string(),
+        }
+    }
+
+    /// Append a record (no allocation: dropped and counted when full).
+    pub fn push(&mut self, r: Record) {
+        if self.records.len() < self.records.capacity() {
+            self.records.push(r);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Return the records.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Return how many records did not fit.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn name(&self, p: u32) -> &str {
+        self.partition_names
+            .get(p as usize)
+            .map_or("module", String::as_str)
+    }
+
+    /// Write the trace as Chrome trace-event JSON.
+    ///
+    /// # Errors
+    /// The writer's I/O errors.
+    pub fn write_chrome_json<W: Write>(&self, w: W) -> io::Result<()> {
+        use serde_json::json;
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let mut ev = Vec::with_capacity(self.records.len() * 2 + 8);
+        ev.push(json!({"ph":"M","pid":1,"name":"process_name","args":{"name":format!("partix module {}", self.module_name)}}));
+        ev.push(json!({"ph":"M","pid":1,"tid":0,"name":"thread_name","args":{"name":"executive"}}));
+        for (i, n) in self.partition_names.iter().enumerate() {
+            let i = i as u64;
+            ev.push(json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_name","args":{"name":n}}));
+            ev.push(json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_name","args":{"name":format!("{n} planned")}}));
+            ev.push(json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_sort_index","args":{"sort_index":2*i+1}}));
+            ev.push(json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_sort_index","args":{"sort_index":2*i+2}}));
+        }
+        for r in &self.records {
+            let p = r.partition as u64;
+            let name = self.name(r.partition);
+            match r.kind {
+                RecordKind::Window => {
+                    let mut args = json!({
+                        "window": r.window, "frame": r.frame,
+                        "planned_start_us": us(r.planned_start), "planned_end_us": us(r.planned_end),
+                        "start_late_us": us(r.actual_start.saturating_sub(r.planned_start)),
+                        "end_late_us": us(r.actual_end.saturating_sub(r.planned_end)),
+                    });
+                    if r.ptswo_ns != u64::MAX {
+                        args["ptswo_us"] = json!(us(r.ptswo_ns));
+                    }
+                    ev.push(json!({"ph":"X","pid":1,"tid":2*p+1,"name":format!("{name} w{}", r.window),
+                        "ts":us(r.actual_start),"dur":us(r.actual_end.saturating_sub(r.actual_start)),"args":args}));
+                    ev.push(json!({"ph":"X","pid":1,"tid":2*p+2,"name":format!("{name} w{} planned", r.window),
+                        "ts":us(r.planned_start),"dur":us(r.planned_end.saturating_sub(r.planned_start)),
+                        "args":{"window":r.window,"frame":r.frame}}));
+                    if r.ptswo_ns != u64::MAX {
+                        ev.push(
+                            json!({"ph":"C","pid":1,"name":"PtswO","ts":us(r.actual_start),
+                            "args":{"us":us(r.ptswo_ns)}}),
+                        );
+                    }
+                }
+                RecordKind::Point => {
+                    ev.push(
+                        json!({"ph":"C","pid":1,"name":"TmrO","ts":us(r.actual_start),
+                        "args":{"us":us(r.tmro_ns)}}),
+                    );
+                }
+                RecordKind::Skipped => {
+                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} IDLE: window {} skipped", r.window),
+                        "ts":us(r.planned_start),"args":{"window":r.window,"frame":r.frame}}));
+                }
+                RecordKind::Hm => {
+                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("HM {name}: {} -> {}", r.text, r.text2),
+                        "ts":us(r.actual_start),"args":{"partition":name,"error":r.text,"action":r.text2,"detail":r.detail,"frame":r.frame}}));
+                }
+                RecordKind::Mode => {
+                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} mode {}", r.text),
+                        "ts":us(r.actual_start),"args":{"mode":r.text,"cause":r.text2,"frame":r.frame}}));
+                }
+                RecordKind::ScheduleSwitch => {
+                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("module schedule {} -> {}", r.detail, r.window),
+                        "ts":us(r.actual_start),"args":{"from":r.detail,"to":r.window,"frame":r.frame}}));
+                }
+                RecordKind::ScheduleRequest => {
+                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"t","name":format!("SET_MODULE_SCHEDULE {} by {name}", r.window),
+                        "ts":us(r.actual_start),"args":{"schedule":r.window,"frame":r.frame}}));
+                }
+            }
+        }
+        let doc = json!({"traceEvents": ev, "displayTimeUnit": "ns",
+            "otherData": {"module": self.module_name, "dropped_records": self.dropped}});
+        let mut w = io::BufWriter::new(w);
+        serde_json::to_writer(&mut w, &doc)?;
+        w.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_buffer_counts_drops_and_json_parses() {
+        let mut t = Trace::with_capacity(2, "m", vec!["P1".into()]);
+        let mut r = Record::new(RecordKind::Window, 0);
+        r.planned_start = 1000;
+        r.planned_end = 5000;
+        r.actual_start = 1010;
+        r.actual_end = 5020;
+        r.ptswo_ns = 3;
+        t.push(r);
+        let mut h = Record::new(RecordKind::Hm, 0);
+        h.text = "MEMORY_VIOLATION";
+        h.text2 = "COLD_START";
+        t.push(h);
+        t.push(h);
+        assert_eq!(t.records().len(), 2);
+        assert_eq!(t.dropped(), 1);
+        let mut out = Vec::new();
+        t.write_chrome_json(&mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        let x: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(x.len(), 2);
+        assert_eq!(x[0]["ts"].as_f64().unwrap(), 1.01);
+        assert_eq!(x[0]["tid"], 1);
+        assert_eq!(x[1]["tid"], 2);
+        assert!(evs
+            .iter()
+            .any(|e| e["ph"] == "i" && e["name"].as_str().unwrap().contains("MEMORY_VIOLATION")));
+        assert!(evs.iter().any(|e| e["ph"] == "C" && e["name"] == "PtswO"));
+    }
+}

@@ -1,0 +1,301 @@
+//! Golden schedule: the executive's decision logic on a mock clock, compared line by line with
+//! `tests/golden/*.txt`. Set `PARTIX_BLESS=1` to rewrite the expected files after a deliberate
+//! change (and review the diff).
+
+mod exec_util;
+
+use exec_util::*;
+use partix_config::model::{ErrorCode, Module, PartitionAction};
+use partix_runtime::executive::hm::Death;
+use partix_runtime::executive::shared::SharedState;
+use partix_runtime::executive::{Clock, Executive, Options, Switcher};
+use partix_runtime::state::{mode, NO_REQUEST};
+use partix_runtime::trace::{Record, RecordKind};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+const EPOCH: u64 = 1_000_000_000;
+
+#[derive(Debug, Clone, Copy)]
+enum Act {
+    RequestSchedule(usize, u32),
+    RequestMode(usize, u32),
+    Die(usize, Death),
+}
+
+struct World<'a> {
+    now: u64,
+    /// Extra lateness of every wake-up (ns).
+    late: u64,
+    log: Vec<String>,
+    deaths: VecDeque<(usize, Death)>,
+    script: VecDeque<(u64, Act)>,
+    shared: &'a SharedState,
+    names: Vec<String>,
+    alive: Vec<bool>,
+}
+
+impl World<'_> {
+    fn t(&self) -> String {
+        format!("t={:.3}ms", (self.now - EPOCH) as f64 / 1e6)
+    }
+
+    fn advance(&mut self, to: u64) {
+        while let Some(&(at, act)) = self.script.front() {
+            if EPOCH + at > to {
+                break;
+            }
+            self.script.pop_front();
+            match act {
+                Act::RequestSchedule(p, id) => self
+                    .shared
+                    .partition(p)
+                    .requested_schedule
+                    .store(id, Ordering::Release),
+                Act::RequestMode(p, m) => self
+                    .shared
+                    .partition(p)
+                    .requested_mode
+                    .store(m, Ordering::Release),
+                Act::Die(p, d) => {
+                    if self.alive[p] {
+                        self.alive[p] = false;
+                        self.deaths.push_back((p, d));
+                    }
+                }
+            }
+        }
+        self.now = self.now.max(to);
+    }
+}
+
+struct MockClock<'a>(Rc<RefCell<World<'a>>>);
+struct MockSwitcher<'a>(Rc<RefCell<World<'a>>>);
+
+impl Clock for MockClock<'_> {
+    fn now(&mut self) -> u64 {
+        self.0.borrow().now
+    }
+    fn sleep_until(&mut self, t: u64) -> u64 {
+        let mut w = self.0.borrow_mut();
+        let late = w.late;
+        w.advance(t + late);
+        w.now
+    }
+    fn wait_word(&mut self, _word: &AtomicU32, _expected: u32, until: u64) {
+        self.0.borrow_mut().advance(until);
+    }
+}
+
+impl Switcher for MockSwitcher<'_> {
+    fn spawn(&mut self, p: usize) -> Result<i32, String> {
+        let mut w = self.0.borrow_mut();
+        let line = format!("  spawn {}", w.names[p]);
+        w.log.push(line);
+        w.alive[p] = true;
+        Ok(1000 + p as i32)
+    }
+    fn stop(&mut self, p: usize) {
+        let mut w = self.0.borrow_mut();
+        let line = format!("  stop {}", w.names[p]);
+        w.log.push(line);
+    }
+    fn cont(&mut self, p: usize) {
+        let mut w = self.0.borrow_mut();
+        let line = format!("  cont {}", w.names[p]);
+        w.log.push(line);
+        // The simulated partition finishes its initialisation as soon as it runs.
+        let st = w.shared.partition(p);
+        let m = st.operating_mode.load(Ordering::Acquire);
+        if m == mode::COLD_START || m == mode::WARM_START {
+            st.operating_mode.store(mode::NORMAL, Ordering::Release);
+        }
+    }
+    fn kill(&mut self, p: usize) {
+        let mut w = self.0.borrow_mut();
+        let line = format!("  kill {}", w.names[p]);
+        w.log.push(line);
+        w.alive[p] = false;
+    }
+    fn poll_death(&mut self) -> Option<(usize, Death)> {
+        self.0.borrow_mut().deaths.pop_front()
+    }
+    fn note(&mut self, r: &Record) {
+        let mut w = self.0.borrow_mut();
+        let name = |p: u32| {
+            w.names
+                .get(p as usize)
+                .cloned()
+                .unwrap_or_else(|| "-".into())
+        };
+        let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+        let line = match r.kind {
+            RecordKind::Point => {
+                let mut s = format!("{} frame={} sched={}", w.t(), r.frame, r.schedule);
+                if r.detail >= 0 {
+                    s += &format!(" close {}", name(r.detail as u32));
+                }
+                if r.partition != u32::MAX {
+                    s += &format!(" open {} win={}", name(r.partition), r.window);
+                }
+                s
+            }
+            RecordKind::Window => format!(
+                "  window {} win={} planned=[{},{}] actual=[{},{}]",
+                name(r.partition),
+                r.window,
+                ms(r.planned_start),
+                ms(r.planned_end),
+                ms(r.actual_start),
+                ms(r.actual_end)
+            ),
+            RecordKind::Skipped => format!("  skip {} win={} (IDLE)", name(r.partition), r.window),
+            RecordKind::Hm => format!("  HM {} {} -> {}", name(r.partition), r.text, r.text2),
+            RecordKind::Mode => format!("  mode {} {} ({})", name(r.partition), r.text, r.text2),
+            RecordKind::ScheduleSwitch => format!("  schedule {} -> {}", r.detail, r.window),
+            RecordKind::ScheduleRequest => {
+                format!("  request schedule {} by {}", r.window, name(r.partition))
+            }
+        };
+        w.log.push(line);
+    }
+}
+
+/// Three partitions; schedule 1 (20 ms: P1, P2, P3) and schedule 2 (10 ms, P1 twice, P2).
+fn golden_module() -> Module {
+    let mut p1 = partition(1, "P1", None, &[]);
+    p1.system_partition = true;
+    let mut p2 = partition(2, "P2", None, &[]);
+    p2.hm = vec![hm(ErrorCode::MemoryViolation, PartitionAction::ColdStart)];
+    let p3 = partition(3, "P3", None, &[]);
+    module(
+        vec![p1, p2, p3],
+        vec![
+            schedule(
+                1,
+                20,
+                &[(101, 1, 0.0, 5.0), (102, 2, 5.0, 7.0), (103, 3, 14.0, 6.0)],
+            ),
+            schedule(
+                2,
+                10,
+                &[(201, 1, 0.0, 2.0), (202, 2, 2.0, 2.0), (203, 1, 6.0, 2.0)],
+            ),
+        ],
+    )
+}
+
+fn run_golden(module: &Module, script: Vec<(u64, Act)>, frames: u64, late: u64) -> Vec<String> {
+    let shared = SharedState::create(module, EPOCH).unwrap();
+    let world = Rc::new(RefCell::new(World {
+        now: EPOCH,
+        late,
+        log: Vec::new(),
+        deaths: VecDeque::new(),
+        script: script.into(),
+        shared: &shared,
+        names: module.partitions.iter().map(|p| p.name.clone()).collect(),
+        alive: vec![false; module.partitions.len()],
+    }));
+    let opts = Options {
+        max_frames: Some(frames),
+        start_lead: std::time::Duration::ZERO,
+        log: false,
+        ..Options::default()
+    };
+    let mut ex = Executive::new(module, &shared, opts).unwrap();
+    let mut clock = MockClock(world.clone());
+    let mut sw = MockSwitcher(world.clone());
+    ex.startup(&mut clock, &mut sw).unwrap();
+    world.borrow_mut().log.push("-- cyclic".into());
+    ex.run(&mut clock, &mut sw, &AtomicBool::new(false));
+    let ms = shared.module();
+    let status = format!(
+        "-- end: current_schedule={} next_schedule={} last_switch={:.3}ms major_frames={} P1.restarts={} P2.restarts={} P3.mode={}",
+        ms.current_schedule.load(Ordering::Relaxed),
+        ms.next_schedule.load(Ordering::Relaxed),
+        ms.last_schedule_switch_ns.load(Ordering::Relaxed) as f64 / 1e6,
+        ms.major_frames.load(Ordering::Relaxed),
+        shared.partition(0).restarts.load(Ordering::Relaxed),
+        shared.partition(1).restarts.load(Ordering::Relaxed),
+        shared.partition(2).operating_mode.load(Ordering::Relaxed),
+    );
+    assert_eq!(
+        shared
+            .partition(0)
+            .requested_schedule
+            .load(Ordering::Relaxed),
+        NO_REQUEST
+    );
+    let mut log = std::mem::take(&mut world.borrow_mut().log);
+    log.push(status);
+    log
+}
+
+fn compare(name: &str, got: &[String]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let text = got.join("\n") + "\n";
+    if std::env::var_os("PARTIX_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with PARTIX_BLESS=1 to create it)",
+            path.display()
+        )
+    });
+    for (i, (w, g)) in want.lines().zip(got.iter()).enumerate() {
+        assert_eq!(w, g, "{}:{}: golden line differs", path.display(), i + 1);
+    }
+    assert_eq!(
+        want.lines().count(),
+        got.len(),
+        "{}: line count differs\n--- got:\n{text}",
+        path.display()
+    );
+}
+
+#[test]
+fn golden_schedule_with_module_schedule_switch_and_hm() {
+    let m = golden_module();
+    let script = vec![
+        // P3 (no HM table) is killed in its window: default IDLE, its later windows are skipped.
+        (15_000_000, Act::Die(2, Death::Signaled(libc::SIGKILL))),
+        // P1 (system partition) asks for schedule 2 in frame 1: takes effect at frame 2 (40 ms).
+        (25_000_000, Act::RequestSchedule(0, 2)),
+        // P2 is not a system partition: its request is ignored.
+        (26_000_000, Act::RequestSchedule(1, 1)),
+        // P2 segfaults: its table says COLD_START, done inside its next window.
+        (44_500_000, Act::Die(1, Death::Signaled(libc::SIGSEGV))),
+        // P1 asks for WARM_START (SET_PARTITION_MODE), then the module goes back to schedule 1.
+        (56_500_000, Act::RequestMode(0, mode::WARM_START)),
+        (57_000_000, Act::RequestSchedule(0, 1)),
+    ];
+    let log = run_golden(&m, script, 6, 0);
+    compare("schedule_switch_hm.txt", &log);
+}
+
+#[test]
+fn late_wakeups_do_not_shift_the_plan() {
+    let m = golden_module();
+    // Every wake-up is 137 µs late; planned times must stay on the 20 ms grid.
+    let on_time = run_golden(&m, Vec::new(), 4, 0);
+    let late = run_golden(&m, Vec::new(), 4, 137_000);
+    let points = |log: &[String]| -> Vec<String> {
+        log.iter()
+            .filter(|l| l.starts_with("  window"))
+            .map(|l| l.split(" actual").next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(points(&on_time), points(&late));
+    assert!(points(&late).len() >= 12);
+    assert!(
+        late.iter().any(|l| l.contains("actual=[20.137,25.137]")),
+        "{late:#?}"
+    );
+}

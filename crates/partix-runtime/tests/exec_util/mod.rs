@@ -1,0 +1,96 @@
+//! Module builders shared by the executive's tests.
+#![allow(dead_code)]
+
+use partix_config::model::*;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A partition with no ports; `exe` and `args` as given.
+pub fn partition(id: u32, name: &str, exe: Option<PathBuf>, args: &[&str]) -> Partition {
+    Partition {
+        id: PartitionId(id),
+        name: name.into(),
+        criticality: Criticality::LevelA,
+        system_partition: false,
+        entry_point: "main".into(),
+        executable: exe,
+        args: args.iter().map(|s| s.to_string()).collect(),
+        affinity: None,
+        memory: Vec::new(),
+        sampling_ports: Vec::new(),
+        queuing_ports: Vec::new(),
+        hm: Vec::new(),
+        location: Location::default(),
+    }
+}
+
+/// A schedule with windows `(window id, partition id, offset ms, duration ms)`.
+pub fn schedule(id: u32, major_ms: u64, windows: &[(u32, u32, f64, f64)]) -> ModuleSchedule {
+    let ms = |v: f64| Duration::from_nanos((v * 1e6).round() as u64);
+    let mut parts: Vec<PartitionSchedule> = Vec::new();
+    for &(_, p, _, d) in windows {
+        match parts.iter_mut().find(|s| s.partition == PartitionId(p)) {
+            Some(s) => s.duration += ms(d),
+            None => parts.push(PartitionSchedule {
+                partition: PartitionId(p),
+                period: Duration::from_millis(major_ms),
+                duration: ms(d),
+            }),
+        }
+    }
+    let mut ws: Vec<Window> = windows
+        .iter()
+        .map(|&(id, p, o, d)| Window {
+            id,
+            partition: PartitionId(p),
+            offset: ms(o),
+            duration: ms(d),
+            period_start: true,
+        })
+        .collect();
+    ws.sort_by_key(|w| w.offset);
+    ModuleSchedule {
+        id: ScheduleId(id),
+        name: Some(format!("S{id}")),
+        major_frame: Duration::from_millis(major_ms),
+        partitions: parts,
+        windows: ws,
+        location: Location::default(),
+    }
+}
+
+/// A module of these partitions and schedules (the first schedule is the initial one).
+pub fn module(partitions: Vec<Partition>, schedules: Vec<ModuleSchedule>) -> Module {
+    Module {
+        name: "test".into(),
+        version: None,
+        source: None,
+        partitions,
+        schedules,
+        initial_schedule: 0,
+        channels: Vec::new(),
+        system_hm: Vec::new(),
+        module_hm: Vec::new(),
+    }
+}
+
+/// A partition HM table entry: `code` → `action`.
+pub fn hm(code: ErrorCode, action: PartitionAction) -> PartitionHmEntry {
+    PartitionHmEntry {
+        system_state: 1,
+        error_id: 0,
+        code,
+        action,
+    }
+}
+
+/// The test partition program built with this crate.
+pub fn testpart() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_partix-testpart"))
+}
+
+/// Return whether the test runs as root (SCHED_FIFO, rlimits, RT throttling).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
