@@ -22,6 +22,7 @@ pub mod sync;
 
 pub mod ring;
 pub mod sampling;
+pub mod twosided;
 
 #[cfg(not(loom))]
 mod area;

@@ -159,6 +159,11 @@ impl<'a> SlotView<'a> {
         self.payload.len() * 8
     }
 
+    /// Return the `begin`, `stamp` and payload words (for copies that do their own checks).
+    pub(crate) fn parts(&self) -> (&'a AtomicU64, &'a AtomicU64, &'a [AtomicU64]) {
+        (self.begin, self.stamp, self.payload)
+    }
+
     /// Return the `begin` flags (diagnostics; `Relaxed`).
     pub fn begin(&self) -> Flags {
         Flags(self.begin.load(Ordering::Relaxed))

@@ -1,0 +1,952 @@
+//! The two-sided design over shared memory: the sender copies into a TX ring, an event-driven
+//! *network manager* moves messages from the TX ring to the receiver's RX ring, and the receiver
+//! returns **cumulative acknowledgements** (the count of reclaimed RX buffers) so the manager
+//! never overruns it. For sampling, a newer message overwrites a not-yet-sent one.
+//!
+//! Over shared memory the manager is a thread or process that maps both rings; a network
+//! transport later splits it into one manager per node exchanging frames, with the same rings.
+//!
+//! # Layouts (each at a 64-byte aligned offset, native-endian words)
+//! ```text
+//! TX area (source side)                       RX area (destination side)
+//!  0   header: magic "PXTXRING", version,      0   header: magic "PXRXRING", version,
+//!      max u32, slots u32, stride u32              max u32, slots u32, stride u32
+//!  64  doorbell notifier (manager parks)       64  data notifier (receiver parks)
+//!  128 tail u64 (sender: messages written)     128 ack notifier (starved manager parks)
+//!  192 slot k: begin | stamp | payload | end   192 tail u64 (manager: messages delivered)
+//!      (a sampling slot each, see sampling)    256 head u64 (receiver: cumulative ack)
+//!                                              320 slot k: flags | stamp | payload
+//! ```
+//! # Protocol
+//! - **Sender** (single): message `p` (0, 1, ...) goes into TX slot `p % n_tx` with the
+//!   begin/end protocol of [`crate::sampling`] (flags `seq = p + 1`), then `tail = p + 1`
+//!   (`Release`), then the doorbell. The sender never waits and never fails for lack of room: a
+//!   message the manager has not taken yet is simply overwritten by newer ones.
+//! - **Manager**: on each doorbell, `t = tail` (`Acquire`); if message `t - 1` is newer than the
+//!   last one it sent and it has a credit (`rx_tail - ack < n_rx`, `ack` read with `Acquire`), it
+//!   copies TX slot `(t - 1) % n_tx` straight into RX slot `rx_tail % n_rx`, validates the copy
+//!   with the begin/end flags (a lapping sender makes it retry), and publishes `rx_tail + 1`
+//!   (`Release`). Older unsent messages `next..t-1` are skipped: *overwritten by the latest*.
+//!   Without credit it parks on the ack notifier; otherwise on the doorbell (no polling).
+//! - **Receiver** (single handle): `t = rx tail` (`Acquire`); it takes the newest message
+//!   `p = t - 1`, first storing `head = p` (`Release`, the cumulative ack: RX buffers `< p` are
+//!   reclaimed) and waking a starved manager, then copies slot `p % n_rx`. The newest message is
+//!   kept and read again until a newer one arrives.
+//!
+//! # Why the receiver never sees a torn RX buffer (and never retries)
+//! The manager writes RX position `q` (slot `q % n_rx`) only if `q < ack + n_rx` for an `ack` it
+//! read from `head`. Only the receiver stores `head`, it never decreases it, and it stores
+//! `head = p` *before* copying slot `p % n_rx`; while that copy runs, `head <= p`, so every `ack`
+//! the manager can read is `<= p` and it writes only positions `q < p + n_rx`. Slot `p % n_rx` is
+//! next reused by position `p + n_rx`: never during the copy. The manager can write that position
+//! only after reading an `ack > p`, which the receiver stores (`Release`) after finishing the
+//! copy; the manager's `Acquire` load of it makes the copy's loads happen-before the new stores,
+//! so they cannot observe them. Finally the delivered words were stored before the manager's
+//! `Release` store of the RX `tail` that the receiver acquired, so the copy sees all of them.
+//!
+//! TX copies use the seqlock argument of [`crate::sampling`]: the manager's copy is kept only if
+//! `begin` equals the expected flags after an `Acquire` fence.
+
+use crate::sampling::Flags;
+use crate::sync::{copy_in, copy_out, fence, AtomicU64, Ordering};
+
+/// Outcome of one move attempt of the manager ([`TxView`] → [`RxView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// No message newer than the last one sent.
+    Idle,
+    /// A newer message waits but the receiver has no free buffer (no credit).
+    Starved,
+    /// The sender overwrote the message during the copy; try again.
+    Retry,
+    /// One message was delivered; `skipped` older unsent ones were overwritten by it.
+    Moved {
+        /// Sequence number of the delivered message.
+        seq: u32,
+        /// Unsent messages replaced by this one.
+        skipped: u64,
+    },
+}
+
+/// The algorithm's view of a TX ring.
+#[derive(Debug, Clone, Copy)]
+pub struct TxView<'a> {
+    tail: &'a AtomicU64,
+    slots: &'a [AtomicU64],
+    n: u64,
+    stride: usize,
+}
+
+impl<'a> TxView<'a> {
+    /// Make a view of `n` TX slots of equal size (each `begin | stamp | payload | end`) in
+    /// `slots`.
+    ///
+    /// # Panics
+    /// If `n` is 0 or the slots are shorter than 4 words.
+    pub fn new(tail: &'a AtomicU64, slots: &'a [AtomicU64], n: usize) -> TxView<'a> {
+        assert!(
+            n > 0 && slots.len() / n >= 4,
+            "TX slots need 4 words or more"
+        );
+        TxView {
+            tail,
+            slots,
+            n: n as u64,
+            stride: slots.len() / n,
+        }
+    }
+
+    /// Return the payload capacity of a slot in bytes.
+    pub fn capacity(&self) -> usize {
+        (self.stride - 3) * 8
+    }
+
+    fn slot(&self, p: u64) -> crate::sampling::SlotView<'a> {
+        let s = (p % self.n) as usize * self.stride;
+        crate::sampling::SlotView::from_words(&self.slots[s..s + self.stride])
+    }
+
+    /// Return the number of messages the sender has written (for a restarted sender).
+    pub fn written(&self) -> u64 {
+        self.tail.load(Ordering::Acquire)
+    }
+
+    /// Write message number `p` (the sender's count so far); the caller then increments it.
+    ///
+    /// # Panics
+    /// If `data` is empty or larger than the capacity (callers check first).
+    pub fn send(&self, p: u64, stamp: u64, data: &[u8]) -> u32 {
+        let seq = (p as u32).wrapping_add(1);
+        self.slot(p)
+            .publish(Flags::new(seq, data.len() as u32), stamp, data);
+        // SYNC POINT: pairs with the manager's Acquire load of `tail`.
+        self.tail.store(p + 1, Ordering::Release);
+        seq
+    }
+}
+
+/// The algorithm's view of an RX ring.
+#[derive(Debug, Clone, Copy)]
+pub struct RxView<'a> {
+    tail: &'a AtomicU64,
+    head: &'a AtomicU64,
+    slots: &'a [AtomicU64],
+    n: u64,
+    stride: usize,
+}
+
+impl<'a> RxView<'a> {
+    /// Make a view of `n` RX slots of equal size (each `flags | stamp | payload`) in `slots`;
+    /// `tail` is written by the manager, `head` (the cumulative ack) by the receiver.
+    ///
+    /// # Panics
+    /// If `n` is 0 or the slots are shorter than 3 words.
+    pub fn new(
+        tail: &'a AtomicU64,
+        head: &'a AtomicU64,
+        slots: &'a [AtomicU64],
+        n: usize,
+    ) -> RxView<'a> {
+        assert!(
+            n > 0 && slots.len() / n >= 3,
+            "RX slots need 3 words or more"
+        );
+        RxView {
+            tail,
+            head,
+            slots,
+            n: n as u64,
+            stride: slots.len() / n,
+        }
+    }
+
+    /// Return the payload capacity of a slot in bytes.
+    pub fn capacity(&self) -> usize {
+        (self.stride - 2) * 8
+    }
+
+    fn slot(&self, q: u64) -> &'a [AtomicU64] {
+        let s = (q % self.n) as usize * self.stride;
+        &self.slots[s..s + self.stride]
+    }
+
+    /// Return the number of messages delivered so far (`Acquire`).
+    pub fn delivered(&self) -> u64 {
+        self.tail.load(Ordering::Acquire)
+    }
+
+    /// Return the cumulative acknowledgement: RX buffers reclaimed so far (`Acquire`).
+    pub fn acked(&self) -> u64 {
+        self.head.load(Ordering::Acquire)
+    }
+}
+
+/// The manager's private state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ManagerState {
+    /// First TX message number not yet sent or skipped.
+    pub next_tx: u64,
+    /// RX messages delivered (the manager's copy of the RX tail).
+    pub rx_tail: u64,
+    /// Messages delivered in total.
+    pub sent: u64,
+    /// Messages overwritten before they could be sent.
+    pub overwritten: u64,
+}
+
+impl ManagerState {
+    /// Start from the rings' current counters (a new or restarted manager).
+    pub fn resume(tx: &TxView<'_>, rx: &RxView<'_>) -> ManagerState {
+        ManagerState {
+            next_tx: tx.written(),
+            rx_tail: rx.delivered(),
+            sent: 0,
+            overwritten: 0,
+        }
+    }
+
+    /// Return whether the receiver has a free buffer, per the cumulative ack `acked`.
+    pub fn has_credit(&self, rx: &RxView<'_>, acked: u64) -> bool {
+        self.rx_tail.wrapping_sub(acked) < rx.n
+    }
+
+    /// Try to move the newest unsent TX message into the RX ring (see the module docs).
+    pub fn move_once(&mut self, tx: &TxView<'_>, rx: &RxView<'_>) -> Move {
+        // SYNC POINT: pairs with the sender's Release store of the TX tail.
+        let t = tx.tail.load(Ordering::Acquire);
+        if t == self.next_tx || t.wrapping_sub(self.next_tx) > u64::MAX / 2 {
+            return Move::Idle;
+        }
+        // SYNC POINT: pairs with the receiver's Release store of `head` (the cumulative ack):
+        // its reads of the slot reused below happen-before our stores.
+        let acked = rx.head.load(Ordering::Acquire);
+        if !self.has_credit(rx, acked) {
+            return Move::Starved;
+        }
+        let p = t - 1;
+        let expected = (p as u32).wrapping_add(1);
+        let src = tx.slot(p);
+        let dst = rx.slot(self.rx_tail);
+        // Seqlock copy of the TX slot, straight into the RX slot (not yet published).
+        let e = src.end();
+        if e.seq() != expected
+            || e.len() as usize > src.capacity().min(rx.capacity())
+            || e.is_empty()
+        {
+            // Lapped by the sender (or an impossible length): look at the tail again.
+            return Move::Retry;
+        }
+        let words = (e.len() as usize).div_ceil(8);
+        let (begin, stamp, payload) = src.parts();
+        dst[1].store(stamp.load(Ordering::Relaxed), Ordering::Relaxed);
+        for (d, s) in dst[2..2 + words].iter().zip(payload) {
+            d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        // SYNC POINT: R3 of the seqlock read, pairs with the sender's Release fence W1.
+        fence(Ordering::Acquire);
+        if begin.load(Ordering::Relaxed) != e.0 {
+            return Move::Retry;
+        }
+        dst[0].store(e.0, Ordering::Relaxed);
+        self.rx_tail += 1;
+        // SYNC POINT: pairs with the receiver's Acquire load of the RX tail.
+        rx.tail.store(self.rx_tail, Ordering::Release);
+        let skipped = p - self.next_tx;
+        self.next_tx = t;
+        self.sent += 1;
+        self.overwritten += skipped;
+        Move::Moved {
+            seq: e.seq(),
+            skipped,
+        }
+    }
+}
+
+/// A message copied out by [`ReceiverState::read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// The message's flags (sequence number and length).
+    pub flags: Flags,
+    /// The sender's timestamp.
+    pub stamp: u64,
+    /// Whether this read moved the cumulative ack (the caller then wakes a starved manager).
+    pub acked: bool,
+}
+
+/// Failure of [`ReceiverState::read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxError {
+    /// Nothing was delivered yet.
+    Empty,
+    /// `buf` is shorter than the newest message.
+    TooSmall {
+        /// Length of the newest message.
+        needed: usize,
+    },
+    /// Impossible counters or length (a broken manager).
+    Corrupt,
+}
+
+/// The receiver's private state: the RX position it holds (its last cumulative ack).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReceiverState {
+    held: u64,
+}
+
+impl ReceiverState {
+    /// Start from the ring's current ack (a new or restarted receiver).
+    pub fn resume(rx: &RxView<'_>) -> ReceiverState {
+        ReceiverState { held: rx.acked() }
+    }
+
+    /// Copy the newest delivered message into `buf`, acknowledging older buffers.
+    ///
+    /// # Errors
+    /// [`RxError::Empty`], [`RxError::TooSmall`], [`RxError::Corrupt`].
+    pub fn read(&mut self, rx: &RxView<'_>, buf: &mut [u8]) -> Result<Received, RxError> {
+        // SYNC POINT: pairs with the manager's Release store of the RX tail.
+        let t = rx.tail.load(Ordering::Acquire);
+        if t == 0 {
+            return Err(RxError::Empty);
+        }
+        let p = t - 1;
+        if p < self.held || p - self.held > rx.n {
+            return Err(RxError::Corrupt);
+        }
+        let acked = p != self.held;
+        if acked {
+            self.held = p;
+            // SYNC POINT: the cumulative ack; pairs with the manager's Acquire load of `head`.
+            // Stored before the copy below so the manager cannot reuse slot p meanwhile.
+            rx.head.store(p, Ordering::Release);
+        }
+        let slot = rx.slot(p);
+        let flags = Flags(slot[0].load(Ordering::Relaxed));
+        let len = flags.len() as usize;
+        if len == 0 || len > rx.capacity() {
+            return Err(RxError::Corrupt);
+        }
+        if len > buf.len() {
+            return Err(RxError::TooSmall { needed: len });
+        }
+        let stamp = slot[1].load(Ordering::Relaxed);
+        copy_out(&slot[2..], &mut buf[..len]);
+        Ok(Received {
+            flags,
+            stamp,
+            acked,
+        })
+    }
+}
+
+/// Write `data` into RX position `q` directly (for models and tests of the receiver alone).
+#[doc(hidden)]
+pub fn deliver_for_tests(rx: &RxView<'_>, q: u64, flags: Flags, data: &[u8]) {
+    let slot = rx.slot(q);
+    slot[0].store(flags.0, Ordering::Relaxed);
+    copy_in(&slot[2..], data);
+    rx.tail.store(q + 1, Ordering::Release);
+}
+
+#[cfg(not(loom))]
+pub use shm::*;
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::area::{line_up, Area, AreaError};
+    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::region::Region;
+    use crate::sampling::{monotonic_ns, ReadError, ReadOk, WaitError, WriteError};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const TX_MAGIC: u64 = u64::from_le_bytes(*b"PXTXRING");
+    const RX_MAGIC: u64 = u64::from_le_bytes(*b"PXRXRING");
+    const VERSION: u32 = 1;
+    const HDR_MAGIC: usize = 0;
+    const HDR_VERSION: usize = 8;
+    const HDR_MAX: usize = 12;
+    const HDR_SLOTS: usize = 16;
+    const HDR_STRIDE: usize = 20;
+    const TX_DOORBELL: usize = 64;
+    const TX_TAIL: usize = 128;
+    const TX_SLOTS: usize = 192;
+    const RX_DATA: usize = 64;
+    const RX_ACK: usize = 128;
+    const RX_TAIL: usize = 192;
+    const RX_HEAD: usize = 256;
+    const RX_SLOTS: usize = 320;
+
+    /// Shape of a TX or RX ring: `slots` buffers of up to `max_message_size` bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct RingShape {
+        max_message_size: u32,
+        slots: u32,
+    }
+
+    impl RingShape {
+        /// Describe a ring of `slots` (2..=65536) buffers of 1..=16 MiB.
+        ///
+        /// # Errors
+        /// [`AreaError::BadParameter`].
+        pub fn new(max_message_size: u32, slots: u32) -> Result<RingShape, AreaError> {
+            if max_message_size == 0 || max_message_size > 16 << 20 {
+                return Err(AreaError::BadParameter(
+                    "two-sided max_message_size must be 1..=16777216",
+                ));
+            }
+            if !(2..=65536).contains(&slots) {
+                return Err(AreaError::BadParameter(
+                    "two-sided rings need 2..=65536 buffers",
+                ));
+            }
+            Ok(RingShape {
+                max_message_size,
+                slots,
+            })
+        }
+
+        fn payload_words(&self) -> usize {
+            (self.max_message_size as usize).div_ceil(8)
+        }
+
+        fn tx_stride(&self) -> usize {
+            self.payload_words() + 3
+        }
+
+        fn rx_stride(&self) -> usize {
+            self.payload_words() + 2
+        }
+
+        /// Return the bytes of a TX area of this shape.
+        pub fn tx_size_bytes(&self) -> usize {
+            line_up(TX_SLOTS + 8 * self.tx_stride() * self.slots as usize)
+        }
+
+        /// Return the bytes of an RX area of this shape.
+        pub fn rx_size_bytes(&self) -> usize {
+            line_up(RX_SLOTS + 8 * self.rx_stride() * self.slots as usize)
+        }
+    }
+
+    fn init_area(
+        region: &Arc<Region>,
+        offset: usize,
+        len: usize,
+        magic: u64,
+        shape: RingShape,
+        stride: usize,
+    ) -> Result<(), AreaError> {
+        let area = Area::new(region.clone(), offset, len)?;
+        if !area.writable() {
+            return Err(AreaError::ReadOnly);
+        }
+        area.u64_at(HDR_MAGIC).store(0, Ordering::Relaxed);
+        for w in area.words(64, (len - 64) / 8) {
+            w.store(0, Ordering::Relaxed);
+        }
+        area.u32_at(HDR_VERSION).store(VERSION, Ordering::Relaxed);
+        area.u32_at(HDR_MAX)
+            .store(shape.max_message_size, Ordering::Relaxed);
+        area.u32_at(HDR_SLOTS).store(shape.slots, Ordering::Relaxed);
+        area.u32_at(HDR_STRIDE)
+            .store(stride as u32, Ordering::Relaxed);
+        // SYNC POINT: publishes the header; pairs with the Acquire magic load in `open_area`.
+        area.u64_at(HDR_MAGIC).store(magic, Ordering::Release);
+        Ok(())
+    }
+
+    fn open_area(
+        region: Arc<Region>,
+        offset: usize,
+        magic: u64,
+        tx: bool,
+    ) -> Result<(Area, RingShape), AreaError> {
+        let hdr = Area::new(region, offset, 64)?;
+        if !hdr.writable() {
+            return Err(AreaError::ReadOnly);
+        }
+        let found = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+        if found != magic {
+            return Err(AreaError::BadMagic { found });
+        }
+        let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
+        if version != VERSION {
+            return Err(AreaError::BadVersion { found: version });
+        }
+        let shape = RingShape::new(
+            hdr.u32_at(HDR_MAX).load(Ordering::Relaxed),
+            hdr.u32_at(HDR_SLOTS).load(Ordering::Relaxed),
+        )?;
+        let (stride, len) = if tx {
+            (shape.tx_stride(), shape.tx_size_bytes())
+        } else {
+            (shape.rx_stride(), shape.rx_size_bytes())
+        };
+        if hdr.u32_at(HDR_STRIDE).load(Ordering::Relaxed) as usize != stride {
+            return Err(AreaError::BadParameter("two-sided header stride mismatch"));
+        }
+        Ok((hdr.resized(len)?, shape))
+    }
+
+    fn sub(area: &Area, off: usize) -> Result<Area, AreaError> {
+        Area::new(area.region().clone(), area.offset() + off, 64)
+    }
+
+    #[derive(Debug, Clone)]
+    struct Tx {
+        area: Area,
+        shape: RingShape,
+        doorbell: Notifier,
+    }
+
+    impl Tx {
+        fn open(region: Arc<Region>, offset: usize) -> Result<Tx, AreaError> {
+            let (area, shape) = open_area(region, offset, TX_MAGIC, true)?;
+            let doorbell = Notifier::from_area(sub(&area, TX_DOORBELL)?);
+            Ok(Tx {
+                area,
+                shape,
+                doorbell,
+            })
+        }
+
+        fn view(&self) -> TxView<'_> {
+            let n = self.shape.slots as usize;
+            TxView::new(
+                self.area.u64_at(TX_TAIL),
+                self.area.words(TX_SLOTS, n * self.shape.tx_stride()),
+                n,
+            )
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    struct Rx {
+        area: Area,
+        shape: RingShape,
+        data: Notifier,
+        ack: Notifier,
+    }
+
+    impl Rx {
+        fn open(region: Arc<Region>, offset: usize) -> Result<Rx, AreaError> {
+            let (area, shape) = open_area(region, offset, RX_MAGIC, false)?;
+            let data = Notifier::from_area(sub(&area, RX_DATA)?);
+            let ack = Notifier::from_area(sub(&area, RX_ACK)?);
+            Ok(Rx {
+                area,
+                shape,
+                data,
+                ack,
+            })
+        }
+
+        fn view(&self) -> RxView<'_> {
+            let n = self.shape.slots as usize;
+            RxView::new(
+                self.area.u64_at(RX_TAIL),
+                self.area.u64_at(RX_HEAD),
+                self.area.words(RX_SLOTS, n * self.shape.rx_stride()),
+                n,
+            )
+        }
+    }
+
+    /// The source side: writes sampling messages into the TX ring (read-write mapping).
+    #[derive(Debug)]
+    pub struct TwoSidedSender {
+        tx: Tx,
+        written: u64,
+    }
+
+    impl TwoSidedSender {
+        /// Initialise a TX area of `shape` at `offset` of `region` and return its sender.
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn init(
+            region: Arc<Region>,
+            offset: usize,
+            shape: RingShape,
+        ) -> Result<TwoSidedSender, AreaError> {
+            init_area(
+                &region,
+                offset,
+                shape.tx_size_bytes(),
+                TX_MAGIC,
+                shape,
+                shape.tx_stride(),
+            )?;
+            Self::attach(region, offset)
+        }
+
+        /// Take over an initialised TX area (a restarted sender continues the numbering).
+        ///
+        /// # Errors
+        /// [`AreaError`] when the area is missing, incompatible or read-only.
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<TwoSidedSender, AreaError> {
+            let tx = Tx::open(region, offset)?;
+            let written = tx.view().written();
+            Ok(TwoSidedSender { tx, written })
+        }
+
+        /// Write `data` stamped with `CLOCK_MONOTONIC`, ring the manager; return the sequence
+        /// number. Never waits: an unsent older message is overwritten.
+        ///
+        /// # Errors
+        /// [`WriteError::ZeroLength`] or [`WriteError::TooLarge`].
+        pub fn write(&mut self, data: &[u8]) -> Result<u32, WriteError> {
+            let max = self.tx.shape.max_message_size;
+            if data.is_empty() {
+                return Err(WriteError::ZeroLength);
+            }
+            if data.len() > max as usize {
+                return Err(WriteError::TooLarge {
+                    len: data.len(),
+                    max,
+                });
+            }
+            let seq = self.tx.view().send(self.written, monotonic_ns(), data);
+            self.written += 1;
+            self.tx.doorbell.notify();
+            Ok(seq)
+        }
+    }
+
+    /// The destination side: reads the newest delivered message and acknowledges older buffers
+    /// (read-write mapping: it writes the ack). One handle per RX ring.
+    #[derive(Debug)]
+    pub struct TwoSidedReceiver {
+        rx: Rx,
+        st: ReceiverState,
+    }
+
+    impl TwoSidedReceiver {
+        /// Initialise an RX area of `shape` at `offset` of `region` and return its receiver.
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn init(
+            region: Arc<Region>,
+            offset: usize,
+            shape: RingShape,
+        ) -> Result<TwoSidedReceiver, AreaError> {
+            init_area(
+                &region,
+                offset,
+                shape.rx_size_bytes(),
+                RX_MAGIC,
+                shape,
+                shape.rx_stride(),
+            )?;
+            Self::attach(region, offset)
+        }
+
+        /// Open an initialised RX area (a restarted receiver).
+        ///
+        /// # Errors
+        /// [`AreaError`] when the area is missing, incompatible or read-only.
+        pub fn attach(region: Arc<Region>, offset: usize) -> Result<TwoSidedReceiver, AreaError> {
+            let rx = Rx::open(region, offset)?;
+            let st = ReceiverState::resume(&rx.view());
+            Ok(TwoSidedReceiver { rx, st })
+        }
+
+        /// Copy the newest delivered message into `buf` (it stays readable until a newer one
+        /// arrives). Never retries: delivered buffers are not written while held.
+        ///
+        /// # Errors
+        /// [`ReadError::Empty`], [`ReadError::BufferTooSmall`], [`ReadError::Corrupt`].
+        pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
+            match self.st.read(&self.rx.view(), buf) {
+                Ok(r) => {
+                    if r.acked {
+                        self.rx.ack.notify();
+                    }
+                    Ok(ReadOk {
+                        len: r.flags.len() as usize,
+                        seq: r.flags.seq(),
+                        written_at_ns: r.stamp,
+                        attempts: 1,
+                    })
+                }
+                Err(RxError::Empty) => Err(ReadError::Empty),
+                Err(RxError::TooSmall { needed }) => Err(ReadError::BufferTooSmall { needed }),
+                Err(RxError::Corrupt) => Err(ReadError::Corrupt),
+            }
+        }
+
+        /// Wait until a message newer than `last_seq` is delivered, then read it.
+        ///
+        /// # Errors
+        /// [`WaitError::TimedOut`] or [`WaitError::Read`].
+        pub fn wait_newer(
+            &mut self,
+            buf: &mut [u8],
+            last_seq: Option<u32>,
+            mode: RecvMode,
+            timeout: Option<Duration>,
+        ) -> Result<ReadOk, WaitError> {
+            let view = self.rx.view();
+            let ready = || {
+                let t = view.delivered();
+                if t == 0 {
+                    return false;
+                }
+                // The manager's RX tail is published after the slot, so reading the flags of
+                // the newest slot here is ordered; they only decide whether to stop waiting.
+                let flags = Flags(view.slot(t - 1)[0].load(Ordering::Relaxed));
+                Some(flags.seq()) != last_seq
+            };
+            if !wait_with(mode, Some(&self.rx.data), timeout, ready) {
+                return Err(WaitError::TimedOut);
+            }
+            self.read(buf).map_err(WaitError::Read)
+        }
+    }
+
+    /// Counters of a [`NetworkManager`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct ManagerStats {
+        /// Messages delivered to the RX ring.
+        pub sent: u64,
+        /// Unsent messages overwritten by newer ones.
+        pub overwritten: u64,
+        /// Copies abandoned because the sender overwrote the TX buffer meanwhile.
+        pub retries: u64,
+        /// Times the manager found no credit.
+        pub starved: u64,
+    }
+
+    /// What [`NetworkManager::run_once`] stopped at.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Progress {
+        /// Nothing newer to send.
+        Idle,
+        /// A newer message waits for a credit from the receiver.
+        Starved,
+        /// The sender kept overwriting the message being copied (bounded retries spent).
+        Contended,
+    }
+
+    /// Moves messages from a TX ring to an RX ring; event-driven (parks on futexes, never polls).
+    #[derive(Debug)]
+    pub struct NetworkManager {
+        tx: Tx,
+        rx: Rx,
+        st: ManagerState,
+        stats: ManagerStats,
+    }
+
+    /// Copy attempts per [`NetworkManager::run_once`] before it reports [`Progress::Contended`].
+    pub const MANAGER_MAX_RETRIES: u32 = 64;
+
+    impl NetworkManager {
+        /// Open an initialised TX area and RX area (both mappings read-write).
+        ///
+        /// # Errors
+        /// [`AreaError`] when an area is missing, incompatible or read-only, or
+        /// [`AreaError::BadParameter`] when TX messages may exceed the RX buffers.
+        pub fn attach(
+            tx_region: Arc<Region>,
+            tx_offset: usize,
+            rx_region: Arc<Region>,
+            rx_offset: usize,
+        ) -> Result<NetworkManager, AreaError> {
+            let tx = Tx::open(tx_region, tx_offset)?;
+            let rx = Rx::open(rx_region, rx_offset)?;
+            if tx.shape.max_message_size > rx.shape.max_message_size {
+                return Err(AreaError::BadParameter(
+                    "TX max_message_size exceeds the RX buffers",
+                ));
+            }
+            let st = ManagerState::resume(&tx.view(), &rx.view());
+            Ok(NetworkManager {
+                tx,
+                rx,
+                st,
+                stats: ManagerStats::default(),
+            })
+        }
+
+        /// Return the counters.
+        pub fn stats(&self) -> ManagerStats {
+            ManagerStats {
+                sent: self.st.sent,
+                overwritten: self.st.overwritten,
+                ..self.stats
+            }
+        }
+
+        /// Deliver what can be delivered now, without blocking (bounded: at most
+        /// [`MANAGER_MAX_RETRIES`] copies).
+        pub fn run_once(&mut self) -> Progress {
+            let (tx, rx) = (self.tx.view(), self.rx.view());
+            for _ in 0..MANAGER_MAX_RETRIES {
+                match self.st.move_once(&tx, &rx) {
+                    Move::Idle => return Progress::Idle,
+                    Move::Starved => {
+                        self.stats.starved += 1;
+                        return Progress::Starved;
+                    }
+                    Move::Retry => self.stats.retries += 1,
+                    Move::Moved { .. } => self.rx.data.notify(),
+                }
+            }
+            Progress::Contended
+        }
+
+        /// Run until `stop` is set: deliver, then park on the doorbell (when idle) or on the
+        /// ack notifier (when starved). Checks `stop` at least every `stop_poll`.
+        pub fn run_until(&mut self, stop: &AtomicBool, stop_poll: Duration) {
+            while !stop.load(Ordering::Acquire) {
+                let progress = self.run_once();
+                let deadline = Some(stop_poll);
+                match progress {
+                    Progress::Idle => {
+                        let tx = self.tx.view();
+                        let next = self.st.next_tx;
+                        wait_with(
+                            RecvMode::Blocking,
+                            Some(&self.tx.doorbell),
+                            deadline,
+                            || tx.written() != next || stop.load(Ordering::Acquire),
+                        );
+                    }
+                    Progress::Starved => {
+                        let rx = self.rx.view();
+                        let st = self.st;
+                        wait_with(RecvMode::Blocking, Some(&self.rx.ack), deadline, || {
+                            st.has_credit(&rx, rx.acked()) || stop.load(Ordering::Acquire)
+                        });
+                    }
+                    Progress::Contended => std::thread::yield_now(),
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        struct Chan {
+            s: TwoSidedSender,
+            r: TwoSidedReceiver,
+            m: NetworkManager,
+        }
+
+        fn chan(max: u32, slots: u32) -> Chan {
+            let shape = RingShape::new(max, slots).unwrap();
+            let txr = Arc::new(Region::create("partix-shm-tx", shape.tx_size_bytes()).unwrap());
+            let rxr = Arc::new(Region::create("partix-shm-rx", shape.rx_size_bytes()).unwrap());
+            let s = TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+            let r = TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+            let m = NetworkManager::attach(txr, 0, rxr, 0).unwrap();
+            Chan { s, r, m }
+        }
+
+        #[test]
+        fn delivers_newest_and_keeps_it() {
+            let mut c = chan(32, 4);
+            let mut buf = [0u8; 32];
+            assert_eq!(c.r.read(&mut buf), Err(ReadError::Empty));
+            assert_eq!(c.m.run_once(), Progress::Idle);
+            c.s.write(b"one").unwrap();
+            assert_eq!(c.m.run_once(), Progress::Idle);
+            let ok = c.r.read(&mut buf).unwrap();
+            assert_eq!((&buf[..ok.len], ok.seq), (&b"one"[..], 1));
+            assert_eq!(c.r.read(&mut buf).unwrap().seq, 1, "sampling: not consumed");
+            // Three writes before the manager runs: only the newest is sent.
+            c.s.write(b"two").unwrap();
+            c.s.write(b"three").unwrap();
+            c.s.write(b"four").unwrap();
+            c.m.run_once();
+            let ok = c.r.read(&mut buf).unwrap();
+            assert_eq!((&buf[..ok.len], ok.seq), (&b"four"[..], 4));
+            assert_eq!(c.m.stats().sent, 2);
+            assert_eq!(c.m.stats().overwritten, 2);
+        }
+
+        #[test]
+        fn cumulative_ack_bounds_the_manager() {
+            let mut c = chan(8, 2);
+            let mut buf = [0u8; 8];
+            // Receiver never reads: the manager delivers 2 buffers, then starves.
+            for i in 0..2u8 {
+                c.s.write(&[i]).unwrap();
+                assert_eq!(c.m.run_once(), Progress::Idle);
+            }
+            c.s.write(&[2]).unwrap();
+            assert_eq!(c.m.run_once(), Progress::Starved);
+            c.s.write(&[3]).unwrap();
+            assert_eq!(c.m.run_once(), Progress::Starved);
+            // The receiver reads the newest delivered (1) and thereby acks buffer 0.
+            let ok = c.r.read(&mut buf).unwrap();
+            assert_eq!(buf[0], 1);
+            assert_eq!(ok.seq, 2);
+            // One credit: the newest pending (3) overwrites the unsent 2.
+            assert_eq!(c.m.run_once(), Progress::Idle);
+            c.r.read(&mut buf).unwrap();
+            assert_eq!(buf[0], 3);
+            assert_eq!(c.m.stats().overwritten, 1);
+            assert!(c.m.stats().starved >= 2);
+        }
+
+        #[test]
+        fn manager_thread_is_event_driven() {
+            let Chan {
+                mut s,
+                mut r,
+                mut m,
+            } = chan(16, 4);
+            let stop = Arc::new(AtomicBool::new(false));
+            let stop2 = stop.clone();
+            let t = std::thread::spawn(move || {
+                m.run_until(&stop2, Duration::from_millis(20));
+                m.stats()
+            });
+            let mut buf = [0u8; 16];
+            let mut last = None;
+            for i in 0..200u32 {
+                s.write(&i.to_le_bytes()).unwrap();
+                let ok = r
+                    .wait_newer(
+                        &mut buf,
+                        last,
+                        RecvMode::Blocking,
+                        Some(Duration::from_secs(20)),
+                    )
+                    .unwrap();
+                assert_eq!(&buf[..4], &i.to_le_bytes());
+                last = Some(ok.seq);
+            }
+            stop.store(true, Ordering::Release);
+            let stats = t.join().unwrap();
+            assert_eq!(stats.sent, 200);
+        }
+
+        #[test]
+        fn bad_setups_are_refused() {
+            assert!(RingShape::new(8, 1).is_err());
+            assert!(RingShape::new(0, 4).is_err());
+            let small = RingShape::new(8, 2).unwrap();
+            let big = RingShape::new(64, 2).unwrap();
+            let txr = Arc::new(Region::create("partix-shm-tx", 4096).unwrap());
+            let rxr = Arc::new(Region::create("partix-shm-rx", 4096).unwrap());
+            TwoSidedSender::init(txr.clone(), 0, big).unwrap();
+            TwoSidedReceiver::init(rxr.clone(), 0, small).unwrap();
+            assert!(matches!(
+                NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0),
+                Err(AreaError::BadParameter(_))
+            ));
+            assert!(matches!(
+                NetworkManager::attach(rxr, 0, txr, 0),
+                Err(AreaError::BadMagic { .. })
+            ));
+        }
+    }
+}
