@@ -30,6 +30,10 @@ pub const HEADER_LEN: usize = 6;
 pub const DEFAULT_MSIZE: u32 = 1500;
 /// Smallest maximum message size a peer may negotiate.
 pub const MIN_MSIZE: u32 = 64;
+/// Bits of a tag that carry the session's channel (the rest is the sequence number).
+pub const TAG_CHANNEL_SHIFT: u32 = 24;
+/// Mask of a tag's sequence number.
+pub const TAG_SEQ_MASK: u32 = (1 << TAG_CHANNEL_SHIFT) - 1;
 /// Offset value meaning "the file's current position" (plain `read`/`write`, for devices).
 pub const OFFSET_CURRENT: u64 = u64::MAX;
 
@@ -322,7 +326,7 @@ macro_rules! fixed_body {
 mod version_field {
     use super::Field;
     pub const VERSION: Field = 0..2;
-    pub const FLAGS: Field = 2..4;
+    pub const CHANNEL: Field = 2..4;
     pub const MSIZE: Field = 4..8;
     pub const OUTSTANDING: Field = 8..12;
     pub const MAX_FDS: Field = 12..16;
@@ -333,8 +337,8 @@ fixed_body!(
     VersionPacket, 16, {
     /// Return the protocol version.
     version / set_version: u16 @ version_field::VERSION,
-    /// Return the flags (reserved, 0).
-    flags / set_flags: u16 @ version_field::FLAGS,
+    /// Return the channel (request: 0; reply: the channel the server assigned).
+    channel / set_channel: u16 @ version_field::CHANNEL,
     /// Return the maximum message size in bytes (header included).
     msize / set_msize: u32 @ version_field::MSIZE,
     /// Return the maximum number of outstanding requests.
@@ -348,6 +352,10 @@ fixed_body!(
 pub struct VersionRepr {
     /// Protocol version ([`PROTOCOL_VERSION`]).
     pub version: u16,
+    /// Channel: 0 in a request; in the reply, the channel the server assigned to this session.
+    /// The client puts it in the top 8 bits of every later tag, so several clients behind one
+    /// MAC address have separate sessions.
+    pub channel: u16,
     /// Maximum message size (header included) the sender can handle.
     pub msize: u32,
     /// Maximum outstanding requests (client: wish; server: granted cap).
@@ -362,11 +370,12 @@ impl VersionRepr {
     /// # Errors
     /// [`WireError::Malformed`] when `msize` is below [`MIN_MSIZE`] or `outstanding` is 0.
     pub fn parse<T: AsRef<[u8]>>(p: &VersionPacket<T>) -> Result<Self, WireError> {
-        if p.msize() < MIN_MSIZE || p.outstanding() == 0 {
+        if p.msize() < MIN_MSIZE || p.outstanding() == 0 || p.channel() > 0xff {
             return Err(WireError::Malformed);
         }
         Ok(VersionRepr {
             version: p.version(),
+            channel: p.channel(),
             msize: p.msize(),
             outstanding: p.outstanding(),
             max_fds: p.max_fds(),
@@ -381,7 +390,7 @@ impl VersionRepr {
     /// Emit into a checked body view.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut VersionPacket<T>) {
         p.set_version(self.version);
-        p.set_flags(0);
+        p.set_channel(self.channel);
         p.set_msize(self.msize);
         p.set_outstanding(self.outstanding);
         p.set_max_fds(self.max_fds);
@@ -1516,6 +1525,7 @@ mod tests {
                 tag: 7,
                 body: BodyRepr::Version(VersionRepr {
                     version: 1,
+                    channel: 0,
                     msize: 1500,
                     outstanding: 8,
                     max_fds: 0,
@@ -1617,6 +1627,7 @@ mod tests {
             tag: 1,
             body: BodyRepr::Version(VersionRepr {
                 version: 1,
+                channel: 0,
                 msize: 0,
                 outstanding: 1,
                 max_fds: 0,

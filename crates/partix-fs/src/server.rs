@@ -1,0 +1,946 @@
+//! The server: exports one directory tree (files or device nodes) to clients.
+//!
+//! Each incoming message goes through [`Server::handle`]:
+//! 1. Runt, oversized, reply-opcode and unknown-opcode frames are counted; the last two kinds
+//!    get an error reply when their header is readable.
+//! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
+//! 3. A tag already answered is answered again from the session's reply cache (the operation is
+//!    not repeated); a tag older than the cache window is dropped as stale.
+//! 4. The opcode indexes a table of handlers, as in the paper's server (`HANDLERS`).
+//!
+//! Bounded work: one message costs at most one system call on the exported file plus a reply
+//! cache insert (no allocation once the cache is warm), except Readdir (reads the whole
+//! directory) and Commit (one write of up to the staging limit).
+
+use crate::confine;
+use crate::transport::{PeerAddr, Transport};
+use partix_wire::fs::{
+    commit_flags, max_read_data, open_flags, write_flags, AttrPacket, AttrRepr, ClosePacket,
+    CloseRepr, CommitPacket, CommitRepr, DirEntryRepr, ErrorCode, FileKind, FlushPacket, FlushRepr,
+    FsPacket, Opcode, OpenPacket, ReadPacket, ReadRepr, ReaddirPacket, ReplyPacket, StatPacket,
+    VersionPacket, VersionRepr, WritePacket, WriteRepr, HEADER_LEN, MIN_MSIZE, PROTOCOL_VERSION,
+    TAG_CHANNEL_SHIFT,
+};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Server limits and parameters.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Exported directory.
+    pub root: PathBuf,
+    /// Largest message accepted and sent (capped by the transport's maximum).
+    pub msize: u32,
+    /// Outstanding requests granted to each client.
+    pub outstanding: u32,
+    /// Open descriptors per client.
+    pub max_fds: u32,
+    /// Clients with a session at the same time.
+    pub max_clients: usize,
+    /// A session idle this long may be evicted to make room for a new client.
+    pub idle_timeout: Duration,
+    /// Largest atomic write (bytes staged per descriptor).
+    pub staging_limit: usize,
+    /// Log every request to stderr.
+    pub verbose: bool,
+}
+
+impl ServerConfig {
+    /// Return the defaults for `root`.
+    pub fn new(root: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            root: root.into(),
+            msize: partix_wire::fs::DEFAULT_MSIZE,
+            outstanding: 16,
+            max_fds: 64,
+            max_clients: 16,
+            idle_timeout: Duration::from_secs(60),
+            staging_limit: 16 << 20,
+            verbose: false,
+        }
+    }
+}
+
+/// Server counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Messages received (any kind).
+    pub frames: u64,
+    /// Requests dispatched to a handler.
+    pub requests: u64,
+    /// Replies sent (including replies from the cache).
+    pub replies: u64,
+    /// Replies carrying an error code.
+    pub errors: u64,
+    /// Retransmitted requests answered from the reply cache.
+    pub duplicates: u64,
+    /// Requests older than the cache window, dropped.
+    pub stale: u64,
+    /// Frames too short for a header, or replies sent to the server: dropped.
+    pub drops: u64,
+    /// Frames longer than the negotiated message size.
+    pub oversized: u64,
+    /// Requests with an unknown opcode.
+    pub unknown_opcode: u64,
+    /// Requests whose body did not parse.
+    pub malformed: u64,
+    /// Reads parked until data arrives.
+    pub parked: u64,
+    /// Requests canceled by Flush.
+    pub flushed: u64,
+    /// Version handshakes refused because the client table was full.
+    pub refused_clients: u64,
+}
+
+impl std::fmt::Display for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "frames={} requests={} replies={} errors={} duplicates={} stale={} drops={} oversized={} unknown_opcode={} malformed={} parked={} flushed={} refused_clients={}",
+            self.frames, self.requests, self.replies, self.errors, self.duplicates, self.stale,
+            self.drops, self.oversized, self.unknown_opcode, self.malformed, self.parked,
+            self.flushed, self.refused_clients
+        )
+    }
+}
+
+/// A session: the sender's address and the channel the server assigned in the Version reply
+/// (carried in the top 8 bits of every tag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionKey {
+    /// Sender address.
+    pub addr: PeerAddr,
+    /// Channel.
+    pub channel: u8,
+}
+
+impl SessionKey {
+    /// Return the session a request with `tag` from `addr` belongs to.
+    pub fn of(addr: PeerAddr, tag: u32) -> SessionKey {
+        SessionKey {
+            addr,
+            channel: (tag >> TAG_CHANNEL_SHIFT) as u8,
+        }
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{}", self.addr, self.channel)
+    }
+}
+
+/// Replies kept per client, oldest evicted first.
+#[derive(Debug)]
+struct ReplyCache {
+    entries: VecDeque<(u32, Vec<u8>)>,
+    cap: usize,
+}
+
+impl ReplyCache {
+    fn new(cap: usize) -> ReplyCache {
+        ReplyCache {
+            entries: VecDeque::with_capacity(cap),
+            cap,
+        }
+    }
+
+    fn get(&self, tag: u32) -> Option<&[u8]> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == tag)
+            .map(|(_, r)| r.as_slice())
+    }
+
+    fn insert(&mut self, tag: u32, reply: &[u8]) {
+        let mut buf = if self.entries.len() >= self.cap {
+            self.entries.pop_front().map(|(_, b)| b).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        buf.clear();
+        buf.extend_from_slice(reply);
+        self.entries.push_back((tag, buf));
+    }
+}
+
+/// Data staged for an atomic write on one descriptor.
+#[derive(Debug, Default)]
+struct Staging {
+    buf: Vec<u8>,
+    pieces: Vec<(u64, u64)>,
+}
+
+#[derive(Debug)]
+struct OpenFile {
+    fd: OwnedFd,
+    /// The client asked never to wait (its reads fail with AGAIN instead of parking).
+    nonblocking: bool,
+    /// Regular file (reads never park).
+    regular: bool,
+    staging: Option<Staging>,
+}
+
+#[derive(Debug)]
+struct Session {
+    fds: Vec<Option<OpenFile>>,
+    cache: ReplyCache,
+    highest_tag: Option<u32>,
+    last_seen: Instant,
+    version_tag: u32,
+}
+
+/// A read waiting for data on a device or pipe.
+#[derive(Debug, Clone, Copy)]
+struct Parked {
+    client: SessionKey,
+    tag: u32,
+    req: ReadRepr,
+}
+
+/// A request handler: parse the body, do the work, write the reply body into `out`; return
+/// the reply body length or `None` to park the request.
+type Handler = fn(&mut Server, &SessionKey, u32, &[u8], &mut [u8]) -> Option<usize>;
+
+/// Dispatch table indexed by opcode, as in the paper's server proxy.
+const HANDLERS: [Handler; Opcode::COUNT] = [
+    Server::op_close,   // 0 Close
+    Server::op_open,    // 1 Open
+    Server::op_read,    // 2 Read
+    Server::op_reply,   // 3 Reply (never valid towards the server)
+    Server::op_write,   // 4 Write
+    Server::op_version, // 5 Version (handled before dispatch; kept for the table's shape)
+    Server::op_stat,    // 6 Stat
+    Server::op_readdir, // 7 Readdir
+    Server::op_flush,   // 8 Flush
+    Server::op_commit,  // 9 Commit
+];
+
+/// Write a reply body (result, error, no data) into `out`; return its length.
+fn reply(out: &mut [u8], result: u32, error: ErrorCode) -> usize {
+    ReplyPacket::new_unchecked(&mut out[..]).set_fixed(result, error, 0);
+    ReplyPacket::<&[u8]>::FIXED_LEN
+}
+
+fn errno_reply(out: &mut [u8], errno: i32) -> usize {
+    reply(out, 0, ErrorCode(errno as u32))
+}
+
+/// A server over one transport.
+pub struct Server {
+    cfg: ServerConfig,
+    root: OwnedFd,
+    sessions: HashMap<SessionKey, Session>,
+    /// Version tags already answered: (address, tag) -> channel assigned.
+    versions: HashMap<(PeerAddr, u32), u8>,
+    parked: Vec<Parked>,
+    counters: Counters,
+    /// Replies produced outside the request path (completed parked reads).
+    pending_out: Vec<(SessionKey, Vec<u8>)>,
+}
+
+impl Server {
+    /// Open the export root and return a server with no clients.
+    ///
+    /// # Errors
+    /// The root cannot be opened as a directory.
+    pub fn new(mut cfg: ServerConfig) -> io::Result<Server> {
+        let root = confine::open_root(&cfg.root).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot export {}: {e}", cfg.root.display()),
+            )
+        })?;
+        cfg.msize = cfg.msize.max(MIN_MSIZE);
+        // The cache window (4 x outstanding + 16) must stay far below the 24-bit tag space.
+        cfg.outstanding = cfg.outstanding.clamp(1, 4096);
+        Ok(Server {
+            cfg,
+            root,
+            sessions: HashMap::new(),
+            versions: HashMap::new(),
+            parked: Vec::new(),
+            counters: Counters::default(),
+            pending_out: Vec::new(),
+        })
+    }
+
+    /// Return the counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Return the configuration in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    /// Return the number of clients with a session.
+    pub fn clients(&self) -> usize {
+        self.sessions.len()
+    }
+
+    fn cache_window(&self) -> u32 {
+        4 * self.cfg.outstanding + 16
+    }
+
+    /// Serve on `transport` until `stop` is set.
+    ///
+    /// # Errors
+    /// A transport error other than an interrupted wait.
+    pub fn run(&mut self, transport: &mut dyn Transport, stop: &AtomicBool) -> io::Result<()> {
+        self.cfg.msize = self.cfg.msize.min(transport.max_message() as u32);
+        let mut rx = vec![0u8; self.cfg.msize as usize + 1];
+        let mut tx = vec![0u8; self.cfg.msize as usize];
+        while !stop.load(Ordering::Relaxed) {
+            let wait = if self.parked.is_empty() {
+                Duration::from_millis(50)
+            } else {
+                Duration::from_millis(1)
+            };
+            if let Some(r) = transport.recv(&mut rx, wait)? {
+                let n = r.len.min(rx.len());
+                if let Some(len) = self.handle(&r.from, &rx[..n], r.len, &mut tx) {
+                    if let Err(e) = transport.send(&r.from, &tx[..len]) {
+                        if self.cfg.verbose {
+                            eprintln!("partix-fs: send to {} failed: {e}", r.from);
+                        }
+                    }
+                }
+            }
+            if !self.parked.is_empty() {
+                self.retry_parked();
+            }
+            for (to, m) in self.pending_out.drain(..) {
+                let _ = transport.send(&to.addr, &m);
+            }
+        }
+        Ok(())
+    }
+
+    /// Handle one received message of wire length `wire_len` (`msg` may be cut to the receive
+    /// buffer); write the reply message into `out` and return its length, or `None` when
+    /// nothing is to be sent.
+    ///
+    /// Never panics, whatever `msg` holds. `out` must hold at least the negotiated msize.
+    pub fn handle(
+        &mut self,
+        from: &PeerAddr,
+        msg: &[u8],
+        wire_len: usize,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        self.counters.frames += 1;
+        let Ok(pkt) = FsPacket::new_checked(msg) else {
+            self.counters.drops += 1;
+            return None;
+        };
+        let tag = pkt.tag();
+        let opcode = pkt.opcode();
+        if out.len() < HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN {
+            self.counters.drops += 1;
+            return None;
+        }
+        let out_cap = out.len().min(self.cfg.msize as usize);
+        let out = &mut out[..out_cap];
+        let mut hdr = FsPacket::new_unchecked(&mut out[..]);
+        hdr.set_opcode(Opcode::Reply);
+        hdr.set_tag(tag);
+        if wire_len > self.cfg.msize as usize || msg.len() < wire_len {
+            self.counters.oversized += 1;
+            let key = SessionKey::of(*from, tag);
+            return Some(self.finish(&key, tag, out, None, ErrorCode::MSGSIZE));
+        }
+        let Some(index) = opcode.index() else {
+            self.counters.unknown_opcode += 1;
+            if self.cfg.verbose {
+                eprintln!("partix-fs: {from}: unknown opcode {}", u16::from(opcode));
+            }
+            let key = SessionKey::of(*from, tag);
+            return Some(self.finish(&key, tag, out, None, ErrorCode::NOSYS));
+        };
+        if opcode == Opcode::Reply {
+            // Never answer a reply: two servers must not ping-pong errors forever.
+            self.counters.drops += 1;
+            return None;
+        }
+        if opcode == Opcode::Version {
+            return self.version(from, tag, pkt.body(), out);
+        }
+        let window = self.cache_window();
+        let key = SessionKey::of(*from, tag);
+        let from = &key;
+        let Some(s) = self.sessions.get_mut(from) else {
+            return Some(self.finish(from, tag, out, None, ErrorCode::NOTCONN));
+        };
+        s.last_seen = Instant::now();
+        if let Some(cached) = s.cache.get(tag) {
+            self.counters.duplicates += 1;
+            self.counters.replies += 1;
+            let n = cached.len().min(out.len());
+            out[..n].copy_from_slice(&cached[..n]);
+            return Some(n);
+        }
+        // Distance in the 24-bit sequence space, sign-extended.
+        let ahead = s
+            .highest_tag
+            .map_or(1, |h| ((tag.wrapping_sub(h)) << 8) as i32 >> 8);
+        if ahead <= -(window as i32) {
+            self.counters.stale += 1;
+            return None;
+        }
+        if self
+            .parked
+            .iter()
+            .any(|p| p.client == *from && p.tag == tag)
+        {
+            // A retransmission of a read still waiting for data.
+            self.counters.duplicates += 1;
+            return None;
+        }
+        if ahead > 0 {
+            s.highest_tag = Some(tag);
+        }
+        self.counters.requests += 1;
+        let body_out = &mut out[HEADER_LEN..];
+        let handler = HANDLERS[index];
+        handler(self, from, tag, pkt.body(), body_out)
+            .map(|n| self.cache_and_count(from, tag, out, HEADER_LEN + n))
+    }
+
+    /// Write an error reply with no data, count it, cache it when the client has a session.
+    fn finish(
+        &mut self,
+        from: &SessionKey,
+        tag: u32,
+        out: &mut [u8],
+        result: Option<u32>,
+        e: ErrorCode,
+    ) -> usize {
+        let n = reply(&mut out[HEADER_LEN..], result.unwrap_or(0), e);
+        self.cache_and_count(from, tag, out, HEADER_LEN + n)
+    }
+
+    fn cache_and_count(&mut self, from: &SessionKey, tag: u32, out: &[u8], n: usize) -> usize {
+        self.counters.replies += 1;
+        let body = &out[HEADER_LEN..n];
+        let err = ReplyPacket::new_checked(body)
+            .map(|p| p.error())
+            .unwrap_or(ErrorCode::IO);
+        if !err.is_ok() {
+            self.counters.errors += 1;
+            if self.cfg.verbose {
+                eprintln!("partix-fs: {from}: tag {tag}: error {}", err.0);
+            }
+        }
+        if let Some(s) = self.sessions.get_mut(from) {
+            s.cache.insert(tag, &out[..n]);
+        }
+        n
+    }
+
+    fn version(&mut self, from: &PeerAddr, tag: u32, body: &[u8], out: &mut [u8]) -> Option<usize> {
+        if let Some(&ch) = self.versions.get(&(*from, tag)) {
+            let key = SessionKey {
+                addr: *from,
+                channel: ch,
+            };
+            if let Some(cached) = self.sessions.get(&key).and_then(|s| s.cache.get(tag)) {
+                self.counters.duplicates += 1;
+                self.counters.replies += 1;
+                let n = cached.len().min(out.len());
+                out[..n].copy_from_slice(&cached[..n]);
+                return Some(n);
+            }
+        }
+        self.counters.requests += 1;
+        // Error replies to a Version are not cached (there is no session to cache them in).
+        let nosession = SessionKey {
+            addr: *from,
+            channel: 0xff,
+        };
+        let req = match VersionPacket::new_checked(body).and_then(|p| VersionRepr::parse(&p)) {
+            Ok(r) if r.version == PROTOCOL_VERSION => r,
+            Ok(_) => return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::PROTO)),
+            Err(_) => {
+                self.counters.malformed += 1;
+                return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::INVAL));
+            }
+        };
+        if self.sessions.len() >= self.cfg.max_clients {
+            let idle = self.cfg.idle_timeout;
+            let victim = self
+                .sessions
+                .iter()
+                .filter(|(_, s)| s.last_seen.elapsed() >= idle)
+                .min_by_key(|(_, s)| s.last_seen)
+                .map(|(a, _)| *a);
+            match victim {
+                Some(v) => {
+                    self.end_session(&v);
+                    if self.cfg.verbose {
+                        eprintln!("partix-fs: evicted idle client {v}");
+                    }
+                }
+                None => {
+                    self.counters.refused_clients += 1;
+                    return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::BUSY));
+                }
+            }
+        }
+        // The lowest channel not in use by this address.
+        let Some(channel) = (0..=u8::MAX).find(|c| {
+            !self.sessions.contains_key(&SessionKey {
+                addr: *from,
+                channel: *c,
+            })
+        }) else {
+            self.counters.refused_clients += 1;
+            return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::BUSY));
+        };
+        let key = SessionKey {
+            addr: *from,
+            channel,
+        };
+        let window = self.cache_window() as usize;
+        self.sessions.insert(
+            key,
+            Session {
+                fds: Vec::new(),
+                cache: ReplyCache::new(window),
+                highest_tag: None,
+                last_seen: Instant::now(),
+                version_tag: tag,
+            },
+        );
+        self.versions.insert((*from, tag), channel);
+        if self.cfg.verbose {
+            eprintln!("partix-fs: {key}: session start (msize {})", req.msize);
+        }
+        let granted = VersionRepr {
+            version: PROTOCOL_VERSION,
+            channel: u16::from(channel),
+            msize: req.msize.min(self.cfg.msize),
+            outstanding: req.outstanding.min(self.cfg.outstanding),
+            max_fds: self.cfg.max_fds,
+        };
+        let body_out = &mut out[HEADER_LEN..];
+        let mut rp = ReplyPacket::new_unchecked(&mut body_out[..]);
+        rp.set_fixed(granted.msize, ErrorCode::OK, 16);
+        granted.emit(&mut VersionPacket::new_unchecked(
+            &mut rp.data_area_mut()[..16],
+        ));
+        let n = HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + 16;
+        Some(self.cache_and_count(&key, tag, out, n))
+    }
+
+    /// Write an error reply to a Version that opened no session (nothing to cache it in).
+    fn finish_uncached(
+        &mut self,
+        from: &SessionKey,
+        tag: u32,
+        out: &mut [u8],
+        e: ErrorCode,
+    ) -> usize {
+        let n = reply(&mut out[HEADER_LEN..], 0, e);
+        self.counters.replies += 1;
+        self.counters.errors += 1;
+        if self.cfg.verbose {
+            eprintln!("partix-fs: {}: Version tag {tag}: error {}", from.addr, e.0);
+        }
+        HEADER_LEN + n
+    }
+
+    /// End a session: close its files, cancel its parked reads, forget its Version tag.
+    fn end_session(&mut self, key: &SessionKey) {
+        if let Some(s) = self.sessions.remove(key) {
+            self.versions.remove(&(key.addr, s.version_tag));
+        }
+        self.parked.retain(|p| p.client != *key);
+    }
+
+    fn session(&mut self, from: &SessionKey) -> &mut Session {
+        // Handlers run only for clients with a session (checked in `handle`).
+        self.sessions
+            .get_mut(from)
+            .expect("handler called without a session")
+    }
+
+    fn file(&mut self, from: &SessionKey, fd: u32) -> Option<&mut OpenFile> {
+        self.session(from)
+            .fds
+            .get_mut(fd as usize)
+            .and_then(|f| f.as_mut())
+    }
+
+    fn malformed(&mut self, out: &mut [u8]) -> Option<usize> {
+        self.counters.malformed += 1;
+        Some(reply(out, 0, ErrorCode::INVAL))
+    }
+
+    fn op_reply(&mut self, _: &SessionKey, _: u32, _: &[u8], out: &mut [u8]) -> Option<usize> {
+        Some(reply(out, 0, ErrorCode::PROTO))
+    }
+
+    fn op_version(&mut self, _: &SessionKey, _: u32, _: &[u8], out: &mut [u8]) -> Option<usize> {
+        Some(reply(out, 0, ErrorCode::PROTO))
+    }
+
+    fn op_open(&mut self, from: &SessionKey, _: u32, body: &[u8], out: &mut [u8]) -> Option<usize> {
+        let Ok(p) = OpenPacket::new_checked(body) else {
+            return self.malformed(out);
+        };
+        let (flags, mode) = (p.flags(), p.mode());
+        if flags & !open_flags::ALLOWED != 0 || flags & open_flags::ACCMODE == 3 {
+            return Some(reply(out, 0, ErrorCode::INVAL));
+        }
+        let max_fds = self.cfg.max_fds as usize;
+        let s = self.session(from);
+        let slot = match s.fds.iter().position(|f| f.is_none()) {
+            Some(i) => i,
+            None if s.fds.len() < max_fds => {
+                s.fds.push(None);
+                s.fds.len() - 1
+            }
+            None => return Some(reply(out, 0, ErrorCode::MFILE)),
+        };
+        let os_flags = flags as i32 | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let fd = match confine::open_beneath(&self.root, p.path(), os_flags, mode) {
+            Ok(fd) => fd,
+            Err(e) => return Some(errno_reply(out, e)),
+        };
+        let regular = confine::fstat(&fd)
+            .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
+            .unwrap_or(false);
+        self.session(from).fds[slot] = Some(OpenFile {
+            fd,
+            nonblocking: flags & open_flags::NONBLOCK != 0,
+            regular,
+            staging: None,
+        });
+        Some(reply(out, slot as u32, ErrorCode::OK))
+    }
+
+    fn op_close(
+        &mut self,
+        from: &SessionKey,
+        _: u32,
+        body: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let Ok(r) = ClosePacket::new_checked(body).and_then(|p| CloseRepr::parse(&p)) else {
+            return self.malformed(out);
+        };
+        let s = self.session(from);
+        match s.fds.get_mut(r.fd as usize).and_then(|f| f.take()) {
+            Some(_file) => {
+                let from = *from;
+                let canceled: Vec<u32> = self
+                    .parked
+                    .iter()
+                    .filter(|p| p.client == from && p.req.fd == r.fd)
+                    .map(|p| p.tag)
+                    .collect();
+                for t in canceled {
+                    self.cancel_parked(&from, t, ErrorCode::BADF, true);
+                }
+                Some(reply(out, 0, ErrorCode::OK))
+            }
+            None => Some(reply(out, 0, ErrorCode::BADF)),
+        }
+    }
+
+    fn op_read(
+        &mut self,
+        from: &SessionKey,
+        tag: u32,
+        body: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let Ok(r) = ReadPacket::new_checked(body).and_then(|p| ReadRepr::parse(&p)) else {
+            return self.malformed(out);
+        };
+        let max = max_read_data(self.cfg.msize).min(out.len() - ReplyPacket::<&[u8]>::FIXED_LEN);
+        let Some(f) = self.file(from, r.fd) else {
+            return Some(reply(out, 0, ErrorCode::BADF));
+        };
+        let want = (r.len as usize).min(max);
+        let mut rp = ReplyPacket::new_unchecked(&mut out[..]);
+        match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], r.offset) {
+            Ok(n) => {
+                rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                Some(ReplyPacket::<&[u8]>::FIXED_LEN + n)
+            }
+            Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
+                self.counters.parked += 1;
+                self.parked.push(Parked {
+                    client: *from,
+                    tag,
+                    req: r,
+                });
+                None
+            }
+            Err(e) => Some(errno_reply(out, e)),
+        }
+    }
+
+    fn op_write(
+        &mut self,
+        from: &SessionKey,
+        _: u32,
+        body: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let Ok(p) = WritePacket::new_checked(body) else {
+            return self.malformed(out);
+        };
+        let Ok(w) = WriteRepr::parse(&p) else {
+            return self.malformed(out);
+        };
+        let limit = self.cfg.staging_limit;
+        let Some(f) = self.file(from, w.fd) else {
+            return Some(reply(out, 0, ErrorCode::BADF));
+        };
+        if w.flags & write_flags::STAGE != 0 {
+            let start = w.offset.unwrap_or(0);
+            let end = start.saturating_add(w.data.len() as u64);
+            if end > limit as u64 {
+                return Some(reply(out, 0, ErrorCode::FBIG));
+            }
+            let st = f.staging.get_or_insert_with(Staging::default);
+            if st.buf.len() < end as usize {
+                st.buf.resize(end as usize, 0);
+            }
+            st.buf[start as usize..end as usize].copy_from_slice(w.data);
+            st.pieces.push((start, end));
+            return Some(reply(out, w.data.len() as u32, ErrorCode::OK));
+        }
+        match confine::write_all_at(&f.fd, w.data, w.offset) {
+            Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
+            Err(e) => Some(errno_reply(out, e)),
+        }
+    }
+
+    fn op_commit(
+        &mut self,
+        from: &SessionKey,
+        _: u32,
+        body: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let Ok(c) = CommitPacket::new_checked(body).and_then(|p| CommitRepr::parse(&p)) else {
+            return self.malformed(out);
+        };
+        let Some(f) = self.file(from, c.fd) else {
+            return Some(reply(out, 0, ErrorCode::BADF));
+        };
+        let Some(mut st) = f.staging.take() else {
+            return Some(reply(out, 0, ErrorCode::INVAL));
+        };
+        if c.flags & commit_flags::ABORT != 0 {
+            return Some(reply(out, 0, ErrorCode::OK));
+        }
+        // The staged pieces must cover exactly 0..len with no gap.
+        st.pieces.sort_unstable();
+        let mut covered = 0u64;
+        for &(s, e) in &st.pieces {
+            if s > covered {
+                break;
+            }
+            covered = covered.max(e);
+        }
+        if covered != u64::from(c.len) || st.buf.len() != c.len as usize {
+            return Some(reply(out, 0, ErrorCode::INVAL));
+        }
+        match confine::write_all_at(&f.fd, &st.buf, c.offset) {
+            Ok(n) if n == st.buf.len() => Some(reply(out, n as u32, ErrorCode::OK)),
+            Ok(_) => Some(reply(out, 0, ErrorCode::IO)),
+            Err(e) => Some(errno_reply(out, e)),
+        }
+    }
+
+    fn op_stat(&mut self, _: &SessionKey, _: u32, body: &[u8], out: &mut [u8]) -> Option<usize> {
+        let Ok(p) = StatPacket::new_checked(body) else {
+            return self.malformed(out);
+        };
+        let fd = match confine::open_beneath(&self.root, p.path(), libc::O_PATH, 0) {
+            Ok(fd) => fd,
+            Err(e) => return Some(errno_reply(out, e)),
+        };
+        let st = match confine::fstat(&fd) {
+            Ok(st) => st,
+            Err(e) => return Some(errno_reply(out, e)),
+        };
+        let attr = AttrRepr {
+            kind: kind_of_mode(st.st_mode),
+            perm: (st.st_mode & 0o7777) as u16,
+            nlink: st.st_nlink as u32,
+            size: st.st_size.max(0) as u64,
+            mtime_sec: st.st_mtime.max(0) as u64,
+            mtime_nsec: st.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+            rdev: st.st_rdev as u32,
+            ino: st.st_ino,
+        };
+        let mut rp = ReplyPacket::new_unchecked(&mut out[..]);
+        rp.set_fixed(0, ErrorCode::OK, AttrRepr::LEN as u32);
+        attr.emit(&mut AttrPacket::new_unchecked(
+            &mut rp.data_area_mut()[..AttrRepr::LEN],
+        ));
+        Some(ReplyPacket::<&[u8]>::FIXED_LEN + AttrRepr::LEN)
+    }
+
+    fn op_readdir(&mut self, _: &SessionKey, _: u32, body: &[u8], out: &mut [u8]) -> Option<usize> {
+        let Ok(p) = ReaddirPacket::new_checked(body) else {
+            return self.malformed(out);
+        };
+        let fd = match confine::open_beneath(
+            &self.root,
+            p.path(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        ) {
+            Ok(fd) => fd,
+            Err(e) => return Some(errno_reply(out, e)),
+        };
+        use std::os::fd::AsRawFd;
+        let dir = match std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+            Ok(d) => d,
+            Err(e) => return Some(errno_reply(out, e.raw_os_error().unwrap_or(libc::EIO))),
+        };
+        let mut names: Vec<(Vec<u8>, FileKind)> = dir
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                use std::os::unix::ffi::OsStrExt;
+                let kind = e
+                    .file_type()
+                    .map(|t| kind_of_type(&t))
+                    .unwrap_or(FileKind::Unknown(0));
+                (e.file_name().as_bytes().to_vec(), kind)
+            })
+            .collect();
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut rp = ReplyPacket::new_unchecked(&mut out[..]);
+        let area = rp.data_area_mut();
+        let mut used = 0usize;
+        let mut count = 0u32;
+        for (name, kind) in names.iter().skip(p.cookie() as usize) {
+            match (DirEntryRepr { kind: *kind, name }).emit(&mut area[used..]) {
+                Ok(n) => {
+                    used += n;
+                    count += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        rp.set_fixed(count, ErrorCode::OK, used as u32);
+        Some(ReplyPacket::<&[u8]>::FIXED_LEN + used)
+    }
+
+    fn op_flush(
+        &mut self,
+        from: &SessionKey,
+        _: u32,
+        body: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let Ok(f) = FlushPacket::new_checked(body).and_then(|p| FlushRepr::parse(&p)) else {
+            return self.malformed(out);
+        };
+        let canceled = self.cancel_parked(from, f.oldtag, ErrorCode::CANCELED, false);
+        Some(reply(out, u32::from(canceled), ErrorCode::OK))
+    }
+
+    /// Remove a parked read; cache an error reply for its tag (and send it when `send`).
+    fn cancel_parked(&mut self, from: &SessionKey, tag: u32, e: ErrorCode, send: bool) -> bool {
+        let Some(i) = self
+            .parked
+            .iter()
+            .position(|p| p.client == *from && p.tag == tag)
+        else {
+            return false;
+        };
+        self.parked.swap_remove(i);
+        self.counters.flushed += 1;
+        let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
+        let mut h = FsPacket::new_unchecked(&mut m[..]);
+        h.set_opcode(Opcode::Reply);
+        h.set_tag(tag);
+        reply(&mut m[HEADER_LEN..], 0, e);
+        let n = m.len();
+        self.cache_and_count(from, tag, &m, n);
+        if send {
+            self.pending_out.push((*from, m));
+        }
+        true
+    }
+
+    fn retry_parked(&mut self) {
+        let parked = std::mem::take(&mut self.parked);
+        let msize = self.cfg.msize as usize;
+        for p in parked {
+            let mut m = vec![0u8; msize];
+            let mut h = FsPacket::new_unchecked(&mut m[..]);
+            h.set_opcode(Opcode::Reply);
+            h.set_tag(p.tag);
+            let max = max_read_data(self.cfg.msize);
+            let Some(f) = self.file(&p.client, p.req.fd) else {
+                continue;
+            };
+            let want = (p.req.len as usize).min(max);
+            let mut rp = ReplyPacket::new_unchecked(&mut m[HEADER_LEN..]);
+            let n = match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], p.req.offset) {
+                Ok(n) => {
+                    rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                    HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + n
+                }
+                Err(e) if e == libc::EAGAIN => {
+                    self.parked.push(p);
+                    continue;
+                }
+                Err(e) => HEADER_LEN + errno_reply(&mut m[HEADER_LEN..], e),
+            };
+            m.truncate(n);
+            self.cache_and_count(&p.client, p.tag, &m, n);
+            self.pending_out.push((p.client, m));
+        }
+    }
+}
+
+fn kind_of_mode(mode: u32) -> FileKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => FileKind::File,
+        libc::S_IFDIR => FileKind::Dir,
+        libc::S_IFCHR => FileKind::CharDevice,
+        libc::S_IFBLK => FileKind::BlockDevice,
+        libc::S_IFLNK => FileKind::Symlink,
+        libc::S_IFIFO => FileKind::Fifo,
+        libc::S_IFSOCK => FileKind::Socket,
+        _ => FileKind::Unknown(0),
+    }
+}
+
+fn kind_of_type(t: &std::fs::FileType) -> FileKind {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        FileKind::File
+    } else if t.is_dir() {
+        FileKind::Dir
+    } else if t.is_symlink() {
+        FileKind::Symlink
+    } else if t.is_char_device() {
+        FileKind::CharDevice
+    } else if t.is_block_device() {
+        FileKind::BlockDevice
+    } else if t.is_fifo() {
+        FileKind::Fifo
+    } else if t.is_socket() {
+        FileKind::Socket
+    } else {
+        FileKind::Unknown(0)
+    }
+}
