@@ -26,7 +26,7 @@ pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
@@ -152,12 +152,31 @@ pub struct PartitionState {
     pub processes: [ProcessSlot; MAX_PROCESSES],
 }
 
-/// One APEX process as seen from outside the partition (written by the partition runtime).
+/// One APEX process as seen from outside the partition (written by the partition runtime,
+/// `partition::*`; read by `partix run` for its summary).
+///
+/// All times are module time in nanoseconds. Job data is recorded for periodic processes (one job
+/// per period, ended by PERIODIC_WAIT) and for each activation of an aperiodic process (release =
+/// the START/DELAYED_START release time).
+///
+/// Definitions (the partitioning paper's notation, section 4):
+/// - *release* `r`: the nominal release time (periodic: anchor + k·period; aperiodic: the time the
+///   process became ready, START time + delay);
+/// - *start* `s`: the time the process's thread returned from its release wait, i.e. its first
+///   instruction in the job (measured by the runtime just before user code runs);
+/// - *completion* `f`: the PERIODIC_WAIT call that ends the job;
+/// - *response* `R = f − r`;
+/// - *CtswO* `= s − max(r, resume)`, where `resume` is the partition's last resume
+///   (`PartitionState::resumed_at_ns`, module time): the delay from the later of the release and the
+///   window's resume to the first instruction of the job. For the highest-priority released process
+///   this is the paper's CtswO (plus the timer-expiry latency TmrO when the release falls inside a
+///   window); for lower-priority processes it also contains the execution of higher ones.
 #[repr(C, align(64))]
 pub struct ProcessSlot {
-    /// NUL-padded `PROCESS_NAME_TYPE`.
-    pub name: [u8; NAME_LEN],
-    /// [`process_state`].
+    /// NUL-padded `PROCESS_NAME_TYPE` (reads as `[u8; NAME_LEN]`).
+    pub name: SlotName,
+    /// [`process_state`]. READY here means "ready or running" (the runtime reports RUNNING to the
+    /// process itself: on one CPU only the caller is running).
     pub state: AtomicU32,
     /// Base priority.
     pub base_priority: AtomicU32,
@@ -173,12 +192,60 @@ pub struct ProcessSlot {
     pub jobs: AtomicU64,
     /// Deadline misses of this process.
     pub deadline_misses: AtomicU64,
-    /// Last release time (module ns) and start time (module ns) of a job, for CtswO/RelO.
+    /// Release time `r` of the current (or last) job.
     pub last_release_ns: AtomicU64,
-    /// See `last_release_ns`.
+    /// Start time `s` of the current (or last) job.
     pub last_start_ns: AtomicU64,
     /// Worst response time seen so far (ns).
     pub worst_response_ns: AtomicU64,
+    /// Completion time `f` of the last completed job.
+    pub last_completion_ns: AtomicU64,
+    /// Response time of the last completed job (ns).
+    pub last_response_ns: AtomicU64,
+    /// Sum of the response times of all completed jobs (ns); mean = total / `jobs`.
+    pub total_response_ns: AtomicU64,
+    /// Jobs started (releases that reached their first instruction).
+    pub releases: AtomicU64,
+    /// CtswO of the last started job (ns).
+    pub last_ctsw_ns: AtomicU64,
+    /// Worst CtswO seen (ns).
+    pub worst_ctsw_ns: AtomicU64,
+    /// Sum of CtswO over all started jobs (ns); mean = total / `releases`.
+    pub total_ctsw_ns: AtomicU64,
+}
+
+/// The name bytes of a [`ProcessSlot`]: written once by the partition runtime before the slot is
+/// published (by `PartitionState::n_processes`, Release), read-only afterwards. Reads as
+/// `[u8; NAME_LEN]` through `Deref`.
+#[repr(transparent)]
+pub struct SlotName(std::cell::UnsafeCell<[u8; NAME_LEN]>);
+
+#[allow(unsafe_code)]
+// SAFETY: the bytes are only written before the slot is published to other threads and
+// processes (see `SlotName::write`), so shared reads never race with a write.
+unsafe impl Sync for SlotName {}
+
+impl SlotName {
+    /// Write the name.
+    ///
+    /// # Safety
+    /// The slot must not be published yet: no other thread or process may read the name while
+    /// this runs (publish afterwards with a Release store of `n_processes`).
+    #[allow(unsafe_code)]
+    pub unsafe fn write(&self, bytes: &[u8; NAME_LEN]) {
+        // SAFETY: exclusive access per the caller's contract; the cell holds plain bytes.
+        unsafe { *self.0.get() = *bytes }
+    }
+}
+
+impl std::ops::Deref for SlotName {
+    type Target = [u8; NAME_LEN];
+    #[allow(unsafe_code)]
+    fn deref(&self) -> &[u8; NAME_LEN] {
+        // SAFETY: writes happen only before publication (see `write`), so this shared borrow
+        // never overlaps a write.
+        unsafe { &*self.0.get() }
+    }
 }
 
 /// Size in bytes of the module region.

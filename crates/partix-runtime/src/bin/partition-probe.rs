@@ -1,0 +1,631 @@
+//! Test partition program for `tests/partition_*.rs`: `partition-probe <scenario>` runs one
+//! scenario of the APEX runtime in standalone mode and prints one event per line on stdout
+//! (with single `write`s, so a stopped process never holds a stdout lock). Exit status 0 means the
+//! scenario reached its end (the partition went IDLE).
+#![allow(unsafe_code)]
+
+use partix_runtime::partition::*;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+/// Print one event line with a single write(2).
+fn ev(s: &str) {
+    let line = format!("{s}\n");
+    // SAFETY: the buffer is valid for its length; fd 1 is stdout.
+    unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
+}
+
+fn rc<T>(name: &str, r: ApexResult<T>) {
+    match r {
+        Ok(_) => ev(&format!("{name}=NO_ERROR")),
+        Err(e) => ev(&format!("{name}={}", e.name())),
+    }
+}
+
+fn attrs(name: &str, entry: EntryPoint, prio: Priority) -> ProcessAttributes {
+    ProcessAttributes {
+        name: name.into(),
+        entry_point: entry,
+        stack_size: 0,
+        base_priority: prio,
+        period: INFINITE_TIME_VALUE,
+        time_capacity: INFINITE_TIME_VALUE,
+        deadline: Deadline::Soft,
+    }
+}
+
+fn periodic(
+    name: &str,
+    entry: EntryPoint,
+    prio: Priority,
+    period: i64,
+    cap: i64,
+) -> ProcessAttributes {
+    ProcessAttributes {
+        period,
+        time_capacity: cap,
+        deadline: Deadline::Hard,
+        ..attrs(name, entry, prio)
+    }
+}
+
+fn pid(name: &str) -> ProcessId {
+    get_process_id(name).expect("process exists")
+}
+
+fn state(name: &str) -> ProcessState {
+    get_process_status(pid(name)).expect("status").process_state
+}
+
+fn idle() -> ! {
+    let _ = set_partition_mode(OperatingMode::Idle);
+    unreachable!("IDLE exits the process")
+}
+
+fn normal() -> ! {
+    let e = set_partition_mode(OperatingMode::Normal);
+    ev(&format!("normal failed: {e:?}"));
+    std::process::exit(3)
+}
+
+const MS: i64 = 1_000_000;
+
+// ---------------------------------------------------------------- order: priority preemption
+extern "C" fn order_low() {
+    ev("low:begin");
+    start(pid("high")).unwrap();
+    ev("low:after-start");
+    idle();
+}
+extern "C" fn order_high() {
+    ev("high:run");
+}
+fn scenario_order() -> ! {
+    create_process(&attrs("low", order_low, 10)).unwrap();
+    create_process(&attrs("high", order_high, 20)).unwrap();
+    start(pid("low")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- states: the state machine
+extern "C" fn st_a() {
+    ev(&format!("a:self={:?}", state("a")));
+    start(pid("b")).unwrap();
+    ev(&format!("a:b={:?}", state("b")));
+    timed_wait(100 * MS).unwrap();
+    ev(&format!("a:back self={:?}", state("a")));
+    stop(pid("b")).unwrap();
+    ev(&format!("a:b={:?}", state("b")));
+    idle();
+}
+extern "C" fn st_b() {
+    ev(&format!("b:a={:?}", state("a")));
+    suspend(pid("a")).unwrap();
+    ev(&format!("b:a-suspended={:?}", state("a")));
+    resume(pid("a")).unwrap();
+    ev(&format!("b:a-resumed={:?}", state("a")));
+    ev(&format!("b:self={:?}", state("b")));
+    let _ = suspend_self(INFINITE_TIME_VALUE);
+    ev("b:never");
+}
+fn scenario_states() -> ! {
+    create_process(&attrs("a", st_a, 20)).unwrap();
+    create_process(&attrs("b", st_b, 10)).unwrap();
+    ev(&format!("init:a={:?}", state("a")));
+    start(pid("a")).unwrap();
+    ev(&format!("init:a-started={:?}", state("a")));
+    normal()
+}
+
+// ---------------------------------------------------------------- lock: LOCK_PREEMPTION
+extern "C" fn lock_low() {
+    rc("lock1", lock_preemption());
+    rc("lock2", lock_preemption());
+    start(pid("high")).unwrap();
+    ev("low:locked-after-start");
+    rc("timed_wait_locked", timed_wait(MS));
+    rc("suspend_self_locked", suspend_self(MS));
+    rc("unlock1", unlock_preemption());
+    ev("low:still-locked");
+    rc("unlock0", unlock_preemption());
+    ev("low:unlocked");
+    rc("unlock_again", unlock_preemption());
+    idle();
+}
+extern "C" fn lock_high() {
+    ev("high:run");
+}
+fn scenario_lock() -> ! {
+    create_process(&attrs("low", lock_low, 10)).unwrap();
+    create_process(&attrs("high", lock_high, 20)).unwrap();
+    start(pid("low")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- suspend: SUSPEND / RESUME
+extern "C" fn sus_low() {
+    ev("low:begin");
+    start(pid("high")).unwrap();
+    // high suspended us while we were preempted; we only get here after its RESUME.
+    ev("low:after");
+    start(pid("selfsus")).unwrap();
+    // selfsus (higher) suspended itself; resume it: it runs at once.
+    rc("resume_selfsus", resume(pid("selfsus")));
+    ev("low:after-resume");
+    idle();
+}
+extern "C" fn sus_high() {
+    rc("suspend_low", suspend(pid("low")));
+    rc("suspend_low_again", suspend(pid("low")));
+    ev(&format!("high:low={:?}", state("low")));
+    timed_wait(30 * MS).unwrap();
+    ev("high:resuming");
+    rc("resume_low", resume(pid("low")));
+    rc("resume_low_again", resume(pid("low")));
+}
+extern "C" fn sus_selfsus() {
+    ev("selfsus:suspending");
+    rc("suspend_self", suspend_self(INFINITE_TIME_VALUE));
+    ev("selfsus:resumed");
+}
+fn scenario_suspend() -> ! {
+    create_process(&attrs("low", sus_low, 10)).unwrap();
+    create_process(&attrs("high", sus_high, 20)).unwrap();
+    create_process(&attrs("selfsus", sus_selfsus, 30)).unwrap();
+    start(pid("low")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- restart: STOP then START
+static RUNS: AtomicI32 = AtomicI32::new(0);
+extern "C" fn rs_worker() {
+    let n = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    ev(&format!("worker:begin#{n}"));
+    let _ = timed_wait(10_000 * MS);
+    ev("worker:never");
+}
+extern "C" fn rs_boss() {
+    start(pid("worker")).unwrap();
+    timed_wait(20 * MS).unwrap();
+    ev(&format!("boss:worker={:?}", state("worker")));
+    rc("stop_worker", stop(pid("worker")));
+    ev(&format!("boss:worker={:?}", state("worker")));
+    rc("stop_worker_again", stop(pid("worker")));
+    rc("start_worker", start(pid("worker")));
+    timed_wait(20 * MS).unwrap();
+    rc("stop_worker2", stop(pid("worker")));
+    // A worker that stops itself and returns from its entry point is DORMANT too.
+    start(pid("quitter")).unwrap();
+    timed_wait(20 * MS).unwrap();
+    ev(&format!("boss:quitter={:?}", state("quitter")));
+    rc("start_quitter", start(pid("quitter")));
+    timed_wait(20 * MS).unwrap();
+    ev(&format!("boss:quitter={:?}", state("quitter")));
+    idle();
+}
+extern "C" fn rs_quitter() {
+    let n = RUNS.fetch_add(100, Ordering::SeqCst);
+    ev(&format!("quitter:begin {}", n >= 100));
+    if n < 100 {
+        stop_self();
+    }
+}
+fn scenario_restart_process() -> ! {
+    create_process(&attrs("worker", rs_worker, 30)).unwrap();
+    create_process(&attrs("boss", rs_boss, 10)).unwrap();
+    create_process(&attrs("quitter", rs_quitter, 20)).unwrap();
+    start(pid("boss")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- periodic + deadline + HM
+static EH_SEEN: AtomicU32 = AtomicU32::new(0);
+extern "C" fn dl_job() {
+    let mut k = 0;
+    loop {
+        k += 1;
+        if k == 2 {
+            // Overrun: wait past the 20 ms capacity.
+            timed_wait(60 * MS).unwrap();
+        }
+        periodic_wait().unwrap();
+    }
+}
+extern "C" fn dl_handler() {
+    rc("eh_get_my_id", get_my_id());
+    rc("eh_timed_wait", timed_wait(MS));
+    rc("eh_lock", lock_preemption());
+    while let Ok(s) = get_error_status() {
+        let me = get_process_id("job").unwrap();
+        ev(&format!(
+            "eh:{:?} failed_is_job={} msg={}",
+            s.error_code,
+            s.failed_process_id == me,
+            String::from_utf8_lossy(&s.message)
+        ));
+        EH_SEEN.fetch_add(1, Ordering::SeqCst);
+        rc("eh_stop_job", stop(me));
+        let st = get_process_status(me).unwrap();
+        let slot = &partix_runtime::attach::PartitionContext::get()
+            .unwrap()
+            .partition()
+            .processes[(me.0 - 1) as usize];
+        ev(&format!(
+            "eh:job={:?} misses={} jobs>=1:{}",
+            st.process_state,
+            slot.deadline_misses.load(Ordering::SeqCst),
+            slot.jobs.load(Ordering::SeqCst) >= 1
+        ));
+    }
+    rc("eh_get_error_status_empty", get_error_status());
+    idle();
+}
+fn scenario_deadline() -> ! {
+    create_process(&periodic("job", dl_job, 10, 100 * MS, 20 * MS)).unwrap();
+    rc("create_error_handler", create_error_handler(dl_handler, 0));
+    rc(
+        "create_error_handler_again",
+        create_error_handler(dl_handler, 0),
+    );
+    start(pid("job")).unwrap();
+    normal()
+}
+
+extern "C" fn dl2_job() {
+    let mut k = 0;
+    loop {
+        k += 1;
+        if k == 2 {
+            timed_wait(60 * MS).unwrap();
+        }
+        if k == 4 {
+            let p = partix_runtime::attach::PartitionContext::get()
+                .unwrap()
+                .partition();
+            let slot = &p.processes[0];
+            ev(&format!(
+                "job:misses={} partition_misses={} jobs={}",
+                slot.deadline_misses.load(Ordering::SeqCst),
+                p.deadline_misses.load(Ordering::SeqCst),
+                slot.jobs.load(Ordering::SeqCst)
+            ));
+            idle();
+        }
+        periodic_wait().unwrap();
+    }
+}
+fn scenario_deadline_ignore() -> ! {
+    create_process(&periodic("job", dl2_job, 10, 100 * MS, 20 * MS)).unwrap();
+    start(pid("job")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- application error → handler
+extern "C" fn ae_proc() {
+    rc(
+        "raise_bad_code",
+        raise_application_error(ErrorCode::NumericError, b"x"),
+    );
+    rc(
+        "raise_too_long",
+        raise_application_error(ErrorCode::ApplicationError, &[b'x'; 129]),
+    );
+    rc(
+        "raise",
+        raise_application_error(ErrorCode::ApplicationError, b"boom"),
+    );
+    ev("proc:after-raise");
+    idle();
+}
+extern "C" fn ae_handler() {
+    while let Ok(s) = get_error_status() {
+        ev(&format!(
+            "eh:{:?} msg={}",
+            s.error_code,
+            String::from_utf8_lossy(&s.message)
+        ));
+    }
+}
+fn scenario_app_error() -> ! {
+    create_process(&attrs("proc", ae_proc, 10)).unwrap();
+    create_error_handler(ae_handler, 0).unwrap();
+    start(pid("proc")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- HM table actions (PARTIX_CONFIG)
+static RP_RUNS: AtomicI32 = AtomicI32::new(0);
+extern "C" fn hm_proc() {
+    let n = RP_RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    ev(&format!("proc:run#{n}"));
+    if n == 1 {
+        let _ = raise_application_error(ErrorCode::ApplicationError, b"restart me");
+        ev("proc:never");
+    }
+    idle();
+}
+fn scenario_hm_restart_process() -> ! {
+    create_process(&attrs("proc", hm_proc, 10)).unwrap();
+    start(pid("proc")).unwrap();
+    normal()
+}
+
+extern "C" fn cold_proc() {
+    let _ = raise_application_error(ErrorCode::ApplicationError, b"restart the partition");
+    ev("proc:never");
+}
+fn scenario_hm_cold_start() -> ! {
+    let st = get_partition_status();
+    ev(&format!(
+        "init:{:?} {:?}",
+        st.operating_mode, st.start_condition
+    ));
+    if st.start_condition != StartCondition::NormalStart {
+        idle();
+    }
+    create_process(&attrs("proc", cold_proc, 10)).unwrap();
+    start(pid("proc")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- partition modes
+fn scenario_modes() -> ! {
+    let st = get_partition_status();
+    ev(&format!(
+        "init:{:?} {:?} id={} lock={} cores={} period={}",
+        st.operating_mode,
+        st.start_condition,
+        st.identifier,
+        st.lock_level,
+        st.num_assigned_cores,
+        st.period
+    ));
+    match st.start_condition {
+        StartCondition::NormalStart => {
+            rc(
+                "warm_from_cold",
+                set_partition_mode(OperatingMode::WarmStart),
+            );
+            let _ = set_partition_mode(OperatingMode::ColdStart);
+            ev("never");
+            std::process::exit(4)
+        }
+        _ if st.operating_mode == OperatingMode::ColdStart => {
+            create_process(&attrs("warm", warm_restarter, 10)).unwrap();
+            start(pid("warm")).unwrap();
+            normal()
+        }
+        _ => idle(),
+    }
+}
+
+extern "C" fn warm_restarter() {
+    let _ = set_partition_mode(OperatingMode::WarmStart);
+    ev("never");
+}
+
+// ---------------------------------------------------------------- return codes
+extern "C" fn nop() {}
+extern "C" fn codes_main() {
+    let me = get_my_id().unwrap();
+    ev(&format!("get_my_id_is_main={}", me == pid("main")));
+    rc("create_in_normal", create_process(&attrs("late", nop, 1)));
+    rc(
+        "create_error_handler_in_normal",
+        create_error_handler(nop, 0),
+    );
+    rc(
+        "set_normal_in_normal",
+        set_partition_mode(OperatingMode::Normal),
+    );
+    rc("stop_self_pid", stop(me));
+    rc("suspend_self_pid", suspend(me));
+    rc("resume_self_pid", resume(me));
+    rc("suspend_periodic", suspend(pid("per")));
+    rc("resume_periodic", resume(pid("per")));
+    rc("suspend_dormant", suspend(pid("dormant")));
+    rc("resume_dormant", resume(pid("dormant")));
+    rc("set_priority_dormant", set_priority(pid("dormant"), 5));
+    rc("set_priority_bad", set_priority(me, 97));
+    rc("set_priority_zero", set_priority(me, 0));
+    rc("set_priority", set_priority(me, 40));
+    ev(&format!(
+        "current_priority={}",
+        get_process_status(me).unwrap().current_priority
+    ));
+    rc("resume_not_suspended", resume(pid("sleeper")));
+    rc("suspend_sleeper", suspend(pid("sleeper")));
+    rc("suspend_sleeper_again", suspend(pid("sleeper")));
+    rc("resume_sleeper", resume(pid("sleeper")));
+    rc("suspend_self_negative", suspend_self(-5));
+    rc("suspend_self_zero", suspend_self(0));
+    rc("suspend_self_timeout", suspend_self(5 * MS));
+    rc("timed_wait_negative", timed_wait(-2));
+    rc("timed_wait_infinite", timed_wait(INFINITE_TIME_VALUE));
+    rc("timed_wait_zero", timed_wait(0));
+    rc("timed_wait", timed_wait(MS));
+    rc("periodic_wait_aperiodic", periodic_wait());
+    rc("replenish_negative", replenish(-3));
+    rc("replenish", replenish(50 * MS));
+    let d = get_process_status(me).unwrap().deadline_time;
+    ev(&format!(
+        "deadline_moved={}",
+        d > get_time() && d != INFINITE_TIME_VALUE
+    ));
+    rc("replenish_infinite", replenish(INFINITE_TIME_VALUE));
+    ev(&format!(
+        "deadline_infinite={}",
+        get_process_status(me).unwrap().deadline_time == INFINITE_TIME_VALUE
+    ));
+    rc("start_running", start(me));
+    rc("start_per_running", start(pid("per")));
+    let mut last = Ok(0);
+    for _ in 0..16 {
+        last = lock_preemption();
+    }
+    ev(&format!("lock16={last:?}"));
+    rc("lock_max", lock_preemption());
+    for _ in 0..16 {
+        last = unlock_preemption();
+    }
+    ev(&format!("unlock16={last:?}"));
+    rc("unlock_zero", unlock_preemption());
+    rc("get_error_status_not_eh", get_error_status());
+    rc("report_message", report_application_message(b"hello"));
+    rc(
+        "report_message_too_long",
+        report_application_message(&[b'm'; 129]),
+    );
+    timed_wait(30 * MS).unwrap(); // lets "per" run its first job
+    rc("stop_per", stop(pid("per")));
+    rc("stop_dormant", stop(pid("dormant")));
+    idle();
+}
+extern "C" fn codes_per() {
+    loop {
+        rc_quiet(replenish(200 * MS));
+        periodic_wait().unwrap();
+    }
+}
+static PER_REPLENISH: AtomicU32 = AtomicU32::new(0);
+fn rc_quiet(r: ApexResult<()>) {
+    if PER_REPLENISH.fetch_add(1, Ordering::SeqCst) == 0 {
+        rc("replenish_past_next_release", r);
+    }
+}
+extern "C" fn codes_sleeper() {
+    loop {
+        let _ = timed_wait(10_000 * MS);
+    }
+}
+fn scenario_codes() -> ! {
+    // Initialisation (COLD_START): not a process.
+    rc("init_get_my_id", get_my_id());
+    rc("init_timed_wait", timed_wait(MS));
+    rc("init_periodic_wait", periodic_wait());
+    rc("init_replenish", replenish(MS));
+    rc("init_lock", lock_preemption());
+    rc("init_unlock", unlock_preemption());
+    rc("init_suspend_self", suspend_self(MS));
+    rc("init_get_error_status", get_error_status());
+    rc("init_report_message", report_application_message(b"init"));
+    rc("set_module_schedule", set_module_schedule(ScheduleId(1)));
+    rc("get_module_schedule_id", get_module_schedule_id("none"));
+    ev(&format!(
+        "module_schedule_current={}",
+        get_module_schedule_status().current_schedule.0
+    ));
+    // CREATE_PROCESS.
+    let long = "n".repeat(31);
+    rc("create_name_long", create_process(&attrs(&long, nop, 1)));
+    rc("create_name_empty", create_process(&attrs("", nop, 1)));
+    rc("create_prio_low", create_process(&attrs("x", nop, 0)));
+    rc("create_prio_high", create_process(&attrs("x", nop, 97)));
+    rc(
+        "create_stack_huge",
+        create_process(&ProcessAttributes {
+            stack_size: u32::MAX,
+            ..attrs("x", nop, 1)
+        }),
+    );
+    rc(
+        "create_period_zero",
+        create_process(&periodic("x", nop, 1, 0, 10)),
+    );
+    rc(
+        "create_capacity_zero",
+        create_process(&periodic("x", nop, 1, 100, 0)),
+    );
+    rc(
+        "create_capacity_gt_period",
+        create_process(&periodic("x", nop, 1, 100 * MS, 200 * MS)),
+    );
+    rc(
+        "create_periodic_infinite_capacity",
+        create_process(&periodic("x", nop, 1, 100 * MS, INFINITE_TIME_VALUE)),
+    );
+    rc("create", create_process(&attrs("main", codes_main, 30)));
+    rc("create_same_name", create_process(&attrs("main", nop, 1)));
+    create_process(&periodic("per", codes_per, 5, 100 * MS, 50 * MS)).unwrap();
+    create_process(&attrs("dormant", nop, 5)).unwrap();
+    create_process(&attrs("sleeper", codes_sleeper, 20)).unwrap();
+    rc(
+        "create_capacity_overflow",
+        create_process(&ProcessAttributes {
+            time_capacity: i64::MAX,
+            ..attrs("overflow", nop, 1)
+        }),
+    );
+    let mut n = 5;
+    let mut last = Ok(ProcessId(0));
+    while n < 64 {
+        last = create_process(&attrs(&format!("filler{n}"), nop, 1));
+        n += 1;
+    }
+    ev(&format!("create_64th={}", last.is_ok()));
+    rc(
+        "create_65th",
+        create_process(&attrs("one-too-many", nop, 1)),
+    );
+    // GET_PROCESS_ID / GET_PROCESS_STATUS.
+    rc("get_process_id_unknown", get_process_id("nobody"));
+    rc("get_process_status_zero", get_process_status(ProcessId(0)));
+    rc("get_process_status_65", get_process_status(ProcessId(65)));
+    rc(
+        "get_process_status_negative",
+        get_process_status(ProcessId(-1)),
+    );
+    rc("get_process_status", get_process_status(pid("main")));
+    // START / DELAYED_START.
+    rc("start_unknown", start(ProcessId(99)));
+    rc("delayed_start_negative", delayed_start(pid("main"), -1));
+    rc(
+        "delayed_start_periodic_delay_ge_period",
+        delayed_start(pid("per"), 100 * MS),
+    );
+    rc("start_capacity_overflow", start(pid("overflow")));
+    rc("stop_unknown", stop(ProcessId(0)));
+    rc("suspend_unknown", suspend(ProcessId(70)));
+    rc("resume_unknown", resume(ProcessId(70)));
+    rc("set_priority_unknown", set_priority(ProcessId(70), 5));
+    rc("start", start(pid("main")));
+    rc("start_again", start(pid("main")));
+    rc("delayed_start_per", delayed_start(pid("per"), 10 * MS));
+    rc("start_sleeper", start(pid("sleeper")));
+    ev(&format!("init:main={:?}", state("main")));
+    // Error handler creation and partition mode checks.
+    rc(
+        "create_error_handler_huge_stack",
+        create_error_handler(nop, u32::MAX),
+    );
+    rc(
+        "warm_start_from_cold_start",
+        set_partition_mode(OperatingMode::WarmStart),
+    );
+    rc(
+        "raise_in_init",
+        raise_application_error(ErrorCode::ApplicationError, b"init error"),
+    );
+    normal()
+}
+
+fn main() {
+    let scenario = std::env::args().nth(1).unwrap_or_default();
+    match scenario.as_str() {
+        "order" => scenario_order(),
+        "states" => scenario_states(),
+        "lock" => scenario_lock(),
+        "suspend" => scenario_suspend(),
+        "restart-process" => scenario_restart_process(),
+        "deadline" => scenario_deadline(),
+        "deadline-ignore" => scenario_deadline_ignore(),
+        "app-error" => scenario_app_error(),
+        "hm-restart-process" => scenario_hm_restart_process(),
+        "hm-cold-start" => scenario_hm_cold_start(),
+        "modes" => scenario_modes(),
+        "codes" => scenario_codes(),
+        other => {
+            eprintln!("partition-probe: unknown scenario {other:?}");
+            std::process::exit(2)
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! Health monitor services: RAISE_APPLICATION_ERROR, CREATE_ERROR_HANDLER, GET_ERROR_STATUS,
+//! REPORT_APPLICATION_MESSAGE; and the partition's deadline monitor.
+//!
+//! # How an error is handled
+//! 1. Its level comes from the configuration's `System_HM_Table` (first entry with the error's
+//!    code); without one, errors of a process are process-level, others partition-level.
+//! 2. Process level, with an error handler created and the error not raised by the handler
+//!    itself: the error is queued and the error handler process runs (SCHED_FIFO 97, above every
+//!    process); it reads the errors with [`get_error_status`] and may STOP/START processes.
+//! 3. Otherwise the partition's `Partition_HM_Table` action for the code applies: IGNORE (logged),
+//!    STOP_PROCESS, RESTART_PROCESS, IDLE, WARM_START, COLD_START (through the executive, or
+//!    standalone by exit / re-execution).
+//! 4. Module level: the `Module_HM_Table` action: IGNORE (logged), SHUTDOWN (the partition asks for
+//!    IDLE), RESET (the partition asks for COLD_START with `HM_MODULE_RESTART`).
+//!
+//! The configuration is read from the file named by `PARTIX_CONFIG` (set by the executive); the
+//! table is chosen by the partition's identifier. Without it the built-in defaults apply: every
+//! error is process-level, and the partition action is IGNORE (counted and logged on stderr).
+//! System states are not modelled: the first entry for a code applies.
+//!
+//! Every error counts in `PartitionState::hm_errors`; deadline misses also in
+//! `PartitionState::deadline_misses` and the process slot's `deadline_misses`.
+
+use super::error::{ApexError, ApexResult};
+use super::partition::{change_mode, OperatingMode};
+use super::process::{EntryPoint, ProcessId};
+use super::rt::{self, rt, Proc, EH_INDEX, FIFO_ERROR_HANDLER};
+use crate::state::{mode, start_condition, MAX_PROCESSES};
+use partix_config::model::{
+    ErrorCode as CfgCode, ErrorLevel, Module, ModuleAction, PartitionAction,
+};
+use partix_shm::futex;
+use std::io::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Environment variable naming the module configuration file (set by the executive).
+pub const ENV_CONFIG: &str = "PARTIX_CONFIG";
+/// `MAX_ERROR_MESSAGE_SIZE`.
+pub const MAX_ERROR_MESSAGE_SIZE: usize = 128;
+/// Errors kept for the error handler; older ones are dropped when more arrive.
+pub const MAX_PENDING_ERRORS: usize = 64;
+
+/// `ERROR_CODE_TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// `DEADLINE_MISSED` (0).
+    DeadlineMissed,
+    /// `APPLICATION_ERROR` (1).
+    ApplicationError,
+    /// `NUMERIC_ERROR` (2).
+    NumericError,
+    /// `ILLEGAL_REQUEST` (3).
+    IllegalRequest,
+    /// `STACK_OVERFLOW` (4).
+    StackOverflow,
+    /// `MEMORY_VIOLATION` (5).
+    MemoryViolation,
+    /// `HARDWARE_FAULT` (6).
+    HardwareFault,
+    /// `POWER_FAIL` (7).
+    PowerFail,
+}
+
+impl ErrorCode {
+    fn config_code(self) -> CfgCode {
+        match self {
+            ErrorCode::DeadlineMissed => CfgCode::DeadlineMissed,
+            ErrorCode::ApplicationError => CfgCode::ApplicationError,
+            ErrorCode::NumericError => CfgCode::NumericError,
+            ErrorCode::IllegalRequest => CfgCode::IllegalRequest,
+            ErrorCode::StackOverflow => CfgCode::StackOverflow,
+            ErrorCode::MemoryViolation => CfgCode::MemoryViolation,
+            ErrorCode::HardwareFault => CfgCode::HardwareFault,
+            ErrorCode::PowerFail => CfgCode::PowerFail,
+        }
+    }
+}
+
+/// `ERROR_STATUS_TYPE`.
+#[derive(Debug, Clone)]
+pub struct ErrorStatus {
+    /// The error.
+    pub error_code: ErrorCode,
+    /// The message given with it (at most [`MAX_ERROR_MESSAGE_SIZE`] bytes).
+    pub message: Vec<u8>,
+    /// The process that failed (`ProcessId(0)` when none: initialisation code).
+    pub failed_process_id: ProcessId,
+    /// Address of the fault (0: not known).
+    pub failed_address: usize,
+}
+
+/// Return the module configuration named by `PARTIX_CONFIG`, if any (read once).
+pub(crate) fn config() -> Option<&'static Module> {
+    static CONFIG: OnceLock<Option<Module>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let path = std::env::var_os(ENV_CONFIG)?;
+            match partix_config::load(std::path::Path::new(&path)) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    eprintln!(
+                        "partix partition: {ENV_CONFIG}: {e}; using the built-in HM defaults"
+                    );
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// What to do with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    ErrorHandler,
+    Partition(PartitionAction),
+    Module(ModuleAction),
+}
+
+/// Look up the handling of `code` (the HM tables, or the built-in defaults).
+fn decide(code: ErrorCode, process_level_possible: bool, eh_available: bool) -> Decision {
+    let cfg_code = code.config_code();
+    let module = config();
+    let pid = rt().ctx.partition().partition_id;
+    let level = module
+        .and_then(|m| m.system_hm.iter().find(|e| e.code == cfg_code))
+        .map(|e| e.level)
+        .unwrap_or(ErrorLevel::Process);
+    match level {
+        ErrorLevel::Module => {
+            let action = module
+                .and_then(|m| {
+                    m.module_hm
+                        .iter()
+                        .find(|e| code_of_module_entry(m, e.error_id) == Some(cfg_code))
+                })
+                .map(|e| e.action)
+                .unwrap_or(ModuleAction::Ignore);
+            Decision::Module(action)
+        }
+        ErrorLevel::Process if process_level_possible && eh_available => Decision::ErrorHandler,
+        _ => {
+            let action = module
+                .and_then(|m| m.partitions.iter().find(|p| p.id.0 == pid))
+                .and_then(|p| p.hm.iter().find(|e| e.code == cfg_code))
+                .map(|e| e.action)
+                .unwrap_or(PartitionAction::Ignore);
+            Decision::Partition(action)
+        }
+    }
+}
+
+fn code_of_module_entry(m: &Module, error_id: u32) -> Option<CfgCode> {
+    m.system_hm
+        .iter()
+        .find(|e| e.error_id == error_id)
+        .map(|e| e.code)
+}
+
+/// Write one HM log line on stderr (a single write; no lock a stopped process could hold).
+fn log(line: &str) {
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Raise `code` for process `failed` (index; `None` = initialisation code), from the error handler
+/// if `from_eh`. Returns normally unless the action stops or restarts the caller.
+pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh: bool) {
+    let r = rt();
+    let p = r.ctx.partition();
+    p.hm_errors.fetch_add(1, Ordering::AcqRel);
+    let eh_available = r.with_inner(|inner| inner.eh.is_some());
+    let decision = decide(
+        code,
+        failed.is_some() && !from_eh && r.mode() == mode::NORMAL,
+        eh_available,
+    );
+    let name = failed
+        .and_then(|i| r.attrs.get(i))
+        .and_then(|a| a.get())
+        .map_or("-", |a| a.name.as_str());
+    let text = String::from_utf8_lossy(msg);
+    match decision {
+        Decision::ErrorHandler => {
+            let status = ErrorStatus {
+                error_code: code,
+                message: msg.to_vec(),
+                failed_process_id: ProcessId(failed.map_or(0, |i| i as i32 + 1)),
+                failed_address: 0,
+            };
+            r.with_inner(|inner| {
+                if inner.errors.len() >= MAX_PENDING_ERRORS {
+                    inner.errors.pop_front();
+                    inner.errors_dropped += 1;
+                }
+                inner.errors.push_back(status);
+                if let Some(eh) = inner.eh.as_mut() {
+                    if eh.dormant {
+                        eh.dormant = false;
+                        r.ctl[EH_INDEX].gen.fetch_add(1, Ordering::AcqRel);
+                        futex::wake_all(&r.ctl[EH_INDEX].gen);
+                    }
+                }
+            });
+        }
+        Decision::Partition(action) => {
+            log(&format!(
+                "partix-hm: partition {}: {code:?} in process {name}: {text}: {action:?}\n",
+                p.partition_id
+            ));
+            partition_action(action, failed);
+        }
+        Decision::Module(action) => {
+            log(&format!(
+                "partix-hm: partition {}: {code:?} in process {name}: {text}: module {action:?}\n",
+                p.partition_id
+            ));
+            match action {
+                ModuleAction::Ignore => {}
+                ModuleAction::Shutdown => {
+                    change_mode(OperatingMode::Idle, start_condition::NORMAL_START)
+                }
+                ModuleAction::Reset => {
+                    change_mode(OperatingMode::ColdStart, start_condition::HM_MODULE_RESTART)
+                }
+            }
+        }
+    }
+}
+
+fn partition_action(action: PartitionAction, failed: Option<usize>) {
+    let me = rt::self_index();
+    match action {
+        PartitionAction::Ignore => {}
+        PartitionAction::StopProcess | PartitionAction::RestartProcess => {
+            let Some(idx) = failed.filter(|&i| i < MAX_PROCESSES) else {
+                return;
+            };
+            let pid = ProcessId(idx as i32 + 1);
+            if me == Some(idx) {
+                if action == PartitionAction::RestartProcess {
+                    restart_self(idx);
+                }
+                super::process::stop_self();
+            }
+            let _ = super::process::stop(pid);
+            if action == PartitionAction::RestartProcess {
+                let _ = super::process::start(pid);
+            }
+        }
+        PartitionAction::Idle => {
+            change_mode(OperatingMode::Idle, start_condition::HM_PARTITION_RESTART)
+        }
+        PartitionAction::WarmStart => change_mode(
+            OperatingMode::WarmStart,
+            start_condition::HM_PARTITION_RESTART,
+        ),
+        PartitionAction::ColdStart => change_mode(
+            OperatingMode::ColdStart,
+            start_condition::HM_PARTITION_RESTART,
+        ),
+    }
+}
+
+/// Stop the calling process and start its next incarnation at once (RESTART_PROCESS on itself).
+fn restart_self(idx: usize) -> ! {
+    let r = rt();
+    let now = r.now();
+    r.with_inner(|inner| {
+        r.make_dormant(inner, idx);
+        if r.replace_incarnation(inner, idx).is_ok() {
+            let _ = super::process::start_locked(inner, idx, 0, now);
+        }
+    });
+    r.kick_monitor();
+    rt::park_forever()
+}
+
+/// Count a deadline miss of process `idx` (its deadline `deadline`) once and raise
+/// DEADLINE_MISSED.
+pub(crate) fn report_deadline_miss(idx: usize, deadline: u64) {
+    let r = rt();
+    let c = &r.ctl[idx];
+    let prev = c.reported_deadline.load(Ordering::Acquire);
+    if prev == deadline
+        || c.reported_deadline
+            .compare_exchange(prev, deadline, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    {
+        return;
+    }
+    r.slot(idx).deadline_misses.fetch_add(1, Ordering::AcqRel);
+    r.ctx
+        .partition()
+        .deadline_misses
+        .fetch_add(1, Ordering::AcqRel);
+    raise(
+        ErrorCode::DeadlineMissed,
+        b"deadline missed",
+        Some(idx),
+        false,
+    );
+}
+
+/// The deadline monitor: sleep until the earliest unreported deadline, report the missed ones.
+pub(crate) fn monitor_loop() -> ! {
+    let r = rt();
+    loop {
+        let seen = r.kick.load(Ordering::Acquire);
+        let now = r.now();
+        let n = r.ctx.partition().n_processes.load(Ordering::Acquire) as usize;
+        let mut earliest = u64::MAX;
+        for idx in 0..n.min(MAX_PROCESSES) {
+            let d = r.slot(idx).deadline_ns.load(Ordering::Acquire);
+            if d == u64::MAX || r.ctl[idx].reported_deadline.load(Ordering::Acquire) == d {
+                continue;
+            }
+            if d <= now {
+                report_deadline_miss(idx, d);
+            } else {
+                earliest = earliest.min(d);
+            }
+        }
+        let timeout = (earliest != u64::MAX).then(|| Duration::from_nanos(earliest - now));
+        futex::wait(&r.kick, seen, timeout);
+    }
+}
+
+/// Report an application message to the HM log (`REPORT_APPLICATION_MESSAGE`).
+///
+/// # Errors
+/// - `InvalidParam`: `msg` is longer than [`MAX_ERROR_MESSAGE_SIZE`].
+pub fn report_application_message(msg: &[u8]) -> ApexResult<()> {
+    if msg.len() > MAX_ERROR_MESSAGE_SIZE {
+        return Err(ApexError::InvalidParam);
+    }
+    let r = rt();
+    let name = rt::self_index()
+        .and_then(|i| r.attrs.get(i))
+        .and_then(|a| a.get())
+        .map_or("-", |a| a.name.as_str());
+    log(&format!(
+        "partix-hm: partition {}: message from {name}: {}\n",
+        r.ctx.partition().partition_id,
+        String::from_utf8_lossy(msg)
+    ));
+    Ok(())
+}
+
+/// Create the partition's error handler process (`CREATE_ERROR_HANDLER`). It runs, above every
+/// process, whenever a process-level error is pending; it ends an activation by returning from
+/// `entry` or by [`super::process::stop_self`] (returning is cheaper: STOP_SELF leaves a parked
+/// thread behind).
+///
+/// # Errors
+/// - `NoAction`: the error handler exists already.
+/// - `InvalidMode`: the partition is in NORMAL mode.
+/// - `InvalidConfig`: `stack_size` is larger than [`super::process::MAX_STACK_SIZE`], or the thread
+///   cannot be created.
+pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()> {
+    let r = rt();
+    if r.mode() == mode::NORMAL {
+        return Err(ApexError::InvalidMode);
+    }
+    if stack_size > super::process::MAX_STACK_SIZE {
+        return Err(ApexError::InvalidConfig);
+    }
+    let stack = if stack_size == 0 {
+        super::process::DEFAULT_STACK_SIZE
+    } else {
+        stack_size
+    };
+    r.with_inner(|inner| {
+        if inner.eh.is_some() {
+            return Err(ApexError::NoAction);
+        }
+        r.spawn_incarnation(EH_INDEX, stack as usize, FIFO_ERROR_HANDLER)?;
+        inner.eh = Some(Proc {
+            attrs: super::process::ProcessAttributes {
+                name: "ERROR_HANDLER".into(),
+                entry_point: entry,
+                stack_size: stack,
+                base_priority: super::process::MAX_PRIORITY_VALUE,
+                period: super::time::INFINITE_TIME_VALUE,
+                time_capacity: super::time::INFINITE_TIME_VALUE,
+                deadline: super::process::Deadline::Soft,
+            },
+            dormant: true,
+            reasons: 0,
+            current_priority: super::process::MAX_PRIORITY_VALUE,
+            applied_fifo: FIFO_ERROR_HANDLER,
+            release_ns: None,
+            start_delay: 0,
+            deadline_ns: u64::MAX,
+        });
+        Ok(())
+    })
+}
+
+/// Return the oldest pending error (`GET_ERROR_STATUS`), removing it from the queue.
+///
+/// # Errors
+/// - `InvalidConfig`: the caller is not the error handler.
+/// - `NoAction`: no error is pending.
+pub fn get_error_status() -> ApexResult<ErrorStatus> {
+    if rt::self_index() != Some(EH_INDEX) {
+        return Err(ApexError::InvalidConfig);
+    }
+    rt().with_inner(|inner| inner.errors.pop_front())
+        .ok_or(ApexError::NoAction)
+}
+
+/// Raise an application error (`RAISE_APPLICATION_ERROR`) for the calling process; the HM
+/// handles it (error handler or HM table action; from the error handler itself or from
+/// initialisation code it is partition-level). May not return if the action stops or restarts
+/// the caller or the partition.
+///
+/// # Errors
+/// - `InvalidParam`: `code` is not `ApplicationError`, or `msg` is longer than
+///   [`MAX_ERROR_MESSAGE_SIZE`].
+pub fn raise_application_error(code: ErrorCode, msg: &[u8]) -> ApexResult<()> {
+    if code != ErrorCode::ApplicationError || msg.len() > MAX_ERROR_MESSAGE_SIZE {
+        return Err(ApexError::InvalidParam);
+    }
+    let me = rt::self_index();
+    let from_eh = me == Some(EH_INDEX);
+    raise(code, msg, me.filter(|&i| i != EH_INDEX), from_eh);
+    Ok(())
+}

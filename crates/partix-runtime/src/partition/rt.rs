@@ -1,0 +1,592 @@
+//! Internal: the runtime's state, process threads, control signal, priorities and sleeps.
+//!
+//! One [`Runtime`] per partition process, built on the first APEX call. It holds:
+//! - the process table (`Inner`, behind a mutex that only APEX calls take, never a status read);
+//! - one [`ProcCtl`] of atomics per process (futex words and the thread id), which the control
+//!   signal handler reads;
+//! - the NORMAL-mode gate and the release anchor.
+//!
+//! A process is a thread (an *incarnation*) that waits on `ProcCtl::gen` until START. STOP of
+//! another process and STOP_SELF abandon the incarnation: it parks forever with all signals
+//! blocked and a fresh incarnation (a new thread, parked until the next START) replaces it, so a
+//! later START runs the entry point from its beginning without unwinding foreign frames (forced
+//! unwinding through Rust and C frames is not sound). Each STOP therefore leaves one parked thread
+//! behind (its stack stays mapped; only the pages it touched are resident).
+//!
+//! SUSPEND and STOP of another process reach it asynchronously through [`control_signal`]: its
+//! handler (futex syscalls and atomics only) parks the thread while it is suspended, or forever when
+//! its incarnation was stopped. A thread inside an APEX call's critical section defers the request
+//! until it leaves the section, so the runtime's own lock is never held by a parked thread.
+#![allow(unsafe_code)]
+
+use super::error::{ApexError, ApexResult};
+use super::hm::ErrorStatus;
+use super::process::ProcessAttributes;
+use crate::attach::{monotonic_ns, PartitionContext};
+use crate::state::{process_state, ProcessSlot, MAX_PROCESSES};
+use partix_shm::futex;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Index of the error handler's control block (after the regular processes).
+pub(crate) const EH_INDEX: usize = MAX_PROCESSES;
+const NO_INDEX: u32 = u32::MAX;
+
+/// SCHED_FIFO priority of a process holding the preemption lock (above every process).
+pub(crate) const FIFO_LOCK: i32 = 97;
+/// SCHED_FIFO priority of the error handler process.
+pub(crate) const FIFO_ERROR_HANDLER: i32 = 97;
+/// SCHED_FIFO priority of the partition's timer / deadline-monitor / HM thread.
+pub(crate) const FIFO_MONITOR: i32 = 98;
+
+/// Wait reason: waiting for its release (DELAYED_START, first periodic release, NORMAL mode).
+pub(crate) const W_RELEASE: u32 = 1;
+/// Wait reason: TIMED_WAIT.
+pub(crate) const W_TIMED: u32 = 2;
+/// Wait reason: PERIODIC_WAIT.
+pub(crate) const W_PERIOD: u32 = 4;
+/// Wait reason: suspended (SUSPEND or SUSPEND_SELF).
+pub(crate) const W_SUSPEND: u32 = 8;
+
+/// `ProcCtl::suspend` bit: suspended.
+pub(crate) const SUSP: u32 = 1;
+/// `ProcCtl::suspend` bit: the process suspended itself and waits with its own time-out.
+pub(crate) const SUSP_SELF: u32 = 2;
+/// `ProcCtl::suspend` sequence increment (the upper bits count changes).
+pub(crate) const SUSP_SEQ: u32 = 4;
+
+/// Return the real-time signal the runtime uses to SUSPEND/STOP another process (`SIGRTMIN+2`).
+pub fn control_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 2
+}
+
+/// Per-process atomics, readable from the control signal handler.
+pub(crate) struct ProcCtl {
+    /// Activation futex word: bumped by START (and by the HM for the error handler).
+    pub gen: AtomicU32,
+    /// Incarnation number: bumped when the process is stopped from outside or stops itself.
+    pub incarnation: AtomicU32,
+    /// Suspension futex word ([`SUSP`], [`SUSP_SELF`], sequence).
+    pub suspend: AtomicU32,
+    /// Kernel thread id of the current incarnation.
+    pub tid: AtomicI32,
+    /// Start-up handshake of a new incarnation.
+    pub ready: AtomicU32,
+    /// Deadline (module ns) already reported as missed.
+    pub reported_deadline: AtomicU64,
+}
+
+impl ProcCtl {
+    const fn new() -> ProcCtl {
+        ProcCtl {
+            gen: AtomicU32::new(0),
+            incarnation: AtomicU32::new(0),
+            suspend: AtomicU32::new(0),
+            tid: AtomicI32::new(0),
+            ready: AtomicU32::new(0),
+            reported_deadline: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+/// A process as the runtime tracks it (under the runtime lock).
+pub(crate) struct Proc {
+    /// Attributes given at creation.
+    pub attrs: ProcessAttributes,
+    /// DORMANT.
+    pub dormant: bool,
+    /// Wait reasons (`W_*`); none = READY/RUNNING.
+    pub reasons: u32,
+    /// Current priority.
+    pub current_priority: i32,
+    /// SCHED_FIFO priority last applied to the thread.
+    pub applied_fifo: i32,
+    /// Release time of the pending or current job (module ns); `None` until NORMAL is entered for
+    /// a process started during initialisation.
+    pub release_ns: Option<u64>,
+    /// Delay of a start during initialisation, applied from the NORMAL anchor.
+    pub start_delay: u64,
+    /// Current absolute deadline (module ns; `u64::MAX` = none).
+    pub deadline_ns: u64,
+}
+
+/// The process table and everything else APEX calls change.
+pub(crate) struct Inner {
+    /// Regular processes by index (`ProcessId` = index + 1).
+    pub procs: Vec<Proc>,
+    /// The error handler, once created.
+    pub eh: Option<Proc>,
+    /// Index of the process holding the preemption lock.
+    pub lock_owner: Option<usize>,
+    /// Errors waiting for GET_ERROR_STATUS.
+    pub errors: VecDeque<ErrorStatus>,
+    /// Errors dropped because the queue was full.
+    pub errors_dropped: u64,
+}
+
+impl Inner {
+    /// Return the process (or the error handler) at `idx`.
+    pub fn proc_mut(&mut self, idx: usize) -> Option<&mut Proc> {
+        if idx == EH_INDEX {
+            self.eh.as_mut()
+        } else {
+            self.procs.get_mut(idx)
+        }
+    }
+}
+
+/// The partition runtime.
+pub(crate) struct Runtime {
+    /// The module state.
+    pub ctx: &'static PartitionContext,
+    /// The lock of the process table.
+    pub inner: Mutex<Inner>,
+    /// Control blocks, `MAX_PROCESSES` processes then the error handler.
+    pub ctl: [ProcCtl; MAX_PROCESSES + 1],
+    /// Attributes by index, published once at creation (lock-free reads for status services).
+    pub attrs: [OnceLock<ProcessAttributes>; MAX_PROCESSES],
+    /// Non-zero once NORMAL mode is entered and the release anchor is known (futex word).
+    pub gate: AtomicU32,
+    /// Release anchor: the first window start in NORMAL mode (module ns).
+    pub anchor_ns: AtomicU64,
+    /// Bumped when a deadline moves earlier (futex word of the deadline monitor).
+    pub kick: AtomicU32,
+    /// SCHED_FIFO is in use (false after the first EPERM).
+    pub fifo: AtomicBool,
+}
+
+static RT: OnceLock<Runtime> = OnceLock::new();
+
+thread_local! {
+    static SELF_IDX: Cell<u32> = const { Cell::new(NO_INDEX) };
+    static SELF_INC: Cell<u32> = const { Cell::new(0) };
+    static IN_RT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Return the runtime, building it on first use.
+///
+/// A partition whose module state cannot be mapped cannot run at all: the error is printed and
+/// the process exits with status 70 (`EX_SOFTWARE`).
+pub(crate) fn rt() -> &'static Runtime {
+    if let Some(r) = RT.get() {
+        return r;
+    }
+    RT.get_or_init(|| {
+        let ctx = match PartitionContext::get() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("partix partition: {e}");
+                std::process::exit(70);
+            }
+        };
+        install_control_handler();
+        if ctx.is_standalone() {
+            standalone_setup(ctx);
+        }
+        Runtime {
+            ctx,
+            inner: Mutex::new(Inner {
+                procs: Vec::new(),
+                eh: None,
+                lock_owner: None,
+                errors: VecDeque::new(),
+                errors_dropped: 0,
+            }),
+            ctl: [const { ProcCtl::new() }; MAX_PROCESSES + 1],
+            attrs: [const { OnceLock::new() }; MAX_PROCESSES],
+            gate: AtomicU32::new(0),
+            anchor_ns: AtomicU64::new(0),
+            kick: AtomicU32::new(0),
+            fifo: AtomicBool::new(true),
+        }
+    })
+}
+
+/// Standalone: pin the process to the CPU it runs on (uniprocessor semantics for SCHED_FIFO, as
+/// the executive does) and adopt the start condition of a standalone restart.
+fn standalone_setup(ctx: &PartitionContext) {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu >= 0 {
+        // SAFETY: set is a valid, zeroed cpu_set_t; CPU_SET stays in bounds for cpu < 1024;
+        // sched_setaffinity(0) affects the calling thread, inherited by threads it creates later.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    let p = ctx.partition();
+    if let Some((mode, cond, restarts)) = std::env::var(super::partition::ENV_STANDALONE_RESTART)
+        .ok()
+        .and_then(|v| {
+            let mut it = v.split(',').map(|x| x.parse::<u32>().ok());
+            Some((it.next()??, it.next()??, it.next()??))
+        })
+    {
+        p.operating_mode.store(mode, Ordering::Release);
+        p.start_condition.store(cond, Ordering::Release);
+        p.restarts.store(restarts, Ordering::Release);
+    }
+}
+
+fn install_control_handler() {
+    // SAFETY: an all-zero sigaction is a valid start; the handler is async-signal-safe (atomics,
+    // thread-locals already initialised by the thread, futex and sigprocmask syscalls).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_control_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(control_signal(), &sa, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_control_signal(_sig: libc::c_int) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    if !IN_RT.with(|c| c.get()) {
+        if let Some(r) = RT.get() {
+            r.honour_commands();
+        }
+    }
+    // SAFETY: as above; restore the interrupted code's errno.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Block every signal in this thread and sleep forever (an abandoned incarnation).
+pub(crate) fn park_forever() -> ! {
+    // SAFETY: a filled sigset blocks everything blockable; rt_sigprocmask is async-signal-safe.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    static NEVER: AtomicU32 = AtomicU32::new(0);
+    loop {
+        futex::wait(&NEVER, 0, None);
+    }
+}
+
+/// Return the kernel thread id of the calling thread.
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Return the index of the calling process (`EH_INDEX` for the error handler), if it is one.
+pub(crate) fn self_index() -> Option<usize> {
+    let i = SELF_IDX.with(|c| c.get());
+    (i != NO_INDEX).then_some(i as usize)
+}
+
+/// Sleep until module time `module_ns` (absolute `CLOCK_MONOTONIC` sleep; returns early never,
+/// but a control signal may park the thread in between).
+pub(crate) fn sleep_until(ctx: &PartitionContext, module_ns: u64) {
+    let target = ctx.to_monotonic_ns(module_ns);
+    while monotonic_ns() < target {
+        let ts = libc::timespec {
+            tv_sec: (target / 1_000_000_000) as libc::time_t,
+            tv_nsec: (target % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: ts is a valid timespec; the remainder pointer may be null with TIMER_ABSTIME.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+}
+
+/// Write the name of a slot that is not published yet (index == `n_processes`, lock held).
+pub(crate) fn write_slot_name(s: &ProcessSlot, bytes: &[u8; crate::state::NAME_LEN]) {
+    // SAFETY: called by CREATE_PROCESS under the runtime lock for the slot at index
+    // `n_processes`, before the Release store of `n_processes` publishes it; nobody reads an
+    // unpublished slot.
+    unsafe { s.name.write(bytes) }
+}
+
+/// Return the `process_state` value published for a process.
+pub(crate) fn state_of(p: &Proc) -> u32 {
+    if p.dormant {
+        process_state::DORMANT
+    } else if p.reasons != 0 {
+        process_state::WAITING
+    } else {
+        process_state::READY
+    }
+}
+
+impl Runtime {
+    /// Return the shared slot of process `idx` (not the error handler).
+    pub fn slot(&self, idx: usize) -> &ProcessSlot {
+        &self.ctx.partition().processes[idx]
+    }
+
+    /// Return the current operating mode (`state::mode`).
+    pub fn mode(&self) -> u32 {
+        self.ctx.partition().operating_mode.load(Ordering::Acquire)
+    }
+
+    /// Return the module time in ns.
+    pub fn now(&self) -> u64 {
+        self.ctx.now_ns()
+    }
+
+    /// Run `f` on the process table. A process thread defers control signals meanwhile and honours
+    /// them on the way out; a stopped incarnation that reaches this parks forever instead.
+    pub fn with_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        IN_RT.with(|c| c.set(true));
+        compiler_fence(Ordering::SeqCst);
+        let r = {
+            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(idx) = self_index() {
+                if self.ctl[idx].incarnation.load(Ordering::Acquire) != SELF_INC.with(|c| c.get()) {
+                    drop(g);
+                    park_forever();
+                }
+            }
+            f(&mut g)
+        };
+        compiler_fence(Ordering::SeqCst);
+        IN_RT.with(|c| c.set(false));
+        compiler_fence(Ordering::SeqCst);
+        self.honour_commands();
+        r
+    }
+
+    /// Honour pending control requests for the calling thread: park forever if its incarnation
+    /// was stopped, park while it is suspended by another process. Async-signal-safe.
+    pub fn honour_commands(&self) {
+        let i = SELF_IDX.with(|c| c.get());
+        if i == NO_INDEX {
+            return;
+        }
+        let inc = SELF_INC.with(|c| c.get());
+        let c = &self.ctl[i as usize];
+        loop {
+            if c.incarnation.load(Ordering::Acquire) != inc {
+                park_forever();
+            }
+            let s = c.suspend.load(Ordering::Acquire);
+            if s & SUSP == 0 || s & SUSP_SELF != 0 {
+                return;
+            }
+            futex::wait(&c.suspend, s, None);
+        }
+    }
+
+    /// Publish the state of process `idx` to its shared slot.
+    pub fn publish(&self, idx: usize, p: &Proc) {
+        if idx < MAX_PROCESSES {
+            let s = self.slot(idx);
+            s.state.store(state_of(p), Ordering::Release);
+            s.current_priority
+                .store(p.current_priority as u32, Ordering::Relaxed);
+            s.deadline_ns.store(p.deadline_ns, Ordering::Release);
+        }
+    }
+
+    /// Wake the deadline monitor (a deadline moved earlier or appeared).
+    pub fn kick_monitor(&self) {
+        self.kick.fetch_add(1, Ordering::Release);
+        futex::wake_all(&self.kick);
+    }
+
+    /// Set the SCHED_FIFO priority of thread `tid` (0 = caller). Fall back to SCHED_OTHER, with
+    /// one warning, when the process may not use real-time priorities.
+    pub fn set_fifo(&self, tid: i32, prio: i32) {
+        if !self.fifo.load(Ordering::Relaxed) {
+            return;
+        }
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: param is a valid sched_param; tid names a thread of this process or 0.
+        let r = unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EPERM) && self.fifo.swap(false, Ordering::Relaxed) {
+                eprintln!(
+                    "partix partition: no permission for SCHED_FIFO ({e}); processes run under \
+                     SCHED_OTHER and priority preemption is not guaranteed"
+                );
+            }
+        }
+    }
+
+    /// Return the SCHED_FIFO priority process `idx` should run at.
+    pub fn fifo_priority(&self, inner: &Inner, idx: usize) -> i32 {
+        if idx == EH_INDEX {
+            FIFO_ERROR_HANDLER
+        } else if inner.lock_owner == Some(idx) {
+            FIFO_LOCK
+        } else {
+            inner.procs[idx].current_priority + 1
+        }
+    }
+
+    /// Apply the SCHED_FIFO priority of process `idx` to its thread if it changed.
+    pub fn apply_priority(&self, inner: &mut Inner, idx: usize) {
+        let want = self.fifo_priority(inner, idx);
+        let tid = self.ctl[idx].tid.load(Ordering::Acquire);
+        if let Some(p) = inner.proc_mut(idx) {
+            if p.applied_fifo != want {
+                p.applied_fifo = want;
+                self.set_fifo(tid, want);
+            }
+        }
+    }
+
+    /// Create a new incarnation (thread) of process `idx`, parked until the next START, and wait
+    /// until it is registered.
+    ///
+    /// # Errors
+    /// `InvalidConfig` if the thread cannot be created (no memory, thread limit).
+    pub fn spawn_incarnation(&'static self, idx: usize, stack: usize, prio: i32) -> ApexResult<()> {
+        let c = &self.ctl[idx];
+        let inc = c.incarnation.load(Ordering::Acquire);
+        let gen0 = c.gen.load(Ordering::Acquire);
+        c.ready.store(0, Ordering::Release);
+        let mut b = std::thread::Builder::new().name(if idx == EH_INDEX {
+            "apex-error-handler".to_string()
+        } else {
+            format!("apex-{}", idx + 1)
+        });
+        if stack > 0 {
+            b = b.stack_size(stack);
+        }
+        b.spawn(move || self.process_main(idx, inc, gen0, prio))
+            .map_err(|_| ApexError::InvalidConfig)?;
+        while c.ready.load(Ordering::Acquire) == 0 {
+            futex::wait(&c.ready, 0, None);
+        }
+        Ok(())
+    }
+
+    /// Abandon the current incarnation of `idx` (called with the lock held) and create the next.
+    pub fn replace_incarnation(&'static self, inner: &mut Inner, idx: usize) -> ApexResult<()> {
+        let c = &self.ctl[idx];
+        let old_tid = c.tid.load(Ordering::Acquire);
+        c.incarnation.fetch_add(1, Ordering::AcqRel);
+        // Clear any suspension so that a parked old thread re-checks and parks forever.
+        let s = c.suspend.load(Ordering::Acquire);
+        c.suspend
+            .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
+        futex::wake_all(&c.suspend);
+        futex::wake_all(&c.gen);
+        if old_tid != 0 && old_tid != gettid() {
+            // SAFETY: tgkill to a thread of this process; the handler is installed.
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), old_tid, control_signal()) };
+        }
+        let (stack, prio) = match inner.proc_mut(idx) {
+            Some(p) => {
+                p.applied_fifo = if idx == EH_INDEX {
+                    FIFO_ERROR_HANDLER
+                } else {
+                    p.attrs.base_priority + 1
+                };
+                (p.attrs.stack_size as usize, p.applied_fifo)
+            }
+            None => return Err(ApexError::InvalidParam),
+        };
+        self.spawn_incarnation(idx, stack, prio)
+    }
+
+    fn process_main(&'static self, idx: usize, inc: u32, mut seen_gen: u32, prio: i32) {
+        SELF_IDX.with(|c| c.set(idx as u32));
+        SELF_INC.with(|c| c.set(inc));
+        let c = &self.ctl[idx];
+        c.tid.store(gettid(), Ordering::Release);
+        self.set_fifo(0, prio);
+        c.ready.store(1, Ordering::Release);
+        futex::wake_all(&c.ready);
+        let mut rerun = false;
+        loop {
+            if !rerun {
+                loop {
+                    let g = c.gen.load(Ordering::Acquire);
+                    if g != seen_gen {
+                        seen_gen = g;
+                        break;
+                    }
+                    futex::wait(&c.gen, g, None);
+                    self.honour_commands();
+                }
+            }
+            while self.gate.load(Ordering::Acquire) == 0 {
+                futex::wait(&self.gate, 0, None);
+            }
+            let (release, entry) = self.with_inner(|inner| {
+                let p = inner
+                    .proc_mut(idx)
+                    .expect("incarnation of a created process");
+                (p.release_ns.unwrap_or(0), p.attrs.entry_point)
+            });
+            if idx != EH_INDEX {
+                sleep_until(self.ctx, release);
+                self.job_started(idx, release);
+            }
+            entry();
+            rerun = self.with_inner(|inner| {
+                if idx == EH_INDEX && !inner.errors.is_empty() {
+                    return true;
+                }
+                self.make_dormant(inner, idx);
+                false
+            });
+        }
+    }
+
+    /// Record the start of a job of process `idx` released at `release` (module ns).
+    pub fn job_started(&self, idx: usize, release: u64) {
+        let now = self.now();
+        self.with_inner(|inner| {
+            if let Some(p) = inner.proc_mut(idx) {
+                p.reasons &= !W_RELEASE;
+                self.publish(idx, p);
+            }
+        });
+        let s = self.slot(idx);
+        let resumed = self
+            .ctx
+            .partition()
+            .resumed_at_ns
+            .load(Ordering::Acquire)
+            .saturating_sub(self.ctx.module().epoch_ns.load(Ordering::Relaxed));
+        let ctsw = now.saturating_sub(release.max(resumed));
+        s.last_release_ns.store(release, Ordering::Relaxed);
+        s.last_start_ns.store(now, Ordering::Relaxed);
+        s.last_ctsw_ns.store(ctsw, Ordering::Relaxed);
+        s.total_ctsw_ns.fetch_add(ctsw, Ordering::Relaxed);
+        s.worst_ctsw_ns.fetch_max(ctsw, Ordering::Relaxed);
+        s.releases.fetch_add(1, Ordering::Release);
+    }
+
+    /// Put process `idx` in DORMANT (lock held): no deadline, no lock, not suspended.
+    pub fn make_dormant(&self, inner: &mut Inner, idx: usize) {
+        if inner.lock_owner == Some(idx) {
+            inner.lock_owner = None;
+            self.ctx.partition().lock_level.store(0, Ordering::Release);
+        }
+        let c = &self.ctl[idx];
+        let s = c.suspend.load(Ordering::Acquire);
+        if s & (SUSP | SUSP_SELF) != 0 {
+            c.suspend
+                .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
+        }
+        if let Some(p) = inner.proc_mut(idx) {
+            p.dormant = true;
+            p.reasons = 0;
+            p.release_ns = None;
+            p.deadline_ns = u64::MAX;
+            self.publish(idx, p);
+        }
+        c.reported_deadline.store(u64::MAX, Ordering::Release);
+    }
+}

@@ -1,0 +1,402 @@
+//! The APEX runtime's services, run as real partition processes in standalone mode.
+//!
+//! Each test runs `partition-probe <scenario>` (src/bin/partition-probe.rs) as a child process
+//! and asserts its exit status and the order of the events it prints (never timings).
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Run {
+    status: i32,
+    lines: Vec<String>,
+    stderr: String,
+}
+
+fn probe_with(scenario: &str, env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_partition-probe"));
+    cmd.arg(scenario)
+        .env_remove("PARTIX_MODULE_FD")
+        .env_remove("PARTIX_PARTITION_FD")
+        .env_remove("PARTIX_CONFIG")
+        .env_remove("PARTIX_STANDALONE_RESTART")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn partition-probe");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill(); // this child only, by its pid
+            let _ = child.wait();
+            panic!("scenario {scenario} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    Run {
+        status: status.code().unwrap_or(-1),
+        lines: out.lines().map(str::to_string).collect(),
+        stderr: err,
+    }
+}
+
+fn probe(scenario: &str) -> Run {
+    probe_with(scenario, &[])
+}
+
+impl Run {
+    fn ok(self, scenario: &str) -> Run {
+        assert_eq!(
+            self.status,
+            0,
+            "{scenario}: exit status {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.lines.join("\n"),
+            self.stderr
+        );
+        self
+    }
+
+    fn assert_lines(&self, expected: &[&str]) {
+        assert_eq!(self.lines, expected, "stderr:\n{}", self.stderr);
+    }
+
+    /// Return the value printed as `key=value`.
+    fn value(&self, key: &str) -> &str {
+        let prefix = format!("{key}=");
+        self.lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no line {key}=… in\n{}", self.lines.join("\n")))
+    }
+}
+
+#[test]
+fn higher_priority_process_started_by_lower_one_runs_first() {
+    probe("order")
+        .ok("order")
+        .assert_lines(&["low:begin", "high:run", "low:after-start"]);
+}
+
+#[test]
+fn process_state_machine() {
+    probe("states").ok("states").assert_lines(&[
+        "init:a=Dormant",
+        "init:a-started=Waiting", // started during COLD_START: waits for NORMAL
+        "a:self=Running",
+        "a:b=Ready",   // lower priority, preempted by the caller
+        "b:a=Waiting", // a is in TIMED_WAIT
+        "b:a-suspended=Waiting",
+        "b:a-resumed=Waiting", // still in its TIMED_WAIT
+        "b:self=Running",
+        "a:back self=Running", // preempts b when its wait ends
+        "a:b=Dormant",
+    ]);
+}
+
+#[test]
+fn lock_preemption_defers_a_higher_priority_process() {
+    probe("lock").ok("lock").assert_lines(&[
+        "lock1=NO_ERROR",
+        "lock2=NO_ERROR",
+        "low:locked-after-start",
+        "timed_wait_locked=INVALID_MODE",
+        "suspend_self_locked=INVALID_MODE",
+        "unlock1=NO_ERROR",
+        "low:still-locked",
+        "high:run", // preempts inside UNLOCK_PREEMPTION at level 0
+        "unlock0=NO_ERROR",
+        "low:unlocked",
+        "unlock_again=NO_ACTION",
+    ]);
+}
+
+#[test]
+fn suspend_and_resume() {
+    probe("suspend").ok("suspend").assert_lines(&[
+        "low:begin",
+        "suspend_low=NO_ERROR",
+        "suspend_low_again=NO_ACTION",
+        "high:low=Waiting",
+        "high:resuming", // low did not run while suspended, though high waited
+        "resume_low=NO_ERROR",
+        "resume_low_again=NO_ACTION",
+        "low:after",
+        "selfsus:suspending",
+        "suspend_self=NO_ERROR", // the higher-priority process runs as soon as it is resumed
+        "selfsus:resumed",
+        "resume_selfsus=NO_ERROR",
+        "low:after-resume",
+    ]);
+}
+
+#[test]
+fn stop_then_start_runs_the_entry_point_from_the_beginning() {
+    probe("restart-process")
+        .ok("restart-process")
+        .assert_lines(&[
+            "worker:begin#1",
+            "boss:worker=Waiting",
+            "stop_worker=NO_ERROR",
+            "boss:worker=Dormant",
+            "stop_worker_again=NO_ACTION",
+            "worker:begin#2", // higher priority: runs inside START
+            "start_worker=NO_ERROR",
+            "stop_worker2=NO_ERROR",
+            "quitter:begin false", // STOP_SELF
+            "boss:quitter=Dormant",
+            "quitter:begin true", // returns from its entry point
+            "start_quitter=NO_ERROR",
+            "boss:quitter=Dormant",
+        ]);
+}
+
+#[test]
+fn deadline_miss_goes_to_the_error_handler() {
+    probe("deadline").ok("deadline").assert_lines(&[
+        "create_error_handler=NO_ERROR",
+        "create_error_handler_again=NO_ACTION",
+        "eh_get_my_id=INVALID_MODE",
+        "eh_timed_wait=INVALID_MODE",
+        "eh_lock=NO_ACTION",
+        "eh:DeadlineMissed failed_is_job=true msg=deadline missed",
+        "eh_stop_job=NO_ERROR",
+        "eh:job=Dormant misses=1 jobs>=1:true",
+        "eh_get_error_status_empty=NO_ACTION",
+    ]);
+}
+
+#[test]
+fn deadline_miss_without_handler_is_counted_and_ignored() {
+    let run = probe("deadline-ignore").ok("deadline-ignore");
+    run.assert_lines(&["job:misses=1 partition_misses=1 jobs=3"]);
+    assert!(
+        run.stderr.contains("DeadlineMissed in process job"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn application_error_goes_to_the_error_handler() {
+    probe("app-error").ok("app-error").assert_lines(&[
+        "raise_bad_code=INVALID_PARAM",
+        "raise_too_long=INVALID_PARAM",
+        "eh:ApplicationError msg=boom", // the handler preempts the raising process
+        "raise=NO_ERROR",
+        "proc:after-raise",
+    ]);
+}
+
+#[test]
+fn partition_restarts_in_standalone_mode() {
+    probe("modes").ok("modes").assert_lines(&[
+        "init:ColdStart NormalStart id=1 lock=0 cores=1 period=-1",
+        "warm_from_cold=INVALID_MODE",
+        "init:ColdStart PartitionRestart id=1 lock=0 cores=1 period=-1",
+        "init:WarmStart PartitionRestart id=1 lock=0 cores=1 period=-1",
+    ]);
+}
+
+const HM_CONFIG: &str = r#"<ARINC_653_Module ModuleName="hm-test">
+  <System_HM_Table>
+    <System_State_Entry SystemState="1">
+      <Error_ID_Level ErrorIdentifier="1" ErrorCode="DEADLINE_MISSED" ErrorLevel="PROCESS"/>
+      <Error_ID_Level ErrorIdentifier="2" ErrorCode="APPLICATION_ERROR" ErrorLevel="PROCESS"/>
+    </System_State_Entry>
+  </System_HM_Table>
+  <Partition PartitionIdentifier="1" PartitionName="P1" EntryPoint="main"/>
+  <Partition PartitionIdentifier="2" PartitionName="P2" EntryPoint="main"/>
+  <Module_Schedule MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+    <Partition_Schedule PartitionIdentifier="2" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.01" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+  <Partition_HM_Table PartitionIdentifier="1" PartitionName="P1">
+    <System_State_Entry SystemState="1">
+      <Error_ID_Action ErrorIdentifier="2" Action="RESTART_PROCESS"/>
+    </System_State_Entry>
+  </Partition_HM_Table>
+  <Partition_HM_Table PartitionIdentifier="2" PartitionName="P2">
+    <System_State_Entry SystemState="1">
+      <Error_ID_Action ErrorIdentifier="2" Action="COLD_START"/>
+    </System_State_Entry>
+  </Partition_HM_Table>
+</ARINC_653_Module>
+"#;
+
+fn hm_config() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("apexcore-hm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("module.xml");
+    std::fs::write(&path, HM_CONFIG).unwrap();
+    path
+}
+
+#[test]
+fn hm_table_restart_process_action() {
+    let cfg = hm_config();
+    let run = probe_with(
+        "hm-restart-process",
+        &[
+            ("PARTIX_CONFIG", cfg.to_str().unwrap()),
+            ("PARTIX_PARTITION_ID", "1"),
+        ],
+    )
+    .ok("hm-restart-process");
+    run.assert_lines(&["proc:run#1", "proc:run#2"]);
+    assert!(run.stderr.contains("RestartProcess"), "{}", run.stderr);
+}
+
+#[test]
+fn hm_table_cold_start_action() {
+    let cfg = hm_config();
+    let run = probe_with(
+        "hm-cold-start",
+        &[
+            ("PARTIX_CONFIG", cfg.to_str().unwrap()),
+            ("PARTIX_PARTITION_ID", "2"),
+        ],
+    )
+    .ok("hm-cold-start");
+    run.assert_lines(&[
+        "init:ColdStart NormalStart",
+        "init:ColdStart HmPartitionRestart",
+    ]);
+}
+
+/// Every return code of every service, in the order the probe calls them.
+#[test]
+fn every_return_code() {
+    let run = probe("codes").ok("codes");
+    let expect = [
+        // Initialisation code is not a process.
+        ("init_get_my_id", "INVALID_MODE"),
+        ("init_timed_wait", "INVALID_MODE"),
+        ("init_periodic_wait", "INVALID_MODE"),
+        ("init_replenish", "NO_ACTION"),
+        ("init_lock", "NO_ACTION"),
+        ("init_unlock", "NO_ACTION"),
+        ("init_suspend_self", "INVALID_MODE"),
+        ("init_get_error_status", "INVALID_CONFIG"),
+        ("init_report_message", "NO_ERROR"),
+        ("set_module_schedule", "INVALID_MODE"),
+        ("get_module_schedule_id", "INVALID_CONFIG"),
+        ("module_schedule_current", "0"),
+        // CREATE_PROCESS.
+        ("create_name_long", "INVALID_PARAM"),
+        ("create_name_empty", "INVALID_PARAM"),
+        ("create_prio_low", "INVALID_PARAM"),
+        ("create_prio_high", "INVALID_PARAM"),
+        ("create_stack_huge", "INVALID_PARAM"),
+        ("create_period_zero", "INVALID_PARAM"),
+        ("create_capacity_zero", "INVALID_PARAM"),
+        ("create_capacity_gt_period", "INVALID_PARAM"),
+        ("create_periodic_infinite_capacity", "INVALID_PARAM"),
+        ("create", "NO_ERROR"),
+        ("create_same_name", "NO_ACTION"),
+        ("create_capacity_overflow", "NO_ERROR"),
+        ("create_64th", "true"),
+        ("create_65th", "INVALID_CONFIG"),
+        // Lookups.
+        ("get_process_id_unknown", "INVALID_CONFIG"),
+        ("get_process_status_zero", "INVALID_PARAM"),
+        ("get_process_status_65", "INVALID_PARAM"),
+        ("get_process_status_negative", "INVALID_PARAM"),
+        ("get_process_status", "NO_ERROR"),
+        // START family with bad arguments.
+        ("start_unknown", "INVALID_PARAM"),
+        ("delayed_start_negative", "INVALID_PARAM"),
+        ("delayed_start_periodic_delay_ge_period", "INVALID_PARAM"),
+        ("start_capacity_overflow", "INVALID_CONFIG"),
+        ("stop_unknown", "INVALID_PARAM"),
+        ("suspend_unknown", "INVALID_PARAM"),
+        ("resume_unknown", "INVALID_PARAM"),
+        ("set_priority_unknown", "INVALID_PARAM"),
+        ("start", "NO_ERROR"),
+        ("start_again", "NO_ACTION"),
+        ("delayed_start_per", "NO_ERROR"),
+        ("start_sleeper", "NO_ERROR"),
+        ("init:main", "Waiting"),
+        ("create_error_handler_huge_stack", "INVALID_CONFIG"),
+        ("warm_start_from_cold_start", "INVALID_MODE"),
+        ("raise_in_init", "NO_ERROR"),
+        // In NORMAL mode, from a process.
+        ("get_my_id_is_main", "true"),
+        ("create_in_normal", "INVALID_MODE"),
+        ("create_error_handler_in_normal", "INVALID_MODE"),
+        ("set_normal_in_normal", "NO_ACTION"),
+        ("stop_self_pid", "INVALID_PARAM"),
+        ("suspend_self_pid", "INVALID_PARAM"),
+        ("resume_self_pid", "INVALID_PARAM"),
+        ("suspend_periodic", "INVALID_MODE"),
+        ("resume_periodic", "INVALID_MODE"),
+        ("suspend_dormant", "INVALID_MODE"),
+        ("resume_dormant", "INVALID_MODE"),
+        ("set_priority_dormant", "INVALID_MODE"),
+        ("set_priority_bad", "INVALID_PARAM"),
+        ("set_priority_zero", "INVALID_PARAM"),
+        ("set_priority", "NO_ERROR"),
+        ("current_priority", "40"),
+        ("resume_not_suspended", "NO_ACTION"),
+        ("suspend_sleeper", "NO_ERROR"),
+        ("suspend_sleeper_again", "NO_ACTION"),
+        ("resume_sleeper", "NO_ERROR"),
+        ("suspend_self_negative", "INVALID_PARAM"),
+        ("suspend_self_zero", "NO_ERROR"),
+        ("suspend_self_timeout", "TIMED_OUT"),
+        ("timed_wait_negative", "INVALID_PARAM"),
+        ("timed_wait_infinite", "INVALID_PARAM"),
+        ("timed_wait_zero", "NO_ERROR"),
+        ("timed_wait", "NO_ERROR"),
+        ("periodic_wait_aperiodic", "INVALID_MODE"),
+        ("replenish_negative", "INVALID_PARAM"),
+        ("replenish", "NO_ERROR"),
+        ("deadline_moved", "true"),
+        ("replenish_infinite", "NO_ERROR"),
+        ("deadline_infinite", "true"),
+        ("start_running", "NO_ACTION"),
+        ("start_per_running", "NO_ACTION"),
+        ("lock16", "Ok(16)"),
+        ("lock_max", "INVALID_CONFIG"),
+        ("unlock16", "Ok(0)"),
+        ("unlock_zero", "NO_ACTION"),
+        ("get_error_status_not_eh", "INVALID_CONFIG"),
+        ("report_message", "NO_ERROR"),
+        ("report_message_too_long", "INVALID_PARAM"),
+        ("replenish_past_next_release", "INVALID_MODE"),
+        ("stop_per", "NO_ERROR"),
+        ("stop_dormant", "NO_ACTION"),
+    ];
+    for (k, v) in expect {
+        assert_eq!(run.value(k), v, "{k}");
+    }
+    assert_eq!(
+        run.lines.len(),
+        expect.len(),
+        "unexpected extra lines:\n{}",
+        run.lines.join("\n")
+    );
+}
