@@ -200,6 +200,18 @@ impl PacketTransport {
         // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let (mac, mtu) = interface_mac_mtu(fd.as_raw_fd(), iface)?;
+        let rcvbuf: libc::c_int = 4 << 20;
+        // SAFETY: `rcvbuf` is a valid c_int and its size is passed; failure only leaves the
+        // default buffer size.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&rcvbuf as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            );
+        }
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -222,6 +234,20 @@ impl PacketTransport {
     /// Return the interface's MAC address.
     pub fn mac(&self) -> EthernetAddress {
         self.mac
+    }
+
+    /// Send `frame` exactly as given (Ethernet header included, no padding): for tools and tests
+    /// that probe a server with malformed frames.
+    ///
+    /// # Errors
+    /// The socket's error.
+    pub fn send_raw_frame(&mut self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: `frame` is valid for `frame.len()` readable bytes.
+        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Receive one frame without waiting; `Ok(None)` when none is queued.
