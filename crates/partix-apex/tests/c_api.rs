@@ -5,9 +5,6 @@
 //! for this test (`target/<profile>/libpartix_apex.{a,so}`), then run as real processes in
 //! standalone mode (no executive).
 
-// The run helpers are used by the service tests added with the wrappers.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -125,18 +122,17 @@ fn compile(src: &Path, name: &str, link: Link, extra: &[&str]) -> PathBuf {
     out
 }
 
-/// Run `exe` to completion (bounded by a generous timeout) and return its output.
-fn run(exe: &Path, args: &[&str]) -> Output {
-    run_for(exe, args, None)
-}
-
-/// Run `exe`; if `stop_after` is given, kill it (by pid) after that long. Without it, kill it only
-/// after a generous 60 s and fail.
-fn run_for(exe: &Path, args: &[&str], stop_after: Option<Duration>) -> Output {
+/// Run `exe` standalone (no executive) with extra environment `env`; if `stop_after` is given,
+/// kill it (by pid) after that long. Without it, wait for it to exit, killing it and failing after
+/// a generous 60 s.
+fn run_for(exe: &Path, env: &[(&str, &str)], stop_after: Option<Duration>) -> Output {
     let mut child = Command::new(exe)
-        .args(args)
+        .env_remove("PARTIX_STANDALONE_RESTART")
+        .env_remove("PARTIX_CONFIG")
+        .env_remove("PARTIX_PARTITION_ID")
         .env_remove("PARTIX_MODULE_FD")
         .env_remove("PARTIX_PARTITION_FD")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -210,7 +206,130 @@ fn every_header_stands_alone_in_c_and_cpp() {
     }
 }
 
+/// Compare `actual` stdout lines with the golden file `tests/c/<golden>`, showing every
+/// difference.
+fn assert_golden(actual: &Output, golden: &str) {
+    let text = String::from_utf8_lossy(&actual.stdout);
+    let expected = std::fs::read_to_string(c_source(golden)).expect("read the golden file");
+    let got: Vec<&str> = text.lines().collect();
+    let want: Vec<&str> = expected.lines().collect();
+    let mut diffs = Vec::new();
+    for i in 0..got.len().max(want.len()) {
+        let (g, w) = (got.get(i), want.get(i));
+        if g != w {
+            diffs.push(format!(
+                "line {}: expected {:?}, got {:?}",
+                i + 1,
+                w.unwrap_or(&"<end>"),
+                g.unwrap_or(&"<end>")
+            ));
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{golden}: {} differing lines:\n{}\n--- stderr:\n{}",
+        diffs.len(),
+        diffs.join("\n"),
+        String::from_utf8_lossy(&actual.stderr)
+    );
+}
+
 #[test]
-fn a_pok_style_partition_compiles_unchanged() {
-    compile(&c_source("pok_style.c"), "pok_style", Link::None, &[]);
+fn a_pok_style_partition_compiles_unchanged_and_runs_with_the_shared_library() {
+    compile(&c_source("pok_style.c"), "pok_style_check", Link::None, &[]);
+    let exe = compile(&c_source("pok_style.c"), "pok_style", Link::Shared, &[]);
+    let out = run_for(&exe, &[], Some(Duration::from_millis(500)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "CREATE_PROCESS rc=0",
+        "START rc=0",
+        "PING 1 rc=0",
+        "PING 2 rc=0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in the output of the POK-style partition:\n{text}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        !text.contains("SET_PARTITION_MODE returned"),
+        "SET_PARTITION_MODE(NORMAL) returned to main:\n{text}"
+    );
+}
+
+/// Every return code of every service and the process state machine (static library).
+///
+/// The program restarts itself once (SET_PARTITION_MODE(WARM_START) in NORMAL mode re-executes
+/// it in standalone mode) and ends with SET_PARTITION_MODE(IDLE), which exits with status 0.
+#[test]
+fn every_service_return_code_and_the_process_state_machine() {
+    let exe = compile(&c_source("services.c"), "services", Link::Static, &[]);
+    let out = run_for(&exe, &[], None);
+    assert_golden(&out, "services.expected");
+    assert!(
+        out.status.success(),
+        "services exited with {:?}; stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SET_PARTITION_MODE: RETURN_CODE is a null pointer"),
+        "a null RETURN_CODE is reported on stderr:\n{stderr}"
+    );
+}
+
+/// The Part 2 module schedule services with a configuration: a system partition may switch
+/// schedules, another partition gets INVALID_MODE.
+#[test]
+fn module_schedule_services_follow_the_configuration() {
+    let exe = compile(&c_source("schedules.c"), "schedules", Link::Static, &[]);
+    let config = c_source("two_schedules.xml");
+    let config = config.to_str().expect("UTF-8 path");
+    for (id, golden) in [
+        ("1", "schedules_p1.expected"),
+        ("2", "schedules_p2.expected"),
+    ] {
+        let out = run_for(
+            &exe,
+            &[("PARTIX_CONFIG", config), ("PARTIX_PARTITION_ID", id)],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "schedules (partition {id}) failed: {out:?}"
+        );
+        assert_golden(&out, golden);
+    }
+}
+
+/// The demo's C partition compiles with the house warnings, reaches NORMAL and runs its four
+/// processes (standalone, stopped after about a second).
+#[test]
+fn the_ofp_demo_partition_reaches_normal_and_runs_its_processes() {
+    let src = manifest_dir().join("../../examples/uav/ofp.c");
+    let exe = compile(&src, "ofp", Link::Static, &[]);
+    let out = run_for(&exe, &[], Some(Duration::from_secs(1)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ctx = || {
+        format!(
+            "stdout:\n{text}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    assert!(
+        text.contains("OFP: 4 processes created and started; entering NORMAL mode"),
+        "{}",
+        ctx()
+    );
+    for name in ["GnC", "NavReader", "SwmReader", "AdtReader"] {
+        let first = format!("OFP: {name} job 1 done at ");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&first))
+            .unwrap_or_else(|| panic!("{name} never completed a job; {}", ctx()));
+        assert!(line.ends_with("(mode NORMAL)"), "{line}");
+    }
+    assert!(!text.contains("failed"), "{}", ctx());
 }

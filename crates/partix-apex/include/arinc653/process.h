@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 extern void GET_PROCESS_ID (
-    /*in */ PROCESS_NAME_TYPE PROCESS_NAME,
+    /*in */ APEX_NAME_PARAM   PROCESS_NAME,   /* PROCESS_NAME_TYPE */
     /*out*/ PROCESS_ID_TYPE   *PROCESS_ID,
     /*out*/ RETURN_CODE_TYPE  *RETURN_CODE );
 

@@ -63,6 +63,19 @@ typedef enum {
 #define MAX_NAME_LENGTH 30
 
 typedef char              NAME_TYPE[MAX_NAME_LENGTH];
+
+/*
+ * How a NAME_TYPE *parameter* is spelled in the service prototypes. The standard writes
+ * `PROCESS_NAME_TYPE PROCESS_NAME`, which C adjusts to `char *` anyway; it is spelled as the
+ * pointer here because gcc >= 11 otherwise warns (-Wstringop-overflow, an error under -Werror)
+ * when a partition passes a shorter string literal such as GET_PROCESS_ID("GnC", ...), as most
+ * partitions do. The ABI and every call are unchanged; C++ gets `const char *` for literals.
+ */
+#ifdef __cplusplus
+#define APEX_NAME_PARAM const char *
+#else
+#define APEX_NAME_PARAM char *
+#endif
 typedef void *            SYSTEM_ADDRESS_TYPE;
 typedef APEX_BYTE *       MESSAGE_ADDR_TYPE;
 typedef APEX_INTEGER      MESSAGE_SIZE_TYPE;

@@ -56,11 +56,7 @@ const PANICKED: RETURN_CODE_TYPE = INVALID_CONFIG;
 ///
 /// A null `rc` is reported on stderr and the body is not run (the caller could not learn what
 /// happened). A panic in the body is caught, reported on stderr and returned as [`PANICKED`].
-fn service(
-    name: &str,
-    rc: *mut RETURN_CODE_TYPE,
-    body: impl FnOnce() -> Result<(), Rc>,
-) {
+fn service(name: &str, rc: *mut RETURN_CODE_TYPE, body: impl FnOnce() -> Result<(), Rc>) {
     if rc.is_null() {
         eprintln!("partix-apex: {name}: RETURN_CODE is a null pointer; the service was not called");
         return;
@@ -178,7 +174,10 @@ mod tests {
         let short = c"GnC";
         assert_eq!(read_name(short.as_ptr()).unwrap(), "GnC");
         let full = name_type("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
-        assert_eq!(read_name(full.as_ptr()).unwrap(), "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123");
+        assert_eq!(
+            read_name(full.as_ptr()).unwrap(),
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"
+        );
         assert_eq!(read_name(std::ptr::null()), Err(BAD_PARAM));
     }
 }

@@ -153,7 +153,9 @@ pub extern "C" fn SUSPEND(PROCESS_ID: PROCESS_ID_TYPE, RETURN_CODE: *mut RETURN_
 /// `RESUME`.
 #[no_mangle]
 pub extern "C" fn RESUME(PROCESS_ID: PROCESS_ID_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("RESUME", RETURN_CODE, || Ok(apex::resume(ProcessId(PROCESS_ID))?));
+    service("RESUME", RETURN_CODE, || {
+        Ok(apex::resume(ProcessId(PROCESS_ID))?)
+    });
 }
 
 /// `STOP_SELF`: the calling process becomes DORMANT; does not return to a process.
@@ -166,13 +168,17 @@ pub extern "C" fn STOP_SELF() {
 /// `STOP`.
 #[no_mangle]
 pub extern "C" fn STOP(PROCESS_ID: PROCESS_ID_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("STOP", RETURN_CODE, || Ok(apex::stop(ProcessId(PROCESS_ID))?));
+    service("STOP", RETURN_CODE, || {
+        Ok(apex::stop(ProcessId(PROCESS_ID))?)
+    });
 }
 
 /// `START`.
 #[no_mangle]
 pub extern "C" fn START(PROCESS_ID: PROCESS_ID_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("START", RETURN_CODE, || Ok(apex::start(ProcessId(PROCESS_ID))?));
+    service("START", RETURN_CODE, || {
+        Ok(apex::start(ProcessId(PROCESS_ID))?)
+    });
 }
 
 /// `DELAYED_START`.

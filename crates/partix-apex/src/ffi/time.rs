@@ -7,7 +7,9 @@ use partix_runtime::partition as apex;
 /// `TIMED_WAIT`.
 #[no_mangle]
 pub extern "C" fn TIMED_WAIT(DELAY_TIME: SYSTEM_TIME_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("TIMED_WAIT", RETURN_CODE, || Ok(apex::timed_wait(DELAY_TIME)?));
+    service("TIMED_WAIT", RETURN_CODE, || {
+        Ok(apex::timed_wait(DELAY_TIME)?)
+    });
 }
 
 /// `PERIODIC_WAIT`.
@@ -19,11 +21,15 @@ pub extern "C" fn PERIODIC_WAIT(RETURN_CODE: *mut RETURN_CODE_TYPE) {
 /// `GET_TIME`.
 #[no_mangle]
 pub extern "C" fn GET_TIME(SYSTEM_TIME: *mut SYSTEM_TIME_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("GET_TIME", RETURN_CODE, || put(SYSTEM_TIME, apex::get_time()));
+    service("GET_TIME", RETURN_CODE, || {
+        put(SYSTEM_TIME, apex::get_time())
+    });
 }
 
 /// `REPLENISH`.
 #[no_mangle]
 pub extern "C" fn REPLENISH(BUDGET_TIME: SYSTEM_TIME_TYPE, RETURN_CODE: *mut RETURN_CODE_TYPE) {
-    service("REPLENISH", RETURN_CODE, || Ok(apex::replenish(BUDGET_TIME)?));
+    service("REPLENISH", RETURN_CODE, || {
+        Ok(apex::replenish(BUDGET_TIME)?)
+    });
 }

@@ -171,7 +171,7 @@ pub struct MODULE_SCHEDULE_STATUS_TYPE {
 // test below checks the same numbers against the C compiler.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    assert!(size_of::<PROCESS_ATTRIBUTE_TYPE>() == 64);
+    assert!(size_of::<PROCESS_ATTRIBUTE_TYPE>() == 72);
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, PERIOD) == 0);
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, TIME_CAPACITY) == 8);
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, ENTRY_POINT) == 16);
@@ -179,7 +179,7 @@ const _: () = {
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, BASE_PRIORITY) == 28);
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, DEADLINE) == 32);
     assert!(offset_of!(PROCESS_ATTRIBUTE_TYPE, NAME) == 36);
-    assert!(size_of::<PROCESS_STATUS_TYPE>() == 80);
+    assert!(size_of::<PROCESS_STATUS_TYPE>() == 88);
     assert!(offset_of!(PROCESS_STATUS_TYPE, ATTRIBUTES) == 16);
     assert!(size_of::<PARTITION_STATUS_TYPE>() == 40);
     assert!(offset_of!(PARTITION_STATUS_TYPE, NUM_ASSIGNED_CORES) == 32);
@@ -216,14 +216,40 @@ mod tests {
         type PROCESS_NAME_TYPE = NAME_TYPE;
         type SCHEDULE_NAME_TYPE = NAME_TYPE;
         size!(
-            APEX_BYTE, APEX_INTEGER, APEX_UNSIGNED, APEX_LONG_INTEGER, RETURN_CODE_TYPE, NAME_TYPE,
-            SYSTEM_ADDRESS_TYPE, MESSAGE_ADDR_TYPE, MESSAGE_SIZE_TYPE, WAITING_RANGE_TYPE,
-            QUEUING_DISCIPLINE_TYPE, PORT_DIRECTION_TYPE, SYSTEM_TIME_TYPE, OPERATING_MODE_TYPE,
-            PARTITION_ID_TYPE, NUM_CORES_TYPE, START_CONDITION_TYPE, PROCESS_NAME_TYPE,
-            PROCESS_ID_TYPE, LOCK_LEVEL_TYPE, STACK_SIZE_TYPE, PRIORITY_TYPE, PROCESS_STATE_TYPE,
-            DEADLINE_TYPE, ERROR_MESSAGE_SIZE_TYPE, ERROR_MESSAGE_TYPE, ERROR_CODE_TYPE,
-            SCHEDULE_ID_TYPE, SCHEDULE_NAME_TYPE, PROCESS_ATTRIBUTE_TYPE, PROCESS_STATUS_TYPE,
-            PARTITION_STATUS_TYPE, ERROR_STATUS_TYPE, MODULE_SCHEDULE_STATUS_TYPE,
+            APEX_BYTE,
+            APEX_INTEGER,
+            APEX_UNSIGNED,
+            APEX_LONG_INTEGER,
+            RETURN_CODE_TYPE,
+            NAME_TYPE,
+            SYSTEM_ADDRESS_TYPE,
+            MESSAGE_ADDR_TYPE,
+            MESSAGE_SIZE_TYPE,
+            WAITING_RANGE_TYPE,
+            QUEUING_DISCIPLINE_TYPE,
+            PORT_DIRECTION_TYPE,
+            SYSTEM_TIME_TYPE,
+            OPERATING_MODE_TYPE,
+            PARTITION_ID_TYPE,
+            NUM_CORES_TYPE,
+            START_CONDITION_TYPE,
+            PROCESS_NAME_TYPE,
+            PROCESS_ID_TYPE,
+            LOCK_LEVEL_TYPE,
+            STACK_SIZE_TYPE,
+            PRIORITY_TYPE,
+            PROCESS_STATE_TYPE,
+            DEADLINE_TYPE,
+            ERROR_MESSAGE_SIZE_TYPE,
+            ERROR_MESSAGE_TYPE,
+            ERROR_CODE_TYPE,
+            SCHEDULE_ID_TYPE,
+            SCHEDULE_NAME_TYPE,
+            PROCESS_ATTRIBUTE_TYPE,
+            PROCESS_STATUS_TYPE,
+            PARTITION_STATUS_TYPE,
+            ERROR_STATUS_TYPE,
+            MODULE_SCHEDULE_STATUS_TYPE,
         );
         offset!(PROCESS_ATTRIBUTE_TYPE: PERIOD, TIME_CAPACITY, ENTRY_POINT, STACK_SIZE, BASE_PRIORITY, DEADLINE, NAME);
         offset!(PROCESS_STATUS_TYPE: DEADLINE_TIME, CURRENT_PRIORITY, PROCESS_STATE, ATTRIBUTES);
@@ -240,9 +266,18 @@ mod tests {
             ("TIMED_OUT", TIMED_OUT.into()),
             ("MAX_NAME_LENGTH", MAX_NAME_LENGTH as i64),
             ("MAX_ERROR_MESSAGE_SIZE", MAX_ERROR_MESSAGE_SIZE as i64),
-            ("INFINITE_TIME_VALUE", partix_runtime::partition::INFINITE_TIME_VALUE),
-            ("MIN_PRIORITY_VALUE", partix_runtime::partition::MIN_PRIORITY_VALUE.into()),
-            ("MAX_PRIORITY_VALUE", partix_runtime::partition::MAX_PRIORITY_VALUE.into()),
+            (
+                "INFINITE_TIME_VALUE",
+                partix_runtime::partition::INFINITE_TIME_VALUE,
+            ),
+            (
+                "MIN_PRIORITY_VALUE",
+                partix_runtime::partition::MIN_PRIORITY_VALUE.into(),
+            ),
+            (
+                "MAX_PRIORITY_VALUE",
+                partix_runtime::partition::MAX_PRIORITY_VALUE.into(),
+            ),
             ("MAX_LOCK_LEVEL", 16),
         ];
         for (k, v) in values {
@@ -283,7 +318,15 @@ mod tests {
             .filter(|(k, v)| rust.get(*k) != Some(v))
             .map(|(k, v)| format!("{k}: C {v}, Rust {:?}", rust.get(k)))
             .collect();
-        assert!(mismatches.is_empty(), "layout mismatches:\n{}", mismatches.join("\n"));
-        assert_eq!(c.len(), rust.len(), "layout.c and the Rust table list different items");
+        assert!(
+            mismatches.is_empty(),
+            "layout mismatches:\n{}",
+            mismatches.join("\n")
+        );
+        assert_eq!(
+            c.len(),
+            rust.len(),
+            "layout.c and the Rust table list different items"
+        );
     }
 }
