@@ -235,7 +235,53 @@ pub(crate) struct Parser<'a, 'i> {
     file: Option<&'a Path>,
     /// The namespace of the ARINC vocabulary: the root element's namespace (usually none).
     arinc_ns: Option<&'a str>,
+    lines: LineIndex<'i>,
     pub errors: Vec<ConfigError>,
+}
+
+/// Byte offset → line/column in O(log lines) (roxmltree's `text_pos_at` rescans the text).
+struct LineIndex<'i> {
+    text: &'i str,
+    starts: Vec<usize>,
+    /// Per line: whether it is ASCII (column = byte distance, no counting).
+    ascii: Vec<bool>,
+}
+
+impl<'i> LineIndex<'i> {
+    fn new(text: &'i str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let ascii = starts
+            .iter()
+            .enumerate()
+            .map(|(k, &s)| {
+                let end = starts.get(k + 1).copied().unwrap_or(text.len());
+                text.as_bytes()[s..end].is_ascii()
+            })
+            .collect();
+        Self {
+            text,
+            starts,
+            ascii,
+        }
+    }
+
+    fn location(&self, pos: usize) -> Location {
+        let pos = pos.min(self.text.len());
+        let line = self.starts.partition_point(|&s| s <= pos);
+        let start = self.starts[line - 1];
+        let col = if self.ascii[line - 1] {
+            pos - start
+        } else {
+            self.text
+                .get(start..pos)
+                .map_or(pos - start, |t| t.chars().count())
+        };
+        Location {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            col: u32::try_from(col + 1).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// Return the 1-based line/column of a byte offset in `text` (for errors outside a document).
@@ -257,12 +303,75 @@ pub(crate) fn location_at(text: &str, pos: usize) -> Location {
     Location { line, col }
 }
 
+/// Deepest element nesting accepted (a module configuration nests 6 levels; roxmltree recurses
+/// per level, so unbounded nesting could exhaust the stack).
+pub const MAX_DEPTH: usize = 64;
+
+/// Return the byte offset of the first start tag nested deeper than [`MAX_DEPTH`], if any.
+///
+/// A linear scan that skips comments, CDATA sections, processing instructions, declarations and
+/// quoted attribute values; it only has to be exact on well-formed XML (malformed XML is
+/// reported by roxmltree either way).
+pub(crate) fn too_deep(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let skip_to = |from: usize, pat: &str| -> usize {
+        text.get(from..)
+            .and_then(|t| t.find(pat))
+            .map_or(b.len(), |k| from + k + pat.len())
+    };
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let rest = &b[i..];
+        if rest.starts_with(b"<!--") {
+            i = skip_to(i + 4, "-->");
+        } else if rest.starts_with(b"<![CDATA[") {
+            i = skip_to(i + 9, "]]>");
+        } else if rest.starts_with(b"<?") {
+            i = skip_to(i + 2, "?>");
+        } else if rest.starts_with(b"<!") {
+            i = skip_to(i + 2, ">");
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            i = skip_to(i + 2, ">");
+        } else {
+            let start = i;
+            let mut j = i + 1;
+            let mut quote: Option<u8> = None;
+            while j < b.len() {
+                match (quote, b[j]) {
+                    (Some(q), c) if c == q => quote = None,
+                    (Some(_), _) => {}
+                    (None, c @ (b'"' | b'\'')) => quote = Some(c),
+                    (None, b'>') => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            let self_closing = j > 0 && j < b.len() && b[j - 1] == b'/';
+            if !self_closing {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(start);
+                }
+            }
+            i = j + 1;
+        }
+    }
+    None
+}
+
 /// Turn a roxmltree error into a located [`ConfigError`].
 pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -> ConfigError {
     use roxmltree::Error as E;
     let pos = e.pos();
     let location = match e {
         E::UnclosedRootNode | E::UnexpectedEndOfStream => location_at(text, text.len()),
+        E::DtdDetected => location_at(text, text.find("<!DOCTYPE").unwrap_or(0)),
         _ => Location {
             line: pos.row,
             col: pos.col,
@@ -305,16 +414,13 @@ impl<'a, 'i> Parser<'a, 'i> {
             doc,
             file,
             arinc_ns: doc.root_element().tag_name().namespace(),
+            lines: LineIndex::new(doc.input_text()),
             errors: Vec::new(),
         }
     }
 
     fn loc(&self, pos: usize) -> Location {
-        let p = self.doc.text_pos_at(pos);
-        Location {
-            line: p.row,
-            col: p.col,
-        }
+        self.lines.location(pos)
     }
 
     fn node_loc(&self, node: Node) -> Location {
@@ -464,6 +570,16 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 
     fn missing(&mut self, node: Node, name: &str, example: &str) {
+        // A misspelt attribute (`PeriodSecond`) is already reported as unknown with a
+        // "did you mean `PeriodSeconds`?" hint; do not report the missing one twice.
+        let misspelt = node.attributes().any(|a| {
+            a.namespace().is_none()
+                && a.name() != name
+                && value::closest(a.name(), &[name]).is_some()
+        });
+        if misspelt {
+            return;
+        }
         let loc = self.node_loc(node);
         self.err(
             loc,
@@ -1189,4 +1305,52 @@ fn parse_transport(s: &str) -> Result<String, ValueError> {
         message: format!("unknown transport `{t}`"),
         help,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_scan() {
+        assert_eq!(
+            too_deep("<a><b/><c x='>'><!-- <d> --><![CDATA[<e>]]></c></a>"),
+            None
+        );
+        let deep = format!(
+            "{}{}",
+            "<a>".repeat(MAX_DEPTH + 1),
+            "</a>".repeat(MAX_DEPTH + 1)
+        );
+        assert_eq!(too_deep(&deep), Some(3 * MAX_DEPTH));
+        let ok = format!("{}{}", "<a>".repeat(MAX_DEPTH), "</a>".repeat(MAX_DEPTH));
+        assert_eq!(too_deep(&ok), None);
+        let siblings = "<a><b></b></a>".repeat(1000);
+        assert_eq!(too_deep(&siblings), None);
+    }
+
+    #[test]
+    fn line_index_agrees_with_roxmltree() {
+        let text = "<a>\n  <b x='é'/>\n\n<c/></a>";
+        let doc = Document::parse(text).unwrap();
+        let idx = LineIndex::new(text);
+        for (pos, _) in text.char_indices() {
+            let p = doc.text_pos_at(pos);
+            assert_eq!(
+                idx.location(pos),
+                Location {
+                    line: p.row,
+                    col: p.col
+                },
+                "at {pos}"
+            );
+            assert_eq!(location_at(text, pos), idx.location(pos));
+        }
+    }
+
+    #[test]
+    fn location_of_offsets() {
+        assert_eq!(location_at("ab\ncd", 4), Location { line: 2, col: 2 });
+        assert_eq!(location_at("ab", 99), Location { line: 1, col: 3 });
+    }
 }

@@ -1,0 +1,321 @@
+//! Valid configurations parse into the expected frozen model.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use partix_config::model::*;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn uav_example_parses_into_the_expected_model() {
+    let path = repo().join("examples/uav/module.xml");
+    let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.name, "uav");
+    assert_eq!(m.version.as_deref(), Some("1"));
+    assert_eq!(m.source.as_deref(), Some(path.as_path()));
+
+    assert_eq!(m.partitions.len(), 2);
+    let ofp = &m.partitions[0];
+    assert_eq!((ofp.id, ofp.name.as_str()), (PartitionId(1), "OFP"));
+    assert_eq!(ofp.criticality, Criticality::LevelA);
+    assert!(ofp.system_partition);
+    // A C source is resolved against the configuration's directory.
+    assert_eq!(
+        ofp.executable.as_deref(),
+        Some(repo().join("examples/uav/ofp.c").as_path())
+    );
+    assert_eq!(ofp.sampling_ports.len(), 1);
+    let nav = &ofp.sampling_ports[0];
+    assert_eq!(nav.name, "nav_state");
+    assert_eq!(nav.max_message_size, 64);
+    assert_eq!(nav.direction, PortDirection::Source);
+    assert_eq!(nav.refresh_period, ms(20));
+    let cmd = &ofp.queuing_ports[0];
+    assert_eq!(
+        (cmd.name.as_str(), cmd.max_message_size, cmd.max_nb_messages),
+        ("video_cmd", 32, 8)
+    );
+    assert_eq!(cmd.direction, PortDirection::Destination);
+    assert!(ofp.location.line > 1);
+
+    let vsp = &m.partitions[1];
+    assert_eq!((vsp.id, vsp.name.as_str()), (PartitionId(2), "VSP"));
+    assert_eq!(vsp.criticality, Criticality::LevelC);
+    assert!(!vsp.system_partition);
+    // A bare program name is kept for the runtime to look up beside `partix`.
+    assert_eq!(vsp.executable.as_deref(), Some(Path::new("uav-vsp")));
+    assert!(vsp.memory_limit_bytes().is_some());
+
+    // Schedules.
+    assert_eq!(m.schedules.len(), 2);
+    assert_eq!(m.initial_schedule, 0);
+    let normal = &m.schedules[0];
+    assert_eq!(
+        (normal.id, normal.name.as_deref()),
+        (ScheduleId(1), Some("normal"))
+    );
+    assert_eq!(normal.major_frame, ms(80));
+    let got: Vec<(u64, u64, u32)> = normal
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                w.offset.as_millis() as u64,
+                w.duration.as_millis() as u64,
+                w.partition.0,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, 10, 1),
+            (10, 10, 2),
+            (20, 10, 1),
+            (30, 10, 2),
+            (40, 10, 1),
+            (50, 10, 2),
+            (60, 10, 1),
+            (70, 10, 2)
+        ]
+    );
+    assert_eq!(
+        normal.partitions,
+        vec![
+            PartitionSchedule {
+                partition: PartitionId(1),
+                period: ms(20),
+                duration: ms(10)
+            },
+            PartitionSchedule {
+                partition: PartitionId(2),
+                period: ms(80),
+                duration: ms(40)
+            },
+        ]
+    );
+    let video = m.schedule(ScheduleId(2)).expect("schedule 2");
+    assert_eq!(video.name.as_deref(), Some("video-priority"));
+    let got: Vec<(u64, u64, u32)> = video
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                w.offset.as_millis() as u64,
+                w.duration.as_millis() as u64,
+                w.partition.0,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, 8, 1),
+            (8, 12, 2),
+            (20, 8, 1),
+            (28, 12, 2),
+            (40, 8, 1),
+            (48, 12, 2),
+            (60, 8, 1),
+            (68, 12, 2)
+        ]
+    );
+
+    // Channels.
+    assert_eq!(m.channels.len(), 2);
+    let c = &m.channels[0];
+    assert_eq!(
+        (c.id, c.name.as_deref(), c.kind),
+        (ChannelId(1), Some("nav_state"), ChannelKind::Sampling)
+    );
+    assert_eq!(
+        c.source,
+        PortRef {
+            partition: PartitionId(1),
+            port: "nav_state".into()
+        }
+    );
+    assert_eq!(
+        c.destinations,
+        vec![PortRef {
+            partition: PartitionId(2),
+            port: "nav_state".into()
+        }]
+    );
+    let c = &m.channels[1];
+    assert_eq!((c.id, c.kind), (ChannelId(2), ChannelKind::Queuing));
+    assert_eq!(
+        c.source,
+        PortRef {
+            partition: PartitionId(2),
+            port: "video_cmd".into()
+        }
+    );
+    assert_eq!(c.transport, None);
+
+    // Health monitor.
+    let sys: Vec<(u32, ErrorCode, ErrorLevel)> = m
+        .system_hm
+        .iter()
+        .map(|e| (e.error_id, e.code, e.level))
+        .collect();
+    assert_eq!(
+        sys,
+        vec![
+            (1, ErrorCode::DeadlineMissed, ErrorLevel::Process),
+            (2, ErrorCode::ApplicationError, ErrorLevel::Process),
+            (3, ErrorCode::NumericError, ErrorLevel::Partition),
+            (4, ErrorCode::MemoryViolation, ErrorLevel::Partition),
+            (5, ErrorCode::PartitionCrash, ErrorLevel::Partition),
+            (6, ErrorCode::InitTimeout, ErrorLevel::Module),
+        ]
+    );
+    assert_eq!(
+        m.module_hm,
+        vec![ModuleHmEntry {
+            system_state: 1,
+            error_id: 6,
+            action: ModuleAction::Shutdown
+        }]
+    );
+    let ofp_hm: Vec<(ErrorCode, PartitionAction)> =
+        ofp.hm.iter().map(|e| (e.code, e.action)).collect();
+    assert_eq!(
+        ofp_hm,
+        vec![
+            (ErrorCode::DeadlineMissed, PartitionAction::Ignore),
+            (ErrorCode::ApplicationError, PartitionAction::RestartProcess),
+            (ErrorCode::MemoryViolation, PartitionAction::ColdStart),
+            (ErrorCode::PartitionCrash, PartitionAction::ColdStart),
+        ]
+    );
+    let vsp_hm: Vec<(ErrorCode, PartitionAction)> =
+        vsp.hm.iter().map(|e| (e.code, e.action)).collect();
+    assert_eq!(
+        vsp_hm,
+        vec![(ErrorCode::PartitionCrash, PartitionAction::Idle)]
+    );
+}
+
+#[test]
+fn uav_summary_lists_everything() {
+    let m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
+    let s = partix_config::summary(&m);
+    for needle in [
+        "module `uav` version 1",
+        "partitions (2)",
+        "OFP",
+        "VSP",
+        "schedule 1 `normal`, major frame 80 ms (initial)",
+        "schedule 2 `video-priority`, major frame 80 ms",
+        "8       68 ms  80 ms  VSP",
+        "idle per major frame: 0 ms",
+        "1 nav_state: OFP.nav_state -> VSP.nav_state (sampling, transport default)",
+        "2 video_cmd: VSP.video_cmd -> OFP.video_cmd (queuing, transport default)",
+        "module: state 1 error 6 -> SHUTDOWN",
+        "VSP: state 1 error 5 PARTITION_CRASH -> IDLE",
+    ] {
+        assert!(s.contains(needle), "summary lacks {needle:?}:\n{s}");
+    }
+}
+
+#[test]
+fn pok_style_configuration_is_accepted() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/pok_style.xml");
+    let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        m.name, "pok_style",
+        "the file stem names a module without ModuleName"
+    );
+    assert_eq!(m.version.as_deref(), Some("2.1"));
+    assert_eq!(m.schedules.len(), 1);
+    assert_eq!(m.schedules[0].id, ScheduleId(1));
+    assert_eq!(m.initial_schedule, 0);
+    // Windows are sorted by offset whatever the file order.
+    let offs: Vec<Duration> = m.schedules[0].windows.iter().map(|w| w.offset).collect();
+    assert_eq!(offs, vec![ms(0), ms(100), ms(500)]);
+    assert!(m.schedules[0]
+        .windows
+        .iter()
+        .filter(|w| w.partition == PartitionId(10))
+        .all(|w| w.period_start));
+    let sensors = m.partition(PartitionId(10)).unwrap();
+    assert_eq!(sensors.entry_point, "sensors_main");
+    assert_eq!(sensors.criticality, Criticality::LevelB);
+    assert_eq!(sensors.executable, None);
+    let logger = m.partition(PartitionId(11)).unwrap();
+    assert_eq!(
+        logger.executable.as_deref(),
+        Some(Path::new("/usr/bin/logger-partition"))
+    );
+    assert_eq!(logger.args, vec!["--verbose", "--out", "/tmp/log"]);
+    assert_eq!(logger.affinity, Some(vec![1, 0]));
+    assert_eq!(m.system_hm[1].code, ErrorCode::PowerFail);
+    assert_eq!(m.system_hm[0].code, ErrorCode::NumericError);
+    assert_eq!(m.system_hm[0].error_id, 16);
+    let hm: Vec<(u32, ErrorCode, PartitionAction)> = sensors
+        .hm
+        .iter()
+        .map(|e| (e.error_id, e.code, e.action))
+        .collect();
+    assert_eq!(
+        hm,
+        vec![
+            (16, ErrorCode::NumericError, PartitionAction::WarmStart),
+            (99, ErrorCode::StackOverflow, PartitionAction::StopProcess)
+        ]
+    );
+    assert_eq!(m.module_hm[0].action, ModuleAction::Reset);
+    assert_eq!(
+        m.channels[0].destinations.len(),
+        2,
+        "a sampling channel may multicast"
+    );
+    assert_eq!(m.channels[0].name, None);
+}
+
+#[test]
+fn base_fixture_is_valid_and_paths_resolve() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let a = &m.partitions[0];
+    assert_eq!(
+        a.executable.as_deref(),
+        Some(path.parent().unwrap().join("bin/a").as_path())
+    );
+    assert_eq!(m.channels[1].transport.as_deref(), Some("two-sided"));
+    // Without a source file, paths stay as written.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let m = partix_config::parse_str(&text, None).unwrap();
+    assert_eq!(
+        m.partitions[0].executable.as_deref(),
+        Some(Path::new("bin/a"))
+    );
+    assert_eq!(m.name, "base");
+    assert_eq!(m.source, None);
+}
+
+#[test]
+fn durations_convert_exactly() {
+    // 0.1 + 0.2 == 0.3 in the model, unlike in floating point.
+    let xml = r#"<ARINC_653_Module>
+  <Partition PartitionIdentifier="1" PartitionName="P" EntryPoint="main"/>
+  <Module_Schedule MajorFrameSeconds="0.3">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.3" PeriodDurationSeconds="0.3">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.1"/>
+      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.1" WindowDurationSeconds="0.2"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>"#;
+    let m = partix_config::parse_str(xml, None).unwrap_or_else(|e| panic!("{e}"));
+    let s = &m.schedules[0];
+    assert_eq!(s.windows[1].offset + s.windows[1].duration, s.major_frame);
+    assert_eq!(s.major_frame, Duration::from_nanos(300_000_000));
+}

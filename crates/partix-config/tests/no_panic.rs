@@ -1,0 +1,233 @@
+//! Deterministic mutations of the example configurations never panic the pipeline, and whatever
+//! it accepts satisfies the model's invariants. (The cargo-fuzz target `config_parse` explores
+//! further; this test runs everywhere, without the fuzzer.)
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use partix_config::model::Module;
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn seeds() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("../../examples/uav/module.xml")];
+    for dir in ["tests/good", "tests/bad"] {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+            .collect();
+        v.sort();
+        paths.extend(v);
+    }
+    paths
+        .into_iter()
+        .map(|p| {
+            let t = std::fs::read_to_string(&p).unwrap();
+            (p, t)
+        })
+        .collect()
+}
+
+/// Check the invariants the runtime relies on.
+fn check_invariants(m: &Module, input: &str) {
+    let ids: HashSet<_> = m.partitions.iter().map(|p| p.id).collect();
+    assert_eq!(
+        ids.len(),
+        m.partitions.len(),
+        "duplicate partition ids accepted:\n{input}"
+    );
+    let names: HashSet<_> = m.partitions.iter().map(|p| &p.name).collect();
+    assert_eq!(
+        names.len(),
+        m.partitions.len(),
+        "duplicate names accepted:\n{input}"
+    );
+    assert!(
+        m.initial_schedule < m.schedules.len(),
+        "bad initial schedule:\n{input}"
+    );
+    for s in &m.schedules {
+        assert!(!s.major_frame.is_zero());
+        for w in s.windows.windows(2) {
+            assert!(
+                w[0].offset + w[0].duration <= w[1].offset,
+                "overlap accepted:\n{input}"
+            );
+        }
+        for w in &s.windows {
+            assert!(!w.duration.is_zero());
+            assert!(
+                w.offset + w.duration <= s.major_frame,
+                "window past frame accepted:\n{input}"
+            );
+            assert!(ids.contains(&w.partition));
+        }
+        for ps in &s.partitions {
+            assert!(s.major_frame.as_nanos() % ps.period.as_nanos() == 0);
+        }
+    }
+    for c in &m.channels {
+        assert!(ids.contains(&c.source.partition));
+        assert!(!c.destinations.is_empty());
+        for d in &c.destinations {
+            assert!(ids.contains(&d.partition));
+        }
+    }
+    let _ = partix_config::summary(m);
+}
+
+fn run(input: &str, cases: &mut usize) {
+    *cases += 1;
+    let result = std::panic::catch_unwind(|| partix_config::parse_str(input, None));
+    match result {
+        Err(_) => panic!("parse_str panicked on:\n{input}"),
+        Ok(Ok(m)) => check_invariants(&m, input),
+        Ok(Err(errs)) => {
+            for e in errs.iter() {
+                assert!(
+                    e.location.line >= 1 && e.location.col >= 1,
+                    "unlocated: {e}\n{input}"
+                );
+                assert!(!e.help.is_empty(), "no help: {e}");
+            }
+        }
+    }
+}
+
+/// Spans (start, end) of attribute values `="..."` in `text`.
+fn value_spans(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'=' && b[i + 1] == b'"' {
+            if let Some(len) = text[i + 2..].find('"') {
+                v.push((i + 2, i + 2 + len));
+                i += 2 + len;
+            }
+        }
+        i += 1;
+    }
+    v
+}
+
+const VALUES: &[&str] = &[
+    "",
+    " ",
+    "0",
+    "-1",
+    "1",
+    "0x",
+    "0xFFFFFFFF",
+    "4294967296",
+    "18446744073709551616",
+    "0.0000000001",
+    "99999999999999999999.5",
+    "1e3",
+    "NaN",
+    "-0.0",
+    ".",
+    "0.08",
+    "true",
+    "LEVEL_Q",
+    "SOURCE",
+    "DESTINATION",
+    "&amp;",
+    "ü",
+    "0,0",
+    "one-sided",
+];
+
+#[test]
+fn mutations_never_panic() {
+    let mut cases = 0usize;
+    let mut rng = Rng(0x005E_ED0F_9A27);
+    let seeds = seeds();
+    let main_seeds = &seeds[..seeds.len().min(4)];
+    for (_, text) in &seeds {
+        // Truncations: every 97th byte (at character boundaries).
+        for cut in (0..text.len()).step_by(97) {
+            if text.is_char_boundary(cut) {
+                run(&text[..cut], &mut cases);
+            }
+        }
+    }
+    for (_, text) in main_seeds {
+        // Truncations at every 11th byte of the main seeds.
+        for cut in (0..text.len()).step_by(11) {
+            if text.is_char_boundary(cut) {
+                run(&text[..cut], &mut cases);
+            }
+        }
+        // Byte flips to XML-significant ASCII characters.
+        let bytes = text.as_bytes();
+        for _ in 0..400 {
+            let i = rng.below(bytes.len());
+            if !bytes[i].is_ascii() {
+                continue;
+            }
+            let mut m = bytes.to_vec();
+            m[i] = b"<>\"'/=&;0-9.x :!?\n"[rng.below(18)];
+            run(std::str::from_utf8(&m).unwrap(), &mut cases);
+        }
+        // Attribute values swapped with each other, or replaced by awkward ones.
+        let spans = value_spans(text);
+        for _ in 0..300 {
+            let (s1, e1) = spans[rng.below(spans.len())];
+            let replacement = if rng.below(2) == 0 {
+                let (s2, e2) = spans[rng.below(spans.len())];
+                text[s2..e2].to_string()
+            } else {
+                VALUES[rng.below(VALUES.len())].to_string()
+            };
+            let m = format!("{}{}{}", &text[..s1], replacement, &text[e1..]);
+            run(&m, &mut cases);
+        }
+        // Lines deleted or duplicated.
+        let lines: Vec<&str> = text.lines().collect();
+        for i in 0..lines.len() {
+            let mut del = lines.clone();
+            del.remove(i);
+            run(&del.join("\n"), &mut cases);
+            let mut dup = lines.clone();
+            dup.insert(i, lines[i]);
+            run(&dup.join("\n"), &mut cases);
+        }
+    }
+    // Pathological shapes.
+    let deep = format!(
+        "<ARINC_653_Module>{}{}</ARINC_653_Module>",
+        "<Partition>".repeat(5000),
+        "</Partition>".repeat(5000)
+    );
+    run(&deep, &mut cases);
+    let wide = format!(
+        "<ARINC_653_Module>{}</ARINC_653_Module>",
+        "<Partition PartitionIdentifier=\"1\" EntryPoint=\"m\"/>".repeat(3000)
+    );
+    run(&wide, &mut cases);
+    let long_name = format!(
+        "<ARINC_653_Module><{0}/></ARINC_653_Module>",
+        "X".repeat(100_000)
+    );
+    run(&long_name, &mut cases);
+    run("", &mut cases);
+    run("\u{feff}<ARINC_653_Module/>", &mut cases);
+    eprintln!("{cases} cases");
+    assert!(cases > 3000, "only {cases} cases");
+}
