@@ -354,15 +354,19 @@ impl<'m> Executive<'m> {
     ) -> Result<(), StartError> {
         let t0 = clock.now();
         self.set_period(self.planner.current());
+        // Every process exists (stopped before exec) before any of them runs, so a partition
+        // spinning in its initialisation cannot starve the creation of the next one.
         for p in 0..self.parts.len() {
-            self.start_process(
-                clock,
-                sw,
-                p,
-                mode::COLD_START,
-                start_condition::NORMAL_START,
-            )?;
+            self.respawn(sw, p, mode::COLD_START, start_condition::NORMAL_START)?;
+            let at = clock.now() - self.epoch;
+            self.mode_record(sw, p, mode::COLD_START, "startup", at);
         }
+        for p in 0..self.parts.len() {
+            sw.cont(p);
+        }
+        // A partition that reached NORMAL is stopped at once: it waits for its first window
+        // and leaves the CPU to those still initialising.
+        let mut stopped = vec![false; self.parts.len()];
         let deadline = t0 + self.opts.init_timeout.as_nanos() as u64;
         loop {
             let now = clock.now();
@@ -383,6 +387,7 @@ impl<'m> Executive<'m> {
                             start_condition::HM_PARTITION_RESTART
                         };
                         self.parts[p].stats.restarts += 1;
+                        stopped[p] = false;
                         self.start_process(clock, sw, p, m, cond)?;
                     }
                     Action::Idle | Action::Ignore => self.make_idle(sw, p, "HM", now - self.epoch),
@@ -397,6 +402,20 @@ impl<'m> Executive<'m> {
                 let m = st.operating_mode.load(Ordering::Acquire);
                 if m != self.parts[p].seen_mode {
                     self.mode_record(sw, p, m, "partition", now - self.epoch);
+                }
+            }
+            for (p, done) in stopped.iter_mut().enumerate() {
+                if !*done
+                    && self.parts[p].status == Status::Running
+                    && self
+                        .shared
+                        .partition(p)
+                        .operating_mode
+                        .load(Ordering::Acquire)
+                        == mode::NORMAL
+                {
+                    sw.stop(p);
+                    *done = true;
                 }
             }
             let waiting = (0..self.parts.len()).find(|&p| {
@@ -435,8 +454,8 @@ impl<'m> Executive<'m> {
         }
         let end = clock.now();
         self.startup_ns = end - t0;
-        for p in 0..self.parts.len() {
-            if self.parts[p].status == Status::Running {
+        for (p, done) in stopped.iter().enumerate() {
+            if !done && self.parts[p].status == Status::Running {
                 sw.stop(p);
             }
         }

@@ -1,0 +1,301 @@
+//! Health monitor and mode requests with real partition processes: crashing partitions are
+//! restarted or idled per their HM tables while another partition keeps all its windows;
+//! SET_PARTITION_MODE and SET_MODULE_SCHEDULE requests take effect.
+
+mod exec_util;
+
+use exec_util::*;
+use partix_config::model::{
+    ErrorCode, ErrorLevel, Module, ModuleAction, ModuleHmEntry, PartitionAction, SystemHmEntry,
+};
+use partix_runtime::executive::hm::{Action, Death};
+use partix_runtime::executive::os::{resolve_program, run_module, RunConfig, RunReport};
+use partix_runtime::executive::{EndReason, Options};
+use partix_runtime::state::mode;
+use partix_runtime::trace::RecordKind;
+use std::sync::atomic::AtomicBool;
+
+fn run(m: &Module, frames: u64) -> RunReport {
+    let programs = (0..m.partitions.len())
+        .map(|p| resolve_program(m, p).unwrap())
+        .collect();
+    let cfg = RunConfig {
+        programs,
+        cpu: None,
+        options: Options {
+            max_frames: Some(frames),
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    run_module(m, cfg, &AtomicBool::new(false)).unwrap()
+}
+
+#[test]
+fn crashing_partitions_are_handled_per_table_while_another_keeps_running() {
+    if !is_root() {
+        eprintln!("SKIPPED crashing_partitions_are_handled_per_table_while_another_keeps_running: needs root");
+        return;
+    }
+    let tp = Some(testpart());
+    let mut p1 = partition(
+        1,
+        "SEGV",
+        tp.clone(),
+        &["crash", "--how", "segv", "--after-ms", "30", "--first-only"],
+    );
+    p1.hm = vec![hm(ErrorCode::MemoryViolation, PartitionAction::ColdStart)];
+    let p2 = partition(2, "STEADY", tp.clone(), &["sleep"]);
+    // No HM table entry: the default is IDLE.
+    let p3 = partition(
+        3,
+        "KILL9",
+        tp.clone(),
+        &["crash", "--how", "kill", "--after-ms", "30"],
+    );
+    let mut p4 = partition(
+        4,
+        "ABORT",
+        tp.clone(),
+        &[
+            "crash",
+            "--how",
+            "abort",
+            "--after-ms",
+            "30",
+            "--first-only",
+        ],
+    );
+    p4.hm = vec![hm(ErrorCode::PartitionCrash, PartitionAction::WarmStart)];
+    let m = module(
+        vec![p1, p2, p3, p4],
+        vec![schedule(
+            1,
+            20,
+            &[
+                (1, 1, 0.0, 3.0),
+                (2, 2, 4.0, 4.0),
+                (3, 3, 9.0, 3.0),
+                (4, 4, 13.0, 3.0),
+            ],
+        )],
+    );
+    let r = run(&m, 30);
+    assert_eq!(r.end, EndReason::Frames);
+    let ev = |p: usize| r.hm_events.iter().filter(move |e| e.partition == p);
+    // SEGV: MEMORY_VIOLATION → COLD_START, restarted once, NORMAL again.
+    let e: Vec<_> = ev(0).collect();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].death, Some(Death::Signaled(libc::SIGSEGV)));
+    assert_eq!(e[0].decision.code, ErrorCode::MemoryViolation);
+    assert_eq!(e[0].decision.action, Action::ColdStart);
+    assert_eq!(r.partitions[0].restarts, 1);
+    assert_eq!(r.partitions[0].mode, mode::NORMAL);
+    // KILL9: PARTITION_CRASH, no table → IDLE; its later windows are skipped.
+    let e: Vec<_> = ev(2).collect();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].death, Some(Death::Signaled(libc::SIGKILL)));
+    assert_eq!(e[0].decision.action, Action::Idle);
+    assert!(!e[0].decision.from_table);
+    assert_eq!(r.partitions[2].mode, mode::IDLE);
+    assert!(
+        r.partitions[2].stats.skipped >= 20,
+        "{:?}",
+        r.partitions[2].stats
+    );
+    // ABORT: SIGABRT → PARTITION_CRASH → WARM_START from its table.
+    let e: Vec<_> = ev(3).collect();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].death, Some(Death::Signaled(libc::SIGABRT)));
+    assert_eq!(e[0].decision.action, Action::WarmStart);
+    assert_eq!(r.partitions[3].restarts, 1);
+    assert_eq!(r.partitions[3].mode, mode::NORMAL);
+    // STEADY had every window, no HM event.
+    assert_eq!(ev(1).count(), 0);
+    assert_eq!(r.partitions[1].stats.windows, 30);
+    let steady = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Window && x.partition == 1)
+        .count();
+    assert_eq!(steady, 30);
+    // HM events are in the trace too.
+    assert_eq!(
+        r.trace
+            .records()
+            .iter()
+            .filter(|x| x.kind == RecordKind::Hm)
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn module_level_hm_shutdown_ends_the_run() {
+    if !is_root() {
+        eprintln!("SKIPPED module_level_hm_shutdown_ends_the_run: needs root");
+        return;
+    }
+    let tp = Some(testpart());
+    let mut m = module(
+        vec![
+            partition(
+                1,
+                "FPE",
+                tp.clone(),
+                &["crash", "--how", "fpe", "--after-ms", "10"],
+            ),
+            partition(2, "OTHER", tp, &["sleep"]),
+        ],
+        vec![schedule(1, 10, &[(1, 1, 0.0, 3.0), (2, 2, 4.0, 3.0)])],
+    );
+    m.system_hm = vec![SystemHmEntry {
+        system_state: 1,
+        error_id: 7,
+        code: ErrorCode::NumericError,
+        level: ErrorLevel::Module,
+    }];
+    m.module_hm = vec![ModuleHmEntry {
+        system_state: 1,
+        error_id: 7,
+        action: ModuleAction::Shutdown,
+    }];
+    let r = run(&m, 500);
+    assert_eq!(r.end, EndReason::HmShutdown);
+    assert!(r.frames < 100, "{}", r.frames);
+    assert_eq!(r.hm_events.len(), 1);
+    assert_eq!(r.hm_events[0].decision.level, ErrorLevel::Module);
+    assert_eq!(r.hm_events[0].decision.code, ErrorCode::NumericError);
+}
+
+#[test]
+fn mode_requests_idle_and_restart_partitions() {
+    if !is_root() {
+        eprintln!("SKIPPED mode_requests_idle_and_restart_partitions: needs root");
+        return;
+    }
+    let tp = Some(testpart());
+    let m = module(
+        vec![
+            partition(
+                1,
+                "TOIDLE",
+                tp.clone(),
+                &["request", "--mode", "idle", "--after-ms", "20"],
+            ),
+            partition(
+                2,
+                "COLD",
+                tp.clone(),
+                &[
+                    "request",
+                    "--mode",
+                    "cold",
+                    "--after-ms",
+                    "20",
+                    "--first-only",
+                ],
+            ),
+            partition(
+                3,
+                "WARM",
+                tp,
+                &[
+                    "request",
+                    "--mode",
+                    "warm",
+                    "--after-ms",
+                    "20",
+                    "--first-only",
+                ],
+            ),
+        ],
+        vec![schedule(
+            1,
+            15,
+            &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0), (3, 3, 10.0, 4.0)],
+        )],
+    );
+    let r = run(&m, 20);
+    assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
+    assert_eq!(r.partitions[0].mode, mode::IDLE);
+    assert!(r.partitions[0].stats.skipped >= 10);
+    assert_eq!(r.partitions[1].restarts, 1);
+    assert_eq!(r.partitions[1].mode, mode::NORMAL);
+    assert_eq!(r.partitions[2].restarts, 1);
+    assert_eq!(r.partitions[2].mode, mode::NORMAL);
+    let modes: Vec<_> = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Mode && x.partition == 2)
+        .map(|x| x.text)
+        .collect();
+    assert_eq!(
+        modes,
+        ["COLD_START", "NORMAL", "WARM_START", "WARM_START", "NORMAL"]
+    );
+}
+
+#[test]
+fn system_partition_switches_the_module_schedule_at_a_frame_boundary() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED system_partition_switches_the_module_schedule_at_a_frame_boundary: needs root"
+        );
+        return;
+    }
+    let tp = Some(testpart());
+    let mut sys = partition(
+        1,
+        "SYS",
+        tp.clone(),
+        &["schedule", "--id", "2", "--after-ms", "25"],
+    );
+    sys.system_partition = true;
+    // A non-system partition asking for a switch is ignored.
+    let user = partition(2, "USER", tp, &["schedule", "--id", "3", "--after-ms", "5"]);
+    let m = module(
+        vec![sys, user],
+        vec![
+            schedule(1, 20, &[(11, 1, 0.0, 5.0), (12, 2, 10.0, 5.0)]),
+            schedule(2, 10, &[(21, 1, 0.0, 2.0), (22, 2, 5.0, 2.0)]),
+            schedule(3, 10, &[(31, 2, 0.0, 2.0)]),
+        ],
+    );
+    let r = run(&m, 10);
+    let recs = r.trace.records();
+    let req = recs
+        .iter()
+        .find(|x| x.kind == RecordKind::ScheduleRequest)
+        .expect("request recorded");
+    assert_eq!(req.window, 2);
+    assert_eq!(req.partition, 0);
+    let sw: Vec<_> = recs
+        .iter()
+        .filter(|x| x.kind == RecordKind::ScheduleSwitch)
+        .collect();
+    assert_eq!(sw.len(), 1);
+    assert_eq!((sw[0].detail, sw[0].window), (1, 2));
+    // The switch happens at a frame start of schedule 1 (a multiple of 20 ms after frame 0).
+    let first = recs
+        .iter()
+        .find(|x| x.kind == RecordKind::Point)
+        .unwrap()
+        .planned_start;
+    let at = recs
+        .iter()
+        .find(|x| x.kind == RecordKind::Point && x.schedule == 2)
+        .unwrap()
+        .planned_start;
+    assert_eq!((at - first) % 20_000_000, 0);
+    assert!(at > req.actual_start);
+    // Windows of schedule 3 never opened.
+    assert!(!recs
+        .iter()
+        .any(|x| x.kind == RecordKind::Window && x.window == 31));
+    assert!(recs
+        .iter()
+        .any(|x| x.kind == RecordKind::Window && x.window == 21));
+}
