@@ -30,7 +30,7 @@ fn out_dir() -> PathBuf {
         let dir = exe
             .parent()
             .expect("test executable has a directory")
-            .join(format!("apexc-c-tests-{}", std::process::id()));
+            .join("apexc-c-tests");
         std::fs::create_dir_all(&dir).expect("create the C test output directory");
         dir
     })
@@ -38,31 +38,35 @@ fn out_dir() -> PathBuf {
 }
 
 /// The directory holding `libpartix_apex.a` / `.so`: the profile directory above `deps/`.
+///
+/// `cargo test` builds the crate's rlib but not always its staticlib/cdylib, and a library left
+/// from an earlier build may be stale; so the first call runs `cargo build -p partix-apex` for
+/// the same target directory and profile (a no-op when they are up to date).
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().expect("current_exe");
         let deps = exe.parent().expect("test executable has a directory");
         let profile = deps.parent().expect("deps/ has a parent");
-        let have = |p: &Path| p.join("libpartix_apex.a").exists() && p.join("libpartix_apex.so").exists();
-        if !have(profile) {
-            eprintln!(
-                "libpartix_apex.a/.so not found in {}; building them with `cargo build -p partix-apex`",
-                profile.display()
-            );
-            let target_dir = profile.parent().expect("profile dir has a parent");
-            let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            cmd.args(["build", "-p", "partix-apex"])
-                .env("CARGO_TARGET_DIR", target_dir);
-            if profile.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let status = cmd.status().expect("run cargo build -p partix-apex");
-            assert!(status.success(), "`cargo build -p partix-apex` failed");
+        let target_dir = profile.parent().expect("profile dir has a parent");
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args(["build", "--quiet", "-p", "partix-apex"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd
+            .status()
+            .expect("run `cargo build -p partix-apex` to build libpartix_apex.a/.so");
+        assert!(
+            status.success(),
+            "`cargo build -p partix-apex` failed; the C tests need libpartix_apex.a/.so"
+        );
+        for lib in ["libpartix_apex.a", "libpartix_apex.so"] {
             assert!(
-                have(profile),
-                "cargo built partix-apex but {} still lacks libpartix_apex.a/.so",
-                profile.display()
+                profile.join(lib).exists(),
+                "cargo built partix-apex but {} is missing",
+                profile.join(lib).display()
             );
         }
         profile.to_path_buf()
