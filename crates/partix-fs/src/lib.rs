@@ -22,6 +22,7 @@ pub mod cli;
 pub mod client;
 pub mod confine;
 pub mod fault;
+pub mod ffi;
 pub mod fuse;
 pub mod netns;
 pub mod server;
