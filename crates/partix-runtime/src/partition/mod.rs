@@ -82,4 +82,6 @@ pub use process::{
     ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
 };
 pub use rt::control_signal;
-pub use time::{get_time, periodic_wait, replenish, timed_wait, SystemTime, INFINITE_TIME_VALUE};
+pub use time::{
+    get_time, periodic_wait, replenish, thread_cpu_ns, timed_wait, SystemTime, INFINITE_TIME_VALUE,
+};
