@@ -46,7 +46,7 @@ extern "C" fn vdo_strming() {
             stop_self();
         }
         let max = MAX_JOBS.load(Ordering::Relaxed);
-        if VERBOSE.load(Ordering::Relaxed) == 1 && (jobs % 12 == 0 || jobs == max) {
+        if VERBOSE.load(Ordering::Relaxed) == 1 && (jobs.is_multiple_of(12) || jobs == max) {
             if let Ok(st) = get_process_status(me) {
                 let ctx = partix_runtime::attach::PartitionContext::get().ok();
                 let slot = ctx.map(|c| &c.partition().processes[(me.0 - 1) as usize]);
