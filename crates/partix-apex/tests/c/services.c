@@ -60,12 +60,14 @@ static void value(const char *name, const char *c, long long v)
     fflush(stdout);
 }
 
-static PROCESS_ID_TYPE driver_id, worker_id, sleeper_id, periodic_id, spare_id, idle_periodic_id, misser_id;
+static PROCESS_ID_TYPE driver_id, worker_id, sleeper_id, periodic_id, spare_id, idle_periodic_id, misser_id, bounded_id;
 static volatile int worker_runs = 0;
 static volatile int periodic_jobs = 0;
 static volatile RETURN_CODE_TYPE periodic_suspend_self_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_bad_rc = (RETURN_CODE_TYPE)99;
+static volatile RETURN_CODE_TYPE periodic_replenish_late_rc = (RETURN_CODE_TYPE)99;
+static volatile RETURN_CODE_TYPE periodic_replenish_inf_rc = (RETURN_CODE_TYPE)99;
 
 static PROCESS_STATE_TYPE state_of(PROCESS_ID_TYPE pid)
 {
@@ -92,12 +94,15 @@ static void show_state(const char *who, PROCESS_ID_TYPE pid, const char *c)
 
 /* ---- processes ---------------------------------------------------------------------------- */
 
+static volatile RETURN_CODE_TYPE worker_suspend_rc = (RETURN_CODE_TYPE)99;
+
 static void worker(void)
 {
     RETURN_CODE_TYPE rc;
     for (;;) {
         worker_runs++;
         SUSPEND_SELF(INFINITE_TIME_VALUE, &rc);
+        worker_suspend_rc = rc;
     }
 }
 
@@ -114,6 +119,10 @@ static void periodic(void)
     periodic_suspend_self_rc = rc;
     REPLENISH(-5, &rc);                   /* negative budget */
     periodic_replenish_bad_rc = rc;
+    REPLENISH(60000000, &rc);             /* 60 ms: past the next release (period 50 ms) */
+    periodic_replenish_late_rc = rc;
+    REPLENISH(INFINITE_TIME_VALUE, &rc);  /* a periodic process keeps a finite deadline */
+    periodic_replenish_inf_rc = rc;
     REPLENISH(10000000, &rc);             /* 10 ms: before the next release */
     periodic_replenish_rc = rc;
     for (;;) {
@@ -137,7 +146,7 @@ struct seen_error {
 static struct seen_error seen[8];
 static volatile int n_seen = 0;
 static volatile int handler_runs = 0;
-static RETURN_CODE_TYPE eh_rc[6];
+static RETURN_CODE_TYPE eh_rc[7];
 
 static void error_handler(void)
 {
@@ -165,6 +174,10 @@ static void error_handler(void)
         LOCK_PREEMPTION(&level, &eh_rc[3]);
         UNLOCK_PREEMPTION(&level, &eh_rc[4]);
         SUSPEND_SELF(1000, &eh_rc[5]);
+        {
+            PROCESS_ID_TYPE me;
+            GET_MY_ID(&me, &eh_rc[6]);
+        }
     }
     handler_runs++;
     STOP_SELF();
@@ -241,6 +254,7 @@ static void driver(void)
     CHECK("RESUME", "self_suspended", RESUME(worker_id, &rc));
     WAIT_UNTIL("worker to run again", worker_runs == 2 && state_of(worker_id) == WAITING);
     value("WORKER_RUNS", "after_resume", worker_runs);
+    printf("SUSPEND_SELF resumed rc=%s\n", rc_name(worker_suspend_rc));
     CHECK("RESUME", "not_suspended_sleeper", RESUME(sleeper_id, &rc));
     CHECK("SUSPEND", "waiting_sleeper", SUSPEND(sleeper_id, &rc));
     show_state("sleeper", sleeper_id, "suspended");
@@ -298,6 +312,8 @@ static void driver(void)
     value("PERIODIC_JOBS_AT_LEAST_3", "normal", periodic_jobs >= 3);
     printf("SUSPEND_SELF periodic rc=%s\n", rc_name(periodic_suspend_self_rc));
     printf("REPLENISH negative rc=%s\n", rc_name(periodic_replenish_bad_rc));
+    printf("REPLENISH past_next_release rc=%s\n", rc_name(periodic_replenish_late_rc));
+    printf("REPLENISH periodic_infinite rc=%s\n", rc_name(periodic_replenish_inf_rc));
     printf("REPLENISH periodic rc=%s\n", rc_name(periodic_replenish_rc));
     GET_PROCESS_STATUS(periodic_id, &pst, &rc);
     value("DEADLINE_TIME_SET", "periodic", pst.DEADLINE_TIME > 0);
@@ -355,6 +371,7 @@ static void driver(void)
     printf("LOCK_PREEMPTION in_error_handler rc=%s\n", rc_name(eh_rc[3]));
     printf("UNLOCK_PREEMPTION in_error_handler rc=%s\n", rc_name(eh_rc[4]));
     printf("SUSPEND_SELF in_error_handler rc=%s\n", rc_name(eh_rc[5]));
+    printf("GET_MY_ID in_error_handler rc=%s\n", rc_name(eh_rc[6]));
 
     /* a deadline miss reaches the error handler too */
     CHECK("START", "misser", START(misser_id, &rc));
@@ -386,14 +403,14 @@ static void driver(void)
 /* ---- main: initialisation ------------------------------------------------------------------ */
 
 static void create(const char *name, void (*entry)(void), SYSTEM_TIME_TYPE period,
-                   PRIORITY_TYPE prio, PROCESS_ID_TYPE *id)
+                   SYSTEM_TIME_TYPE capacity, PRIORITY_TYPE prio, PROCESS_ID_TYPE *id)
 {
     PROCESS_ATTRIBUTE_TYPE a;
     RETURN_CODE_TYPE rc;
     memset(&a, 0, sizeof a);
     a.ENTRY_POINT = entry;
     a.PERIOD = period;
-    a.TIME_CAPACITY = period;
+    a.TIME_CAPACITY = capacity;
     a.STACK_SIZE = 64 * 1024;
     a.BASE_PRIORITY = prio;
     a.DEADLINE = SOFT;
@@ -436,14 +453,24 @@ int main(void)
     CHECK("LOCK_PREEMPTION", "not_normal", LOCK_PREEMPTION(&level, &rc));
     CHECK("UNLOCK_PREEMPTION", "not_normal", UNLOCK_PREEMPTION(&level, &rc));
     CHECK("PERIODIC_WAIT", "main", PERIODIC_WAIT(&rc));
+    CHECK("TIMED_WAIT", "main", TIMED_WAIT(1000, &rc));
+    CHECK("SUSPEND_SELF", "main", SUSPEND_SELF(0, &rc));
+    CHECK("REPLENISH", "main", REPLENISH(1000000, &rc));
 
-    create("driver", driver, INFINITE_TIME_VALUE, 90, &driver_id);
-    create("worker", worker, INFINITE_TIME_VALUE, 10, &worker_id);
-    create("sleeper", sleeper, INFINITE_TIME_VALUE, 11, &sleeper_id);
-    create("periodic", periodic, 50000000, 20, &periodic_id);
-    create("spare", spare, INFINITE_TIME_VALUE, 3, &spare_id);
-    create("idle_periodic", idle_periodic, 50000000, 4, &idle_periodic_id);
-    create("misser", misser, 50000000, 6, &misser_id);
+    create("driver", driver, INFINITE_TIME_VALUE, INFINITE_TIME_VALUE, 90, &driver_id);
+    create("worker", worker, INFINITE_TIME_VALUE, INFINITE_TIME_VALUE, 10, &worker_id);
+    create("sleeper", sleeper, INFINITE_TIME_VALUE, INFINITE_TIME_VALUE, 11, &sleeper_id);
+    create("periodic", periodic, 50000000, 50000000, 20, &periodic_id);
+    create("spare", spare, INFINITE_TIME_VALUE, INFINITE_TIME_VALUE, 3, &spare_id);
+    create("idle_periodic", idle_periodic, 50000000, 50000000, 4, &idle_periodic_id);
+    create("misser", misser, 50000000, 50000000, 6, &misser_id);
+    create("bounded", spare, INFINITE_TIME_VALUE, 10000000, 7, &bounded_id);
+    {
+        /* an aperiodic process with a finite time capacity (for the DELAYED_START overflow) */
+        PROCESS_STATUS_TYPE b;
+        GET_PROCESS_STATUS(bounded_id, &b, &rc);
+        value("TIME_CAPACITY", "bounded", b.ATTRIBUTES.TIME_CAPACITY);
+    }
 
     /* CREATE_PROCESS return codes */
     memset(&a, 0, sizeof a);
@@ -475,8 +502,29 @@ int main(void)
     a.ENTRY_POINT = NULL;
     CHECK("CREATE_PROCESS", "null_entry", CREATE_PROCESS(&a, &id, &rc));
     a.ENTRY_POINT = worker;
+    a.STACK_SIZE = 0xFFFFFFFFu;
+    CHECK("CREATE_PROCESS", "stack_too_large", CREATE_PROCESS(&a, &id, &rc));
+    a.STACK_SIZE = 0;
+    memset(a.NAME, 0, sizeof a.NAME);
+    CHECK("CREATE_PROCESS", "empty_name", CREATE_PROCESS(&a, &id, &rc));
+    strcpy(a.NAME, "other");
     CHECK("CREATE_PROCESS", "null_attributes", CREATE_PROCESS(NULL, &id, &rc));
     CHECK("CREATE_PROCESS", "null_id", CREATE_PROCESS(&a, NULL, &rc));
+    {
+        /* fill the process table: 30-character names use the whole NAME_TYPE (no NUL) */
+        int n = 0;
+        char name[MAX_NAME_LENGTH + 1];
+        PROCESS_ID_TYPE last = 0;
+        do {
+            snprintf(name, sizeof name, "filler-%023d", n);
+            memcpy(a.NAME, name, MAX_NAME_LENGTH);
+            CREATE_PROCESS(&a, &last, &rc);
+            n++;
+        } while (rc == NO_ERROR && n < 1000);
+        printf("CREATE_PROCESS table_full rc=%s\n", rc_name(rc));
+        value("PROCESSES", "table_full", last);
+        CHECK("GET_PROCESS_ID", "full_length_name", GET_PROCESS_ID("filler-00000000000000000000000", &id, &rc));
+    }
 
     /* lookups */
     CHECK("GET_PROCESS_ID", "known", GET_PROCESS_ID("sleeper", &id, &rc));
@@ -496,6 +544,7 @@ int main(void)
 
     /* error handler */
     CHECK("CREATE_ERROR_HANDLER", "null_entry", CREATE_ERROR_HANDLER(NULL, 0, &rc));
+    CHECK("CREATE_ERROR_HANDLER", "stack_too_large", CREATE_ERROR_HANDLER(error_handler, 0xFFFFFFFFu, &rc));
     CHECK("CREATE_ERROR_HANDLER", "ok", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));
     CHECK("CREATE_ERROR_HANDLER", "twice", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));
 
