@@ -36,7 +36,8 @@
 //! # Why the receiver never sees a torn RX buffer (and never retries)
 //! The manager writes RX position `q` (slot `q % n_rx`) only if `q < ack + n_rx` for an `ack` it
 //! read from `head`. Only the receiver stores `head`, it never decreases it, and it stores
-//! `head = p` *before* copying slot `p % n_rx`; while that copy runs, `head <= p`, so every `ack`
+//! `head = p` (before copying slot `p % n_rx`, to return credits early; after would be as safe)
+//! and nothing larger until its next read; while that copy runs, `head <= p`, so every `ack`
 //! the manager can read is `<= p` and it writes only positions `q < p + n_rx`. Slot `p % n_rx` is
 //! next reused by position `p + n_rx`: never during the copy. The manager can write that position
 //! only after reading an `ack > p`, which the receiver stores (`Release`) after finishing the
@@ -48,7 +49,7 @@
 //! `begin` equals the expected flags after an `Acquire` fence.
 
 use crate::sampling::Flags;
-use crate::sync::{copy_in, copy_out, fence, AtomicU64, Ordering};
+use crate::sync::{copy_out, fence, AtomicU64, Ordering};
 
 /// Outcome of one move attempt of the manager ([`TxView`] → [`RxView`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,10 +197,23 @@ pub struct ManagerState {
 
 impl ManagerState {
     /// Start from the rings' current counters (a new or restarted manager).
+    ///
+    /// Messages written but never delivered stay eligible: `next_tx` follows the TX number of the
+    /// newest delivered message (its sequence number is `number + 1`, modulo 2^32).
     pub fn resume(tx: &TxView<'_>, rx: &RxView<'_>) -> ManagerState {
+        let rx_tail = rx.delivered();
+        let next_tx = if rx_tail == 0 {
+            0
+        } else {
+            let seq = Flags(rx.slot(rx_tail - 1)[0].load(Ordering::Relaxed)).seq();
+            let t = tx.written();
+            // The newest delivered number p has (p as u32) + 1 == seq and p < t, so
+            // t - (p + 1) == t - seq modulo 2^32.
+            t.saturating_sub(u64::from((t as u32).wrapping_sub(seq)))
+        };
         ManagerState {
-            next_tx: tx.written(),
-            rx_tail: rx.delivered(),
+            next_tx,
+            rx_tail,
             sent: 0,
             overwritten: 0,
         }
@@ -316,8 +330,10 @@ impl ReceiverState {
         let acked = p != self.held;
         if acked {
             self.held = p;
-            // SYNC POINT: the cumulative ack; pairs with the manager's Acquire load of `head`.
-            // Stored before the copy below so the manager cannot reuse slot p meanwhile.
+            // SYNC POINT: the cumulative ack; pairs with the manager's Acquire load of `head`:
+            // our earlier copies of slots < p happen-before the manager reuses them. Slot p
+            // itself stays safe while `head <= p`, i.e. until our next read moves `head` on.
+            // Acking before the copy hands the manager its credits as early as possible.
             rx.head.store(p, Ordering::Release);
         }
         let slot = rx.slot(p);
@@ -337,15 +353,6 @@ impl ReceiverState {
             acked,
         })
     }
-}
-
-/// Write `data` into RX position `q` directly (for models and tests of the receiver alone).
-#[doc(hidden)]
-pub fn deliver_for_tests(rx: &RxView<'_>, q: u64, flags: Flags, data: &[u8]) {
-    let slot = rx.slot(q);
-    slot[0].store(flags.0, Ordering::Relaxed);
-    copy_in(&slot[2..], data);
-    rx.tail.store(q + 1, Ordering::Release);
 }
 
 #[cfg(not(loom))]

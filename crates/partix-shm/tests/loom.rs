@@ -1,0 +1,216 @@
+//! loom models of the lock-free algorithms: every interleaving (up to the preemption bound set by
+//! `LOOM_MAX_PREEMPTIONS`) and every weak-memory outcome loom models is explored.
+//!
+//! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test -p partix-shm --release --test
+//! loom`). Without `--cfg loom` this file compiles to nothing.
+#![cfg(loom)]
+
+use loom::sync::atomic::AtomicU64;
+use loom::sync::Arc;
+use loom::thread;
+use partix_shm::ring::{PopError, PushError, RingView};
+use partix_shm::sampling::{Attempt, Flags, SlotView};
+use partix_shm::twosided::{ManagerState, Move, ReceiverState, RxError, RxView, TxView};
+
+/// Payload of message `seq`: `WORDS` words, each equal to `seq` (a torn copy mixes values).
+const WORDS: usize = 2;
+
+fn payload(seq: u32) -> Vec<u8> {
+    (0..WORDS)
+        .flat_map(|_| u64::from(seq).to_ne_bytes())
+        .collect()
+}
+
+fn assert_whole(buf: &[u8], seq: u32) {
+    for w in buf.chunks_exact(8) {
+        let v = u64::from_ne_bytes(w.try_into().unwrap());
+        assert_eq!(v, u64::from(seq), "torn message: a word of another message");
+    }
+}
+
+fn words(n: usize) -> Vec<AtomicU64> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// The begin/end protocol: one writer writing `n` messages, one reader reading twice; a
+/// successful read is always one whole message, its stamp included, and reads never go back.
+fn sampling_model(n: u32) {
+    loom::model(move || {
+        // [begin, stamp, payload.., end]
+        let slot = Arc::new(words(WORDS + 3));
+        let w = slot.clone();
+        let writer = thread::spawn(move || {
+            let view = SlotView::from_words(&w);
+            for seq in 1..=n {
+                let data = payload(seq);
+                view.publish(
+                    Flags::new(seq, data.len() as u32),
+                    u64::from(seq) * 10,
+                    &data,
+                );
+            }
+        });
+        let view = SlotView::from_words(&slot);
+        let mut last = 0;
+        for _ in 0..2 {
+            let mut buf = [0u8; 8 * WORDS];
+            match view.try_read(&mut buf) {
+                Attempt::Done { flags, stamp } => {
+                    assert_eq!(flags.len() as usize, 8 * WORDS);
+                    assert_whole(&buf, flags.seq());
+                    assert_eq!(stamp, u64::from(flags.seq()) * 10, "torn stamp");
+                    assert!(flags.seq() >= last, "went back in time");
+                    last = flags.seq();
+                }
+                Attempt::Empty | Attempt::Torn => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        writer.join().unwrap();
+        // After the writer is done, a read must succeed with the last message.
+        let mut buf = [0u8; 8 * WORDS];
+        match view.try_read(&mut buf) {
+            Attempt::Done { flags, .. } => assert_eq!(flags.seq(), n),
+            other => panic!("quiescent read failed: {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn sampling_two_messages_never_torn() {
+    sampling_model(2);
+}
+
+#[test]
+fn sampling_three_messages_never_torn() {
+    sampling_model(3);
+}
+
+/// The SPSC ring: capacity 2, three messages; no loss, no duplication, FIFO order.
+#[test]
+fn ring_no_loss_no_duplication_in_order() {
+    loom::model(|| {
+        const CAP: usize = 2;
+        const N: u32 = 3;
+        let stride = 1 + WORDS;
+        let mem = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
+        let m = mem.clone();
+        let producer = thread::spawn(move || {
+            let view = RingView::new(&m.0, &m.1, &m.2, CAP);
+            let mut st = view.producer_state();
+            for seq in 1..=N {
+                loop {
+                    match view.push(&mut st, &payload(seq)) {
+                        Ok(()) => break,
+                        Err(PushError::Full) => thread::yield_now(),
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+            }
+        });
+        let view = RingView::new(&mem.0, &mem.1, &mem.2, CAP);
+        let mut st = view.consumer_state();
+        let mut got = Vec::new();
+        while got.len() < N as usize {
+            let mut buf = [0u8; 8 * WORDS];
+            match view.pop(&mut st, &mut buf) {
+                Ok(len) => {
+                    assert_eq!(len, 8 * WORDS);
+                    let seq = u64::from_ne_bytes(buf[..8].try_into().unwrap()) as u32;
+                    assert_whole(&buf, seq);
+                    got.push(seq);
+                }
+                Err(PopError::Empty) => thread::yield_now(),
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(got, (1..=N).collect::<Vec<_>>());
+        let mut buf = [0u8; 8 * WORDS];
+        assert_eq!(view.pop(&mut st, &mut buf), Err(PopError::Empty));
+    });
+}
+
+/// The two-sided design: sender → TX ring (2 buffers) → manager → RX ring (2 buffers) →
+/// receiver with cumulative acks. While all three run concurrently (bounded steps each), the
+/// receiver never sees a torn or older message and the manager never has more buffers in flight
+/// than the receiver acknowledged; afterwards the newest message is delivered.
+fn two_sided_model(n: u32, manager_steps: usize, reads: usize) {
+    loom::model(move || {
+        const SLOTS: usize = 2;
+        let tx_stride = WORDS + 3;
+        let rx_stride = WORDS + 2;
+        // (tx tail, tx slots, rx tail, rx head, rx slots)
+        let mem = Arc::new((
+            AtomicU64::new(0),
+            words(SLOTS * tx_stride),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            words(SLOTS * rx_stride),
+        ));
+        let m = mem.clone();
+        let sender = thread::spawn(move || {
+            let tx = TxView::new(&m.0, &m.1, SLOTS);
+            for p in 0..n {
+                tx.send(u64::from(p), u64::from(p + 1) * 10, &payload(p + 1));
+            }
+        });
+        let m = mem.clone();
+        let manager = thread::spawn(move || {
+            let tx = TxView::new(&m.0, &m.1, SLOTS);
+            let rx = RxView::new(&m.2, &m.3, &m.4, SLOTS);
+            let mut st = ManagerState::resume(&tx, &rx);
+            for _ in 0..manager_steps {
+                st.move_once(&tx, &rx);
+                // Flow control: never more buffers in flight than the receiver has.
+                assert!(st.rx_tail - rx.acked() <= SLOTS as u64, "receiver overrun");
+            }
+            st
+        });
+        let rx = RxView::new(&mem.2, &mem.3, &mem.4, SLOTS);
+        let mut rst = ReceiverState::resume(&rx);
+        let mut last = 0;
+        let check = |rst: &mut ReceiverState, last: &mut u32| {
+            let mut buf = [0u8; 8 * WORDS];
+            match rst.read(&rx, &mut buf) {
+                Ok(r) => {
+                    let seq = r.flags.seq();
+                    assert_whole(&buf, seq);
+                    assert_eq!(r.stamp, u64::from(seq) * 10, "torn stamp");
+                    assert!(seq >= *last, "went back in time");
+                    *last = seq;
+                }
+                Err(RxError::Empty) => {}
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        for _ in 0..reads {
+            check(&mut rst, &mut last);
+        }
+        sender.join().unwrap();
+        let mut st = manager.join().unwrap();
+        // Quiescent phase: alternate manager and receiver until the newest is delivered.
+        let tx = TxView::new(&mem.0, &mem.1, SLOTS);
+        for _ in 0..2 * n + 2 {
+            st.move_once(&tx, &rx);
+            check(&mut rst, &mut last);
+        }
+        assert_eq!(
+            last,
+            n,
+            "newest message not delivered: {st:?} acked {}",
+            rx.acked()
+        );
+        assert_eq!(st.move_once(&tx, &rx), Move::Idle);
+    });
+}
+
+#[test]
+fn two_sided_two_messages() {
+    two_sided_model(2, 3, 2);
+}
+
+#[test]
+fn two_sided_three_messages_with_credit_starvation() {
+    two_sided_model(3, 3, 1);
+}
