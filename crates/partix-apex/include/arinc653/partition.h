@@ -25,7 +25,10 @@ extern void GET_PARTITION_STATUS (
 
 /*
  * SET_PARTITION_MODE: change the partition's operating mode.
- *   NO_ERROR       mode changed (NORMAL: does not return to the caller);
+ *   NO_ERROR       never seen by the caller: NORMAL makes the calling (main) thread the
+ *                  partition's monitor thread; IDLE stops the partition; COLD_START and
+ *                  WARM_START restart it (run by hand without `partix run`: IDLE exits with
+ *                  status 0 and a restart re-executes the program);
  *   INVALID_PARAM  OPERATING_MODE is not an OPERATING_MODE_TYPE value;
  *   NO_ACTION      NORMAL requested while already NORMAL;
  *   INVALID_MODE   WARM_START requested from COLD_START.
