@@ -1,0 +1,327 @@
+//! Real cross-process tests: writer and reader are different processes sharing a memfd.
+//!
+//! Each test re-runs this test binary as its peer (`<exe> <test name> --exact`) with the role in
+//! `PARTIX_SHM_ROLE` and the memfd on descriptor 3; the test function sees the role and plays it.
+#![allow(unsafe_code)]
+
+use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
+use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::{Access, RecvMode, Region};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ROLE: &str = "PARTIX_SHM_ROLE";
+const LEN: &str = "PARTIX_SHM_LEN";
+const CHILD_FD: i32 = 3;
+
+fn role() -> Option<String> {
+    std::env::var(ROLE).ok()
+}
+
+/// Run `test` of this binary in a child process as `role`, with `region`'s memfd on fd 3.
+fn spawn(test: &str, role: &str, region: &Region) -> Child {
+    let fd = region.raw_fd();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(LEN, region.len().to_string())
+        .stdout(Stdio::piped());
+    // SAFETY: the closure only calls async-signal-safe functions (dup2, fcntl) between fork and
+    // exec; `fd` stays open in the parent for the duration of spawn().
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = if fd == CHILD_FD {
+                libc::fcntl(CHILD_FD, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, CHILD_FD)
+            };
+            if r < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn peer process")
+}
+
+/// Map the region inherited on fd 3 (in a child).
+fn inherited(access: Access) -> Arc<Region> {
+    let len: usize = std::env::var(LEN).unwrap().parse().unwrap();
+    // SAFETY: fd 3 was set up by `spawn` for this process and nothing else owns it.
+    Arc::new(unsafe { Region::from_raw_fd(CHILD_FD, len, access) }.expect("map inherited region"))
+}
+
+/// A second, read-only mapping of `r` in this process.
+fn read_only(r: &Region) -> Arc<Region> {
+    // SAFETY: dup returns a fresh descriptor that nothing else owns.
+    let fd = unsafe { libc::dup(r.raw_fd()) };
+    assert!(fd >= 0);
+    // SAFETY: fd is fresh and unowned.
+    Arc::new(unsafe { Region::from_raw_fd(fd, r.len(), Access::ReadOnly) }.unwrap())
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// 8 KiB of pseudo-random bytes, the same in every process.
+fn noise() -> &'static [u8] {
+    static NOISE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    NOISE.get_or_init(|| {
+        (0..1024u64)
+            .flat_map(|k| splitmix(k).to_ne_bytes())
+            .collect()
+    })
+}
+
+/// The message with sequence number `seq`: a pseudo-random length in 1..=max (at most 4 KiB),
+/// the sequence number, then noise starting at a `seq`-dependent offset, so a mix of two
+/// messages is detected (and cheap to build even in debug builds).
+fn message(seq: u32, max: usize, out: &mut Vec<u8>) {
+    let len = 1 + (splitmix(u64::from(seq)) % max as u64) as usize;
+    let mut head = [0u8; 8];
+    head[..4].copy_from_slice(&seq.to_le_bytes());
+    head[4..].copy_from_slice(&(len as u32).to_le_bytes());
+    out.clear();
+    out.extend_from_slice(&head[..len.min(8)]);
+    if len > 8 {
+        let off = (splitmix(u64::from(seq) ^ 0xABCD) % 4096) as usize;
+        out.extend_from_slice(&noise()[off..off + len - 8]);
+    }
+}
+
+#[test]
+fn torn_read_stress_between_processes() {
+    const TEST: &str = "torn_read_stress_between_processes";
+    const MAX: usize = 4096;
+    if role().as_deref() == Some("writer") {
+        let mut w = SamplingWriter::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let mut msg = Vec::with_capacity(MAX);
+        let start = Instant::now();
+        let mut n = 0u64;
+        // Write as fast as possible for about a second; sequence numbers start at 1. After every
+        // fourth write, pause for twice that write's duration: back-to-back writes of a slow
+        // (debug) build would otherwise leave a reader almost no window to complete a copy,
+        // while three writes in four still go back to back.
+        while start.elapsed() < Duration::from_secs(1) {
+            n += 1;
+            message(n as u32, MAX, &mut msg);
+            let t = Instant::now();
+            w.write(&msg).unwrap();
+            if n % 4 == 0 {
+                let pause = t.elapsed() * 2;
+                let t = Instant::now();
+                while t.elapsed() < pause {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        println!("writes {n}");
+        std::process::exit(0);
+    }
+    let layout = SamplingLayout::new(MAX as u32).unwrap();
+    let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes()).unwrap());
+    SamplingWriter::init(region.clone(), 0, layout).unwrap();
+    let reader = SamplingReader::attach(read_only(&region), 0).unwrap();
+    let mut child = spawn(TEST, "writer", &region);
+    let (mut reads, mut retried, mut contended, mut empty) = (0u64, 0u64, 0u64, 0u64);
+    let mut buf = vec![0u8; MAX];
+    let mut expect = Vec::with_capacity(MAX);
+    let mut last_seq = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "writer did not finish");
+        match reader.read(&mut buf) {
+            Ok(ok) => {
+                message(ok.seq, MAX, &mut expect);
+                assert_eq!(ok.len, expect.len(), "torn read: length of seq {}", ok.seq);
+                assert!(
+                    buf[..ok.len] == expect[..],
+                    "torn read: payload of seq {}",
+                    ok.seq
+                );
+                assert!(ok.seq >= last_seq, "sequence went back");
+                last_seq = ok.seq;
+                reads += 1;
+                if ok.attempts > 1 {
+                    retried += 1;
+                }
+            }
+            Err(ReadError::Contended { .. }) => contended += 1,
+            Err(ReadError::Empty) => empty += 1,
+            Err(e) => panic!("unexpected read error {e}"),
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "writer failed: {:?}", out.status);
+    let writes = String::from_utf8_lossy(&out.stdout);
+    eprintln!("reads {reads} retried {retried} contended {contended} empty {empty}; {writes}");
+    assert!(reads > 100, "too few verified reads: {reads}");
+    assert!(retried + contended > 0, "no read ever overlapped a write");
+}
+
+#[test]
+fn spsc_queue_million_messages_between_processes() {
+    const TEST: &str = "spsc_queue_million_messages_between_processes";
+    const N: u64 = 1_000_000;
+    const MAX: usize = 64;
+    let body = |i: u64, out: &mut [u8; MAX]| -> usize {
+        let len = 8 + (i % (MAX as u64 - 7)) as usize;
+        out[..8].copy_from_slice(&i.to_le_bytes());
+        for (k, b) in out[8..len].iter_mut().enumerate() {
+            *b = (i as u8).wrapping_add(k as u8);
+        }
+        len
+    };
+    if role().as_deref() == Some("producer") {
+        let mut p = RingProducer::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let mut msg = [0u8; MAX];
+        for i in 0..N {
+            let len = body(i, &mut msg);
+            loop {
+                match p.try_push(&msg[..len]) {
+                    Ok(()) => break,
+                    Err(PushError::Full) => std::hint::spin_loop(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        std::process::exit(0);
+    }
+    let layout = RingLayout::new(1024, MAX as u32).unwrap();
+    let region = Arc::new(Region::create("partix-shm-spsc", layout.size_bytes()).unwrap());
+    layout.init(&region, 0).unwrap();
+    let mut c = RingConsumer::attach(region.clone(), 0).unwrap();
+    let mut child = spawn(TEST, "producer", &region);
+    let mut buf = [0u8; MAX];
+    let mut expect = [0u8; MAX];
+    for i in 0..N {
+        let n = match c.pop_wait(
+            &mut buf,
+            RecvMode::SpinThenPark { spins: 10_000 },
+            Some(Duration::from_secs(30)),
+        ) {
+            Ok(n) => n,
+            Err(e) => panic!("message {i}: {e} (producer {:?})", child.try_wait()),
+        };
+        let got = u64::from_le_bytes(buf[..8].try_into().unwrap());
+        assert_eq!(got, i, "lost, duplicated or reordered message");
+        let len = body(i, &mut expect);
+        assert_eq!(&buf[..n], &expect[..len], "message {i} corrupted");
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
+}
+
+#[test]
+fn writer_killed_mid_write_never_yields_a_torn_message() {
+    const TEST: &str = "writer_killed_mid_write_never_yields_a_torn_message";
+    const MAX: usize = 1 << 20;
+    let fill = |seq: u32, buf: &mut [u8]| {
+        buf.fill(seq as u8);
+    };
+    if role().as_deref() == Some("writer") {
+        let mut w = SamplingWriter::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let mut msg = vec![0u8; MAX];
+        let start = Instant::now();
+        // Large messages back to back until killed (gives up after 60 s if nobody kills it).
+        while start.elapsed() < Duration::from_secs(60) {
+            let seq = w.write(&msg).unwrap();
+            fill(seq.wrapping_add(1), &mut msg);
+        }
+        std::process::exit(3);
+    }
+    let layout = SamplingLayout::new(MAX as u32).unwrap();
+    let region = Arc::new(Region::create("partix-shm-kill", layout.size_bytes()).unwrap());
+    let mut buf = vec![0u8; MAX];
+    let mut mid_write_kills = 0;
+    for trial in 0..10u64 {
+        SamplingWriter::init(region.clone(), 0, layout).unwrap();
+        let reader = SamplingReader::attach(read_only(&region), 0)
+            .unwrap()
+            .with_max_attempts(3);
+        let mut child = spawn(TEST, "writer", &region);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while reader.latest_seq().unwrap_or(0) < 3 {
+            assert!(Instant::now() < deadline, "writer never wrote");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(37 * trial));
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        if reader.write_in_progress() {
+            mid_write_kills += 1;
+        }
+        match reader.read(&mut buf) {
+            Ok(ok) => {
+                // Message `seq` is filled with the byte `seq as u8`; message 1 is all zeroes.
+                let expect = if ok.seq == 1 { 0 } else { ok.seq as u8 };
+                assert_eq!(ok.len, MAX);
+                assert!(
+                    buf.iter().all(|&b| b == expect),
+                    "torn message after kill (seq {})",
+                    ok.seq
+                );
+            }
+            Err(ReadError::Contended { .. }) => {
+                assert!(
+                    reader.write_in_progress(),
+                    "contended without a cut-off write"
+                );
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+        // A restarted writer makes the slot readable again.
+        let mut w = SamplingWriter::attach(region.clone(), 0).unwrap();
+        let seq = w.write(b"after restart").unwrap();
+        let ok = reader.read(&mut buf).unwrap();
+        assert_eq!((&buf[..ok.len], ok.seq), (&b"after restart"[..], seq));
+    }
+    assert!(
+        mid_write_kills > 0,
+        "no kill landed in the middle of a write in 10 trials"
+    );
+}
+
+#[test]
+fn reader_mapping_is_read_only() {
+    const TEST: &str = "reader_mapping_is_read_only";
+    if role().as_deref() == Some("reader") {
+        let region = inherited(Access::ReadOnly);
+        let reader = SamplingReader::attach(region.clone(), 0).unwrap();
+        let mut buf = [0u8; 16];
+        let ok = reader.read(&mut buf).unwrap();
+        println!("read ok {}", String::from_utf8_lossy(&buf[..ok.len]));
+        // Any store through the read-only mapping must fault.
+        // SAFETY: deliberately storing into a PROT_READ mapping to check that it faults; the
+        // process dies with SIGSEGV before anything else observes the store.
+        unsafe { region.as_ptr().add(64).write_volatile(1) };
+        println!("store went through");
+        std::process::exit(0);
+    }
+    let layout = SamplingLayout::new(16).unwrap();
+    let region = Arc::new(Region::create("partix-shm-ro", layout.size_bytes()).unwrap());
+    let mut w = SamplingWriter::init(region.clone(), 0, layout).unwrap();
+    w.write(b"hello").unwrap();
+    let out = spawn(TEST, "reader", &region).wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("read ok hello"), "child output: {stdout}");
+    assert!(
+        !stdout.contains("store went through"),
+        "child output: {stdout}"
+    );
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{:?}", out.status);
+    // The slot is untouched.
+    let mut buf = [0u8; 16];
+    let ok = SamplingReader::attach(region, 0)
+        .unwrap()
+        .read(&mut buf)
+        .unwrap();
+    assert_eq!(&buf[..ok.len], b"hello");
+}
