@@ -113,7 +113,7 @@ fn torn_read_stress_between_processes() {
             message(n as u32, MAX, &mut msg);
             let t = Instant::now();
             w.write(&msg).unwrap();
-            if n % 4 == 0 {
+            if n.is_multiple_of(4) {
                 let pause = t.elapsed() * 2;
                 let t = Instant::now();
                 while t.elapsed() < pause {
