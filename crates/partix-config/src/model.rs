@@ -32,7 +32,7 @@ pub struct Location {
 /// A validated ARINC 653 module configuration (`ARINC_653_Module`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Module {
-    /// `ModuleName`.
+    /// `ModuleName` (when absent: the configuration file's stem, or `module`).
     pub name: String,
     /// `ModuleVersion`, if given.
     pub version: Option<String>,
@@ -89,17 +89,20 @@ pub enum Criticality {
 pub struct Partition {
     /// `PartitionIdentifier`.
     pub id: PartitionId,
-    /// `PartitionName`.
+    /// `PartitionName` (when absent: `partition<ID>`); at most 30 characters.
     pub name: String,
-    /// `Criticality`.
+    /// `Criticality` (`LEVEL_A` when absent, as in the schema).
     pub criticality: Criticality,
     /// `SystemPartition`: may call module-level services such as `SET_MODULE_SCHEDULE`.
     pub system_partition: bool,
-    /// `EntryPoint`: the symbol the partition starts at (informational for executables: their `main`).
+    /// `EntryPoint`: the symbol the partition starts at (informational for executables: their `main`;
+    /// `main` when absent).
     pub entry_point: String,
     /// partix extension: the program this partition runs (resolved against the config's directory
     /// when relative and containing a `/`; otherwise looked up beside the `partix` binary, then in `PATH`).
-    /// A path ending in `.c` is a C partition built by `partix` against its APEX library.
+    /// A path ending in `.c` is a C partition built by `partix` against its APEX library; a
+    /// relative `.c` path is always resolved against the config's directory, even without a `/`
+    /// (`partix:Executable="ofp.c"` in `examples/uav/module.xml` becomes `examples/uav/ofp.c`).
     pub executable: Option<PathBuf>,
     /// partix extension: extra command-line arguments for the executable.
     pub args: Vec<String>,
