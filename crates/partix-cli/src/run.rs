@@ -1,8 +1,51 @@
 //! `partix run FILE` and the default demo.
+//!
+//! `partix run` loads and validates the module, finds (or builds) each partition's program,
+//! runs the module executive on a SCHED_FIFO 99 thread pinned to the partitions' CPU, and prints
+//! the end-of-run summary; `--trace FILE` writes the schedule trace for the Perfetto UI.
+//!
+//! Programs: `partix:Executable` paths with a `/` are used as given (relative to the config's
+//! directory); bare names are looked up beside the `partix` binary, then in `PATH`; a `.c` file
+//! is compiled on first use against the embedded APEX headers and `libpartix_apex.a` (found
+//! beside `partix`) into a cache directory (`$XDG_CACHE_HOME/partix`, else `target/partix-cache`
+//! beside the binary).
 
+use anyhow::{bail, Context};
 use clap::Args;
-use std::path::PathBuf;
+use partix_config::model::Module;
+use partix_runtime::executive::os::{
+    resolve_program, run_module, stop_on_signals, Program, RunConfig, RunReport,
+};
+use partix_runtime::executive::{summary, Options};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// The demo module (examples/uav), embedded.
+const DEMO_XML: &str = include_str!("../../../examples/uav/module.xml");
+/// The demo's C partition, embedded.
+const DEMO_OFP_C: &str = include_str!("../../../examples/uav/ofp.c");
+
+/// Options shared by `partix run` and the demo.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ExecOpts {
+    /// CPU of the executive and (unless the config's partix:Affinity says otherwise) of the
+    /// partitions (default: the last CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Disable the kernel's RT throttling (/proc/sys/kernel/sched_rt_runtime_us = -1) for the
+    /// run and restore it afterwards (needed when windows keep a SCHED_FIFO partition busy for
+    /// more than 95 % of a second).
+    #[arg(long)]
+    pub rt_unthrottle: bool,
+    /// Longest time the partitions may take to reach NORMAL, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub init_timeout_ms: u64,
+    /// Do not print HM events and mode changes as they happen.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
 /// Arguments of `partix run`.
 #[derive(Args, Debug)]
@@ -15,27 +58,216 @@ pub struct RunArgs {
     /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Executive options.
+    #[command(flatten)]
+    pub exec: ExecOpts,
 }
 
 /// Arguments of `partix demo`.
 #[derive(Args, Debug, Default)]
 pub struct DemoArgs {
-    /// Stop after this many major frames.
+    /// Stop after this many major frames (default: about 3 seconds).
     #[arg(long)]
     pub frames: Option<u64>,
     /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Executive options.
+    #[command(flatten)]
+    pub exec: ExecOpts,
 }
 
 /// Run a module.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("partix run: the module executive is being written (issue 2)")
+    let module = load(&args.file)?;
+    execute(&module, args.frames, args.trace.as_deref(), &args.exec)
 }
 
 /// Run the default demo module.
 pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("partix demo: the module executive is being written (issue 2)")
+    let dir = cache_dir()?.join("demo");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    write_if_changed(&dir.join("module.xml"), DEMO_XML)?;
+    write_if_changed(&dir.join("ofp.c"), DEMO_OFP_C)?;
+    let module = load(&dir.join("module.xml"))?;
+    let frame = module
+        .schedules
+        .get(module.initial_schedule)
+        .map_or(Duration::from_millis(80), |s| s.major_frame);
+    let frames = args
+        .frames
+        .unwrap_or_else(|| (3_000_000_000 / frame.as_nanos().max(1)) as u64);
+    eprintln!(
+        "partix demo: module {} ({} partitions) for {frames} major frames; Ctrl-C ends it early",
+        module.name,
+        module.partitions.len()
+    );
+    execute(&module, Some(frames), args.trace.as_deref(), &args.exec)
+}
+
+fn load(path: &Path) -> anyhow::Result<Module> {
+    match partix_config::load(path) {
+        Ok(m) => Ok(m),
+        Err(errs) => bail!("{errs}"),
+    }
+}
+
+fn execute(
+    module: &Module,
+    frames: Option<u64>,
+    trace: Option<&Path>,
+    o: &ExecOpts,
+) -> anyhow::Result<ExitCode> {
+    let mut programs = Vec::with_capacity(module.partitions.len());
+    for p in 0..module.partitions.len() {
+        programs.push(program(module, p)?);
+    }
+    let frames_per_record = module
+        .schedules
+        .iter()
+        .map(|s| s.windows.len() * 3 + 4)
+        .max()
+        .unwrap_or(8);
+    let trace_capacity = frames
+        .map_or(1 << 20, |f| (f as usize + 2) * frames_per_record + 1024)
+        .min(1 << 22);
+    let cfg = RunConfig {
+        programs,
+        cpu: o.cpu,
+        options: Options {
+            max_frames: frames,
+            init_timeout: Duration::from_millis(o.init_timeout_ms),
+            trace_capacity,
+            log: !o.quiet,
+            ..Options::default()
+        },
+        rt_unthrottle: o.rt_unthrottle,
+    };
+    let stop = stop_on_signals();
+    let module2 = module.clone();
+    // The executive thread becomes SCHED_FIFO 99: give it a thread of its own.
+    let report: RunReport = std::thread::Builder::new()
+        .name("partix-executive".into())
+        .spawn(move || run_module(&module2, cfg, stop))
+        .context("cannot start the executive thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the executive thread panicked"))??;
+    print!("{}", summary::render(&report));
+    if let Some(path) = trace {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create trace file {}", path.display()))?;
+        report
+            .trace
+            .write_chrome_json(f)
+            .with_context(|| format!("cannot write trace file {}", path.display()))?;
+        println!(
+            "trace: {} ({} records; open it at https://ui.perfetto.dev)",
+            path.display(),
+            report.trace.records().len()
+        );
+    }
+    Ok(match report.end {
+        partix_runtime::executive::EndReason::HmShutdown => ExitCode::from(3),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Find partition `p`'s program, compiling a `.c` partition if needed.
+fn program(module: &Module, p: usize) -> anyhow::Result<Program> {
+    let part = &module.partitions[p];
+    if let Some(exe) = &part.executable {
+        if exe.extension().is_some_and(|e| e == "c") {
+            let bin = compile_c(exe).with_context(|| {
+                format!("partition {}: cannot build {}", part.name, exe.display())
+            })?;
+            return Ok(Program {
+                path: bin,
+                args: part.args.clone(),
+            });
+        }
+    }
+    resolve_program(module, p).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Return the cache directory: `$XDG_CACHE_HOME/partix`, else `target/partix-cache` when the
+/// binary runs from a cargo target directory, else `~/.cache/partix`.
+fn cache_dir() -> anyhow::Result<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(x).join("partix"));
+    }
+    let exe = std::env::current_exe().context("cannot find the partix binary")?;
+    if let Some(target) = exe
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "target"))
+    {
+        return Ok(target.join("partix-cache"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        return Ok(PathBuf::from(home).join(".cache/partix"));
+    }
+    Ok(std::env::temp_dir().join("partix-cache"))
+}
+
+fn write_if_changed(path: &Path, contents: &str) -> anyhow::Result<()> {
+    if std::fs::read(path).ok().as_deref() != Some(contents.as_bytes()) {
+        std::fs::write(path, contents)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Compile a C partition against the APEX headers and `libpartix_apex.a`; cached by content.
+fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
+    let exe_dir = std::env::current_exe()
+        .context("cannot find the partix binary")?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let lib = exe_dir.join("libpartix_apex.a");
+    if !lib.is_file() {
+        bail!(
+            "{} not found: build it with `cargo build -p partix-apex` (same profile as partix)",
+            lib.display()
+        );
+    }
+    let source = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
+    let cache = cache_dir()?;
+    let include = cache.join("include");
+    partix_apex::c_headers::write_to(&include)
+        .with_context(|| format!("cannot write the APEX headers to {}", include.display()))?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut h);
+    for (name, text) in partix_apex::c_headers::FILES {
+        name.hash(&mut h);
+        text.hash(&mut h);
+    }
+    if let Ok(m) = std::fs::metadata(&lib) {
+        m.len().hash(&mut h);
+        m.modified().ok().hash(&mut h);
+    }
+    let stem = src
+        .file_stem()
+        .map_or("partition".into(), |s| s.to_string_lossy().into_owned());
+    let out_dir = cache.join("c");
+    std::fs::create_dir_all(&out_dir)?;
+    let out = out_dir.join(format!("{stem}-{:016x}", h.finish()));
+    if out.is_file() {
+        return Ok(out);
+    }
+    let tmp = out.with_extension("tmp");
+    let status = std::process::Command::new("cc")
+        .arg("-O2")
+        .arg("-I")
+        .arg(&include)
+        .arg(src)
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&tmp)
+        .status()
+        .context("cannot run `cc` (install a C compiler: apt-get install gcc)")?;
+    if !status.success() {
+        bail!("cc failed ({status}) compiling {}", src.display());
+    }
+    std::fs::rename(&tmp, &out)?;
+    Ok(out)
 }

@@ -638,3 +638,28 @@ pub fn run_module(
         late_threshold,
     })
 }
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Return a flag set by SIGINT and SIGTERM (installing the handlers on first use): pass it to
+/// [`run_module`] so Ctrl-C ends the run at the next scheduling point with a summary.
+pub fn stop_on_signals() -> &'static AtomicBool {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: a zeroed sigaction with a handler that only stores an atomic.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_stop_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    });
+    &STOP
+}
