@@ -224,6 +224,32 @@ pub(crate) fn error_code_name(code: ErrorCode) -> &'static str {
         .map_or("?", |(n, _)| n)
 }
 
+/// Every element name of the ARINC vocabulary partix reads.
+const KNOWN_ELEMENTS: &[&str] = &[
+    "ARINC_653_Module",
+    "System_HM_Table",
+    "Module_HM_Table",
+    "Partition",
+    "Partition_Memory",
+    "Memory_Requirements",
+    "Module_Schedule",
+    "Partition_Schedule",
+    "Window_Schedule",
+    "Partition_HM_Table",
+    "Connection_Table",
+    "Channel",
+    "Source",
+    "Destination",
+    "Standard_Partition",
+    "Pseudo_Partition",
+    "Sampling_Port",
+    "Queuing_Port",
+    "Process",
+    "System_State_Entry",
+    "Error_ID_Level",
+    "Error_ID_Action",
+];
+
 /// Every partix extension attribute name, per element, for the "put it in the namespace" hint.
 const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity"];
 const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
@@ -526,6 +552,30 @@ impl<'a, 'i> Parser<'a, 'i> {
                 if allowed.contains(&name) {
                     out.push(c);
                 } else {
+                    if KNOWN_ELEMENTS.contains(&name) {
+                        let help = if allowed.is_empty() {
+                            format!(
+                                "{} has no child elements; move <{name}> to where it belongs",
+                                tag(node)
+                            )
+                        } else {
+                            format!(
+                                "move it to where it belongs; {} may contain: {}",
+                                tag(node),
+                                allowed
+                                    .iter()
+                                    .map(|a| format!("<{a}>"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        };
+                        self.err(
+                            loc,
+                            format!("<{name}> is not allowed inside {}", tag(node)),
+                            help,
+                        );
+                        continue;
+                    }
                     let help = match value::closest(name, allowed) {
                         Some(s) => format!("did you mean <{s}>?"),
                         None if allowed.is_empty() => {
@@ -590,9 +640,14 @@ impl<'a, 'i> Parser<'a, 'i> {
 
     fn bad_value(&mut self, node: Node, a: &Attribute, e: ValueError) {
         let loc = self.attr_loc(a);
+        let prefix = if a.namespace() == Some(PARTIX_NS) {
+            "partix:"
+        } else {
+            ""
+        };
         self.err(
             loc,
-            format!("bad `{}` on {}: {}", a.name(), tag(node), e.message),
+            format!("bad `{prefix}{}` on {}: {}", a.name(), tag(node), e.message),
             e.help,
         );
     }

@@ -196,7 +196,7 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
                 c.err(
                     loc,
                     format!(
-                        "duplicate port name `{pname}` in partition {} (first declared at {})",
+                        "duplicate port name `{pname}` in partition `{}` (first declared at {})",
                         name,
                         at(*first)
                     ),
@@ -249,7 +249,7 @@ fn memories(c: &mut Checker, raw: &RawModule, parts: &mut Parts) {
             c.err(
                 m.loc,
                 format!(
-                    "second <Partition_Memory> for partition {} (the first is at {})",
+                    "second <Partition_Memory> for partition `{}` (the first is at {})",
                     parts.list[idx].name,
                     at(*first)
                 ),
