@@ -1,0 +1,243 @@
+//! Cross-process round trips over shared memory, compared with a raw cache-line ping-pong.
+//!
+//! ```text
+//! cargo run --release -p partix-shm --example pingpong [-- iterations]
+//! ```
+//! Two processes (this one and a forked child) pinned to CPUs 0 and 1:
+//! - `raw`: an `AtomicU64` bounced between the processes (the floor for any shared-memory RTT);
+//! - `one-sided`: a message written into sampling slot A→B, read (spin mode) and echoed through
+//!   slot B→A — write + read both ways per round trip — at 16 B, 56 B and 4 KiB;
+//! - `spsc`: 64-byte messages through a ring from one process to the other (throughput), with
+//!   `try_push` (notifier check per push) and `try_push_quiet`.
+//!
+//! Prints n, min, p50, p90, p99, p99.9, p99.99, max (ns, HdrHistogram) and the ratio of each
+//! p50 to the raw p50 of the same run.
+#![allow(unsafe_code)]
+
+use hdrhistogram::Histogram;
+use partix_shm::ring::{PushError, RingConsumer, RingLayout, RingProducer};
+use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::{RecvMode, Region};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn pin(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is valid; CPU_SET writes inside it; sched_setaffinity reads
+    // it for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!(
+                "warning: cannot pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// Run `child` in a forked process pinned to CPU 1 while `parent` runs here on CPU 0.
+fn in_two_processes<T>(child: impl FnOnce(), parent: impl FnOnce() -> T) -> T {
+    // SAFETY: this program is single-threaded when it forks; the child only runs `child` and
+    // leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        pin(1);
+        child();
+        // SAFETY: _exit ends the child without running the parent's destructors twice.
+        unsafe { libc::_exit(0) };
+    }
+    pin(0);
+    let out = parent();
+    let mut status = 0;
+    // SAFETY: pid is our child; status is a valid out-pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child failed"
+    );
+    out
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).unwrap()
+}
+
+fn report(name: &str, h: &Histogram<u64>, raw_p50: Option<u64>) {
+    let ratio = raw_p50
+        .map(|r| {
+            format!(
+                "  p50/raw {:.2}x",
+                h.value_at_quantile(0.5) as f64 / r as f64
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "{name:<22} n {:>8}  min {:>6}  p50 {:>6}  p90 {:>6}  p99 {:>6}  p99.9 {:>7}  p99.99 {:>7}  max {:>8}{ratio}",
+        h.len(),
+        h.min(),
+        h.value_at_quantile(0.5),
+        h.value_at_quantile(0.9),
+        h.value_at_quantile(0.99),
+        h.value_at_quantile(0.999),
+        h.value_at_quantile(0.9999),
+        h.max()
+    );
+}
+
+fn raw(iters: u64, warmup: u64) -> Histogram<u64> {
+    let r = Region::create("partix-pingpong-raw", 4096).unwrap();
+    // SAFETY: the region is 4096 bytes, page-aligned, and shared (MAP_SHARED) with the child.
+    let word = unsafe { &*r.as_ptr().cast::<AtomicU64>() };
+    let total = iters + warmup;
+    in_two_processes(
+        || {
+            for i in 0..total {
+                while word.load(Ordering::Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                word.store(2 * i + 2, Ordering::Release);
+            }
+        },
+        || {
+            let mut h = hist();
+            for i in 0..total {
+                let t = Instant::now();
+                word.store(2 * i + 1, Ordering::Release);
+                while word.load(Ordering::Acquire) != 2 * i + 2 {
+                    std::hint::spin_loop();
+                }
+                let dt = t.elapsed().as_nanos() as u64;
+                if i >= warmup {
+                    h.record(dt.max(1)).unwrap();
+                }
+            }
+            h
+        },
+    )
+}
+
+fn one_sided(size: usize, iters: u64, warmup: u64) -> Histogram<u64> {
+    let layout = SamplingLayout::new(size as u32).unwrap();
+    let slot = layout.size_bytes();
+    let r = Arc::new(Region::create("partix-pingpong-slots", 2 * slot).unwrap());
+    let mut ab = SamplingWriter::init(r.clone(), 0, layout).unwrap();
+    let mut ba = SamplingWriter::init(r.clone(), slot, layout).unwrap();
+    let ab_r = SamplingReader::attach(r.clone(), 0).unwrap();
+    let ba_r = SamplingReader::attach(r.clone(), slot).unwrap();
+    let total = iters + warmup;
+    in_two_processes(
+        move || {
+            let mut buf = vec![0u8; size];
+            let mut last = None;
+            for _ in 0..total {
+                let ok = ab_r
+                    .wait_newer(&mut buf, last, RecvMode::Spin, None)
+                    .unwrap();
+                last = Some(ok.seq);
+                ba.write(&buf[..ok.len]).unwrap();
+            }
+        },
+        move || {
+            let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+            let mut buf = vec![0u8; size];
+            let mut h = hist();
+            let mut last = None;
+            for i in 0..total {
+                let t = Instant::now();
+                ab.write(&msg).unwrap();
+                let ok = ba_r
+                    .wait_newer(&mut buf, last, RecvMode::Spin, None)
+                    .unwrap();
+                let dt = t.elapsed().as_nanos() as u64;
+                last = Some(ok.seq);
+                assert_eq!(ok.len, size);
+                if i >= warmup {
+                    h.record(dt.max(1)).unwrap();
+                }
+            }
+            h
+        },
+    )
+}
+
+fn spsc(messages: u64, quiet: bool) -> f64 {
+    let layout = RingLayout::new(4096, 64).unwrap();
+    let r = Arc::new(Region::create("partix-pingpong-ring", layout.size_bytes()).unwrap());
+    layout.init(&r, 0).unwrap();
+    let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+    let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+    in_two_processes(
+        move || {
+            let mut msg = [7u8; 64];
+            for i in 0..messages {
+                msg[..8].copy_from_slice(&i.to_le_bytes());
+                loop {
+                    let r = if quiet {
+                        p.try_push_quiet(&msg)
+                    } else {
+                        p.try_push(&msg)
+                    };
+                    match r {
+                        Ok(()) => break,
+                        Err(PushError::Full) => std::hint::spin_loop(),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        },
+        move || {
+            let mut buf = [0u8; 64];
+            let mut start = None;
+            for i in 0..messages {
+                loop {
+                    match c.try_pop(&mut buf) {
+                        Ok(_) => break,
+                        Err(_) => std::hint::spin_loop(),
+                    }
+                }
+                if i == 0 {
+                    start = Some(Instant::now());
+                }
+                assert_eq!(u64::from_le_bytes(buf[..8].try_into().unwrap()), i);
+            }
+            (messages - 1) as f64 / start.unwrap().elapsed().as_secs_f64()
+        },
+    )
+}
+
+fn main() {
+    let iters: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let warmup = iters / 10;
+    let clock = {
+        let t = Instant::now();
+        for _ in 0..1_000_000 {
+            std::hint::black_box(Instant::now());
+        }
+        t.elapsed().as_nanos() as f64 / 1e6
+    };
+    println!(
+        "partix-shm pingpong: {} CPUs, clock read {clock:.1} ns, {iters} round trips per class (+{warmup} warm-up), CPUs 0 and 1, spin mode; times in ns",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let raw_h = raw(iters, warmup);
+    let raw_p50 = raw_h.value_at_quantile(0.5);
+    report("raw cache-line RTT", &raw_h, None);
+    for size in [16usize, 56, 4096] {
+        let h = one_sided(size, iters, warmup);
+        report(&format!("one-sided {size} B RTT"), &h, Some(raw_p50));
+    }
+    for quiet in [false, true] {
+        let rate = spsc(20_000_000, quiet);
+        println!(
+            "spsc 64 B {:<14} {:>6.1} M msg/s (cross-process, 4096 slots)",
+            if quiet { "try_push_quiet" } else { "try_push" },
+            rate / 1e6
+        );
+    }
+}
