@@ -37,6 +37,7 @@ mod summary;
 mod validate;
 mod value;
 
+use std::io::Read as _;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
@@ -83,12 +84,23 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
         }
         _ => {}
     }
-    let bytes = std::fs::read(path).map_err(|e| {
+    let read_err = |e: std::io::Error| {
         io_err(
             format!("cannot read the configuration: {e}"),
             "check the path and the file's permissions",
         )
-    })?;
+    };
+    // Bounded read: a character device such as /dev/zero reports length 0 but never ends.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(io_err(
+            format!("the configuration is larger than {MAX_FILE_BYTES} bytes"),
+            "check that this is the module configuration",
+        ));
+    }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {

@@ -403,6 +403,9 @@ fn io_errors_are_located_at_the_file() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let errs = partix_config::load(dir).unwrap_err();
     assert!(errs.first().message.contains("directory"));
+    // An endless character device is cut off, not read forever.
+    let errs = partix_config::load(Path::new("/dev/zero")).unwrap_err();
+    assert!(errs.first().message.contains("larger than"), "{errs}");
 }
 
 #[test]
