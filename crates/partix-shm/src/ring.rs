@@ -152,6 +152,27 @@ impl<'a> RingView<'a> {
         }
     }
 
+    /// Make a view whose shape was validated already (no division on the hot path).
+    #[cfg(not(loom))]
+    #[inline]
+    fn with_stride(
+        head: &'a AtomicU64,
+        tail: &'a AtomicU64,
+        slots: &'a [AtomicU64],
+        capacity: usize,
+        stride: usize,
+    ) -> RingView<'a> {
+        debug_assert!(capacity.is_power_of_two() && stride >= 2);
+        debug_assert_eq!(slots.len(), capacity * stride);
+        RingView {
+            head,
+            tail,
+            slots,
+            capacity: capacity as u64,
+            stride,
+        }
+    }
+
     /// Return the largest message in bytes.
     pub fn max_message_size(&self) -> usize {
         (self.stride - 1) * 8
@@ -383,6 +404,7 @@ mod shm {
         capacity: usize,
         max: u32,
         words: usize,
+        stride: usize,
         notifier: Notifier,
     }
 
@@ -418,17 +440,19 @@ mod shm {
                 capacity: layout.capacity as usize,
                 max: layout.max_message_size,
                 words: layout.slot_words(),
+                stride: layout.stride(),
                 notifier,
             })
         }
 
         #[inline]
         fn view(&self) -> RingView<'_> {
-            RingView::new(
+            RingView::with_stride(
                 self.area.u64_at(HEAD),
                 self.area.u64_at(TAIL),
                 self.area.words(SLOTS, self.words),
                 self.capacity,
+                self.stride,
             )
         }
     }

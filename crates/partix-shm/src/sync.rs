@@ -29,19 +29,18 @@ pub fn spin_hint() {
 /// If `words` is shorter than `data.len().div_ceil(8)` (callers check lengths first).
 #[inline]
 pub(crate) fn copy_in(words: &[AtomicU64], data: &[u8]) {
-    let mut chunks = data.chunks_exact(8);
-    let mut i = 0;
-    for c in &mut chunks {
+    let full = data.len() / 8;
+    let (words, rest) = words.split_at(full);
+    for (w, c) in words.iter().zip(data.chunks_exact(8)) {
         let mut a = [0u8; 8];
         a.copy_from_slice(c);
-        words[i].store(u64::from_ne_bytes(a), Ordering::Relaxed);
-        i += 1;
+        w.store(u64::from_ne_bytes(a), Ordering::Relaxed);
     }
-    let rem = chunks.remainder();
-    if !rem.is_empty() {
+    let tail = &data[full * 8..];
+    if !tail.is_empty() {
         let mut a = [0u8; 8];
-        a[..rem.len()].copy_from_slice(rem);
-        words[i].store(u64::from_ne_bytes(a), Ordering::Relaxed);
+        a[..tail.len()].copy_from_slice(tail);
+        rest[0].store(u64::from_ne_bytes(a), Ordering::Relaxed);
     }
 }
 
@@ -51,16 +50,15 @@ pub(crate) fn copy_in(words: &[AtomicU64], data: &[u8]) {
 /// If `words` is shorter than `buf.len().div_ceil(8)` (callers check lengths first).
 #[inline]
 pub(crate) fn copy_out(words: &[AtomicU64], buf: &mut [u8]) {
-    let mut chunks = buf.chunks_exact_mut(8);
-    let mut i = 0;
-    for c in &mut chunks {
-        c.copy_from_slice(&words[i].load(Ordering::Relaxed).to_ne_bytes());
-        i += 1;
+    let full = buf.len() / 8;
+    let (words, rest) = words.split_at(full);
+    let (head, tail) = buf.split_at_mut(full * 8);
+    for (w, c) in words.iter().zip(head.chunks_exact_mut(8)) {
+        c.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
     }
-    let rem = chunks.into_remainder();
-    if !rem.is_empty() {
-        let n = rem.len();
-        rem.copy_from_slice(&words[i].load(Ordering::Relaxed).to_ne_bytes()[..n]);
+    if !tail.is_empty() {
+        let n = tail.len();
+        tail.copy_from_slice(&rest[0].load(Ordering::Relaxed).to_ne_bytes()[..n]);
     }
 }
 
