@@ -1,14 +1,587 @@
-//! `partix bench fs`.
+//! `partix bench fs`: file-protocol latency (the paper's table 7) beside a raw AF_PACKET
+//! ping-pong and a real 9P peer (diod over TCP), all on one veth pair in the same run.
+//!
+//! Layout: namespaces `pfsbencha` (client) and `pfsbenchb` (servers) joined by a veth pair. In
+//! `pfsbenchb` run, one after the other: a raw echo thread, the partix-fs server (in-process
+//! thread), and `diod` (a process). The measuring thread holds sockets created in `pfsbencha`.
+//! Client and server threads are pinned to different CPUs when there are two.
+//!
+//! Classes: spin (both ends busy-poll) and blocking (both ends sleep in the kernel) are reported
+//! separately. diod is measured with a small 9P2000.L client written here (one request in
+//! flight, blocking TCP), so its numbers are per-operation round trips like ours.
 
+use crate::report::{clock_read_cost_ns, machine_line, print_header, Recorder, Summary};
+use anyhow::{bail, Context};
 use clap::Args;
-use std::process::ExitCode;
+use partix_fs::client::{Client, ClientConfig};
+use partix_fs::netns::{in_netns, spawn_in_netns, VethPair};
+use partix_fs::server::{Server, ServerConfig};
+use partix_fs::transport::{PacketTransport, PeerAddr, RecvMode, Transport};
+use partix_wire::fs::{max_read_data, max_write_data, open_flags};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Arguments of `partix bench fs`.
 #[derive(Args, Debug)]
-pub struct FsBenchArgs {}
+pub struct FsBenchArgs {
+    /// Measured operations per class.
+    #[arg(long, default_value_t = 20_000)]
+    pub iters: u64,
+    /// Unmeasured operations before each class.
+    #[arg(long, default_value_t = 1_000)]
+    pub warmup: u64,
+    /// Write a CDF plot (SVG) into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Skip the diod (9P over TCP) peer.
+    #[arg(long)]
+    pub no_diod: bool,
+}
+
+#[allow(unsafe_code)]
+fn pin_to_cpu(cpu: usize) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        return;
+    }
+    // SAFETY: cpu_set_t is plain old data; zeroed is the empty set; CPU_SET writes inside it;
+    // sched_setaffinity(0, ...) affects only the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % n, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn mode_name(m: RecvMode) -> &'static str {
+    match m {
+        RecvMode::Spin => "spin",
+        RecvMode::Block => "block",
+    }
+}
+
+/// Raw echo: reply to each frame with as many bytes as its first two bytes ask for.
+fn raw_echo(mut t: PacketTransport, stop: Arc<AtomicBool>) {
+    pin_to_cpu(1);
+    let mut buf = vec![0u8; 2048];
+    let reply = vec![0x5au8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(Some(r)) = t.recv(&mut buf, Duration::from_millis(20)) {
+            if r.len >= 2 {
+                let want = usize::from(u16::from_be_bytes([buf[0], buf[1]])).min(t.max_message());
+                let _ = t.send(&r.from, &reply[..want]);
+            }
+        }
+    }
+}
+
+fn measure(
+    iters: u64,
+    warmup: u64,
+    mut op: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Recorder> {
+    for _ in 0..warmup {
+        op()?;
+    }
+    let mut r = Recorder::new();
+    for _ in 0..iters {
+        let t0 = Instant::now();
+        op()?;
+        r.record(t0.elapsed().as_nanos() as u64);
+    }
+    Ok(r)
+}
+
+/// A tiny 9P2000.L client (one request in flight) for per-operation latency against diod.
+struct NineP {
+    s: TcpStream,
+    buf: Vec<u8>,
+    tag: u16,
+}
+
+const NOFID: u32 = u32::MAX;
+
+impl NineP {
+    fn connect(s: TcpStream, aname: &str) -> anyhow::Result<NineP> {
+        s.set_nodelay(true)?;
+        let mut c = NineP {
+            s,
+            buf: vec![0u8; 1 << 17],
+            tag: 0,
+        };
+        // Tversion uses NOTAG.
+        let mut body = Vec::new();
+        body.extend_from_slice(&65_536u32.to_le_bytes());
+        put_str(&mut body, "9P2000.L");
+        c.rpc_tag(100, 0xffff, &body)?;
+        let mut body = Vec::new();
+        body.extend_from_slice(&0u32.to_le_bytes()); // fid 0 = root
+        body.extend_from_slice(&NOFID.to_le_bytes());
+        put_str(&mut body, "root");
+        put_str(&mut body, aname);
+        body.extend_from_slice(&0u32.to_le_bytes()); // n_uname
+        c.rpc(104, &body)?;
+        Ok(c)
+    }
+
+    fn rpc(&mut self, ty: u8, body: &[u8]) -> anyhow::Result<&[u8]> {
+        self.tag = self.tag.wrapping_add(1) % 0xfffe;
+        let tag = self.tag;
+        self.rpc_tag(ty, tag, body)
+    }
+
+    fn rpc_tag(&mut self, ty: u8, tag: u16, body: &[u8]) -> anyhow::Result<&[u8]> {
+        let size = 7 + body.len() as u32;
+        let mut m = Vec::with_capacity(size as usize);
+        m.extend_from_slice(&size.to_le_bytes());
+        m.push(ty);
+        m.extend_from_slice(&tag.to_le_bytes());
+        m.extend_from_slice(body);
+        self.s.write_all(&m)?;
+        let mut hdr = [0u8; 7];
+        self.s.read_exact(&mut hdr)?;
+        let size = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        if !(7..=self.buf.len()).contains(&size) {
+            bail!("9P: bad reply size {size}");
+        }
+        let n = size - 7;
+        self.s.read_exact(&mut self.buf[..n])?;
+        if hdr[4] == 7 {
+            let e = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+            bail!("9P: Rlerror {e} for message type {ty}");
+        }
+        if hdr[4] != ty + 1 {
+            bail!("9P: reply type {} to request type {ty}", hdr[4]);
+        }
+        Ok(&self.buf[..n])
+    }
+
+    /// Walk from the root to `name` as `fid` and open it: the 9P equivalent of open().
+    fn open(&mut self, fid: u32, name: &str, flags: u32) -> anyhow::Result<()> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&fid.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        put_str(&mut b, name);
+        self.rpc(110, &b)?;
+        let mut b = Vec::new();
+        b.extend_from_slice(&fid.to_le_bytes());
+        b.extend_from_slice(&flags.to_le_bytes());
+        self.rpc(12, &b)?;
+        Ok(())
+    }
+
+    fn clunk(&mut self, fid: u32) -> anyhow::Result<()> {
+        self.rpc(120, &fid.to_le_bytes())?;
+        Ok(())
+    }
+
+    fn read(&mut self, fid: u32, offset: u64, count: u32) -> anyhow::Result<usize> {
+        let mut b = Vec::with_capacity(16);
+        b.extend_from_slice(&fid.to_le_bytes());
+        b.extend_from_slice(&offset.to_le_bytes());
+        b.extend_from_slice(&count.to_le_bytes());
+        let r = self.rpc(116, &b)?;
+        Ok(u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize)
+    }
+
+    fn write(&mut self, fid: u32, offset: u64, data: &[u8]) -> anyhow::Result<usize> {
+        let mut b = Vec::with_capacity(16 + data.len());
+        b.extend_from_slice(&fid.to_le_bytes());
+        b.extend_from_slice(&offset.to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        let r = self.rpc(118, &b)?;
+        Ok(u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize)
+    }
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    b.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    b.extend_from_slice(s.as_bytes());
+}
+
+struct Diod(Child);
+
+impl Drop for Diod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One result row and its recorder (for plots).
+struct Row {
+    summary: Summary,
+    rec: Recorder,
+}
+
+struct Table {
+    rows: Vec<Row>,
+}
+
+impl Table {
+    fn add(&mut self, name: String, rec: Recorder) {
+        let summary = rec.summary(&name);
+        summary.print_row();
+        self.rows.push(Row { summary, rec });
+    }
+
+    fn get(&self, name: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.summary.name == name)
+    }
+
+    fn ratio(&self, a: &str, b: &str, target: Option<f64>) {
+        let (Some(x), Some(y)) = (self.get(a), self.get(b)) else {
+            return;
+        };
+        let mut line = x.summary.ratio_to(&y.summary);
+        if let Some(t) = target {
+            let r = x.summary.p50 as f64 / y.summary.p50.max(1) as f64;
+            line.push_str(&format!(
+                "  [target p50 <= {t:.2}x: {}]",
+                if r <= t { "met" } else { "missed" }
+            ));
+        }
+        println!("{line}");
+    }
+}
 
 /// Run the benchmark.
+///
+/// # Errors
+/// Namespaces, sockets or diod cannot be set up (needs root).
 pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("partix bench fs: being written")
+    println!("partix bench fs — file protocol vs raw AF_PACKET vs 9P/diod (paper table 7)");
+    println!("{}", machine_line());
+    println!(
+        "clock read cost: {} ns; iters per class: {}",
+        clock_read_cost_ns(),
+        args.iters
+    );
+    let pair = VethPair::create("pfsbench").context("creating the veth pair (run as root)")?;
+    let root = std::env::temp_dir().join(format!("pfsbench-root-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root)?;
+    let _cleanup = RemoveDir(root.clone());
+    std::fs::write(root.join("r"), vec![0x42u8; 64 * 1024])?;
+    std::fs::write(root.join("w"), vec![0u8; 64 * 1024])?;
+    std::fs::write(root.join("o"), b"open me")?;
+    pin_to_cpu(0);
+
+    let mut table = Table { rows: Vec::new() };
+    print_header();
+    let sizes = [16usize, 1024, 0]; // 0 = the largest that fits one frame (MTU)
+
+    for mode in [RecvMode::Spin, RecvMode::Block] {
+        let m = mode_name(mode);
+        // Raw AF_PACKET ping-pong baseline.
+        let stop = Arc::new(AtomicBool::new(false));
+        let ifb = pair.if_b.clone();
+        let echo_t = in_netns(&pair.ns_b, move || PacketTransport::open(&ifb, mode))??;
+        let s2 = stop.clone();
+        let echo = std::thread::spawn(move || raw_echo(echo_t, s2));
+        let ifa = pair.if_a.clone();
+        let mut t = in_netns(&pair.ns_a, move || PacketTransport::open(&ifa, mode))??;
+        let peer = PeerAddr::Mac(pair.mac_b);
+        // Request/reply sizes of the protocol's messages: Read request 22 B; replies 18 B + data.
+        for (req, rep, label) in [
+            (22usize, 34usize, "raw ping-pong 22B/34B"),
+            (22, 1042, "raw ping-pong 22B/1042B"),
+            (22, 1500, "raw ping-pong 22B/1500B"),
+        ] {
+            let mut msg = vec![0u8; req];
+            msg[..2].copy_from_slice(&(rep as u16).to_be_bytes());
+            let mut buf = vec![0u8; 2048];
+            let rec = measure(args.iters, args.warmup, || {
+                t.send(&peer, &msg)?;
+                loop {
+                    match t.recv(&mut buf, Duration::from_secs(1))? {
+                        Some(r) if r.len == rep => return Ok(()),
+                        Some(_) => continue,
+                        None => bail!("raw echo: no reply"),
+                    }
+                }
+            })?;
+            table.add(format!("{label} {m}"), rec);
+        }
+        stop.store(true, Ordering::Relaxed);
+        let _ = echo.join();
+
+        // Our protocol: server thread in the server namespace.
+        let stop = Arc::new(AtomicBool::new(false));
+        let ifb = pair.if_b.clone();
+        let s2 = stop.clone();
+        let root2 = root.clone();
+        let server = spawn_in_netns(&pair.ns_b, move || -> anyhow::Result<()> {
+            pin_to_cpu(1);
+            let mut t = PacketTransport::open(&ifb, mode)?;
+            let mut srv = Server::new(ServerConfig::new(root2))?;
+            srv.run(&mut t, &s2)?;
+            Ok(())
+        });
+        let ifa = pair.if_a.clone();
+        let t = in_netns(&pair.ns_a, move || PacketTransport::open(&ifa, mode))??;
+        let cfg = ClientConfig {
+            mode,
+            ..ClientConfig::default()
+        };
+        let mut c = Client::connect(Box::new(t), PeerAddr::Mac(pair.mac_b), cfg)?;
+        // open() and close() (table 7).
+        let mut open_rec = Recorder::new();
+        let mut close_rec = Recorder::new();
+        for i in 0..args.iters + args.warmup {
+            let t0 = Instant::now();
+            let fd = c.open("o", open_flags::RDONLY, 0)?;
+            let t1 = Instant::now();
+            c.close(fd)?;
+            let t2 = Instant::now();
+            if i >= args.warmup {
+                open_rec.record((t1 - t0).as_nanos() as u64);
+                close_rec.record((t2 - t1).as_nanos() as u64);
+            }
+        }
+        table.add(format!("fs open() {m}"), open_rec);
+        table.add(format!("fs close() {m}"), close_rec);
+        let rfd = c.open("r", open_flags::RDONLY, 0)?;
+        let wfd = c.open("w", open_flags::WRONLY, 0)?;
+        let msize = c.msize();
+        for s in sizes {
+            let n = if s == 0 { max_read_data(msize) } else { s };
+            let mut buf = vec![0u8; n];
+            let rec = measure(args.iters, args.warmup, || {
+                let got = c.read(rfd, Some(0), &mut buf)?;
+                anyhow::ensure!(got == n, "short read {got} of {n}");
+                Ok(())
+            })?;
+            table.add(format!("fs read {n}B {m}"), rec);
+        }
+        for s in sizes {
+            let n = if s == 0 { max_write_data(msize) } else { s };
+            let data = vec![0x33u8; n];
+            let rec = measure(args.iters, args.warmup, || {
+                let put = c.write(wfd, Some(0), &data)?;
+                anyhow::ensure!(put == n, "short write {put} of {n}");
+                Ok(())
+            })?;
+            table.add(format!("fs write {n}B {m}"), rec);
+        }
+        c.close(rfd)?;
+        c.close(wfd)?;
+        stop.store(true, Ordering::Relaxed);
+        match server.join() {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => bail!("server: {e:#}"),
+            Ok(Err(e)) => bail!("server namespace: {e}"),
+            Err(_) => bail!("server thread panicked"),
+        }
+    }
+
+    if !args.no_diod {
+        match diod_classes(&pair, &root, &args, &mut table) {
+            Ok(()) => {}
+            Err(e) => println!("diod classes skipped: {e:#} (install Debian `diod`)"),
+        }
+    }
+
+    println!();
+    println!("ratios (targets from issue 4: 1 KiB read <= 2x raw ping-pong, <= 0.25x diod):");
+    for m in ["spin", "block"] {
+        table.ratio(
+            &format!("fs read 1024B {m}"),
+            &format!("raw ping-pong 22B/1042B {m}"),
+            Some(2.0),
+        );
+        table.ratio(
+            &format!("fs read 16B {m}"),
+            &format!("raw ping-pong 22B/34B {m}"),
+            None,
+        );
+        table.ratio(
+            &format!("fs open() {m}"),
+            &format!("raw ping-pong 22B/34B {m}"),
+            None,
+        );
+    }
+    for m in ["spin", "block"] {
+        table.ratio(
+            &format!("fs read 1024B {m}"),
+            "9P/diod read 1024B block",
+            Some(0.25),
+        );
+        table.ratio(
+            &format!("fs write 1024B {m}"),
+            "9P/diod write 1024B block",
+            Some(0.25),
+        );
+        table.ratio(
+            &format!("fs open() {m}"),
+            "9P/diod open (walk+lopen) block",
+            Some(0.25),
+        );
+    }
+    println!("paper table 7 (10 Mb/s Ethernet, 2005): close 236 µs, open 242 µs, read 1535 µs, write 1695 µs");
+
+    if let Some(dir) = &args.plot {
+        let path = plot_cdf(dir, &table)?;
+        println!("CDF plot: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn diod_classes(
+    pair: &VethPair,
+    root: &Path,
+    args: &FsBenchArgs,
+    table: &mut Table,
+) -> anyhow::Result<()> {
+    let listen = format!("{}:5640", pair.ip_b);
+    let child = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/{}", pair.ns_b))
+        .args([
+            "diod",
+            "-f",
+            "-n",
+            "-N",
+            "-c",
+            "/dev/null",
+            "-L",
+            "stderr",
+            "-l",
+            &listen,
+            "-e",
+        ])
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting diod")?;
+    let _diod = Diod(child);
+    let addr: std::net::SocketAddr = listen.parse()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stream = loop {
+        let r = in_netns(&pair.ns_a, move || {
+            TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+        })?;
+        match r {
+            Ok(s) => break s,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => bail!("connecting to diod at {listen}: {e}"),
+        }
+    };
+    let aname = root.to_str().context("root path is not UTF-8")?;
+    let mut p = NineP::connect(stream, aname)?;
+    let m = "block";
+    let mut open_rec = Recorder::new();
+    let mut close_rec = Recorder::new();
+    for i in 0..args.iters + args.warmup {
+        let t0 = Instant::now();
+        p.open(10, "o", 0)?;
+        let t1 = Instant::now();
+        p.clunk(10)?;
+        let t2 = Instant::now();
+        if i >= args.warmup {
+            open_rec.record((t1 - t0).as_nanos() as u64);
+            close_rec.record((t2 - t1).as_nanos() as u64);
+        }
+    }
+    table.add(format!("9P/diod open (walk+lopen) {m}"), open_rec);
+    table.add(format!("9P/diod close (clunk) {m}"), close_rec);
+    p.open(1, "r", 0)?;
+    p.open(2, "w", 1)?;
+    for n in [16usize, 1024, 1482] {
+        let rec = measure(args.iters, args.warmup, || {
+            let got = p.read(1, 0, n as u32)?;
+            anyhow::ensure!(got == n, "short 9P read");
+            Ok(())
+        })?;
+        table.add(format!("9P/diod read {n}B {m}"), rec);
+    }
+    for n in [16usize, 1024, 1474] {
+        let data = vec![0x44u8; n];
+        let rec = measure(args.iters, args.warmup, || {
+            let put = p.write(2, 0, &data)?;
+            anyhow::ensure!(put == n, "short 9P write");
+            Ok(())
+        })?;
+        table.add(format!("9P/diod write {n}B {m}"), rec);
+    }
+    p.clunk(1)?;
+    p.clunk(2)?;
+    Ok(())
+}
+
+fn plot_cdf(dir: &Path, table: &Table) -> anyhow::Result<PathBuf> {
+    use plotters::prelude::*;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("fs_latency_cdf.svg");
+    let wanted = [
+        "raw ping-pong 22B/1042B spin",
+        "fs read 1024B spin",
+        "raw ping-pong 22B/1042B block",
+        "fs read 1024B block",
+        "9P/diod read 1024B block",
+    ];
+    let rows: Vec<&Row> = wanted.iter().filter_map(|n| table.get(n)).collect();
+    let xmax = rows
+        .iter()
+        .map(|r| r.summary.p999 as f64 / 1000.0)
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let out = path.clone();
+    let area = SVGBackend::new(&out, (900, 560)).into_drawing_area();
+    area.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(
+            "1 KiB read latency CDF (partix fs vs raw AF_PACKET vs 9P/diod)",
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..xmax, 0f64..1f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (µs)")
+        .y_desc("fraction of operations")
+        .draw()?;
+    let colors = [BLUE, RED, CYAN, MAGENTA, BLACK];
+    for (i, r) in rows.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let pts: Vec<(f64, f64)> = r
+            .rec
+            .cdf_points()
+            .into_iter()
+            .map(|(ns, f)| (ns as f64 / 1000.0, f))
+            .filter(|(x, _)| *x <= xmax)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+            .label(r.summary.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    area.present()?;
+    Ok(path)
 }
