@@ -89,7 +89,7 @@ enum Link {
 fn compile(src: &Path, name: &str, link: Link, extra: &[&str]) -> PathBuf {
     let out = out_dir().join(name);
     let mut cmd = Command::new("cc");
-    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
         .arg("-I")
         .arg(include_dir())
         .args(extra)
@@ -247,6 +247,8 @@ fn a_pok_style_partition_compiles_unchanged_and_runs_with_the_shared_library() {
     for line in [
         "CREATE_PROCESS rc=0",
         "START rc=0",
+        "GET_PROCESS_ID rc=0 same=1",
+        "REPORT_APPLICATION_MESSAGE rc=0",
         "PING 1 rc=0",
         "PING 2 rc=0",
     ] {

@@ -76,6 +76,17 @@ typedef char              NAME_TYPE[MAX_NAME_LENGTH];
 #else
 #define APEX_NAME_PARAM char *
 #endif
+
+/*
+ * A NAME_TYPE *field* need not be NUL-terminated (a 30-character name fills it). Telling gcc so
+ * keeps the usual strncpy(attr.NAME, "GnC", MAX_NAME_LENGTH) free of -Wstringop-truncation
+ * (an error under -O2 -Werror). No effect on the layout.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define APEX_NONSTRING __attribute__((__nonstring__))
+#else
+#define APEX_NONSTRING
+#endif
 typedef void *            SYSTEM_ADDRESS_TYPE;
 typedef APEX_BYTE *       MESSAGE_ADDR_TYPE;
 typedef APEX_INTEGER      MESSAGE_SIZE_TYPE;
@@ -151,7 +162,7 @@ typedef struct {
     STACK_SIZE_TYPE     STACK_SIZE;
     PRIORITY_TYPE       BASE_PRIORITY;
     DEADLINE_TYPE       DEADLINE;
-    PROCESS_NAME_TYPE   NAME;
+    PROCESS_NAME_TYPE   NAME APEX_NONSTRING;
 } PROCESS_ATTRIBUTE_TYPE;
 
 typedef struct {

@@ -52,6 +52,14 @@ int main(void)
     printf("CREATE_PROCESS rc=%d\n", (int)ret);
     START(pid, &ret);
     printf("START rc=%d\n", (int)ret);
+    {
+        /* a name literal shorter than MAX_NAME_LENGTH, as partitions usually pass it */
+        PROCESS_ID_TYPE again;
+        GET_PROCESS_ID("pinger", &again, &ret);
+        printf("GET_PROCESS_ID rc=%d same=%d\n", (int)ret, again == pid);
+        REPORT_APPLICATION_MESSAGE((MESSAGE_ADDR_TYPE)"pinger ready", 12, &ret);
+        printf("REPORT_APPLICATION_MESSAGE rc=%d\n", (int)ret);
+    }
     fflush(stdout);
 
     SET_PARTITION_MODE(NORMAL, &ret);
