@@ -12,6 +12,11 @@
 //!
 //! Prints n, min, p50, p90, p99, p99.9, p99.99, max (ns, HdrHistogram) and the ratio of each
 //! p50 to the raw p50 of the same run.
+//!
+//! On a busy machine the two processes are time-sliced with everything else and the numbers
+//! measure the scheduler. Run as root, the program first moves itself into a new session whose
+//! autogroup it sets to nice -20 (and renices itself to -20), which keeps both CPUs mostly its own
+//! without SCHED_FIFO; it says when that is not possible.
 #![allow(unsafe_code)]
 
 use hdrhistogram::Histogram;
@@ -21,6 +26,20 @@ use partix_shm::{RecvMode, Region};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Best effort: a new session (so a new autogroup) at nice -20.
+fn prioritise() {
+    // SAFETY: setsid and setpriority have no memory-safety preconditions.
+    let sid = unsafe { libc::setsid() };
+    let autogroup = sid >= 0 && std::fs::write("/proc/self/autogroup", "-20").is_ok();
+    // SAFETY: as above; `who` 0 = this process.
+    let nice = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) } == 0;
+    if !(autogroup && nice) {
+        println!(
+            "note: could not raise priority (autogroup {autogroup}, nice {nice}); on a busy machine the numbers include time slicing"
+        );
+    }
+}
 
 fn pin(cpu: usize) {
     // SAFETY: an all-zero cpu_set_t is valid; CPU_SET writes inside it; sched_setaffinity reads
@@ -119,9 +138,12 @@ fn raw(iters: u64, warmup: u64) -> Histogram<u64> {
     )
 }
 
-fn one_sided(size: usize, iters: u64, warmup: u64) -> Histogram<u64> {
+/// `stamp`: take the `CLOCK_MONOTONIC` stamp per write as the port layer will (`write`), or
+/// pass a constant (`write_stamped`) to show the cost of the clock read.
+fn one_sided(size: usize, iters: u64, warmup: u64, stamp: bool) -> Histogram<u64> {
     let layout = SamplingLayout::new(size as u32).unwrap();
-    let slot = layout.size_bytes();
+    // Each slot on its own pages, as two ports of two partitions would be.
+    let slot = layout.size_bytes().div_ceil(4096) * 4096;
     let r = Arc::new(Region::create("partix-pingpong-slots", 2 * slot).unwrap());
     let mut ab = SamplingWriter::init(r.clone(), 0, layout).unwrap();
     let mut ba = SamplingWriter::init(r.clone(), slot, layout).unwrap();
@@ -137,7 +159,11 @@ fn one_sided(size: usize, iters: u64, warmup: u64) -> Histogram<u64> {
                     .wait_newer(&mut buf, last, RecvMode::Spin, None)
                     .unwrap();
                 last = Some(ok.seq);
-                ba.write(&buf[..ok.len]).unwrap();
+                if stamp {
+                    ba.write(&buf[..ok.len]).unwrap();
+                } else {
+                    ba.write_stamped(&buf[..ok.len], 1).unwrap();
+                }
             }
         },
         move || {
@@ -147,7 +173,11 @@ fn one_sided(size: usize, iters: u64, warmup: u64) -> Histogram<u64> {
             let mut last = None;
             for i in 0..total {
                 let t = Instant::now();
-                ab.write(&msg).unwrap();
+                if stamp {
+                    ab.write(&msg).unwrap();
+                } else {
+                    ab.write_stamped(&msg, 1).unwrap();
+                }
                 let ok = ba_r
                     .wait_newer(&mut buf, last, RecvMode::Spin, None)
                     .unwrap();
@@ -209,6 +239,7 @@ fn spsc(messages: u64, quiet: bool) -> f64 {
 }
 
 fn main() {
+    prioritise();
     let iters: u64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
@@ -229,8 +260,12 @@ fn main() {
     let raw_p50 = raw_h.value_at_quantile(0.5);
     report("raw cache-line RTT", &raw_h, None);
     for size in [16usize, 56, 4096] {
-        let h = one_sided(size, iters, warmup);
+        let h = one_sided(size, iters, warmup, true);
         report(&format!("one-sided {size} B RTT"), &h, Some(raw_p50));
+    }
+    for size in [16usize, 56, 4096] {
+        let h = one_sided(size, iters, warmup, false);
+        report(&format!("  same, no clock {size} B"), &h, Some(raw_p50));
     }
     for quiet in [false, true] {
         let rate = spsc(20_000_000, quiet);

@@ -15,6 +15,25 @@
 //! ([`sampling::SlotView`], [`ring::RingView`], [`twosided::TxView`], [`twosided::RxView`]) so
 //! the loom models in `tests/loom.rs` check the same code that runs over shared memory. See
 //! `docs/shm-channels.md` for the layouts and ordering proofs.
+//!
+//! # Example: a one-sided sampling slot
+//! ```
+//! use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
+//! use partix_shm::Region;
+//! use std::sync::Arc;
+//!
+//! let layout = SamplingLayout::new(64).unwrap();
+//! let region = Arc::new(Region::create("doc-slot", layout.size_bytes()).unwrap());
+//! let mut writer = SamplingWriter::init(region.clone(), 0, layout).unwrap();
+//! // In another process: map the memfd read-only and attach a reader.
+//! let reader = SamplingReader::attach(region, 0).unwrap();
+//! writer.write(b"altitude 1200").unwrap();
+//! writer.write(b"altitude 1210").unwrap();
+//! let mut buf = [0u8; 64];
+//! let ok = reader.read(&mut buf).unwrap();
+//! assert_eq!(&buf[..ok.len], b"altitude 1210"); // only the latest message is kept
+//! assert_eq!(ok.seq, 2);
+//! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
