@@ -272,7 +272,8 @@ fn restart_self(idx: usize) -> ! {
             let _ = super::process::start_locked(inner, idx, 0, now);
         }
     });
-    r.kick_monitor();
+    let d = r.slot(idx).deadline_ns.load(Ordering::SeqCst);
+    r.kick_monitor(d);
     rt::park_forever()
 }
 
@@ -306,7 +307,8 @@ pub(crate) fn report_deadline_miss(idx: usize, deadline: u64) {
 pub(crate) fn monitor_loop() -> ! {
     let r = rt();
     loop {
-        let seen = r.kick.load(Ordering::Acquire);
+        let seen = r.kick.load(Ordering::SeqCst);
+        r.monitor_until.store(0, Ordering::SeqCst);
         let now = r.now();
         let n = r.ctx.partition().n_processes.load(Ordering::Acquire) as usize;
         let mut earliest = u64::MAX;
@@ -321,6 +323,7 @@ pub(crate) fn monitor_loop() -> ! {
                 earliest = earliest.min(d);
             }
         }
+        r.monitor_until.store(earliest, Ordering::SeqCst);
         let timeout = (earliest != u64::MAX).then(|| Duration::from_nanos(earliest - now));
         futex::wait(&r.kick, seen, timeout);
     }

@@ -247,7 +247,7 @@ pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
     }
     let now = r.now();
     r.with_inner(|inner| start_locked(inner, idx, delay, now))?;
-    r.kick_monitor();
+    r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
     Ok(())
 }
 

@@ -153,6 +153,8 @@ pub(crate) struct Runtime {
     pub anchor_ns: AtomicU64,
     /// Bumped when a deadline moves earlier (futex word of the deadline monitor).
     pub kick: AtomicU32,
+    /// The deadline the monitor sleeps until (0 while it scans, `u64::MAX` = none).
+    pub monitor_until: AtomicU64,
     /// SCHED_FIFO is in use (false after the first EPERM).
     pub fifo: AtomicBool,
 }
@@ -199,6 +201,7 @@ pub(crate) fn rt() -> &'static Runtime {
             gate: AtomicU32::new(0),
             anchor_ns: AtomicU64::new(0),
             kick: AtomicU32::new(0),
+            monitor_until: AtomicU64::new(0),
             fifo: AtomicBool::new(true),
         }
     })
@@ -388,14 +391,19 @@ impl Runtime {
             s.state.store(state_of(p), Ordering::Release);
             s.current_priority
                 .store(p.current_priority as u32, Ordering::Relaxed);
-            s.deadline_ns.store(p.deadline_ns, Ordering::Release);
+            s.deadline_ns.store(p.deadline_ns, Ordering::SeqCst);
         }
     }
 
-    /// Wake the deadline monitor (a deadline moved earlier or appeared).
-    pub fn kick_monitor(&self) {
-        self.kick.fetch_add(1, Ordering::Release);
-        futex::wake_all(&self.kick);
+    /// Wake the deadline monitor if `deadline` (module ns, already published in a slot) is
+    /// earlier than what it sleeps until. The monitor sets `monitor_until` to 0 before each scan
+    /// of the slots and to the earliest deadline after it, so a deadline published meanwhile is
+    /// either seen by the scan or compared against 0 here (SeqCst on both sides).
+    pub fn kick_monitor(&self, deadline: u64) {
+        if deadline < self.monitor_until.load(Ordering::SeqCst) {
+            self.kick.fetch_add(1, Ordering::SeqCst);
+            futex::wake_all(&self.kick);
+        }
     }
 
     /// Set the SCHED_FIFO priority of thread `tid` (0 = caller). Fall back to SCHED_OTHER, with

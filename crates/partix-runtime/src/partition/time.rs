@@ -162,7 +162,7 @@ pub fn replenish(budget: SystemTime) -> ApexResult<()> {
         r.publish(idx, p);
         Ok(())
     })?;
-    r.kick_monitor();
+    r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
     Ok(())
 }
 
