@@ -67,6 +67,30 @@ impl Module {
     pub fn schedule(&self, id: ScheduleId) -> Option<&ModuleSchedule> {
         self.schedules.iter().find(|s| s.id == id)
     }
+
+    /// Return the schedule the module starts in.
+    ///
+    /// # Panics
+    /// Never for a validated module (it has at least one schedule and `initial_schedule` indexes it).
+    pub fn initial(&self) -> &ModuleSchedule {
+        &self.schedules[self.initial_schedule]
+    }
+
+    /// Return the partition with this name.
+    pub fn partition_by_name(&self, name: &str) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.name == name)
+    }
+
+    /// Return the channel connecting port `port` of partition `partition` (as source or as a
+    /// destination); `None` if the port is not connected.
+    pub fn channel_of(&self, partition: PartitionId, port: &str) -> Option<&Channel> {
+        self.channels.iter().find(|c| {
+            (c.source.partition == partition && c.source.port == port)
+                || c.destinations
+                    .iter()
+                    .any(|d| d.partition == partition && d.port == port)
+        })
+    }
 }
 
 /// Criticality level (`Criticality`), DO-178 levels A (highest) to E.
@@ -122,6 +146,24 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// Return the sampling port with this name.
+    pub fn sampling_port(&self, name: &str) -> Option<&SamplingPortConfig> {
+        self.sampling_ports.iter().find(|p| p.name == name)
+    }
+
+    /// Return the queuing port with this name.
+    pub fn queuing_port(&self, name: &str) -> Option<&QueuingPortConfig> {
+        self.queuing_ports.iter().find(|p| p.name == name)
+    }
+
+    /// Return the recovery action of the partition HM table for `code` in `system_state`.
+    pub fn hm_action(&self, system_state: u32, code: ErrorCode) -> Option<PartitionAction> {
+        self.hm
+            .iter()
+            .find(|e| e.system_state == system_state && e.code == code)
+            .map(|e| e.action)
+    }
+
     /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are given.
     pub fn memory_limit_bytes(&self) -> Option<u64> {
         if self.memory.is_empty() {
@@ -219,6 +261,21 @@ pub struct ModuleSchedule {
     pub windows: Vec<Window>,
     /// Where the element starts.
     pub location: Location,
+}
+
+impl ModuleSchedule {
+    /// Return the period/duration requirement of `partition` in this schedule (`None`: the
+    /// partition does not run while this schedule is active).
+    pub fn partition_schedule(&self, partition: PartitionId) -> Option<&PartitionSchedule> {
+        self.partitions.iter().find(|p| p.partition == partition)
+    }
+
+    /// Return the windows of `partition`, in offset order.
+    pub fn windows_of(&self, partition: PartitionId) -> impl Iterator<Item = &Window> + '_ {
+        self.windows
+            .iter()
+            .filter(move |w| w.partition == partition)
+    }
 }
 
 /// One `Partition_Schedule`: the period/duration requirement of a partition in a schedule.

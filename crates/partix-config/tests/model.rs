@@ -205,6 +205,49 @@ fn uav_example_parses_into_the_expected_model() {
 }
 
 #[test]
+fn model_lookups() {
+    let m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
+    assert_eq!(m.initial().name.as_deref(), Some("normal"));
+    let vsp = m.partition_by_name("VSP").expect("VSP");
+    assert_eq!(vsp.id, PartitionId(2));
+    assert!(m.partition_by_name("vsp").is_none());
+    assert_eq!(
+        vsp.sampling_port("nav_state").unwrap().direction,
+        PortDirection::Destination
+    );
+    assert!(vsp.sampling_port("video_cmd").is_none());
+    assert_eq!(vsp.queuing_port("video_cmd").unwrap().max_nb_messages, 8);
+    assert_eq!(
+        m.channel_of(PartitionId(2), "nav_state").unwrap().id,
+        ChannelId(1)
+    );
+    assert_eq!(
+        m.channel_of(PartitionId(1), "nav_state").unwrap().id,
+        ChannelId(1)
+    );
+    assert_eq!(
+        m.channel_of(PartitionId(1), "video_cmd").unwrap().id,
+        ChannelId(2)
+    );
+    assert!(m.channel_of(PartitionId(1), "nope").is_none());
+    assert_eq!(
+        vsp.hm_action(1, ErrorCode::PartitionCrash),
+        Some(PartitionAction::Idle)
+    );
+    assert_eq!(vsp.hm_action(1, ErrorCode::DeadlineMissed), None);
+    let video = m.schedule(ScheduleId(2)).unwrap();
+    assert_eq!(
+        video.partition_schedule(PartitionId(2)).unwrap().duration,
+        ms(48)
+    );
+    let starts: Vec<u128> = video
+        .windows_of(PartitionId(2))
+        .map(|w| w.offset.as_millis())
+        .collect();
+    assert_eq!(starts, vec![8, 28, 48, 68]);
+}
+
+#[test]
 fn uav_summary_lists_everything() {
     let m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
     let s = partix_config::summary(&m);
