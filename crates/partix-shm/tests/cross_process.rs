@@ -6,6 +6,7 @@
 
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
 use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Access, RecvMode, Region};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
@@ -22,23 +23,37 @@ fn role() -> Option<String> {
 
 /// Run `test` of this binary in a child process as `role`, with `region`'s memfd on fd 3.
 fn spawn(test: &str, role: &str, region: &Region) -> Child {
-    let fd = region.raw_fd();
+    spawn_with(test, role, &[region])
+}
+
+/// Run `test` of this binary in a child process as `role`, with the memfds of `regions` on
+/// descriptors 3, 4, ... (lengths in `PARTIX_SHM_LEN`, comma-separated).
+fn spawn_with(test: &str, role: &str, regions: &[&Region]) -> Child {
+    assert!(regions.len() <= 8, "at most 8 regions");
+    let fds: Vec<i32> = regions.iter().map(|r| r.raw_fd()).collect();
+    let lens: Vec<String> = regions.iter().map(|r| r.len().to_string()).collect();
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
-        .env(LEN, region.len().to_string())
+        .env(LEN, lens.join(","))
         .stdout(Stdio::piped());
-    // SAFETY: the closure only calls async-signal-safe functions (dup2, fcntl) between fork and
-    // exec; `fd` stays open in the parent for the duration of spawn().
+    // SAFETY: the closure only calls async-signal-safe functions (dup, dup2, fcntl) between fork
+    // and exec; the descriptors stay open in the parent for the duration of spawn().
     unsafe {
         cmd.pre_exec(move || {
-            let r = if fd == CHILD_FD {
-                libc::fcntl(CHILD_FD, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, CHILD_FD)
-            };
-            if r < 0 {
-                return Err(std::io::Error::last_os_error());
+            // First move every source out of the target range so no dup2 clobbers a source.
+            // (No allocation here: a fixed array.)
+            let mut moved = [0i32; 8];
+            for (slot, &fd) in moved.iter_mut().zip(&fds) {
+                *slot = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 100);
+                if *slot < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, &fd) in moved[..fds.len()].iter().enumerate() {
+                if libc::dup2(fd, CHILD_FD + i as i32) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
@@ -48,9 +63,18 @@ fn spawn(test: &str, role: &str, region: &Region) -> Child {
 
 /// Map the region inherited on fd 3 (in a child).
 fn inherited(access: Access) -> Arc<Region> {
-    let len: usize = std::env::var(LEN).unwrap().parse().unwrap();
-    // SAFETY: fd 3 was set up by `spawn` for this process and nothing else owns it.
-    Arc::new(unsafe { Region::from_raw_fd(CHILD_FD, len, access) }.expect("map inherited region"))
+    inherited_nth(0, access)
+}
+
+/// Map the `i`-th region inherited (fd 3 + i) in a child.
+fn inherited_nth(i: usize, access: Access) -> Arc<Region> {
+    let lens = std::env::var(LEN).unwrap();
+    let len: usize = lens.split(',').nth(i).unwrap().parse().unwrap();
+    // SAFETY: fd 3 + i was set up by `spawn_with` for this process and nothing else owns it.
+    Arc::new(
+        unsafe { Region::from_raw_fd(CHILD_FD + i as i32, len, access) }
+            .expect("map inherited region"),
+    )
 }
 
 /// A second, read-only mapping of `r` in this process.
@@ -324,4 +348,84 @@ fn reader_mapping_is_read_only() {
         .read(&mut buf)
         .unwrap();
     assert_eq!(&buf[..ok.len], b"hello");
+}
+
+#[test]
+fn two_sided_sender_manager_receiver_in_three_processes() {
+    const TEST: &str = "two_sided_sender_manager_receiver_in_three_processes";
+    const N: u32 = 50_000;
+    const MAX: usize = 256;
+    match role().as_deref() {
+        Some("sender") => {
+            let mut s = TwoSidedSender::attach(inherited(Access::ReadWrite), 0).unwrap();
+            let mut msg = Vec::with_capacity(MAX);
+            for seq in 1..=N {
+                message(seq, MAX, &mut msg);
+                assert_eq!(s.write(&msg).unwrap(), seq);
+                if seq % 64 == 0 {
+                    // Let the receiver catch up now and then, so both "every message" and
+                    // "overwritten before sent" happen.
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            std::process::exit(0);
+        }
+        Some("manager") => {
+            let mut m = NetworkManager::attach(
+                inherited_nth(0, Access::ReadWrite),
+                0,
+                inherited_nth(1, Access::ReadWrite),
+                0,
+            )
+            .unwrap();
+            // A daemon: runs (parked on futexes when idle) until killed.
+            let never = std::sync::atomic::AtomicBool::new(false);
+            m.run_until(&never, Duration::from_secs(1));
+            std::process::exit(4);
+        }
+        _ => {}
+    }
+    let shape = RingShape::new(MAX as u32, 4).unwrap();
+    let txr = Arc::new(Region::create("partix-shm-2s-tx", shape.tx_size_bytes()).unwrap());
+    let rxr = Arc::new(Region::create("partix-shm-2s-rx", shape.rx_size_bytes()).unwrap());
+    TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+    let mut r = TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+    let mut manager = spawn_with(TEST, "manager", &[&txr, &rxr]);
+    let mut sender = spawn(TEST, "sender", &txr);
+    let mut buf = [0u8; MAX];
+    let mut expect = Vec::with_capacity(MAX);
+    let (mut last, mut reads) = (None, 0u64);
+    while last != Some(N) {
+        let ok = match r.wait_newer(
+            &mut buf,
+            last,
+            RecvMode::Blocking,
+            Some(Duration::from_secs(30)),
+        ) {
+            Ok(ok) => ok,
+            Err(e) => panic!(
+                "after seq {last:?}: {e} (sender {:?}, manager {:?})",
+                sender.try_wait(),
+                manager.try_wait()
+            ),
+        };
+        message(ok.seq, MAX, &mut expect);
+        assert!(buf[..ok.len] == expect[..], "torn message {}", ok.seq);
+        assert!(
+            last.is_none_or(|l| ok.seq > l),
+            "not newer: {} after {last:?}",
+            ok.seq
+        );
+        last = Some(ok.seq);
+        reads += 1;
+    }
+    assert!(sender.wait().unwrap().success());
+    manager.kill().unwrap();
+    assert_eq!(
+        manager.wait().unwrap().signal(),
+        Some(libc::SIGKILL),
+        "manager died early"
+    );
+    eprintln!("two-sided: {reads} distinct messages read of {N}");
+    assert!(reads > 10, "too few deliveries: {reads}");
 }
