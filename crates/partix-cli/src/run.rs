@@ -223,13 +223,22 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let lib = exe_dir.join("libpartix_apex.a");
-    if !lib.is_file() {
-        bail!(
-            "{} not found: build it with `cargo build -p partix-apex` (same profile as partix)",
-            lib.display()
-        );
+    // Beside `partix` (an install, or `cargo build --workspace`), in cargo's `deps/` (when
+    // partix-apex was built as a dependency of partix), or where PARTIX_LIB_DIR says.
+    let mut candidates = vec![
+        exe_dir.join("libpartix_apex.a"),
+        exe_dir.join("deps/libpartix_apex.a"),
+    ];
+    if let Some(dir) = std::env::var_os("PARTIX_LIB_DIR") {
+        candidates.insert(0, PathBuf::from(dir).join("libpartix_apex.a"));
     }
+    let Some(lib) = candidates.iter().find(|p| p.is_file()).cloned() else {
+        bail!(
+            "libpartix_apex.a not found (looked in {}): build it with `cargo build -p partix-apex` \
+             (same profile as partix) or set PARTIX_LIB_DIR",
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+    };
     let source = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
     let cache = cache_dir()?;
     let include = cache.join("include");
