@@ -50,15 +50,35 @@ impl Checker<'_> {
 struct Parts {
     list: Vec<Partition>,
     by_id: HashMap<u32, usize>,
+    by_name: HashMap<String, usize>,
+    /// "1 (A), 2 (B), ..." for help texts (at most [`LIST_MAX`] entries).
+    described: String,
+}
+
+/// Most items listed in one help text.
+const LIST_MAX: usize = 12;
+
+/// Join at most [`LIST_MAX`] items, saying how many were left out.
+fn short_list(items: impl Iterator<Item = String>) -> String {
+    let mut v: Vec<String> = Vec::new();
+    let mut more = 0usize;
+    for it in items {
+        if v.len() < LIST_MAX {
+            v.push(it);
+        } else {
+            more += 1;
+        }
+    }
+    let mut out = v.join(", ");
+    if more > 0 {
+        out.push_str(&format!(" and {more} more"));
+    }
+    out
 }
 
 impl Parts {
-    fn describe(&self) -> String {
-        self.list
-            .iter()
-            .map(|p| format!("{} ({})", p.id.0, p.name))
-            .collect::<Vec<_>>()
-            .join(", ")
+    fn describe(&self) -> &str {
+        &self.described
     }
 
     /// Resolve a partition reference; report unknown ids and mismatching names.
@@ -67,7 +87,8 @@ impl Parts {
             let by_name = r
                 .name
                 .as_ref()
-                .and_then(|n| self.list.iter().find(|p| p.name == n.v));
+                .and_then(|n| self.by_name.get(&n.v))
+                .map(|&i| &self.list[i]);
             let help = match by_name {
                 Some(p) => format!(
                     "partition `{}` has PartitionIdentifier=\"{}\"; use that",
@@ -149,6 +170,8 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
     let mut parts = Parts {
         list: Vec::new(),
         by_id: HashMap::new(),
+        by_name: HashMap::new(),
+        described: String::new(),
     };
     let mut names: HashMap<String, Location> = HashMap::new();
     let mut id_locs: HashMap<u32, Location> = HashMap::new();
@@ -220,6 +243,10 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
             .as_ref()
             .map(|e| resolve_executable(&e.v, file));
         parts.by_id.insert(rp.id.v, parts.list.len());
+        parts
+            .by_name
+            .entry(name.clone())
+            .or_insert(parts.list.len());
         parts.list.push(Partition {
             id: PartitionId(rp.id.v),
             name,
@@ -236,6 +263,12 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
             location: rp.loc,
         });
     }
+    parts.described = short_list(
+        parts
+            .list
+            .iter()
+            .map(|p| format!("{} ({})", p.id.0, p.name)),
+    );
     parts
 }
 
@@ -514,36 +547,29 @@ fn one_schedule(
             ));
         }
         if period_ok && !mf.is_zero() && !duration.is_zero() {
-            let periods = mf.as_nanos() / period.as_nanos();
-            for k in 0..periods {
-                let lo = period * k as u32;
+            if let Some((k, got)) = first_short_period(&mine, mf, period, duration) {
+                let lo = Duration::from_nanos(
+                    u64::try_from(period.as_nanos() * u128::from(k)).unwrap_or(u64::MAX),
+                );
                 let hi = lo + period;
-                let got: Duration = mine
-                    .iter()
-                    .map(|&(s, e)| e.min(hi).saturating_sub(s.max(lo)))
-                    .sum();
-                if got < duration {
-                    c.err(
-                        ps.loc,
-                        format!(
-                            "partition `{}` gets {} in period {k} [{}, {}) of {sched_name}, but needs PeriodDurationSeconds = {}: {} missing",
-                            p.name,
-                            ms(got),
-                            ms(lo),
-                            ms(hi),
-                            ms(duration),
-                            ms(duration - got)
-                        ),
-                        format!(
-                            "add or lengthen windows of `{}` inside [{}, {}), or lower PeriodDurationSeconds",
-                            p.name,
-                            ms(lo),
-                            ms(hi)
-                        ),
-                    );
-                    // One message per partition and schedule is enough to act on.
-                    break;
-                }
+                c.err(
+                    ps.loc,
+                    format!(
+                        "partition `{}` gets {} in period {k} [{}, {}) of {sched_name}, but needs PeriodDurationSeconds = {}: {} missing",
+                        p.name,
+                        ms(got),
+                        ms(lo),
+                        ms(hi),
+                        ms(duration),
+                        ms(duration - got)
+                    ),
+                    format!(
+                        "add or lengthen windows of `{}` inside [{}, {}), or lower PeriodDurationSeconds",
+                        p.name,
+                        ms(lo),
+                        ms(hi)
+                    ),
+                );
             }
         }
         out.push(PartitionSchedule {
@@ -593,6 +619,65 @@ fn one_schedule(
         }
     }
     (out, all.into_iter().map(|(w, _)| w).collect())
+}
+
+/// Return the first period `k` (with the time the windows give in it) in which `windows`
+/// (`[start, end)` inside the major frame `mf`) give less than `need` of each `period`.
+///
+/// Bounded work: O(n log n) in the number of windows, whatever the number of periods per major
+/// frame (a 1 ns period in a long major frame has more periods than can be enumerated). Only
+/// periods where a window starts or ends are summed; periods strictly inside one window are
+/// fully covered, and a period no window touches gets nothing.
+fn first_short_period(
+    windows: &[(Duration, Duration)],
+    mf: Duration,
+    period: Duration,
+    need: Duration,
+) -> Option<(u64, Duration)> {
+    let p = period.as_nanos();
+    let periods = mf.as_nanos() / p;
+    // Sum of window time in each boundary period, and the ranges of touched periods.
+    let mut partial: std::collections::BTreeMap<u128, u128> = std::collections::BTreeMap::new();
+    let mut ranges: Vec<(u128, u128)> = Vec::new();
+    for &(s, e) in windows {
+        let (s, e) = (s.as_nanos(), e.as_nanos());
+        if e <= s {
+            continue;
+        }
+        let first = s / p;
+        let last = (e - 1) / p;
+        ranges.push((first, last));
+        let mut add = |k: u128| {
+            let lo = k * p;
+            let hi = lo + p;
+            *partial.entry(k).or_insert(0) += e.min(hi).saturating_sub(s.max(lo));
+        };
+        add(first);
+        if last != first {
+            add(last);
+        }
+    }
+    // The first period that no window touches.
+    ranges.sort_unstable();
+    let mut next = 0u128;
+    for &(first, last) in &ranges {
+        if first > next {
+            break;
+        }
+        next = next.max(last + 1);
+    }
+    let gap = (next < periods).then_some((next, 0u128));
+    let short = partial
+        .iter()
+        .find(|&(_, &got)| got < need.as_nanos())
+        .map(|(&k, &got)| (k, got));
+    let found = match (gap, short) {
+        (Some(g), Some(s)) => Some(if g.0 < s.0 { g } else { s }),
+        (g, s) => g.or(s),
+    }?;
+    let k = u64::try_from(found.0).unwrap_or(u64::MAX);
+    let got = Duration::from_nanos(u64::try_from(found.1).unwrap_or(u64::MAX));
+    Some((k, got))
 }
 
 /// A resolved channel end: partition index, port kind, direction, size.
@@ -863,23 +948,33 @@ fn hm(
             level: e.level,
         });
     }
+    let sys_index: HashMap<(u32, u32), usize> = system
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ((e.system_state, e.error_id), i))
+        .collect();
+    // Per system state: the first identifiers (for help texts) and how many there are.
+    let mut per_state: HashMap<u32, (Vec<String>, usize)> = HashMap::new();
+    for e in &system {
+        let (shown, total) = per_state.entry(e.system_state).or_default();
+        if shown.len() < LIST_MAX {
+            shown.push(format!("{} ({})", e.error_id, error_code_name(e.code)));
+        }
+        *total += 1;
+    }
     let known = |state: u32| -> String {
-        let ids: Vec<String> = system
-            .iter()
-            .filter(|s| s.system_state == state)
-            .map(|s| format!("{} ({})", s.error_id, error_code_name(s.code)))
-            .collect();
-        if ids.is_empty() {
-            format!("System_HM_Table defines no error identifiers for SystemState {state}")
-        } else {
-            format!("identifiers of SystemState {state}: {}", ids.join(", "))
+        match per_state.get(&state) {
+            None => format!("System_HM_Table defines no error identifiers for SystemState {state}"),
+            Some((shown, total)) => {
+                let mut list = shown.join(", ");
+                if *total > shown.len() {
+                    list.push_str(&format!(" and {} more", total - shown.len()));
+                }
+                format!("identifiers of SystemState {state}: {list}")
+            }
         }
     };
-    let lookup = |state: u32, id: u32| {
-        system
-            .iter()
-            .find(|s| s.system_state == state && s.error_id == id)
-    };
+    let lookup = |state: u32, id: u32| sys_index.get(&(state, id)).map(|&i| &system[i]);
 
     let mut module = Vec::new();
     let mut mod_locs: HashMap<(u32, u32), Location> = HashMap::new();
@@ -974,4 +1069,91 @@ fn hm(
         parts.list[idx].hm = entries;
     }
     (system, module)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The obvious per-period sum, for comparison.
+    fn brute(
+        windows: &[(Duration, Duration)],
+        mf: Duration,
+        period: Duration,
+        need: Duration,
+    ) -> Option<(u64, Duration)> {
+        let periods = mf.as_nanos() / period.as_nanos();
+        for k in 0..periods {
+            let lo = Duration::from_nanos((period.as_nanos() * k) as u64);
+            let hi = lo + period;
+            let got: Duration = windows
+                .iter()
+                .map(|&(s, e)| e.min(hi).saturating_sub(s.max(lo)))
+                .sum();
+            if got < need {
+                return Some((k as u64, got));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn short_period_matches_brute_force() {
+        let ns = Duration::from_nanos;
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..5000 {
+            let period = 1 + rnd(10);
+            let periods = 1 + rnd(8);
+            let mf = period * periods;
+            // Non-overlapping windows: walk the frame.
+            let mut windows = Vec::new();
+            let mut t = rnd(3);
+            while t < mf {
+                let len = 1 + rnd(period + 2);
+                let end = (t + len).min(mf);
+                windows.push((ns(t), ns(end)));
+                t = end + rnd(4);
+            }
+            let need = ns(1 + rnd(period));
+            assert_eq!(
+                first_short_period(&windows, ns(mf), ns(period), need),
+                brute(&windows, ns(mf), ns(period), need),
+                "windows {windows:?} mf {mf} period {period} need {need:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn many_periods_are_not_enumerated() {
+        // 10^19 periods of 1 ns in a 10^10 s frame, one window covering it all: no enumeration.
+        let mf = Duration::from_secs(10_000_000_000);
+        let got = first_short_period(
+            &[(Duration::ZERO, mf)],
+            mf,
+            Duration::from_nanos(1),
+            Duration::from_nanos(1),
+        );
+        assert_eq!(got, None);
+        let half = mf / 2;
+        let got = first_short_period(
+            &[(Duration::ZERO, half)],
+            mf,
+            Duration::from_nanos(1),
+            Duration::from_nanos(1),
+        );
+        assert_eq!(got, Some((half.as_nanos() as u64, Duration::ZERO)));
+    }
+
+    #[test]
+    fn milliseconds_are_exact() {
+        assert_eq!(ms(Duration::from_millis(20)), "20 ms");
+        assert_eq!(ms(Duration::from_micros(500)), "0.5 ms");
+        assert_eq!(ms(Duration::from_nanos(1)), "0.000001 ms");
+    }
 }

@@ -231,3 +231,54 @@ fn mutations_never_panic() {
     eprintln!("{cases} cases");
     assert!(cases > 3000, "only {cases} cases");
 }
+
+/// Inputs whose naive checking would not finish (10^19 periods, quadratic help texts) complete.
+#[test]
+fn pathological_sizes_complete() {
+    let xml = r#"<ARINC_653_Module>
+  <Partition PartitionIdentifier="1" PartitionName="P" EntryPoint="main"/>
+  <Module_Schedule MajorFrameSeconds="10000000000">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.000000001" PeriodDurationSeconds="0.000000001">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="10000000000"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>"#;
+    let m = partix_config::parse_str(xml, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.schedules[0].windows.len(), 1);
+    let short = xml.replace(
+        r#"WindowDurationSeconds="10000000000""#,
+        r#"WindowDurationSeconds="5000000000""#,
+    );
+    let errs = partix_config::parse_str(&short, None).unwrap_err();
+    assert!(
+        errs.first().message.contains("period 5000000000000000000 "),
+        "{errs}"
+    );
+
+    // Many partitions, each with an HM table naming an unknown identifier.
+    let n = 4000;
+    let mut xml = String::from(
+        "<ARINC_653_Module>\n<System_HM_Table><System_State_Entry SystemState=\"1\">\n",
+    );
+    for i in 0..n {
+        xml.push_str(&format!(
+            "<Error_ID_Level ErrorIdentifier=\"{i}\" ErrorCode=\"APPLICATION_ERROR\" ErrorLevel=\"PROCESS\"/>\n"
+        ));
+    }
+    xml.push_str("</System_State_Entry></System_HM_Table>\n");
+    for i in 0..n {
+        xml.push_str(&format!(
+            "<Partition PartitionIdentifier=\"{i}\" EntryPoint=\"main\"/>\n<Partition_HM_Table PartitionIdentifier=\"{i}\"><System_State_Entry SystemState=\"1\"><Error_ID_Action ErrorIdentifier=\"{}\" Action=\"IDLE\"/></System_State_Entry></Partition_HM_Table>\n",
+            n + i
+        ));
+    }
+    xml.push_str("</ARINC_653_Module>\n");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    // One unknown identifier per table, plus "no schedule".
+    assert_eq!(errs.len(), n + 1);
+    assert!(
+        errs.iter().all(|e| e.help.len() < 1000),
+        "help texts are bounded"
+    );
+    assert!(errs.to_string().contains("and 3988 more"));
+}
