@@ -7,6 +7,10 @@
 //! - `raw`: an `AtomicU64` bounced between the processes (the floor for any shared-memory RTT);
 //! - `one-sided`: a message written into sampling slot A→B, read (spin mode) and echoed through
 //!   slot B→A — write + read both ways per round trip — at 16 B, 56 B and 4 KiB;
+//! - `one-sided blocking`: the same with both sides parked on futexes (`RecvMode::Blocking`);
+//! - `two-sided`: sender → TX ring → network manager (a thread of the receiving process, parked on
+//!   its doorbell between messages) → RX ring → receiver, both ways, receivers blocking — the
+//!   paper's comparison of the two designs;
 //! - `spsc`: 64-byte messages through a ring from one process to the other (throughput), with
 //!   `try_push` (notifier check per push) and `try_push_quiet`.
 //!
@@ -22,9 +26,11 @@
 use hdrhistogram::Histogram;
 use partix_shm::ring::{PushError, RingConsumer, RingLayout, RingProducer};
 use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
-use partix_shm::{RecvMode, Region};
-use std::sync::atomic::{AtomicU64, Ordering};
+use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
+use partix_shm::{Notifier, RecvMode, Region};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Best effort: a new session (so a new autogroup) at nice -20.
@@ -94,7 +100,7 @@ fn report(name: &str, h: &Histogram<u64>, raw_p50: Option<u64>) {
         })
         .unwrap_or_default();
     println!(
-        "{name:<22} n {:>8}  min {:>6}  p50 {:>6}  p90 {:>6}  p99 {:>6}  p99.9 {:>7}  p99.99 {:>7}  max {:>8}{ratio}",
+        "{name:<24} n {:>8}  min {:>6}  p50 {:>6}  p90 {:>6}  p99 {:>6}  p99.9 {:>7}  p99.99 {:>7}  max {:>8}{ratio}",
         h.len(),
         h.min(),
         h.value_at_quantile(0.5),
@@ -140,24 +146,32 @@ fn raw(iters: u64, warmup: u64) -> Histogram<u64> {
 
 /// `stamp`: take the `CLOCK_MONOTONIC` stamp per write as the port layer will (`write`), or
 /// pass a constant (`write_stamped`) to show the cost of the clock read.
-fn one_sided(size: usize, iters: u64, warmup: u64, stamp: bool) -> Histogram<u64> {
+fn one_sided(size: usize, iters: u64, warmup: u64, stamp: bool, mode: RecvMode) -> Histogram<u64> {
     let layout = SamplingLayout::new(size as u32).unwrap();
-    // Each slot on its own pages, as two ports of two partitions would be.
+    // Each slot on its own pages, as two ports of two partitions would be; the notifiers after.
     let slot = layout.size_bytes().div_ceil(4096) * 4096;
-    let r = Arc::new(Region::create("partix-pingpong-slots", 2 * slot).unwrap());
-    let mut ab = SamplingWriter::init(r.clone(), 0, layout).unwrap();
-    let mut ba = SamplingWriter::init(r.clone(), slot, layout).unwrap();
-    let ab_r = SamplingReader::attach(r.clone(), 0).unwrap();
-    let ba_r = SamplingReader::attach(r.clone(), slot).unwrap();
+    let r = Arc::new(Region::create("partix-pingpong-slots", 3 * slot).unwrap());
+    let n_ab = Notifier::new(r.clone(), 2 * slot).unwrap();
+    let n_ba = Notifier::new(r.clone(), 2 * slot + 64).unwrap();
+    let mut ab = SamplingWriter::init(r.clone(), 0, layout)
+        .unwrap()
+        .with_notifier(n_ab.clone());
+    let mut ba = SamplingWriter::init(r.clone(), slot, layout)
+        .unwrap()
+        .with_notifier(n_ba.clone());
+    let ab_r = SamplingReader::attach(r.clone(), 0)
+        .unwrap()
+        .with_notifier(n_ab);
+    let ba_r = SamplingReader::attach(r.clone(), slot)
+        .unwrap()
+        .with_notifier(n_ba);
     let total = iters + warmup;
     in_two_processes(
         move || {
             let mut buf = vec![0u8; size];
             let mut last = None;
             for _ in 0..total {
-                let ok = ab_r
-                    .wait_newer(&mut buf, last, RecvMode::Spin, None)
-                    .unwrap();
+                let ok = ab_r.wait_newer(&mut buf, last, mode, None).unwrap();
                 last = Some(ok.seq);
                 if stamp {
                     ba.write(&buf[..ok.len]).unwrap();
@@ -178,9 +192,7 @@ fn one_sided(size: usize, iters: u64, warmup: u64, stamp: bool) -> Histogram<u64
                 } else {
                     ab.write_stamped(&msg, 1).unwrap();
                 }
-                let ok = ba_r
-                    .wait_newer(&mut buf, last, RecvMode::Spin, None)
-                    .unwrap();
+                let ok = ba_r.wait_newer(&mut buf, last, mode, None).unwrap();
                 let dt = t.elapsed().as_nanos() as u64;
                 last = Some(ok.seq);
                 assert_eq!(ok.len, size);
@@ -189,6 +201,65 @@ fn one_sided(size: usize, iters: u64, warmup: u64, stamp: bool) -> Histogram<u64
                 }
             }
             h
+        },
+    )
+}
+
+/// A manager thread that runs until the returned flag is set (then join the handle).
+fn manager_thread(mut m: NetworkManager) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let h = std::thread::spawn(move || m.run_until(&s, Duration::from_millis(5)));
+    (stop, h)
+}
+
+fn two_sided(size: usize, iters: u64, warmup: u64, mode: RecvMode) -> Histogram<u64> {
+    let shape = RingShape::new(size as u32, 4).unwrap();
+    let page = |n: usize| n.div_ceil(4096) * 4096;
+    let (tx, rx) = (page(shape.tx_size_bytes()), page(shape.rx_size_bytes()));
+    let r = Arc::new(Region::create("partix-pingpong-2s", 2 * (tx + rx)).unwrap());
+    // A→B: TX at 0, RX at tx; B→A: TX at tx + rx, RX at 2 tx + rx.
+    let (ab_tx, ab_rx, ba_tx, ba_rx) = (0, tx, tx + rx, 2 * tx + rx);
+    let mut ab_s = TwoSidedSender::init(r.clone(), ab_tx, shape).unwrap();
+    let mut ab_r = TwoSidedReceiver::init(r.clone(), ab_rx, shape).unwrap();
+    let mut ba_s = TwoSidedSender::init(r.clone(), ba_tx, shape).unwrap();
+    let mut ba_r = TwoSidedReceiver::init(r.clone(), ba_rx, shape).unwrap();
+    let ab_m = NetworkManager::attach(r.clone(), ab_tx, r.clone(), ab_rx).unwrap();
+    let ba_m = NetworkManager::attach(r.clone(), ba_tx, r.clone(), ba_rx).unwrap();
+    let total = iters + warmup;
+    in_two_processes(
+        move || {
+            let (stop, h) = manager_thread(ab_m);
+            let mut buf = vec![0u8; size];
+            let mut last = None;
+            for _ in 0..total {
+                let ok = ab_r.wait_newer(&mut buf, last, mode, None).unwrap();
+                last = Some(ok.seq);
+                ba_s.write(&buf[..ok.len]).unwrap();
+            }
+            stop.store(true, Ordering::Release);
+            h.join().unwrap();
+        },
+        move || {
+            let (stop, h) = manager_thread(ba_m);
+            let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+            let mut buf = vec![0u8; size];
+            let mut hist = hist();
+            let mut last = None;
+            for i in 0..total {
+                let t = Instant::now();
+                ab_s.write(&msg).unwrap();
+                let ok = ba_r.wait_newer(&mut buf, last, mode, None).unwrap();
+                let dt = t.elapsed().as_nanos() as u64;
+                last = Some(ok.seq);
+                assert_eq!(ok.len, size);
+                if i >= warmup {
+                    hist.record(dt.max(1)).unwrap();
+                }
+            }
+            stop.store(true, Ordering::Release);
+            h.join().unwrap();
+            hist
         },
     )
 }
@@ -260,12 +331,22 @@ fn main() {
     let raw_p50 = raw_h.value_at_quantile(0.5);
     report("raw cache-line RTT", &raw_h, None);
     for size in [16usize, 56, 4096] {
-        let h = one_sided(size, iters, warmup, true);
+        let h = one_sided(size, iters, warmup, true, RecvMode::Spin);
         report(&format!("one-sided {size} B RTT"), &h, Some(raw_p50));
     }
     for size in [16usize, 56, 4096] {
-        let h = one_sided(size, iters, warmup, false);
+        let h = one_sided(size, iters, warmup, false, RecvMode::Spin);
         report(&format!("  same, no clock {size} B"), &h, Some(raw_p50));
+    }
+    // The event-driven classes park on futexes: fewer round trips. (No two-sided spin class:
+    // with 2 CPUs the manager thread would share its CPU with a spinning receiver.)
+    let (bi, bw) = (iters / 10, warmup / 10);
+    println!("blocking classes (receivers and managers park on futexes):");
+    for size in [16usize, 56, 4096] {
+        let h = one_sided(size, bi, bw, true, RecvMode::Blocking);
+        report(&format!("one-sided {size} B block"), &h, Some(raw_p50));
+        let h = two_sided(size, bi, bw, RecvMode::Blocking);
+        report(&format!("two-sided {size} B block"), &h, Some(raw_p50));
     }
     for quiet in [false, true] {
         let rate = spsc(20_000_000, quiet);
