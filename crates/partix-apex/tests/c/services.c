@@ -302,6 +302,8 @@ static void driver(void)
     CHECK("DELAYED_START", "not_dormant", DELAYED_START(worker_id, 1000, &rc));
     WAIT_UNTIL("worker to run after DELAYED_START", worker_runs == runs + 1 && state_of(worker_id) == WAITING);
     value("WORKER_RAN", "after_delayed_start", worker_runs == runs + 1);
+    CHECK("DELAYED_START", "deadline_overflow", DELAYED_START(bounded_id, 0x7fffffffffffff00LL, &rc));
+    show_state("bounded", bounded_id, "after_failed_start");
     CHECK("DELAYED_START", "periodic_delay_ge_period", DELAYED_START(idle_periodic_id, 50000000, &rc));
     CHECK("DELAYED_START", "periodic_ok", DELAYED_START(idle_periodic_id, 10000000, &rc));
     WAIT_UNTIL("spare to stop itself", state_of(spare_id) == DORMANT);
