@@ -339,3 +339,40 @@ fn the_ofp_demo_partition_reaches_normal_and_runs_its_processes() {
     }
     assert!(!text.contains("failed"), "{}", ctx());
 }
+
+/// Every service the headers declare is exported by the shared library, and the library exports
+/// no upper-case APEX symbol the headers do not declare.
+#[test]
+fn every_declared_service_is_exported_and_nothing_else() {
+    let mut declared = std::collections::BTreeSet::new();
+    for (path, text) in partix_apex::c_headers::FILES {
+        let mut rest = *text;
+        while let Some(i) = rest.find("extern void ") {
+            rest = &rest[i + "extern void ".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect();
+            assert!(!name.is_empty(), "unparsable prototype in {path}");
+            declared.insert(name);
+        }
+    }
+    assert_eq!(declared.len(), 27, "services declared: {declared:?}");
+    let so = lib_dir().join("libpartix_apex.so");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm (binutils, installed with gcc)");
+    assert!(out.status.success(), "nm failed: {out:?}");
+    let exported: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|s| {
+            s.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                && s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(declared, exported);
+}
