@@ -10,4 +10,6 @@
 pub use partix_runtime::partition::*;
 
 pub mod c_headers;
-pub mod ffi;
+// The C ABI (`#[no_mangle] extern "C"` services of include/arinc653/*.h). Private: its functions
+// take raw pointers from C and are not meant to be called from Rust (use the API above).
+mod ffi;
