@@ -9,7 +9,12 @@
  * Layout: main() runs the initialisation (COLD_START) checks, creates the processes and the error
  * handler, then SET_PARTITION_MODE(NORMAL). The highest-priority process "driver" runs the NORMAL
  * mode checks against "worker" (aperiodic, suspends itself in a loop), "sleeper" (aperiodic,
- * TIMED_WAIT loop) and "periodic" (periodic, 50 ms); it ends the program with exit(0).
+ * TIMED_WAIT loop), "periodic" (50 ms), "spare" (STOP_SELF), "idle_periodic", "misser" (misses its
+ * first deadline) and "bounded" (aperiodic with a finite time capacity). The error handler records
+ * what GET_ERROR_STATUS returns; the driver prints it. At the end the driver calls
+ * SET_PARTITION_MODE(WARM_START): standalone, the program is executed again with
+ * START_CONDITION = PARTITION_RESTART, and that second run ends with SET_PARTITION_MODE(IDLE)
+ * (exit status 0).
  */
 #define _POSIX_C_SOURCE 200809L
 
