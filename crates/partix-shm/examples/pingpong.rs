@@ -4,7 +4,10 @@
 //! cargo run --release -p partix-shm --example pingpong [-- iterations]
 //! ```
 //! Two processes (this one and a forked child) pinned to CPUs 0 and 1:
-//! - `raw`: an `AtomicU64` bounced between the processes (the floor for any shared-memory RTT);
+//! - `raw`: an `AtomicU64` bounced between the processes (the floor for any shared-memory RTT),
+//!   and `raw two-line`: ping stores word A, pong answers in word B on another page — the same
+//!   two-line topology as a ping-pong through two slots or two channels (ratios are printed
+//!   against both);
 //! - `one-sided`: a message written into sampling slot A→B, read (spin mode) and echoed through
 //!   slot B→A — write + read both ways per round trip — at 16 B, 56 B and 4 KiB;
 //! - `one-sided blocking`: the same with both sides parked on futexes (`RecvMode::Blocking`);
@@ -90,15 +93,16 @@ fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).unwrap()
 }
 
-fn report(name: &str, h: &Histogram<u64>, raw_p50: Option<u64>) {
-    let ratio = raw_p50
-        .map(|r| {
+fn report(name: &str, h: &Histogram<u64>, baselines: &[(&str, u64)]) {
+    let ratio: String = baselines
+        .iter()
+        .map(|(b, r)| {
             format!(
-                "  p50/raw {:.2}x",
-                h.value_at_quantile(0.5) as f64 / r as f64
+                "  p50/{b} {:.2}x",
+                h.value_at_quantile(0.5) as f64 / *r as f64
             )
         })
-        .unwrap_or_default();
+        .collect();
     println!(
         "{name:<24} n {:>8}  min {:>6}  p50 {:>6}  p90 {:>6}  p99 {:>6}  p99.9 {:>7}  p99.99 {:>7}  max {:>8}{ratio}",
         h.len(),
@@ -112,26 +116,34 @@ fn report(name: &str, h: &Histogram<u64>, raw_p50: Option<u64>) {
     );
 }
 
-fn raw(iters: u64, warmup: u64) -> Histogram<u64> {
-    let r = Region::create("partix-pingpong-raw", 4096).unwrap();
-    // SAFETY: the region is 4096 bytes, page-aligned, and shared (MAP_SHARED) with the child.
-    let word = unsafe { &*r.as_ptr().cast::<AtomicU64>() };
+fn raw(iters: u64, warmup: u64, two_lines: bool) -> Histogram<u64> {
+    let r = Region::create("partix-pingpong-raw", 8192).unwrap();
+    // SAFETY: the region is 8192 bytes, page-aligned, and shared (MAP_SHARED) with the child;
+    // offsets 0 and 4096 are 8-aligned and in bounds.
+    let (ab, ba) = unsafe {
+        (
+            &*r.as_ptr().cast::<AtomicU64>(),
+            &*r.as_ptr()
+                .add(if two_lines { 4096 } else { 0 })
+                .cast::<AtomicU64>(),
+        )
+    };
     let total = iters + warmup;
     in_two_processes(
         || {
             for i in 0..total {
-                while word.load(Ordering::Acquire) != 2 * i + 1 {
+                while ab.load(Ordering::Acquire) != 2 * i + 1 {
                     std::hint::spin_loop();
                 }
-                word.store(2 * i + 2, Ordering::Release);
+                ba.store(2 * i + 2, Ordering::Release);
             }
         },
         || {
             let mut h = hist();
             for i in 0..total {
                 let t = Instant::now();
-                word.store(2 * i + 1, Ordering::Release);
-                while word.load(Ordering::Acquire) != 2 * i + 2 {
+                ab.store(2 * i + 1, Ordering::Release);
+                while ba.load(Ordering::Acquire) != 2 * i + 2 {
                     std::hint::spin_loop();
                 }
                 let dt = t.elapsed().as_nanos() as u64;
@@ -327,16 +339,20 @@ fn main() {
         "partix-shm pingpong: {} CPUs, clock read {clock:.1} ns, {iters} round trips per class (+{warmup} warm-up), CPUs 0 and 1, spin mode; times in ns",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    let raw_h = raw(iters, warmup);
+    let raw_h = raw(iters, warmup, false);
     let raw_p50 = raw_h.value_at_quantile(0.5);
-    report("raw cache-line RTT", &raw_h, None);
+    report("raw cache-line RTT", &raw_h, &[]);
+    let raw2_h = raw(iters, warmup, true);
+    let raw2_p50 = raw2_h.value_at_quantile(0.5);
+    report("raw two-line RTT", &raw2_h, &[("raw", raw_p50)]);
+    let base = [("raw", raw_p50), ("raw2", raw2_p50)];
     for size in [16usize, 56, 4096] {
         let h = one_sided(size, iters, warmup, true, RecvMode::Spin);
-        report(&format!("one-sided {size} B RTT"), &h, Some(raw_p50));
+        report(&format!("one-sided {size} B RTT"), &h, &base);
     }
     for size in [16usize, 56, 4096] {
         let h = one_sided(size, iters, warmup, false, RecvMode::Spin);
-        report(&format!("  same, no clock {size} B"), &h, Some(raw_p50));
+        report(&format!("  same, no clock {size} B"), &h, &base);
     }
     // The event-driven classes park on futexes: fewer round trips. (No two-sided spin class:
     // with 2 CPUs the manager thread would share its CPU with a spinning receiver.)
@@ -344,9 +360,9 @@ fn main() {
     println!("blocking classes (receivers and managers park on futexes):");
     for size in [16usize, 56, 4096] {
         let h = one_sided(size, bi, bw, true, RecvMode::Blocking);
-        report(&format!("one-sided {size} B block"), &h, Some(raw_p50));
+        report(&format!("one-sided {size} B block"), &h, &base);
         let h = two_sided(size, bi, bw, RecvMode::Blocking);
-        report(&format!("two-sided {size} B block"), &h, Some(raw_p50));
+        report(&format!("two-sided {size} B block"), &h, &base);
     }
     for quiet in [false, true] {
         let rate = spsc(20_000_000, quiet);
