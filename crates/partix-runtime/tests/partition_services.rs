@@ -208,6 +208,21 @@ fn application_error_goes_to_the_error_handler() {
 }
 
 #[test]
+fn error_handler_queues_errors_and_restarts_after_stop_self() {
+    probe("eh-queue").ok("eh-queue").assert_lines(&[
+        "raise1=NO_ERROR", // preemption locked: the handler waits
+        "raise2=NO_ERROR",
+        "proc:unlocking",
+        "eh#1:one", // one activation reads both errors, then STOP_SELF
+        "eh#1:two",
+        "proc:after-unlock",
+        "eh#2:three", // a fresh incarnation for the next error
+        "raise3=NO_ERROR",
+        "proc:done",
+    ]);
+}
+
+#[test]
 fn partition_restarts_in_standalone_mode() {
     probe("modes").ok("modes").assert_lines(&[
         "init:ColdStart NormalStart id=1 lock=0 cores=1 period=-1",

@@ -332,6 +332,42 @@ fn scenario_app_error() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- error handler: queue, STOP_SELF
+extern "C" fn eq_proc() {
+    lock_preemption().unwrap();
+    rc(
+        "raise1",
+        raise_application_error(ErrorCode::ApplicationError, b"one"),
+    );
+    rc(
+        "raise2",
+        raise_application_error(ErrorCode::ApplicationError, b"two"),
+    );
+    ev("proc:unlocking");
+    unlock_preemption().unwrap();
+    ev("proc:after-unlock");
+    rc(
+        "raise3",
+        raise_application_error(ErrorCode::ApplicationError, b"three"),
+    );
+    ev("proc:done");
+    idle();
+}
+static EQ_ACTIVATIONS: AtomicU32 = AtomicU32::new(0);
+extern "C" fn eq_handler() {
+    let n = EQ_ACTIVATIONS.fetch_add(1, Ordering::SeqCst) + 1;
+    while let Ok(s) = get_error_status() {
+        ev(&format!("eh#{n}:{}", String::from_utf8_lossy(&s.message)));
+    }
+    stop_self();
+}
+fn scenario_eh_queue() -> ! {
+    create_process(&attrs("proc", eq_proc, 10)).unwrap();
+    create_error_handler(eq_handler, 0).unwrap();
+    start(pid("proc")).unwrap();
+    normal()
+}
+
 // ---------------------------------------------------------------- HM table actions (PARTIX_CONFIG)
 static RP_RUNS: AtomicI32 = AtomicI32::new(0);
 extern "C" fn hm_proc() {
@@ -619,6 +655,7 @@ fn main() {
         "deadline" => scenario_deadline(),
         "deadline-ignore" => scenario_deadline_ignore(),
         "app-error" => scenario_app_error(),
+        "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),
         "modes" => scenario_modes(),

@@ -198,10 +198,11 @@ pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh:
                     if eh.dormant {
                         eh.dormant = false;
                         r.ctl[EH_INDEX].gen.fetch_add(1, Ordering::AcqRel);
-                        futex::wake_all(&r.ctl[EH_INDEX].gen);
                     }
                 }
             });
+            // After the lock: the error handler preempts the caller here.
+            futex::wake_all(&r.ctl[EH_INDEX].gen);
         }
         Decision::Partition(action) => {
             log(&format!(
@@ -268,12 +269,14 @@ fn restart_self(idx: usize) -> ! {
     let now = r.now();
     r.with_inner(|inner| {
         r.make_dormant(inner, idx);
-        if r.replace_incarnation(inner, idx).is_ok() {
-            let _ = super::process::start_locked(inner, idx, 0, now);
+        if r.replace_incarnation(inner, idx).is_ok()
+            && super::process::start_locked(inner, idx, 0, now).is_ok()
+        {
+            // Inside the lock: leaving it parks this (stopped) incarnation for good.
+            futex::wake_all(&r.ctl[idx].gen);
+            r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
         }
     });
-    let d = r.slot(idx).deadline_ns.load(Ordering::SeqCst);
-    r.kick_monitor(d);
     rt::park_forever()
 }
 

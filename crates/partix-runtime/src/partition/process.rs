@@ -247,11 +247,14 @@ pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
     }
     let now = r.now();
     r.with_inner(|inner| start_locked(inner, idx, delay, now))?;
+    // Wake the process after releasing the lock: a higher-priority one preempts us here.
+    futex::wake_all(&r.ctl[idx].gen);
     r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
     Ok(())
 }
 
-/// The body of DELAYED_START for process `idx`, with the runtime lock held.
+/// The body of DELAYED_START for process `idx`, with the runtime lock held. The caller wakes the
+/// process (`futex::wake_all(&ctl[idx].gen)`) after releasing the lock.
 pub(crate) fn start_locked(
     inner: &mut rt::Inner,
     idx: usize,
@@ -310,7 +313,6 @@ pub(crate) fn start_locked(
         .reported_deadline
         .store(u64::MAX, Ordering::Release);
     r.ctl[idx].gen.fetch_add(1, Ordering::AcqRel);
-    futex::wake_all(&r.ctl[idx].gen);
     Ok(())
 }
 
@@ -348,15 +350,17 @@ pub fn stop_self() -> ! {
         Some(idx) => {
             r.with_inner(|inner| {
                 r.make_dormant(inner, idx);
-                if idx == EH_INDEX && !inner.errors.is_empty() {
-                    // More errors pending: the next incarnation runs at once.
+                // The old thread is this one: replace_incarnation does not signal it.
+                let replaced = r.replace_incarnation(inner, idx).is_ok();
+                if replaced && idx == EH_INDEX && !inner.errors.is_empty() {
+                    // More errors pending: the next incarnation runs at once (woken inside the
+                    // lock: leaving it parks this incarnation for good).
                     if let Some(p) = inner.eh.as_mut() {
                         p.dormant = false;
                     }
                     r.ctl[idx].gen.fetch_add(1, Ordering::AcqRel);
+                    futex::wake_all(&r.ctl[idx].gen);
                 }
-                // The old thread is this one: replace_incarnation does not signal it.
-                let _ = r.replace_incarnation(inner, idx);
             });
             rt::park_forever()
         }
@@ -495,9 +499,10 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
         let s = c.suspend.load(Ordering::Acquire);
         c.suspend
             .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
-        futex::wake_all(&c.suspend);
         Ok(())
-    })
+    })?;
+    futex::wake_all(&r.ctl[idx].suspend);
+    Ok(())
 }
 
 /// Set the current priority of a process (`SET_PRIORITY`); it moves behind the other ready
