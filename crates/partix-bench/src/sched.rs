@@ -1,14 +1,529 @@
-//! `partix bench sched`.
+//! `partix bench sched`: partition scheduling overheads TmrO, PtswO and CtswO (the partitioning
+//! paper's table V, figs. 6/7 and 15) under the real module executive.
+//!
+//! For each process count K (`--processes`), a module of two APEX partitions
+//! (`partix-benchpart --processes K`: K periodic processes whose period is the partition's, so
+//! every job is released when a window opens) runs under `run_module` for `--seconds`: a 10 ms
+//! major frame with a 4 ms window per partition (two partition switches per frame plus two
+//! closes). Per scheduling point the executive records TmrO = wake-up − planned time; per window
+//! PtswO = the incoming partition's SIGCONT stamp − wake-up; CtswO per job comes from the
+//! partition runtime's process slots (start − max(release, resume)).
+//!
+//! Raw baselines in the same run, on the same CPU at the same priority:
+//! - `clock_nanosleep(TIMER_ABSTIME)` wake-up latency of a SCHED_FIFO 99 thread (TmrO's floor),
+//!   and Debian's `cyclictest` (rt-tests) for a few seconds when installed (the real peer);
+//! - a raw SIGSTOP/SIGCONT hand-off between two spinning SCHED_FIFO processes on one CPU, sent by
+//!   a SCHED_FIFO 99 thread on that CPU (PtswO's floor).
 
+use crate::report::{self, Recorder, Summary};
 use clap::Args;
+use hdrhistogram::Histogram;
+use partix_config::model::*;
+use partix_runtime::attach::monotonic_ns;
+use partix_runtime::executive::os::{
+    default_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
+};
+use partix_runtime::executive::Options;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Arguments of `partix bench sched`.
 #[derive(Args, Debug)]
-pub struct SchedArgs {}
+pub struct SchedArgs {
+    /// Seconds of schedule per process count (and per baseline).
+    #[arg(long, default_value_t = 3)]
+    pub seconds: u64,
+    /// APEX processes per partition, one run each (paper figs. 6/7).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub processes: Vec<u32>,
+    /// Busy time of each job (µs).
+    #[arg(long, default_value_t = 10)]
+    pub work_us: u64,
+    /// CPU of the executive and the partitions (default: the last CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Write CDF plots (paper fig. 15) as SVG into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+/// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
+type AvgJitter = (f64, f64);
+const PAPER: &[(&str, AvgJitter, AvgJitter)] = &[
+    ("TmrO", (28.0, 50.0), (6.0, 7.0)),
+    ("PtswO", (38.0, 58.0), (5.0, 6.0)),
+    ("CtswO", (40.0, 20.0), (40.0, 20.0)),
+];
+
+fn summary_of(name: &str, h: &Histogram<u64>) -> Summary {
+    let q = |p: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(p)
+        }
+    };
+    Summary {
+        name: name.to_string(),
+        n: h.len(),
+        min: if h.is_empty() { 0 } else { h.min() },
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        p999: q(0.999),
+        p9999: q(0.9999),
+        max: if h.is_empty() { 0 } else { h.max() },
+        mean: if h.is_empty() { 0.0 } else { h.mean() },
+    }
+}
+
+fn recorder_of(h: &Histogram<u64>) -> Recorder {
+    let mut r = Recorder::new();
+    for v in h.iter_recorded() {
+        for _ in 0..v.count_at_value() {
+            r.record(v.value_iterated_to());
+        }
+    }
+    r
+}
+
+fn print_row(s: &Summary) {
+    println!(
+        "{}  mean {:>7.2} jitter {:>8.2}",
+        s.row(),
+        s.mean / 1000.0,
+        s.abs_jitter() as f64 / 1000.0
+    );
+}
+
+fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
+    let exe = PathBuf::from("partix-benchpart");
+    let part = |id: u32| Partition {
+        id: PartitionId(id),
+        name: format!("P{id}"),
+        criticality: Criticality::LevelA,
+        system_partition: false,
+        entry_point: "main".into(),
+        executable: Some(exe.clone()),
+        args: vec![
+            "--processes".into(),
+            k.to_string(),
+            "--work-us".into(),
+            work_us.to_string(),
+        ],
+        affinity: None,
+        memory: Vec::new(),
+        sampling_ports: Vec::new(),
+        queuing_ports: Vec::new(),
+        hm: Vec::new(),
+        location: Location::default(),
+    };
+    let ms = Duration::from_millis;
+    let win = |id: u32, p: u32, off: u64| Window {
+        id,
+        partition: PartitionId(p),
+        offset: ms(off),
+        duration: ms(4),
+        period_start: true,
+    };
+    let ps = |p: u32| PartitionSchedule {
+        partition: PartitionId(p),
+        period: ms(10),
+        duration: ms(4),
+    };
+    Ok(Module {
+        name: format!("bench-sched-{k}"),
+        version: None,
+        source: None,
+        partitions: vec![part(1), part(2)],
+        schedules: vec![ModuleSchedule {
+            id: ScheduleId(1),
+            name: None,
+            major_frame: ms(10),
+            partitions: vec![ps(1), ps(2)],
+            windows: vec![win(1, 1, 0), win(2, 2, 5)],
+            location: Location::default(),
+        }],
+        initial_schedule: 0,
+        channels: Vec::new(),
+        system_hm: Vec::new(),
+        module_hm: Vec::new(),
+    })
+}
+
+fn run_on_thread(module: Module, frames: u64, cpu: usize) -> anyhow::Result<RunReport> {
+    let programs = (0..module.partitions.len())
+        .map(|p| resolve_program(&module, p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`"
+            )
+        })?;
+    let cfg = RunConfig {
+        programs,
+        cpu: Some(cpu),
+        options: Options {
+            max_frames: Some(frames),
+            trace_capacity: (frames as usize + 2) * 12,
+            log: false,
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    std::thread::spawn(move || {
+        static STOP: AtomicBool = AtomicBool::new(false);
+        run_module(&module, cfg, &STOP)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("executive thread panicked"))?
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Baseline: absolute-timer wake-up latency of a SCHED_FIFO 99 thread on `cpu`, 1 ms period.
+fn timer_baseline(cpu: usize, samples: u64) -> Recorder {
+    std::thread::spawn(move || {
+        let _rt = RtThread::enter(cpu);
+        let mut r = Recorder::new();
+        let mut next = monotonic_ns() + 1_000_000;
+        for _ in 0..samples {
+            sleep_until(next);
+            r.record(monotonic_ns() - next);
+            next += 1_000_000;
+        }
+        r
+    })
+    .join()
+    .unwrap_or_default()
+}
+
+fn sleep_until(t: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: valid timespec, absolute sleep, no remainder pointer needed.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// Run `cyclictest` on `cpu` for `seconds`; return its "min/avg/max" line, if installed.
+fn cyclictest(cpu: usize, seconds: u64) -> Option<String> {
+    let loops = (seconds * 1000).to_string();
+    let out = std::process::Command::new("cyclictest")
+        .args([
+            "-q", "-m", "-p", "99", "-t", "1", "-i", "1000", "-l", &loops,
+        ])
+        .arg(format!("-a{cpu}"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().rev().find(|l| l.contains("Min:"))?;
+    let field = |k: &str| {
+        line.split(k)
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    Some(format!(
+        "cyclictest (rt-tests, FIFO 99, cpu {cpu}, 1 ms, {} loops): min {} avg {} max {} µs",
+        loops,
+        field("Min:"),
+        field("Avg:"),
+        field("Max:")
+    ))
+}
+
+static STAMPS: AtomicU64 = AtomicU64::new(0);
+/// Index of this hand-off child (set after fork: private to each child).
+static CHILD_IDX: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn stamp_on_cont(_: libc::c_int) {
+    let p = STAMPS.load(Ordering::Relaxed) as *const AtomicU64;
+    if !p.is_null() {
+        let idx = CHILD_IDX.load(Ordering::Relaxed) as usize;
+        // SAFETY: STAMPS points to the shared page mapped before fork; idx is 0 or 1.
+        unsafe { (*p.add(idx)).store(monotonic_ns(), Ordering::Release) };
+    }
+}
+
+/// Baseline: raw SIGSTOP/SIGCONT hand-off between two spinning SCHED_FIFO 1 processes on `cpu`,
+/// sent from a SCHED_FIFO 99 thread on `cpu` every millisecond.
+fn handoff_baseline(cpu: usize, samples: u64) -> anyhow::Result<Recorder> {
+    std::thread::spawn(move || -> anyhow::Result<Recorder> {
+        let _rt = RtThread::enter(cpu);
+        // SAFETY: an anonymous shared mapping of one page; checked below.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            anyhow::bail!("mmap failed");
+        }
+        let stamps = page as *const AtomicU64;
+        STAMPS.store(page as u64, Ordering::Relaxed);
+        let mut pids = [0i32; 2];
+        for (i, pid) in pids.iter_mut().enumerate() {
+            // SAFETY: the child only calls async-signal-safe functions (sigaction,
+            // sched_setscheduler, raise) and spins on atomics until it is killed.
+            let r = unsafe { libc::fork() };
+            if r == 0 {
+                CHILD_IDX.store(i as u64, Ordering::Relaxed);
+                // SAFETY: in the child, see above.
+                unsafe {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = stamp_on_cont as *const () as usize;
+                    sa.sa_flags = libc::SA_RESTART;
+                    libc::sigemptyset(&mut sa.sa_mask);
+                    libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
+                    let p = libc::sched_param { sched_priority: 1 };
+                    libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+                    libc::raise(libc::SIGSTOP);
+                    loop {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            *pid = r;
+            let mut st = 0;
+            // SAFETY: waiting for our own child to stop.
+            unsafe { libc::waitpid(r, &mut st, libc::WUNTRACED) };
+        }
+        let mut rec = Recorder::new();
+        let mut cur = 0usize;
+        // SAFETY: starting the first child.
+        unsafe { libc::kill(pids[cur], libc::SIGCONT) };
+        let mut next = monotonic_ns() + 1_000_000;
+        let mut pending: Option<(usize, u64, u64)> = None;
+        for _ in 0..samples + 1 {
+            sleep_until(next);
+            if let Some((who, before, wake)) = pending.take() {
+                // SAFETY: reading the shared page.
+                let s = unsafe { (*stamps.add(who)).load(Ordering::Acquire) };
+                if s != before && s >= wake {
+                    rec.record(s - wake);
+                }
+            }
+            let wake = monotonic_ns();
+            let inc = 1 - cur;
+            // SAFETY: reading the shared page.
+            let before = unsafe { (*stamps.add(inc)).load(Ordering::Acquire) };
+            // SAFETY: signals to our own children.
+            unsafe {
+                libc::kill(pids[cur], libc::SIGSTOP);
+                libc::kill(pids[inc], libc::SIGCONT);
+            }
+            pending = Some((inc, before, wake));
+            cur = inc;
+            next += 1_000_000;
+        }
+        for pid in pids {
+            // SAFETY: ending and reaping our own children; unmapping our page.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st = 0;
+                libc::waitpid(pid, &mut st, 0);
+            }
+        }
+        // SAFETY: the children are gone; nothing else uses the page.
+        unsafe { libc::munmap(page, 4096) };
+        STAMPS.store(0, Ordering::Relaxed);
+        Ok(rec)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("baseline thread panicked"))?
+}
 
 /// Run the benchmark.
 pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("partix bench sched: being written")
+    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let secs = args.seconds.max(1);
+    println!("# partix bench sched — partition scheduling overheads (paper table V, figs. 6/7/15)");
+    println!("{}", report::machine_line());
+    println!(
+        "clock read (CLOCK_MONOTONIC via vDSO): {} ns; executive and partitions on CPU {cpu}; RT throttling: {} µs/s",
+        report::clock_read_cost_ns(),
+        std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    );
+    println!(
+        "module: 2 APEX partitions (partix-benchpart), 10 ms major frame, 4 ms window each, jobs of {} µs released at each window start",
+        args.work_us
+    );
+    eprintln!("[1/3] baseline: clock_nanosleep wake-up, {secs} s");
+    let timer_rec = timer_baseline(cpu, secs * 1000);
+    let timer = timer_rec.summary("baseline: abs timer wake (FIFO 99)");
+    eprintln!("[2/3] baseline: SIGSTOP/SIGCONT hand-off, {secs} s");
+    let handoff = handoff_baseline(cpu, secs * 1000)?;
+    let handoff_s = handoff.summary("baseline: SIGSTOP/SIGCONT hand-off");
+    let cyc = cyclictest(cpu, secs.min(5));
+    let mut results: Vec<(u32, RunReport)> = Vec::new();
+    for (i, &k) in args.processes.iter().enumerate() {
+        eprintln!(
+            "[3/3] executive with {k} process(es) per partition, {secs} s ({}/{})",
+            i + 1,
+            args.processes.len()
+        );
+        let r = run_on_thread(bench_module(k, args.work_us)?, secs * 100, cpu)?;
+        results.push((k, r));
+    }
+    println!();
+    println!(
+        "{}   {:>12} {:>15}",
+        report::header(),
+        "mean",
+        "jitter(max-min)"
+    );
+    print_row(&timer);
+    print_row(&handoff_s);
+    for (k, r) in &results {
+        let t = summary_of(&format!("TmrO  K={k}"), &r.overheads.tmro);
+        let p = summary_of(&format!("PtswO K={k}"), &r.overheads.ptswo);
+        let c = summary_of(&format!("CtswO K={k}"), &r.overheads.ctswo);
+        print_row(&t);
+        print_row(&p);
+        print_row(&c);
+    }
+    if let Some(line) = &cyc {
+        println!("{line}");
+    } else {
+        println!("cyclictest: not installed (apt-get install rt-tests) — skipped");
+    }
+    println!();
+    println!("ratios against the raw baselines of this run:");
+    for (k, r) in &results {
+        let t = summary_of(&format!("TmrO K={k}"), &r.overheads.tmro);
+        let p = summary_of(&format!("PtswO K={k}"), &r.overheads.ptswo);
+        println!("  {}", t.ratio_to(&timer));
+        println!("  {}", p.ratio_to(&handoff_s));
+    }
+    println!();
+    println!("vs the paper (table V/VIII; µs avg / jitter): ours = mean / max−min");
+    println!(
+        "  {:<6} {:>16} {:>16}   partix per K",
+        "class", "paper user-level", "paper kernel"
+    );
+    for (name, user, kern) in PAPER {
+        let ours: Vec<String> = results
+            .iter()
+            .map(|(k, r)| {
+                let h = match *name {
+                    "TmrO" => &r.overheads.tmro,
+                    "PtswO" => &r.overheads.ptswo,
+                    _ => &r.overheads.ctswo,
+                };
+                let s = summary_of(name, h);
+                format!(
+                    "K={k}: {:.1}/{:.1}",
+                    s.mean / 1000.0,
+                    s.abs_jitter() as f64 / 1000.0
+                )
+            })
+            .collect();
+        println!(
+            "  {:<6} {:>16} {:>16}   {}",
+            name,
+            format!("{:.0} / {:.0}", user.0, user.1),
+            format!("{:.0} / {:.0}", kern.0, kern.1),
+            ours.join("  ")
+        );
+    }
+    let windows: u64 = results
+        .iter()
+        .flat_map(|(_, r)| r.partitions.iter().map(|p| p.stats.windows))
+        .sum();
+    let late: u64 = results
+        .iter()
+        .flat_map(|(_, r)| r.partitions.iter().map(|p| p.stats.late))
+        .sum();
+    let misses: u64 = results
+        .iter()
+        .flat_map(|(_, r)| r.processes.iter().map(|p| p.deadline_misses))
+        .sum();
+    println!("windows: {windows}, late (> 200 µs): {late}, process deadline misses: {misses}");
+    if let Some(dir) = &args.plot {
+        let mut series: Vec<(String, Recorder)> = vec![
+            (timer.name.clone(), timer_rec),
+            (handoff_s.name.clone(), handoff),
+        ];
+        if let Some((k, r)) = results.first() {
+            series.push((format!("TmrO K={k}"), recorder_of(&r.overheads.tmro)));
+            series.push((format!("PtswO K={k}"), recorder_of(&r.overheads.ptswo)));
+            series.push((format!("CtswO K={k}"), recorder_of(&r.overheads.ctswo)));
+        }
+        if let Some((k, r)) = results.last().filter(|_| results.len() > 1) {
+            series.push((format!("PtswO K={k}"), recorder_of(&r.overheads.ptswo)));
+            series.push((format!("CtswO K={k}"), recorder_of(&r.overheads.ctswo)));
+        }
+        let path = plot_cdf(dir, &series)?;
+        println!("plot: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot_cdf(dir: &Path, series: &[(String, Recorder)]) -> anyhow::Result<PathBuf> {
+    use plotters::prelude::*;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("sched_overheads_cdf.svg");
+    let xmax = series
+        .iter()
+        .map(|(_, r)| r.summary("").p99 as f64 / 1000.0)
+        .fold(1.0f64, f64::max)
+        * 1.2;
+    let out = path.clone();
+    let area = SVGBackend::new(&out, (900, 560)).into_drawing_area();
+    area.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(
+            "partix scheduling overheads CDF (cf. paper fig. 15)",
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..xmax, 0f64..1f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("overhead (µs)")
+        .y_desc("cumulative probability")
+        .draw()?;
+    let colors = [BLACK, BLUE, RED, GREEN, MAGENTA, CYAN];
+    for (i, (name, r)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let pts: Vec<(f64, f64)> = r
+            .cdf_points()
+            .into_iter()
+            .map(|(ns, f)| (ns as f64 / 1000.0, f))
+            .filter(|(x, _)| *x <= xmax)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    area.present()?;
+    Ok(path)
 }

@@ -1,14 +1,179 @@
-//! `partix bench startup`.
+//! `partix bench startup`: time from launching a module to all its partitions in NORMAL mode,
+//! for 1..`--max` partitions (the partitioning paper's fig. 20).
+//!
+//! Each partition is an APEX program (`partix-benchpart --processes 1`): the executive creates
+//! the shared regions, forks and execs every partition (stopped before exec), lets them run, and
+//! the partition's initialisation creates and starts one process and calls
+//! SET_PARTITION_MODE(NORMAL). Measured: from entering `run_module` to the moment the executive
+//! saw the last partition reach NORMAL (then one major frame runs and the module stops). The raw
+//! baseline is fork + exec + exit of `/bin/true` (the floor of starting one process), measured in
+//! the same run.
 
+use crate::report::{self, Recorder};
 use clap::Args;
+use partix_config::model::*;
+use partix_runtime::attach::monotonic_ns;
+use partix_runtime::executive::os::{default_cpu, resolve_program, run_module, RunConfig};
+use partix_runtime::executive::Options;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// Arguments of `partix bench startup`.
 #[derive(Args, Debug)]
-pub struct StartupArgs {}
+pub struct StartupArgs {
+    /// Largest number of partitions.
+    #[arg(long, default_value_t = 16)]
+    pub max: u32,
+    /// Runs per partition count.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// CPU of the executive and the partitions (default: the last CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+}
+
+fn module(n: u32) -> Module {
+    let ms = Duration::from_millis;
+    let slot = 1u64;
+    let partitions = (1..=n)
+        .map(|id| Partition {
+            id: PartitionId(id),
+            name: format!("P{id}"),
+            criticality: Criticality::LevelA,
+            system_partition: false,
+            entry_point: "main".into(),
+            executable: Some(PathBuf::from("partix-benchpart")),
+            args: vec!["--processes".into(), "1".into()],
+            affinity: None,
+            memory: Vec::new(),
+            sampling_ports: Vec::new(),
+            queuing_ports: Vec::new(),
+            hm: Vec::new(),
+            location: Location::default(),
+        })
+        .collect();
+    let major = ms(slot * n as u64 + 1);
+    Module {
+        name: format!("bench-startup-{n}"),
+        version: None,
+        source: None,
+        partitions,
+        schedules: vec![ModuleSchedule {
+            id: ScheduleId(1),
+            name: None,
+            major_frame: major,
+            partitions: (1..=n)
+                .map(|id| PartitionSchedule {
+                    partition: PartitionId(id),
+                    period: major,
+                    duration: ms(slot),
+                })
+                .collect(),
+            windows: (1..=n)
+                .map(|id| Window {
+                    id,
+                    partition: PartitionId(id),
+                    offset: ms(slot * (id as u64 - 1)),
+                    duration: ms(slot),
+                    period_start: true,
+                })
+                .collect(),
+            location: Location::default(),
+        }],
+        initial_schedule: 0,
+        channels: Vec::new(),
+        system_hm: Vec::new(),
+        module_hm: Vec::new(),
+    }
+}
 
 /// Run the benchmark.
 pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("partix bench startup: being written")
+    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    println!("# partix bench startup — launch to all partitions NORMAL (paper fig. 20)");
+    println!("{}", report::machine_line());
+    println!(
+        "partitions: partix-benchpart (APEX, 1 process each), all on CPU {cpu}; {} runs per count",
+        args.runs
+    );
+    let mut base = Recorder::new();
+    for _ in 0..args.runs.max(1) * 4 {
+        let t = monotonic_ns();
+        let st = std::process::Command::new("/bin/true").status();
+        if st.is_ok() {
+            base.record(monotonic_ns() - t);
+        }
+    }
+    let mut rows = Vec::new();
+    for n in 1..=args.max.max(1) {
+        eprintln!("partitions: {n}/{}", args.max);
+        let mut rec = Recorder::new();
+        for _ in 0..args.runs.max(1) {
+            let m = module(n);
+            let programs = (0..m.partitions.len())
+                .map(|p| resolve_program(&m, p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`"
+                    )
+                })?;
+            let cfg = RunConfig {
+                programs,
+                cpu: Some(cpu),
+                options: Options {
+                    max_frames: Some(1),
+                    trace_capacity: 4096,
+                    log: false,
+                    ..Options::default()
+                },
+                rt_unthrottle: false,
+            };
+            let r = std::thread::spawn(move || {
+                static STOP: AtomicBool = AtomicBool::new(false);
+                run_module(&m, cfg, &STOP)
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("executive thread panicked"))?
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let normal = r
+                .partitions
+                .iter()
+                .filter(|p| p.mode == partix_runtime::state::mode::NORMAL)
+                .count();
+            if normal != n as usize {
+                anyhow::bail!("only {normal} of {n} partitions reached NORMAL");
+            }
+            rec.record(r.launch_to_normal_ns);
+        }
+        rows.push((n, rec));
+    }
+    println!();
+    report::print_header();
+    base.summary("baseline: fork+exec /bin/true").print_row();
+    for (n, rec) in &rows {
+        rec.summary(&format!("{n} partitions to NORMAL"))
+            .print_row();
+    }
+    println!();
+    println!("paper fig. 20 (user level, log scale): startup grows roughly linearly with partitions; ours per partition:");
+    for (n, rec) in &rows {
+        let p50 = rec.summary("").p50;
+        println!(
+            "  {n:>2} partitions: p50 {:>7.2} ms  ({:.2} ms per partition)",
+            p50 as f64 / 1e6,
+            p50 as f64 / 1e6 / *n as f64
+        );
+    }
+    if let Some((_, r8)) = rows.iter().find(|(n, _)| *n == 8) {
+        let s = r8.summary("");
+        println!(
+            "target: 8 partitions to NORMAL <= 50 ms: p50 {:.2} ms, max {:.2} ms",
+            s.p50 as f64 / 1e6,
+            s.max as f64 / 1e6
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

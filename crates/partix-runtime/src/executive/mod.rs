@@ -180,7 +180,8 @@ pub struct Overheads {
     pub tmro: Histogram<u64>,
     /// Partition switch overhead: incoming partition resumed − wake-up, per window.
     pub ptswo: Histogram<u64>,
-    /// Process release → start inside partitions (from the process slots), per observed job.
+    /// Context switch overhead inside partitions: a job's start − max(release, partition resume)
+    /// (`ProcessSlot::last_ctsw_ns`), sampled at each window close per process.
     pub ctswo: Histogram<u64>,
 }
 
@@ -496,6 +497,7 @@ impl<'m> Executive<'m> {
         st.n_processes.store(0, Ordering::Release);
         st.lock_level.store(0, Ordering::Release);
         st.window_active.store(0, Ordering::Release);
+        self.slot_seen[p * MAX_PROCESSES..(p + 1) * MAX_PROCESSES].fill(0);
         match sw.spawn(p) {
             Ok(pid) => {
                 st.pid.store(pid, Ordering::Release);
@@ -805,15 +807,17 @@ impl<'m> Executive<'m> {
         if wake > w.end + thr {
             s.overruns += 1;
         }
-        // CtswO samples from the partition's process slots.
+        // CtswO samples from the partition's process slots (one per job started since the last
+        // look; the runtime keeps only the last value, so a window with several jobs of one
+        // process contributes its last one).
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
         for (i, slot) in st.processes[..n].iter().enumerate() {
-            let start = slot.last_start_ns.load(Ordering::Acquire);
-            let rel = slot.last_release_ns.load(Ordering::Acquire);
+            let rel = slot.releases.load(Ordering::Acquire);
             let seen = &mut self.slot_seen[p * MAX_PROCESSES + i];
-            if start != *seen && start >= rel && rel != 0 {
-                *seen = start;
-                self.overheads.ctswo.saturating_record((start - rel).max(1));
+            if rel != *seen {
+                *seen = rel;
+                let c = slot.last_ctsw_ns.load(Ordering::Acquire);
+                self.overheads.ctswo.saturating_record(c.max(1));
             }
         }
         let mut r = Record::new(RecordKind::Window, p as u32);

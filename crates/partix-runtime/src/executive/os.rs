@@ -491,6 +491,12 @@ pub struct ProcessReport {
     pub deadline_misses: u64,
     /// Worst response time (ns).
     pub worst_response_ns: u64,
+    /// Mean response time (ns; 0 without jobs).
+    pub mean_response_ns: u64,
+    /// Worst CtswO (ns).
+    pub worst_ctsw_ns: u64,
+    /// Mean CtswO (ns; 0 without releases).
+    pub mean_ctsw_ns: u64,
 }
 
 /// Per-partition end-of-run figures.
@@ -513,8 +519,11 @@ pub struct RunReport {
     pub end: EndReason,
     /// Module epoch (`CLOCK_MONOTONIC` ns).
     pub epoch_ns: u64,
-    /// Startup time to all partitions NORMAL (ns).
+    /// Startup time to all partitions NORMAL (ns), from the first spawn.
     pub startup_ns: u64,
+    /// Time from entering [`run_module`] (before the shared regions exist) to all partitions
+    /// NORMAL (ns): the module's launch time.
+    pub launch_to_normal_ns: u64,
     /// Major frames started.
     pub frames: u64,
     /// The schedule trace.
@@ -574,6 +583,7 @@ pub fn run_module(
     cfg: RunConfig,
     stop: &AtomicBool,
 ) -> Result<RunReport, RunError> {
+    let launched = monotonic_ns();
     let cpu = cfg.cpu.unwrap_or_else(default_cpu);
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
     let _unthrottle = if cfg.rt_unthrottle {
@@ -597,6 +607,7 @@ pub fn run_module(
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock;
     ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
+    let launch_to_normal_ns = monotonic_ns() - launched;
     let end = ex.run(&mut clock, &mut sw, stop);
     drop(sw);
     let realtime = rt.realtime;
@@ -614,10 +625,15 @@ pub fn run_module(
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
         for slot in &st.processes[..n] {
             let len = slot.name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
+            let jobs = slot.jobs.load(Ordering::Acquire);
+            let releases = slot.releases.load(Ordering::Acquire);
             processes.push(ProcessReport {
                 partition: i,
                 name: String::from_utf8_lossy(&slot.name[..len]).into_owned(),
-                jobs: slot.jobs.load(Ordering::Acquire),
+                jobs,
+                mean_response_ns: slot.total_response_ns.load(Ordering::Acquire) / jobs.max(1),
+                worst_ctsw_ns: slot.worst_ctsw_ns.load(Ordering::Acquire),
+                mean_ctsw_ns: slot.total_ctsw_ns.load(Ordering::Acquire) / releases.max(1),
                 deadline_misses: slot.deadline_misses.load(Ordering::Acquire),
                 worst_response_ns: slot.worst_response_ns.load(Ordering::Acquire),
             });
@@ -627,6 +643,7 @@ pub fn run_module(
         end,
         epoch_ns: ex.epoch(),
         startup_ns: ex.startup_ns,
+        launch_to_normal_ns,
         frames: ex.frames,
         trace: std::mem::replace(&mut ex.trace, Trace::with_capacity(0, "", Vec::new())),
         overheads: ex.overheads.clone(),

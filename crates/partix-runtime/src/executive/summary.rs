@@ -54,8 +54,8 @@ pub fn render(r: &RunReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  startup to NORMAL: {:.2} ms; executive on CPU {} ({})",
-        r.startup_ns as f64 / 1e6,
+        "  launch to all partitions NORMAL: {:.2} ms; executive on CPU {} ({})",
+        r.launch_to_normal_ns as f64 / 1e6,
         r.cpu,
         if r.realtime {
             "SCHED_FIFO 99"
@@ -105,14 +105,17 @@ pub fn render(r: &RunReport) -> String {
         for p in &r.processes {
             let _ = writeln!(
                 s,
-                "  {:<16} {:<20} jobs={:<7} deadline_misses={:<4} worst_response={} µs",
+                "  {:<16} {:<20} jobs={:<7} deadline_misses={:<4} response avg/worst={}/{} µs  CtswO avg/worst={}/{} µs",
                 r.partitions
                     .get(p.partition)
                     .map_or("?", |p| p.name.as_str()),
                 p.name,
                 p.jobs,
                 p.deadline_misses,
-                us(p.worst_response_ns)
+                us(p.mean_response_ns),
+                us(p.worst_response_ns),
+                us(p.mean_ctsw_ns),
+                us(p.worst_ctsw_ns)
             );
         }
     }
