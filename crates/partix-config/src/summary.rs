@@ -50,6 +50,17 @@ fn partition_action(a: PartitionAction) -> &'static str {
     }
 }
 
+/// Format a byte count in the largest binary unit that divides it (`528 MiB`, `12 KiB`, `100 B`).
+fn bytes(b: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if b >= size && b.is_multiple_of(size) {
+            return format!("{} {unit}", b / size);
+        }
+    }
+    format!("{b} B")
+}
+
 fn pname(m: &Module, id: PartitionId) -> &str {
     m.partition(id).map_or("?", |p| p.name.as_str())
 }
@@ -125,8 +136,7 @@ pub fn summary(m: &Module) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             }),
-            p.memory_limit_bytes()
-                .map_or("-".into(), |b| format!("{b} B")),
+            p.memory_limit_bytes().map_or("-".into(), bytes),
             exe,
         ]);
     }
@@ -277,4 +287,19 @@ pub fn summary(m: &Module) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(100), "100 B");
+        assert_eq!(bytes(12 * 1024), "12 KiB");
+        assert_eq!(bytes(528 << 20), "528 MiB");
+        assert_eq!(bytes(2 << 30), "2 GiB");
+        assert_eq!(bytes((1 << 20) + 1), "1048577 B");
+    }
 }
