@@ -263,7 +263,8 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
     if out.is_file() {
         return Ok(out);
     }
-    let tmp = out.with_extension("tmp");
+    // Per-process temporary name: two `partix run` may build the same partition at once.
+    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
     let status = std::process::Command::new("cc")
         .arg("-O2")
         .arg("-I")

@@ -1,0 +1,102 @@
+//! `partix run` and `partix demo` end to end: real partition processes (the demo's C partition,
+//! compiled by `partix`, and its Rust partition), real windows, a real trace file.
+//!
+//! These assert behaviour only (both partitions reach NORMAL, their processes complete jobs, the
+//! trace holds windows of both partitions); the timing numbers the runs print are not asserted.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn partix() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_partix"));
+    // Keep the C partition build cache inside this test's temporary directory.
+    c.env("XDG_CACHE_HOME", scratch().join("cache"));
+    c
+}
+
+fn scratch() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("partix-cli-run-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Return the number of jobs the summary reports for `process`.
+fn jobs_of(all: &str, process: &str) -> u64 {
+    let line = all
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(process) && l.contains("jobs="))
+        .unwrap_or_else(|| panic!("no summary line for {process}:\n{all}"));
+    let field = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("jobs="))
+        .unwrap();
+    field.parse().unwrap()
+}
+
+#[test]
+fn run_the_demo_module_with_a_trace() {
+    let trace = scratch().join("trace.json");
+    let out = partix()
+        .arg("run")
+        .arg(repo().join("examples/uav/module.xml"))
+        .args(["--frames", "12", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("12 major frames"), "{all}");
+    // Both partitions reached NORMAL and their processes ran jobs in their windows.
+    for p in ["OFP", "VSP"] {
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with(p) && l.contains("mode=NORMAL")),
+            "{p} not NORMAL:\n{all}"
+        );
+    }
+    // GnC runs every 20 ms: 4 jobs per 80 ms frame, minus the first period or two.
+    assert!(jobs_of(&all, "GnC") >= 30, "{all}");
+    assert!(jobs_of(&all, "VdoStrming") >= 8, "{all}");
+    // The trace is Chrome trace-event JSON with actual windows of both partitions.
+    let json = std::fs::read_to_string(&trace).unwrap();
+    assert!(json.contains("\"traceEvents\""), "{json}");
+    for name in ["\"OFP w1\"", "\"VSP w2\"", "\"TmrO\"", "\"PtswO\""] {
+        assert!(json.contains(name), "trace lacks {name}");
+    }
+}
+
+#[test]
+fn demo_runs_for_the_requested_frames() {
+    let out = partix().args(["demo", "--frames", "6"]).output().unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("6 major frames"), "{all}");
+    assert!(jobs_of(&all, "GnC") >= 12, "{all}");
+}
+
+#[test]
+fn run_refuses_a_broken_module_with_its_location() {
+    let file = scratch().join("broken.xml");
+    std::fs::write(
+        &file,
+        "<ARINC_653_Module ModuleName=\"x\">\n  <Partition>\n</ARINC_653_Module>\n",
+    )
+    .unwrap();
+    let out = partix().arg("run").arg(&file).output().unwrap();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("broken.xml:"), "{all}");
+}
