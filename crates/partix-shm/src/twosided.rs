@@ -121,7 +121,7 @@ impl<'a> TxView<'a> {
         self.slot(p)
             .publish(Flags::new(seq, data.len() as u32), stamp, data);
         // SYNC POINT: pairs with the manager's Acquire load of `tail`.
-        self.tail.store(p + 1, Ordering::Release);
+        self.tail.store(p.wrapping_add(1), Ordering::Release);
         seq
     }
 }
@@ -237,7 +237,7 @@ impl ManagerState {
         if !self.has_credit(rx, acked) {
             return Move::Starved;
         }
-        let p = t - 1;
+        let p = t.wrapping_sub(1);
         let expected = (p as u32).wrapping_add(1);
         let src = tx.slot(p);
         let dst = rx.slot(self.rx_tail);
@@ -262,13 +262,13 @@ impl ManagerState {
             return Move::Retry;
         }
         dst[0].store(e.0, Ordering::Relaxed);
-        self.rx_tail += 1;
+        self.rx_tail = self.rx_tail.wrapping_add(1);
         // SYNC POINT: pairs with the receiver's Acquire load of the RX tail.
         rx.tail.store(self.rx_tail, Ordering::Release);
-        let skipped = p - self.next_tx;
+        let skipped = p.wrapping_sub(self.next_tx);
         self.next_tx = t;
-        self.sent += 1;
-        self.overwritten += skipped;
+        self.sent = self.sent.wrapping_add(1);
+        self.overwritten = self.overwritten.wrapping_add(skipped);
         Move::Moved {
             seq: e.seq(),
             skipped,
@@ -617,7 +617,7 @@ mod shm {
                 });
             }
             let seq = self.tx.view().send(self.written, monotonic_ns(), data);
-            self.written += 1;
+            self.written = self.written.wrapping_add(1);
             self.tx.doorbell.notify();
             Ok(seq)
         }
