@@ -40,7 +40,7 @@ fn scribble(r: &Region, bytes: usize, rng: &mut Rng, n: usize, skip_header: bool
         if skip_header && i < 8 {
             continue;
         }
-        let v = if rng.next() % 2 == 0 {
+        let v = if rng.next().is_multiple_of(2) {
             rng.next() % 300
         } else {
             rng.next()
