@@ -3,6 +3,7 @@
 //! Each test re-runs this test binary as its peer (`<exe> <test name> --exact`) with the role in
 //! `PARTIX_SHM_ROLE` and the memfd on descriptor 3; the test function sees the role and plays it.
 #![allow(unsafe_code)]
+#![cfg(not(loom))]
 
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
 use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
