@@ -38,11 +38,16 @@ fn spawn_with(test: &str, role: &str, regions: &[&Region]) -> Child {
         .env(ROLE, role)
         .env(LEN, lens.join(","))
         .stdout(Stdio::piped());
-    // SAFETY: the closure only calls async-signal-safe functions (dup, dup2, fcntl) between fork
-    // and exec; the descriptors stay open in the parent for the duration of spawn().
+    // SAFETY: the closure only calls async-signal-safe functions (prctl, fcntl, dup2) between
+    // fork and exec; the descriptors stay open in the parent for the duration of spawn().
     unsafe {
         cmd.pre_exec(move || {
             // First move every source out of the target range so no dup2 clobbers a source.
+            // The peer dies with the test thread that spawned it, even when that thread panics
+            // before waiting for it (no orphan spinning forever).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             // (No allocation here: a fixed array.)
             let mut moved = [0i32; 8];
             for (slot, &fd) in moved.iter_mut().zip(&fds) {
