@@ -47,6 +47,9 @@ pub struct SchedArgs {
     /// Write CDF plots (paper fig. 15) as SVG into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Disable the kernel's RT throttling during the executive runs (restored afterwards).
+    #[arg(long)]
+    pub rt_unthrottle: bool,
 }
 
 /// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
@@ -153,7 +156,12 @@ fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
     })
 }
 
-fn run_on_thread(module: Module, frames: u64, cpu: usize) -> anyhow::Result<RunReport> {
+fn run_on_thread(
+    module: Module,
+    frames: u64,
+    cpu: usize,
+    rt_unthrottle: bool,
+) -> anyhow::Result<RunReport> {
     let programs = (0..module.partitions.len())
         .map(|p| resolve_program(&module, p))
         .collect::<Result<Vec<_>, _>>()
@@ -171,7 +179,7 @@ fn run_on_thread(module: Module, frames: u64, cpu: usize) -> anyhow::Result<RunR
             log: false,
             ..Options::default()
         },
-        rt_unthrottle: false,
+        rt_unthrottle,
     };
     std::thread::spawn(move || {
         static STOP: AtomicBool = AtomicBool::new(false);
@@ -381,7 +389,12 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             i + 1,
             args.processes.len()
         );
-        let r = run_on_thread(bench_module(k, args.work_us)?, secs * 100, cpu)?;
+        let r = run_on_thread(
+            bench_module(k, args.work_us)?,
+            secs * 100,
+            cpu,
+            args.rt_unthrottle,
+        )?;
         results.push((k, r));
     }
     println!();
