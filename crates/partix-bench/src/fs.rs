@@ -302,7 +302,8 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
                 t.send(&peer, &msg)?;
                 loop {
                     match t.recv(&mut buf, Duration::from_secs(1))? {
-                        Some(r) if r.len == rep => return Ok(()),
+                        // Short frames arrive padded to the Ethernet minimum.
+                        Some(r) if r.len >= rep => return Ok(()),
                         Some(_) => continue,
                         None => bail!("raw echo: no reply"),
                     }
@@ -449,8 +450,21 @@ fn diod_classes(
     table: &mut Table,
 ) -> anyhow::Result<()> {
     let listen = format!("{}:5640", pair.ip_b);
-    let child = Command::new("nsenter")
-        .arg(format!("--net=/run/netns/{}", pair.ns_b))
+    // diod resolves the client's address with getnameinfo and drops the connection when that
+    // fails (no DNS inside the namespace): give the namespace a hosts file, which `ip netns
+    // exec` bind-mounts over /etc/hosts for diod only.
+    let etc = PathBuf::from(format!("/etc/netns/{}", pair.ns_b));
+    std::fs::create_dir_all(&etc).context("creating /etc/netns/<ns> for diod's hosts file")?;
+    let _etc = RemoveDir(etc.clone());
+    std::fs::write(
+        etc.join("hosts"),
+        format!(
+            "127.0.0.1 localhost\n{} {}\n{} {}\n",
+            pair.ip_a, pair.ns_a, pair.ip_b, pair.ns_b
+        ),
+    )?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", &pair.ns_b])
         .args([
             "diod",
             "-f",
@@ -461,9 +475,9 @@ fn diod_classes(
             "-L",
             "stderr",
             "-l",
-            &listen,
-            "-e",
         ])
+        .arg(&listen)
+        .arg("-e")
         .arg(root)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
