@@ -47,7 +47,6 @@ pub mod twosided;
 mod area;
 #[cfg(not(loom))]
 pub mod futex;
-#[cfg(not(loom))]
 pub mod notifier;
 #[cfg(not(loom))]
 pub mod region;

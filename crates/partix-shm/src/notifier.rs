@@ -32,14 +32,79 @@
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
+//!
+//! The protocol is written once, in [`NotifierView`], against [`crate::sync`] atomics and a
+//! [`Futex`] implementation: the shared-memory [`Notifier`] uses the kernel's futexes, and the
+//! loom model in `tests/loom.rs` uses a mutex-and-condvar futex to check that no interleaving
+//! loses a wake-up.
 #![allow(unsafe_code)]
 
-use crate::area::{Area, AreaError, CACHE_LINE};
-use crate::futex;
-use crate::region::Region;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use crate::sync::{fence, AtomicU32, Ordering};
+use std::time::Instant;
+
+/// The two futex operations the notifier needs.
+pub trait Futex {
+    /// Block while `*word == expected`, at most until `deadline`; may return spuriously.
+    fn wait(&self, word: &AtomicU32, expected: u32, deadline: Option<Instant>);
+    /// Wake every waiter blocked on `word`.
+    fn wake_all(&self, word: &AtomicU32);
+}
+
+/// The notifier protocol over two words, wherever they live (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct NotifierView<'a> {
+    epoch: &'a AtomicU32,
+    waiters: &'a AtomicU32,
+}
+
+impl<'a> NotifierView<'a> {
+    /// Make a view of the futex word `epoch` and the waiter count `waiters`.
+    pub fn new(epoch: &'a AtomicU32, waiters: &'a AtomicU32) -> NotifierView<'a> {
+        NotifierView { epoch, waiters }
+    }
+
+    /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
+    #[inline]
+    pub fn notify(&self, futex: &impl Futex) {
+        // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`).
+        fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::Relaxed) != 0 {
+            // SYNC POINT: Release bump, acquired by the receiver's epoch load.
+            self.epoch.fetch_add(1, Ordering::Release);
+            futex.wake_all(self.epoch);
+        }
+    }
+
+    /// Park until `ready()` returns true or `deadline` passes; return whether `ready()` held.
+    ///
+    /// `ready` must read the published data with `Acquire` loads.
+    pub fn park_until(
+        &self,
+        futex: &impl Futex,
+        deadline: Option<Instant>,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
+        loop {
+            if ready() {
+                return true;
+            }
+            self.waiters.fetch_add(1, Ordering::Relaxed);
+            // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`).
+            fence(Ordering::SeqCst);
+            let e = self.epoch.load(Ordering::Acquire);
+            if ready() {
+                self.waiters.fetch_sub(1, Ordering::Relaxed);
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.waiters.fetch_sub(1, Ordering::Relaxed);
+                return false;
+            }
+            futex.wait(self.epoch, e, deadline);
+            self.waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
 
 /// How a receiver waits for new data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,187 +127,192 @@ impl RecvMode {
     }
 }
 
-/// Size in bytes of a notifier in a region.
-pub const NOTIFIER_LEN: usize = CACHE_LINE;
+#[cfg(not(loom))]
+pub use shm::*;
 
-/// A futex-backed wake-up word pair in shared memory (see the module docs for the protocol).
-#[derive(Debug, Clone)]
-pub struct Notifier {
-    area: Area,
-}
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::area::{Area, AreaError, CACHE_LINE};
+    use crate::futex;
+    use crate::region::Region;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-impl Notifier {
-    /// Use the [`NOTIFIER_LEN`] bytes at `offset` of `region` as a notifier (a zero-filled area is
-    /// a valid, idle notifier).
-    ///
-    /// # Errors
-    /// [`AreaError::Misaligned`], [`AreaError::TooSmall`], or [`AreaError::ReadOnly`] (receivers
-    /// and writers both store to the notifier).
-    pub fn new(region: Arc<Region>, offset: usize) -> Result<Notifier, AreaError> {
-        let area = Area::new(region, offset, NOTIFIER_LEN)?;
-        if !area.writable() {
-            return Err(AreaError::ReadOnly);
+    /// Size in bytes of a notifier in a region.
+    pub const NOTIFIER_LEN: usize = CACHE_LINE;
+
+    /// A futex-backed wake-up word pair in shared memory (see the module docs for the protocol).
+    #[derive(Debug, Clone)]
+    pub struct Notifier {
+        area: Area,
+    }
+
+    impl Notifier {
+        /// Use the [`NOTIFIER_LEN`] bytes at `offset` of `region` as a notifier (a zero-filled area is
+        /// a valid, idle notifier).
+        ///
+        /// # Errors
+        /// [`AreaError::Misaligned`], [`AreaError::TooSmall`], or [`AreaError::ReadOnly`] (receivers
+        /// and writers both store to the notifier).
+        pub fn new(region: Arc<Region>, offset: usize) -> Result<Notifier, AreaError> {
+            let area = Area::new(region, offset, NOTIFIER_LEN)?;
+            if !area.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            Ok(Notifier { area })
         }
-        Ok(Notifier { area })
-    }
 
-    pub(crate) fn from_area(area: Area) -> Notifier {
-        Notifier { area }
-    }
+        pub(crate) fn from_area(area: Area) -> Notifier {
+            Notifier { area }
+        }
 
-    fn epoch(&self) -> &AtomicU32 {
-        self.area.u32_at(0)
-    }
+        fn epoch(&self) -> &AtomicU32 {
+            self.area.u32_at(0)
+        }
 
-    fn waiters(&self) -> &AtomicU32 {
-        self.area.u32_at(4)
-    }
+        fn waiters(&self) -> &AtomicU32 {
+            self.area.u32_at(4)
+        }
 
-    /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
-    ///
-    /// Costs a `SeqCst` fence and a load when nobody is parked; a `futex_wake` system call
-    /// otherwise.
-    #[inline]
-    pub fn notify(&self) {
-        // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`).
-        fence(Ordering::SeqCst);
-        if self.waiters().load(Ordering::Relaxed) != 0 {
-            // SYNC POINT: Release bump, acquired by the receiver's epoch load.
-            self.epoch().fetch_add(1, Ordering::Release);
-            futex::wake_all(self.epoch());
+        fn view(&self) -> NotifierView<'_> {
+            NotifierView::new(self.epoch(), self.waiters())
+        }
+
+        /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
+        ///
+        /// Costs a `SeqCst` fence and a load when nobody is parked; a `futex_wake` system call
+        /// otherwise.
+        #[inline]
+        pub fn notify(&self) {
+            self.view().notify(&SysFutex);
+        }
+
+        /// Park until `ready()` returns true or `deadline` passes; return whether `ready()` held.
+        ///
+        /// `ready` must read the published data with `Acquire` loads (or be followed by such reads).
+        pub fn park_until(&self, deadline: Option<Instant>, ready: impl FnMut() -> bool) -> bool {
+            self.view().park_until(&SysFutex, deadline, ready)
         }
     }
 
-    /// Park until `ready()` returns true or `deadline` passes; return whether `ready()` held.
+    /// The kernel's process-shared futexes ([`crate::futex`]).
+    #[derive(Debug, Clone, Copy)]
+    pub struct SysFutex;
+
+    impl Futex for SysFutex {
+        fn wait(&self, word: &AtomicU32, expected: u32, deadline: Option<Instant>) {
+            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if timeout.is_some_and(|t| t.is_zero()) {
+                return;
+            }
+            futex::wait(word, expected, timeout);
+        }
+
+        fn wake_all(&self, word: &AtomicU32) {
+            futex::wake_all(word);
+        }
+    }
+
+    /// Wait for `ready()` with the given mode; return whether it held before `timeout`.
     ///
-    /// `ready` must read the published data with `Acquire` loads (or be followed by such reads).
-    pub fn park_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
-        loop {
+    /// Spinning checks the clock every 1024 polls only. [`RecvMode::Spin`] ignores `notifier`; the
+    /// parking modes return `false` at once when `notifier` is `None` and `ready()` is false after
+    /// spinning (callers turn that into a "no notifier" error before calling).
+    pub(crate) fn wait_with(
+        mode: RecvMode,
+        notifier: Option<&Notifier>,
+        timeout: Option<Duration>,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let spins = match mode {
+            RecvMode::Spin => u64::MAX,
+            RecvMode::SpinThenPark { spins } => u64::from(spins),
+            RecvMode::Blocking => 0,
+        };
+        let mut i: u64 = 0;
+        while i < spins {
             if ready() {
                 return true;
             }
-            self.waiters().fetch_add(1, Ordering::Relaxed);
-            // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`).
-            fence(Ordering::SeqCst);
-            let e = self.epoch().load(Ordering::Acquire);
-            if ready() {
-                self.waiters().fetch_sub(1, Ordering::Relaxed);
-                return true;
-            }
-            let timeout = match deadline {
-                None => None,
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => {
-                        self.waiters().fetch_sub(1, Ordering::Relaxed);
+            std::hint::spin_loop();
+            i += 1;
+            if i.is_multiple_of(1024) {
+                if let Some(d) = deadline {
+                    if Instant::now() >= d {
                         return false;
                     }
-                },
-            };
-            futex::wait(self.epoch(), e, timeout);
-            self.waiters().fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Wait for `ready()` with the given mode; return whether it held before `timeout`.
-///
-/// Spinning checks the clock every 1024 polls only. [`RecvMode::Spin`] ignores `notifier`; the
-/// parking modes return `false` at once when `notifier` is `None` and `ready()` is false after
-/// spinning (callers turn that into a "no notifier" error before calling).
-pub(crate) fn wait_with(
-    mode: RecvMode,
-    notifier: Option<&Notifier>,
-    timeout: Option<Duration>,
-    mut ready: impl FnMut() -> bool,
-) -> bool {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    let spins = match mode {
-        RecvMode::Spin => u64::MAX,
-        RecvMode::SpinThenPark { spins } => u64::from(spins),
-        RecvMode::Blocking => 0,
-    };
-    let mut i: u64 = 0;
-    while i < spins {
-        if ready() {
-            return true;
-        }
-        std::hint::spin_loop();
-        i += 1;
-        if i.is_multiple_of(1024) {
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    return false;
                 }
             }
         }
-    }
-    match notifier {
-        Some(n) => n.park_until(deadline, ready),
-        None => ready(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicU64;
-
-    fn notifier() -> Notifier {
-        let r = Arc::new(Region::create("partix-shm-notifier-test", 4096).unwrap());
-        Notifier::new(r, 64).unwrap()
-    }
-
-    #[test]
-    fn notify_without_waiters_changes_nothing() {
-        let n = notifier();
-        n.notify();
-        assert_eq!(n.epoch().load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn parked_receiver_is_woken() {
-        let n = notifier();
-        let data = Arc::new(AtomicU64::new(0));
-        let (n2, d2) = (n.clone(), data.clone());
-        let t = std::thread::spawn(move || {
-            n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
-                d2.load(Ordering::Acquire) == 1
-            })
-        });
-        // Wait until the receiver registered (so the wake really goes through the futex).
-        while n.waiters().load(Ordering::Relaxed) == 0 {
-            std::thread::yield_now();
+        match notifier {
+            Some(n) => n.park_until(deadline, ready),
+            None => ready(),
         }
-        data.store(1, Ordering::Release);
-        n.notify();
-        assert!(t.join().unwrap());
-        assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
     }
 
-    #[test]
-    fn park_times_out() {
-        let n = notifier();
-        let ok = wait_with(
-            RecvMode::SpinThenPark { spins: 10 },
-            Some(&n),
-            Some(Duration::from_millis(5)),
-            || false,
-        );
-        assert!(!ok);
-        assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
-    }
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use std::sync::atomic::AtomicU64;
 
-    #[test]
-    fn read_only_region_is_refused() {
-        let r = Region::create("partix-shm-notifier-ro", 4096).unwrap();
-        // SAFETY: dup returns a fresh descriptor that nothing else owns.
-        let fd = unsafe { libc::dup(r.raw_fd()) };
-        // SAFETY: fd is fresh and unowned.
-        let ro = unsafe { Region::from_raw_fd(fd, 4096, crate::Access::ReadOnly) }.unwrap();
-        assert_eq!(
-            Notifier::new(Arc::new(ro), 0).unwrap_err(),
-            AreaError::ReadOnly
-        );
+        fn notifier() -> Notifier {
+            let r = Arc::new(Region::create("partix-shm-notifier-test", 4096).unwrap());
+            Notifier::new(r, 64).unwrap()
+        }
+
+        #[test]
+        fn notify_without_waiters_changes_nothing() {
+            let n = notifier();
+            n.notify();
+            assert_eq!(n.epoch().load(Ordering::Relaxed), 0);
+        }
+
+        #[test]
+        fn parked_receiver_is_woken() {
+            let n = notifier();
+            let data = Arc::new(AtomicU64::new(0));
+            let (n2, d2) = (n.clone(), data.clone());
+            let t = std::thread::spawn(move || {
+                n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
+                    d2.load(Ordering::Acquire) == 1
+                })
+            });
+            // Wait until the receiver registered (so the wake really goes through the futex).
+            while n.waiters().load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            data.store(1, Ordering::Release);
+            n.notify();
+            assert!(t.join().unwrap());
+            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+        }
+
+        #[test]
+        fn park_times_out() {
+            let n = notifier();
+            let ok = wait_with(
+                RecvMode::SpinThenPark { spins: 10 },
+                Some(&n),
+                Some(Duration::from_millis(5)),
+                || false,
+            );
+            assert!(!ok);
+            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+        }
+
+        #[test]
+        fn read_only_region_is_refused() {
+            let r = Region::create("partix-shm-notifier-ro", 4096).unwrap();
+            // SAFETY: dup returns a fresh descriptor that nothing else owns.
+            let fd = unsafe { libc::dup(r.raw_fd()) };
+            // SAFETY: fd is fresh and unowned.
+            let ro = unsafe { Region::from_raw_fd(fd, 4096, crate::Access::ReadOnly) }.unwrap();
+            assert_eq!(
+                Notifier::new(Arc::new(ro), 0).unwrap_err(),
+                AreaError::ReadOnly
+            );
+        }
     }
 }

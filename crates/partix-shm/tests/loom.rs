@@ -5,9 +5,10 @@
 //! loom`). Without `--cfg loom` this file compiles to nothing.
 #![cfg(loom)]
 
-use loom::sync::atomic::AtomicU64;
-use loom::sync::Arc;
+use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
+use partix_shm::notifier::{Futex, NotifierView};
 use partix_shm::ring::{PopError, PushError, RingView};
 use partix_shm::sampling::{Attempt, Flags, SlotView};
 use partix_shm::twosided::{ManagerState, Move, ReceiverState, RxError, RxView, TxView};
@@ -213,4 +214,66 @@ fn two_sided_two_messages() {
 #[test]
 fn two_sided_three_messages_with_credit_starvation() {
     two_sided_model(3, 3, 1);
+}
+
+/// A futex for the model: the kernel checks the word and queues the waiter atomically with respect
+/// to wakers (its hash-bucket lock); here a mutex plays that lock and a condvar the queue.
+struct ModelFutex {
+    lock: Mutex<()>,
+    queue: Condvar,
+}
+
+impl Futex for ModelFutex {
+    fn wait(&self, word: &AtomicU32, expected: u32, _deadline: Option<std::time::Instant>) {
+        let guard = self.lock.lock().unwrap();
+        if word.load(Ordering::Relaxed) == expected {
+            drop(self.queue.wait(guard).unwrap());
+        }
+    }
+
+    fn wake_all(&self, _word: &AtomicU32) {
+        let _guard = self.lock.lock().unwrap();
+        self.queue.notify_all();
+    }
+}
+
+/// The notifier never loses a wake-up: a receiver parking while the writer publishes and
+/// notifies always returns (a lost wake-up leaves it blocked forever, which loom reports as a
+/// deadlock). The writer publishes `n` values; the receiver waits for each in turn.
+fn notifier_model(n: u64) {
+    loom::model(move || {
+        let shared = Arc::new((
+            AtomicU64::new(0),
+            AtomicU32::new(0),
+            AtomicU32::new(0),
+            ModelFutex {
+                lock: Mutex::new(()),
+                queue: Condvar::new(),
+            },
+        ));
+        let s = shared.clone();
+        let writer = thread::spawn(move || {
+            let view = NotifierView::new(&s.1, &s.2);
+            for v in 1..=n {
+                s.0.store(v, Ordering::Release);
+                view.notify(&s.3);
+            }
+        });
+        let view = NotifierView::new(&shared.1, &shared.2);
+        for v in 1..=n {
+            assert!(view.park_until(&shared.3, None, || shared.0.load(Ordering::Acquire) >= v));
+        }
+        writer.join().unwrap();
+        assert_eq!(shared.2.load(Ordering::Relaxed), 0, "waiter count leaked");
+    });
+}
+
+#[test]
+fn notifier_never_loses_a_wakeup() {
+    notifier_model(1);
+}
+
+#[test]
+fn notifier_never_loses_a_wakeup_twice() {
+    notifier_model(2);
 }
