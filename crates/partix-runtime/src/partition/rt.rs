@@ -26,9 +26,10 @@ use crate::attach::{monotonic_ns, PartitionContext};
 use crate::state::{process_state, ProcessSlot, MAX_PROCESSES};
 use partix_shm::futex;
 use std::cell::Cell;
+use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Index of the error handler's control block (after the regular processes).
 pub(crate) const EH_INDEX: usize = MAX_PROCESSES;
@@ -56,6 +57,133 @@ pub(crate) const SUSP: u32 = 1;
 pub(crate) const SUSP_SELF: u32 = 2;
 /// `ProcCtl::suspend` sequence increment (the upper bits count changes).
 pub(crate) const SUSP_SEQ: u32 = 4;
+
+/// A mutex with priority inheritance (`FUTEX_LOCK_PI`): a low-priority process inside an APEX
+/// call's critical section runs at the priority of the highest process waiting for the lock, so a
+/// medium-priority process cannot prolong the wait (bounded priority inversion).
+///
+/// The uncontended paths are one compare-and-swap each; the kernel takes over only on contention.
+pub(crate) struct PiMutex<T> {
+    word: AtomicU32,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is only reached through a guard, and a guard exists only while the lock word
+// holds the owner's thread id (mutual exclusion by the futex protocol).
+unsafe impl<T: Send> Sync for PiMutex<T> {}
+
+/// Exclusive access to a [`PiMutex`]'s data; unlocks on drop.
+pub(crate) struct PiGuard<'a, T> {
+    m: &'a PiMutex<T>,
+}
+
+thread_local! {
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+fn cached_tid() -> u32 {
+    TID.with(|c| {
+        if c.get() == 0 {
+            c.set(gettid() as u32);
+        }
+        c.get()
+    })
+}
+
+impl<T> PiMutex<T> {
+    /// Return an unlocked mutex holding `v`.
+    pub const fn new(v: T) -> PiMutex<T> {
+        PiMutex {
+            word: AtomicU32::new(0),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    /// Lock, blocking with priority inheritance while another thread holds the lock.
+    pub fn lock(&self) -> PiGuard<'_, T> {
+        let tid = cached_tid();
+        // SYNC POINT: Acquire on taking the lock pairs with the Release of `unlock`.
+        if self
+            .word
+            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            loop {
+                // SAFETY: the word is a live, aligned u32 used only with the PI futex protocol.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        self.word.as_ptr(),
+                        libc::FUTEX_LOCK_PI | libc::FUTEX_PRIVATE_FLAG,
+                        0u32,
+                        std::ptr::null::<libc::timespec>(),
+                        std::ptr::null::<u32>(),
+                        0u32,
+                    )
+                };
+                if r == 0 {
+                    break;
+                }
+                // EINTR/EAGAIN: retry. Any other error (not expected) falls back to spinning
+                // on the compare-and-swap so the lock stays correct.
+                if self
+                    .word
+                    .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        PiGuard { m: self }
+    }
+
+    fn unlock(&self) {
+        let tid = cached_tid();
+        // SYNC POINT: Release pairs with the Acquire of `lock`.
+        if self
+            .word
+            .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // Waiters (FUTEX_WAITERS set): the kernel hands the lock over.
+            // SAFETY: as in `lock`; we own the lock.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.word.as_ptr(),
+                    libc::FUTEX_UNLOCK_PI | libc::FUTEX_PRIVATE_FLAG,
+                    0u32,
+                    std::ptr::null::<libc::timespec>(),
+                    std::ptr::null::<u32>(),
+                    0u32,
+                )
+            };
+        }
+    }
+}
+
+impl<T> std::ops::Deref for PiGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard proves this thread holds the lock.
+        unsafe { &*self.m.data.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for PiGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard proves this thread holds the lock, and `&mut self` is unique.
+        unsafe { &mut *self.m.data.get() }
+    }
+}
+
+impl<T> Drop for PiGuard<'_, T> {
+    fn drop(&mut self) {
+        self.m.unlock();
+    }
+}
 
 /// Return the real-time signal the runtime uses to SUSPEND/STOP another process (`SIGRTMIN+2`).
 pub fn control_signal() -> libc::c_int {
@@ -142,7 +270,7 @@ pub(crate) struct Runtime {
     /// The module state.
     pub ctx: &'static PartitionContext,
     /// The lock of the process table.
-    pub inner: Mutex<Inner>,
+    pub inner: PiMutex<Inner>,
     /// Control blocks, `MAX_PROCESSES` processes then the error handler.
     pub ctl: [ProcCtl; MAX_PROCESSES + 1],
     /// Attributes by index, published once at creation (lock-free reads for status services).
@@ -189,7 +317,7 @@ pub(crate) fn rt() -> &'static Runtime {
         }
         Runtime {
             ctx,
-            inner: Mutex::new(Inner {
+            inner: PiMutex::new(Inner {
                 procs: Vec::new(),
                 eh: None,
                 lock_owner: None,
@@ -347,7 +475,7 @@ impl Runtime {
         IN_RT.with(|c| c.set(true));
         compiler_fence(Ordering::SeqCst);
         let r = {
-            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let mut g = self.inner.lock();
             if let Some(idx) = self_index() {
                 if self.ctl[idx].incarnation.load(Ordering::Acquire) != SELF_INC.with(|c| c.get()) {
                     drop(g);
