@@ -317,7 +317,10 @@ pub(crate) fn monitor_loop() -> ! {
         let mut earliest = u64::MAX;
         for idx in 0..n.min(MAX_PROCESSES) {
             let d = r.slot(idx).deadline_ns.load(Ordering::Acquire);
-            if d == u64::MAX || r.ctl[idx].reported_deadline.load(Ordering::Acquire) == d {
+            if d == u64::MAX
+                || r.attrs[idx].get().is_none()
+                || r.ctl[idx].reported_deadline.load(Ordering::Acquire) == d
+            {
                 continue;
             }
             if d <= now {

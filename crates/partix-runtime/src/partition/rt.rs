@@ -315,6 +315,15 @@ pub(crate) fn rt() -> &'static Runtime {
         if ctx.is_standalone() {
             standalone_setup(ctx);
         }
+        // A restarted partition may find the previous incarnation's process table in its region:
+        // the fields the partition owns start afresh.
+        let p = ctx.partition();
+        p.n_processes.store(0, Ordering::Release);
+        p.lock_level.store(0, Ordering::Release);
+        for s in &p.processes {
+            s.deadline_ns.store(u64::MAX, Ordering::Release);
+            s.state.store(process_state::DORMANT, Ordering::Release);
+        }
         Runtime {
             ctx,
             inner: PiMutex::new(Inner {
