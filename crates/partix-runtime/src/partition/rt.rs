@@ -735,3 +735,58 @@ impl Runtime {
         c.reported_deadline.store(u64::MAX, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pi_mutex_excludes_under_contention() {
+        static M: PiMutex<u64> = PiMutex::new(0);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for _ in 0..20_000 {
+                        let mut g = M.lock();
+                        let v = *g;
+                        std::hint::black_box(());
+                        *g = v + 1;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*M.lock(), 80_000);
+        assert_eq!(M.word.load(Ordering::Acquire), 0, "unlocked at the end");
+    }
+
+    #[test]
+    fn state_of_follows_dormant_and_wait_reasons() {
+        extern "C" fn nop() {}
+        let mut p = Proc {
+            attrs: ProcessAttributes {
+                name: "p".into(),
+                entry_point: nop,
+                stack_size: 0,
+                base_priority: 1,
+                period: -1,
+                time_capacity: -1,
+                deadline: super::super::process::Deadline::Soft,
+            },
+            dormant: true,
+            reasons: W_SUSPEND,
+            current_priority: 1,
+            applied_fifo: 2,
+            release_ns: None,
+            start_delay: 0,
+            deadline_ns: u64::MAX,
+        };
+        assert_eq!(state_of(&p), process_state::DORMANT);
+        p.dormant = false;
+        assert_eq!(state_of(&p), process_state::WAITING);
+        p.reasons = 0;
+        assert_eq!(state_of(&p), process_state::READY);
+    }
+}
