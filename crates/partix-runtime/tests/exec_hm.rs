@@ -299,3 +299,45 @@ fn system_partition_switches_the_module_schedule_at_a_frame_boundary() {
         .iter()
         .any(|x| x.kind == RecordKind::Window && x.window == 21));
 }
+
+#[test]
+fn memory_limit_from_the_config_is_applied() {
+    if !is_root() {
+        eprintln!("SKIPPED memory_limit_from_the_config_is_applied: needs root");
+        return;
+    }
+    use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement};
+    let tp = Some(testpart());
+    let limit = |p: &mut partix_config::model::Partition| {
+        p.memory = vec![MemoryRequirement {
+            name: Some("data".into()),
+            kind: MemoryKind::Data,
+            size_bytes: 32 << 20,
+            access: MemoryAccess::ReadWrite,
+        }];
+    };
+    let mut small = partition(
+        1,
+        "SMALL",
+        tp.clone(),
+        &["alloc", "--mb", "4", "--after-ms", "5"],
+    );
+    limit(&mut small);
+    let mut big = partition(2, "BIG", tp, &["alloc", "--mb", "256", "--after-ms", "5"]);
+    limit(&mut big);
+    let m = module(
+        vec![small, big],
+        vec![schedule(1, 10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)])],
+    );
+    let r = run(&m, 20);
+    // 4 MiB fit in 32 MiB; 256 MiB do not: the allocation fails and the program aborts.
+    assert!(
+        r.hm_events.iter().all(|e| e.partition == 1),
+        "{:?}",
+        r.hm_events
+    );
+    assert_eq!(r.partitions[0].mode, mode::NORMAL);
+    let e = r.hm_events.first().expect("BIG failed");
+    assert_eq!(e.death, Some(Death::Signaled(libc::SIGABRT)));
+    assert_eq!(r.partitions[1].mode, mode::IDLE);
+}

@@ -16,6 +16,9 @@
 //!                                        sleep; after N ms ask for module schedule S
 //! partix-testpart periodic --threads K --period-us P --work-us W
 //!                                        K threads: every P µs spin W µs (bench load)
+//! partix-testpart alloc --mb N --after-ms T
+//!                                        after T ms allocate and touch N MiB, then sleep
+//!                                        (an allocation over the partition's memory limit aborts)
 //! partix-testpart sleep                  do nothing
 //! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads)
 //! ```
@@ -182,6 +185,23 @@ fn main() {
                 std::thread::sleep(Duration::from_millis(1));
             }
             drop(handles);
+        }
+        "alloc" => {
+            let mb: usize = arg(&args, "--mb", 1);
+            let ms: u64 = arg(&args, "--after-ms", 0);
+            let mut held: Vec<u8> = Vec::new();
+            while !shutdown() {
+                if held.is_empty() && after(ms) {
+                    // Abort at once on failure, as a C program's unchecked malloc would crash
+                    // (Rust's OOM handler would first print a backtrace, slowly, in windows).
+                    if held.try_reserve_exact(mb << 20).is_err() {
+                        std::process::abort();
+                    }
+                    held.resize(mb << 20, 1);
+                    std::hint::black_box(&mut held);
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
         }
         "sleep" | "" => {
             while !shutdown() {
