@@ -148,6 +148,7 @@ impl<'a> SlotView<'a> {
     ///
     /// # Panics
     /// If `words` has fewer than 3 words.
+    #[inline]
     pub fn from_words(words: &'a [AtomicU64]) -> SlotView<'a> {
         let n = words.len();
         assert!(n >= 3, "a slot needs at least 3 words");
@@ -178,6 +179,7 @@ impl<'a> SlotView<'a> {
     ///
     /// # Panics
     /// If `data.len() != flags.len()` or the data exceeds the capacity (callers check first).
+    #[inline]
     pub fn publish(&self, flags: Flags, stamp: u64, data: &[u8]) {
         assert!(data.len() == flags.len() as usize && data.len() <= self.capacity());
         self.begin.store(flags.0, Ordering::Relaxed);
@@ -191,6 +193,7 @@ impl<'a> SlotView<'a> {
     }
 
     /// Make one copy attempt into `buf`.
+    #[inline]
     pub fn try_read(&self, buf: &mut [u8]) -> Attempt {
         // SYNC POINT: R1, pairs with the writer's Release store W2.
         let e = Flags(self.end.load(Ordering::Acquire));
@@ -416,6 +419,7 @@ mod shm {
         ///
         /// # Errors
         /// [`WriteError::ZeroLength`] or [`WriteError::TooLarge`]; the slot is unchanged.
+        #[inline]
         pub fn write(&mut self, data: &[u8]) -> Result<u32, WriteError> {
             self.write_stamped(data, monotonic_ns())
         }
@@ -424,6 +428,7 @@ mod shm {
         ///
         /// # Errors
         /// As [`SamplingWriter::write`].
+        #[inline]
         pub fn write_stamped(&mut self, data: &[u8], stamp_ns: u64) -> Result<u32, WriteError> {
             if data.is_empty() {
                 return Err(WriteError::ZeroLength);
@@ -567,6 +572,7 @@ mod shm {
         }
 
         /// Return the sequence number of the last complete write, if any (one `Acquire` load).
+        #[inline]
         pub fn latest_seq(&self) -> Option<u32> {
             let e = self.slot.view().end();
             (e.0 != 0).then_some(e.seq())
@@ -587,6 +593,7 @@ mod shm {
         /// # Errors
         /// [`ReadError::Empty`], [`ReadError::Contended`], [`ReadError::BufferTooSmall`],
         /// [`ReadError::Corrupt`].
+        #[inline]
         pub fn read(&self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
             let view = self.slot.view();
             for attempt in 1..=self.max_attempts {
@@ -618,6 +625,7 @@ mod shm {
         /// # Errors
         /// [`WaitError::TimedOut`], [`WaitError::NoNotifier`] (parking mode without notifier),
         /// [`WaitError::Read`].
+        #[inline]
         pub fn wait_newer(
             &self,
             buf: &mut [u8],
@@ -641,6 +649,7 @@ mod shm {
     }
 
     /// Return `CLOCK_MONOTONIC` in nanoseconds.
+    #[inline]
     pub fn monotonic_ns() -> u64 {
         let mut ts = libc::timespec {
             tv_sec: 0,

@@ -32,8 +32,8 @@ pub(crate) fn copy_in(words: &[AtomicU64], data: &[u8]) {
     let full = data.len() / 8;
     let (words, rest) = words.split_at(full);
     for (w, c) in words.iter().zip(data.chunks_exact(8)) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
+        // A fixed-size conversion (never fails for chunks of 8): one 8-byte load, no memcpy call.
+        let a: [u8; 8] = c.try_into().unwrap_or_default();
         w.store(u64::from_ne_bytes(a), Ordering::Relaxed);
     }
     let tail = &data[full * 8..];
@@ -54,7 +54,10 @@ pub(crate) fn copy_out(words: &[AtomicU64], buf: &mut [u8]) {
     let (words, rest) = words.split_at(full);
     let (head, tail) = buf.split_at_mut(full * 8);
     for (w, c) in words.iter().zip(head.chunks_exact_mut(8)) {
-        c.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        // A fixed-size view (never fails for chunks of 8): one 8-byte store, no memcpy call.
+        if let Ok(a) = <&mut [u8; 8]>::try_from(c) {
+            *a = w.load(Ordering::Relaxed).to_ne_bytes();
+        }
     }
     if !tail.is_empty() {
         let n = tail.len();
