@@ -415,3 +415,30 @@ fn every_return_code() {
         run.lines.join("\n")
     );
 }
+
+/// Without CAP_SYS_NICE the runtime falls back to SCHED_OTHER with one warning and still runs.
+#[test]
+fn sched_fifo_fallback_warns_once() {
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !setpriv.exists() {
+        eprintln!("SKIPPED sched_fifo_fallback_warns_once: /usr/bin/setpriv (util-linux) missing");
+        return;
+    }
+    let out = Command::new(setpriv)
+        .args(["--bounding-set=-sys_nice", "--inh-caps=-sys_nice"])
+        .arg(env!("CARGO_BIN_EXE_partition-probe"))
+        .arg("order")
+        .env_remove("PARTIX_MODULE_FD")
+        .env_remove("PARTIX_PARTITION_FD")
+        .output()
+        .expect("run setpriv");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        stderr.matches("no permission for SCHED_FIFO").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("low:begin\n"), "{stdout}");
+}
