@@ -35,12 +35,17 @@ impl fmt::Display for PeerAddr {
 /// How a receive waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecvMode {
-    /// Poll the socket in a loop (no sleep, no wake-up cost).
+    /// Poll the socket in a loop (no sleep, no wake-up cost) for up to [`SPIN_BUDGET`] per
+    /// receive, then sleep in the kernel, so a spinning end never starves its peer when the
+    /// machine has more runnable threads than cores.
     Spin,
     /// Sleep in the kernel until a frame arrives or the timeout passes.
     #[default]
     Block,
 }
+
+/// How long a [`RecvMode::Spin`] receive polls before it sleeps in the kernel.
+pub const SPIN_BUDGET: Duration = Duration::from_micros(200);
 
 /// One message received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,7 +373,8 @@ impl Transport for PacketTransport {
     }
 
     fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let deadline = start + timeout;
         loop {
             if let Some(r) = self.try_recv(buf)? {
                 return Ok(Some(r));
@@ -378,8 +384,8 @@ impl Transport for PacketTransport {
                 return Ok(None);
             }
             match self.mode {
-                RecvMode::Spin => std::hint::spin_loop(),
-                RecvMode::Block => {
+                RecvMode::Spin if now - start < SPIN_BUDGET => std::hint::spin_loop(),
+                RecvMode::Spin | RecvMode::Block => {
                     if !wait_readable(self.fd.as_raw_fd(), deadline - now)? {
                         return self.try_recv(buf);
                     }
@@ -449,7 +455,8 @@ impl Transport for UdpTransport {
     }
 
     fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let deadline = start + timeout;
         loop {
             match self.sock.recv_from(buf) {
                 Ok((n, from)) => {
@@ -472,8 +479,8 @@ impl Transport for UdpTransport {
                 return Ok(None);
             }
             match self.mode {
-                RecvMode::Spin => std::hint::spin_loop(),
-                RecvMode::Block => {
+                RecvMode::Spin if now - start < SPIN_BUDGET => std::hint::spin_loop(),
+                RecvMode::Spin | RecvMode::Block => {
                     wait_readable(self.sock.as_raw_fd(), deadline - now)?;
                 }
             }
