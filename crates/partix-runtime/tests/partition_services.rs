@@ -171,6 +171,23 @@ fn stop_then_start_runs_the_entry_point_from_the_beginning() {
 }
 
 #[test]
+fn periodic_releases_follow_the_grid_and_jobs_are_recorded() {
+    let run = probe("periodic").ok("periodic");
+    let mut expect: Vec<String> = (1..=5)
+        .map(|k| {
+            format!(
+                "job{k}: release=first+{k}*period start>=release:true \
+                 response=completion-prev_release:true deadline=release+capacity:true \
+                 jobs={k} releases={}",
+                k + 1
+            )
+        })
+        .collect();
+    expect.push("worst<=total:true worst*5>=total:true ctsw_worst<=total:true".into());
+    assert_eq!(run.lines, expect, "stderr:\n{}", run.stderr);
+}
+
+#[test]
 fn deadline_miss_goes_to_the_error_handler() {
     probe("deadline").ok("deadline").assert_lines(&[
         "create_error_handler=NO_ERROR",

@@ -299,6 +299,51 @@ fn scenario_deadline_ignore() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- periodic releases and job records
+extern "C" fn grid_job() {
+    let me = get_my_id().unwrap();
+    let slot = &partix_runtime::attach::PartitionContext::get()
+        .unwrap()
+        .partition()
+        .processes[(me.0 - 1) as usize];
+    let first = slot.last_release_ns.load(Ordering::SeqCst);
+    for k in 1..=5u64 {
+        periodic_wait().unwrap();
+        let r = slot.last_release_ns.load(Ordering::SeqCst);
+        let start = slot.last_start_ns.load(Ordering::SeqCst);
+        let done = slot.last_completion_ns.load(Ordering::SeqCst);
+        let resp = slot.last_response_ns.load(Ordering::SeqCst);
+        let d = get_process_status(me).unwrap().deadline_time as u64;
+        ev(&format!(
+            "job{k}: release=first+{}*period start>=release:{} response=completion-prev_release:{} \
+             deadline=release+capacity:{} jobs={} releases={}",
+            (r - first) / (20 * MS as u64),
+            start >= r,
+            resp == done - (r - 20 * MS as u64),
+            d == r + 10 * MS as u64,
+            slot.jobs.load(Ordering::SeqCst),
+            slot.releases.load(Ordering::SeqCst),
+        ));
+        assert_eq!((r - first) % (20 * MS as u64), 0);
+    }
+    let worst = slot.worst_response_ns.load(Ordering::SeqCst);
+    let total = slot.total_response_ns.load(Ordering::SeqCst);
+    let worst_ctsw = slot.worst_ctsw_ns.load(Ordering::SeqCst);
+    let total_ctsw = slot.total_ctsw_ns.load(Ordering::SeqCst);
+    ev(&format!(
+        "worst<=total:{} worst*5>=total:{} ctsw_worst<=total:{}",
+        worst <= total,
+        worst * 5 >= total,
+        worst_ctsw <= total_ctsw
+    ));
+    idle();
+}
+fn scenario_periodic() -> ! {
+    create_process(&periodic("grid", grid_job, 10, 20 * MS, 10 * MS)).unwrap();
+    start(pid("grid")).unwrap();
+    normal()
+}
+
 // ---------------------------------------------------------------- application error → handler
 extern "C" fn ae_proc() {
     rc(
@@ -655,6 +700,7 @@ fn main() {
         "deadline" => scenario_deadline(),
         "deadline-ignore" => scenario_deadline_ignore(),
         "app-error" => scenario_app_error(),
+        "periodic" => scenario_periodic(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),
