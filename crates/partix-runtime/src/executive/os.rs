@@ -220,7 +220,8 @@ impl Switcher for OsSwitcher {
             rlim_max: b as libc::rlim_t,
         });
         // SAFETY: between fork and execve the child only calls async-signal-safe functions
-        // (sigprocmask, fcntl, dup2, close, setrlimit, sched_setaffinity, raise, execve, _exit)
+        // (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
+        // sched_setaffinity, raise, execve, _exit)
         // on data prepared before the fork; the parent only waits for the child.
         unsafe {
             let pid = libc::fork();
@@ -231,6 +232,14 @@ impl Switcher for OsSwitcher {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                // Its own process group: a Ctrl-C on the terminal reaches the executive only
+                // (which then ends the run cleanly), not the partitions.
+                libc::setpgid(0, 0);
+                // If the executive dies without cleaning up, the partition dies with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() == 1 {
+                    libc::_exit(125);
+                }
                 let tm = libc::fcntl(mfd, libc::F_DUPFD, 502);
                 let tp = libc::fcntl(pfd, libc::F_DUPFD, 502);
                 if tm < 0
