@@ -130,9 +130,10 @@ impl Area {
         // SAFETY: the region is mapped for at least offset + len bytes (checked in `new`) and
         // stays mapped while `self.region` is alive; the base is page-aligned and offset + off is
         // a multiple of 8, so the pointer is aligned for AtomicU64. Shared memory may be changed
-        // by other processes at any time, which `AtomicU64` (an UnsafeCell) permits. Loads from
-        // a read-only mapping are allowed for atomics no larger than the native word (std docs,
-        // "Atomic accesses to read-only memory"); roles that store check `writable()` first.
+        // by other processes at any time, which `AtomicU64` (an UnsafeCell) permits. On a
+        // read-only mapping only `Relaxed` loads of at most 8 bytes are allowed (std docs,
+        // "Atomic accesses to read-only memory"): the read-only role (sampling readers) does
+        // only those, with separate Acquire fences; roles that store check `writable()` first.
         unsafe {
             &*self
                 .region

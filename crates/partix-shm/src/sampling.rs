@@ -25,7 +25,8 @@
 //! # Protocol
 //! ```text
 //! writer (single):                     reader (any number, read-only mapping):
-//!   begin.store(F, Relaxed)              e = end.load(Acquire)          (R1)
+//!   begin.store(F, Relaxed)              e = end.load(Relaxed)
+//!                                        fence(Acquire)                 (R1)
 //!   fence(Release)            (W1)       if e == 0 { Empty }
 //!   stamp, payload: Relaxed stores       stamp, payload: Relaxed loads  (R2)
 //!   end.store(F, Release)     (W2)       fence(Acquire)                 (R3)
@@ -34,7 +35,8 @@
 //! ```
 //! # Why a successful read is never torn (seqlock argument, Boehm 2012)
 //! Let `e = F_n`, the flags of message `n` (R1 reads from the `end` store W2 of message `n`).
-//! 1. *No word is older than `n`.* W2(n) is a `Release` store read by the `Acquire` load R1, so
+//! 1. *No word is older than `n`.* W2(n) is a `Release` store read by the load of R1, which the
+//!    `Acquire` fence of R1 follows (release-store / acquire-fence synchronisation), so
 //!    every payload store of message `n` happens-before R2. By read-write coherence each R2 load
 //!    returns the value of message `n` or of a later message `m > n`.
 //! 2. *If some word is newer, the check fails.* Suppose an R2 load reads a store of message
@@ -170,9 +172,16 @@ impl<'a> SlotView<'a> {
         Flags(self.begin.load(Ordering::Relaxed))
     }
 
-    /// Return the `end` flags with `Acquire` ordering (0 when never written).
+    /// Return the `end` flags, with acquire semantics (0 when never written).
+    ///
+    /// A `Relaxed` load followed by an `Acquire` fence rather than an `Acquire` load: only
+    /// `Relaxed` loads of at most 8 bytes are guaranteed to work on read-only mappings (std docs,
+    /// "Atomic accesses to read-only memory"), and readers map the slot read-only.
+    #[inline]
     pub fn end(&self) -> Flags {
-        Flags(self.end.load(Ordering::Acquire))
+        let e = Flags(self.end.load(Ordering::Relaxed));
+        fence(Ordering::Acquire);
+        e
     }
 
     /// Write one message (single writer only).
@@ -188,7 +197,7 @@ impl<'a> SlotView<'a> {
         fence(Ordering::Release);
         self.stamp.store(stamp, Ordering::Relaxed);
         copy_in(self.payload, data);
-        // SYNC POINT: W2, pairs with the reader's Acquire load R1 of `end`.
+        // SYNC POINT: W2, pairs with the reader's load + Acquire fence R1 of `end`.
         self.end.store(flags.0, Ordering::Release);
     }
 
@@ -196,7 +205,7 @@ impl<'a> SlotView<'a> {
     #[inline]
     pub fn try_read(&self, buf: &mut [u8]) -> Attempt {
         // SYNC POINT: R1, pairs with the writer's Release store W2.
-        let e = Flags(self.end.load(Ordering::Acquire));
+        let e = self.end();
         if e.0 == 0 {
             return Attempt::Empty;
         }
@@ -287,7 +296,9 @@ mod shm {
     impl Slot {
         fn open(region: Arc<Region>, offset: usize) -> Result<Slot, AreaError> {
             let hdr = Area::new(region, offset, 64)?;
-            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+            // Relaxed + fence: the mapping may be read-only (see `SlotView::end`).
+            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
             if magic != MAGIC {
                 return Err(AreaError::BadMagic { found: magic });
             }
@@ -380,7 +391,8 @@ mod shm {
                 .store(layout.max_message_size, Ordering::Relaxed);
             area.u32_at(HDR_WORDS)
                 .store(layout.payload_words() as u32, Ordering::Relaxed);
-            // SYNC POINT: publishes the header; pairs with the Acquire magic load in `Slot::open`.
+            // SYNC POINT: publishes the header; pairs with the magic load + Acquire fence in
+            // `Slot::open`.
             area.u64_at(HDR_MAGIC).store(MAGIC, Ordering::Release);
             Self::attach(region, offset)
         }
@@ -571,7 +583,7 @@ mod shm {
             self.slot.max
         }
 
-        /// Return the sequence number of the last complete write, if any (one `Acquire` load).
+        /// Return the sequence number of the last complete write, if any (one load).
         #[inline]
         pub fn latest_seq(&self) -> Option<u32> {
             let e = self.slot.view().end();
