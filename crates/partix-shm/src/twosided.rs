@@ -937,6 +937,45 @@ mod shm {
         }
 
         #[test]
+        fn restarted_manager_and_receiver_continue() {
+            let shape = RingShape::new(8, 2).unwrap();
+            let txr = Arc::new(Region::create("partix-shm-tx", shape.tx_size_bytes()).unwrap());
+            let rxr = Arc::new(Region::create("partix-shm-rx", shape.rx_size_bytes()).unwrap());
+            let mut s = TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+            let mut r = TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+            let mut m = NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).unwrap();
+            let mut buf = [0u8; 8];
+            s.write(b"a").unwrap();
+            m.run_once();
+            assert_eq!(r.read(&mut buf).unwrap().seq, 1);
+            // The manager dies with a message written but not sent; a new one sends it.
+            s.write(b"b").unwrap();
+            drop(m);
+            let mut m = NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).unwrap();
+            assert_eq!(m.run_once(), Progress::Idle);
+            let ok = r.read(&mut buf).unwrap();
+            assert_eq!((&buf[..ok.len], ok.seq), (&b"b"[..], 2));
+            // Nothing is sent twice after another restart.
+            drop(m);
+            let mut m = NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).unwrap();
+            assert_eq!(m.run_once(), Progress::Idle);
+            assert_eq!(m.stats().sent, 0);
+            // A restarted sender and receiver continue the numbering and the acks.
+            drop(s);
+            drop(r);
+            let mut s = TwoSidedSender::attach(txr, 0).unwrap();
+            let mut r = TwoSidedReceiver::attach(rxr, 0).unwrap();
+            assert_eq!(r.read(&mut buf).unwrap().seq, 2);
+            for i in 0..5u8 {
+                assert_eq!(s.write(&[i]).unwrap(), 3 + u32::from(i));
+                m.run_once();
+                let ok = r.read(&mut buf).unwrap();
+                assert_eq!((buf[0], ok.seq), (i, 3 + u32::from(i)));
+            }
+            assert_eq!(m.stats().sent, 5);
+        }
+
+        #[test]
         fn bad_setups_are_refused() {
             assert!(RingShape::new(8, 1).is_err());
             assert!(RingShape::new(0, 4).is_err());
