@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod attach;
+pub mod channels;
 pub mod executive;
 pub mod partition;
 pub mod state;
