@@ -11,6 +11,7 @@ use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSided
 use partix_shm::{Access, RecvMode, Region};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,14 @@ fn inherited_nth(i: usize, access: Access) -> Arc<Region> {
     )
 }
 
+/// The stop word of the stress test: the 8 bytes after its sampling slot.
+fn stop_word(r: &Region) -> &AtomicU64 {
+    let off = r.len() - 64;
+    // SAFETY: the region is at least 64 bytes and page-aligned, `off` is a multiple of 64 within
+    // it, and the word is only ever accessed atomically (by the parent and the writer child).
+    unsafe { &*r.as_ptr().add(off).cast::<AtomicU64>() }
+}
+
 /// A second, read-only mapping of `r` in this process.
 fn read_only(r: &Region) -> Arc<Region> {
     // SAFETY: dup returns a fresh descriptor that nothing else owns.
@@ -130,15 +139,18 @@ fn torn_read_stress_between_processes() {
     const TEST: &str = "torn_read_stress_between_processes";
     const MAX: usize = 4096;
     if role().as_deref() == Some("writer") {
-        let mut w = SamplingWriter::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let region = inherited(Access::ReadWrite);
+        let stop = stop_word(&region);
+        let mut w = SamplingWriter::attach(region.clone(), 0).unwrap();
         let mut msg = Vec::with_capacity(MAX);
         let start = Instant::now();
         let mut n = 0u64;
-        // Write as fast as possible for about a second; sequence numbers start at 1. After every
-        // fourth write, pause for twice that write's duration: back-to-back writes of a slow
-        // (debug) build would otherwise leave a reader almost no window to complete a copy,
-        // while three writes in four still go back to back.
-        while start.elapsed() < Duration::from_secs(1) {
+        // Write as fast as possible until the reader has seen enough (about a second; at most
+        // 60 s); sequence numbers start at 1. After every fourth write, pause for twice that
+        // write's duration: back-to-back writes of a slow (debug) build would otherwise leave a
+        // reader almost no window to complete a copy, while three writes in four still go back
+        // to back.
+        while stop.load(Ordering::Acquire) == 0 && start.elapsed() < Duration::from_secs(60) {
             n += 1;
             message(n as u32, MAX, &mut msg);
             let t = Instant::now();
@@ -155,10 +167,13 @@ fn torn_read_stress_between_processes() {
         std::process::exit(0);
     }
     let layout = SamplingLayout::new(MAX as u32).unwrap();
-    let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes()).unwrap());
+    // The slot, then one line holding the stop word (written by this side only).
+    let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes() + 64).unwrap());
     SamplingWriter::init(region.clone(), 0, layout).unwrap();
+    let stop = stop_word(&region);
     let reader = SamplingReader::attach(read_only(&region), 0).unwrap();
     let mut child = spawn(TEST, "writer", &region);
+    let started = Instant::now();
     let (mut reads, mut retried, mut contended, mut empty) = (0u64, 0u64, 0u64, 0u64);
     let mut buf = vec![0u8; MAX];
     let mut expect = Vec::with_capacity(MAX);
@@ -166,6 +181,12 @@ fn torn_read_stress_between_processes() {
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "writer did not finish");
+        // Stop the writer after a second with enough verified reads (or after 20 s regardless).
+        let elapsed = started.elapsed();
+        if (elapsed > Duration::from_secs(1) && reads >= 2000) || elapsed > Duration::from_secs(20)
+        {
+            stop.store(1, Ordering::Release);
+        }
         match reader.read(&mut buf) {
             Ok(ok) => {
                 message(ok.seq, MAX, &mut expect);
