@@ -18,6 +18,7 @@ use super::{
     Clock, EndReason, Executive, HmEvent, Options, Overheads, PartitionStats, StartError, Switcher,
 };
 use crate::attach::monotonic_ns;
+use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use crate::state::{ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, NAME_LEN};
 use crate::trace::Trace;
 use partix_config::model::Module;
@@ -110,6 +111,8 @@ struct Prepared {
     cpus: libc::cpu_set_t,
     mem_limit: Option<u64>,
     part_fd: i32,
+    /// Channel regions to inherit: (descriptor here, descriptor number in the partition).
+    port_fds: Vec<(i32, i32)>,
 }
 
 /// Controls partition processes with fork/exec, SIGSTOP, SIGCONT and SIGKILL.
@@ -178,6 +181,7 @@ impl OsSwitcher {
                 cpus,
                 mem_limit: part.memory_limit_bytes(),
                 part_fd: shared.partition_fd(i),
+                port_fds: Vec::new(),
             });
         }
         Ok(OsSwitcher {
@@ -188,6 +192,19 @@ impl OsSwitcher {
             deaths: Vec::with_capacity(programs.len()),
             signal_errors: 0,
         })
+    }
+
+    /// Hand each partition exactly its ports' channel regions (descriptors and
+    /// [`ENV_PORT_FDS`]); `channels` must outlive the switcher.
+    pub fn with_channels(mut self, channels: &ChannelSet) -> OsSwitcher {
+        for (p, pr) in self.prepared.iter_mut().enumerate() {
+            let key = format!("{ENV_PORT_FDS}=");
+            pr.envp.retain(|kv| !kv.as_bytes().starts_with(key.as_bytes()));
+            let v = format!("{key}{}", channels.env_value(p));
+            pr.envp.push(CString::new(v).expect("port names are percent-encoded"));
+            pr.port_fds = channels.child_fds(p);
+        }
+        self
     }
 
     /// Return the pid of partition `p`'s process (0 if none).
@@ -214,6 +231,8 @@ impl Switcher for OsSwitcher {
         let mut envp: Vec<*const libc::c_char> = pr.envp.iter().map(|c| c.as_ptr()).collect();
         envp.push(std::ptr::null());
         let (mfd, pfd) = (self.module_fd, pr.part_fd);
+        let port_fds = &pr.port_fds;
+        let mut port_tmp = vec![-1i32; port_fds.len()];
         let cpus = pr.cpus;
         let lim = pr.mem_limit.map(|b| libc::rlimit {
             rlim_cur: b as libc::rlim_t,
@@ -251,6 +270,19 @@ impl Switcher for OsSwitcher {
                 }
                 libc::close(tm);
                 libc::close(tp);
+                // Channel regions: first above every target number, then onto the targets.
+                for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
+                    *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
+                    if *t < 0 {
+                        libc::_exit(126);
+                    }
+                }
+                for (&t, &(_, dst)) in port_tmp.iter().zip(port_fds) {
+                    if libc::dup2(t, dst) < 0 {
+                        libc::_exit(126);
+                    }
+                    libc::close(t);
+                }
                 if let Some(l) = lim {
                     libc::setrlimit(libc::RLIMIT_DATA, &l);
                 }
@@ -564,6 +596,8 @@ pub enum RunError {
     Plan(super::table::PlanError),
     /// Startup failed.
     Start(StartError),
+    /// The channels could not be built.
+    Channels(crate::channels::ChannelError),
 }
 
 impl std::fmt::Display for RunError {
@@ -573,6 +607,7 @@ impl std::fmt::Display for RunError {
             RunError::Program(e) => write!(f, "{e}"),
             RunError::Plan(e) => write!(f, "{e}"),
             RunError::Start(e) => write!(f, "{e}"),
+            RunError::Channels(e) => write!(f, "{e}"),
         }
     }
 }
@@ -610,8 +645,11 @@ pub fn run_module(
     if !rt.realtime {
         eprintln!("partix: warning: cannot use SCHED_FIFO (needs root or CAP_SYS_NICE); windows will be imprecise");
     }
-    let mut sw =
-        OsSwitcher::new(module, &shared, &cfg.programs, &[cpu]).map_err(RunError::Program)?;
+    // Channel regions: created once per run, they outlive partition restarts.
+    let channels = ChannelSet::create(module).map_err(RunError::Channels)?;
+    let mut sw = OsSwitcher::new(module, &shared, &cfg.programs, &[cpu])
+        .map_err(RunError::Program)?
+        .with_channels(&channels);
     let late_threshold = cfg.options.late_threshold;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock;
