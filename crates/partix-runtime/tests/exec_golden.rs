@@ -35,6 +35,8 @@ struct World<'a> {
     shared: &'a SharedState,
     names: Vec<String>,
     alive: Vec<bool>,
+    /// Partitions that never finish their initialisation.
+    stuck: Vec<bool>,
 }
 
 impl World<'_> {
@@ -109,7 +111,7 @@ impl Switcher for MockSwitcher<'_> {
         // The simulated partition finishes its initialisation as soon as it runs.
         let st = w.shared.partition(p);
         let m = st.operating_mode.load(Ordering::Acquire);
-        if m == mode::COLD_START || m == mode::WARM_START {
+        if (m == mode::COLD_START || m == mode::WARM_START) && !w.stuck[p] {
             st.operating_mode.store(mode::NORMAL, Ordering::Release);
         }
     }
@@ -188,6 +190,18 @@ fn golden_module() -> Module {
 }
 
 fn run_golden(module: &Module, script: Vec<(u64, Act)>, frames: u64, late: u64) -> Vec<String> {
+    run_golden_stuck(module, script, frames, late, &[]).unwrap()
+}
+
+/// Run the golden scenario; partitions in `stuck` never reach NORMAL. `Err` carries the log when
+/// startup fails.
+fn run_golden_stuck(
+    module: &Module,
+    script: Vec<(u64, Act)>,
+    frames: u64,
+    late: u64,
+    stuck: &[usize],
+) -> Result<Vec<String>, (String, Vec<String>)> {
     let shared = SharedState::create(module, EPOCH).unwrap();
     let world = Rc::new(RefCell::new(World {
         now: EPOCH,
@@ -198,6 +212,9 @@ fn run_golden(module: &Module, script: Vec<(u64, Act)>, frames: u64, late: u64) 
         shared: &shared,
         names: module.partitions.iter().map(|p| p.name.clone()).collect(),
         alive: vec![false; module.partitions.len()],
+        stuck: (0..module.partitions.len())
+            .map(|p| stuck.contains(&p))
+            .collect(),
     }));
     let opts = Options {
         max_frames: Some(frames),
@@ -208,7 +225,10 @@ fn run_golden(module: &Module, script: Vec<(u64, Act)>, frames: u64, late: u64) 
     let mut ex = Executive::new(module, &shared, opts).unwrap();
     let mut clock = MockClock(world.clone());
     let mut sw = MockSwitcher(world.clone());
-    ex.startup(&mut clock, &mut sw).unwrap();
+    if let Err(e) = ex.startup(&mut clock, &mut sw) {
+        let log = std::mem::take(&mut world.borrow_mut().log);
+        return Err((e.to_string(), log));
+    }
     world.borrow_mut().log.push("-- cyclic".into());
     ex.run(&mut clock, &mut sw, &AtomicBool::new(false));
     let ms = shared.module();
@@ -231,7 +251,7 @@ fn run_golden(module: &Module, script: Vec<(u64, Act)>, frames: u64, late: u64) 
     );
     let mut log = std::mem::take(&mut world.borrow_mut().log);
     log.push(status);
-    log
+    Ok(log)
 }
 
 fn compare(name: &str, got: &[String]) {
@@ -297,5 +317,37 @@ fn late_wakeups_do_not_shift_the_plan() {
     assert!(
         late.iter().any(|l| l.contains("actual=[20.137,25.137]")),
         "{late:#?}"
+    );
+}
+
+#[test]
+fn golden_init_timeout_idles_the_partition_by_default() {
+    let m = golden_module();
+    // P2 never reaches NORMAL: after the init timeout (5 s of mock time) the HM idles it
+    // (INIT_TIMEOUT is module level; no table entry → IDLE) and the others are scheduled.
+    let log = run_golden_stuck(&m, Vec::new(), 2, 0, &[1]).unwrap();
+    compare("init_timeout.txt", &log);
+}
+
+#[test]
+fn init_timeout_with_module_shutdown_fails_startup() {
+    use partix_config::model::{ErrorLevel, ModuleAction, ModuleHmEntry, SystemHmEntry};
+    let mut m = golden_module();
+    m.system_hm = vec![SystemHmEntry {
+        system_state: 1,
+        error_id: 6,
+        code: ErrorCode::InitTimeout,
+        level: ErrorLevel::Module,
+    }];
+    m.module_hm = vec![ModuleHmEntry {
+        system_state: 1,
+        error_id: 6,
+        action: ModuleAction::Shutdown,
+    }];
+    let (err, log) = run_golden_stuck(&m, Vec::new(), 2, 0, &[2]).unwrap_err();
+    assert!(err.contains("shut the module down"), "{err}");
+    assert!(
+        log.iter().any(|l| l == "  HM P3 INIT_TIMEOUT -> SHUTDOWN"),
+        "{log:#?}"
     );
 }
