@@ -344,6 +344,25 @@ fn scenario_periodic() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- under an executive (test-driven)
+extern "C" fn exec_job() {
+    let st = get_partition_status();
+    ev(&format!(
+        "p:first-job id={} mode={:?} period={}",
+        st.identifier, st.operating_mode, st.period
+    ));
+    periodic_wait().unwrap();
+    ev("p:second-job");
+    let _ = set_partition_mode(OperatingMode::Idle);
+    ev("p:never");
+}
+fn scenario_exec_anchor() -> ! {
+    create_process(&periodic("p", exec_job, 10, 20 * MS, 10 * MS)).unwrap();
+    start(pid("p")).unwrap();
+    ev("init:entering-normal");
+    normal()
+}
+
 // ---------------------------------------------------------------- application error → handler
 extern "C" fn ae_proc() {
     rc(
@@ -701,6 +720,7 @@ fn main() {
         "deadline-ignore" => scenario_deadline_ignore(),
         "app-error" => scenario_app_error(),
         "periodic" => scenario_periodic(),
+        "exec-anchor" => scenario_exec_anchor(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),

@@ -1,0 +1,122 @@
+//! The partition runtime under an executive: the test plays a minimal executive (creates the
+//! module and partition regions, passes them to a real partition process, opens a window) and
+//! checks the contract of `state.rs`: periodic releases anchored at the first window start in
+//! NORMAL mode, and mode requests left in `requested_mode`.
+#![allow(unsafe_code)]
+
+use partix_runtime::attach::{init_module_state, init_partition_state, monotonic_ns};
+use partix_runtime::state::{
+    mode, ModuleState, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
+    MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
+};
+use partix_shm::{futex, Region};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn periodic_release_is_anchored_at_the_first_window_and_idle_is_requested() {
+    let module = Region::create("apexcore-test-module", MODULE_REGION_LEN).unwrap();
+    let part = Region::create("apexcore-test-partition", PARTITION_REGION_LEN).unwrap();
+    let epoch = monotonic_ns();
+    // SAFETY: both regions are fresh, zero-filled, large enough and only ours so far.
+    unsafe {
+        init_module_state(module.as_ptr().cast(), 1, epoch);
+        init_partition_state(part.as_ptr().cast(), 7, 0);
+    }
+    // SAFETY: initialised above; only accessed through atomics from now on.
+    let m: &ModuleState = unsafe { &*module.as_ptr().cast::<ModuleState>() };
+    // SAFETY: as above.
+    let p: &PartitionState = unsafe { &*part.as_ptr().cast::<PartitionState>() };
+    p.operating_mode.store(mode::COLD_START, Ordering::Release);
+    p.period_ns.store(20_000_000, Ordering::Release);
+    p.duration_ns.store(10_000_000, Ordering::Release);
+    // The memfds are close-on-exec; pass duplicates that are not.
+    // SAFETY: dup of descriptors we own.
+    let (mfd, pfd) = unsafe { (libc::dup(module.raw_fd()), libc::dup(part.raw_fd())) };
+    assert!(mfd >= 0 && pfd >= 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_partition-probe"))
+        .arg("exec-anchor")
+        .env(ENV_MODULE_FD, mfd.to_string())
+        .env(ENV_PARTITION_FD, pfd.to_string())
+        .env(ENV_PARTITION_ID, "7")
+        .env_remove("PARTIX_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SAFETY: the child has its copies; close ours.
+    unsafe {
+        libc::close(mfd);
+        libc::close(pfd);
+    }
+    let pid = child.id();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("NORMAL", || {
+            p.operating_mode.load(Ordering::Acquire) == mode::NORMAL
+        });
+        // No window yet: the process must not have been released.
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(p.processes[0].releases.load(Ordering::Acquire), 0);
+        // Open the first window, starting 1 ms ago (module time).
+        let now = monotonic_ns() - m.epoch_ns.load(Ordering::Relaxed);
+        let window_start = now - 1_000_000;
+        p.window_start_ns.store(window_start, Ordering::Release);
+        p.window_end_ns
+            .store(window_start + 10_000_000, Ordering::Release);
+        p.window_seq.fetch_add(1, Ordering::AcqRel);
+        p.window_active.store(1, Ordering::Release);
+        futex::wake_all(&p.window_active);
+        wait_for("the IDLE request", || {
+            p.requested_mode.load(Ordering::Acquire) != NO_REQUEST
+        });
+        assert_eq!(p.requested_mode.load(Ordering::Acquire), mode::IDLE);
+        let slot = &p.processes[0];
+        assert_eq!(&slot.name[..2], b"p\0");
+        assert_eq!(slot.jobs.load(Ordering::Acquire), 1);
+        assert_eq!(slot.releases.load(Ordering::Acquire), 2);
+        // Second release = anchor + 1 period, exactly.
+        assert_eq!(
+            slot.last_release_ns.load(Ordering::Acquire),
+            window_start + 20_000_000
+        );
+        assert_eq!(p.n_processes.load(Ordering::Acquire), 1);
+    }));
+    // End the partition (our child, by its pid).
+    // SAFETY: kill of our own child process.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    if let Err(e) = result {
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        eprintln!("partition stdout:\n{out}\nstderr:\n{err}");
+        std::panic::resume_unwind(e);
+    }
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "init:entering-normal",
+            "p:first-job id=7 mode=Normal period=20000000",
+            "p:second-job",
+        ]
+    );
+}
