@@ -41,12 +41,17 @@ pub struct FsBenchArgs {
     /// Skip the diod (9P over TCP) peer.
     #[arg(long)]
     pub no_diod: bool,
+    /// Do not pin the client and server threads to different CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
 }
+
+static NO_PIN: AtomicBool = AtomicBool::new(false);
 
 #[allow(unsafe_code)]
 fn pin_to_cpu(cpu: usize) {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if n < 2 {
+    if n < 2 || NO_PIN.load(Ordering::Relaxed) {
         return;
     }
     // SAFETY: cpu_set_t is plain old data; zeroed is the empty set; CPU_SET writes inside it;
@@ -257,12 +262,19 @@ impl Table {
 /// # Errors
 /// Namespaces, sockets or diod cannot be set up (needs root).
 pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
+    NO_PIN.store(args.no_pin, Ordering::Relaxed);
     println!("partix bench fs — file protocol vs raw AF_PACKET vs 9P/diod (paper table 7)");
     println!("{}", machine_line());
     println!(
-        "clock read cost: {} ns; iters per class: {}",
+        "clock read cost: {} ns; iters per class: {}; threads {}; spin budget {} µs",
         clock_read_cost_ns(),
-        args.iters
+        args.iters,
+        if args.no_pin {
+            "not pinned"
+        } else {
+            "pinned (client cpu0, server cpu1)"
+        },
+        partix_fs::transport::SPIN_BUDGET.as_micros()
     );
     let pair = VethPair::create("pfsbench").context("creating the veth pair (run as root)")?;
     let root = std::env::temp_dir().join(format!("pfsbench-root-{}", std::process::id()));
