@@ -329,3 +329,57 @@ fn parked_device_read_completes_or_is_flushed() {
     assert_eq!(got.unwrap(), b"late");
     c.close(wr).unwrap();
 }
+
+#[test]
+fn cli_ls_cat_put_stat_work_against_a_server() {
+    let net = Net::new();
+    std::fs::create_dir(net.root.join("dir")).unwrap();
+    std::fs::write(net.root.join("dir/a.txt"), b"alpha\n").unwrap();
+    let _server = net.serve(&[]);
+    let run = |args: &[&str], stdin: Option<&[u8]>| {
+        use std::io::Write;
+        let mut cmd = std::process::Command::new("nsenter");
+        cmd.arg(format!("--net=/run/netns/{}", net.pair.ns_a))
+            .arg(tool())
+            .arg(args[0])
+            .args([
+                "--iface",
+                &net.pair.if_a,
+                "--server",
+                &net.pair.mac_b.to_string(),
+            ])
+            .args(&args[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(data) = stdin {
+            input.write_all(data).unwrap();
+        }
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&["ls", "/"], None);
+    assert!(ok, "{err}");
+    assert_eq!(out, "d dir\n");
+    let (ok, out, err) = run(&["cat", "dir/a.txt"], None);
+    assert!(ok, "{err}");
+    assert_eq!(out, "alpha\n");
+    let big = pattern(100_000, 5);
+    let (ok, _, err) = run(&["put", "-", "dir/b.bin", "--atomic"], Some(&big));
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read(net.root.join("dir/b.bin")).unwrap(), big);
+    let (ok, out, err) = run(&["stat", "dir/b.bin"], None);
+    assert!(ok, "{err}");
+    assert!(out.contains("size 100000"), "{out}");
+    // Errors say what went wrong.
+    let (ok, _, err) = run(&["cat", "../etc/passwd"], None);
+    assert!(!ok);
+    assert!(err.contains("escapes the exported root"), "{err}");
+}
