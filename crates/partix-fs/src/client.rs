@@ -208,6 +208,7 @@ pub struct Client {
     tx: Vec<u8>,
     rx: Vec<u8>,
     counters: ClientCounters,
+    ended: bool,
 }
 
 /// Where the data of the last reply lies in the receive buffer.
@@ -251,6 +252,8 @@ impl Client {
             tx: vec![0u8; msize as usize],
             rx: vec![0u8; msize as usize + 1],
             counters: ClientCounters::default(),
+            // No session yet: nothing to end if the handshake fails.
+            ended: true,
         };
         let info = c.call(BodyRepr::Version(VersionRepr {
             version: PROTOCOL_VERSION,
@@ -270,6 +273,7 @@ impl Client {
         c.next_tag = (u32::from(v.channel) << TAG_CHANNEL_SHIFT) | (c.next_tag & TAG_SEQ_MASK);
         c.outstanding = v.outstanding.max(1);
         c.max_fds = v.max_fds;
+        c.ended = false;
         Ok(c)
     }
 
@@ -785,6 +789,36 @@ impl Client {
     /// Skip `n` tags (so hand-made frames from [`Client::raw_call`] can use them).
     pub fn skip_tags(&mut self, n: u32) {
         self.next_tag = self.next_tag.wrapping_add(n);
+    }
+}
+
+impl Client {
+    /// End the session on the server (closes every descriptor, frees the client slot). Also
+    /// done, best effort, when the client is dropped.
+    ///
+    /// # Errors
+    /// Transport errors and timeouts.
+    pub fn disconnect(mut self) -> Result<(), FsError> {
+        let r = self.end_session();
+        self.ended = true;
+        r
+    }
+
+    fn end_session(&mut self) -> Result<(), FsError> {
+        self.call(BodyRepr::Close(CloseRepr {
+            fd: crate::server::SESSION_FD,
+        }))
+        .map(|_| ())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Bounded: at most three short tries when the server is gone.
+            self.cfg.max_retries = 2;
+            let _ = self.end_session();
+        }
     }
 }
 

@@ -28,6 +28,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Descriptor value that names the session itself: Close of it ends the session.
+pub const SESSION_FD: u32 = u32::MAX;
+
 /// Server limits and parameters.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -636,6 +639,14 @@ impl Server {
         let Ok(r) = ClosePacket::new_checked(body).and_then(|p| CloseRepr::parse(&p)) else {
             return self.malformed(out);
         };
+        if r.fd == SESSION_FD {
+            // End of session: close everything, free the slot in the client table.
+            self.end_session(from);
+            if self.cfg.verbose {
+                eprintln!("partix-fs: {from}: session end");
+            }
+            return Some(reply(out, 0, ErrorCode::OK));
+        }
         let s = self.session(from);
         match s.fds.get_mut(r.fd as usize).and_then(|f| f.take()) {
             Some(_file) => {

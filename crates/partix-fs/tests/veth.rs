@@ -207,6 +207,14 @@ fn descriptor_and_client_limits_hold() {
         Err(e) => panic!("third client: {e}"),
         Ok(_) => panic!("third client was admitted"),
     }
+    // Ending a session frees its slot (and closes its descriptors).
+    c2.disconnect().unwrap();
+    let mut c3 = net.client();
+    let fd3 = c3.open("f", of::RDONLY, 0).unwrap();
+    assert_eq!(c3.read(fd3, Some(0), &mut b).unwrap(), 1);
+    drop(c3);
+    // Dropping a client ends its session too.
+    let _c4 = net.client();
 }
 
 #[test]
