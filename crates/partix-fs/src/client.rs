@@ -676,6 +676,9 @@ impl Client {
         offset: Option<u64>,
         data: &[u8],
     ) -> Result<usize, FsError> {
+        if data.is_empty() {
+            return Ok(0);
+        }
         let len =
             u32::try_from(data.len()).map_err(|_| FsError::Invalid("atomic write over 4 GiB"))?;
         let chunk = max_write_data(self.msize);

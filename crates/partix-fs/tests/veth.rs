@@ -79,6 +79,7 @@ fn every_operation_round_trips_over_af_packet() {
     // Atomic write of 100 KiB over the start.
     let patch = pattern(100 * 1024, 9);
     assert_eq!(c.write_atomic(fd, Some(0), &patch).unwrap(), patch.len());
+    assert_eq!(c.write_atomic(fd, Some(0), b"").unwrap(), 0);
     c.close(fd).unwrap();
     let on_disk = std::fs::read(net.root.join("big.bin")).unwrap();
     assert_eq!(&on_disk[..patch.len()], &patch[..]);
