@@ -306,7 +306,25 @@ impl Server {
             } else {
                 Duration::from_millis(1)
             };
-            if let Some(r) = transport.recv(&mut rx, wait)? {
+            let received = match transport.recv(&mut rx, wait) {
+                Ok(r) => r,
+                // The interface is gone or the socket is broken: stop with the error.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ENODEV | libc::ENXIO | libc::EBADF)
+                    ) =>
+                {
+                    return Err(e)
+                }
+                // A link flap (ENETDOWN) or a full buffer passes: log, wait a little, go on.
+                Err(e) => {
+                    eprintln!("partix-fs: receive error (continuing): {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                    None
+                }
+            };
+            if let Some(r) = received {
                 let n = r.len.min(rx.len());
                 if let Some(len) = self.handle(&r.from, &rx[..n], r.len, &mut tx) {
                     if let Err(e) = transport.send(&r.from, &tx[..len]) {
