@@ -7,6 +7,15 @@ use partix_fs::transport::PeerAddr;
 use partix_wire::ethernet::EthernetAddress;
 use partix_wire::fs::*;
 
+/// Removes the scratch export even when an assertion fails.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn emit(m: MessageRepr<'_>) -> Vec<u8> {
     let mut b = vec![0u8; m.buffer_len()];
     m.emit(&mut b).unwrap();
@@ -17,6 +26,7 @@ fn emit(m: MessageRepr<'_>) -> Vec<u8> {
 fn random_frames_never_crash_dispatch_and_are_counted() {
     let root = std::env::temp_dir().join(format!("pfs-dispatch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
+    let _scratch = Scratch(root.clone());
     std::fs::create_dir_all(root.join("d")).unwrap();
     std::fs::write(root.join("f"), b"0123456789").unwrap();
     let mut cfg = ServerConfig::new(&root);
@@ -158,7 +168,6 @@ fn random_frames_never_crash_dispatch_and_are_counted() {
     assert!(c.requests > 300 && c.stale > 0 && c.duplicates > 0, "{c}");
     // The file is still there (mutated writes may have made it sparse and huge: only stat it).
     assert!(std::fs::metadata(root.join("f")).unwrap().is_file());
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -166,6 +175,7 @@ fn dispatch_table_handles_each_opcode_once_in_order() {
     // A retransmitted non-idempotent request (append) is answered from the cache, not re-run.
     let root = std::env::temp_dir().join(format!("pfs-dispatch-once-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
+    let _scratch = Scratch(root.clone());
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("log"), b"").unwrap();
     let mut server = Server::new(ServerConfig::new(&root)).unwrap();
@@ -210,5 +220,4 @@ fn dispatch_table_handles_each_opcode_once_in_order() {
     }
     assert_eq!(std::fs::read(root.join("log")).unwrap(), b"once\n");
     assert_eq!(server.counters().duplicates, 5);
-    std::fs::remove_dir_all(&root).unwrap();
 }

@@ -121,8 +121,16 @@ fn every_operation_round_trips_over_udp() {
 #[test]
 fn paths_cannot_escape_the_root() {
     let net = Net::new();
-    let outside = std::env::temp_dir().join(format!("pfs-outside-{}", std::process::id()));
+    // Outside the export, inside the test's scratch area (removed with `net`).
+    let outside = net.root.with_extension("outside");
     std::fs::write(&outside, b"secret").unwrap();
+    struct RmFile(std::path::PathBuf);
+    impl Drop for RmFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _rm = RmFile(outside.clone());
     std::os::unix::fs::symlink(&outside, net.root.join("link-out")).unwrap();
     std::os::unix::fs::symlink("/etc", net.root.join("etc-link")).unwrap();
     std::fs::create_dir(net.root.join("d")).unwrap();
@@ -173,8 +181,7 @@ fn paths_cannot_escape_the_root() {
     // Staying inside through `..` is fine.
     std::fs::write(net.root.join("top"), b"t").unwrap();
     assert_eq!(c.stat("d/../top").unwrap().size, 1);
-    assert!(!std::path::Path::new("/tmp/created-outside").exists());
-    let _ = std::fs::remove_file(&outside);
+    assert!(!net.root.parent().unwrap().join("created-outside").exists());
 }
 
 #[test]
