@@ -61,6 +61,7 @@ pub mod error;
 pub mod hm;
 #[allow(clippy::module_inception)]
 pub mod partition;
+pub mod ports;
 pub mod process;
 mod rt;
 pub mod time;
@@ -81,6 +82,7 @@ pub use process::{
     Deadline, EntryPoint, LockLevel, Priority, ProcessAttributes, ProcessId, ProcessState,
     ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
 };
+pub use ports::*;
 pub use rt::control_signal;
 pub use time::{
     get_time, periodic_wait, replenish, thread_cpu_ns, timed_wait, SystemTime, INFINITE_TIME_VALUE,

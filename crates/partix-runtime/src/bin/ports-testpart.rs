@@ -1,0 +1,705 @@
+//! `ports-testpart`: APEX partition programs for the port tests (`tests/ports.rs`).
+//!
+//! ```text
+//! ports-testpart ROLE OUT [N]
+//!   codes          every return code of every port service (ports of tests/ports/codes.xml)
+//!   idle           create nothing, enter NORMAL
+//!   sampling-src   write "first" at init, then "tick K" (K = 0..19) each period, then "final"
+//!   sampling-dst   read until "final": latest wins, reads do not consume, validity turns
+//!                  INVALID after the refresh period; the slot is mapped read-only (a write faults)
+//!   queue-src N    send N numbered messages (INFINITE timeout)
+//!   queue-dst N    receive N messages, check order and content (no loss, no duplicate)
+//!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
+//!                  partition 300 ms in (first start only)
+//!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
+//! ```
+//! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
+#![allow(unsafe_code)]
+
+use partix_runtime::partition::*;
+use std::io::Write;
+use std::sync::OnceLock;
+
+static OUT: OnceLock<String> = OnceLock::new();
+static N: OnceLock<u64> = OnceLock::new();
+
+fn out(line: &str) {
+    let path = OUT.get().expect("OUT set in main");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open OUT");
+    writeln!(f, "{line}").expect("write OUT");
+}
+
+fn check<T: std::fmt::Debug>(what: &str, got: ApexResult<T>, want: Result<(), ApexError>) {
+    let ok = match (&got, want) {
+        (Ok(_), Ok(())) => true,
+        (Err(g), Err(w)) => *g == w,
+        _ => false,
+    };
+    if ok {
+        out(&format!("PASS {what}"));
+    } else {
+        out(&format!("FAIL {what}: got {got:?}, want {want:?}"));
+    }
+}
+
+fn expect(what: &str, cond: bool, detail: impl std::fmt::Display) {
+    if cond {
+        out(&format!("PASS {what}"));
+    } else {
+        out(&format!("FAIL {what}: {detail}"));
+    }
+}
+
+const MS: SystemTime = 1_000_000;
+
+fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
+    let pid = create_process(&ProcessAttributes {
+        name: name.into(),
+        entry_point: entry,
+        stack_size: 0,
+        base_priority: prio,
+        period,
+        time_capacity: if period == INFINITE_TIME_VALUE {
+            INFINITE_TIME_VALUE
+        } else {
+            period
+        },
+        deadline: Deadline::Soft,
+    })
+    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
+    start(pid).expect("start");
+}
+
+fn normal() -> ! {
+    let e = set_partition_mode(OperatingMode::Normal);
+    panic!("set_partition_mode(Normal) returned {e:?}");
+}
+
+fn idle_forever() -> ! {
+    loop {
+        let _ = timed_wait(1_000 * MS);
+    }
+}
+
+// ---------------------------------------------------------------------------------------- codes
+
+fn codes_init() {
+    use ApexError::*;
+    let d = 100 * MS;
+    check(
+        "create sampling unknown name",
+        create_sampling_port("NOPE", 16, PortDirection::Source, d),
+        Err(InvalidConfig),
+    );
+    check(
+        "create sampling port of another partition",
+        create_sampling_port("OTHER_PORT", 16, PortDirection::Source, d),
+        Err(InvalidConfig),
+    );
+    check(
+        "create sampling wrong size",
+        create_sampling_port("S_SRC", 17, PortDirection::Source, d),
+        Err(InvalidConfig),
+    );
+    check(
+        "create sampling wrong direction",
+        create_sampling_port("S_SRC", 16, PortDirection::Destination, d),
+        Err(InvalidConfig),
+    );
+    check(
+        "create sampling wrong period",
+        create_sampling_port("S_SRC", 16, PortDirection::Source, 99 * MS),
+        Err(InvalidConfig),
+    );
+    let s1 = create_sampling_port("S_SRC", 16, PortDirection::Source, d);
+    check("create sampling source", s1, Ok(()));
+    check(
+        "create sampling twice",
+        create_sampling_port("S_SRC", 16, PortDirection::Source, d),
+        Err(NoAction),
+    );
+    let s2 = create_sampling_port("S_DST", 16, PortDirection::Destination, d);
+    check("create sampling destination", s2, Ok(()));
+    let (Ok(s1), Ok(s2)) = (s1, s2) else {
+        return;
+    };
+    let bad = SamplingPortId(99);
+    check(
+        "write bad id",
+        write_sampling_message(bad, b"x"),
+        Err(InvalidParam),
+    );
+    check(
+        "write empty",
+        write_sampling_message(s1, b""),
+        Err(InvalidParam),
+    );
+    check(
+        "write too long",
+        write_sampling_message(s1, &[0; 17]),
+        Err(InvalidConfig),
+    );
+    check(
+        "write on destination",
+        write_sampling_message(s2, b"x"),
+        Err(InvalidMode),
+    );
+    check("write", write_sampling_message(s1, b"hello"), Ok(()));
+    let mut buf = [0u8; 16];
+    check(
+        "read bad id",
+        read_sampling_message(bad, &mut buf),
+        Err(InvalidParam),
+    );
+    check(
+        "read on source",
+        read_sampling_message(s1, &mut buf),
+        Err(InvalidMode),
+    );
+    check(
+        "read empty",
+        read_sampling_message(s2, &mut buf),
+        Err(NoAction),
+    );
+    let id = get_sampling_port_id("S_DST");
+    expect("get sampling port id", id == Ok(s2), format!("{id:?}"));
+    check(
+        "get sampling port id unknown",
+        get_sampling_port_id("NOPE"),
+        Err(InvalidConfig),
+    );
+    let st = get_sampling_port_status(s1);
+    expect(
+        "sampling status",
+        st == Ok(SamplingPortStatus {
+            refresh_period: d,
+            max_message_size: 16,
+            port_direction: PortDirection::Source,
+            last_msg_validity: Validity::Invalid,
+        }),
+        format!("{st:?}"),
+    );
+    check(
+        "sampling status bad id",
+        get_sampling_port_status(bad),
+        Err(InvalidParam),
+    );
+
+    let fifo = QueuingDiscipline::Fifo;
+    check(
+        "create queuing unknown name",
+        create_queuing_port("NOPE", 8, 4, PortDirection::Source, fifo),
+        Err(InvalidConfig),
+    );
+    check(
+        "create queuing wrong size",
+        create_queuing_port("Q_SRC", 9, 4, PortDirection::Source, fifo),
+        Err(InvalidConfig),
+    );
+    check(
+        "create queuing wrong nb",
+        create_queuing_port("Q_SRC", 8, 5, PortDirection::Source, fifo),
+        Err(InvalidConfig),
+    );
+    check(
+        "create queuing wrong direction",
+        create_queuing_port("Q_SRC", 8, 4, PortDirection::Destination, fifo),
+        Err(InvalidConfig),
+    );
+    let q1 = create_queuing_port("Q_SRC", 8, 4, PortDirection::Source, fifo);
+    check("create queuing source", q1, Ok(()));
+    check(
+        "create queuing twice",
+        create_queuing_port("Q_SRC", 8, 4, PortDirection::Source, fifo),
+        Err(NoAction),
+    );
+    let q2 = create_queuing_port(
+        "Q_DST",
+        8,
+        4,
+        PortDirection::Destination,
+        QueuingDiscipline::Priority,
+    );
+    check("create queuing destination", q2, Ok(()));
+    let (Ok(q1), Ok(q2)) = (q1, q2) else {
+        return;
+    };
+    let qbad = QueuingPortId(99);
+    check(
+        "send bad id",
+        send_queuing_message(qbad, b"x", 0),
+        Err(InvalidParam),
+    );
+    check(
+        "send bad timeout",
+        send_queuing_message(q1, b"x", -5),
+        Err(InvalidParam),
+    );
+    check(
+        "send too long",
+        send_queuing_message(q1, &[0; 9], 0),
+        Err(InvalidConfig),
+    );
+    check(
+        "send empty",
+        send_queuing_message(q1, b"", 0),
+        Err(InvalidParam),
+    );
+    check(
+        "send on destination",
+        send_queuing_message(q2, b"x", 0),
+        Err(InvalidMode),
+    );
+    for i in 0..4u8 {
+        check(
+            &format!("send {i}"),
+            send_queuing_message(q1, &[i; 8], 0),
+            Ok(()),
+        );
+    }
+    check(
+        "send full, timeout 0",
+        send_queuing_message(q1, b"x", 0),
+        Err(NotAvailable),
+    );
+    check(
+        "send full from initialisation, timeout 10 ms",
+        send_queuing_message(q1, b"x", 10 * MS),
+        Err(InvalidMode),
+    );
+    let st = get_queuing_port_status(q1);
+    expect(
+        "queuing status",
+        st == Ok(QueuingPortStatus {
+            nb_message: 4,
+            max_nb_message: 4,
+            max_message_size: 8,
+            port_direction: PortDirection::Source,
+            waiting_processes: 0,
+        }),
+        format!("{st:?}"),
+    );
+    check(
+        "queuing status bad id",
+        get_queuing_port_status(qbad),
+        Err(InvalidParam),
+    );
+    check(
+        "receive bad id",
+        receive_queuing_message(qbad, &mut buf, 0),
+        Err(InvalidParam),
+    );
+    check(
+        "receive on source",
+        receive_queuing_message(q1, &mut buf, 0),
+        Err(InvalidMode),
+    );
+    check(
+        "receive bad timeout",
+        receive_queuing_message(q2, &mut buf, -7),
+        Err(InvalidParam),
+    );
+    check(
+        "receive empty, timeout 0",
+        receive_queuing_message(q2, &mut buf, 0),
+        Err(NotAvailable),
+    );
+    check(
+        "receive empty from initialisation, timeout 10 ms",
+        receive_queuing_message(q2, &mut buf, 10 * MS),
+        Err(InvalidMode),
+    );
+    check("clear source", clear_queuing_port(q1), Err(InvalidMode));
+    check("clear bad id", clear_queuing_port(qbad), Err(InvalidParam));
+    check("clear destination", clear_queuing_port(q2), Ok(()));
+    let id = get_queuing_port_id("Q_DST");
+    expect("get queuing port id", id == Ok(q2), format!("{id:?}"));
+    check(
+        "get queuing port id unknown",
+        get_queuing_port_id("NOPE"),
+        Err(InvalidConfig),
+    );
+    check(
+        "recv mode bad id",
+        set_queuing_port_recv_mode(qbad, RecvMode::Blocking),
+        Err(InvalidParam),
+    );
+}
+
+extern "C" fn codes_process() {
+    use ApexError::*;
+    check(
+        "create sampling in NORMAL",
+        create_sampling_port("S_LATE", 8, PortDirection::Source, 100 * MS),
+        Err(InvalidMode),
+    );
+    check(
+        "create queuing in NORMAL",
+        create_queuing_port(
+            "Q_LATE",
+            8,
+            4,
+            PortDirection::Destination,
+            QueuingDiscipline::Fifo,
+        ),
+        Err(InvalidMode),
+    );
+    let q1 = get_queuing_port_id("Q_SRC").expect("Q_SRC");
+    let q2 = get_queuing_port_id("Q_DST").expect("Q_DST");
+    let mut buf = [0u8; 8];
+    check(
+        "send full, timeout 30 ms",
+        send_queuing_message(q1, b"x", 30 * MS),
+        Err(TimedOut),
+    );
+    check(
+        "receive empty, timeout 30 ms",
+        receive_queuing_message(q2, &mut buf, 30 * MS),
+        Err(TimedOut),
+    );
+    set_queuing_port_recv_mode(q2, RecvMode::Blocking).expect("recv mode");
+    check(
+        "receive empty, blocking mode, timeout 20 ms",
+        receive_queuing_message(q2, &mut buf, 20 * MS),
+        Err(TimedOut),
+    );
+    lock_preemption().expect("lock");
+    check(
+        "send full with preemption locked",
+        send_queuing_message(q1, b"x", 30 * MS),
+        Err(InvalidMode),
+    );
+    check(
+        "receive empty with preemption locked",
+        receive_queuing_message(q2, &mut buf, 30 * MS),
+        Err(InvalidMode),
+    );
+    unlock_preemption().expect("unlock");
+    out("END codes");
+    idle_forever();
+}
+
+// ------------------------------------------------------------------------------------- sampling
+
+extern "C" fn sampling_src_process() {
+    let id = get_sampling_port_id("OUT").expect("OUT");
+    for k in 0..20 {
+        write_sampling_message(id, format!("tick {k}").as_bytes()).expect("write");
+        let _ = periodic_wait();
+    }
+    write_sampling_message(id, b"final").expect("write final");
+    out("END sampling-src");
+    idle_forever();
+}
+
+/// Return the `/proc/self/maps` lines of this process's channel mappings.
+fn channel_maps() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("partix-ch"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Fork a child that stores into `addr`; return whether it died of SIGSEGV.
+fn store_faults(addr: usize) -> bool {
+    // SAFETY: the child only does one volatile store and _exit (async-signal-safe); the parent
+    // waits for it.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            std::ptr::write_volatile(addr as *mut u8, 1);
+            libc::_exit(0);
+        }
+        let mut st = 0;
+        libc::waitpid(pid, &mut st, 0);
+        libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGSEGV
+    }
+}
+
+extern "C" fn sampling_dst_process() {
+    let id = get_sampling_port_id("IN").expect("IN");
+    let mut buf = [0u8; 32];
+    let refresh = get_sampling_port_status(id).expect("status").refresh_period;
+    let t0 = get_time();
+    let mut last_tick: i64 = -2;
+    let mut seen = 0u32;
+    let mut order_ok = true;
+    let mut got_final = false;
+    while get_time() - t0 < 20_000 * MS {
+        match read_sampling_message(id, &mut buf) {
+            Ok((n, _)) => {
+                seen += 1;
+                let s = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let k = if s == "first" {
+                    -1
+                } else if s == "final" {
+                    got_final = true;
+                    break;
+                } else if let Some(k) = s.strip_prefix("tick ").and_then(|k| k.parse().ok()) {
+                    k
+                } else {
+                    out(&format!("FAIL unexpected message {s:?}"));
+                    order_ok = false;
+                    -3
+                };
+                if k < last_tick {
+                    order_ok = false;
+                }
+                last_tick = k;
+            }
+            Err(ApexError::NoAction) => {}
+            Err(e) => {
+                out(&format!("FAIL read: {e:?}"));
+                break;
+            }
+        }
+        let _ = timed_wait(MS);
+    }
+    expect(
+        "sampling got final",
+        got_final,
+        format!("after {seen} reads"),
+    );
+    expect(
+        "sampling order (latest wins, never older)",
+        order_ok,
+        "went back",
+    );
+    let a = read_sampling_message(id, &mut buf);
+    let again = a.map(|(n, v)| (buf[..n].to_vec(), v));
+    expect(
+        "sampling read does not consume, VALID while fresh",
+        again == Ok((b"final".to_vec(), Validity::Valid)),
+        format!("{again:?}"),
+    );
+    let _ = timed_wait(refresh + 100 * MS);
+    let b = read_sampling_message(id, &mut buf).map(|(n, v)| (buf[..n].to_vec(), v));
+    expect(
+        "sampling INVALID after the refresh period",
+        b == Ok((b"final".to_vec(), Validity::Invalid)),
+        format!("{b:?}"),
+    );
+    let st = get_sampling_port_status(id).map(|s| s.last_msg_validity);
+    expect(
+        "sampling status LAST_MSG_VALIDITY",
+        st == Ok(Validity::Invalid),
+        format!("{st:?}"),
+    );
+    let maps = channel_maps();
+    expect(
+        "destination maps its slot read-only and nothing writable",
+        !maps.is_empty()
+            && maps
+                .iter()
+                .all(|l| l.split_whitespace().nth(1) == Some("r--s")),
+        format!("{maps:?}"),
+    );
+    if let Some(addr) = maps
+        .first()
+        .and_then(|l| l.split('-').next())
+        .and_then(|a| usize::from_str_radix(a, 16).ok())
+    {
+        expect(
+            "a store into the slot faults",
+            store_faults(addr + 64),
+            "no SIGSEGV",
+        );
+    }
+    out("END sampling-dst");
+    idle_forever();
+}
+
+// -------------------------------------------------------------------------------------- queuing
+
+fn queue_message(i: u64) -> Vec<u8> {
+    let len = 8 + (i % 25) as usize;
+    let mut m = i.to_le_bytes().to_vec();
+    m.extend((8..len).map(|j| (i as usize + j) as u8));
+    m
+}
+
+extern "C" fn queue_src_process() {
+    let id = get_queuing_port_id("QOUT").expect("QOUT");
+    let n = *N.get().expect("N");
+    for i in 0..n {
+        if let Err(e) = send_queuing_message(id, &queue_message(i), INFINITE_TIME_VALUE) {
+            out(&format!("FAIL send {i}: {e:?}"));
+            break;
+        }
+    }
+    out(&format!("END queue-src {n}"));
+    idle_forever();
+}
+
+extern "C" fn queue_dst_process() {
+    let id = get_queuing_port_id("QIN").expect("QIN");
+    let n = *N.get().expect("N");
+    let mut buf = [0u8; 32];
+    let mut bad = 0u64;
+    for i in 0..n {
+        match receive_queuing_message(id, &mut buf, 30_000 * MS) {
+            Ok(len) => {
+                if buf[..len] != queue_message(i)[..] {
+                    bad += 1;
+                    if bad < 5 {
+                        out(&format!("FAIL message {i}: {:?}", &buf[..len]));
+                    }
+                }
+            }
+            Err(e) => {
+                out(&format!("FAIL receive {i}: {e:?}"));
+                return;
+            }
+        }
+    }
+    expect(
+        &format!("queue {n} messages in order, none lost or duplicated"),
+        bad == 0,
+        format!("{bad} bad"),
+    );
+    let extra = receive_queuing_message(id, &mut buf, 50 * MS);
+    expect(
+        "queue no extra message",
+        extra == Err(ApexError::TimedOut),
+        format!("{extra:?}"),
+    );
+    out(&format!("END queue-dst {n}"));
+    idle_forever();
+}
+
+// ----------------------------------------------------------------------------------------- kill
+
+const BIG: usize = 65536;
+
+extern "C" fn kill_writer() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let mut msg = vec![0u8; BIG];
+    let mut k: u64 = 0;
+    loop {
+        k += 1;
+        let len = BIG - (k as usize % 1000);
+        msg[..len].fill(k as u8);
+        let _ = write_sampling_message(id, &msg[..len]);
+        // A pause, so that the slot is mostly whole when the partition's window ends (a writer
+        // that writes all the time is stopped mid-write at every window end, and the readers
+        // then only ever have their last good copy).
+        let _ = timed_wait(MS / 2);
+    }
+}
+
+extern "C" fn killer() {
+    let _ = timed_wait(300 * MS);
+    out("END kill-src (killing)");
+    // Make the death land mid-write for sure: start a write the way the writer does (a new
+    // `begin` flag, then part of the payload) on our own read-write mapping of the slot, then
+    // die before the `end` flag. (The writer may also be mid-write by itself right now.)
+    if let Ok(ports) = partix_runtime::channels::map_inherited() {
+        if let Some(p) = ports.into_iter().find(|p| p.desc.name == "BIG") {
+            let base = p.regions[0].as_ptr();
+            // SAFETY: the slot header is 64 bytes, then begin (8), stamp (8), payload (64 KiB),
+            // end (8): all inside the region, which is mapped read-write here; 8-byte aligned.
+            unsafe {
+                let begin = base.add(64).cast::<u64>();
+                std::ptr::write_volatile(begin, (0xdead_u64 << 32) | BIG as u64);
+                std::ptr::write_bytes(base.add(80), 0xEE, BIG / 2);
+            }
+        }
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+}
+
+extern "C" fn kill_dst_process() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let mut buf = vec![0u8; BIG];
+    let t0 = get_time();
+    let (mut reads, mut torn) = (0u64, 0u64);
+    let mut last: ApexResult<(usize, Validity)> = Err(ApexError::NoAction);
+    while get_time() - t0 < 1_500 * MS {
+        last = read_sampling_message(id, &mut buf);
+        if let Ok((n, _)) = last {
+            reads += 1;
+            let tag = buf[0];
+            if n == 0 || buf[..n].iter().any(|&b| b != tag) {
+                torn += 1;
+            }
+        }
+        let _ = timed_wait(MS / 2);
+    }
+    expect("kill: no torn message", torn == 0, format!("{torn} torn"));
+    expect(
+        "kill: reads after the writer died still return the last good message",
+        reads > 0 && last.is_ok(),
+        format!("reads {reads}, last {last:?}"),
+    );
+    // Whether the slot was really left mid-write (informational: depends on timing).
+    let mid = partix_runtime::channels::map_inherited()
+        .ok()
+        .and_then(|ps| {
+            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
+            let r = partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()?;
+            Some(r.write_in_progress())
+        });
+    out(&format!(
+        "INFO kill: reads={reads} slot_left_mid_write={mid:?}"
+    ));
+    out("END kill-dst");
+    idle_forever();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let role = args.first().cloned().unwrap_or_default();
+    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
+        .expect("once");
+    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000))
+        .expect("once");
+    let d = PortDirection::Destination;
+    let s = PortDirection::Source;
+    match role.as_str() {
+        "codes" => {
+            codes_init();
+            process("codes", codes_process, 10, INFINITE_TIME_VALUE);
+        }
+        "idle" => {}
+        "sampling-src" => {
+            let id = create_sampling_port("OUT", 32, s, 500 * MS).expect("create OUT");
+            write_sampling_message(id, b"first").expect("write first");
+            process("src", sampling_src_process, 10, 30 * MS);
+        }
+        "sampling-dst" => {
+            create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
+            process("dst", sampling_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "queue-src" => {
+            create_queuing_port("QOUT", 32, 64, s, QueuingDiscipline::Fifo).expect("QOUT");
+            process("src", queue_src_process, 10, INFINITE_TIME_VALUE);
+        }
+        "queue-dst" => {
+            create_queuing_port("QIN", 32, 64, d, QueuingDiscipline::Fifo).expect("QIN");
+            process("dst", queue_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "kill-src" => {
+            create_sampling_port("BIG", BIG as u32, s, 1_000 * MS).expect("BIG");
+            if get_partition_status().start_condition == StartCondition::NormalStart {
+                process("writer", kill_writer, 10, INFINITE_TIME_VALUE);
+                process("killer", killer, 20, INFINITE_TIME_VALUE);
+            }
+        }
+        "kill-dst" => {
+            create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
+            process("dst", kill_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        other => {
+            eprintln!("ports-testpart: unknown role {other:?}");
+            std::process::exit(2);
+        }
+    }
+    normal();
+}

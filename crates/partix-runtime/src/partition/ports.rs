@@ -1,0 +1,800 @@
+//! Inter-partition communication: sampling and queuing ports (ARINC 653 Part 1) over the
+//! one-sided shared-memory channels of [`crate::channels`].
+//!
+//! A partition can create only the ports its configuration entry lists: the executive hands it
+//! exactly those (their regions and their configured attributes, in `PARTIX_PORT_FDS`), and
+//! CREATE_*_PORT checks the caller's arguments against them. A partition run by hand (no
+//! executive) has no ports: every CREATE answers `InvalidConfig`.
+//!
+//! # Sampling ports
+//! WRITE_SAMPLING_MESSAGE copies the message into the slot of every destination (multicast is the
+//! writer's job; no daemon) with a `CLOCK_MONOTONIC` time stamp. READ_SAMPLING_MESSAGE copies the
+//! latest message out of the port's read-only slot (begin/end flags; retried until they agree)
+//! and never consumes it; the message is `Valid` while its age is at most the refresh period.
+//! The destination keeps a private copy of the last good message: if the writer is killed in the
+//! middle of a write (the slot's flags then disagree forever, until a restarted writer writes
+//! again) or keeps the slot busy for longer than a read's bounded retries, the read returns that
+//! copy (whose age keeps growing, so it turns `Invalid`), never a torn message.
+//!
+//! # Queuing ports
+//! A queuing channel is an SPSC ring of the channel's regions with room for `MaxNbMessages`
+//! messages. Several APEX processes of one partition may use one port: they are serialised by a
+//! per-port lock and, when they must wait (full on send, empty on receive, timeout ≠ 0), queued
+//! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = current priority, FIFO
+//! among equals). Only the head of that queue waits on the channel; the others wait in the
+//! partition. The head waits per the port's [`RecvMode`]:
+//! - [`RecvMode::Spin`]: polls the ring (lowest latency, burns the partition's CPU in its window);
+//! - [`RecvMode::SpinThenPark`] (the default, [`DEFAULT_RECV_MODE`]): polls a while, then parks
+//!   on the channel's futex (the other side wakes it after each push or pop);
+//! - [`RecvMode::Blocking`]: parks at once.
+//!
+//! Change it with [`set_queuing_port_recv_mode`] (a partix extension). The same modes apply to a
+//! sender waiting for space.
+//!
+//! Blocking ports do not show the caller as WAITING in GET_PROCESS_STATUS yet.
+
+use super::error::{ApexError, ApexResult};
+use super::rt::{self, rt, EH_INDEX};
+use super::time::{SystemTime, INFINITE_TIME_VALUE};
+use crate::channels::{map_inherited, MappedPort, DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
+use crate::state::mode;
+use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
+use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
+use partix_shm::sampling::{monotonic_ns, ReadError, SamplingReader, SamplingWriter};
+pub use partix_shm::RecvMode;
+use partix_shm::{Notifier, Region};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// `PORT_DIRECTION_TYPE` (SOURCE = 0, DESTINATION = 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortDirection {
+    /// `SOURCE`: the partition writes or sends.
+    Source,
+    /// `DESTINATION`: the partition reads or receives.
+    Destination,
+}
+
+/// `VALIDITY_TYPE` (INVALID = 0, VALID = 1): whether a sampling message is younger than the
+/// port's refresh period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validity {
+    /// `INVALID`.
+    Invalid,
+    /// `VALID`.
+    Valid,
+}
+
+/// `QUEUING_DISCIPLINE_TYPE` (FIFO = 0, PRIORITY = 1): the order in which the partition's waiting
+/// processes get a queuing port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueuingDiscipline {
+    /// `FIFO`: in order of arrival.
+    Fifo,
+    /// `PRIORITY`: highest current priority first, FIFO among equals.
+    Priority,
+}
+
+/// `SAMPLING_PORT_ID_TYPE` (1, 2, ... in creation order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SamplingPortId(pub i32);
+
+/// `QUEUING_PORT_ID_TYPE` (1, 2, ... in creation order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QueuingPortId(pub i32);
+
+/// `SAMPLING_PORT_STATUS_TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplingPortStatus {
+    /// `REFRESH_PERIOD` (ns).
+    pub refresh_period: SystemTime,
+    /// `MAX_MESSAGE_SIZE` (bytes).
+    pub max_message_size: u32,
+    /// `PORT_DIRECTION`.
+    pub port_direction: PortDirection,
+    /// `LAST_MSG_VALIDITY`: validity of the last message read (`Invalid` before any read).
+    pub last_msg_validity: Validity,
+}
+
+/// `QUEUING_PORT_STATUS_TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuingPortStatus {
+    /// `NB_MESSAGE`: messages in the channel now.
+    pub nb_message: u32,
+    /// `MAX_NB_MESSAGE`.
+    pub max_nb_message: u32,
+    /// `MAX_MESSAGE_SIZE` (bytes).
+    pub max_message_size: u32,
+    /// `PORT_DIRECTION`.
+    pub port_direction: PortDirection,
+    /// `WAITING_PROCESSES`: processes of this partition waiting on the port.
+    pub waiting_processes: u32,
+}
+
+/// The receive (and send) wait mode of a new queuing port.
+pub const DEFAULT_RECV_MODE: RecvMode = RecvMode::SpinThenPark { spins: 2000 };
+
+/// `MAX_NUMBER_OF_SAMPLING_PORTS` / `MAX_NUMBER_OF_QUEUING_PORTS` of this implementation
+/// (per partition and kind).
+pub const MAX_NUMBER_OF_PORTS: usize = 512;
+
+struct SamplingInner {
+    writers: Vec<SamplingWriter>,
+    reader: Option<SamplingReader>,
+    /// Where a read copies to before it is known to be good.
+    scratch: Vec<u8>,
+    /// The last good message read (private copy) and its write time.
+    last: Vec<u8>,
+    last_stamp: Option<u64>,
+    last_validity: Validity,
+}
+
+struct SamplingPort {
+    name: String,
+    direction: PortDirection,
+    max: u32,
+    refresh_ns: u64,
+    inner: Mutex<SamplingInner>,
+}
+
+struct Waiter {
+    ticket: u64,
+    priority: i32,
+}
+
+struct QueuingState {
+    producer: Option<RingProducer>,
+    consumer: Option<RingConsumer>,
+    waiters: Vec<Waiter>,
+    next_ticket: u64,
+}
+
+struct QueuingPort {
+    name: String,
+    direction: PortDirection,
+    max: u32,
+    max_nb: u32,
+    discipline: QueuingDiscipline,
+    /// The sender wakes a parked receiver here.
+    data: Notifier,
+    /// The receiver wakes a parked sender here.
+    space: Notifier,
+    /// A second handle used only to count the queued messages without the lock.
+    probe: Probe,
+    /// Changes whenever the set of waiters changes (a parked head re-checks its place).
+    gen: AtomicU64,
+    mode: Mutex<RecvMode>,
+    state: Mutex<QueuingState>,
+    cv: Condvar,
+}
+
+enum Probe {
+    Producer(RingProducer),
+    Consumer(RingConsumer),
+}
+
+impl Probe {
+    fn len(&self) -> usize {
+        match self {
+            Probe::Producer(p) => p.len(),
+            Probe::Consumer(c) => c.len(),
+        }
+    }
+}
+
+struct Registry {
+    mapped: Result<Vec<MappedPort>, String>,
+    sampling: Mutex<Vec<Arc<SamplingPort>>>,
+    queuing: Mutex<Vec<Arc<QueuingPort>>>,
+}
+
+fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| {
+        let mapped = map_inherited();
+        if let Err(e) = &mapped {
+            eprintln!("partix partition: ports unavailable: {e}");
+        }
+        Registry {
+            mapped,
+            sampling: Mutex::new(Vec::new()),
+            queuing: Mutex::new(Vec::new()),
+        }
+    })
+}
+
+/// Lock a mutex, ignoring poisoning (a panicking process must not take the port down).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn direction_of(d: CfgDirection) -> PortDirection {
+    match d {
+        CfgDirection::Source => PortDirection::Source,
+        CfgDirection::Destination => PortDirection::Destination,
+    }
+}
+
+fn configured(name: &str, kind: ChannelKind) -> ApexResult<&'static MappedPort> {
+    let reg = registry();
+    let ports = reg.mapped.as_ref().map_err(|_| ApexError::InvalidConfig)?;
+    ports
+        .iter()
+        .find(|p| p.desc.kind == kind && p.desc.name == name)
+        .ok_or(ApexError::InvalidConfig)
+}
+
+fn creation_mode_ok() -> ApexResult<()> {
+    if rt().mode() == mode::NORMAL {
+        Err(ApexError::InvalidMode)
+    } else {
+        Ok(())
+    }
+}
+
+/// Check that the caller may wait: a process, not the error handler, not holding the
+/// preemption lock. Return its current priority.
+fn waiting_caller() -> ApexResult<i32> {
+    let r = rt();
+    match rt::self_index() {
+        None | Some(EH_INDEX) => Err(ApexError::InvalidMode),
+        Some(idx) => r.with_inner(|inner| {
+            if inner.lock_owner == Some(idx) {
+                return Err(ApexError::InvalidMode);
+            }
+            Ok(inner.procs.get(idx).map_or(0, |p| p.current_priority))
+        }),
+    }
+}
+
+/// Check a timeout: `INFINITE_TIME_VALUE`, 0, or positive ns.
+fn check_timeout(t: SystemTime) -> ApexResult<()> {
+    if t < 0 && t != INFINITE_TIME_VALUE {
+        Err(ApexError::InvalidParam)
+    } else {
+        Ok(())
+    }
+}
+
+fn deadline_of(t: SystemTime) -> Option<Instant> {
+    if t == INFINITE_TIME_VALUE {
+        None
+    } else {
+        Some(Instant::now() + Duration::from_nanos(t as u64))
+    }
+}
+
+fn open_err<E>(_: E) -> ApexError {
+    ApexError::InvalidConfig
+}
+
+// ------------------------------------------------------------------------------------------
+// Sampling ports
+
+/// Create a sampling port (`CREATE_SAMPLING_PORT`) in COLD_START or WARM_START mode.
+///
+/// # Errors
+/// - `InvalidConfig`: the partition's configuration has no sampling port `name`, or
+///   `max_message_size`, `direction` or `refresh_period` (ns) differ from it.
+/// - `NoAction`: the port was already created.
+/// - `InvalidMode`: the partition is in NORMAL mode.
+pub fn create_sampling_port(
+    name: &str,
+    max_message_size: u32,
+    direction: PortDirection,
+    refresh_period: SystemTime,
+) -> ApexResult<SamplingPortId> {
+    let cfg = configured(name, ChannelKind::Sampling)?;
+    let mut ports = lock(&registry().sampling);
+    if ports.iter().any(|p| p.name == name) {
+        return Err(ApexError::NoAction);
+    }
+    if ports.len() >= MAX_NUMBER_OF_PORTS
+        || max_message_size != cfg.desc.max_message_size
+        || direction != direction_of(cfg.desc.direction)
+        || refresh_period < 0
+        || refresh_period as u64 != cfg.desc.param
+    {
+        return Err(ApexError::InvalidConfig);
+    }
+    creation_mode_ok()?;
+    let regions: Vec<Arc<Region>> = cfg.regions.clone();
+    let (writers, reader) = match direction {
+        PortDirection::Source => (
+            regions
+                .into_iter()
+                .map(|r| SamplingWriter::attach(r, 0))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(open_err)?,
+            None,
+        ),
+        PortDirection::Destination => {
+            let r = regions.into_iter().next().ok_or(ApexError::InvalidConfig)?;
+            (
+                Vec::new(),
+                Some(SamplingReader::attach(r, 0).map_err(open_err)?),
+            )
+        }
+    };
+    ports.push(Arc::new(SamplingPort {
+        name: name.to_owned(),
+        direction,
+        max: max_message_size,
+        refresh_ns: cfg.desc.param,
+        inner: Mutex::new(SamplingInner {
+            writers,
+            reader,
+            scratch: Vec::new(),
+            last: Vec::new(),
+            last_stamp: None,
+            last_validity: Validity::Invalid,
+        }),
+    }));
+    Ok(SamplingPortId(ports.len() as i32))
+}
+
+fn sampling(id: SamplingPortId) -> ApexResult<Arc<SamplingPort>> {
+    let ports = lock(&registry().sampling);
+    usize::try_from(id.0 - 1)
+        .ok()
+        .and_then(|i| ports.get(i).cloned())
+        .ok_or(ApexError::InvalidParam)
+}
+
+/// Write a message to a source sampling port (`WRITE_SAMPLING_MESSAGE`); it replaces the previous
+/// one in every destination.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, or `message` is empty.
+/// - `InvalidConfig`: `message` is longer than the port's maximum.
+/// - `InvalidMode`: the port is a destination port.
+pub fn write_sampling_message(id: SamplingPortId, message: &[u8]) -> ApexResult<()> {
+    let port = sampling(id)?;
+    if message.len() > port.max as usize {
+        return Err(ApexError::InvalidConfig);
+    }
+    if message.is_empty() {
+        return Err(ApexError::InvalidParam);
+    }
+    if port.direction != PortDirection::Source {
+        return Err(ApexError::InvalidMode);
+    }
+    let stamp = monotonic_ns();
+    let mut inner = lock(&port.inner);
+    for w in &mut inner.writers {
+        w.write_stamped(message, stamp)
+            .map_err(|_| ApexError::InvalidParam)?;
+    }
+    Ok(())
+}
+
+/// Read the latest message of a destination sampling port (`READ_SAMPLING_MESSAGE`) into `buf`
+/// (which should hold the port's maximum message size); return its length and validity. The
+/// message stays in the port.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, or `buf` is shorter than the message.
+/// - `InvalidMode`: the port is a source port.
+/// - `NoAction`: no message was ever written (or none was read before its writer died mid-write).
+pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(usize, Validity)> {
+    let port = sampling(id)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
+    }
+    let mut guard = lock(&port.inner);
+    let inner = &mut *guard;
+    let reader = inner.reader.as_ref().ok_or(ApexError::InvalidMode)?;
+    inner.scratch.resize(port.max as usize, 0);
+    match reader.read(&mut inner.scratch) {
+        Ok(ok) => {
+            inner.last.clear();
+            inner.last.extend_from_slice(&inner.scratch[..ok.len]);
+            inner.last_stamp = Some(ok.written_at_ns);
+        }
+        Err(ReadError::Empty) => return Err(ApexError::NoAction),
+        // The slot is mid-write (or was left so by a killed writer): the scratch copy is
+        // garbage; answer with the last good copy, if any.
+        Err(_) => {}
+    }
+    let Some(stamp) = inner.last_stamp else {
+        return Err(ApexError::NoAction);
+    };
+    let len = inner.last.len();
+    if buf.len() < len {
+        return Err(ApexError::InvalidParam);
+    }
+    buf[..len].copy_from_slice(&inner.last);
+    let age = monotonic_ns().saturating_sub(stamp);
+    let validity = if age <= port.refresh_ns {
+        Validity::Valid
+    } else {
+        Validity::Invalid
+    };
+    inner.last_validity = validity;
+    Ok((len, validity))
+}
+
+/// Return the id of the created sampling port `name` (`GET_SAMPLING_PORT_ID`).
+///
+/// # Errors
+/// `InvalidConfig`: no sampling port of that name was created.
+pub fn get_sampling_port_id(name: &str) -> ApexResult<SamplingPortId> {
+    let ports = lock(&registry().sampling);
+    ports
+        .iter()
+        .position(|p| p.name == name)
+        .map(|i| SamplingPortId(i as i32 + 1))
+        .ok_or(ApexError::InvalidConfig)
+}
+
+/// Return the status of a sampling port (`GET_SAMPLING_PORT_STATUS`).
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn get_sampling_port_status(id: SamplingPortId) -> ApexResult<SamplingPortStatus> {
+    let port = sampling(id)?;
+    let inner = lock(&port.inner);
+    Ok(SamplingPortStatus {
+        refresh_period: port.refresh_ns.min(i64::MAX as u64) as SystemTime,
+        max_message_size: port.max,
+        port_direction: port.direction,
+        last_msg_validity: inner.last_validity,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Queuing ports
+
+/// Create a queuing port (`CREATE_QUEUING_PORT`) in COLD_START or WARM_START mode.
+///
+/// # Errors
+/// - `InvalidConfig`: the partition's configuration has no queuing port `name`, or
+///   `max_message_size`, `max_nb_message` or `direction` differ from it.
+/// - `NoAction`: the port was already created.
+/// - `InvalidMode`: the partition is in NORMAL mode.
+pub fn create_queuing_port(
+    name: &str,
+    max_message_size: u32,
+    max_nb_message: u32,
+    direction: PortDirection,
+    discipline: QueuingDiscipline,
+) -> ApexResult<QueuingPortId> {
+    let cfg = configured(name, ChannelKind::Queuing)?;
+    let mut ports = lock(&registry().queuing);
+    if ports.iter().any(|p| p.name == name) {
+        return Err(ApexError::NoAction);
+    }
+    if ports.len() >= MAX_NUMBER_OF_PORTS
+        || max_message_size != cfg.desc.max_message_size
+        || u64::from(max_nb_message) != cfg.desc.param
+        || direction != direction_of(cfg.desc.direction)
+    {
+        return Err(ApexError::InvalidConfig);
+    }
+    creation_mode_ok()?;
+    let region = cfg.regions.first().ok_or(ApexError::InvalidConfig)?.clone();
+    let data = Notifier::new(region.clone(), DATA_NOTIFIER).map_err(open_err)?;
+    let space = Notifier::new(region.clone(), SPACE_NOTIFIER).map_err(open_err)?;
+    let (producer, consumer, probe) = match direction {
+        PortDirection::Source => (
+            Some(RingProducer::attach(region.clone(), RING_OFFSET).map_err(open_err)?),
+            None,
+            Probe::Producer(RingProducer::attach(region, RING_OFFSET).map_err(open_err)?),
+        ),
+        PortDirection::Destination => (
+            None,
+            Some(RingConsumer::attach(region.clone(), RING_OFFSET).map_err(open_err)?),
+            Probe::Consumer(RingConsumer::attach(region, RING_OFFSET).map_err(open_err)?),
+        ),
+    };
+    ports.push(Arc::new(QueuingPort {
+        name: name.to_owned(),
+        direction,
+        max: max_message_size,
+        max_nb: max_nb_message,
+        discipline,
+        data,
+        space,
+        probe,
+        gen: AtomicU64::new(0),
+        mode: Mutex::new(DEFAULT_RECV_MODE),
+        state: Mutex::new(QueuingState {
+            producer,
+            consumer,
+            waiters: Vec::new(),
+            next_ticket: 0,
+        }),
+        cv: Condvar::new(),
+    }));
+    Ok(QueuingPortId(ports.len() as i32))
+}
+
+fn queuing(id: QueuingPortId) -> ApexResult<Arc<QueuingPort>> {
+    let ports = lock(&registry().queuing);
+    usize::try_from(id.0 - 1)
+        .ok()
+        .and_then(|i| ports.get(i).cloned())
+        .ok_or(ApexError::InvalidParam)
+}
+
+/// What one attempt of a send or receive gave.
+enum Try {
+    Done(usize),
+    Again,
+    Fail(ApexError),
+}
+
+impl QueuingPort {
+    /// The notifier the head waiter of this port parks on.
+    fn wait_notifier(&self) -> &Notifier {
+        match self.direction {
+            PortDirection::Source => &self.space,
+            PortDirection::Destination => &self.data,
+        }
+    }
+
+    /// Whether the operation of this port's side could succeed now (lock-free probe).
+    fn ready(&self) -> bool {
+        let n = self.probe.len();
+        match self.direction {
+            PortDirection::Source => n < self.max_nb as usize,
+            PortDirection::Destination => n > 0,
+        }
+    }
+
+    fn head(&self, st: &QueuingState) -> Option<u64> {
+        let w = match self.discipline {
+            QueuingDiscipline::Fifo => st.waiters.iter().min_by_key(|w| w.ticket),
+            QueuingDiscipline::Priority => st
+                .waiters
+                .iter()
+                .min_by_key(|w| (std::cmp::Reverse(w.priority), w.ticket)),
+        };
+        w.map(|w| w.ticket)
+    }
+
+    fn leave(&self, st: &mut QueuingState, ticket: u64) {
+        st.waiters.retain(|w| w.ticket != ticket);
+        self.gen.fetch_add(1, Ordering::SeqCst);
+        self.cv.notify_all();
+    }
+
+    /// Wait in this partition's order for `op` to succeed, until `deadline`.
+    fn wait_for(
+        &self,
+        timeout: SystemTime,
+        op: &mut dyn FnMut(&mut QueuingState) -> Try,
+    ) -> ApexResult<usize> {
+        let mut st = lock(&self.state);
+        if st.waiters.is_empty() {
+            match op(&mut st) {
+                Try::Done(n) => return Ok(n),
+                Try::Fail(e) => return Err(e),
+                Try::Again => {}
+            }
+        }
+        if timeout == 0 {
+            return Err(ApexError::NotAvailable);
+        }
+        drop(st);
+        let priority = waiting_caller()?;
+        let deadline = deadline_of(timeout);
+        let mut st = lock(&self.state);
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.waiters.push(Waiter { ticket, priority });
+        self.gen.fetch_add(1, Ordering::SeqCst);
+        // A parked head re-checks whether it is still the head.
+        self.wait_notifier().notify();
+        loop {
+            let is_head = self.head(&st) == Some(ticket);
+            if is_head {
+                match op(&mut st) {
+                    Try::Done(n) => {
+                        self.leave(&mut st, ticket);
+                        return Ok(n);
+                    }
+                    Try::Fail(e) => {
+                        self.leave(&mut st, ticket);
+                        return Err(e);
+                    }
+                    Try::Again => {}
+                }
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                self.leave(&mut st, ticket);
+                drop(st);
+                self.wait_notifier().notify();
+                return Err(ApexError::TimedOut);
+            }
+            if is_head {
+                let g = self.gen.load(Ordering::SeqCst);
+                drop(st);
+                let mode = *lock(&self.mode);
+                let ready = || self.ready() || self.gen.load(Ordering::SeqCst) != g;
+                let spins = match mode {
+                    RecvMode::Spin => u64::MAX,
+                    RecvMode::SpinThenPark { spins } => u64::from(spins),
+                    RecvMode::Blocking => 0,
+                };
+                let mut i = 0u64;
+                let mut done = false;
+                while i < spins {
+                    if ready() {
+                        done = true;
+                        break;
+                    }
+                    std::hint::spin_loop();
+                    i += 1;
+                    if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
+                        done = true;
+                        break;
+                    }
+                }
+                if !done {
+                    self.wait_notifier().park_until(deadline, ready);
+                }
+                st = lock(&self.state);
+            } else {
+                st = match deadline {
+                    None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                    Some(d) => {
+                        let left = d.saturating_duration_since(now);
+                        self.cv
+                            .wait_timeout(st, left)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                };
+            }
+        }
+    }
+}
+
+/// Send a message on a source queuing port (`SEND_QUEUING_MESSAGE`), waiting up to `timeout` ns
+/// for room (0: do not wait; `INFINITE_TIME_VALUE`: no limit).
+///
+/// # Errors
+/// - `InvalidParam`: no such port, `timeout` out of range, or `message` is empty.
+/// - `InvalidConfig`: `message` is longer than the port's maximum.
+/// - `InvalidMode`: the port is a destination port; or the channel is full, `timeout` ≠ 0 and the
+///   caller is the error handler, holds the preemption lock, or is not a process.
+/// - `NotAvailable`: full and `timeout` is 0.
+/// - `TimedOut`: still full after `timeout`.
+pub fn send_queuing_message(
+    id: QueuingPortId,
+    message: &[u8],
+    timeout: SystemTime,
+) -> ApexResult<()> {
+    let port = queuing(id)?;
+    check_timeout(timeout)?;
+    if message.len() > port.max as usize {
+        return Err(ApexError::InvalidConfig);
+    }
+    if message.is_empty() {
+        return Err(ApexError::InvalidParam);
+    }
+    if port.direction != PortDirection::Source {
+        return Err(ApexError::InvalidMode);
+    }
+    let max_nb = port.max_nb as usize;
+    let mut op = |st: &mut QueuingState| {
+        let Some(p) = st.producer.as_mut() else {
+            return Try::Fail(ApexError::InvalidMode);
+        };
+        // The ring may be larger (a power of two): never queue more than MaxNbMessages. `len`
+        // can only overestimate (the receiver's head only grows), so this never overfills.
+        if p.len() >= max_nb {
+            return Try::Again;
+        }
+        match p.try_push_quiet(message) {
+            Ok(()) => Try::Done(message.len()),
+            Err(PushError::Full) => Try::Again,
+            Err(_) => Try::Fail(ApexError::InvalidParam),
+        }
+    };
+    let r = port.wait_for(timeout, &mut op);
+    if r.is_ok() {
+        port.data.notify();
+    }
+    r.map(|_| ())
+}
+
+/// Receive the oldest message of a destination queuing port (`RECEIVE_QUEUING_MESSAGE`) into
+/// `buf` (which should hold the port's maximum message size), waiting up to `timeout` ns; return
+/// its length.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, `timeout` out of range, or `buf` is shorter than the message
+///   (which then stays queued).
+/// - `InvalidMode`: the port is a source port; or the channel is empty, `timeout` ≠ 0 and the
+///   caller is the error handler, holds the preemption lock, or is not a process.
+/// - `NotAvailable`: empty and `timeout` is 0.
+/// - `TimedOut`: still empty after `timeout`.
+pub fn receive_queuing_message(
+    id: QueuingPortId,
+    buf: &mut [u8],
+    timeout: SystemTime,
+) -> ApexResult<usize> {
+    let port = queuing(id)?;
+    check_timeout(timeout)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
+    }
+    let mut op = |st: &mut QueuingState| {
+        let Some(c) = st.consumer.as_mut() else {
+            return Try::Fail(ApexError::InvalidMode);
+        };
+        match c.try_pop(buf) {
+            Ok(n) => Try::Done(n),
+            Err(PopError::Empty) => Try::Again,
+            Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
+            Err(_) => Try::Fail(ApexError::InvalidConfig),
+        }
+    };
+    let r = port.wait_for(timeout, &mut op);
+    if r.is_ok() {
+        port.space.notify();
+    }
+    r
+}
+
+/// Return the id of the created queuing port `name` (`GET_QUEUING_PORT_ID`).
+///
+/// # Errors
+/// `InvalidConfig`: no queuing port of that name was created.
+pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
+    let ports = lock(&registry().queuing);
+    ports
+        .iter()
+        .position(|p| p.name == name)
+        .map(|i| QueuingPortId(i as i32 + 1))
+        .ok_or(ApexError::InvalidConfig)
+}
+
+/// Return the status of a queuing port (`GET_QUEUING_PORT_STATUS`).
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatus> {
+    let port = queuing(id)?;
+    let waiting = lock(&port.state).waiters.len() as u32;
+    Ok(QueuingPortStatus {
+        nb_message: (port.probe.len() as u32).min(port.max_nb),
+        max_nb_message: port.max_nb,
+        max_message_size: port.max,
+        port_direction: port.direction,
+        waiting_processes: waiting,
+    })
+}
+
+/// Discard every message queued in a destination queuing port (`CLEAR_QUEUING_PORT`).
+///
+/// # Errors
+/// - `InvalidParam`: no such port.
+/// - `InvalidMode`: the port is a source port.
+pub fn clear_queuing_port(id: QueuingPortId) -> ApexResult<()> {
+    let port = queuing(id)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
+    }
+    let mut st = lock(&port.state);
+    if let Some(c) = st.consumer.as_mut() {
+        c.clear();
+    }
+    drop(st);
+    port.space.notify();
+    Ok(())
+}
+
+/// Set how waiters of a queuing port wait (partix extension; see the module docs).
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn set_queuing_port_recv_mode(id: QueuingPortId, mode: RecvMode) -> ApexResult<()> {
+    let port = queuing(id)?;
+    *lock(&port.mode) = mode;
+    Ok(())
+}
