@@ -30,6 +30,14 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../include/arinc653/schedules.h"),
     ),
     (
+        "arinc653/sampling.h",
+        include_str!("../include/arinc653/sampling.h"),
+    ),
+    (
+        "arinc653/queueing.h",
+        include_str!("../include/arinc653/queueing.h"),
+    ),
+    (
         "arinc653/apex.h",
         include_str!("../include/arinc653/apex.h"),
     ),

@@ -15,5 +15,7 @@
 #include <arinc653/time.h>
 #include <arinc653/error.h>
 #include <arinc653/schedules.h>
+#include <arinc653/sampling.h>
+#include <arinc653/queueing.h>
 
 #endif /* ARINC653_APEX_H */

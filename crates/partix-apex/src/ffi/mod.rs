@@ -15,6 +15,7 @@ pub mod types;
 
 mod error;
 mod partition;
+mod ports;
 mod process;
 mod schedules;
 mod time;

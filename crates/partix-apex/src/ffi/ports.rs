@@ -1,0 +1,455 @@
+//! `include/arinc653/sampling.h` and `include/arinc653/queueing.h`: sampling and queuing port
+//! services, and the `#[repr(C)]` mirrors of their types.
+//!
+//! A `MESSAGE_ADDR` that the service reads (`WRITE_SAMPLING_MESSAGE`, `SEND_QUEUING_MESSAGE`) is
+//! read for `LENGTH` bytes only after `LENGTH` was checked against the port's maximum; one that
+//! it writes (`READ_SAMPLING_MESSAGE`, `RECEIVE_QUEUING_MESSAGE`) must hold the port's
+//! `MAX_MESSAGE_SIZE` bytes, as the standard requires.
+#![allow(non_camel_case_types, clippy::upper_case_acronyms)]
+
+use super::types::*;
+use super::{non_null, put, read_name, service, Rc, BAD_PARAM};
+use partix_runtime::partition::{
+    self as apex, ApexError, PortDirection, QueuingDiscipline, QueuingPortId, SamplingPortId,
+    Validity,
+};
+use std::ffi::c_char;
+use std::mem::{offset_of, size_of};
+
+/// `PORT_DIRECTION_TYPE` (a C enumeration).
+pub type PORT_DIRECTION_TYPE = u32;
+/// `SOURCE`.
+pub const SOURCE: PORT_DIRECTION_TYPE = 0;
+/// `DESTINATION`.
+pub const DESTINATION: PORT_DIRECTION_TYPE = 1;
+/// `QUEUING_DISCIPLINE_TYPE` (a C enumeration).
+pub type QUEUING_DISCIPLINE_TYPE = u32;
+/// `FIFO`.
+pub const FIFO: QUEUING_DISCIPLINE_TYPE = 0;
+/// `PRIORITY`.
+pub const PRIORITY: QUEUING_DISCIPLINE_TYPE = 1;
+/// `MESSAGE_RANGE_TYPE`.
+pub type MESSAGE_RANGE_TYPE = APEX_INTEGER;
+/// `WAITING_RANGE_TYPE`.
+pub type WAITING_RANGE_TYPE = APEX_INTEGER;
+/// `VALIDITY_TYPE` (a C enumeration).
+pub type VALIDITY_TYPE = u32;
+/// `INVALID`.
+pub const INVALID: VALIDITY_TYPE = 0;
+/// `VALID`.
+pub const VALID: VALIDITY_TYPE = 1;
+/// `SAMPLING_PORT_ID_TYPE`.
+pub type SAMPLING_PORT_ID_TYPE = APEX_INTEGER;
+/// `QUEUING_PORT_ID_TYPE`.
+pub type QUEUING_PORT_ID_TYPE = APEX_INTEGER;
+
+/// `SAMPLING_PORT_STATUS_TYPE`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SAMPLING_PORT_STATUS_TYPE {
+    /// `REFRESH_PERIOD` (ns).
+    pub REFRESH_PERIOD: SYSTEM_TIME_TYPE,
+    /// `MAX_MESSAGE_SIZE`.
+    pub MAX_MESSAGE_SIZE: MESSAGE_SIZE_TYPE,
+    /// `PORT_DIRECTION`.
+    pub PORT_DIRECTION: PORT_DIRECTION_TYPE,
+    /// `LAST_MSG_VALIDITY`.
+    pub LAST_MSG_VALIDITY: VALIDITY_TYPE,
+}
+
+/// `QUEUING_PORT_STATUS_TYPE`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QUEUING_PORT_STATUS_TYPE {
+    /// `NB_MESSAGE`.
+    pub NB_MESSAGE: MESSAGE_RANGE_TYPE,
+    /// `MAX_NB_MESSAGE`.
+    pub MAX_NB_MESSAGE: MESSAGE_RANGE_TYPE,
+    /// `MAX_MESSAGE_SIZE`.
+    pub MAX_MESSAGE_SIZE: MESSAGE_SIZE_TYPE,
+    /// `PORT_DIRECTION`.
+    pub PORT_DIRECTION: PORT_DIRECTION_TYPE,
+    /// `WAITING_PROCESSES`.
+    pub WAITING_PROCESSES: WAITING_RANGE_TYPE,
+}
+
+// Layout as gcc lays out sampling.h / queueing.h on LP64 Linux; the unit test below compiles a
+// C program that prints the same numbers and compares.
+const _: () = {
+    assert!(size_of::<SAMPLING_PORT_STATUS_TYPE>() == 24);
+    assert!(offset_of!(SAMPLING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE) == 8);
+    assert!(offset_of!(SAMPLING_PORT_STATUS_TYPE, PORT_DIRECTION) == 12);
+    assert!(offset_of!(SAMPLING_PORT_STATUS_TYPE, LAST_MSG_VALIDITY) == 16);
+    assert!(size_of::<QUEUING_PORT_STATUS_TYPE>() == 20);
+    assert!(offset_of!(QUEUING_PORT_STATUS_TYPE, MAX_NB_MESSAGE) == 4);
+    assert!(offset_of!(QUEUING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE) == 8);
+    assert!(offset_of!(QUEUING_PORT_STATUS_TYPE, PORT_DIRECTION) == 12);
+    assert!(offset_of!(QUEUING_PORT_STATUS_TYPE, WAITING_PROCESSES) == 16);
+};
+
+fn direction(d: PORT_DIRECTION_TYPE) -> Result<PortDirection, Rc> {
+    match d {
+        SOURCE => Ok(PortDirection::Source),
+        DESTINATION => Ok(PortDirection::Destination),
+        _ => Err(BAD_PARAM),
+    }
+}
+
+fn direction_type(d: PortDirection) -> PORT_DIRECTION_TYPE {
+    match d {
+        PortDirection::Source => SOURCE,
+        PortDirection::Destination => DESTINATION,
+    }
+}
+
+fn validity_type(v: Validity) -> VALIDITY_TYPE {
+    match v {
+        Validity::Invalid => INVALID,
+        Validity::Valid => VALID,
+    }
+}
+
+fn discipline(d: QUEUING_DISCIPLINE_TYPE) -> Result<QueuingDiscipline, Rc> {
+    match d {
+        FIFO => Ok(QueuingDiscipline::Fifo),
+        PRIORITY => Ok(QueuingDiscipline::Priority),
+        _ => Err(BAD_PARAM),
+    }
+}
+
+/// A configured size from C: negative or zero sizes match no configuration.
+fn size(n: APEX_INTEGER) -> Result<u32, Rc> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or(Rc::from(ApexError::InvalidConfig))
+}
+
+/// Borrow the `len` bytes of a message the caller passes in (`len` already checked: 1..=max).
+fn message_in<'a>(addr: MESSAGE_ADDR_TYPE, len: usize) -> Result<&'a [u8], Rc> {
+    non_null(addr)?;
+    // SAFETY: addr is non-null and the caller passes a message of LENGTH bytes (the prototype
+    // says so); len is LENGTH, checked to be positive and at most the port's maximum.
+    Ok(unsafe { std::slice::from_raw_parts(addr, len) })
+}
+
+/// Borrow the caller's buffer of the port's `max` bytes for a message to be copied into.
+fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc> {
+    non_null(addr)?;
+    // SAFETY: addr is non-null and the standard requires the buffer to hold MAX_MESSAGE_SIZE
+    // bytes of the port; nothing else refers to it during the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(addr, max as usize) })
+}
+
+/// Check a message length against a port's maximum: > max is `INVALID_CONFIG`, ≤ 0 is
+/// `INVALID_PARAM` (in that order, as the standard lists them).
+fn message_len(len: MESSAGE_SIZE_TYPE, max: u32) -> Result<usize, Rc> {
+    if i64::from(len) > i64::from(max) {
+        return Err(ApexError::InvalidConfig.into());
+    }
+    if len <= 0 {
+        return Err(BAD_PARAM);
+    }
+    Ok(len as usize)
+}
+
+/// `CREATE_SAMPLING_PORT`.
+#[no_mangle]
+pub extern "C" fn CREATE_SAMPLING_PORT(
+    SAMPLING_PORT_NAME: *const c_char,
+    MAX_MESSAGE_SIZE: MESSAGE_SIZE_TYPE,
+    PORT_DIRECTION: PORT_DIRECTION_TYPE,
+    REFRESH_PERIOD: SYSTEM_TIME_TYPE,
+    SAMPLING_PORT_ID: *mut SAMPLING_PORT_ID_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("CREATE_SAMPLING_PORT", RETURN_CODE, || {
+        non_null(SAMPLING_PORT_ID)?;
+        let name = read_name(SAMPLING_PORT_NAME)?;
+        let dir = direction(PORT_DIRECTION)?;
+        let max = size(MAX_MESSAGE_SIZE)?;
+        let id = apex::create_sampling_port(&name, max, dir, REFRESH_PERIOD)?;
+        put(SAMPLING_PORT_ID, id.0)
+    });
+}
+
+/// `WRITE_SAMPLING_MESSAGE`.
+#[no_mangle]
+pub extern "C" fn WRITE_SAMPLING_MESSAGE(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTH: MESSAGE_SIZE_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("WRITE_SAMPLING_MESSAGE", RETURN_CODE, || {
+        let id = SamplingPortId(SAMPLING_PORT_ID);
+        let st = apex::get_sampling_port_status(id)?;
+        let len = message_len(LENGTH, st.max_message_size)?;
+        let msg = message_in(MESSAGE_ADDR, len)?;
+        Ok(apex::write_sampling_message(id, msg)?)
+    });
+}
+
+/// `READ_SAMPLING_MESSAGE`.
+#[no_mangle]
+pub extern "C" fn READ_SAMPLING_MESSAGE(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTH: *mut MESSAGE_SIZE_TYPE,
+    VALIDITY: *mut VALIDITY_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("READ_SAMPLING_MESSAGE", RETURN_CODE, || {
+        non_null(LENGTH)?;
+        non_null(VALIDITY)?;
+        let id = SamplingPortId(SAMPLING_PORT_ID);
+        let st = apex::get_sampling_port_status(id)?;
+        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        put(LENGTH, 0)?;
+        let (n, v) = apex::read_sampling_message(id, buf)?;
+        put(LENGTH, n as MESSAGE_SIZE_TYPE)?;
+        put(VALIDITY, validity_type(v))
+    });
+}
+
+/// `GET_SAMPLING_PORT_ID`.
+#[no_mangle]
+pub extern "C" fn GET_SAMPLING_PORT_ID(
+    SAMPLING_PORT_NAME: *const c_char,
+    SAMPLING_PORT_ID: *mut SAMPLING_PORT_ID_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("GET_SAMPLING_PORT_ID", RETURN_CODE, || {
+        non_null(SAMPLING_PORT_ID)?;
+        let name = read_name(SAMPLING_PORT_NAME)?;
+        put(SAMPLING_PORT_ID, apex::get_sampling_port_id(&name)?.0)
+    });
+}
+
+/// `GET_SAMPLING_PORT_STATUS`.
+#[no_mangle]
+pub extern "C" fn GET_SAMPLING_PORT_STATUS(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    SAMPLING_PORT_STATUS: *mut SAMPLING_PORT_STATUS_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("GET_SAMPLING_PORT_STATUS", RETURN_CODE, || {
+        non_null(SAMPLING_PORT_STATUS)?;
+        let st = apex::get_sampling_port_status(SamplingPortId(SAMPLING_PORT_ID))?;
+        put(
+            SAMPLING_PORT_STATUS,
+            SAMPLING_PORT_STATUS_TYPE {
+                REFRESH_PERIOD: st.refresh_period,
+                MAX_MESSAGE_SIZE: st.max_message_size as MESSAGE_SIZE_TYPE,
+                PORT_DIRECTION: direction_type(st.port_direction),
+                LAST_MSG_VALIDITY: validity_type(st.last_msg_validity),
+            },
+        )
+    });
+}
+
+/// `CREATE_QUEUING_PORT`.
+#[no_mangle]
+pub extern "C" fn CREATE_QUEUING_PORT(
+    QUEUING_PORT_NAME: *const c_char,
+    MAX_MESSAGE_SIZE: MESSAGE_SIZE_TYPE,
+    MAX_NB_MESSAGE: MESSAGE_RANGE_TYPE,
+    PORT_DIRECTION: PORT_DIRECTION_TYPE,
+    QUEUING_DISCIPLINE: QUEUING_DISCIPLINE_TYPE,
+    QUEUING_PORT_ID: *mut QUEUING_PORT_ID_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("CREATE_QUEUING_PORT", RETURN_CODE, || {
+        non_null(QUEUING_PORT_ID)?;
+        let name = read_name(QUEUING_PORT_NAME)?;
+        let dir = direction(PORT_DIRECTION)?;
+        let disc = discipline(QUEUING_DISCIPLINE)?;
+        let max = size(MAX_MESSAGE_SIZE)?;
+        let nb = size(MAX_NB_MESSAGE)?;
+        let id = apex::create_queuing_port(&name, max, nb, dir, disc)?;
+        put(QUEUING_PORT_ID, id.0)
+    });
+}
+
+/// `SEND_QUEUING_MESSAGE`.
+#[no_mangle]
+pub extern "C" fn SEND_QUEUING_MESSAGE(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTH: MESSAGE_SIZE_TYPE,
+    TIME_OUT: SYSTEM_TIME_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("SEND_QUEUING_MESSAGE", RETURN_CODE, || {
+        let id = QueuingPortId(QUEUING_PORT_ID);
+        let st = apex::get_queuing_port_status(id)?;
+        if TIME_OUT < 0 && TIME_OUT != apex::INFINITE_TIME_VALUE {
+            return Err(BAD_PARAM);
+        }
+        let len = message_len(LENGTH, st.max_message_size)?;
+        let msg = message_in(MESSAGE_ADDR, len)?;
+        Ok(apex::send_queuing_message(id, msg, TIME_OUT)?)
+    });
+}
+
+/// `RECEIVE_QUEUING_MESSAGE`.
+#[no_mangle]
+pub extern "C" fn RECEIVE_QUEUING_MESSAGE(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    TIME_OUT: SYSTEM_TIME_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTH: *mut MESSAGE_SIZE_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("RECEIVE_QUEUING_MESSAGE", RETURN_CODE, || {
+        non_null(LENGTH)?;
+        let id = QueuingPortId(QUEUING_PORT_ID);
+        let st = apex::get_queuing_port_status(id)?;
+        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        put(LENGTH, 0)?;
+        let n = apex::receive_queuing_message(id, buf, TIME_OUT)?;
+        put(LENGTH, n as MESSAGE_SIZE_TYPE)
+    });
+}
+
+/// `GET_QUEUING_PORT_ID`.
+#[no_mangle]
+pub extern "C" fn GET_QUEUING_PORT_ID(
+    QUEUING_PORT_NAME: *const c_char,
+    QUEUING_PORT_ID: *mut QUEUING_PORT_ID_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("GET_QUEUING_PORT_ID", RETURN_CODE, || {
+        non_null(QUEUING_PORT_ID)?;
+        let name = read_name(QUEUING_PORT_NAME)?;
+        put(QUEUING_PORT_ID, apex::get_queuing_port_id(&name)?.0)
+    });
+}
+
+/// `GET_QUEUING_PORT_STATUS`.
+#[no_mangle]
+pub extern "C" fn GET_QUEUING_PORT_STATUS(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    QUEUING_PORT_STATUS: *mut QUEUING_PORT_STATUS_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("GET_QUEUING_PORT_STATUS", RETURN_CODE, || {
+        non_null(QUEUING_PORT_STATUS)?;
+        let st = apex::get_queuing_port_status(QueuingPortId(QUEUING_PORT_ID))?;
+        put(
+            QUEUING_PORT_STATUS,
+            QUEUING_PORT_STATUS_TYPE {
+                NB_MESSAGE: st.nb_message as MESSAGE_RANGE_TYPE,
+                MAX_NB_MESSAGE: st.max_nb_message as MESSAGE_RANGE_TYPE,
+                MAX_MESSAGE_SIZE: st.max_message_size as MESSAGE_SIZE_TYPE,
+                PORT_DIRECTION: direction_type(st.port_direction),
+                WAITING_PROCESSES: st.waiting_processes as WAITING_RANGE_TYPE,
+            },
+        )
+    });
+}
+
+/// `CLEAR_QUEUING_PORT`.
+#[no_mangle]
+pub extern "C" fn CLEAR_QUEUING_PORT(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("CLEAR_QUEUING_PORT", RETURN_CODE, || {
+        Ok(apex::clear_queuing_port(QueuingPortId(QUEUING_PORT_ID))?)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// The C compiler lays the status structs out as the Rust mirrors.
+    #[test]
+    fn status_layouts_agree_with_the_c_headers() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let src = std::env::temp_dir().join(format!("ports-layout-{}.c", std::process::id()));
+        let exe = src.with_extension("bin");
+        std::fs::write(
+            &src,
+            r#"#include <arinc653/apex.h>
+#include <stddef.h>
+#include <stdio.h>
+int main(void) {
+    printf("%zu %zu %zu %zu\n", sizeof(SAMPLING_PORT_STATUS_TYPE),
+           offsetof(SAMPLING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE),
+           offsetof(SAMPLING_PORT_STATUS_TYPE, PORT_DIRECTION),
+           offsetof(SAMPLING_PORT_STATUS_TYPE, LAST_MSG_VALIDITY));
+    printf("%zu %zu %zu %zu %zu\n", sizeof(QUEUING_PORT_STATUS_TYPE),
+           offsetof(QUEUING_PORT_STATUS_TYPE, MAX_NB_MESSAGE),
+           offsetof(QUEUING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE),
+           offsetof(QUEUING_PORT_STATUS_TYPE, PORT_DIRECTION),
+           offsetof(QUEUING_PORT_STATUS_TYPE, WAITING_PROCESSES));
+    printf("%zu %zu\n", sizeof(VALIDITY_TYPE), sizeof(SAMPLING_PORT_ID_TYPE));
+    return 0;
+}
+"#,
+        )
+        .unwrap();
+        let cc = Command::new("cc")
+            .args(["-std=c99", "-Wall", "-Werror", "-I"])
+            .arg(dir.join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("run cc");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = Command::new(&exe).output().expect("run the layout program");
+        let _ = std::fs::remove_file(&src);
+        let _ = std::fs::remove_file(&exe);
+        let rust = format!(
+            "{} {} {} {}\n{} {} {} {} {}\n{} {}\n",
+            size_of::<SAMPLING_PORT_STATUS_TYPE>(),
+            offset_of!(SAMPLING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE),
+            offset_of!(SAMPLING_PORT_STATUS_TYPE, PORT_DIRECTION),
+            offset_of!(SAMPLING_PORT_STATUS_TYPE, LAST_MSG_VALIDITY),
+            size_of::<QUEUING_PORT_STATUS_TYPE>(),
+            offset_of!(QUEUING_PORT_STATUS_TYPE, MAX_NB_MESSAGE),
+            offset_of!(QUEUING_PORT_STATUS_TYPE, MAX_MESSAGE_SIZE),
+            offset_of!(QUEUING_PORT_STATUS_TYPE, PORT_DIRECTION),
+            offset_of!(QUEUING_PORT_STATUS_TYPE, WAITING_PROCESSES),
+            size_of::<VALIDITY_TYPE>(),
+            size_of::<SAMPLING_PORT_ID_TYPE>(),
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), rust);
+    }
+
+    #[test]
+    fn lengths_are_checked_before_any_byte_is_read() {
+        assert_eq!(message_len(9, 8), Err(Rc(INVALID_CONFIG)));
+        assert_eq!(message_len(0, 8), Err(BAD_PARAM));
+        assert_eq!(message_len(-3, 8), Err(BAD_PARAM));
+        assert_eq!(message_len(8, 8), Ok(8));
+        assert_eq!(size(0), Err(Rc(INVALID_CONFIG)));
+        assert_eq!(direction(7), Err(BAD_PARAM));
+        assert_eq!(discipline(2), Err(BAD_PARAM));
+    }
+
+    #[test]
+    fn services_without_ports_answer_without_touching_null_pointers() {
+        let mut rc: RETURN_CODE_TYPE = 99;
+        let mut id: SAMPLING_PORT_ID_TYPE = 0;
+        CREATE_SAMPLING_PORT(c"X".as_ptr(), 8, 7, 0, &mut id, &mut rc);
+        assert_eq!(rc, INVALID_PARAM);
+        CREATE_SAMPLING_PORT(c"X".as_ptr(), 8, SOURCE, 0, std::ptr::null_mut(), &mut rc);
+        assert_eq!(rc, INVALID_PARAM);
+        WRITE_SAMPLING_MESSAGE(1, std::ptr::null_mut(), 4, &mut rc);
+        assert_eq!(rc, INVALID_PARAM);
+        let mut len = 0;
+        RECEIVE_QUEUING_MESSAGE(1, 0, std::ptr::null_mut(), &mut len, &mut rc);
+        assert_eq!(rc, INVALID_PARAM);
+        CLEAR_QUEUING_PORT(42, &mut rc);
+        assert_eq!(rc, INVALID_PARAM);
+    }
+}
