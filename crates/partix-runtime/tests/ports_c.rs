@@ -1,0 +1,122 @@
+//! The port services from C, in a partition started by the real executive: the C program
+//! `crates/partix-apex/tests/c/ports_codes.c` (linked with `libpartix_apex.a`) runs as partition
+//! CODES of `tests/ports/codes.xml` and its lines must equal `ports_codes.expected`.
+
+use partix_runtime::executive::os::{allowed_cpus, run_module, Program, RunConfig};
+use partix_runtime::executive::Options;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn apex_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../partix-apex")
+}
+
+/// Build `libpartix_apex.a` for this target directory and profile; return its directory.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let target_dir = profile.parent().expect("target dir");
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["build", "--quiet", "-p", "partix-apex"])
+        .env("CARGO_TARGET_DIR", target_dir);
+    if profile.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    assert!(
+        cmd.status()
+            .expect("run cargo build -p partix-apex")
+            .success(),
+        "cargo build -p partix-apex failed"
+    );
+    profile.to_path_buf()
+}
+
+#[test]
+fn every_port_service_return_code_from_c_under_the_executive() {
+    let dir = std::env::temp_dir().join(format!("partix-ports-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("ports_codes");
+    let cc = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I"])
+        .arg(apex_dir().join("include"))
+        .arg(apex_dir().join("tests/c/ports_codes.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(lib_dir().join("libpartix_apex.a"))
+        .args(["-lpthread", "-ldl", "-lm", "-lrt"])
+        .output()
+        .expect("run cc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = dir.join("codes.out");
+    let m =
+        partix_config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/codes.xml"))
+            .unwrap();
+    let cfg = RunConfig {
+        programs: vec![
+            Program {
+                path: exe,
+                args: vec![out.display().to_string()],
+            },
+            Program {
+                path: PathBuf::from(env!("CARGO_BIN_EXE_ports-testpart")),
+                args: vec!["idle".into(), dir.join("other.out").display().to_string()],
+            },
+        ],
+        cpu: Some(
+            std::env::var("PARTIX_TEST_CPU")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| allowed_cpus()[0]),
+        ),
+        options: Options {
+            max_frames: Some(100_000),
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, out) = (stop.clone(), out.clone());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(60) && !stop.load(Ordering::Relaxed) {
+                let done = std::fs::read_to_string(&out)
+                    .map(|s| s.lines().any(|l| l == "END"))
+                    .unwrap_or(false);
+                if done {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let stop2 = stop.clone();
+    let report = std::thread::spawn(move || run_module(&m, cfg, &stop2))
+        .join()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    report.unwrap_or_else(|e| panic!("run_module: {e}"));
+    let actual = std::fs::read_to_string(&out).unwrap_or_default();
+    let expected =
+        std::fs::read_to_string(apex_dir().join("tests/c/ports_codes.expected")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let (a, e): (Vec<&str>, Vec<&str>) = (actual.lines().collect(), expected.lines().collect());
+    let diffs: Vec<String> = (0..a.len().max(e.len()))
+        .filter(|&i| a.get(i) != e.get(i))
+        .map(|i| format!("line {}: got {:?}, want {:?}", i + 1, a.get(i), e.get(i)))
+        .collect();
+    assert!(diffs.is_empty(), "{}\nactual:\n{actual}", diffs.join("\n"));
+}
