@@ -63,6 +63,8 @@ pub const ONE_SIDED: &str = "one-sided";
 pub enum ChannelError {
     /// A channel asks for a transport this build does not provide.
     Transport {
+        /// The configuration file (or `<configuration>` for a module built in memory).
+        file: String,
         /// `ChannelName` or `channel <id>`.
         channel: String,
         /// The transport asked for.
@@ -90,12 +92,13 @@ impl fmt::Display for ChannelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ChannelError::Transport {
+                file,
                 channel,
                 transport,
                 location,
             } => write!(
                 f,
-                "{}:{}: {channel}: transport \"{transport}\" is not available in this build; \
+                "{file}:{}:{}: {channel}: transport \"{transport}\" is not available in this build; \
                  use partix:Transport=\"{ONE_SIDED}\" (or leave it out)",
                 location.line, location.col
             ),
@@ -207,6 +210,10 @@ impl ChannelSet {
             if let Some(t) = &c.transport {
                 if t != ONE_SIDED {
                     return Err(ChannelError::Transport {
+                        file: module.source.as_ref().map_or_else(
+                            || "<configuration>".to_owned(),
+                            |p| p.display().to_string(),
+                        ),
                         channel: channel_label(c),
                         transport: t.clone(),
                         location: c.location,
@@ -731,7 +738,7 @@ mod tests {
         m.channels[1].transport = Some("udp".into());
         m.channels[1].location = Location { line: 40, col: 5 };
         let e = ChannelSet::create(&m).unwrap_err().to_string();
-        assert!(e.contains("40:5: channel 2"), "{e}");
+        assert!(e.contains("<configuration>:40:5: channel 2"), "{e}");
         assert!(e.contains("\"udp\""), "{e}");
         assert!(e.contains("one-sided"), "{e}");
     }

@@ -230,9 +230,11 @@ fn a_channel_with_another_transport_is_refused_at_startup() {
         .unwrap()
         .unwrap_err();
     assert!(matches!(e, RunError::Channels(_)), "{e}");
+    eprintln!("{e}");
     let msg = e.to_string();
     assert!(
-        msg.contains("channel 7 (ports-udp-channel)") && msg.contains("\"udp\""),
+        msg.contains("tests/ports/udp.xml:")
+            && msg.contains(": channel 7 (ports-udp-channel): transport \"udp\""),
         "{msg}"
     );
 }
