@@ -238,3 +238,41 @@ fn a_channel_with_another_transport_is_refused_at_startup() {
         "{msg}"
     );
 }
+
+fn waiting_order(discipline: &str) -> Vec<String> {
+    let m = load("order.xml");
+    let out = run(
+        &m,
+        discipline,
+        &[("order-src", &[], true), ("order-dst", &[discipline], true)],
+        Duration::from_secs(60),
+    );
+    all_pass("ORDER_SRC", &out[0]);
+    all_pass("ORDER_DST", &out[1]);
+    out[1]
+        .iter()
+        .filter(|l| l.starts_with("GOT"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
+    // Priorities 5, 10, 15 start waiting in that order.
+    assert_eq!(
+        waiting_order("fifo"),
+        [
+            "GOT priority 5 message 0",
+            "GOT priority 10 message 1",
+            "GOT priority 15 message 2"
+        ]
+    );
+    assert_eq!(
+        waiting_order("priority"),
+        [
+            "GOT priority 5 message 2",
+            "GOT priority 10 message 1",
+            "GOT priority 15 message 0"
+        ]
+    );
+}

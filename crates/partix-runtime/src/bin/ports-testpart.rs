@@ -12,6 +12,9 @@
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
 //!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
+//!   order-src      wait for "ready" on sampling port RDY, then send 3 messages on QOUT
+//!   order-dst D    processes of priority 5, 10, 15 wait on QIN (discipline D: fifo|priority)
+//!                  in that order; when all 3 wait, write "ready" on RDY; report who got what
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
@@ -653,6 +656,80 @@ extern "C" fn kill_dst_process() {
     idle_forever();
 }
 
+// ------------------------------------------------------------------------------ waiting order
+
+static GOT: std::sync::Mutex<Vec<(i32, u8)>> = std::sync::Mutex::new(Vec::new());
+
+fn order_receive(prio: i32, ahead: u32) {
+    let id = get_queuing_port_id("QIN").expect("QIN");
+    // Arrive after the `ahead` processes that must wait first (deterministic arrival order).
+    while get_queuing_port_status(id)
+        .expect("status")
+        .waiting_processes
+        < ahead
+    {
+        let _ = timed_wait(MS);
+    }
+    let mut buf = [0u8; 8];
+    match receive_queuing_message(id, &mut buf, INFINITE_TIME_VALUE) {
+        Ok(_) => {
+            let mut g = GOT.lock().unwrap();
+            g.push((prio, buf[0]));
+            if g.len() == 3 {
+                g.sort();
+                for (p, m) in g.iter() {
+                    out(&format!("GOT priority {p} message {m}"));
+                }
+                out("END order-dst");
+            }
+        }
+        Err(e) => out(&format!("FAIL receive at priority {prio}: {e:?}")),
+    }
+    idle_forever();
+}
+
+extern "C" fn order_r5() {
+    order_receive(5, 0);
+}
+
+extern "C" fn order_r10() {
+    order_receive(10, 1);
+}
+
+extern "C" fn order_r15() {
+    order_receive(15, 2);
+}
+
+extern "C" fn order_watch() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let s = get_sampling_port_id("RDY").expect("RDY");
+    while get_queuing_port_status(q)
+        .expect("status")
+        .waiting_processes
+        < 3
+    {
+        let _ = timed_wait(MS);
+    }
+    write_sampling_message(s, b"ready").expect("write ready");
+    idle_forever();
+}
+
+extern "C" fn order_send() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let s = get_sampling_port_id("RDY").expect("RDY");
+    let mut buf = [0u8; 8];
+    while read_sampling_message(s, &mut buf).is_err() {
+        let _ = timed_wait(MS);
+    }
+    for m in 0..3u8 {
+        if let Err(e) = send_queuing_message(q, &[m; 4], 0) {
+            out(&format!("FAIL send {m}: {e:?}"));
+        }
+    }
+    out("END order-src");
+    idle_forever();
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let role = args.first().cloned().unwrap_or_default();
@@ -695,6 +772,25 @@ fn main() {
         "kill-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
             process("dst", kill_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "order-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("RDY", 8, d, 1_000 * MS).expect("RDY");
+            process("send", order_send, 10, INFINITE_TIME_VALUE);
+        }
+        "order-dst" => {
+            let disc = match args.get(2).map(String::as_str) {
+                Some("priority") => QueuingDiscipline::Priority,
+                _ => QueuingDiscipline::Fifo,
+            };
+            create_queuing_port("QIN", 8, 8, d, disc).expect("QIN");
+            create_sampling_port("RDY", 8, s, 1_000 * MS).expect("RDY");
+            let q = get_queuing_port_id("QIN").expect("QIN");
+            set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
+            process("r5", order_r5, 5, INFINITE_TIME_VALUE);
+            process("r10", order_r10, 10, INFINITE_TIME_VALUE);
+            process("r15", order_r15, 15, INFINITE_TIME_VALUE);
+            process("watch", order_watch, 20, INFINITE_TIME_VALUE);
         }
         other => {
             eprintln!("ports-testpart: unknown role {other:?}");
