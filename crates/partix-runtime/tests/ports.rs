@@ -276,3 +276,16 @@ fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
         ]
     );
 }
+
+#[test]
+fn a_restarted_partition_sees_the_last_message() {
+    let m = load("restart.xml");
+    let out = run(
+        &m,
+        "restart",
+        &[("sampling-src", &[], true), ("restart-dst", &[], true)],
+        Duration::from_secs(60),
+    );
+    all_pass("SRC", &out[0]);
+    assert_eq!(all_pass("DST", &out[1]), 2, "{:#?}", out[1]);
+}

@@ -12,6 +12,8 @@
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
 //!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
+//!   restart-dst    read until "final", restart the partition (COLD_START); after the restart,
+//!                  the first read at initialisation returns "final" again (regions survive)
 //!   order-src      wait for "ready" on sampling port RDY, then send 3 messages on QOUT
 //!   order-dst D    processes of priority 5, 10, 15 wait on QIN (discipline D: fifo|priority)
 //!                  in that order; when all 3 wait, write "ready" on RDY; report who got what
@@ -656,6 +658,25 @@ extern "C" fn kill_dst_process() {
     idle_forever();
 }
 
+// ------------------------------------------------------------------------------------ restart
+
+extern "C" fn restart_dst_process() {
+    let id = get_sampling_port_id("IN").expect("IN");
+    let mut buf = [0u8; 32];
+    loop {
+        if let Ok((n, _)) = read_sampling_message(id, &mut buf) {
+            if &buf[..n] == b"final" {
+                break;
+            }
+        }
+        let _ = timed_wait(MS);
+    }
+    out("PASS read final before the restart");
+    let e = set_partition_mode(OperatingMode::ColdStart);
+    out(&format!("FAIL set_partition_mode(ColdStart): {e:?}"));
+    idle_forever();
+}
+
 // ------------------------------------------------------------------------------ waiting order
 
 static GOT: std::sync::Mutex<Vec<(i32, u8)>> = std::sync::Mutex::new(Vec::new());
@@ -772,6 +793,21 @@ fn main() {
         "kill-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
             process("dst", kill_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "restart-dst" => {
+            let id = create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
+            if get_partition_status().start_condition == StartCondition::NormalStart {
+                process("dst", restart_dst_process, 10, INFINITE_TIME_VALUE);
+            } else {
+                let mut buf = [0u8; 32];
+                let r = read_sampling_message(id, &mut buf).map(|(n, _)| buf[..n].to_vec());
+                expect(
+                    "after the restart the port still holds the last message",
+                    r == Ok(b"final".to_vec()),
+                    format!("{r:?}"),
+                );
+                out("END restart-dst");
+            }
         }
         "order-src" => {
             create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
