@@ -197,7 +197,7 @@ fn deadline_miss_goes_to_the_error_handler() {
         "eh_lock=NO_ACTION",
         "eh:DeadlineMissed failed_is_job=true msg=deadline missed",
         "eh_stop_job=NO_ERROR",
-        "eh:job=Dormant misses=1 jobs>=1:true",
+        "eh:job=Dormant misses=1",
         "eh_get_error_status_empty=NO_ACTION",
     ]);
 }

@@ -50,6 +50,9 @@ pub(crate) const W_TIMED: u32 = 2;
 pub(crate) const W_PERIOD: u32 = 4;
 /// Wait reason: suspended (SUSPEND or SUSPEND_SELF).
 pub(crate) const W_SUSPEND: u32 = 8;
+/// Wait reason: blocked on a resource (a port, buffer, semaphore, event...): see
+/// [`Runtime::set_resource_wait`].
+pub(crate) const W_RESOURCE: u32 = 16;
 
 /// `ProcCtl::suspend` bit: suspended.
 pub(crate) const SUSP: u32 = 1;
@@ -530,6 +533,26 @@ impl Runtime {
                 .store(p.current_priority as u32, Ordering::Relaxed);
             s.deadline_ns.store(p.deadline_ns, Ordering::SeqCst);
         }
+    }
+
+    /// Mark the calling process WAITING (or no longer) because it blocks on a resource (port,
+    /// buffer, semaphore, event); other services (SUSPEND, STOP, status) then see it as WAITING.
+    /// Does nothing for the error handler or a thread that is not a process. Takes the runtime
+    /// lock: call it around the blocking wait, not while holding another runtime lock.
+    #[allow(dead_code)] // used by the intra-partition services as they arrive
+    pub fn set_resource_wait(&self, waiting: bool) {
+        let Some(idx) = self_index().filter(|&i| i < MAX_PROCESSES) else {
+            return;
+        };
+        self.with_inner(|inner| {
+            let p = &mut inner.procs[idx];
+            if waiting {
+                p.reasons |= W_RESOURCE;
+            } else {
+                p.reasons &= !W_RESOURCE;
+            }
+            self.publish(idx, p);
+        });
     }
 
     /// Wake the deadline monitor if `deadline` (module ns, already published in a slot) is
