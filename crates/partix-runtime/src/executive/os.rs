@@ -199,9 +199,11 @@ impl OsSwitcher {
     pub fn with_channels(mut self, channels: &ChannelSet) -> OsSwitcher {
         for (p, pr) in self.prepared.iter_mut().enumerate() {
             let key = format!("{ENV_PORT_FDS}=");
-            pr.envp.retain(|kv| !kv.as_bytes().starts_with(key.as_bytes()));
+            pr.envp
+                .retain(|kv| !kv.as_bytes().starts_with(key.as_bytes()));
             let v = format!("{key}{}", channels.env_value(p));
-            pr.envp.push(CString::new(v).expect("port names are percent-encoded"));
+            pr.envp
+                .push(CString::new(v).expect("port names are percent-encoded"));
             pr.port_fds = channels.child_fds(p);
         }
         self
@@ -315,11 +317,20 @@ impl Switcher for OsSwitcher {
     fn kill(&mut self, p: usize) {
         let pid = self.pids[p];
         if pid > 0 {
+            // The victim needs this CPU to die, and this thread outranks it: poll with short
+            // real sleeps instead of a blocking waitpid (at most 2 s; a process still alive
+            // then is left to PR_SET_PDEATHSIG).
             // SAFETY: pid is our child; waitpid gets a valid status pointer.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let deadline = monotonic_ns() + 2_000_000_000;
+            loop {
                 let mut st = 0;
-                libc::waitpid(pid, &mut st, 0);
+                // SAFETY: as above.
+                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+                if r != 0 || monotonic_ns() > deadline {
+                    break;
+                }
+                OsClock.sleep_until(monotonic_ns() + 100_000);
             }
             self.pids[p] = 0;
         }
