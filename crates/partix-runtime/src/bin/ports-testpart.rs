@@ -15,8 +15,9 @@
 //!   restart-dst    read until "final", restart the partition (COLD_START); after the restart,
 //!                  the first read at initialisation returns "final" again (regions survive)
 //!   order-src      wait for "ready" on sampling port RDY, then send 3 messages on QOUT
-//!   order-dst D    processes of priority 5, 10, 15 wait on QIN (discipline D: fifo|priority)
-//!                  in that order; when all 3 wait, write "ready" on RDY; report who got what
+//!   order-dst D    processes of priority 7, 5, 10, 15 wait on QIN (discipline D: fifo|priority)
+//!                  in that order; when all 4 wait, STOP the first, write "ready" on RDY; report
+//!                  who got what
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
@@ -709,16 +710,20 @@ fn order_receive(prio: i32, ahead: u32) {
     idle_forever();
 }
 
+extern "C" fn order_r7() {
+    order_receive(7, 0);
+}
+
 extern "C" fn order_r5() {
-    order_receive(5, 0);
+    order_receive(5, 1);
 }
 
 extern "C" fn order_r10() {
-    order_receive(10, 1);
+    order_receive(10, 2);
 }
 
 extern "C" fn order_r15() {
-    order_receive(15, 2);
+    order_receive(15, 3);
 }
 
 extern "C" fn order_watch() {
@@ -727,10 +732,16 @@ extern "C" fn order_watch() {
     while get_queuing_port_status(q)
         .expect("status")
         .waiting_processes
-        < 3
+        < 4
     {
         let _ = timed_wait(MS);
     }
+    // r7 waits first (at the head with FIFO): stop it; its place must not block the others.
+    stop(get_process_id("r7").expect("r7")).expect("stop r7");
+    let n = get_queuing_port_status(q)
+        .expect("status")
+        .waiting_processes;
+    expect("a stopped process no longer counts as waiting", n == 3, n);
     write_sampling_message(s, b"ready").expect("write ready");
     idle_forever();
 }
@@ -823,6 +834,7 @@ fn main() {
             create_sampling_port("RDY", 8, s, 1_000 * MS).expect("RDY");
             let q = get_queuing_port_id("QIN").expect("QIN");
             set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
+            process("r7", order_r7, 7, INFINITE_TIME_VALUE);
             process("r5", order_r5, 5, INFINITE_TIME_VALUE);
             process("r10", order_r10, 10, INFINITE_TIME_VALUE);
             process("r15", order_r15, 15, INFINITE_TIME_VALUE);

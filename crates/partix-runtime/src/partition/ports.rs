@@ -141,6 +141,16 @@ struct SamplingPort {
 struct Waiter {
     ticket: u64,
     priority: i32,
+    /// The waiting process and its incarnation: a process stopped (STOP) while waiting gets a
+    /// new incarnation, and its abandoned entry is then ignored and dropped.
+    process: usize,
+    incarnation: u32,
+}
+
+impl Waiter {
+    fn alive(&self) -> bool {
+        rt().ctl[self.process].incarnation.load(Ordering::Acquire) == self.incarnation
+    }
 }
 
 struct QueuingState {
@@ -234,8 +244,8 @@ fn creation_mode_ok() -> ApexResult<()> {
 }
 
 /// Check that the caller may wait: a process, not the error handler, not holding the
-/// preemption lock. Return its current priority.
-fn waiting_caller() -> ApexResult<i32> {
+/// preemption lock. Return its current priority and index.
+fn waiting_caller() -> ApexResult<(i32, usize)> {
     let r = rt();
     match rt::self_index() {
         None | Some(EH_INDEX) => Err(ApexError::InvalidMode),
@@ -243,7 +253,7 @@ fn waiting_caller() -> ApexResult<i32> {
             if inner.lock_owner == Some(idx) {
                 return Err(ApexError::InvalidMode);
             }
-            Ok(inner.procs.get(idx).map_or(0, |p| p.current_priority))
+            Ok((inner.procs.get(idx).map_or(0, |p| p.current_priority), idx))
         }),
     }
 }
@@ -518,6 +528,9 @@ fn queuing(id: QueuingPortId) -> ApexResult<Arc<QueuingPort>> {
         .ok_or(ApexError::InvalidParam)
 }
 
+/// How often a process queued behind the head re-checks that the head is still alive.
+const STALE_CHECK: Duration = Duration::from_millis(50);
+
 /// What one attempt of a send or receive gave.
 enum Try {
     Done(usize),
@@ -545,10 +558,15 @@ impl QueuingPort {
 
     fn head(&self, st: &QueuingState) -> Option<u64> {
         let w = match self.discipline {
-            QueuingDiscipline::Fifo => st.waiters.iter().min_by_key(|w| w.ticket),
+            QueuingDiscipline::Fifo => st
+                .waiters
+                .iter()
+                .filter(|w| w.alive())
+                .min_by_key(|w| w.ticket),
             QueuingDiscipline::Priority => st
                 .waiters
                 .iter()
+                .filter(|w| w.alive())
                 .min_by_key(|w| (std::cmp::Reverse(w.priority), w.ticket)),
         };
         w.map(|w| w.ticket)
@@ -578,16 +596,23 @@ impl QueuingPort {
             return Err(ApexError::NotAvailable);
         }
         drop(st);
-        let priority = waiting_caller()?;
+        let (priority, process) = waiting_caller()?;
+        let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);
         let deadline = deadline_of(timeout);
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        st.waiters.push(Waiter { ticket, priority });
+        st.waiters.push(Waiter {
+            ticket,
+            priority,
+            process,
+            incarnation,
+        });
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.wait_notifier().notify();
         loop {
+            st.waiters.retain(Waiter::alive);
             let is_head = self.head(&st) == Some(ticket);
             if is_head {
                 match op(&mut st) {
@@ -638,16 +663,16 @@ impl QueuingPort {
                 }
                 st = lock(&self.state);
             } else {
-                st = match deadline {
-                    None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-                    Some(d) => {
-                        let left = d.saturating_duration_since(now);
-                        self.cv
-                            .wait_timeout(st, left)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0
-                    }
-                };
+                // Bounded slices: a head stopped while waiting notifies nobody; the next one
+                // notices within a slice.
+                let left = deadline.map_or(STALE_CHECK, |d| {
+                    d.saturating_duration_since(now).min(STALE_CHECK)
+                });
+                st = self
+                    .cv
+                    .wait_timeout(st, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
         }
     }
@@ -760,7 +785,11 @@ pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
 /// `InvalidParam`: no such port.
 pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatus> {
     let port = queuing(id)?;
-    let waiting = lock(&port.state).waiters.len() as u32;
+    let waiting = lock(&port.state)
+        .waiters
+        .iter()
+        .filter(|w| w.alive())
+        .count() as u32;
     Ok(QueuingPortStatus {
         nb_message: (port.probe.len() as u32).min(port.max_nb),
         max_nb_message: port.max_nb,
