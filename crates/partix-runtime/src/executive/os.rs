@@ -2,8 +2,9 @@
 //! real-time priority, and [`run_module`].
 //!
 //! # Mechanism: SIGSTOP/SIGCONT from a SCHED_FIFO 99 thread on the partitions' CPU
-//! The scheduling thread runs `SCHED_FIFO` 99 (with `SCHED_RESET_ON_FORK`, so partition processes
-//! start as normal tasks) pinned to the same CPU as the partitions. It sleeps with
+//! The scheduling thread runs `SCHED_FIFO` 99 pinned to the same CPU as the partitions (a new
+//! partition process keeps that priority only until its stop before exec, then becomes a normal
+//! task). It sleeps with
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to the planned point, then sends `SIGSTOP` to
 //! the outgoing partition process and `SIGCONT` to the incoming one (one signal per process, not
 //! per thread). Because the executive preempts everything on that CPU, the outgoing partition is
@@ -289,7 +290,12 @@ impl Switcher for OsSwitcher {
                     libc::setrlimit(libc::RLIMIT_DATA, &l);
                 }
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
+                // Until here the child runs at the executive's SCHED_FIFO 99, so it reaches the
+                // stop at once even when other real-time load shares the CPU; once let go it
+                // becomes a normal task before exec (the partition runtime raises its threads).
                 libc::raise(libc::SIGSTOP);
+                let normal = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
                 libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
                 libc::_exit(127);
             }
@@ -372,7 +378,7 @@ impl Drop for OsSwitcher {
     }
 }
 
-/// Puts the calling thread on `SCHED_FIFO` 99 (`SCHED_RESET_ON_FORK`) pinned to one CPU;
+/// Puts the calling thread on `SCHED_FIFO` 99 pinned to one CPU;
 /// restores the previous policy and affinity on drop.
 pub struct RtThread {
     old_policy: i32,
@@ -396,9 +402,7 @@ impl RtThread {
             libc::CPU_SET(cpu, &mut set);
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
             let param = libc::sched_param { sched_priority: 99 };
-            let realtime =
-                libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
-                    == 0;
+            let realtime = libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0;
             RtThread {
                 old_policy,
                 old_param,
