@@ -51,7 +51,13 @@ impl Recorder {
     /// Return the summary of what was recorded under `name`.
     pub fn summary(&self, name: &str) -> Summary {
         let h = &self.hist;
-        let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+        let q = |p: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(p)
+            }
+        };
         Summary {
             name: name.to_string(),
             n: h.len(),
@@ -153,7 +159,13 @@ impl Summary {
 
     /// Return a line comparing this class with `baseline` (p50 and p99 ratios).
     pub fn ratio_to(&self, baseline: &Summary) -> String {
-        let r = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+        let r = |a: u64, b: u64| {
+            if b == 0 {
+                f64::NAN
+            } else {
+                a as f64 / b as f64
+            }
+        };
         format!(
             "{} vs {}: p50 ratio {:.2}x, p99 ratio {:.2}x",
             self.name,

@@ -7,8 +7,8 @@
 #![allow(unsafe_code)]
 
 use crate::state::{
-    mode, ModuleState, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAGIC,
-    LAYOUT_VERSION, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
+    mode, ModuleState, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
+    LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
 };
 use partix_shm::{futex, Access, Region, RegionError};
 use std::fmt;
@@ -90,8 +90,10 @@ impl PartitionContext {
     }
 
     fn attach() -> Result<PartitionContext, AttachError> {
-        let (Ok(mfd), Ok(pfd)) = (std::env::var(ENV_MODULE_FD), std::env::var(ENV_PARTITION_FD))
-        else {
+        let (Ok(mfd), Ok(pfd)) = (
+            std::env::var(ENV_MODULE_FD),
+            std::env::var(ENV_PARTITION_FD),
+        ) else {
             return Self::standalone();
         };
         let mfd: i32 = mfd
@@ -128,9 +130,10 @@ impl PartitionContext {
 
     /// Build private regions for a module of one partition (no executive).
     fn standalone() -> Result<PartitionContext, AttachError> {
-        let module = Region::create("partix-module", MODULE_REGION_LEN).map_err(AttachError::Region)?;
-        let partition =
-            Region::create("partix-partition", PARTITION_REGION_LEN).map_err(AttachError::Region)?;
+        let module =
+            Region::create("partix-module", MODULE_REGION_LEN).map_err(AttachError::Region)?;
+        let partition = Region::create("partix-partition", PARTITION_REGION_LEN)
+            .map_err(AttachError::Region)?;
         let id = std::env::var(ENV_PARTITION_ID)
             .ok()
             .and_then(|s| s.parse().ok())

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::attach::monotonic_ns;
 use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use crate::partition::hm::ENV_CONFIG;
 use crate::state::{ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, NAME_LEN};
 use crate::trace::Trace;
 use partix_config::model::Module;
@@ -145,8 +146,23 @@ impl OsSwitcher {
     ) -> Result<OsSwitcher, String> {
         install_sigchld();
         let base_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| k != ENV_MODULE_FD && k != ENV_PARTITION_FD && k != ENV_PARTITION_ID)
+            .filter(|(k, _)| {
+                k != ENV_MODULE_FD
+                    && k != ENV_PARTITION_FD
+                    && k != ENV_PARTITION_ID
+                    && k != ENV_CONFIG
+            })
             .collect();
+        // Partitions read their HM tables (and schedule names) from the configuration file.
+        let config_env = match module.source.as_deref() {
+            Some(src) => {
+                let abs = std::fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+                let mut kv = format!("{ENV_CONFIG}=").into_bytes();
+                kv.extend_from_slice(abs.as_os_str().as_bytes());
+                Some(CString::new(kv).map_err(|_| format!("{}: NUL in path", abs.display()))?)
+            }
+            None => None,
+        };
         let mut prepared = Vec::with_capacity(programs.len());
         for (i, (part, prog)) in module.partitions.iter().zip(programs).enumerate() {
             let path = cstr(prog.path.as_os_str())?;
@@ -168,6 +184,9 @@ impl OsSwitcher {
                 CString::new(format!("{ENV_PARTITION_FD}={PARTITION_FD_NUM}")).expect("no NUL"),
             );
             envp.push(CString::new(format!("{ENV_PARTITION_ID}={}", part.id.0)).expect("no NUL"));
+            if let Some(c) = &config_env {
+                envp.push(c.clone());
+            }
             // SAFETY: an all-zero cpu_set_t is the empty set.
             let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
             for &c in part.affinity.as_deref().unwrap_or(default_cpus) {
@@ -671,9 +690,11 @@ pub fn run_module(
     ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
     let launch_to_normal_ns = monotonic_ns() - launched;
     let end = ex.run(&mut clock, &mut sw, stop);
-    drop(sw);
+    // Tear down as a normal task: killing and reaping partitions has no deadline, and an
+    // executive spinning at FIFO 99 there would starve the dying partitions' threads on its CPU.
     let realtime = rt.realtime;
     drop(rt);
+    drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
     for (i, p) in module.partitions.iter().enumerate() {

@@ -76,13 +76,13 @@ pub use partition::{
     set_partition_mode, ModuleScheduleStatus, OperatingMode, PartitionStatus, ScheduleId,
     StartCondition,
 };
+pub use ports::*;
 pub use process::{
     create_process, delayed_start, get_my_id, get_process_id, get_process_status, lock_preemption,
     resume, set_priority, start, stop, stop_self, suspend, suspend_self, unlock_preemption,
     Deadline, EntryPoint, LockLevel, Priority, ProcessAttributes, ProcessId, ProcessState,
     ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
 };
-pub use ports::*;
 pub use rt::control_signal;
 pub use time::{
     get_time, periodic_wait, replenish, thread_cpu_ns, timed_wait, SystemTime, INFINITE_TIME_VALUE,
