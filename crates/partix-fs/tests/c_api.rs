@@ -14,12 +14,22 @@ fn target_dir() -> PathBuf {
 
 #[test]
 fn c_example_copies_a_file_over_the_wire() {
-    let lib = target_dir().join("libpartix_fs.a");
-    assert!(
-        lib.exists(),
-        "{} missing (cargo builds it with the crate)",
-        lib.display()
-    );
+    // Cargo puts the static library beside the binaries when partix-fs is built for itself, and
+    // only in deps/ when it is built as a dependency of another crate: take the newer one.
+    let lib = [
+        target_dir().join("libpartix_fs.a"),
+        target_dir().join("deps/libpartix_fs.a"),
+    ]
+    .into_iter()
+    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+    .max()
+    .map(|(_, p)| p)
+    .unwrap_or_else(|| {
+        panic!(
+            "libpartix_fs.a missing in {} (cargo builds it with the crate)",
+            target_dir().display()
+        )
+    });
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::temp_dir().join(format!("pfs-fscopy-{}", std::process::id()));
     let out = Command::new("gcc")
