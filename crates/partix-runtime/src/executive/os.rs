@@ -315,6 +315,15 @@ impl Switcher for OsSwitcher {
                 libc::raise(libc::SIGSTOP);
                 let normal = libc::sched_param { sched_priority: 0 };
                 libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+                // The executive's RT watchdog (RLIMIT_RTTIME, see RtThread) is not the
+                // partition's: its threads may run in their windows as long as they like.
+                let mut rt = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::getrlimit(libc::RLIMIT_RTTIME, &mut rt);
+                rt.rlim_cur = rt.rlim_max;
+                libc::setrlimit(libc::RLIMIT_RTTIME, &rt);
                 libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
                 libc::_exit(127);
             }
@@ -403,6 +412,7 @@ pub struct RtThread {
     old_policy: i32,
     old_param: libc::sched_param,
     old_cpus: libc::cpu_set_t,
+    old_rttime: libc::rlimit,
     /// Whether SCHED_FIFO could be set (needs root or CAP_SYS_NICE).
     pub realtime: bool,
 }
@@ -420,12 +430,27 @@ impl RtThread {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            // Watchdog: the executive blocks at every scheduling point, so a real-time thread of
+            // this process that runs for seconds without blocking is a bug that would starve the
+            // partitions' CPU. The kernel then sends SIGXCPU (whose default action ends the
+            // process) instead of letting it spin at FIFO 99. Partitions reset it before exec.
+            let mut old_rttime = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            libc::getrlimit(libc::RLIMIT_RTTIME, &mut old_rttime);
+            let watchdog = libc::rlimit {
+                rlim_cur: RT_WATCHDOG_SOFT_US.min(old_rttime.rlim_max),
+                rlim_max: old_rttime.rlim_max,
+            };
+            libc::setrlimit(libc::RLIMIT_RTTIME, &watchdog);
             let param = libc::sched_param { sched_priority: 99 };
             let realtime = libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0;
             RtThread {
                 old_policy,
                 old_param,
                 old_cpus,
+                old_rttime,
                 realtime,
             }
         }
@@ -442,9 +467,14 @@ impl Drop for RtThread {
                 &self.old_param,
             );
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.old_cpus);
+            libc::setrlimit(libc::RLIMIT_RTTIME, &self.old_rttime);
         }
     }
 }
+
+/// CPU time (µs) a real-time thread of the executive may use without blocking before the kernel
+/// sends SIGXCPU (`RLIMIT_RTTIME` soft limit): a watchdog against a spinning executive.
+pub const RT_WATCHDOG_SOFT_US: libc::rlim_t = 2_000_000;
 
 /// Path of the kernel's real-time throttling budget.
 pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
@@ -762,4 +792,35 @@ pub fn stop_on_signals() -> &'static AtomicBool {
         }
     });
     &STOP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rttime() -> libc::rlimit {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: r is a valid out-pointer.
+        unsafe { libc::getrlimit(libc::RLIMIT_RTTIME, &mut r) };
+        r
+    }
+
+    #[test]
+    fn rt_thread_arms_the_rttime_watchdog_and_restores_it() {
+        let before = rttime();
+        let cpu = default_cpu();
+        let rt = RtThread::enter(cpu);
+        let armed = rttime();
+        assert_eq!(armed.rlim_cur, RT_WATCHDOG_SOFT_US.min(before.rlim_max));
+        assert_eq!(armed.rlim_max, before.rlim_max);
+        drop(rt);
+        let after = rttime();
+        assert_eq!(
+            (after.rlim_cur, after.rlim_max),
+            (before.rlim_cur, before.rlim_max)
+        );
+    }
 }
