@@ -554,8 +554,6 @@ fn diod_classes(
 }
 
 fn plot_cdf(dir: &Path, table: &Table) -> anyhow::Result<PathBuf> {
-    use plotters::prelude::*;
-    std::fs::create_dir_all(dir)?;
     let path = dir.join("fs_latency_cdf.svg");
     let wanted = [
         "raw ping-pong 22B/1042B spin",
@@ -564,50 +562,17 @@ fn plot_cdf(dir: &Path, table: &Table) -> anyhow::Result<PathBuf> {
         "fs read 1024B block",
         "9P/diod read 1024B block",
     ];
-    let rows: Vec<&Row> = wanted.iter().filter_map(|n| table.get(n)).collect();
-    let xmax = rows
+    let series: Vec<(&str, &Recorder)> = wanted
         .iter()
-        .map(|r| r.summary.p999 as f64 / 1000.0)
-        .fold(1.0f64, f64::max)
-        * 1.1;
-    let out = path.clone();
-    let area = SVGBackend::new(&out, (900, 560)).into_drawing_area();
-    area.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&area)
-        .caption(
-            "1 KiB read latency CDF (partix fs vs raw AF_PACKET vs 9P/diod)",
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0f64..xmax, 0f64..1f64)?;
-    chart
-        .configure_mesh()
-        .x_desc("latency (µs)")
-        .y_desc("fraction of operations")
-        .draw()?;
-    let colors = [BLUE, RED, CYAN, MAGENTA, BLACK];
-    for (i, r) in rows.iter().enumerate() {
-        let c = colors[i % colors.len()];
-        let pts: Vec<(f64, f64)> = r
-            .rec
-            .cdf_points()
-            .into_iter()
-            .map(|(ns, f)| (ns as f64 / 1000.0, f))
-            .filter(|(x, _)| *x <= xmax)
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-            .label(r.summary.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    area.present()?;
+        .filter_map(|n| table.get(n))
+        .map(|r| (r.summary.name.as_str(), &r.rec))
+        .collect();
+    crate::report::plot_cdf(
+        &path,
+        "1 KiB read latency CDF (partix fs vs raw AF_PACKET vs 9P/diod)",
+        "latency (µs)",
+        &series,
+        0.999,
+    )?;
     Ok(path)
 }

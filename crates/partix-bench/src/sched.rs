@@ -492,51 +492,14 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn plot_cdf(dir: &Path, series: &[(String, Recorder)]) -> anyhow::Result<PathBuf> {
-    use plotters::prelude::*;
-    std::fs::create_dir_all(dir)?;
     let path = dir.join("sched_overheads_cdf.svg");
-    let xmax = series
-        .iter()
-        .map(|(_, r)| r.summary("").p99 as f64 / 1000.0)
-        .fold(1.0f64, f64::max)
-        * 1.2;
-    let out = path.clone();
-    let area = SVGBackend::new(&out, (900, 560)).into_drawing_area();
-    area.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&area)
-        .caption(
-            "partix scheduling overheads CDF (cf. paper fig. 15)",
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0f64..xmax, 0f64..1f64)?;
-    chart
-        .configure_mesh()
-        .x_desc("overhead (µs)")
-        .y_desc("cumulative probability")
-        .draw()?;
-    let colors = [BLACK, BLUE, RED, GREEN, MAGENTA, CYAN];
-    for (i, (name, r)) in series.iter().enumerate() {
-        let c = colors[i % colors.len()];
-        let pts: Vec<(f64, f64)> = r
-            .cdf_points()
-            .into_iter()
-            .map(|(ns, f)| (ns as f64 / 1000.0, f))
-            .filter(|(x, _)| *x <= xmax)
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    area.present()?;
+    let series: Vec<(&str, &Recorder)> = series.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    crate::report::plot_cdf(
+        &path,
+        "partix scheduling overheads CDF (cf. paper fig. 15)",
+        "overhead (µs)",
+        &series,
+        0.99,
+    )?;
     Ok(path)
 }
