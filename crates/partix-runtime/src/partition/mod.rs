@@ -10,6 +10,9 @@
 //! - [`process`]: process creation, start/stop, suspension, priorities, preemption lock, status.
 //! - [`partition`](mod@partition): partition status and mode, module schedules.
 //! - [`hm`]: health monitor, error handler, deadline monitor.
+//! - [`ports`]: sampling and queuing ports (inter-partition communication).
+//! - [`blackboard`], [`buffer`], [`semaphore`], [`event`]: intra-partition communication and
+//!   synchronisation between the processes of the partition (see `docs/intra.md`).
 //!
 //! # Process model
 //! APEX processes are threads of the partition process, created by CREATE_PROCESS and parked until
@@ -57,16 +60,34 @@
 //! }
 //! ```
 
+pub mod blackboard;
+pub mod buffer;
 pub mod error;
+pub mod event;
 pub mod hm;
 #[allow(clippy::module_inception)]
 pub mod partition;
 pub mod ports;
 pub mod process;
 mod rt;
+pub mod semaphore;
 pub mod time;
+mod waitq;
 
+pub use blackboard::{
+    clear_blackboard, create_blackboard, display_blackboard, get_blackboard_id,
+    get_blackboard_status, read_blackboard, BlackboardId, BlackboardStatus, EmptyIndicator,
+    MAX_INTRA_MESSAGE_SIZE, MAX_NUMBER_OF_BLACKBOARDS,
+};
+pub use buffer::{
+    create_buffer, get_buffer_id, get_buffer_status, receive_buffer, send_buffer, BufferId,
+    BufferStatus, MAX_NUMBER_OF_BUFFERS, MAX_NUMBER_OF_MESSAGES,
+};
 pub use error::{return_code_of, ApexError, ApexResult, NO_ERROR};
+pub use event::{
+    create_event, get_event_id, get_event_status, reset_event, set_event, wait_event, EventId,
+    EventState, EventStatus, MAX_NUMBER_OF_EVENTS,
+};
 pub use hm::{
     create_error_handler, get_error_status, raise_application_error, report_application_message,
     ErrorCode, ErrorStatus, MAX_ERROR_MESSAGE_SIZE,
@@ -84,6 +105,10 @@ pub use process::{
     ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
 };
 pub use rt::control_signal;
+pub use semaphore::{
+    create_semaphore, get_semaphore_id, get_semaphore_status, signal_semaphore, wait_semaphore,
+    SemaphoreId, SemaphoreStatus, SemaphoreValue, MAX_NUMBER_OF_SEMAPHORES, MAX_SEMAPHORE_VALUE,
+};
 pub use time::{
     get_time, periodic_wait, replenish, thread_cpu_ns, timed_wait, SystemTime, INFINITE_TIME_VALUE,
 };

@@ -1,0 +1,263 @@
+//! Buffers (ARINC 653 Part 1): CREATE_BUFFER, SEND_BUFFER, RECEIVE_BUFFER, GET_BUFFER_ID,
+//! GET_BUFFER_STATUS.
+//!
+//! A buffer is a FIFO of at most `MAX_NB_MESSAGE` messages of at most `MAX_MESSAGE_SIZE` bytes,
+//! stored in one array allocated at creation (no allocation when a message is sent or received
+//! without waiting). A receiver finding it empty, or a sender finding it full, is queued in the
+//! buffer's discipline (FIFO, or PRIORITY: current priority, FIFO among equals):
+//! - SEND_BUFFER with receivers waiting hands the message to the first of them;
+//! - RECEIVE_BUFFER that frees a place moves the message of the first waiting sender into the
+//!   buffer and releases that sender.
+
+use super::blackboard::MAX_INTRA_MESSAGE_SIZE;
+use super::error::{ApexError, ApexResult};
+use super::ports::QueuingDiscipline;
+use super::rt::Inner;
+use super::time::SystemTime;
+use super::waitq::{self, block, check_name, check_timeout, may_wait, Step, WaitQueue, WakeSet};
+
+/// `BUFFER_ID_TYPE` (1, 2, ... in creation order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferId(pub i32);
+
+/// `MAX_NUMBER_OF_BUFFERS` of this implementation (per partition).
+pub const MAX_NUMBER_OF_BUFFERS: usize = 256;
+
+/// `SYSTEM_LIMIT_NUMBER_OF_MESSAGES`: the largest `MAX_NB_MESSAGE` of a buffer.
+pub const MAX_NUMBER_OF_MESSAGES: u32 = 512;
+
+/// `BUFFER_STATUS_TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferStatus {
+    /// `NB_MESSAGE`: messages in the buffer now.
+    pub nb_message: u32,
+    /// `MAX_NB_MESSAGE`.
+    pub max_nb_message: u32,
+    /// `MAX_MESSAGE_SIZE` (bytes).
+    pub max_message_size: u32,
+    /// `WAITING_PROCESSES`: senders and receivers waiting.
+    pub waiting_processes: u32,
+}
+
+pub(crate) struct Buffer {
+    name: String,
+    max: u32,
+    max_nb: u32,
+    /// `max_nb` slots of `max` bytes.
+    data: Vec<u8>,
+    lens: Vec<u32>,
+    head: usize,
+    count: usize,
+    /// Waiting senders, each with its message.
+    senders: WaitQueue<Vec<u8>>,
+    /// Waiting receivers; each payload receives a message.
+    receivers: WaitQueue<Vec<u8>>,
+}
+
+impl Buffer {
+    fn slot(&mut self, k: usize) -> &mut [u8] {
+        let m = self.max as usize;
+        &mut self.data[k * m..(k + 1) * m]
+    }
+
+    fn push(&mut self, msg: &[u8]) {
+        let k = (self.head + self.count) % self.max_nb as usize;
+        self.slot(k)[..msg.len()].copy_from_slice(msg);
+        self.lens[k] = msg.len() as u32;
+        self.count += 1;
+    }
+
+    fn pop(&mut self, out: &mut dyn FnMut(&[u8])) {
+        let k = self.head;
+        let n = self.lens[k] as usize;
+        out(&self.slot(k)[..n]);
+        self.head = (self.head + 1) % self.max_nb as usize;
+        self.count -= 1;
+    }
+
+    /// After a place was freed: move the first waiting sender's message in and release it.
+    fn refill(&mut self, inner: &mut Inner, now: u64, wake: &mut WakeSet) {
+        let mut moved = Vec::new();
+        if self.senders.grant_next(inner, now, wake, |m| {
+            moved = std::mem::take(m);
+        }) {
+            self.push(&moved);
+        }
+    }
+}
+
+fn index(id: BufferId, n: usize) -> ApexResult<usize> {
+    usize::try_from(id.0)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .filter(|&i| i < n)
+        .ok_or(ApexError::InvalidParam)
+}
+
+/// Create an empty buffer (`CREATE_BUFFER`) in COLD_START or WARM_START mode.
+///
+/// # Errors
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_BUFFERS`] buffers exist already.
+/// - `NoAction`: a buffer of this name exists.
+/// - `InvalidParam`: `name` is empty or longer than 30 bytes; `max_message_size` is 0 or larger
+///   than [`MAX_INTRA_MESSAGE_SIZE`]; `max_nb_message` is 0 or larger than
+///   [`MAX_NUMBER_OF_MESSAGES`].
+/// - `InvalidMode`: the partition is in NORMAL mode.
+pub fn create_buffer(
+    name: &str,
+    max_message_size: u32,
+    max_nb_message: u32,
+    discipline: QueuingDiscipline,
+) -> ApexResult<BufferId> {
+    waitq::with_objects(|objs, _, _, _| {
+        if objs.buffers.len() >= MAX_NUMBER_OF_BUFFERS {
+            return Err(ApexError::InvalidConfig);
+        }
+        if objs.buffers.iter().any(|b| b.name == name) {
+            return Err(ApexError::NoAction);
+        }
+        check_name(name)?;
+        if max_message_size == 0
+            || max_message_size > MAX_INTRA_MESSAGE_SIZE
+            || max_nb_message == 0
+            || max_nb_message > MAX_NUMBER_OF_MESSAGES
+        {
+            return Err(ApexError::InvalidParam);
+        }
+        waitq::creation_mode()?;
+        objs.buffers.push(Buffer {
+            name: name.to_owned(),
+            max: max_message_size,
+            max_nb: max_nb_message,
+            data: vec![0; max_message_size as usize * max_nb_message as usize],
+            lens: vec![0; max_nb_message as usize],
+            head: 0,
+            count: 0,
+            senders: WaitQueue::new(discipline),
+            receivers: WaitQueue::new(discipline),
+        });
+        Ok(BufferId(objs.buffers.len() as i32))
+    })
+}
+
+/// Send a message to a buffer (`SEND_BUFFER`), waiting up to `timeout` ns while it is full (0: do
+/// not wait; `INFINITE_TIME_VALUE`: no limit). A waiting receiver gets the message directly.
+///
+/// # Errors
+/// - `InvalidParam`: no such buffer; `message` is empty or longer than the maximum; `timeout`
+///   negative and not infinite.
+/// - `NotAvailable`: full and `timeout` is 0.
+/// - `InvalidMode`: full, `timeout` ≠ 0, and the caller holds the preemption lock, is the error
+///   handler or is not a process.
+/// - `TimedOut`: still full after `timeout` (the message is not sent).
+pub fn send_buffer(id: BufferId, message: &[u8], timeout: SystemTime) -> ApexResult<()> {
+    check_timeout(timeout)?;
+    let step = waitq::with_objects(|objs, inner, now, wake| {
+        let i = index(id, objs.buffers.len())?;
+        let b = &mut objs.buffers[i];
+        if message.is_empty() || message.len() > b.max as usize {
+            return Err(ApexError::InvalidParam);
+        }
+        if b.receivers.grant_next(inner, now, wake, |m| {
+            m.clear();
+            m.extend_from_slice(message);
+        }) {
+            return Ok(Step::Done(()));
+        }
+        if b.count < b.max_nb as usize {
+            b.push(message);
+            return Ok(Step::Done(()));
+        }
+        if timeout == 0 {
+            return Err(ApexError::NotAvailable);
+        }
+        let me = may_wait(inner, timeout, now)?;
+        Ok(Step::Wait(objs.enqueue(inner, me, message.to_vec(), |o| {
+            &mut o.buffers[i].senders
+        })))
+    })?;
+    match step {
+        Step::Done(()) => Ok(()),
+        Step::Wait(t) => {
+            let i = id.0 as usize - 1;
+            block(t, |o| &mut o.buffers[i].senders).map(|_| ())
+        }
+    }
+}
+
+/// Receive the oldest message of a buffer into `buf` (`RECEIVE_BUFFER`), waiting up to `timeout`
+/// ns while it is empty (0: do not wait; `INFINITE_TIME_VALUE`: no limit); return its length.
+///
+/// # Errors
+/// - `InvalidParam`: no such buffer; `timeout` negative and not infinite; `buf` shorter than the
+///   buffer's maximum message size.
+/// - `NotAvailable`: empty and `timeout` is 0.
+/// - `InvalidMode`: empty, `timeout` ≠ 0, and the caller holds the preemption lock, is the error
+///   handler or is not a process.
+/// - `TimedOut`: nothing arrived within `timeout`.
+pub fn receive_buffer(id: BufferId, timeout: SystemTime, buf: &mut [u8]) -> ApexResult<usize> {
+    check_timeout(timeout)?;
+    let step = waitq::with_objects(|objs, inner, now, wake| {
+        let i = index(id, objs.buffers.len())?;
+        let b = &mut objs.buffers[i];
+        if buf.len() < b.max as usize {
+            return Err(ApexError::InvalidParam);
+        }
+        if b.count > 0 {
+            let mut n = 0;
+            b.pop(&mut |m| {
+                buf[..m.len()].copy_from_slice(m);
+                n = m.len();
+            });
+            b.refill(inner, now, wake);
+            return Ok(Step::Done(n));
+        }
+        if timeout == 0 {
+            return Err(ApexError::NotAvailable);
+        }
+        let me = may_wait(inner, timeout, now)?;
+        let slot = Vec::with_capacity(b.max as usize);
+        Ok(Step::Wait(
+            objs.enqueue(inner, me, slot, |o| &mut o.buffers[i].receivers),
+        ))
+    })?;
+    match step {
+        Step::Done(n) => Ok(n),
+        Step::Wait(t) => {
+            let i = id.0 as usize - 1;
+            let m = block(t, |o| &mut o.buffers[i].receivers)?;
+            buf[..m.len()].copy_from_slice(&m);
+            Ok(m.len())
+        }
+    }
+}
+
+/// Return the id of the buffer `name` (`GET_BUFFER_ID`).
+///
+/// # Errors
+/// `InvalidConfig`: no buffer has this name.
+pub fn get_buffer_id(name: &str) -> ApexResult<BufferId> {
+    waitq::with_objects(|objs, _, _, _| {
+        objs.buffers
+            .iter()
+            .position(|b| b.name == name)
+            .map(|i| BufferId(i as i32 + 1))
+            .ok_or(ApexError::InvalidConfig)
+    })
+}
+
+/// Return the status of a buffer (`GET_BUFFER_STATUS`).
+///
+/// # Errors
+/// `InvalidParam`: no such buffer.
+pub fn get_buffer_status(id: BufferId) -> ApexResult<BufferStatus> {
+    waitq::with_objects(|objs, _, now, _| {
+        let b = waitq::by_id(&mut objs.buffers, id.0)?;
+        Ok(BufferStatus {
+            nb_message: b.count as u32,
+            max_nb_message: b.max_nb,
+            max_message_size: b.max,
+            waiting_processes: b.senders.waiting(now) + b.receivers.waiting(now),
+        })
+    })
+}

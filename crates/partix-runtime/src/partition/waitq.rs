@@ -1,0 +1,397 @@
+//! Internal: the wait queues and the common machinery of the intra-partition services
+//! (blackboards, buffers, semaphores, events).
+//!
+//! # Design
+//! Intra-partition objects are plain process-local memory (the processes are threads of one
+//! process). All of them live in one [`Objects`] table that is only touched inside
+//! [`Runtime::with_inner`](super::rt::Runtime::with_inner), i.e. under the runtime's
+//! priority-inheritance lock. That gives, for free:
+//! - control signals (SUSPEND/STOP of the caller) are deferred while an object is being changed,
+//!   so no object is ever left half-updated by a parked thread;
+//! - a process is marked WAITING (`W_RESOURCE`) in the same critical section that queues it, and
+//!   READY in the one that hands it the resource, so GET_PROCESS_STATUS never shows a stale state;
+//! - the PRIORITY discipline reads the waiters' *current* priorities from the process table at the
+//!   moment of release.
+//!
+//! A process that must wait is queued ([`WaitQueue::enqueue`]) and parks on its own futex word
+//! ([`WAKE`]), never spinning. Releasing a waiter is a hand-off ([`WaitQueue::grant`]): the
+//! resource (a semaphore unit, a message, the event) is given to the waiter inside the critical
+//! section, its entry is marked granted and its futex word bumped; the waiter collects the result
+//! when it runs. So the release order is exactly the queue's discipline, whatever the threads'
+//! scheduling afterwards.
+//!
+//! # STOP, SUSPEND and time-outs of waiting processes
+//! - STOP gives the process a new incarnation: its entry (tagged with the old one) is dead,
+//!   skipped by every release and dropped by the next operation on the queue.
+//! - SUSPEND of a waiting process parks its thread in the control-signal handler; its entry stays
+//!   queued, so it may still be released (it then stays WAITING, suspended, until RESUME and
+//!   returns `NO_ERROR`). An entry whose time-out has expired is never released: after RESUME
+//!   the process returns `TIMED_OUT`.
+
+use super::blackboard::Blackboard;
+use super::buffer::Buffer;
+use super::error::{ApexError, ApexResult};
+use super::event::Event;
+use super::ports::QueuingDiscipline;
+use super::process::MAX_NAME_LENGTH;
+use super::rt::{self, rt, Inner, EH_INDEX, W_RESOURCE};
+use super::semaphore::Semaphore;
+use super::time::{SystemTime, INFINITE_TIME_VALUE};
+use crate::state::{mode, MAX_PROCESSES};
+use partix_shm::futex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+const _: () = assert!(MAX_PROCESSES <= 64, "the wake set is a u64 bit mask");
+
+/// One futex word per process: bumped when its queue entry is granted.
+static WAKE: [AtomicU32; MAX_PROCESSES] = [const { AtomicU32::new(0) }; MAX_PROCESSES];
+
+/// Every intra-partition object of the partition (ids are index + 1, in creation order).
+pub(crate) struct Objects {
+    pub blackboards: Vec<Blackboard>,
+    pub buffers: Vec<Buffer>,
+    pub semaphores: Vec<Semaphore>,
+    pub events: Vec<Event>,
+    /// Ticket source for every queue (unique tickets: a waiter finds its entry by ticket).
+    next_ticket: u64,
+}
+
+static OBJECTS: Mutex<Objects> = Mutex::new(Objects {
+    blackboards: Vec::new(),
+    buffers: Vec::new(),
+    semaphores: Vec::new(),
+    events: Vec::new(),
+    next_ticket: 0,
+});
+
+/// Lock the object table. Only ever called inside `with_inner` (so never contended and never
+/// held by a thread parked by a control signal); poisoning is ignored.
+fn objects() -> MutexGuard<'static, Objects> {
+    OBJECTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A set of processes to wake once the runtime lock is released.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct WakeSet(u64);
+
+impl WakeSet {
+    fn add(&mut self, idx: usize) {
+        self.0 |= 1 << idx;
+    }
+
+    /// Wake every process of the set (after the runtime lock was released).
+    pub fn wake(self) {
+        let mut m = self.0;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            futex::wake_all(&WAKE[i]);
+        }
+    }
+}
+
+/// A queued process.
+pub(crate) struct Waiter<P> {
+    ticket: u64,
+    process: usize,
+    incarnation: u32,
+    /// Module time (ns) at which the wait times out; `None` = never.
+    deadline: Option<u64>,
+    granted: bool,
+    /// What the waiter brings (a message to send) or receives (a message read).
+    pub payload: P,
+}
+
+impl<P> Waiter<P> {
+    fn alive(&self) -> bool {
+        rt().ctl[self.process].incarnation.load(Ordering::Acquire) == self.incarnation
+    }
+
+    /// Whether the entry may still be released at module time `now`.
+    fn eligible(&self, now: u64) -> bool {
+        !self.granted && self.deadline.is_none_or(|d| now < d) && self.alive()
+    }
+}
+
+/// The processes waiting on one object, released in FIFO or PRIORITY order.
+pub(crate) struct WaitQueue<P> {
+    discipline: QueuingDiscipline,
+    waiters: Vec<Waiter<P>>,
+}
+
+impl<P> WaitQueue<P> {
+    /// Return an empty queue with this discipline.
+    pub fn new(discipline: QueuingDiscipline) -> WaitQueue<P> {
+        WaitQueue {
+            discipline,
+            waiters: Vec::new(),
+        }
+    }
+
+    /// Drop the entries of stopped processes.
+    fn purge(&mut self) {
+        self.waiters.retain(Waiter::alive);
+    }
+
+    /// Return `WAITING_PROCESSES`: entries that are neither released, timed out nor stopped.
+    pub fn waiting(&self, now: u64) -> u32 {
+        self.waiters.iter().filter(|w| w.eligible(now)).count() as u32
+    }
+
+    /// Return the position of the next entry to release at `now`: FIFO by arrival, or PRIORITY by
+    /// the waiter's current priority (FIFO among equals).
+    fn head(&self, inner: &Inner, now: u64) -> Option<usize> {
+        let it = self
+            .waiters
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.eligible(now));
+        match self.discipline {
+            QueuingDiscipline::Fifo => it.min_by_key(|(_, w)| w.ticket).map(|(i, _)| i),
+            QueuingDiscipline::Priority => it
+                .min_by_key(|(_, w)| {
+                    let prio = inner.procs.get(w.process).map_or(0, |p| p.current_priority);
+                    (std::cmp::Reverse(prio), w.ticket)
+                })
+                .map(|(i, _)| i),
+        }
+    }
+
+    /// Release the next waiter (the discipline's head), letting `give` fill or take its payload;
+    /// return whether there was one.
+    pub fn grant_next(
+        &mut self,
+        inner: &mut Inner,
+        now: u64,
+        wake: &mut WakeSet,
+        give: impl FnOnce(&mut P),
+    ) -> bool {
+        self.purge();
+        let Some(i) = self.head(inner, now) else {
+            return false;
+        };
+        give(&mut self.waiters[i].payload);
+        self.grant(inner, i, wake);
+        true
+    }
+
+    /// Release every eligible waiter (in the discipline's order), `give` filling each payload.
+    pub fn grant_all(
+        &mut self,
+        inner: &mut Inner,
+        now: u64,
+        wake: &mut WakeSet,
+        mut give: impl FnMut(&mut P),
+    ) {
+        while self.grant_next(inner, now, wake, &mut give) {}
+    }
+
+    fn grant(&mut self, inner: &mut Inner, i: usize, wake: &mut WakeSet) {
+        let w = &mut self.waiters[i];
+        w.granted = true;
+        if let Some(p) = inner.procs.get_mut(w.process) {
+            p.reasons &= !W_RESOURCE;
+            rt().publish(w.process, p);
+        }
+        // SYNC POINT: Release pairs with the waiter's Acquire load of its word before it checks
+        // its entry (under the lock, which orders the entry itself).
+        WAKE[w.process].fetch_add(1, Ordering::Release);
+        wake.add(w.process);
+    }
+
+    /// Queue the calling process (`me`, from [`may_wait`]) with `payload`; mark it WAITING.
+    pub fn enqueue(
+        &mut self,
+        objs_ticket: &mut u64,
+        inner: &mut Inner,
+        me: Caller,
+        payload: P,
+    ) -> Ticket {
+        self.purge();
+        let ticket = *objs_ticket;
+        *objs_ticket += 1;
+        self.waiters.push(Waiter {
+            ticket,
+            process: me.index,
+            incarnation: me.incarnation,
+            deadline: me.deadline,
+            granted: false,
+            payload,
+        });
+        if let Some(p) = inner.procs.get_mut(me.index) {
+            p.reasons |= W_RESOURCE;
+            rt().publish(me.index, p);
+        }
+        Ticket {
+            ticket,
+            index: me.index,
+            deadline: me.deadline,
+        }
+    }
+
+    /// The waiter's check: `Some(Ok(payload))` once granted, `Some(Err(TimedOut))` (entry
+    /// removed) once the deadline passed, `None` to keep waiting.
+    fn collect(&mut self, inner: &mut Inner, t: &Ticket, now: u64) -> Option<ApexResult<P>> {
+        let pos = self.waiters.iter().position(|w| w.ticket == t.ticket)?;
+        if self.waiters[pos].granted {
+            return Some(Ok(self.waiters.swap_remove(pos).payload));
+        }
+        if t.deadline.is_some_and(|d| now >= d) {
+            self.waiters.swap_remove(pos);
+            if let Some(p) = inner.procs.get_mut(t.index) {
+                p.reasons &= !W_RESOURCE;
+                rt().publish(t.index, p);
+            }
+            return Some(Err(ApexError::TimedOut));
+        }
+        None
+    }
+}
+
+/// A queued wait, held by the waiting process.
+pub(crate) struct Ticket {
+    ticket: u64,
+    index: usize,
+    deadline: Option<u64>,
+}
+
+/// The calling process, allowed to wait.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller {
+    index: usize,
+    incarnation: u32,
+    deadline: Option<u64>,
+}
+
+/// Check that the caller may wait with `timeout` (≠ 0) at module time `now`: it must be a
+/// process, not the error handler, and not hold the preemption lock.
+///
+/// # Errors
+/// `InvalidMode` otherwise.
+pub(crate) fn may_wait(inner: &Inner, timeout: SystemTime, now: u64) -> ApexResult<Caller> {
+    match rt::self_index() {
+        None | Some(EH_INDEX) => Err(ApexError::InvalidMode),
+        Some(index) if inner.lock_owner == Some(index) => Err(ApexError::InvalidMode),
+        Some(index) => Ok(Caller {
+            index,
+            incarnation: rt().ctl[index].incarnation.load(Ordering::Acquire),
+            deadline: (timeout != INFINITE_TIME_VALUE).then(|| now.saturating_add(timeout as u64)),
+        }),
+    }
+}
+
+/// Return the object of id `id` (index + 1) in `v`.
+///
+/// # Errors
+/// `InvalidParam`: no such object.
+pub(crate) fn by_id<T>(v: &mut [T], id: i32) -> ApexResult<&mut T> {
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| v.get_mut(i))
+        .ok_or(ApexError::InvalidParam)
+}
+
+/// Check a time-out: 0, positive ns, or `INFINITE_TIME_VALUE`.
+///
+/// # Errors
+/// `InvalidParam` for any other negative value.
+pub(crate) fn check_timeout(t: SystemTime) -> ApexResult<()> {
+    if t < 0 && t != INFINITE_TIME_VALUE {
+        Err(ApexError::InvalidParam)
+    } else {
+        Ok(())
+    }
+}
+
+/// Check an object name: 1..=[`MAX_NAME_LENGTH`] bytes without NUL.
+///
+/// # Errors
+/// `InvalidParam` otherwise.
+pub(crate) fn check_name(name: &str) -> ApexResult<()> {
+    if name.is_empty() || name.len() > MAX_NAME_LENGTH || name.contains('\0') {
+        Err(ApexError::InvalidParam)
+    } else {
+        Ok(())
+    }
+}
+
+/// Fail with `InvalidMode` in NORMAL mode (objects are created during initialisation only).
+pub(crate) fn creation_mode() -> ApexResult<()> {
+    if rt().mode() == mode::NORMAL {
+        Err(ApexError::InvalidMode)
+    } else {
+        Ok(())
+    }
+}
+
+/// What the first step of a service gave: done, or queued.
+pub(crate) enum Step<T> {
+    /// The service completed without waiting.
+    Done(T),
+    /// The caller was queued.
+    Wait(Ticket),
+}
+
+/// Run `f` on the object table and the process table (under the runtime lock) at module time
+/// `now`; wake the processes it released once the lock is released.
+pub(crate) fn with_objects<R>(
+    f: impl FnOnce(&mut Objects, &mut Inner, u64, &mut WakeSet) -> R,
+) -> R {
+    let r = rt();
+    let now = r.now();
+    let mut wake = WakeSet::default();
+    let out = r.with_inner(|inner| {
+        let mut objs = objects();
+        f(&mut objs, inner, now, &mut wake)
+    });
+    wake.wake();
+    out
+}
+
+impl Objects {
+    /// Queue the caller on the queue `q` picks, with `payload`.
+    pub fn enqueue<P>(
+        &mut self,
+        inner: &mut Inner,
+        me: Caller,
+        payload: P,
+        q: impl FnOnce(&mut Objects) -> &mut WaitQueue<P>,
+    ) -> Ticket {
+        let mut next = self.next_ticket;
+        let t = q(self).enqueue(&mut next, inner, me, payload);
+        self.next_ticket = next;
+        t
+    }
+}
+
+/// Park the caller until its queued wait `t` (on the queue `q` picks) is granted or times out;
+/// return the granted payload.
+///
+/// # Errors
+/// `TimedOut` when the deadline passed first.
+pub(crate) fn block<P>(t: Ticket, q: impl Fn(&mut Objects) -> &mut WaitQueue<P>) -> ApexResult<P> {
+    let r = rt();
+    let word = &WAKE[t.index];
+    loop {
+        // SYNC POINT: Acquire pairs with the Release bump of `WaitQueue::grant`; loaded before
+        // the check so a grant after the check changes the word and the futex wait returns.
+        let seen = word.load(Ordering::Acquire);
+        let now = r.now();
+        let got = r.with_inner(|inner| {
+            let mut objs = objects();
+            q(&mut objs).collect(inner, &t, now)
+        });
+        // The entry stays queued while this incarnation lives (only `collect` removes a live
+        // entry; a stopped incarnation parks forever inside `with_inner`).
+        if let Some(res) = got {
+            return res;
+        }
+        let left = t
+            .deadline
+            .map(|d| Duration::from_nanos(d.saturating_sub(r.now()).max(1)));
+        futex::wait(word, seen, left);
+    }
+}
