@@ -1,0 +1,1202 @@
+//! `intra-testpart`: APEX partition programs for the intra-partition communication tests
+//! (`tests/intra.rs`): blackboards, buffers, semaphores, events.
+//!
+//! ```text
+//! intra-testpart ROLE OUT [N]
+//!   codes   every return code of every service (initialisation, NORMAL mode, preemption lock,
+//!           error handler), WAITING state, SUSPEND/STOP of a waiting process, counting
+//!   full    fill every object table to its maximum: one more is INVALID_CONFIG
+//!   order   processes of priority 7, 5, 10, 15 wait in that order on semaphores, buffers
+//!           (receivers and senders), a blackboard and an event; FIFO and PRIORITY release
+//!           orders, DISPLAY_BLACKBOARD and SET_EVENT release everyone
+//!   bench   N uncontended WAIT/SIGNAL_SEMAPHORE pairs and DISPLAY/READ_BLACKBOARD pairs,
+//!           timed with GET_TIME (percentiles in ns; noisy, not asserted)
+//! ```
+//! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `ORDER ...`,
+//! `BENCH ...`, `END role`.
+
+use partix_runtime::partition::*;
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+static OUT: OnceLock<String> = OnceLock::new();
+static N: OnceLock<usize> = OnceLock::new();
+
+/// Append one line to OUT with a single `write(2)` (a process may be stopped at any point).
+fn out(line: &str) {
+    let path = OUT.get().expect("OUT set in main");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open OUT");
+    f.write_all(format!("{line}\n").as_bytes())
+        .expect("write OUT");
+}
+
+fn check<T: std::fmt::Debug>(what: &str, got: ApexResult<T>, want: Result<(), ApexError>) {
+    let ok = match (&got, want) {
+        (Ok(_), Ok(())) => true,
+        (Err(g), Err(w)) => *g == w,
+        _ => false,
+    };
+    if ok {
+        out(&format!("PASS {what}"));
+    } else {
+        out(&format!("FAIL {what}: got {got:?}, want {want:?}"));
+    }
+}
+
+fn expect(what: &str, cond: bool, detail: impl std::fmt::Debug) {
+    if cond {
+        out(&format!("PASS {what}"));
+    } else {
+        out(&format!("FAIL {what}: {detail:?}"));
+    }
+}
+
+const MS: SystemTime = 1_000_000;
+
+fn process(name: &str, entry: EntryPoint, prio: Priority) -> ProcessId {
+    create_process(&ProcessAttributes {
+        name: name.into(),
+        entry_point: entry,
+        stack_size: 0,
+        base_priority: prio,
+        period: INFINITE_TIME_VALUE,
+        time_capacity: INFINITE_TIME_VALUE,
+        deadline: Deadline::Soft,
+    })
+    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"))
+}
+
+fn normal() -> ! {
+    let e = set_partition_mode(OperatingMode::Normal);
+    panic!("set_partition_mode(Normal) returned {e:?}");
+}
+
+fn idle_forever() -> ! {
+    loop {
+        let _ = timed_wait(1_000 * MS);
+    }
+}
+
+/// Poll (TIMED_WAIT 1 ms) until `cond` holds, at most 10 s; return whether it did.
+fn until(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..10_000 {
+        if cond() {
+            return true;
+        }
+        let _ = timed_wait(MS);
+    }
+    cond()
+}
+
+fn state(pid: ProcessId) -> ProcessState {
+    get_process_status(pid)
+        .expect("process status")
+        .process_state
+}
+
+fn pid(name: &str) -> ProcessId {
+    get_process_id(name).expect("process id")
+}
+
+// ---------------------------------------------------------------------------------------- codes
+
+/// Results the error handler and the waiter record for the driver (return codes, 99 = none yet).
+static EH_CODES: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+static EH_DONE: AtomicU32 = AtomicU32::new(0);
+static W1_RESULTS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn sem(name: &str) -> SemaphoreId {
+    get_semaphore_id(name).expect("semaphore")
+}
+
+fn fill_to_max<T: std::fmt::Debug>(
+    what: &str,
+    max: usize,
+    existing: usize,
+    mut create: impl FnMut(&str) -> ApexResult<T>,
+) {
+    for i in existing..max {
+        if let Err(e) = create(&format!("fill{i}")) {
+            out(&format!(
+                "FAIL {what}: creating object {} gave {e:?}",
+                i + 1
+            ));
+            return;
+        }
+    }
+    check(
+        &format!("{what}: one more than the maximum"),
+        create("one-too-many"),
+        Err(ApexError::InvalidConfig),
+    );
+}
+
+fn codes_init() {
+    use ApexError::*;
+    use QueuingDiscipline::*;
+    let long = "x".repeat(31);
+
+    // ---- semaphores
+    let s = create_semaphore("S", 0, 1, Fifo);
+    check("create_semaphore", s, Ok(()));
+    let s = s.expect("S");
+    check(
+        "create_semaphore same name",
+        create_semaphore("S", 0, 1, Fifo),
+        Err(NoAction),
+    );
+    check(
+        "create_semaphore empty name",
+        create_semaphore("", 0, 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_semaphore long name",
+        create_semaphore(&long, 0, 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_semaphore current < 0",
+        create_semaphore("S1", -1, 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_semaphore max > MAX_SEMAPHORE_VALUE",
+        create_semaphore("S1", 0, MAX_SEMAPHORE_VALUE + 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_semaphore current > max",
+        create_semaphore("S1", 2, 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_semaphore CNT",
+        create_semaphore("CNT", 3, 5, Priority),
+        Ok(()),
+    );
+    check(
+        "get_semaphore_id",
+        get_semaphore_id("S").map(|i| assert_eq!(i, s)),
+        Ok(()),
+    );
+    check(
+        "get_semaphore_id unknown",
+        get_semaphore_id("nope"),
+        Err(InvalidConfig),
+    );
+    check(
+        "get_semaphore_status id 0",
+        get_semaphore_status(SemaphoreId(0)),
+        Err(InvalidParam),
+    );
+    check(
+        "get_semaphore_status id 999",
+        get_semaphore_status(SemaphoreId(999)),
+        Err(InvalidParam),
+    );
+    check(
+        "wait_semaphore timeout 0, count 0",
+        wait_semaphore(s, 0),
+        Err(NotAvailable),
+    );
+    check(
+        "wait_semaphore bad timeout",
+        wait_semaphore(s, -5),
+        Err(InvalidParam),
+    );
+    check(
+        "wait_semaphore bad id",
+        wait_semaphore(SemaphoreId(999), 0),
+        Err(InvalidParam),
+    );
+    check(
+        "wait_semaphore from initialisation",
+        wait_semaphore(s, 10 * MS),
+        Err(InvalidMode),
+    );
+    check("signal_semaphore", signal_semaphore(s), Ok(()));
+    check(
+        "signal_semaphore at max",
+        signal_semaphore(s),
+        Err(NoAction),
+    );
+    check(
+        "signal_semaphore bad id",
+        signal_semaphore(SemaphoreId(-3)),
+        Err(InvalidParam),
+    );
+    check("wait_semaphore available", wait_semaphore(s, 0), Ok(()));
+    let st = get_semaphore_status(s);
+    expect(
+        "get_semaphore_status",
+        st == Ok(SemaphoreStatus {
+            current_value: 0,
+            maximum_value: 1,
+            waiting_processes: 0,
+        }),
+        st,
+    );
+
+    // ---- events
+    let e = create_event("E");
+    check("create_event", e, Ok(()));
+    let e = e.expect("E");
+    check("create_event same name", create_event("E"), Err(NoAction));
+    check(
+        "create_event empty name",
+        create_event(""),
+        Err(InvalidParam),
+    );
+    check(
+        "get_event_id",
+        get_event_id("E").map(|i| assert_eq!(i, e)),
+        Ok(()),
+    );
+    check(
+        "get_event_id unknown",
+        get_event_id("nope"),
+        Err(InvalidConfig),
+    );
+    let st = get_event_status(e);
+    expect(
+        "event created DOWN",
+        st == Ok(EventStatus {
+            event_state: EventState::Down,
+            waiting_processes: 0,
+        }),
+        st,
+    );
+    check(
+        "wait_event timeout 0, DOWN",
+        wait_event(e, 0),
+        Err(NotAvailable),
+    );
+    check(
+        "wait_event bad timeout",
+        wait_event(e, -2),
+        Err(InvalidParam),
+    );
+    check(
+        "wait_event from initialisation",
+        wait_event(e, 10 * MS),
+        Err(InvalidMode),
+    );
+    check("set_event", set_event(e), Ok(()));
+    check("wait_event UP", wait_event(e, 0), Ok(()));
+    check(
+        "wait_event UP, infinite",
+        wait_event(e, INFINITE_TIME_VALUE),
+        Ok(()),
+    );
+    expect(
+        "event UP",
+        get_event_status(e).map(|s| s.event_state) == Ok(EventState::Up),
+        "",
+    );
+    check("reset_event", reset_event(e), Ok(()));
+    expect(
+        "event DOWN",
+        get_event_status(e).map(|s| s.event_state) == Ok(EventState::Down),
+        "",
+    );
+    check("set_event bad id", set_event(EventId(0)), Err(InvalidParam));
+    check(
+        "reset_event bad id",
+        reset_event(EventId(77)),
+        Err(InvalidParam),
+    );
+    check(
+        "wait_event bad id",
+        wait_event(EventId(77), 0),
+        Err(InvalidParam),
+    );
+    check(
+        "get_event_status bad id",
+        get_event_status(EventId(77)),
+        Err(InvalidParam),
+    );
+
+    // ---- blackboards
+    let b = create_blackboard("B", 16);
+    check("create_blackboard", b, Ok(()));
+    let b = b.expect("B");
+    check(
+        "create_blackboard same name",
+        create_blackboard("B", 16),
+        Err(NoAction),
+    );
+    check(
+        "create_blackboard size 0",
+        create_blackboard("B1", 0),
+        Err(InvalidParam),
+    );
+    check(
+        "create_blackboard size > limit",
+        create_blackboard("B1", MAX_INTRA_MESSAGE_SIZE + 1),
+        Err(InvalidParam),
+    );
+    check(
+        "get_blackboard_id",
+        get_blackboard_id("B").map(|i| assert_eq!(i, b)),
+        Ok(()),
+    );
+    check(
+        "get_blackboard_id unknown",
+        get_blackboard_id("nope"),
+        Err(InvalidConfig),
+    );
+    let mut buf = [0u8; 16];
+    check(
+        "read_blackboard empty, timeout 0",
+        read_blackboard(b, 0, &mut buf),
+        Err(NotAvailable),
+    );
+    check(
+        "read_blackboard bad timeout",
+        read_blackboard(b, -7, &mut buf),
+        Err(InvalidParam),
+    );
+    check(
+        "read_blackboard from initialisation",
+        read_blackboard(b, 10 * MS, &mut buf),
+        Err(InvalidMode),
+    );
+    check(
+        "read_blackboard short buffer",
+        read_blackboard(b, 0, &mut [0u8; 8]),
+        Err(InvalidParam),
+    );
+    check(
+        "display_blackboard empty message",
+        display_blackboard(b, b""),
+        Err(InvalidParam),
+    );
+    check(
+        "display_blackboard too long",
+        display_blackboard(b, &[1; 17]),
+        Err(InvalidParam),
+    );
+    check(
+        "display_blackboard bad id",
+        display_blackboard(BlackboardId(9), b"x"),
+        Err(InvalidParam),
+    );
+    check(
+        "display_blackboard",
+        display_blackboard(b, b"hello"),
+        Ok(()),
+    );
+    let r = read_blackboard(b, 0, &mut buf);
+    expect("read_blackboard", r == Ok(5) && &buf[..5] == b"hello", r);
+    let r = read_blackboard(b, 0, &mut buf);
+    expect("read_blackboard does not consume", r == Ok(5), r);
+    let st = get_blackboard_status(b);
+    expect(
+        "get_blackboard_status occupied",
+        st == Ok(BlackboardStatus {
+            empty_indicator: EmptyIndicator::Occupied,
+            max_message_size: 16,
+            waiting_processes: 0,
+        }),
+        st,
+    );
+    check("clear_blackboard", clear_blackboard(b), Ok(()));
+    expect(
+        "cleared blackboard is empty",
+        get_blackboard_status(b).map(|s| s.empty_indicator) == Ok(EmptyIndicator::Empty),
+        "",
+    );
+    check(
+        "clear_blackboard bad id",
+        clear_blackboard(BlackboardId(0)),
+        Err(InvalidParam),
+    );
+    check(
+        "read_blackboard bad id",
+        read_blackboard(BlackboardId(0), 0, &mut buf),
+        Err(InvalidParam),
+    );
+    check(
+        "get_blackboard_status bad id",
+        get_blackboard_status(BlackboardId(0)),
+        Err(InvalidParam),
+    );
+
+    // ---- buffers
+    let q = create_buffer("Q", 8, 2, Fifo);
+    check("create_buffer", q, Ok(()));
+    let q = q.expect("Q");
+    check(
+        "create_buffer same name",
+        create_buffer("Q", 8, 2, Fifo),
+        Err(NoAction),
+    );
+    check(
+        "create_buffer size 0",
+        create_buffer("Q1", 0, 2, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_buffer size > limit",
+        create_buffer("Q1", MAX_INTRA_MESSAGE_SIZE + 1, 2, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_buffer 0 messages",
+        create_buffer("Q1", 8, 0, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "create_buffer too many messages",
+        create_buffer("Q1", 8, MAX_NUMBER_OF_MESSAGES + 1, Fifo),
+        Err(InvalidParam),
+    );
+    check(
+        "get_buffer_id",
+        get_buffer_id("Q").map(|i| assert_eq!(i, q)),
+        Ok(()),
+    );
+    check(
+        "get_buffer_id unknown",
+        get_buffer_id("nope"),
+        Err(InvalidConfig),
+    );
+    let mut m = [0u8; 8];
+    check(
+        "receive_buffer empty, timeout 0",
+        receive_buffer(q, 0, &mut m),
+        Err(NotAvailable),
+    );
+    check(
+        "receive_buffer from initialisation",
+        receive_buffer(q, 10 * MS, &mut m),
+        Err(InvalidMode),
+    );
+    check(
+        "receive_buffer short buffer",
+        receive_buffer(q, 0, &mut [0u8; 4]),
+        Err(InvalidParam),
+    );
+    check(
+        "receive_buffer bad timeout",
+        receive_buffer(q, -9, &mut m),
+        Err(InvalidParam),
+    );
+    check(
+        "send_buffer empty message",
+        send_buffer(q, b"", 0),
+        Err(InvalidParam),
+    );
+    check(
+        "send_buffer too long",
+        send_buffer(q, &[0; 9], 0),
+        Err(InvalidParam),
+    );
+    check(
+        "send_buffer bad timeout",
+        send_buffer(q, b"a", -4),
+        Err(InvalidParam),
+    );
+    check(
+        "send_buffer bad id",
+        send_buffer(BufferId(5), b"a", 0),
+        Err(InvalidParam),
+    );
+    check("send_buffer 1", send_buffer(q, b"a", 0), Ok(()));
+    check("send_buffer 2", send_buffer(q, b"bb", 0), Ok(()));
+    check(
+        "send_buffer full, timeout 0",
+        send_buffer(q, b"c", 0),
+        Err(NotAvailable),
+    );
+    check(
+        "send_buffer full from initialisation",
+        send_buffer(q, b"c", 10 * MS),
+        Err(InvalidMode),
+    );
+    let st = get_buffer_status(q);
+    expect(
+        "get_buffer_status",
+        st == Ok(BufferStatus {
+            nb_message: 2,
+            max_nb_message: 2,
+            max_message_size: 8,
+            waiting_processes: 0,
+        }),
+        st,
+    );
+    let r = receive_buffer(q, 0, &mut m);
+    expect("receive_buffer first", r == Ok(1) && m[0] == b'a', r);
+    let r = receive_buffer(q, INFINITE_TIME_VALUE, &mut m);
+    expect(
+        "receive_buffer second (FIFO)",
+        r == Ok(2) && &m[..2] == b"bb",
+        r,
+    );
+    check(
+        "get_buffer_status bad id",
+        get_buffer_status(BufferId(5)),
+        Err(InvalidParam),
+    );
+    check(
+        "receive_buffer bad id",
+        receive_buffer(BufferId(5), 0, &mut m),
+        Err(InvalidParam),
+    );
+}
+
+/// Fill every object table; creating one more is INVALID_CONFIG, even with a name that exists.
+fn full_init() {
+    use QueuingDiscipline::*;
+    fill_to_max("semaphores", MAX_NUMBER_OF_SEMAPHORES, 0, |n| {
+        create_semaphore(n, 0, 1, Fifo)
+    });
+    check(
+        "create_semaphore full, existing name",
+        create_semaphore("fill0", 0, 1, Fifo),
+        Err(ApexError::InvalidConfig),
+    );
+    fill_to_max("events", MAX_NUMBER_OF_EVENTS, 0, create_event);
+    fill_to_max("blackboards", MAX_NUMBER_OF_BLACKBOARDS, 0, |n| {
+        create_blackboard(n, 4)
+    });
+    fill_to_max("buffers", MAX_NUMBER_OF_BUFFERS, 0, |n| {
+        create_buffer(n, 4, 1, Fifo)
+    });
+}
+
+extern "C" fn full_driver() {
+    use QueuingDiscipline::*;
+    let e = Err(ApexError::InvalidConfig);
+    check(
+        "create_semaphore full, NORMAL",
+        create_semaphore("N", 0, 1, Fifo),
+        e,
+    );
+    check("create_event full, NORMAL", create_event("N"), e);
+    check(
+        "create_blackboard full, NORMAL",
+        create_blackboard("N", 4),
+        e,
+    );
+    check(
+        "create_buffer full, NORMAL",
+        create_buffer("N", 4, 1, Fifo),
+        e,
+    );
+    out("END full");
+    idle_forever();
+}
+
+extern "C" fn codes_error_handler() {
+    let _ = get_error_status();
+    let s = sem("S");
+    let q = get_buffer_id("Q").expect("Q");
+    let mut codes = Vec::new();
+    let mut m = [0u8; 16];
+    let code = |r: ApexResult<()>| return_code_of(&r);
+    codes.push((
+        "wait_semaphore".to_string(),
+        code(wait_semaphore(s, 10 * MS)),
+    ));
+    let e = get_event_id("E").expect("E");
+    codes.push((
+        "wait_event".into(),
+        code(wait_event(e, INFINITE_TIME_VALUE)),
+    ));
+    let b = get_blackboard_id("B").expect("B");
+    codes.push((
+        "read_blackboard".into(),
+        code(read_blackboard(b, 10 * MS, &mut m).map(|_| ())),
+    ));
+    codes.push((
+        "receive_buffer".into(),
+        code(receive_buffer(q, 10 * MS, &mut m).map(|_| ())),
+    ));
+    let _ = send_buffer(q, b"1", 0);
+    let _ = send_buffer(q, b"2", 0);
+    codes.push(("send_buffer".into(), code(send_buffer(q, b"3", 10 * MS))));
+    let _ = receive_buffer(q, 0, &mut m);
+    let _ = receive_buffer(q, 0, &mut m);
+    *EH_CODES.lock().unwrap() = codes;
+    EH_DONE.store(1, Ordering::Release);
+}
+
+extern "C" fn codes_w1() {
+    let s = sem("S");
+    let record = |r: ApexResult<()>| W1_RESULTS.lock().unwrap().push(return_code_of(&r));
+    record(wait_semaphore(s, INFINITE_TIME_VALUE)); // released by SIGNAL
+    record(wait_semaphore(s, 300 * MS)); // suspended past its time-out: TIMED_OUT after RESUME
+    record(wait_semaphore(s, INFINITE_TIME_VALUE)); // released while suspended
+    record(wait_semaphore(s, INFINITE_TIME_VALUE)); // stopped while waiting: never returns
+    out("FAIL w1 returned from a wait it was stopped in");
+    idle_forever();
+}
+
+fn w1_results() -> Vec<u32> {
+    W1_RESULTS.lock().unwrap().clone()
+}
+
+extern "C" fn codes_driver() {
+    use ApexError::*;
+    use QueuingDiscipline::*;
+    let s = sem("S");
+    let e = get_event_id("E").expect("E");
+    let b = get_blackboard_id("B").expect("B");
+    let q = get_buffer_id("Q").expect("Q");
+    let mut m = [0u8; 16];
+
+    // Creation in NORMAL mode.
+    check(
+        "create_semaphore in NORMAL",
+        create_semaphore("N", 0, 1, Fifo),
+        Err(InvalidMode),
+    );
+    check(
+        "create_event in NORMAL",
+        create_event("N"),
+        Err(InvalidMode),
+    );
+    check(
+        "create_blackboard in NORMAL",
+        create_blackboard("N", 4),
+        Err(InvalidMode),
+    );
+    check(
+        "create_buffer in NORMAL",
+        create_buffer("N", 4, 1, Fifo),
+        Err(InvalidMode),
+    );
+    check(
+        "create_semaphore in NORMAL, existing name",
+        create_semaphore("S", 0, 1, Fifo),
+        Err(NoAction),
+    );
+
+    // Finite time-outs expire.
+    check(
+        "wait_semaphore times out",
+        wait_semaphore(s, 20 * MS),
+        Err(TimedOut),
+    );
+    check(
+        "wait_event times out",
+        wait_event(e, 20 * MS),
+        Err(TimedOut),
+    );
+    check(
+        "read_blackboard times out",
+        read_blackboard(b, 20 * MS, &mut m),
+        Err(TimedOut),
+    );
+    check(
+        "receive_buffer times out",
+        receive_buffer(q, 20 * MS, &mut m),
+        Err(TimedOut),
+    );
+    check("send_buffer fill 1", send_buffer(q, b"1", 0), Ok(()));
+    check("send_buffer fill 2", send_buffer(q, b"2", 0), Ok(()));
+    check(
+        "send_buffer times out",
+        send_buffer(q, b"3", 20 * MS),
+        Err(TimedOut),
+    );
+    let st = get_buffer_status(q).map(|s| (s.nb_message, s.waiting_processes));
+    expect(
+        "a timed-out sender left nothing behind",
+        st == Ok((2, 0)),
+        st,
+    );
+
+    // Preemption locked: waiting is refused, timeout 0 still answers NOT_AVAILABLE.
+    check("lock_preemption", lock_preemption(), Ok(()));
+    check(
+        "wait_semaphore locked",
+        wait_semaphore(s, 10 * MS),
+        Err(InvalidMode),
+    );
+    check(
+        "wait_semaphore locked, timeout 0",
+        wait_semaphore(s, 0),
+        Err(NotAvailable),
+    );
+    check(
+        "wait_event locked",
+        wait_event(e, INFINITE_TIME_VALUE),
+        Err(InvalidMode),
+    );
+    check(
+        "read_blackboard locked",
+        read_blackboard(b, 10 * MS, &mut m),
+        Err(InvalidMode),
+    );
+    check(
+        "send_buffer full, locked",
+        send_buffer(q, b"3", 10 * MS),
+        Err(InvalidMode),
+    );
+    check("unlock_preemption", unlock_preemption(), Ok(()));
+    let _ = receive_buffer(q, 0, &mut m);
+    let _ = receive_buffer(q, 0, &mut m);
+    check(
+        "receive_buffer empty, locked",
+        lock_preemption().and_then(|_| {
+            let r = receive_buffer(q, 10 * MS, &mut m).map(|_| ());
+            unlock_preemption()?;
+            r
+        }),
+        Err(InvalidMode),
+    );
+
+    // The error handler may not wait.
+    check(
+        "raise_application_error",
+        raise_application_error(ErrorCode::ApplicationError, b"intra"),
+        Ok(()),
+    );
+    expect(
+        "error handler ran",
+        until(|| EH_DONE.load(Ordering::Acquire) == 1),
+        "",
+    );
+    for (what, code) in EH_CODES.lock().unwrap().iter() {
+        expect(&format!("{what} from the error handler"), *code == 5, code);
+    }
+
+    // A waiting process is WAITING; SIGNAL makes it READY at once (lower priority: not run yet).
+    let w1 = pid("w1");
+    check("start w1", start(w1), Ok(()));
+    let waiting = || get_semaphore_status(s).map(|x| x.waiting_processes) == Ok(1);
+    expect("w1 waits on S", until(waiting), get_semaphore_status(s));
+    expect(
+        "w1 is WAITING",
+        state(w1) == ProcessState::Waiting,
+        state(w1),
+    );
+    check("signal_semaphore releases w1", signal_semaphore(s), Ok(()));
+    expect(
+        "released w1 is READY",
+        state(w1) == ProcessState::Ready,
+        state(w1),
+    );
+    let st = get_semaphore_status(s).map(|x| (x.current_value, x.waiting_processes));
+    expect("the unit went to w1", st == Ok((0, 0)), st);
+    expect(
+        "w1 got NO_ERROR",
+        until(|| w1_results() == [0]),
+        w1_results(),
+    );
+
+    // SUSPEND of a waiting process; its time-out expires meanwhile: TIMED_OUT after RESUME.
+    expect(
+        "w1 waits with a time-out",
+        until(waiting),
+        get_semaphore_status(s),
+    );
+    check("suspend waiting w1", suspend(w1), Ok(()));
+    let _ = timed_wait(500 * MS);
+    expect(
+        "suspended w1 is WAITING",
+        state(w1) == ProcessState::Waiting,
+        state(w1),
+    );
+    let st = get_semaphore_status(s).map(|x| x.waiting_processes);
+    expect("an expired waiter no longer counts", st == Ok(0), st);
+    check(
+        "signal_semaphore, only an expired waiter",
+        signal_semaphore(s),
+        Ok(()),
+    );
+    let st = get_semaphore_status(s).map(|x| x.current_value);
+    expect("the expired waiter did not take the unit", st == Ok(1), st);
+    check("take the unit back", wait_semaphore(s, 0), Ok(()));
+    check("resume w1", resume(w1), Ok(()));
+    expect(
+        "w1 got TIMED_OUT after RESUME",
+        until(|| w1_results() == [0, 6]),
+        w1_results(),
+    );
+
+    // SUSPEND of a waiting process, then SIGNAL: it gets the unit but stays suspended.
+    expect("w1 waits again", until(waiting), get_semaphore_status(s));
+    check("suspend waiting w1 (2)", suspend(w1), Ok(()));
+    check(
+        "signal_semaphore to suspended w1",
+        signal_semaphore(s),
+        Ok(()),
+    );
+    let st = get_semaphore_status(s).map(|x| (x.current_value, x.waiting_processes));
+    expect("the suspended waiter got the unit", st == Ok((0, 0)), st);
+    let _ = timed_wait(30 * MS);
+    expect(
+        "released but suspended w1 is WAITING",
+        state(w1) == ProcessState::Waiting,
+        state(w1),
+    );
+    expect(
+        "suspended w1 did not return",
+        w1_results().len() == 2,
+        w1_results(),
+    );
+    check("resume w1 (2)", resume(w1), Ok(()));
+    expect(
+        "w1 got NO_ERROR after RESUME",
+        until(|| w1_results() == [0, 6, 0]),
+        w1_results(),
+    );
+
+    // STOP of a waiting process removes it from the queue.
+    expect(
+        "w1 waits a last time",
+        until(waiting),
+        get_semaphore_status(s),
+    );
+    check("stop waiting w1", stop(w1), Ok(()));
+    let st = get_semaphore_status(s).map(|x| x.waiting_processes);
+    expect("a stopped process no longer waits", st == Ok(0), st);
+    expect(
+        "stopped w1 is DORMANT",
+        state(w1) == ProcessState::Dormant,
+        state(w1),
+    );
+    check(
+        "signal_semaphore after the stop",
+        signal_semaphore(s),
+        Ok(()),
+    );
+    let st = get_semaphore_status(s).map(|x| x.current_value);
+    expect("the stopped process did not take the unit", st == Ok(1), st);
+    let _ = timed_wait(20 * MS);
+    expect("w1 never returned", w1_results().len() == 3, w1_results());
+
+    // Counting: CNT starts at 3 of 5.
+    let c = sem("CNT");
+    for k in 0..3 {
+        check(&format!("counting wait {k}"), wait_semaphore(c, 0), Ok(()));
+    }
+    check(
+        "counting wait at 0",
+        wait_semaphore(c, 0),
+        Err(NotAvailable),
+    );
+    for k in 0..5 {
+        check(&format!("counting signal {k}"), signal_semaphore(c), Ok(()));
+    }
+    check("counting signal at 5", signal_semaphore(c), Err(NoAction));
+    let st = get_semaphore_status(c);
+    expect(
+        "counting status",
+        st == Ok(SemaphoreStatus {
+            current_value: 5,
+            maximum_value: 5,
+            waiting_processes: 0,
+        }),
+        st,
+    );
+    out("END codes");
+    idle_forever();
+}
+
+// ---------------------------------------------------------------------------------------- order
+
+/// The current phase of the order scenario (the driver advances it).
+static PHASE: AtomicU32 = AtomicU32::new(0);
+/// What the waiters recorded in the current phase: (priority, detail).
+static REC: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+
+const PHASES: [&str; 7] = [
+    "sem-fifo",
+    "sem-priority",
+    "buffer-fifo",
+    "buffer-priority",
+    "buffer-senders-priority",
+    "blackboard",
+    "event",
+];
+
+fn waiting_on(phase: usize) -> u32 {
+    let r = match PHASES[phase] {
+        "sem-fifo" => get_semaphore_status(sem("SF")).map(|s| s.waiting_processes),
+        "sem-priority" => get_semaphore_status(sem("SP")).map(|s| s.waiting_processes),
+        "buffer-fifo" => {
+            get_buffer_status(get_buffer_id("BF").expect("BF")).map(|s| s.waiting_processes)
+        }
+        "buffer-priority" => {
+            get_buffer_status(get_buffer_id("BP").expect("BP")).map(|s| s.waiting_processes)
+        }
+        "buffer-senders-priority" => {
+            get_buffer_status(get_buffer_id("BS").expect("BS")).map(|s| s.waiting_processes)
+        }
+        "blackboard" => {
+            get_blackboard_status(get_blackboard_id("BB").expect("BB")).map(|s| s.waiting_processes)
+        }
+        _ => get_event_status(get_event_id("EV").expect("EV")).map(|s| s.waiting_processes),
+    };
+    r.expect("status")
+}
+
+#[allow(clippy::needless_range_loop)] // the phase number is shared state
+fn order_waiter(prio: i32, ahead: u32) -> ! {
+    for phase in 0..PHASES.len() {
+        until(|| PHASE.load(Ordering::Acquire) as usize == phase);
+        // Arrive after the `ahead` processes that wait before this one.
+        until(|| waiting_on(phase) == ahead);
+        let mut m = [0u8; 8];
+        let detail = match PHASES[phase] {
+            "sem-fifo" => format!("{:?}", wait_semaphore(sem("SF"), INFINITE_TIME_VALUE)),
+            "sem-priority" => format!("{:?}", wait_semaphore(sem("SP"), INFINITE_TIME_VALUE)),
+            "buffer-fifo" | "buffer-priority" => {
+                let id = get_buffer_id(if phase == 2 { "BF" } else { "BP" }).expect("buffer");
+                match receive_buffer(id, INFINITE_TIME_VALUE, &mut m) {
+                    Ok(n) => format!("{:?}", &m[..n]),
+                    Err(e) => format!("{e:?}"),
+                }
+            }
+            "buffer-senders-priority" => {
+                let id = get_buffer_id("BS").expect("BS");
+                format!("{:?}", send_buffer(id, &[prio as u8], INFINITE_TIME_VALUE))
+            }
+            "blackboard" => {
+                let id = get_blackboard_id("BB").expect("BB");
+                match read_blackboard(id, 500 * MS * 20, &mut m) {
+                    Ok(n) => String::from_utf8_lossy(&m[..n]).into_owned(),
+                    Err(e) => format!("{e:?}"),
+                }
+            }
+            _ => format!(
+                "{:?}",
+                wait_event(get_event_id("EV").expect("EV"), 10_000 * MS)
+            ),
+        };
+        REC.lock().unwrap().push((prio, detail));
+    }
+    idle_forever();
+}
+
+extern "C" fn order_r7() {
+    order_waiter(7, 0);
+}
+
+extern "C" fn order_r5() {
+    order_waiter(5, 1);
+}
+
+extern "C" fn order_r10() {
+    order_waiter(10, 2);
+}
+
+extern "C" fn order_r15() {
+    order_waiter(15, 3);
+}
+
+fn recorded() -> Vec<(i32, String)> {
+    REC.lock().unwrap().clone()
+}
+
+/// Release the 4 waiters of `phase` one at a time with `release(k)`, waiting for each to record;
+/// write `ORDER phase prio:detail ...`.
+fn one_by_one(phase: usize, mut release: impl FnMut(usize)) {
+    for k in 0..4 {
+        release(k);
+        if !until(|| recorded().len() == k + 1) {
+            out(&format!(
+                "FAIL {}: release {k} reached nobody: {:?}",
+                PHASES[phase],
+                recorded()
+            ));
+            return;
+        }
+    }
+}
+
+fn write_order(phase: usize) {
+    let list: Vec<String> = recorded().iter().map(|(p, d)| format!("{p}:{d}")).collect();
+    out(&format!("ORDER {} {}", PHASES[phase], list.join(" ")));
+}
+
+#[allow(clippy::needless_range_loop)] // the phase number is shared state
+extern "C" fn order_driver() {
+    for phase in 0..PHASES.len() {
+        REC.lock().unwrap().clear();
+        PHASE.store(phase as u32, Ordering::Release);
+        if !until(|| waiting_on(phase) == 4) {
+            out(&format!(
+                "FAIL {}: the 4 waiters never queued",
+                PHASES[phase]
+            ));
+            break;
+        }
+        let all_waiting = ["r7", "r5", "r10", "r15"]
+            .iter()
+            .all(|n| state(pid(n)) == ProcessState::Waiting);
+        expect(
+            &format!("{}: the waiters are WAITING", PHASES[phase]),
+            all_waiting,
+            "",
+        );
+        match PHASES[phase] {
+            "sem-fifo" => one_by_one(phase, |_| signal_semaphore(sem("SF")).expect("signal")),
+            "sem-priority" => {
+                // PRIORITY uses the current priority: r5 raised to 16 goes first.
+                set_priority(pid("r5"), 16).expect("set_priority");
+                one_by_one(phase, |_| signal_semaphore(sem("SP")).expect("signal"));
+                set_priority(pid("r5"), 5).expect("set_priority");
+            }
+            "buffer-fifo" | "buffer-priority" => {
+                let id = get_buffer_id(if phase == 2 { "BF" } else { "BP" }).expect("buffer");
+                one_by_one(phase, |k| send_buffer(id, &[k as u8], 0).expect("send"));
+            }
+            "buffer-senders-priority" => {
+                let id = get_buffer_id("BS").expect("BS");
+                let mut got = Vec::new();
+                let mut m = [0u8; 8];
+                for _ in 0..5 {
+                    match receive_buffer(id, 1_000 * MS, &mut m) {
+                        Ok(_) => got.push(m[0]),
+                        Err(e) => out(&format!("FAIL senders receive: {e:?}")),
+                    }
+                }
+                until(|| recorded().len() == 4);
+                out(&format!("ORDER buffer-received {got:?}"));
+            }
+            "blackboard" => {
+                let id = get_blackboard_id("BB").expect("BB");
+                display_blackboard(id, b"go").expect("display");
+                let w = get_blackboard_status(id).map(|s| s.waiting_processes);
+                expect("display released every reader", w == Ok(0), w);
+                let ready = ["r7", "r5", "r10", "r15"]
+                    .iter()
+                    .all(|n| state(pid(n)) == ProcessState::Ready);
+                expect("the released readers are READY", ready, "");
+                // Cleared before they run: each keeps the copy it was given.
+                clear_blackboard(id).expect("clear");
+                until(|| recorded().len() == 4);
+            }
+            _ => {
+                let id = get_event_id("EV").expect("EV");
+                set_event(id).expect("set");
+                let w = get_event_status(id).map(|s| s.waiting_processes);
+                expect("set_event released every waiter", w == Ok(0), w);
+                reset_event(id).expect("reset");
+                until(|| recorded().len() == 4);
+            }
+        }
+        write_order(phase);
+    }
+    out("END order");
+    idle_forever();
+}
+
+fn order_init() {
+    use QueuingDiscipline::*;
+    create_semaphore("SF", 0, 10, Fifo).expect("SF");
+    create_semaphore("SP", 0, 10, Priority).expect("SP");
+    create_buffer("BF", 8, 4, Fifo).expect("BF");
+    create_buffer("BP", 8, 4, Priority).expect("BP");
+    let bs = create_buffer("BS", 8, 1, Priority).expect("BS");
+    send_buffer(bs, &[99], 0).expect("prefill BS");
+    create_blackboard("BB", 8).expect("BB");
+    create_event("EV").expect("EV");
+    for (name, entry, prio) in [
+        ("r7", order_r7 as EntryPoint, 7),
+        ("r5", order_r5, 5),
+        ("r10", order_r10, 10),
+        ("r15", order_r15, 15),
+        ("driver", order_driver, 20),
+    ] {
+        start(process(name, entry, prio)).expect("start");
+    }
+}
+
+// ---------------------------------------------------------------------------------------- bench
+
+fn percentiles(what: &str, mut v: Vec<u64>) {
+    v.sort_unstable();
+    let n = v.len();
+    let p = |q: f64| v[((n as f64 * q) as usize).min(n - 1)];
+    out(&format!(
+        "BENCH {what} n={n} min={} p50={} p90={} p99={} p99.9={} max={} (ns)",
+        v[0],
+        p(0.5),
+        p(0.9),
+        p(0.99),
+        p(0.999),
+        v[n - 1]
+    ));
+}
+
+extern "C" fn bench_process() {
+    let n = *N.get().expect("N");
+    let s = sem("BENCH");
+    let b = get_blackboard_id("BENCH").expect("BENCH");
+    let mut clock = Vec::with_capacity(n);
+    let mut pair = Vec::with_capacity(n);
+    let mut bb = Vec::with_capacity(n);
+    let mut m = [0u8; 8];
+    for _ in 0..n {
+        let t0 = get_time();
+        let t1 = get_time();
+        clock.push((t1 - t0) as u64);
+    }
+    for _ in 0..n {
+        let t0 = get_time();
+        let _ = wait_semaphore(s, 0);
+        let _ = signal_semaphore(s);
+        let t1 = get_time();
+        pair.push((t1 - t0) as u64);
+    }
+    for i in 0..n {
+        let t0 = get_time();
+        let _ = display_blackboard(b, &(i as u64).to_le_bytes());
+        let _ = read_blackboard(b, 0, &mut m);
+        let t1 = get_time();
+        bb.push((t1 - t0) as u64);
+    }
+    percentiles("clock_read_pair", clock);
+    percentiles("wait_signal_semaphore", pair);
+    percentiles("display_read_blackboard", bb);
+    out("END bench");
+    idle_forever();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let role = args.first().cloned().unwrap_or_default();
+    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
+        .expect("once");
+    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(10_000))
+        .expect("once");
+    if get_partition_status().start_condition != StartCondition::NormalStart {
+        out("FAIL the partition was restarted");
+        idle_forever();
+    }
+    match role.as_str() {
+        "codes" => {
+            codes_init();
+            create_error_handler(codes_error_handler, 0).expect("error handler");
+            process("w1", codes_w1, 10);
+            start(process("driver", codes_driver, 20)).expect("start driver");
+        }
+        "order" => order_init(),
+        "full" => {
+            full_init();
+            start(process("driver", full_driver, 20)).expect("start driver");
+        }
+        "bench" => {
+            create_semaphore("BENCH", 1, 1, QueuingDiscipline::Fifo).expect("BENCH");
+            create_blackboard("BENCH", 8).expect("BENCH");
+            start(process("bench", bench_process, 10)).expect("start bench");
+        }
+        other => {
+            eprintln!("intra-testpart: unknown role {other:?}");
+            std::process::exit(2);
+        }
+    }
+    normal();
+}
