@@ -1,18 +1,24 @@
-//! The channels of a module over the one-sided shared-memory transport: the regions the executive
-//! creates once per run, how each partition inherits exactly its ports' regions, and the
-//! partition-side mapping by port name.
+//! The channels of a module: the shared regions and sockets the executive creates once per run
+//! for each channel's transport ([`crate::transport`]), how each partition inherits exactly its
+//! ports' descriptors, and the partition-side mapping by port name.
 //!
-//! # Regions (one memfd each; see `docs/ports.md`)
-//! - **Sampling channel**: one sampling slot ([`partix_shm::sampling`]) *per destination*. The
-//!   source maps every slot read-write and writes each message into each of them (multicast is
-//!   done by the writer, as in the one-sided RDMA design: no daemon, no receiver CPU); each
-//!   destination maps *its own* slot read-only, so a store by the destination faults.
-//! - **Queuing channel**: one region holding a control line (two notifiers: "data" parks the
+//! # Descriptors per port and transport (see `docs/ports.md`)
+//! - **one-sided sampling**: per destination a sampling slot ([`partix_shm::sampling`]) and a
+//!   notifier region (a blocked reader parks there). The source maps every slot read-write and
+//!   writes each message into each (multicast is done by the writer: no daemon, no receiver
+//!   CPU); each destination maps *its own* slot read-only, so a store by the destination faults.
+//!   Source: `slot, notifier` per destination; destination: `slot (r), notifier`.
+//! - **one-sided queuing**: one region holding a control line (two notifiers: "data" parks the
 //!   receiver, "space" parks the sender) at offset 0 and an SPSC ring ([`partix_shm::ring`]) at
-//!   offset [`RING_OFFSET`]. Both ends map it read-write: the ring's consumer owns the `head`
-//!   counter, which lives in the same region as the slots (a split is asked of `partix-shm`).
-//! - **Unconnected port**: a port of the configuration that no channel uses gets a private region
-//!   of its kind (writes go nowhere; reads find nothing), so creating it still succeeds.
+//!   offset [`RING_OFFSET`]; both ends map it read-write.
+//! - **two-sided**: per destination a TX region (source and destination) and an RX region
+//!   (destination only); the destination runs the network manager thread. Source: the TX
+//!   regions; destination: `TX, RX`.
+//! - **udp / tcp**: per destination a connected socket pair on 127.0.0.1
+//!   ([`crate::transport::socket::socket_pair`]); each end gets its socket.
+//! - **Unconnected port**: a port of the configuration that no channel uses gets a private
+//!   one-sided region of its kind (writes go nowhere; reads find nothing), so creating it still
+//!   succeeds.
 //!
 //! The regions are created once per run by [`ChannelSet::create`] and survive partition restarts:
 //! a restarted destination reads the last message, a restarted sampling writer continues the
@@ -25,38 +31,41 @@
 //! `kind:name:direction:max_message_size:param:fds` where `kind` is `s` (sampling, `param` =
 //! refresh period in ns) or `q` (queuing, `param` = max number of messages), `direction` is
 //! `src` or `dst`, `name` is percent-encoded (bytes other than `A-Z a-z 0-9 _ - .`), and `fds` is
-//! `+`-separated `FD` + `r`/`w` (read-only / read-write mapping), e.g.
-//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w`. A partition only ever sees the
-//! ports of its own configuration entry, so it cannot open another partition's port.
+//! `+`-separated `FD` + `r`/`w` (read-only / read-write mapping; sockets are `w`), optionally
+//! followed by `:transport` when it is not `one-sided`, e.g.
+//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided`. A partition only
+//! ever sees the ports of its own configuration entry, so it cannot open another partition's
+//! port.
 //!
 //! # Transports
-//! Only `partix:Transport="one-sided"` (also the default when the attribute is absent) is built
-//! here; [`ChannelSet::create`] refuses any other transport, naming the channel and its location.
+//! `partix:Transport` = `one-sided` (the default), `two-sided`, `udp` or `tcp`;
+//! [`ChannelSet::create`] refuses any other value (possible only for a module built in memory),
+//! naming the channel and its location.
 #![allow(unsafe_code)]
 
+use crate::transport::{socket, Transport};
+pub use crate::transport::{DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
 use partix_config::model::{
     Channel, ChannelKind, Location, Module, PartitionId, PortDirection, PortRef,
 };
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::RingLayout;
 use partix_shm::sampling::{SamplingLayout, SamplingWriter};
+use partix_shm::twoqueue::QueueShape;
+use partix_shm::twosided::{RingShape, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Access, AreaError, Region, RegionError};
 use std::fmt;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// Environment variable listing a partition's ports and their inherited descriptors.
 pub const ENV_PORT_FDS: &str = "PARTIX_PORT_FDS";
 /// First descriptor number of the port regions in a partition process.
 pub const PORT_FD_BASE: RawFd = 600;
-/// Offset of the ring in a queuing channel's region (after the control line's two notifiers).
-pub const RING_OFFSET: usize = 2 * NOTIFIER_LEN;
-/// Offset of the "data" notifier (the sender wakes a parked receiver) in a queuing region.
-pub const DATA_NOTIFIER: usize = 0;
-/// Offset of the "space" notifier (the receiver wakes a parked sender) in a queuing region.
-pub const SPACE_NOTIFIER: usize = NOTIFIER_LEN;
-/// The transport built here (and the default).
+/// The default transport.
 pub const ONE_SIDED: &str = "one-sided";
+/// Buffers of a two-sided sampling TX or RX ring.
+pub const TWO_SIDED_SAMPLING_SLOTS: u32 = 4;
 
 /// Failure to build the channels of a module.
 #[derive(Debug)]
@@ -86,6 +95,13 @@ pub enum ChannelError {
         /// Why.
         error: RegionError,
     },
+    /// A socket pair could not be created.
+    Socket {
+        /// `partition/port`.
+        port: String,
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for ChannelError {
@@ -99,12 +115,15 @@ impl fmt::Display for ChannelError {
             } => write!(
                 f,
                 "{file}:{}:{}: {channel}: transport \"{transport}\" is not available in this build; \
-                 use partix:Transport=\"{ONE_SIDED}\" (or leave it out)",
+                 use partix:Transport=\"{ONE_SIDED}\", \"two-sided\", \"udp\" or \"tcp\" (or leave it out)",
                 location.line, location.col
             ),
             ChannelError::Layout { port, error } => write!(f, "port {port}: {error}"),
             ChannelError::Region { port, error } => {
                 write!(f, "port {port}: cannot create its shared region: {error}")
+            }
+            ChannelError::Socket { port, error } => {
+                write!(f, "port {port}: cannot create its loopback socket pair: {error}")
             }
         }
     }
@@ -126,8 +145,10 @@ pub struct PortDesc {
     pub max_message_size: u32,
     /// Sampling: refresh period in ns; queuing: max number of messages.
     pub param: u64,
-    /// Descriptors (in the partition process) and how to map them.
+    /// Descriptors (in the partition process) and how to map them (sockets: `ReadWrite`).
     pub fds: Vec<(RawFd, Access)>,
+    /// The channel's transport (one-sided for an unconnected port).
+    pub transport: Transport,
 }
 
 /// One port grant of a partition, on the executive side: the description and region indices.
@@ -140,10 +161,27 @@ struct Grant {
 /// One connected port end: (partition index, port name, region indices and mappings).
 type End = (usize, String, Vec<(usize, Access)>);
 
-/// The regions of all channels of a module, created once per run, and who gets which.
+/// A shared region or a socket of a channel (executive side).
+#[derive(Debug)]
+enum Resource {
+    Region(Region),
+    Socket(OwnedFd),
+}
+
+impl Resource {
+    fn raw_fd(&self) -> RawFd {
+        match self {
+            Resource::Region(r) => r.raw_fd(),
+            Resource::Socket(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// The regions and sockets of all channels of a module, created once per run, and who gets
+/// which.
 #[derive(Debug)]
 pub struct ChannelSet {
-    regions: Vec<Region>,
+    regions: Vec<Resource>,
     grants: Vec<Vec<Grant>>,
 }
 
@@ -199,27 +237,89 @@ fn queuing_region(name: &str, port: &str, max: u32, nb: u32) -> Result<Region, C
     Ok(Arc::try_unwrap(region).expect("no other handle"))
 }
 
+fn region_err(port: &str) -> impl Fn(RegionError) -> ChannelError + '_ {
+    move |error| ChannelError::Region {
+        port: port.into(),
+        error,
+    }
+}
+
+fn layout_err(port: &str) -> impl Fn(AreaError) -> ChannelError + '_ {
+    move |error| ChannelError::Layout {
+        port: port.into(),
+        error,
+    }
+}
+
+fn notifier_region(name: &str, port: &str) -> Result<Region, ChannelError> {
+    Region::create(name, NOTIFIER_LEN).map_err(region_err(port))
+}
+
+fn two_sided_sampling(name: &str, port: &str, max: u32) -> Result<(Region, Region), ChannelError> {
+    let shape = RingShape::new(max, TWO_SIDED_SAMPLING_SLOTS).map_err(layout_err(port))?;
+    let tx = Arc::new(
+        Region::create(&format!("{name}-tx"), shape.tx_size_bytes()).map_err(region_err(port))?,
+    );
+    let rx = Arc::new(
+        Region::create(&format!("{name}-rx"), shape.rx_size_bytes()).map_err(region_err(port))?,
+    );
+    TwoSidedSender::init(tx.clone(), 0, shape).map_err(layout_err(port))?;
+    TwoSidedReceiver::init(rx.clone(), 0, shape).map_err(layout_err(port))?;
+    Ok((
+        Arc::try_unwrap(tx).expect("the sender was dropped"),
+        Arc::try_unwrap(rx).expect("the receiver was dropped"),
+    ))
+}
+
+fn two_sided_queuing(
+    name: &str,
+    port: &str,
+    max: u32,
+    nb: u32,
+) -> Result<(Region, Region), ChannelError> {
+    let shape = QueueShape::new(max, nb.max(1)).map_err(layout_err(port))?;
+    let tx = Arc::new(
+        Region::create(&format!("{name}-tx"), shape.tx_size_bytes()).map_err(region_err(port))?,
+    );
+    let rx = Arc::new(
+        Region::create(&format!("{name}-rx"), shape.rx_size_bytes()).map_err(region_err(port))?,
+    );
+    shape.init(&tx, &rx).map_err(layout_err(port))?;
+    Ok((
+        Arc::try_unwrap(tx).expect("no other handle"),
+        Arc::try_unwrap(rx).expect("no other handle"),
+    ))
+}
+
 impl ChannelSet {
-    /// Create the regions of every channel (and of every unconnected port) of `module`.
+    fn push(&mut self, r: Resource) -> usize {
+        self.regions.push(r);
+        self.regions.len() - 1
+    }
+
+    /// Create the regions and sockets of every channel (and of every unconnected port) of
+    /// `module`.
     ///
     /// # Errors
-    /// [`ChannelError::Transport`] for a channel whose transport is not one-sided;
-    /// [`ChannelError::Layout`] / [`ChannelError::Region`] if a region cannot be made.
+    /// [`ChannelError::Transport`] for a channel whose transport is unknown;
+    /// [`ChannelError::Layout`] / [`ChannelError::Region`] / [`ChannelError::Socket`] if a
+    /// region or socket cannot be made.
     pub fn create(module: &Module) -> Result<ChannelSet, ChannelError> {
+        let mut transports = Vec::with_capacity(module.channels.len());
         for c in &module.channels {
-            if let Some(t) = &c.transport {
-                if t != ONE_SIDED {
-                    return Err(ChannelError::Transport {
-                        file: module.source.as_ref().map_or_else(
-                            || "<configuration>".to_owned(),
-                            |p| p.display().to_string(),
-                        ),
-                        channel: channel_label(c),
-                        transport: t.clone(),
-                        location: c.location,
-                    });
-                }
-            }
+            let t = match &c.transport {
+                None => Transport::OneSided,
+                Some(t) => Transport::parse(t).ok_or_else(|| ChannelError::Transport {
+                    file: module
+                        .source
+                        .as_ref()
+                        .map_or_else(|| "<configuration>".to_owned(), |p| p.display().to_string()),
+                    channel: channel_label(c),
+                    transport: t.clone(),
+                    location: c.location,
+                })?,
+            };
+            transports.push(t);
         }
         let mut set = ChannelSet {
             regions: Vec::new(),
@@ -231,9 +331,9 @@ impl ChannelSet {
                 .map_or_else(|| format!("partition{}", id.0), |p| p.name.clone())
         };
         let label = |r: &PortRef| format!("{}/{}", pname(r.partition), r.port);
-        // Region indices of each (partition index, port name) end.
-        let mut ends: Vec<End> = Vec::new();
-        for c in &module.channels {
+        // Resource indices of each (partition index, port name) end, with its transport.
+        let mut ends: Vec<(End, Transport)> = Vec::new();
+        for (c, &transport) in module.channels.iter().zip(&transports) {
             let src = &c.source;
             let src_idx = module.partition_index(src.partition);
             match c.kind {
@@ -251,19 +351,48 @@ impl ChannelSet {
                             })
                         })
                         .unwrap_or(1);
-                    let mut src_regions = Vec::new();
+                    let mut src_res = Vec::new();
                     for d in &c.destinations {
                         let name = format!("partix-ch{}-{}", c.id.0, label(d));
-                        let r = sampling_region(&name, &label(d), max)?;
-                        set.regions.push(r);
-                        let ri = set.regions.len() - 1;
-                        src_regions.push((ri, Access::ReadWrite));
+                        let port = label(d);
+                        let dst_res = match transport {
+                            Transport::OneSided => {
+                                let slot = sampling_region(&name, &port, max)?;
+                                let n = notifier_region(&format!("{name}-wake"), &port)?;
+                                let si = set.push(Resource::Region(slot));
+                                let ni = set.push(Resource::Region(n));
+                                src_res.push((si, Access::ReadWrite));
+                                src_res.push((ni, Access::ReadWrite));
+                                vec![(si, Access::ReadOnly), (ni, Access::ReadWrite)]
+                            }
+                            Transport::TwoSided => {
+                                let (tx, rx) = two_sided_sampling(&name, &port, max)?;
+                                let ti = set.push(Resource::Region(tx));
+                                let ri = set.push(Resource::Region(rx));
+                                src_res.push((ti, Access::ReadWrite));
+                                vec![(ti, Access::ReadWrite), (ri, Access::ReadWrite)]
+                            }
+                            Transport::Udp | Transport::Tcp => {
+                                let kind = transport.socket_kind().expect("socket transport");
+                                let (a, b) =
+                                    socket::socket_pair(kind, max, 4).map_err(|error| {
+                                        ChannelError::Socket {
+                                            port: port.clone(),
+                                            error,
+                                        }
+                                    })?;
+                                let ai = set.push(Resource::Socket(a));
+                                let bi = set.push(Resource::Socket(b));
+                                src_res.push((ai, Access::ReadWrite));
+                                vec![(bi, Access::ReadWrite)]
+                            }
+                        };
                         if let Some(di) = module.partition_index(d.partition) {
-                            ends.push((di, d.port.clone(), vec![(ri, Access::ReadOnly)]));
+                            ends.push(((di, d.port.clone(), dst_res), transport));
                         }
                     }
                     if let Some(si) = src_idx {
-                        ends.push((si, src.port.clone(), src_regions));
+                        ends.push(((si, src.port.clone(), src_res), transport));
                     }
                 }
                 ChannelKind::Queuing => {
@@ -278,15 +407,42 @@ impl ChannelSet {
                     let max = port.or(dst_port).map(|p| p.max_message_size).unwrap_or(1);
                     let nb = dst_port.or(port).map(|p| p.max_nb_messages).unwrap_or(1);
                     let name = format!("partix-ch{}-{}", c.id.0, label(src));
-                    let r = queuing_region(&name, &label(src), max, nb)?;
-                    set.regions.push(r);
-                    let ri = set.regions.len() - 1;
+                    let plabel = label(src);
+                    let (src_res, dst_res) = match transport {
+                        Transport::OneSided => {
+                            let r = queuing_region(&name, &plabel, max, nb)?;
+                            let ri = set.push(Resource::Region(r));
+                            (vec![(ri, Access::ReadWrite)], vec![(ri, Access::ReadWrite)])
+                        }
+                        Transport::TwoSided => {
+                            let (tx, rx) = two_sided_queuing(&name, &plabel, max, nb)?;
+                            let ti = set.push(Resource::Region(tx));
+                            let ri = set.push(Resource::Region(rx));
+                            (
+                                vec![(ti, Access::ReadWrite)],
+                                vec![(ti, Access::ReadWrite), (ri, Access::ReadWrite)],
+                            )
+                        }
+                        Transport::Udp | Transport::Tcp => {
+                            let kind = transport.socket_kind().expect("socket transport");
+                            let (a, b) = socket::socket_pair(kind, max, nb).map_err(|error| {
+                                ChannelError::Socket {
+                                    port: plabel.clone(),
+                                    error,
+                                }
+                            })?;
+                            let ai = set.push(Resource::Socket(a));
+                            let bi = set.push(Resource::Socket(b));
+                            (vec![(ai, Access::ReadWrite)], vec![(bi, Access::ReadWrite)])
+                        }
+                    };
                     if let Some(si) = src_idx {
-                        ends.push((si, src.port.clone(), vec![(ri, Access::ReadWrite)]));
+                        ends.push(((si, src.port.clone(), src_res), transport));
                     }
-                    for d in &c.destinations {
+                    // A queuing channel has one destination (the configuration checks it).
+                    if let Some(d) = c.destinations.first() {
                         if let Some(di) = module.partition_index(d.partition) {
-                            ends.push((di, d.port.clone(), vec![(ri, Access::ReadWrite)]));
+                            ends.push(((di, d.port.clone(), dst_res), transport));
                         }
                     }
                 }
@@ -295,21 +451,26 @@ impl ChannelSet {
         for (pi, part) in module.partitions.iter().enumerate() {
             let find = |name: &str| {
                 ends.iter()
-                    .find(|(i, n, _)| *i == pi && n == name)
-                    .map(|(_, _, r)| r.clone())
+                    .find(|((i, n, _), _)| *i == pi && n == name)
+                    .map(|((_, _, r), t)| (r.clone(), *t))
             };
             for sp in &part.sampling_ports {
-                let regions = match find(&sp.name) {
+                let (regions, transport) = match find(&sp.name) {
                     Some(r) => r,
                     None => {
                         let name = format!("partix-unconnected-{}/{}", part.name, sp.name);
                         let r = sampling_region(&name, &sp.name, sp.max_message_size)?;
-                        set.regions.push(r);
+                        let n = notifier_region(&format!("{name}-wake"), &sp.name)?;
+                        let ri = set.push(Resource::Region(r));
+                        let ni = set.push(Resource::Region(n));
                         let access = match sp.direction {
                             PortDirection::Source => Access::ReadWrite,
                             PortDirection::Destination => Access::ReadOnly,
                         };
-                        vec![(set.regions.len() - 1, access)]
+                        (
+                            vec![(ri, access), (ni, Access::ReadWrite)],
+                            Transport::OneSided,
+                        )
                     }
                 };
                 set.grants[pi].push(Grant {
@@ -320,12 +481,13 @@ impl ChannelSet {
                         max_message_size: sp.max_message_size,
                         param: sp.refresh_period.as_nanos().min(u64::MAX as u128) as u64,
                         fds: Vec::new(),
+                        transport,
                     },
                     regions,
                 });
             }
             for qp in &part.queuing_ports {
-                let regions = match find(&qp.name) {
+                let (regions, transport) = match find(&qp.name) {
                     Some(r) => r,
                     None => {
                         let name = format!("partix-unconnected-{}/{}", part.name, qp.name);
@@ -335,8 +497,8 @@ impl ChannelSet {
                             qp.max_message_size,
                             qp.max_nb_messages,
                         )?;
-                        set.regions.push(r);
-                        vec![(set.regions.len() - 1, Access::ReadWrite)]
+                        let ri = set.push(Resource::Region(r));
+                        (vec![(ri, Access::ReadWrite)], Transport::OneSided)
                     }
                 };
                 set.grants[pi].push(Grant {
@@ -347,6 +509,7 @@ impl ChannelSet {
                         max_message_size: qp.max_message_size,
                         param: u64::from(qp.max_nb_messages),
                         fds: Vec::new(),
+                        transport,
                     },
                     regions,
                 });
@@ -355,7 +518,7 @@ impl ChannelSet {
         Ok(set)
     }
 
-    /// Return the number of regions created.
+    /// Return the number of regions and sockets created.
     pub fn region_count(&self) -> usize {
         self.regions.len()
     }
@@ -435,8 +598,12 @@ pub fn encode_ports(ports: &[PortDesc]) -> String {
                 Access::ReadWrite => format!("{fd}w"),
             })
             .collect();
+        let transport = match p.transport {
+            Transport::OneSided => String::new(),
+            t => format!(":{t}"),
+        };
         entries.push(format!(
-            "{}:{}:{}:{}:{}:{}",
+            "{}:{}:{}:{}:{}:{}{transport}",
             match p.kind {
                 ChannelKind::Sampling => "s",
                 ChannelKind::Queuing => "q",
@@ -463,8 +630,20 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
     for entry in s.split(',').filter(|e| !e.is_empty()) {
         let bad = || format!("{ENV_PORT_FDS}: malformed entry {entry:?}");
         let f: Vec<&str> = entry.split(':').collect();
-        let [kind, name, dir, max, param, fds] = f[..] else {
-            return Err(bad());
+        let (kind, name, dir, max, param, fds, transport) = match f[..] {
+            [kind, name, dir, max, param, fds] => {
+                (kind, name, dir, max, param, fds, Transport::OneSided)
+            }
+            [kind, name, dir, max, param, fds, t] => (
+                kind,
+                name,
+                dir,
+                max,
+                param,
+                fds,
+                Transport::parse(t).ok_or_else(bad)?,
+            ),
+            _ => return Err(bad()),
         };
         let kind = match kind {
             "s" => ChannelKind::Sampling,
@@ -492,6 +671,7 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
             max_message_size: max.parse().map_err(|_| bad())?,
             param: param.parse().map_err(|_| bad())?,
             fds: fdv,
+            transport,
         });
     }
     Ok(out)
@@ -502,8 +682,10 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
 pub struct MappedPort {
     /// What the executive said about the port.
     pub desc: PortDesc,
-    /// The mapped regions, in the order of `desc.fds`.
+    /// The mapped regions, in the order of `desc.fds` (shared-memory transports).
     pub regions: Vec<Arc<Region>>,
+    /// The sockets, in the order of `desc.fds` (`udp` / `tcp`).
+    pub sockets: Vec<OwnedFd>,
 }
 
 /// Map the inherited region `fd` (taking ownership of it) with `access`.
@@ -541,6 +723,7 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
     let mut out = Vec::with_capacity(descs.len());
     for desc in descs {
         let mut regions = Vec::with_capacity(desc.fds.len());
+        let mut sockets = Vec::new();
         for &(fd, access) in &desc.fds {
             // SAFETY: the executive handed these descriptors to this process for this purpose
             // only, and `map_inherited` is called once per process (the port registry is a
@@ -555,10 +738,19 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
                     std::io::Error::last_os_error()
                 ));
             }
-            // SAFETY: dup is fresh and owned by nobody else.
-            regions.push(Arc::new(unsafe { map_fd(dup, access) }?));
+            if desc.transport.socket_kind().is_some() {
+                // SAFETY: dup is fresh and owned by nobody else.
+                sockets.push(unsafe { OwnedFd::from_raw_fd(dup) });
+            } else {
+                // SAFETY: dup is fresh and owned by nobody else.
+                regions.push(Arc::new(unsafe { map_fd(dup, access) }?));
+            }
         }
-        out.push(MappedPort { desc, regions });
+        out.push(MappedPort {
+            desc,
+            regions,
+            sockets,
+        });
     }
     Ok(out)
 }
@@ -671,28 +863,26 @@ mod tests {
     fn sampling_multicast_queuing_and_unconnected_ports_get_their_regions() {
         let m = module();
         let set = ChannelSet::create(&m).unwrap();
-        // 2 sampling slots, 1 ring, 1 unconnected slot.
-        assert_eq!(set.region_count(), 4);
+        // 2 sampling slots + 2 notifiers, 1 ring, 1 unconnected slot + notifier.
+        assert_eq!(set.region_count(), 7);
         let a = set.ports_of(0);
         let names: Vec<&str> = a.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["OUT", "LONELY", "Q OUT"]);
-        assert_eq!(
-            a[0].fds,
-            vec![(600, Access::ReadWrite), (601, Access::ReadWrite)]
-        );
-        assert_eq!(a[1].fds, vec![(602, Access::ReadOnly)]);
-        assert_eq!(a[2].fds, vec![(603, Access::ReadWrite)]);
+        let rw = Access::ReadWrite;
+        assert_eq!(a[0].fds, vec![(600, rw), (601, rw), (602, rw), (603, rw)]);
+        assert_eq!(a[1].fds, vec![(604, Access::ReadOnly), (605, rw)]);
+        assert_eq!(a[2].fds, vec![(606, rw)]);
         assert_eq!(a[0].param, 100_000_000);
         assert_eq!(a[2].param, 5);
         let b = set.ports_of(1);
-        assert_eq!(b[0].fds, vec![(600, Access::ReadOnly)]);
+        assert_eq!(b[0].fds, vec![(600, Access::ReadOnly), (601, rw)]);
         assert_eq!(b[1].kind, ChannelKind::Queuing);
-        assert_eq!(set.child_fds(1).len(), 2);
-        assert_eq!(set.child_fds(2).len(), 1);
+        assert_eq!(set.child_fds(1).len(), 3);
+        assert_eq!(set.child_fds(2).len(), 2);
 
         // The source writes both slots; each destination reads its own through a read-only map.
         let src = set.child_fds(0);
-        for (i, dst) in [(0usize, 1usize), (1, 2)] {
+        for (i, dst) in [(0usize, 1usize), (2, 2)] {
             let mut w = SamplingWriter::attach(map(src[i].0, Access::ReadWrite), 0).unwrap();
             w.write(format!("to {dst}").as_bytes()).unwrap();
             let ro = map(set.child_fds(dst)[0].0, Access::ReadOnly);
@@ -702,9 +892,9 @@ mod tests {
             assert_eq!(&buf[..ok.len], format!("to {dst}").as_bytes());
         }
         // The ring: producer in A, consumer in B, capacity rounded up to a power of two.
-        let mut p = RingProducer::attach(map(src[3].0, Access::ReadWrite), RING_OFFSET).unwrap();
+        let mut p = RingProducer::attach(map(src[6].0, Access::ReadWrite), RING_OFFSET).unwrap();
         let mut c =
-            RingConsumer::attach(map(set.child_fds(1)[1].0, Access::ReadWrite), RING_OFFSET)
+            RingConsumer::attach(map(set.child_fds(1)[2].0, Access::ReadWrite), RING_OFFSET)
                 .unwrap();
         assert_eq!(p.capacity(), 8);
         p.try_push(b"hello").unwrap();
@@ -714,10 +904,15 @@ mod tests {
 
     #[test]
     fn env_value_round_trips_with_odd_names() {
-        let m = module();
+        let mut m = module();
+        m.channels[1].transport = Some("udp".into());
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
-        assert!(v.contains("q:Q%20OUT:src:16:5:603w"), "{v}");
+        assert!(v.contains("q:Q%20OUT:src:16:5:606w:udp"), "{v}");
+        assert!(
+            v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w,"),
+            "{v}"
+        );
         assert_eq!(decode_ports(&v).unwrap(), set.ports_of(0));
         assert_eq!(decode_ports("").unwrap(), Vec::new());
         for bad in [
@@ -727,20 +922,144 @@ mod tests {
             "s:A:src",
             "s:%G1:src:1:1:600w",
             "s:A:src:-1:1:600w",
+            "s:A:src:1:1:600w:carrier-pigeon",
         ] {
             assert!(decode_ports(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
-    fn other_transports_are_refused_naming_the_channel() {
+    fn unknown_transports_are_refused_naming_the_channel() {
         let mut m = module();
-        m.channels[1].transport = Some("udp".into());
+        m.channels[1].transport = Some("carrier-pigeon".into());
         m.channels[1].location = Location { line: 40, col: 5 };
         let e = ChannelSet::create(&m).unwrap_err().to_string();
         assert!(e.contains("<configuration>:40:5: channel 2"), "{e}");
-        assert!(e.contains("\"udp\""), "{e}");
+        assert!(e.contains("\"carrier-pigeon\""), "{e}");
         assert!(e.contains("one-sided"), "{e}");
+    }
+
+    /// Attach partition `p`'s ports as the partition would (through dups of the executive's
+    /// descriptors).
+    fn mapped(set: &ChannelSet, p: usize) -> Vec<MappedPort> {
+        let fds = set.child_fds(p);
+        let mut k = 0;
+        set.ports_of(p)
+            .into_iter()
+            .map(|desc| {
+                let mut regions = Vec::new();
+                let mut sockets = Vec::new();
+                for &(_, access) in &desc.fds {
+                    let fd = fds[k].0;
+                    k += 1;
+                    if desc.transport.socket_kind().is_some() {
+                        // SAFETY: dup returns a fresh descriptor nothing else owns.
+                        sockets.push(unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) });
+                    } else {
+                        regions.push(map(fd, access));
+                    }
+                }
+                MappedPort {
+                    desc,
+                    regions,
+                    sockets,
+                }
+            })
+            .collect()
+    }
+
+    /// The same checks for every transport, in one process (the multi-process suite is
+    /// `tests/conformance.rs`).
+    #[test]
+    fn every_transport_delivers_sampling_multicast_and_bounded_queues() {
+        use crate::transport::{
+            QueueDestination, QueueSource, SamplingDestination, SamplingSource, Transport,
+        };
+        use partix_shm::ring::{PopError, PushError};
+        use partix_shm::RecvMode;
+        for t in Transport::ALL {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b, c) = (mapped(&set, 0), mapped(&set, 1), mapped(&set, 2));
+            assert!(a
+                .iter()
+                .all(|p| p.desc.transport == t || p.desc.name == "LONELY"));
+            let mut w = SamplingSource::attach(&a[0]).unwrap();
+            let mut r1 = SamplingDestination::attach(&b[0]).unwrap();
+            let mut r2 = SamplingDestination::attach(&c[0]).unwrap();
+            let mut buf = [0u8; 40];
+            assert!(r1.read(&mut buf).is_err(), "{t}: nothing written yet");
+            w.write(b"first", 1);
+            w.write(b"second", 2);
+            for r in [&mut r1, &mut r2] {
+                let ok = r
+                    .wait_newer(
+                        &mut buf,
+                        None,
+                        RecvMode::Blocking,
+                        Some(Duration::from_secs(10)),
+                    )
+                    .unwrap();
+                // The newest may need a moment (manager thread, loopback): wait for it.
+                let ok = if &buf[..ok.len] == b"second" {
+                    ok
+                } else {
+                    r.wait_newer(
+                        &mut buf,
+                        Some(ok.seq),
+                        RecvMode::Blocking,
+                        Some(Duration::from_secs(10)),
+                    )
+                    .unwrap()
+                };
+                assert_eq!(&buf[..ok.len], b"second", "{t}");
+                assert_eq!(ok.written_at_ns, 2, "{t}");
+                let again = r.read(&mut buf).unwrap();
+                assert_eq!(
+                    (again.seq, &buf[..again.len]),
+                    (ok.seq, &b"second"[..]),
+                    "{t}"
+                );
+            }
+            // Queuing: 5 messages fit, the 6th does not; order kept; consuming frees room.
+            let mut q = QueueSource::attach(&a[2]).unwrap();
+            let qw = q.waiter(&a[2]).unwrap();
+            let mut d = QueueDestination::attach(&b[1]).unwrap();
+            let dw = d.waiter(&b[1]).unwrap();
+            for i in 0..5u8 {
+                q.try_send(&[i; 3]).unwrap();
+            }
+            assert_eq!(q.try_send(b"x"), Err(PushError::Full), "{t}");
+            assert!(!qw.ready(), "{t}");
+            let mut qb = [0u8; 16];
+            for i in 0..5u8 {
+                let deadline = Some(std::time::Instant::now() + Duration::from_secs(10));
+                assert!(dw.park_until(deadline, || dw.ready()) || dw.ready(), "{t}");
+                let mut n = d.try_recv(&mut qb);
+                while n == Err(PopError::Empty) {
+                    dw.park_until(deadline, || dw.ready());
+                    n = d.try_recv(&mut qb);
+                }
+                assert_eq!(n, Ok(3), "{t}");
+                assert_eq!(qb[..3], [i; 3], "{t}");
+            }
+            assert_eq!(d.try_recv(&mut qb), Err(PopError::Empty), "{t}");
+            let deadline = Some(std::time::Instant::now() + Duration::from_secs(10));
+            qw.park_until(deadline, || qw.ready());
+            q.try_send(b"again").unwrap();
+            // CLEAR drops it and returns the room.
+            std::thread::sleep(Duration::from_millis(50));
+            d.clear();
+            let deadline = Some(std::time::Instant::now() + Duration::from_secs(10));
+            qw.park_until(deadline, || qw.ready());
+            for i in 0..5u8 {
+                q.try_send(&[i])
+                    .unwrap_or_else(|e| panic!("{t}: after clear, send {i}: {e}"));
+            }
+        }
     }
 
     #[test]

@@ -13,3 +13,4 @@ pub mod executive;
 pub mod partition;
 pub mod state;
 pub mod trace;
+pub mod transport;

@@ -3,7 +3,7 @@
 //! `PASS`/`FAIL`/`END` lines to a file per partition.
 
 use partix_config::model::Module;
-use partix_runtime::executive::os::{run_module, Program, RunConfig, RunError};
+use partix_runtime::executive::os::{run_module, Program, RunConfig};
 use partix_runtime::executive::Options;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,39 +203,6 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
         info.as_deref()
             .is_some_and(|l| l.ends_with("slot_left_mid_write=Some(true)")),
         "the slot should be left mid-write: {info:?}"
-    );
-}
-
-#[test]
-fn a_channel_with_another_transport_is_refused_at_startup() {
-    let m = load("udp.xml");
-    let cfg = RunConfig {
-        programs: vec![
-            Program {
-                path: testpart(),
-                args: vec!["idle".into()],
-            };
-            2
-        ],
-        cpu: Some(test_cpu()),
-        options: Options {
-            max_frames: Some(1),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let e = std::thread::spawn(move || run_module(&m, cfg, &AtomicBool::new(false)))
-        .join()
-        .unwrap()
-        .unwrap_err();
-    assert!(matches!(e, RunError::Channels(_)), "{e}");
-    eprintln!("{e}");
-    let msg = e.to_string();
-    assert!(
-        msg.contains("tests/ports/udp.xml:")
-            && msg.contains(": channel 7 (ports-udp-channel): transport \"udp\""),
-        "{msg}"
     );
 }
 

@@ -8,6 +8,8 @@
 //! - [`ring`]: a single-producer single-consumer queue of fixed-size slots (one-sided queuing).
 //! - [`twosided`]: the two-sided design: TX ring, RX ring, and an event-driven
 //!   [`twosided::NetworkManager`] with cumulative acknowledgements.
+//! - [`twoqueue`]: the two-sided design for queuing channels (TX ring, manager, RX ring,
+//!   cumulative acknowledgements as credits).
 //! - [`notifier`]: wake-ups for parked receivers and the [`RecvMode`] wait strategies.
 //! - [`sync`]: the atomics the algorithms use (`std`, or `loom` under `--cfg loom`).
 //!
@@ -50,6 +52,8 @@ pub mod futex;
 pub mod notifier;
 #[cfg(not(loom))]
 pub mod region;
+#[cfg(not(loom))]
+pub mod twoqueue;
 
 #[cfg(not(loom))]
 pub use area::AreaError;

@@ -477,6 +477,18 @@ mod shm {
             Ok(RingProducer { ring, st })
         }
 
+        /// Return the number of messages published since the ring was initialised (the shared
+        /// `tail`, `Acquire`).
+        pub fn pushed(&self) -> u64 {
+            self.ring.area.u64_at(TAIL).load(Ordering::Acquire)
+        }
+
+        /// Return the number of messages consumed (or cleared) since the ring was initialised
+        /// (the shared `head`, `Acquire`): the consumer's cumulative acknowledgement.
+        pub fn popped(&self) -> u64 {
+            self.ring.area.u64_at(HEAD).load(Ordering::Acquire)
+        }
+
         /// Return the largest message size.
         pub fn max_message_size(&self) -> u32 {
             self.ring.max
@@ -564,6 +576,18 @@ mod shm {
             let ring = Ring::open(region, offset)?;
             let st = ring.view().consumer_state();
             Ok(RingConsumer { ring, st })
+        }
+
+        /// Return the number of messages published since the ring was initialised (the shared
+        /// `tail`, `Acquire`).
+        pub fn pushed(&self) -> u64 {
+            self.ring.area.u64_at(TAIL).load(Ordering::Acquire)
+        }
+
+        /// Return the number of messages consumed (or cleared) since the ring was initialised
+        /// (the shared `head`, `Acquire`): the consumer's cumulative acknowledgement.
+        pub fn popped(&self) -> u64 {
+            self.ring.area.u64_at(HEAD).load(Ordering::Acquire)
         }
 
         /// Return the largest message size.

@@ -606,6 +606,15 @@ mod shm {
         /// # Errors
         /// [`WriteError::ZeroLength`] or [`WriteError::TooLarge`].
         pub fn write(&mut self, data: &[u8]) -> Result<u32, WriteError> {
+            self.write_stamped(data, monotonic_ns())
+        }
+
+        /// Write `data` with the given timestamp (ns), ring the manager; return the sequence
+        /// number.
+        ///
+        /// # Errors
+        /// As [`TwoSidedSender::write`].
+        pub fn write_stamped(&mut self, data: &[u8], stamp_ns: u64) -> Result<u32, WriteError> {
             let max = self.tx.shape.max_message_size;
             if data.is_empty() {
                 return Err(WriteError::ZeroLength);
@@ -616,7 +625,7 @@ mod shm {
                     max,
                 });
             }
-            let seq = self.tx.view().send(self.written, monotonic_ns(), data);
+            let seq = self.tx.view().send(self.written, stamp_ns, data);
             self.written = self.written.wrapping_add(1);
             self.tx.doorbell.notify();
             Ok(seq)

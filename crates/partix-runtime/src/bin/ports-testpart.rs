@@ -497,7 +497,11 @@ extern "C" fn sampling_dst_process() {
         st == Ok(Validity::Invalid),
         format!("{st:?}"),
     );
-    let maps = channel_maps();
+    // The wake-up notifier of a blocked reader is a separate region ("-wake"): it holds no data.
+    let maps: Vec<String> = channel_maps()
+        .into_iter()
+        .filter(|l| !l.contains("-wake"))
+        .collect();
     expect(
         "destination maps its slot read-only and nothing writable",
         !maps.is_empty()

@@ -1,5 +1,6 @@
 //! Inter-partition communication: sampling and queuing ports (ARINC 653 Part 1) over the
-//! one-sided shared-memory channels of [`crate::channels`].
+//! channels of [`crate::channels`], whatever their transport: this module talks only to the
+//! endpoints of [`crate::transport`] (one-sided, two-sided, udp, tcp).
 //!
 //! A partition can create only the ports its configuration entry lists: the executive hands it
 //! exactly those (their regions and their configured attributes, in `PARTIX_PORT_FDS`), and
@@ -7,42 +8,49 @@
 //! executive) has no ports: every CREATE answers `InvalidConfig`.
 //!
 //! # Sampling ports
-//! WRITE_SAMPLING_MESSAGE copies the message into the slot of every destination (multicast is the
-//! writer's job; no daemon) with a `CLOCK_MONOTONIC` time stamp. READ_SAMPLING_MESSAGE copies the
-//! latest message out of the port's read-only slot (begin/end flags; retried until they agree)
-//! and never consumes it; the message is `Valid` while its age is at most the refresh period.
+//! WRITE_SAMPLING_MESSAGE sends the message to every destination with a `CLOCK_MONOTONIC` time
+//! stamp (one-sided: into each destination's slot, multicast is the writer's job).
+//! READ_SAMPLING_MESSAGE copies the latest message out (one-sided: of the port's read-only slot,
+//! begin/end flags retried until they agree) and never consumes it; the message is `Valid` while
+//! its age is at most the refresh period. [`wait_sampling_message`] (a partix extension) waits
+//! for a newer message.
 //! The destination keeps a private copy of the last good message: if the writer is killed in the
 //! middle of a write (the slot's flags then disagree forever, until a restarted writer writes
 //! again) or keeps the slot busy for longer than a read's bounded retries, the read returns that
 //! copy (whose age keeps growing, so it turns `Invalid`), never a torn message.
 //!
 //! # Queuing ports
-//! A queuing channel is an SPSC ring of the channel's regions with room for `MaxNbMessages`
-//! messages. Several APEX processes of one partition may use one port: they are serialised by a
+//! A queuing channel holds at most `MaxNbMessages` messages (one-sided: an SPSC ring; two-sided
+//! and sockets: credits returned by cumulative acknowledgements). Several APEX processes of one partition may use one port: they are serialised by a
 //! per-port lock and, when they must wait (full on send, empty on receive, timeout ≠ 0), queued
 //! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = current priority, FIFO
 //! among equals). Only the head of that queue waits on the channel; the others wait in the
 //! partition. The head waits per the port's [`RecvMode`]:
-//! - [`RecvMode::Spin`]: polls the ring (lowest latency, burns the partition's CPU in its window);
+//! - [`RecvMode::Spin`]: polls the channel (lowest latency, burns the partition's CPU in its
+//!   window);
 //! - [`RecvMode::SpinThenPark`] (the default, [`DEFAULT_RECV_MODE`]): polls a while, then parks
-//!   on the channel's futex (the other side wakes it after each push or pop);
+//!   (shared memory: on the channel's futex, the other side wakes it after each push or pop;
+//!   sockets: in `poll(2)`);
 //! - [`RecvMode::Blocking`]: parks at once.
 //!
 //! Change it with [`set_queuing_port_recv_mode`] (a partix extension). The same modes apply to a
 //! sender waiting for space.
 //!
-//! Blocking ports do not show the caller as WAITING in GET_PROCESS_STATUS yet.
+//! A process that waits (on a queuing port, or in [`wait_sampling_message`]) shows WAITING in
+//! GET_PROCESS_STATUS for the duration of the wait.
 
 use super::error::{ApexError, ApexResult};
 use super::rt::{self, rt, EH_INDEX};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
-use crate::channels::{map_inherited, MappedPort, DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
+use crate::channels::{map_inherited, MappedPort};
 use crate::state::mode;
+use crate::transport::{
+    QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource,
+};
 use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
-use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
-use partix_shm::sampling::{monotonic_ns, ReadError, SamplingReader, SamplingWriter};
+use partix_shm::ring::{PopError, PushError};
+use partix_shm::sampling::{monotonic_ns, ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
-use partix_shm::{Notifier, Region};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -120,13 +128,15 @@ pub const DEFAULT_RECV_MODE: RecvMode = RecvMode::SpinThenPark { spins: 2000 };
 pub const MAX_NUMBER_OF_PORTS: usize = 512;
 
 struct SamplingInner {
-    writers: Vec<SamplingWriter>,
-    reader: Option<SamplingReader>,
+    source: Option<SamplingSource>,
+    dest: Option<SamplingDestination>,
     /// Where a read copies to before it is known to be good.
     scratch: Vec<u8>,
     /// The last good message read (private copy) and its write time.
     last: Vec<u8>,
     last_stamp: Option<u64>,
+    /// Sequence number of the last good message (what [`wait_sampling_message`] waits past).
+    last_seq: Option<u32>,
     last_validity: Validity,
 }
 
@@ -135,6 +145,8 @@ struct SamplingPort {
     direction: PortDirection,
     max: u32,
     refresh_ns: u64,
+    /// How [`wait_sampling_message`] waits.
+    mode: Mutex<RecvMode>,
     inner: Mutex<SamplingInner>,
 }
 
@@ -154,8 +166,8 @@ impl Waiter {
 }
 
 struct QueuingState {
-    producer: Option<RingProducer>,
-    consumer: Option<RingConsumer>,
+    source: Option<QueueSource>,
+    dest: Option<QueueDestination>,
     waiters: Vec<Waiter>,
     next_ticket: u64,
 }
@@ -166,31 +178,13 @@ struct QueuingPort {
     max: u32,
     max_nb: u32,
     discipline: QueuingDiscipline,
-    /// The sender wakes a parked receiver here.
-    data: Notifier,
-    /// The receiver wakes a parked sender here.
-    space: Notifier,
-    /// A second handle used only to count the queued messages without the lock.
-    probe: Probe,
+    /// The lock-free side of this port's endpoint: readiness, parking, counting.
+    waiter: QueueWaiter,
     /// Changes whenever the set of waiters changes (a parked head re-checks its place).
     gen: AtomicU64,
     mode: Mutex<RecvMode>,
     state: Mutex<QueuingState>,
     cv: Condvar,
-}
-
-enum Probe {
-    Producer(RingProducer),
-    Consumer(RingConsumer),
-}
-
-impl Probe {
-    fn len(&self) -> usize {
-        match self {
-            Probe::Producer(p) => p.len(),
-            Probe::Consumer(c) => c.len(),
-        }
-    }
 }
 
 struct Registry {
@@ -309,35 +303,26 @@ pub fn create_sampling_port(
         return Err(ApexError::InvalidConfig);
     }
     creation_mode_ok()?;
-    let regions: Vec<Arc<Region>> = cfg.regions.clone();
-    let (writers, reader) = match direction {
-        PortDirection::Source => (
-            regions
-                .into_iter()
-                .map(|r| SamplingWriter::attach(r, 0))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(open_err)?,
+    let (source, dest) = match direction {
+        PortDirection::Source => (Some(SamplingSource::attach(cfg).map_err(open_err)?), None),
+        PortDirection::Destination => (
             None,
+            Some(SamplingDestination::attach(cfg).map_err(open_err)?),
         ),
-        PortDirection::Destination => {
-            let r = regions.into_iter().next().ok_or(ApexError::InvalidConfig)?;
-            (
-                Vec::new(),
-                Some(SamplingReader::attach(r, 0).map_err(open_err)?),
-            )
-        }
     };
     ports.push(Arc::new(SamplingPort {
         name: name.to_owned(),
         direction,
         max: max_message_size,
         refresh_ns: cfg.desc.param,
+        mode: Mutex::new(DEFAULT_RECV_MODE),
         inner: Mutex::new(SamplingInner {
-            writers,
-            reader,
+            source,
+            dest,
             scratch: Vec::new(),
             last: Vec::new(),
             last_stamp: None,
+            last_seq: None,
             last_validity: Validity::Invalid,
         }),
     }));
@@ -372,10 +357,11 @@ pub fn write_sampling_message(id: SamplingPortId, message: &[u8]) -> ApexResult<
     }
     let stamp = monotonic_ns();
     let mut inner = lock(&port.inner);
-    for w in &mut inner.writers {
-        w.write_stamped(message, stamp)
-            .map_err(|_| ApexError::InvalidParam)?;
-    }
+    inner
+        .source
+        .as_mut()
+        .ok_or(ApexError::InvalidMode)?
+        .write(message, stamp);
     Ok(())
 }
 
@@ -394,35 +380,115 @@ pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(
     }
     let mut guard = lock(&port.inner);
     let inner = &mut *guard;
-    let reader = inner.reader.as_ref().ok_or(ApexError::InvalidMode)?;
+    let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
     inner.scratch.resize(port.max as usize, 0);
-    match reader.read(&mut inner.scratch) {
-        Ok(ok) => {
-            inner.last.clear();
-            inner.last.extend_from_slice(&inner.scratch[..ok.len]);
-            inner.last_stamp = Some(ok.written_at_ns);
+    let r = reader.read(&mut inner.scratch);
+    inner.answer(&port, r, buf)
+}
+
+impl SamplingInner {
+    /// Keep a good read as the last message (a failed one leaves the last good copy), copy the
+    /// last message into `buf`, and return its length and validity.
+    fn answer(
+        &mut self,
+        port: &SamplingPort,
+        r: Result<ReadOk, ReadError>,
+        buf: &mut [u8],
+    ) -> ApexResult<(usize, Validity)> {
+        let inner = self;
+        match r {
+            Ok(ok) => {
+                inner.last.clear();
+                inner.last.extend_from_slice(&inner.scratch[..ok.len]);
+                inner.last_stamp = Some(ok.written_at_ns);
+                inner.last_seq = Some(ok.seq);
+            }
+            Err(ReadError::Empty) => return Err(ApexError::NoAction),
+            // The slot is mid-write (or was left so by a killed writer): the scratch copy is
+            // garbage; answer with the last good copy, if any.
+            Err(_) => {}
         }
-        Err(ReadError::Empty) => return Err(ApexError::NoAction),
-        // The slot is mid-write (or was left so by a killed writer): the scratch copy is
-        // garbage; answer with the last good copy, if any.
-        Err(_) => {}
+        let Some(stamp) = inner.last_stamp else {
+            return Err(ApexError::NoAction);
+        };
+        let len = inner.last.len();
+        if buf.len() < len {
+            return Err(ApexError::InvalidParam);
+        }
+        buf[..len].copy_from_slice(&inner.last);
+        let age = monotonic_ns().saturating_sub(stamp);
+        let validity = if age <= port.refresh_ns {
+            Validity::Valid
+        } else {
+            Validity::Invalid
+        };
+        inner.last_validity = validity;
+        Ok((len, validity))
     }
-    let Some(stamp) = inner.last_stamp else {
-        return Err(ApexError::NoAction);
-    };
-    let len = inner.last.len();
-    if buf.len() < len {
-        return Err(ApexError::InvalidParam);
+}
+
+/// Wait up to `timeout` ns (0: do not wait; `INFINITE_TIME_VALUE`: no limit) for a message newer
+/// than the last one this port returned, then read it like [`read_sampling_message`] (partix
+/// extension; the wait uses the mode set by [`set_sampling_port_recv_mode`], blocking by
+/// default). The caller shows WAITING while it waits.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, `timeout` out of range, or `buf` is shorter than the message.
+/// - `InvalidMode`: the port is a source port; or `timeout` ≠ 0 and the caller is the error
+///   handler, holds the preemption lock, or is not a process.
+/// - `NotAvailable`: no newer message and `timeout` is 0.
+/// - `TimedOut`: no newer message within `timeout`.
+pub fn wait_sampling_message(
+    id: SamplingPortId,
+    timeout: SystemTime,
+    buf: &mut [u8],
+) -> ApexResult<(usize, Validity)> {
+    let port = sampling(id)?;
+    check_timeout(timeout)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
     }
-    buf[..len].copy_from_slice(&inner.last);
-    let age = monotonic_ns().saturating_sub(stamp);
-    let validity = if age <= port.refresh_ns {
-        Validity::Valid
-    } else {
-        Validity::Invalid
+    let mode = *lock(&port.mode);
+    let mut guard = lock(&port.inner);
+    let inner = &mut *guard;
+    inner.scratch.resize(port.max as usize, 0);
+    let last_seq = inner.last_seq;
+    let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+    let r = reader.wait_newer(
+        &mut inner.scratch,
+        last_seq,
+        RecvMode::Spin,
+        Some(Duration::ZERO),
+    );
+    let r = match r {
+        Ok(ok) => Ok(ok),
+        Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
+        Err(WaitError::TimedOut) => {
+            waiting_caller()?;
+            let t = (timeout != INFINITE_TIME_VALUE).then(|| Duration::from_nanos(timeout as u64));
+            rt().set_resource_wait(true);
+            let r = reader.wait_newer(&mut inner.scratch, last_seq, mode, t);
+            rt().set_resource_wait(false);
+            r
+        }
+        Err(e) => Err(e),
     };
-    inner.last_validity = validity;
-    Ok((len, validity))
+    match r {
+        Ok(ok) => inner.answer(&port, Ok(ok), buf),
+        Err(WaitError::TimedOut) => Err(ApexError::TimedOut),
+        Err(WaitError::Read(e)) => inner.answer(&port, Err(e), buf),
+        Err(_) => Err(ApexError::InvalidConfig),
+    }
+}
+
+/// Set how [`wait_sampling_message`] waits on a destination sampling port (partix extension).
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn set_sampling_port_recv_mode(id: SamplingPortId, mode: RecvMode) -> ApexResult<()> {
+    let port = sampling(id)?;
+    *lock(&port.mode) = mode;
+    Ok(())
 }
 
 /// Return the id of the created sampling port `name` (`GET_SAMPLING_PORT_ID`).
@@ -483,20 +549,17 @@ pub fn create_queuing_port(
         return Err(ApexError::InvalidConfig);
     }
     creation_mode_ok()?;
-    let region = cfg.regions.first().ok_or(ApexError::InvalidConfig)?.clone();
-    let data = Notifier::new(region.clone(), DATA_NOTIFIER).map_err(open_err)?;
-    let space = Notifier::new(region.clone(), SPACE_NOTIFIER).map_err(open_err)?;
-    let (producer, consumer, probe) = match direction {
-        PortDirection::Source => (
-            Some(RingProducer::attach(region.clone(), RING_OFFSET).map_err(open_err)?),
-            None,
-            Probe::Producer(RingProducer::attach(region, RING_OFFSET).map_err(open_err)?),
-        ),
-        PortDirection::Destination => (
-            None,
-            Some(RingConsumer::attach(region.clone(), RING_OFFSET).map_err(open_err)?),
-            Probe::Consumer(RingConsumer::attach(region, RING_OFFSET).map_err(open_err)?),
-        ),
+    let (source, dest, waiter) = match direction {
+        PortDirection::Source => {
+            let s = QueueSource::attach(cfg).map_err(open_err)?;
+            let w = s.waiter(cfg).map_err(open_err)?;
+            (Some(s), None, w)
+        }
+        PortDirection::Destination => {
+            let d = QueueDestination::attach(cfg).map_err(open_err)?;
+            let w = d.waiter(cfg).map_err(open_err)?;
+            (None, Some(d), w)
+        }
     };
     ports.push(Arc::new(QueuingPort {
         name: name.to_owned(),
@@ -504,14 +567,12 @@ pub fn create_queuing_port(
         max: max_message_size,
         max_nb: max_nb_message,
         discipline,
-        data,
-        space,
-        probe,
+        waiter,
         gen: AtomicU64::new(0),
         mode: Mutex::new(DEFAULT_RECV_MODE),
         state: Mutex::new(QueuingState {
-            producer,
-            consumer,
+            source,
+            dest,
             waiters: Vec::new(),
             next_ticket: 0,
         }),
@@ -539,21 +600,10 @@ enum Try {
 }
 
 impl QueuingPort {
-    /// The notifier the head waiter of this port parks on.
-    fn wait_notifier(&self) -> &Notifier {
-        match self.direction {
-            PortDirection::Source => &self.space,
-            PortDirection::Destination => &self.data,
-        }
-    }
-
     /// Whether the operation of this port's side could succeed now (lock-free probe).
+    #[inline]
     fn ready(&self) -> bool {
-        let n = self.probe.len();
-        match self.direction {
-            PortDirection::Source => n < self.max_nb as usize,
-            PortDirection::Destination => n > 0,
-        }
+        self.waiter.ready()
     }
 
     fn head(&self, st: &QueuingState) -> Option<u64> {
@@ -610,7 +660,21 @@ impl QueuingPort {
         });
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
-        self.wait_notifier().notify();
+        self.waiter.kick();
+        rt().set_resource_wait(true);
+        let r = self.wait_queued(st, ticket, deadline, op);
+        rt().set_resource_wait(false);
+        r
+    }
+
+    /// The waiting part of [`QueuingPort::wait_for`]: the caller holds `ticket` in the queue.
+    fn wait_queued<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, QueuingState>,
+        ticket: u64,
+        deadline: Option<Instant>,
+        op: &mut dyn FnMut(&mut QueuingState) -> Try,
+    ) -> ApexResult<usize> {
         loop {
             st.waiters.retain(Waiter::alive);
             let is_head = self.head(&st) == Some(ticket);
@@ -631,7 +695,7 @@ impl QueuingPort {
             if deadline.is_some_and(|d| now >= d) {
                 self.leave(&mut st, ticket);
                 drop(st);
-                self.wait_notifier().notify();
+                self.waiter.kick();
                 return Err(ApexError::TimedOut);
             }
             if is_head {
@@ -659,7 +723,7 @@ impl QueuingPort {
                     }
                 }
                 if !done {
-                    self.wait_notifier().park_until(deadline, ready);
+                    self.waiter.park_until(deadline, ready);
                 }
                 st = lock(&self.state);
             } else {
@@ -704,27 +768,18 @@ pub fn send_queuing_message(
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    let max_nb = port.max_nb as usize;
     let mut op = |st: &mut QueuingState| {
-        let Some(p) = st.producer.as_mut() else {
+        let Some(p) = st.source.as_mut() else {
             return Try::Fail(ApexError::InvalidMode);
         };
-        // The ring may be larger (a power of two): never queue more than MaxNbMessages. `len`
-        // can only overestimate (the receiver's head only grows), so this never overfills.
-        if p.len() >= max_nb {
-            return Try::Again;
-        }
-        match p.try_push_quiet(message) {
+        // The endpoint never queues more than MaxNbMessages and wakes the receiver.
+        match p.try_send(message) {
             Ok(()) => Try::Done(message.len()),
             Err(PushError::Full) => Try::Again,
             Err(_) => Try::Fail(ApexError::InvalidParam),
         }
     };
-    let r = port.wait_for(timeout, &mut op);
-    if r.is_ok() {
-        port.data.notify();
-    }
-    r.map(|_| ())
+    port.wait_for(timeout, &mut op).map(|_| ())
 }
 
 /// Receive the oldest message of a destination queuing port (`RECEIVE_QUEUING_MESSAGE`) into
@@ -749,21 +804,18 @@ pub fn receive_queuing_message(
         return Err(ApexError::InvalidMode);
     }
     let mut op = |st: &mut QueuingState| {
-        let Some(c) = st.consumer.as_mut() else {
+        let Some(c) = st.dest.as_mut() else {
             return Try::Fail(ApexError::InvalidMode);
         };
-        match c.try_pop(buf) {
+        // The endpoint returns the room to the sender (and wakes it).
+        match c.try_recv(buf) {
             Ok(n) => Try::Done(n),
             Err(PopError::Empty) => Try::Again,
             Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
             Err(_) => Try::Fail(ApexError::InvalidConfig),
         }
     };
-    let r = port.wait_for(timeout, &mut op);
-    if r.is_ok() {
-        port.space.notify();
-    }
-    r
+    port.wait_for(timeout, &mut op)
 }
 
 /// Return the id of the created queuing port `name` (`GET_QUEUING_PORT_ID`).
@@ -785,13 +837,18 @@ pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
 /// `InvalidParam`: no such port.
 pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatus> {
     let port = queuing(id)?;
-    let waiting = lock(&port.state)
-        .waiters
-        .iter()
-        .filter(|w| w.alive())
-        .count() as u32;
+    let mut st = lock(&port.state);
+    let waiting = st.waiters.iter().filter(|w| w.alive()).count() as u32;
+    let n = if let Some(s) = st.source.as_mut() {
+        s.len()
+    } else if let Some(d) = st.dest.as_mut() {
+        d.len()
+    } else {
+        port.waiter.len()
+    };
+    drop(st);
     Ok(QueuingPortStatus {
-        nb_message: (port.probe.len() as u32).min(port.max_nb),
+        nb_message: (n.min(u32::MAX as usize) as u32).min(port.max_nb),
         max_nb_message: port.max_nb,
         max_message_size: port.max,
         port_direction: port.direction,
@@ -810,11 +867,9 @@ pub fn clear_queuing_port(id: QueuingPortId) -> ApexResult<()> {
         return Err(ApexError::InvalidMode);
     }
     let mut st = lock(&port.state);
-    if let Some(c) = st.consumer.as_mut() {
+    if let Some(c) = st.dest.as_mut() {
         c.clear();
     }
-    drop(st);
-    port.space.notify();
     Ok(())
 }
 

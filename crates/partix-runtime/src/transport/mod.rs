@@ -1,0 +1,630 @@
+//! Channel transports behind one interface: the port services ([`crate::partition::ports`])
+//! talk only to the endpoint types here and never name a transport.
+//!
+//! | transport   | sampling                                   | queuing                                     |
+//! |-------------|--------------------------------------------|---------------------------------------------|
+//! | `one-sided` | the writer stores into each destination's read-only slot | SPSC ring; the source pushes straight into it |
+//! | `two-sided` | TX ring → manager thread → RX ring, newest overwrites unsent | TX ring → manager thread → RX ring, cumulative-ack credits |
+//! | `udp`/`tcp` | a connected socket pair per destination; the reader drains to the newest | frames + cumulative-ack credits |
+//!
+//! Each endpoint is an enum with one variant per transport: one `match` per message, no
+//! allocation and no dynamic call on the path (the one-sided variants call the same
+//! `partix-shm` functions the ports used before). A queuing endpoint also hands out a
+//! [`QueueWaiter`]: the lock-free side that says whether the operation may succeed now and parks
+//! the caller (futex notifier for shared memory, `poll(2)` for sockets).
+//!
+//! Endpoints are attached partition-side from a [`MappedPort`] (the inherited descriptors);
+//! the executive side creates the regions and sockets in [`crate::channels::ChannelSet`].
+
+pub mod socket;
+
+use crate::channels::MappedPort;
+use partix_config::model::{ChannelKind, PortDirection};
+use partix_shm::notifier::NOTIFIER_LEN;
+use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
+use partix_shm::sampling::{ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
+use partix_shm::twoqueue::{
+    run_manager, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
+};
+use partix_shm::twosided::{NetworkManager, TwoSidedReceiver, TwoSidedSender};
+use partix_shm::{Notifier, RecvMode, Region};
+use socket::{FrameSocket, SocketKind, SocketWaiter};
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A channel transport (`partix:Transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Shared memory, the writer stores into the reader's memory (the default).
+    OneSided,
+    /// Shared memory, TX ring → network manager thread → RX ring.
+    TwoSided,
+    /// UDP datagrams over loopback.
+    Udp,
+    /// TCP over loopback.
+    Tcp,
+}
+
+impl Transport {
+    /// Every transport, in documentation order.
+    pub const ALL: [Transport; 4] = [
+        Transport::OneSided,
+        Transport::TwoSided,
+        Transport::Udp,
+        Transport::Tcp,
+    ];
+
+    /// Parse a `partix:Transport` value.
+    pub fn parse(s: &str) -> Option<Transport> {
+        Some(match s {
+            "one-sided" => Transport::OneSided,
+            "two-sided" => Transport::TwoSided,
+            "udp" => Transport::Udp,
+            "tcp" => Transport::Tcp,
+            _ => return None,
+        })
+    }
+
+    /// Return the configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::OneSided => "one-sided",
+            Transport::TwoSided => "two-sided",
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        }
+    }
+
+    /// Return the socket kind, for the socket transports.
+    pub fn socket_kind(self) -> Option<SocketKind> {
+        match self {
+            Transport::Udp => Some(SocketKind::Udp),
+            Transport::Tcp => Some(SocketKind::Tcp),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Offset of the ring in a one-sided queuing region (after the two notifiers).
+pub const RING_OFFSET: usize = 2 * NOTIFIER_LEN;
+/// Offset of the "data" notifier (the sender wakes a parked receiver) in a one-sided queuing
+/// region.
+pub const DATA_NOTIFIER: usize = 0;
+/// Offset of the "space" notifier (the receiver wakes a parked sender).
+pub const SPACE_NOTIFIER: usize = NOTIFIER_LEN;
+
+/// Failure to attach an endpoint to the inherited descriptors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachError(pub String);
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot attach the port: {}", self.0)
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+fn err(port: &MappedPort, e: impl fmt::Display) -> AttachError {
+    AttachError(format!("{} ({}): {e}", port.desc.name, port.desc.transport))
+}
+
+fn region(port: &MappedPort, i: usize) -> Result<Arc<Region>, AttachError> {
+    port.regions
+        .get(i)
+        .cloned()
+        .ok_or_else(|| err(port, format!("region {i} missing")))
+}
+
+fn sockets(port: &MappedPort, kind: SocketKind) -> Result<Vec<FrameSocket>, AttachError> {
+    let mut v = Vec::with_capacity(port.sockets.len());
+    for s in &port.sockets {
+        let fd = s.try_clone().map_err(|e| err(port, e))?;
+        v.push(FrameSocket::new(fd, kind, port.desc.max_message_size));
+    }
+    if v.is_empty() && port.desc.direction == PortDirection::Destination {
+        return Err(err(port, "no socket"));
+    }
+    Ok(v)
+}
+
+fn check(port: &MappedPort, kind: ChannelKind, dir: PortDirection) -> Result<(), AttachError> {
+    if port.desc.kind != kind || port.desc.direction != dir {
+        return Err(err(port, "kind or direction mismatch"));
+    }
+    Ok(())
+}
+
+/// Start the network manager thread of a two-sided destination.
+fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name(format!("partix-netmgr-{name}"))
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the network manager thread: {e}"))
+}
+
+/// Never set: the manager threads run as long as their partition.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+// ------------------------------------------------------------------------------------------
+// Sampling
+
+/// The source end of a sampling channel.
+#[derive(Debug)]
+pub enum SamplingSource {
+    /// One slot per destination.
+    OneSided(Vec<SamplingWriter>),
+    /// One TX ring per destination.
+    TwoSided(Vec<TwoSidedSender>),
+    /// One socket per destination.
+    Socket(socket::SampleTx),
+}
+
+impl SamplingSource {
+    /// Attach to a source port's descriptors.
+    ///
+    /// # Errors
+    /// [`AttachError`] when a region or socket is missing or not initialised.
+    pub fn attach(port: &MappedPort) -> Result<SamplingSource, AttachError> {
+        check(port, ChannelKind::Sampling, PortDirection::Source)?;
+        Ok(match port.desc.transport {
+            Transport::OneSided => {
+                // Per destination: the slot, then its notifier region.
+                let mut v = Vec::new();
+                for pair in port.regions.chunks(2) {
+                    let mut w =
+                        SamplingWriter::attach(pair[0].clone(), 0).map_err(|e| err(port, e))?;
+                    if let Some(n) = pair.get(1) {
+                        w = w.with_notifier(Notifier::new(n.clone(), 0).map_err(|e| err(port, e))?);
+                    }
+                    v.push(w);
+                }
+                SamplingSource::OneSided(v)
+            }
+            Transport::TwoSided => SamplingSource::TwoSided(
+                port.regions
+                    .iter()
+                    .map(|r| TwoSidedSender::attach(r.clone(), 0))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| err(port, e))?,
+            ),
+            t @ (Transport::Udp | Transport::Tcp) => SamplingSource::Socket(socket::SampleTx::new(
+                sockets(port, t.socket_kind().expect("socket"))?,
+            )),
+        })
+    }
+
+    /// Write `data` stamped `stamp_ns` (`CLOCK_MONOTONIC`) to every destination. Never waits.
+    ///
+    /// The caller checks the length (1..=max) first; a message the transport refuses is
+    /// dropped.
+    #[inline]
+    pub fn write(&mut self, data: &[u8], stamp_ns: u64) {
+        match self {
+            SamplingSource::OneSided(ws) => {
+                for w in ws {
+                    let _ = w.write_stamped(data, stamp_ns);
+                }
+            }
+            SamplingSource::TwoSided(ws) => {
+                for w in ws {
+                    let _ = w.write_stamped(data, stamp_ns);
+                }
+            }
+            SamplingSource::Socket(s) => s.write(data, stamp_ns),
+        }
+    }
+}
+
+/// The destination end of a sampling channel.
+#[derive(Debug)]
+pub enum SamplingDestination {
+    /// The port's read-only slot.
+    OneSided(SamplingReader),
+    /// The RX ring (its manager thread runs in this partition).
+    TwoSided(TwoSidedReceiver),
+    /// The port's socket.
+    Socket(socket::SampleRx),
+}
+
+impl SamplingDestination {
+    /// Attach to a destination port's descriptors; for `two-sided`, start the manager thread.
+    ///
+    /// # Errors
+    /// [`AttachError`] when a region or socket is missing or not initialised.
+    pub fn attach(port: &MappedPort) -> Result<SamplingDestination, AttachError> {
+        check(port, ChannelKind::Sampling, PortDirection::Destination)?;
+        Ok(match port.desc.transport {
+            Transport::OneSided => {
+                let mut r =
+                    SamplingReader::attach(region(port, 0)?, 0).map_err(|e| err(port, e))?;
+                if let Some(n) = port.regions.get(1) {
+                    r = r.with_notifier(Notifier::new(n.clone(), 0).map_err(|e| err(port, e))?);
+                }
+                SamplingDestination::OneSided(r)
+            }
+            Transport::TwoSided => {
+                let (tx, rx) = (region(port, 0)?, region(port, 1)?);
+                let mut m =
+                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?;
+                let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
+                spawn_manager(&port.desc.name, move || {
+                    m.run_until(&NEVER, Duration::from_secs(1))
+                })
+                .map_err(|e| err(port, e))?;
+                SamplingDestination::TwoSided(r)
+            }
+            t @ (Transport::Udp | Transport::Tcp) => {
+                let s = sockets(port, t.socket_kind().expect("socket"))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| err(port, "no socket"))?;
+                SamplingDestination::Socket(socket::SampleRx::new(s))
+            }
+        })
+    }
+
+    /// Copy the newest message into `buf` (it stays readable).
+    ///
+    /// # Errors
+    /// [`ReadError`] (`Contended` and `Corrupt`: the caller keeps its last good copy).
+    #[inline]
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
+        match self {
+            SamplingDestination::OneSided(r) => r.read(buf),
+            SamplingDestination::TwoSided(r) => r.read(buf),
+            SamplingDestination::Socket(r) => r.read(buf),
+        }
+    }
+
+    /// Wait per `mode` until a message other than `last_seq` arrives (at most `timeout`), then
+    /// read it.
+    ///
+    /// # Errors
+    /// [`WaitError::TimedOut`], [`WaitError::Read`], [`WaitError::NoNotifier`].
+    pub fn wait_newer(
+        &mut self,
+        buf: &mut [u8],
+        last_seq: Option<u32>,
+        mode: RecvMode,
+        timeout: Option<Duration>,
+    ) -> Result<ReadOk, WaitError> {
+        match self {
+            SamplingDestination::OneSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
+            SamplingDestination::TwoSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
+            SamplingDestination::Socket(r) => r.wait_newer(buf, last_seq, mode, timeout),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Queuing
+
+/// The source end of a queuing channel.
+#[derive(Debug)]
+pub enum QueueSource {
+    /// The producer of the ring, the data notifier, `MaxNbMessages`.
+    OneSided(RingProducer, Notifier, usize),
+    /// The TX ring within the credit.
+    TwoSided(QueueSender),
+    /// Frames within the credit.
+    Socket(socket::QueueTx),
+}
+
+impl QueueSource {
+    /// Attach to a source port's descriptors.
+    ///
+    /// # Errors
+    /// [`AttachError`] when a region or socket is missing or not initialised.
+    pub fn attach(port: &MappedPort) -> Result<QueueSource, AttachError> {
+        check(port, ChannelKind::Queuing, PortDirection::Source)?;
+        let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
+        Ok(match port.desc.transport {
+            Transport::OneSided => {
+                let r = region(port, 0)?;
+                QueueSource::OneSided(
+                    RingProducer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                    Notifier::new(r, DATA_NOTIFIER).map_err(|e| err(port, e))?,
+                    limit as usize,
+                )
+            }
+            Transport::TwoSided => QueueSource::TwoSided(
+                QueueSender::attach(region(port, 0)?, limit).map_err(|e| err(port, e))?,
+            ),
+            t @ (Transport::Udp | Transport::Tcp) => {
+                let s = sockets(port, t.socket_kind().expect("socket"))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| err(port, "no socket"))?;
+                QueueSource::Socket(socket::QueueTx::new(s, limit))
+            }
+        })
+    }
+
+    /// Return the waiting side of this endpoint.
+    ///
+    /// # Errors
+    /// [`AttachError`] if it cannot be made.
+    pub fn waiter(&self, port: &MappedPort) -> Result<QueueWaiter, AttachError> {
+        Ok(match self {
+            QueueSource::OneSided(_, _, limit) => {
+                let r = region(port, 0)?;
+                QueueWaiter::Ring {
+                    probe: RingProbe::Producer(
+                        RingProducer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                    ),
+                    notifier: Notifier::new(r, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                    limit: *limit,
+                }
+            }
+            QueueSource::TwoSided(_) => {
+                let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
+                QueueWaiter::Credit(
+                    QueueSenderProbe::attach(region(port, 0)?, limit).map_err(|e| err(port, e))?,
+                )
+            }
+            QueueSource::Socket(s) => QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?),
+        })
+    }
+
+    /// Send `data` if there is room (never waits).
+    ///
+    /// # Errors
+    /// [`PushError::Full`] (`MaxNbMessages` queued or no credit), [`PushError::TooLarge`],
+    /// [`PushError::ZeroLength`].
+    #[inline]
+    pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
+        match self {
+            QueueSource::OneSided(p, data_notifier, limit) => {
+                // The ring may be larger (a power of two): never queue more than MaxNbMessages.
+                // `len` can only overestimate (the receiver's head only grows).
+                if p.len() >= *limit {
+                    return Err(PushError::Full);
+                }
+                p.try_push_quiet(data)?;
+                data_notifier.notify();
+                Ok(())
+            }
+            QueueSource::TwoSided(s) => s.try_send(data),
+            QueueSource::Socket(s) => s.try_send(data),
+        }
+    }
+
+    /// Return the messages queued and not yet consumed (as this side knows it).
+    pub fn len(&mut self) -> usize {
+        match self {
+            QueueSource::OneSided(p, _, _) => p.len(),
+            QueueSource::TwoSided(s) => s.in_flight() as usize,
+            QueueSource::Socket(s) => s.len(),
+        }
+    }
+
+    /// Return whether nothing is queued.
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The destination end of a queuing channel.
+#[derive(Debug)]
+pub enum QueueDestination {
+    /// The consumer of the ring and the space notifier.
+    OneSided(RingConsumer, Notifier),
+    /// The RX ring and the manager (shared with its thread, for CLEAR).
+    TwoSided(QueueReceiver, Arc<Mutex<QueueManager>>),
+    /// Frames, acknowledged in batches.
+    Socket(socket::QueueRx),
+}
+
+impl QueueDestination {
+    /// Attach to a destination port's descriptors; for `two-sided`, start the manager thread.
+    ///
+    /// # Errors
+    /// [`AttachError`] when a region or socket is missing or not initialised.
+    pub fn attach(port: &MappedPort) -> Result<QueueDestination, AttachError> {
+        check(port, ChannelKind::Queuing, PortDirection::Destination)?;
+        let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
+        Ok(match port.desc.transport {
+            Transport::OneSided => {
+                let r = region(port, 0)?;
+                QueueDestination::OneSided(
+                    RingConsumer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                    Notifier::new(r, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                )
+            }
+            Transport::TwoSided => {
+                let (tx, rx) = (region(port, 0)?, region(port, 1)?);
+                let m = Arc::new(Mutex::new(
+                    QueueManager::attach(tx.clone(), rx.clone()).map_err(|e| err(port, e))?,
+                ));
+                let r = QueueReceiver::attach(tx, rx).map_err(|e| err(port, e))?;
+                let m2 = m.clone();
+                spawn_manager(&port.desc.name, move || run_manager(&m2, &NEVER))
+                    .map_err(|e| err(port, e))?;
+                QueueDestination::TwoSided(r, m)
+            }
+            t @ (Transport::Udp | Transport::Tcp) => {
+                let s = sockets(port, t.socket_kind().expect("socket"))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| err(port, "no socket"))?;
+                QueueDestination::Socket(socket::QueueRx::new(s, limit))
+            }
+        })
+    }
+
+    /// Return the waiting side of this endpoint.
+    ///
+    /// # Errors
+    /// [`AttachError`] if it cannot be made.
+    pub fn waiter(&self, port: &MappedPort) -> Result<QueueWaiter, AttachError> {
+        Ok(match self {
+            QueueDestination::OneSided(..) => {
+                let r = region(port, 0)?;
+                QueueWaiter::Ring {
+                    probe: RingProbe::Consumer(
+                        RingConsumer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                    ),
+                    notifier: Notifier::new(r, DATA_NOTIFIER).map_err(|e| err(port, e))?,
+                    limit: 0,
+                }
+            }
+            QueueDestination::TwoSided(r, _) => QueueWaiter::Ring {
+                probe: RingProbe::Consumer(r.probe().map_err(|e| err(port, e))?),
+                notifier: r.data().clone(),
+                limit: 0,
+            },
+            QueueDestination::Socket(s) => {
+                QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?)
+            }
+        })
+    }
+
+    /// Take the oldest message into `buf`; return its length (never waits).
+    ///
+    /// # Errors
+    /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (the message stays),
+    /// [`PopError::Corrupt`].
+    #[inline]
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
+        match self {
+            QueueDestination::OneSided(c, space) => {
+                let n = c.try_pop(buf)?;
+                space.notify();
+                Ok(n)
+            }
+            QueueDestination::TwoSided(r, _) => r.try_recv(buf),
+            QueueDestination::Socket(r) => r.try_recv(buf),
+        }
+    }
+
+    /// Return the messages that arrived and were not consumed.
+    pub fn len(&mut self) -> usize {
+        match self {
+            QueueDestination::OneSided(c, _) => c.len(),
+            QueueDestination::TwoSided(r, m) => {
+                let held = m.lock().map(|m| m.has_work()).unwrap_or(false);
+                r.len() + usize::from(held)
+            }
+            QueueDestination::Socket(r) => r.len(),
+        }
+    }
+
+    /// Return whether nothing waits.
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Discard every queued message and return the room to the source.
+    pub fn clear(&mut self) {
+        match self {
+            QueueDestination::OneSided(c, space) => {
+                c.clear();
+                space.notify();
+            }
+            QueueDestination::TwoSided(r, m) => {
+                let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+                let undelivered = m.clear();
+                r.clear(undelivered);
+            }
+            QueueDestination::Socket(r) => r.clear(),
+        }
+    }
+}
+
+/// A ring handle used only to count messages.
+#[derive(Debug)]
+pub enum RingProbe {
+    /// Counts from the producer side.
+    Producer(RingProducer),
+    /// Counts from the consumer side.
+    Consumer(RingConsumer),
+}
+
+/// The lock-free waiting side of a queuing endpoint.
+#[derive(Debug)]
+pub enum QueueWaiter {
+    /// A shared-memory ring: a counting probe and the notifier to park on; `limit` > 0 for a
+    /// source (ready while fewer messages are queued), 0 for a destination (ready when one is).
+    Ring {
+        /// Counts the queued messages.
+        probe: RingProbe,
+        /// Where the waiter parks.
+        notifier: Notifier,
+        /// `MaxNbMessages` (source) or 0 (destination).
+        limit: usize,
+    },
+    /// A two-sided source waiting for credit.
+    Credit(QueueSenderProbe),
+    /// A socket endpoint.
+    Socket(SocketWaiter),
+}
+
+impl QueueWaiter {
+    /// Return whether the endpoint's operation may succeed now.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        match self {
+            QueueWaiter::Ring {
+                probe: RingProbe::Producer(p),
+                limit,
+                ..
+            } => p.len() < *limit,
+            QueueWaiter::Ring {
+                probe: RingProbe::Consumer(c),
+                ..
+            } => !c.is_empty(),
+            QueueWaiter::Credit(p) => p.has_credit(),
+            QueueWaiter::Socket(s) => s.ready(),
+        }
+    }
+
+    /// Return the number of messages in the channel as this side sees it (no lock).
+    pub fn len(&self) -> usize {
+        match self {
+            QueueWaiter::Ring {
+                probe: RingProbe::Producer(p),
+                ..
+            } => p.len(),
+            QueueWaiter::Ring {
+                probe: RingProbe::Consumer(c),
+                ..
+            } => c.len(),
+            QueueWaiter::Credit(p) => p.in_flight() as usize,
+            QueueWaiter::Socket(s) => s.len(),
+        }
+    }
+
+    /// Return whether the channel looks empty from this side.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Park until `ready()` holds or `deadline` passes (sockets: or a slice of
+    /// [`socket::PARK_SLICE`] passes); return whether `ready()` held.
+    pub fn park_until(&self, deadline: Option<Instant>, ready: impl FnMut() -> bool) -> bool {
+        match self {
+            QueueWaiter::Ring { notifier, .. } => notifier.park_until(deadline, ready),
+            QueueWaiter::Credit(p) => p.space().park_until(deadline, ready),
+            QueueWaiter::Socket(s) => s.park_until(deadline, ready),
+        }
+    }
+
+    /// Wake a parked waiter of this side so it re-checks (sockets re-check every slice).
+    pub fn kick(&self) {
+        match self {
+            QueueWaiter::Ring { notifier, .. } => notifier.notify(),
+            QueueWaiter::Credit(p) => p.space().notify(),
+            QueueWaiter::Socket(_) => {}
+        }
+    }
+}

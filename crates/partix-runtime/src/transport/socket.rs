@@ -1,0 +1,846 @@
+//! The Berkeley-sockets baseline: `udp` and `tcp` channels over loopback.
+//!
+//! The executive creates one connected socket pair per (source, destination) before forking
+//! ([`socket_pair`]); each side inherits its end. Every message travels as one frame:
+//! ```text
+//!  0        4        8                16
+//!  +--------+--------+----------------+----------------------+
+//!  | seq u32| len u32| stamp u64      | payload (len bytes)  |   little-endian
+//!  +--------+--------+----------------+----------------------+
+//! ```
+//! A UDP datagram holds exactly one frame; over TCP the `len` field delimits frames in the
+//! stream. A frame with `len = 0` going back from the destination is a **cumulative
+//! acknowledgement** (queuing): `stamp` = messages consumed so far.
+//!
+//! - **Sampling**: the source sends one frame per destination and never waits (a frame the
+//!   socket cannot take now is dropped: a newer one replaces it anyway); the destination drains
+//!   the socket to the newest frame on every read and keeps it with its time stamp.
+//! - **Queuing**: credits. The source may send while `sent - acked < MaxNbMessages`; the
+//!   destination buffers what it drained (at most `MaxNbMessages` messages, allocated once) and
+//!   acknowledges consumed messages in batches of `max(1, MaxNbMessages / 2)`, and always before
+//!   it reports an empty queue (so a sender waiting for credit is never left waiting on a batch).
+//!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
+//!
+//! Waiting maps to `poll(2)` on the socket (bounded slices of [`PARK_SLICE`] so a process that
+//! joins the port's wait queue is noticed); spinning polls it with a zero timeout.
+#![allow(unsafe_code)]
+
+use partix_shm::ring::{PopError, PushError};
+use partix_shm::sampling::{ReadError, ReadOk, WaitError};
+use partix_shm::RecvMode;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes of a frame header.
+pub const HEADER_LEN: usize = 16;
+/// Longest single `poll(2)` of a parked waiter.
+pub const PARK_SLICE: Duration = Duration::from_millis(20);
+
+/// The header of a frame (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRepr {
+    /// Sequence number (sampling: 1, 2, ... per source; queuing: not used).
+    pub seq: u32,
+    /// Payload length (0: an acknowledgement).
+    pub len: u32,
+    /// Sampling: the write time (ns, `CLOCK_MONOTONIC`); ack: messages consumed.
+    pub stamp: u64,
+}
+
+impl FrameRepr {
+    /// Parse a header from the first [`HEADER_LEN`] bytes of `b`.
+    pub fn parse(b: &[u8]) -> Option<FrameRepr> {
+        let h = b.get(..HEADER_LEN)?;
+        Some(FrameRepr {
+            seq: u32::from_le_bytes(h[0..4].try_into().ok()?),
+            len: u32::from_le_bytes(h[4..8].try_into().ok()?),
+            stamp: u64::from_le_bytes(h[8..16].try_into().ok()?),
+        })
+    }
+
+    /// Emit the header into `b[..HEADER_LEN]`.
+    pub fn emit(&self, b: &mut [u8]) {
+        b[0..4].copy_from_slice(&self.seq.to_le_bytes());
+        b[4..8].copy_from_slice(&self.len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.stamp.to_le_bytes());
+    }
+}
+
+/// Socket kind of a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketKind {
+    /// Datagrams.
+    Udp,
+    /// A stream with length framing, `TCP_NODELAY`.
+    Tcp,
+}
+
+fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
+    let v = bytes.clamp(64 << 10, 16 << 20) as libc::c_int;
+    for (force, plain) in [
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+    ] {
+        for opt in [force, plain] {
+            // SAFETY: setsockopt reads a c_int of the given size; a failure leaves the default.
+            let r = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&v as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if r == 0 {
+                break;
+            }
+        }
+    }
+}
+
+/// Create a connected, non-blocking socket pair on 127.0.0.1 (executive side) whose buffers
+/// hold `frames` frames of `max_message_size` bytes; return (source end, destination end).
+///
+/// # Errors
+/// The system error.
+pub fn socket_pair(
+    kind: SocketKind,
+    max_message_size: u32,
+    frames: u32,
+) -> io::Result<(OwnedFd, OwnedFd)> {
+    // The kernel charges about 1 KiB of overhead per small datagram.
+    let bytes = (max_message_size as usize + HEADER_LEN + 1024) * (frames as usize + 2) * 2;
+    match kind {
+        SocketKind::Udp => {
+            let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+            let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+            a.connect(b.local_addr()?)?;
+            b.connect(a.local_addr()?)?;
+            for s in [&a, &b] {
+                s.set_nonblocking(true)?;
+                set_buffers(s, bytes);
+            }
+            Ok((a.into(), b.into()))
+        }
+        SocketKind::Tcp => {
+            let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+            let a = TcpStream::connect(l.local_addr()?)?;
+            let (b, _) = l.accept()?;
+            for s in [&a, &b] {
+                s.set_nodelay(true)?;
+                s.set_nonblocking(true)?;
+                set_buffers(s, bytes);
+            }
+            Ok((a.into(), b.into()))
+        }
+    }
+}
+
+/// Poll `fd` for input for at most `timeout` (zero: just look); return whether it is readable.
+pub fn readable(fd: &impl AsFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = if timeout.is_zero() {
+        0
+    } else {
+        timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int
+    };
+    // SAFETY: one valid pollfd, nfds = 1.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    r > 0 && p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0
+}
+
+fn poll_out(fd: &impl AsFd, timeout: Duration) {
+    let mut p = libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, nfds = 1.
+    unsafe { libc::poll(&mut p, 1, timeout.as_millis().max(1) as libc::c_int) };
+}
+
+/// One end of a channel's socket with its framing buffers (allocated once).
+#[derive(Debug)]
+pub struct FrameSocket {
+    io: Io,
+    /// Outgoing frame (and, over TCP, the unsent rest of a partial write: `tx_off..tx_len`).
+    tx: Vec<u8>,
+    tx_off: usize,
+    tx_len: usize,
+    /// TCP: received stream bytes not yet parsed (`0..rx_len`).
+    rx: Vec<u8>,
+    rx_len: usize,
+    max: usize,
+    /// Malformed frames dropped.
+    pub dropped: u64,
+}
+
+#[derive(Debug)]
+enum Io {
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+}
+
+impl AsFd for FrameSocket {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match &self.io {
+            Io::Udp(s) => s.as_fd(),
+            Io::Tcp(s) => s.as_fd(),
+        }
+    }
+}
+
+/// What [`FrameSocket::recv_frame`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recv {
+    /// A frame: its header; the payload is `out[HEADER_LEN..HEADER_LEN + len]`.
+    Frame(FrameRepr),
+    /// Nothing complete now.
+    Nothing,
+}
+
+impl FrameSocket {
+    /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes.
+    pub fn new(fd: OwnedFd, kind: SocketKind, max: u32) -> FrameSocket {
+        let max = max as usize;
+        let (io, rx) = match kind {
+            SocketKind::Udp => (Io::Udp(UdpSocket::from(fd)), Vec::new()),
+            SocketKind::Tcp => (
+                Io::Tcp(TcpStream::from(fd)),
+                vec![0u8; (2 * (max + HEADER_LEN)).max(64 << 10)],
+            ),
+        };
+        FrameSocket {
+            io,
+            tx: vec![0u8; max + HEADER_LEN],
+            tx_off: 0,
+            tx_len: 0,
+            rx,
+            rx_len: 0,
+            max,
+            dropped: 0,
+        }
+    }
+
+    /// Try to finish a partial TCP write; return whether nothing is left.
+    fn flush(&mut self) -> bool {
+        while self.tx_off < self.tx_len {
+            let Io::Tcp(s) = &mut self.io else {
+                self.tx_off = self.tx_len;
+                break;
+            };
+            match s.write(&self.tx[self.tx_off..self.tx_len]) {
+                Ok(0) => return false,
+                Ok(n) => self.tx_off += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Send one frame. Over TCP a partial write is finished later (`complete = false`: by the
+    /// next send) or now (`complete = true`: waits for room). Return whether the frame was
+    /// taken (false: the socket is full; nothing of it was sent).
+    pub fn send_frame(&mut self, hdr: FrameRepr, payload: &[u8], complete: bool) -> bool {
+        if !self.flush() {
+            if !complete {
+                return false;
+            }
+            while !self.flush() {
+                poll_out(self, PARK_SLICE);
+            }
+        }
+        let n = HEADER_LEN + payload.len();
+        hdr.emit(&mut self.tx[..HEADER_LEN]);
+        self.tx[HEADER_LEN..n].copy_from_slice(payload);
+        match &mut self.io {
+            Io::Udp(s) => matches!(s.send(&self.tx[..n]), Ok(k) if k == n),
+            Io::Tcp(s) => {
+                let sent = loop {
+                    match s.write(&self.tx[..n]) {
+                        Ok(k) => break k,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => break 0,
+                    }
+                };
+                if sent == 0 {
+                    return false;
+                }
+                self.tx_off = sent;
+                self.tx_len = n;
+                if complete {
+                    while !self.flush() {
+                        poll_out(self, PARK_SLICE);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Receive one frame into `out` (at least `HEADER_LEN + max` bytes) without waiting.
+    pub fn recv_frame(&mut self, out: &mut [u8]) -> Recv {
+        loop {
+            match &mut self.io {
+                Io::Udp(s) => {
+                    let n = match s.recv(out) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(_) => return Recv::Nothing,
+                    };
+                    match FrameRepr::parse(&out[..n]) {
+                        Some(h)
+                            if h.len as usize == n - HEADER_LEN && n - HEADER_LEN <= self.max =>
+                        {
+                            return Recv::Frame(h)
+                        }
+                        _ => self.dropped += 1,
+                    }
+                }
+                Io::Tcp(s) => {
+                    if let Some(h) = FrameRepr::parse(&self.rx[..self.rx_len]) {
+                        let n = HEADER_LEN + h.len as usize;
+                        if h.len as usize > self.max {
+                            // A broken stream: resynchronisation is impossible; drop it all.
+                            self.dropped += 1;
+                            self.rx_len = 0;
+                            continue;
+                        }
+                        if self.rx_len >= n {
+                            out[..n].copy_from_slice(&self.rx[..n]);
+                            self.rx.copy_within(n..self.rx_len, 0);
+                            self.rx_len -= n;
+                            return Recv::Frame(h);
+                        }
+                    }
+                    match s.read(&mut self.rx[self.rx_len..]) {
+                        Ok(0) => return Recv::Nothing,
+                        Ok(k) => self.rx_len += k,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => return Recv::Nothing,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Return a second handle on the socket (for waiting without the endpoint).
+    ///
+    /// # Errors
+    /// The system error of `dup`.
+    pub fn try_clone_fd(&self) -> io::Result<OwnedFd> {
+        self.as_fd().try_clone_to_owned()
+    }
+}
+
+fn spins_of(mode: RecvMode) -> u64 {
+    match mode {
+        RecvMode::Spin => u64::MAX,
+        RecvMode::SpinThenPark { spins } => u64::from(spins),
+        RecvMode::Blocking => 0,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Sampling
+
+/// Sampling source over sockets: one socket per destination.
+#[derive(Debug)]
+pub struct SampleTx {
+    socks: Vec<FrameSocket>,
+    seq: u32,
+}
+
+impl SampleTx {
+    /// Use the inherited sockets.
+    pub fn new(socks: Vec<FrameSocket>) -> SampleTx {
+        SampleTx { socks, seq: 0 }
+    }
+
+    /// Send `data` stamped `stamp` to every destination (a full socket drops it).
+    pub fn write(&mut self, data: &[u8], stamp: u64) {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let hdr = FrameRepr {
+            seq: self.seq,
+            len: data.len() as u32,
+            stamp,
+        };
+        for s in &mut self.socks {
+            s.send_frame(hdr, data, false);
+        }
+    }
+}
+
+/// Sampling destination over a socket: keeps the newest frame.
+#[derive(Debug)]
+pub struct SampleRx {
+    sock: FrameSocket,
+    scratch: Vec<u8>,
+    last: Vec<u8>,
+    have: Option<FrameRepr>,
+}
+
+impl SampleRx {
+    /// Use the inherited socket.
+    pub fn new(sock: FrameSocket) -> SampleRx {
+        let n = sock.max + HEADER_LEN;
+        SampleRx {
+            sock,
+            scratch: vec![0u8; n],
+            last: vec![0u8; n],
+            have: None,
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
+            if h.len == 0 {
+                continue;
+            }
+            std::mem::swap(&mut self.scratch, &mut self.last);
+            self.have = Some(h);
+        }
+    }
+
+    /// Drain to the newest frame and copy it into `buf`.
+    ///
+    /// # Errors
+    /// [`ReadError::Empty`] or [`ReadError::BufferTooSmall`].
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
+        self.drain();
+        let h = self.have.ok_or(ReadError::Empty)?;
+        let len = h.len as usize;
+        if buf.len() < len {
+            return Err(ReadError::BufferTooSmall { needed: len });
+        }
+        buf[..len].copy_from_slice(&self.last[HEADER_LEN..HEADER_LEN + len]);
+        Ok(ReadOk {
+            len,
+            seq: h.seq,
+            written_at_ns: h.stamp,
+            attempts: 1,
+        })
+    }
+
+    /// Wait until a message other than `last_seq` arrived, then read it.
+    ///
+    /// # Errors
+    /// [`WaitError::TimedOut`] or [`WaitError::Read`].
+    pub fn wait_newer(
+        &mut self,
+        buf: &mut [u8],
+        last_seq: Option<u32>,
+        mode: RecvMode,
+        timeout: Option<Duration>,
+    ) -> Result<ReadOk, WaitError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let spins = spins_of(mode);
+        let mut i = 0u64;
+        loop {
+            self.drain();
+            if let Some(h) = self.have {
+                if Some(h.seq) != last_seq {
+                    return self.read(buf).map_err(WaitError::Read);
+                }
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(WaitError::TimedOut);
+            }
+            if i < spins {
+                i += 1;
+                std::hint::spin_loop();
+            } else {
+                let left = deadline.map_or(PARK_SLICE, |d| (d - now).min(PARK_SLICE));
+                readable(&self.sock, left);
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Queuing
+
+/// Counters a queuing endpoint shares with its [`SocketWaiter`].
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Source: frames sent. Destination: messages buffered locally.
+    pub a: AtomicU64,
+    /// Source: cumulative ack received.
+    pub b: AtomicU64,
+}
+
+/// Queuing source over a socket.
+#[derive(Debug)]
+pub struct QueueTx {
+    sock: FrameSocket,
+    limit: u64,
+    sent: u64,
+    acked: u64,
+    scratch: Vec<u8>,
+    counters: Arc<Counters>,
+}
+
+impl QueueTx {
+    /// Use the inherited socket; `limit` is `MaxNbMessages`.
+    pub fn new(sock: FrameSocket, limit: u32) -> QueueTx {
+        QueueTx {
+            scratch: vec![0u8; sock.max + HEADER_LEN],
+            sock,
+            limit: u64::from(limit),
+            sent: 0,
+            acked: 0,
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    fn drain_acks(&mut self) {
+        // The destination sends only acks (no payload); anything else is dropped.
+        loop {
+            match self.sock.recv_frame(&mut self.scratch) {
+                Recv::Frame(h) if h.len == 0 => {
+                    if h.stamp > self.acked && h.stamp <= self.sent {
+                        self.acked = h.stamp;
+                    }
+                }
+                Recv::Frame(_) => self.sock.dropped += 1,
+                Recv::Nothing => break,
+            }
+        }
+        self.counters.b.store(self.acked, Ordering::Release);
+    }
+
+    /// Send `data` if the credit allows.
+    ///
+    /// # Errors
+    /// [`PushError::Full`] (no credit), [`PushError::ZeroLength`], [`PushError::TooLarge`].
+    pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
+        if data.is_empty() {
+            return Err(PushError::ZeroLength);
+        }
+        if data.len() > self.sock.max {
+            return Err(PushError::TooLarge);
+        }
+        if self.sent - self.acked >= self.limit {
+            self.drain_acks();
+            if self.sent - self.acked >= self.limit {
+                return Err(PushError::Full);
+            }
+        }
+        let hdr = FrameRepr {
+            seq: (self.sent as u32).wrapping_add(1),
+            len: data.len() as u32,
+            stamp: 0,
+        };
+        if !self.sock.send_frame(hdr, data, true) {
+            return Err(PushError::Full);
+        }
+        self.sent += 1;
+        self.counters.a.store(self.sent, Ordering::Release);
+        Ok(())
+    }
+
+    /// Return the messages sent and not yet acknowledged.
+    pub fn len(&mut self) -> usize {
+        self.drain_acks();
+        (self.sent - self.acked) as usize
+    }
+
+    /// Return whether every message sent was acknowledged.
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Return the lock-free waiting side.
+    ///
+    /// # Errors
+    /// The system error of `dup`.
+    pub fn waiter(&self) -> io::Result<SocketWaiter> {
+        Ok(SocketWaiter {
+            fd: self.sock.try_clone_fd()?,
+            counters: self.counters.clone(),
+            limit: self.limit,
+            source: true,
+        })
+    }
+}
+
+/// Queuing destination over a socket: a local buffer of `MaxNbMessages` messages.
+#[derive(Debug)]
+pub struct QueueRx {
+    sock: FrameSocket,
+    limit: usize,
+    slots: Vec<u8>,
+    lens: Vec<u32>,
+    head: usize,
+    count: usize,
+    consumed: u64,
+    acked_sent: u64,
+    batch: u64,
+    scratch: Vec<u8>,
+    counters: Arc<Counters>,
+}
+
+impl QueueRx {
+    /// Use the inherited socket; `limit` is `MaxNbMessages`.
+    pub fn new(sock: FrameSocket, limit: u32) -> QueueRx {
+        let limit = limit.max(1) as usize;
+        let max = sock.max;
+        QueueRx {
+            slots: vec![0u8; limit * max],
+            lens: vec![0; limit],
+            head: 0,
+            count: 0,
+            consumed: 0,
+            acked_sent: 0,
+            batch: (limit as u64 / 2).max(1),
+            scratch: vec![0u8; max + HEADER_LEN],
+            counters: Arc::new(Counters::default()),
+            limit,
+            sock,
+        }
+    }
+
+    fn drain(&mut self) {
+        let max = self.sock.max;
+        while self.count < self.limit {
+            match self.sock.recv_frame(&mut self.scratch) {
+                Recv::Frame(h) if h.len > 0 => {
+                    let i = (self.head + self.count) % self.limit;
+                    let len = h.len as usize;
+                    self.slots[i * max..i * max + len]
+                        .copy_from_slice(&self.scratch[HEADER_LEN..HEADER_LEN + len]);
+                    self.lens[i] = h.len;
+                    self.count += 1;
+                }
+                Recv::Frame(_) => self.sock.dropped += 1,
+                Recv::Nothing => break,
+            }
+        }
+        self.counters.a.store(self.count as u64, Ordering::Release);
+    }
+
+    fn send_ack(&mut self) {
+        if self.acked_sent != self.consumed {
+            let hdr = FrameRepr {
+                seq: 0,
+                len: 0,
+                stamp: self.consumed,
+            };
+            if self.sock.send_frame(hdr, &[], true) {
+                self.acked_sent = self.consumed;
+            }
+        }
+    }
+
+    /// Take the oldest message into `buf`; return its length.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] or [`PopError::BufferTooSmall`] (the message stays).
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
+        if self.count == 0 {
+            self.drain();
+            if self.count == 0 {
+                self.send_ack();
+                return Err(PopError::Empty);
+            }
+        }
+        let len = self.lens[self.head] as usize;
+        if buf.len() < len {
+            return Err(PopError::BufferTooSmall { needed: len });
+        }
+        let max = self.sock.max;
+        buf[..len].copy_from_slice(&self.slots[self.head * max..self.head * max + len]);
+        self.head = (self.head + 1) % self.limit;
+        self.count -= 1;
+        self.counters.a.store(self.count as u64, Ordering::Release);
+        self.consumed += 1;
+        if self.consumed - self.acked_sent >= self.batch {
+            self.send_ack();
+        }
+        Ok(len)
+    }
+
+    /// Return the number of messages that arrived and were not consumed.
+    pub fn len(&mut self) -> usize {
+        self.drain();
+        self.count
+    }
+
+    /// Return whether no message waits.
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Discard every message that arrived, and return their credit.
+    pub fn clear(&mut self) {
+        loop {
+            self.drain();
+            if self.count == 0 {
+                break;
+            }
+            self.consumed += self.count as u64;
+            self.count = 0;
+        }
+        self.counters.a.store(0, Ordering::Release);
+        self.send_ack();
+    }
+
+    /// Return the lock-free waiting side.
+    ///
+    /// # Errors
+    /// The system error of `dup`.
+    pub fn waiter(&self) -> io::Result<SocketWaiter> {
+        Ok(SocketWaiter {
+            fd: self.sock.try_clone_fd()?,
+            counters: self.counters.clone(),
+            limit: self.limit as u64,
+            source: false,
+        })
+    }
+}
+
+/// The waiting side of a socket queuing endpoint (no lock needed).
+#[derive(Debug)]
+pub struct SocketWaiter {
+    fd: OwnedFd,
+    counters: Arc<Counters>,
+    limit: u64,
+    source: bool,
+}
+
+impl SocketWaiter {
+    /// Return whether the endpoint's operation may succeed now (one `poll` with zero timeout
+    /// when the counters alone do not tell).
+    pub fn ready(&self) -> bool {
+        let a = self.counters.a.load(Ordering::Acquire);
+        let quick = if self.source {
+            a - self.counters.b.load(Ordering::Acquire) < self.limit
+        } else {
+            a > 0
+        };
+        quick || readable(&self.fd, Duration::ZERO)
+    }
+
+    /// Return the messages in flight (source) or buffered (destination) as last seen.
+    pub fn len(&self) -> usize {
+        let a = self.counters.a.load(Ordering::Acquire);
+        if self.source {
+            a.saturating_sub(self.counters.b.load(Ordering::Acquire)) as usize
+        } else {
+            a as usize
+        }
+    }
+
+    /// Return whether nothing is in flight / buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Wait until `ready()` or `deadline`, in slices of at most [`PARK_SLICE`].
+    pub fn park_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
+        loop {
+            if ready() {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            let left = deadline.map_or(PARK_SLICE, |d| (d - now).min(PARK_SLICE));
+            if !readable(&self.fd, left) {
+                // A slice passed: let the caller re-check its wait queue.
+                return ready();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(kind: SocketKind, max: u32, n: u32) -> (FrameSocket, FrameSocket) {
+        let (a, b) = socket_pair(kind, max, n).unwrap();
+        (
+            FrameSocket::new(a, kind, max),
+            FrameSocket::new(b, kind, max),
+        )
+    }
+
+    #[test]
+    fn frames_round_trip_over_both_kinds() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (mut a, mut b) = pair(kind, 100, 4);
+            let mut out = [0u8; 116];
+            assert_eq!(b.recv_frame(&mut out), Recv::Nothing);
+            for i in 1..=3u32 {
+                let h = FrameRepr {
+                    seq: i,
+                    len: i * 10,
+                    stamp: 7,
+                };
+                assert!(a.send_frame(h, &vec![i as u8; i as usize * 10], false));
+            }
+            for i in 1..=3u32 {
+                let mut got = Recv::Nothing;
+                for _ in 0..1000 {
+                    got = b.recv_frame(&mut out);
+                    if got != Recv::Nothing {
+                        break;
+                    }
+                    readable(&b, Duration::from_millis(10));
+                }
+                let Recv::Frame(h) = got else {
+                    panic!("{kind:?}: frame {i} missing")
+                };
+                assert_eq!((h.seq, h.len), (i, i * 10));
+                assert!(out[HEADER_LEN..HEADER_LEN + h.len as usize]
+                    .iter()
+                    .all(|&x| x == i as u8));
+            }
+        }
+    }
+
+    #[test]
+    fn queue_credits_block_the_source_until_acks_arrive() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            let mut tx = QueueTx::new(a, 4);
+            let mut rx = QueueRx::new(b, 4);
+            for i in 0..4u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full));
+            let mut buf = [0u8; 8];
+            let w = rx.waiter().unwrap();
+            assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
+            for i in 0..4u8 {
+                let mut n = rx.try_recv(&mut buf);
+                while n == Err(PopError::Empty) {
+                    readable(&w.fd, Duration::from_millis(10));
+                    n = rx.try_recv(&mut buf);
+                }
+                assert_eq!((n, buf[0]), (Ok(1), i), "{kind:?}");
+            }
+            assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+            let tw = tx.waiter().unwrap();
+            assert!(
+                tw.park_until(Some(Instant::now() + Duration::from_secs(10)), || tw
+                    .ready())
+            );
+            tx.try_send(&[5]).unwrap();
+            assert_eq!(tx.len(), 1, "{kind:?}");
+        }
+    }
+}
