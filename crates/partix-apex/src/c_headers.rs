@@ -38,6 +38,22 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../include/arinc653/queueing.h"),
     ),
     (
+        "arinc653/blackboard.h",
+        include_str!("../include/arinc653/blackboard.h"),
+    ),
+    (
+        "arinc653/buffer.h",
+        include_str!("../include/arinc653/buffer.h"),
+    ),
+    (
+        "arinc653/semaphore.h",
+        include_str!("../include/arinc653/semaphore.h"),
+    ),
+    (
+        "arinc653/event.h",
+        include_str!("../include/arinc653/event.h"),
+    ),
+    (
         "arinc653/apex.h",
         include_str!("../include/arinc653/apex.h"),
     ),

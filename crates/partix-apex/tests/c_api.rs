@@ -177,6 +177,10 @@ fn every_header_stands_alone_in_c_and_cpp() {
         "arinc653/schedules.h",
         "arinc653/sampling.h",
         "arinc653/queueing.h",
+        "arinc653/blackboard.h",
+        "arinc653/buffer.h",
+        "arinc653/semaphore.h",
+        "arinc653/event.h",
         "arinc653/apex.h",
         "arinc653.h",
     ];
@@ -251,8 +255,12 @@ fn a_pok_style_partition_compiles_unchanged_and_runs_with_the_shared_library() {
         "START rc=0",
         "GET_PROCESS_ID rc=0 same=1",
         "REPORT_APPLICATION_MESSAGE rc=0",
+        "CREATE_SEMAPHORE rc=0",
+        "CREATE_BLACKBOARD rc=0",
         "PING 1 rc=0",
+        "BOARD 1 len=1 rc=0",
         "PING 2 rc=0",
+        "BOARD 2 len=1 rc=0",
     ] {
         assert!(
             text.lines().any(|l| l == line),
@@ -285,6 +293,21 @@ fn every_service_return_code_and_the_process_state_machine() {
     assert!(
         stderr.contains("SET_PARTITION_MODE: RETURN_CODE is a null pointer"),
         "a null RETURN_CODE is reported on stderr:\n{stderr}"
+    );
+}
+
+/// Every return code of the intra-partition services (blackboards, buffers, semaphores, events),
+/// and processes released from each of them (static library, standalone).
+#[test]
+fn intra_partition_services_return_codes_and_release() {
+    let exe = compile(&c_source("intra.c"), "intra", Link::Static, &[]);
+    let out = run_for(&exe, &[], None);
+    assert_golden(&out, "intra.expected");
+    assert!(
+        out.status.success(),
+        "intra exited with {:?}; stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
@@ -359,7 +382,7 @@ fn every_declared_service_is_exported_and_nothing_else() {
             declared.insert(name);
         }
     }
-    assert_eq!(declared.len(), 38, "services declared: {declared:?}");
+    assert_eq!(declared.len(), 60, "services declared: {declared:?}");
     let so = lib_dir().join("libpartix_apex.so");
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])

@@ -17,5 +17,9 @@
 #include <arinc653/schedules.h>
 #include <arinc653/sampling.h>
 #include <arinc653/queueing.h>
+#include <arinc653/blackboard.h>
+#include <arinc653/buffer.h>
+#include <arinc653/semaphore.h>
+#include <arinc653/event.h>
 
 #endif /* ARINC653_APEX_H */

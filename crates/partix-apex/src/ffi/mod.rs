@@ -13,14 +13,18 @@
 
 pub mod types;
 
+mod blackboard;
+mod buffer;
 mod error;
+mod event;
 mod partition;
 mod ports;
 mod process;
 mod schedules;
+mod semaphore;
 mod time;
 
-use partix_runtime::partition::ApexError;
+use partix_runtime::partition::{ApexError, QueuingDiscipline};
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use types::*;
@@ -106,6 +110,31 @@ fn non_null<T>(p: *const T) -> Result<(), Rc> {
     }
 }
 
+/// Translate a C `QUEUING_DISCIPLINE_TYPE`; an out-of-range value is `INVALID_PARAM`.
+fn discipline(d: ports::QUEUING_DISCIPLINE_TYPE) -> Result<QueuingDiscipline, Rc> {
+    match d {
+        ports::FIFO => Ok(QueuingDiscipline::Fifo),
+        ports::PRIORITY => Ok(QueuingDiscipline::Priority),
+        _ => Err(BAD_PARAM),
+    }
+}
+
+/// Borrow the `len` bytes of a message the caller passes in (`len` already checked: 1..=max).
+fn message_in<'a>(addr: MESSAGE_ADDR_TYPE, len: usize) -> Result<&'a [u8], Rc> {
+    non_null(addr)?;
+    // SAFETY: addr is non-null and the caller passes a message of LENGTH bytes (the prototype
+    // says so); len is LENGTH, checked to be positive and at most the object's maximum.
+    Ok(unsafe { std::slice::from_raw_parts(addr, len) })
+}
+
+/// Borrow the caller's buffer of the object's `max` bytes for a message to be copied into.
+fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc> {
+    non_null(addr)?;
+    // SAFETY: addr is non-null and the standard requires the buffer to hold MAX_MESSAGE_SIZE
+    // bytes of the object; nothing else refers to it during the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(addr, max as usize) })
+}
+
 /// Read a `NAME_TYPE` parameter: up to [`MAX_NAME_LENGTH`] bytes, stopping at the first NUL (so a
 /// short string literal is not read past its end). Invalid UTF-8 is replaced (a name that no
 /// object has).
@@ -168,6 +197,111 @@ mod tests {
             Ok(())
         });
         assert!(!ran);
+    }
+
+    /// The intra-partition types (blackboard.h, buffer.h, semaphore.h, event.h) against the C
+    /// compiler: `tests/c/layout.c` built with `-DAPEX_LAYOUT_INTRA` prints only them.
+    #[test]
+    fn intra_mirrors_match_the_c_headers() {
+        use blackboard::*;
+        use buffer::*;
+        use event::*;
+        use semaphore::*;
+        use std::collections::BTreeMap;
+        use std::mem::{align_of, offset_of, size_of};
+        let mut rust = BTreeMap::new();
+        macro_rules! size {
+            ($($t:ident),* $(,)?) => {$(
+                rust.insert(format!("size {}", stringify!($t)), size_of::<$t>() as i64);
+                rust.insert(format!("align {}", stringify!($t)), align_of::<$t>() as i64);
+            )*};
+        }
+        macro_rules! offset {
+            ($t:ident: $($f:ident),*) => {$(
+                rust.insert(format!("offset {}.{}", stringify!($t), stringify!($f)), offset_of!($t, $f) as i64);
+            )*};
+        }
+        size!(
+            BLACKBOARD_ID_TYPE,
+            EMPTY_INDICATOR_TYPE,
+            BLACKBOARD_STATUS_TYPE,
+            BUFFER_ID_TYPE,
+            BUFFER_STATUS_TYPE,
+            SEMAPHORE_ID_TYPE,
+            SEMAPHORE_VALUE_TYPE,
+            SEMAPHORE_STATUS_TYPE,
+            EVENT_ID_TYPE,
+            EVENT_STATE_TYPE,
+            EVENT_STATUS_TYPE,
+        );
+        offset!(BLACKBOARD_STATUS_TYPE: EMPTY_INDICATOR, MAX_MESSAGE_SIZE, WAITING_PROCESSES);
+        offset!(BUFFER_STATUS_TYPE: NB_MESSAGE, MAX_NB_MESSAGE, MAX_MESSAGE_SIZE, WAITING_PROCESSES);
+        offset!(SEMAPHORE_STATUS_TYPE: CURRENT_VALUE, MAXIMUM_VALUE, WAITING_PROCESSES);
+        offset!(EVENT_STATUS_TYPE: EVENT_STATE, WAITING_PROCESSES);
+        use partix_runtime::partition as apex;
+        for (k, v) in [
+            ("EMPTY", i64::from(EMPTY)),
+            ("OCCUPIED", OCCUPIED.into()),
+            ("DOWN", DOWN.into()),
+            ("UP", UP.into()),
+            ("MAX_SEMAPHORE_VALUE", apex::MAX_SEMAPHORE_VALUE.into()),
+            (
+                "MAX_NUMBER_OF_BLACKBOARDS",
+                apex::MAX_NUMBER_OF_BLACKBOARDS as i64,
+            ),
+            ("MAX_NUMBER_OF_BUFFERS", apex::MAX_NUMBER_OF_BUFFERS as i64),
+            (
+                "MAX_NUMBER_OF_SEMAPHORES",
+                apex::MAX_NUMBER_OF_SEMAPHORES as i64,
+            ),
+            ("MAX_NUMBER_OF_EVENTS", apex::MAX_NUMBER_OF_EVENTS as i64),
+            (
+                "SYSTEM_LIMIT_MESSAGE_SIZE",
+                apex::MAX_INTRA_MESSAGE_SIZE.into(),
+            ),
+            (
+                "SYSTEM_LIMIT_NUMBER_OF_MESSAGES",
+                apex::MAX_NUMBER_OF_MESSAGES.into(),
+            ),
+        ] {
+            rust.insert(format!("value {k}"), v);
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let exe = std::env::temp_dir().join(format!("intra-layout-{}", std::process::id()));
+        let out = std::process::Command::new("cc")
+            .args([
+                "-std=c11",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-DAPEX_LAYOUT_INTRA",
+                "-I",
+            ])
+            .arg(dir.join("include"))
+            .arg(dir.join("tests/c/layout.c"))
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("run cc (install gcc: scripts/deps/apexc.txt)");
+        assert!(
+            out.status.success(),
+            "cc failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = std::process::Command::new(&exe)
+            .output()
+            .expect("run layout");
+        std::fs::remove_file(&exe).ok();
+        assert!(run.status.success());
+        let mut c = BTreeMap::new();
+        for line in String::from_utf8(run.stdout).unwrap().lines() {
+            let (k, v) = line.rsplit_once(' ').unwrap();
+            c.insert(k.to_string(), v.parse::<i64>().unwrap());
+        }
+        assert_eq!(
+            c, rust,
+            "layout.c (-DAPEX_LAYOUT_INTRA) and the Rust mirrors differ"
+        );
     }
 
     #[test]

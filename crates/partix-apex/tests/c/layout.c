@@ -2,6 +2,9 @@
  * Print the size and alignment of every APEX type and the offset of every struct field, one
  * line each ("size TYPE N", "align TYPE N", "offset TYPE.FIELD N"). The Rust unit test in
  * src/ffi/types.rs compiles this file and compares the lines with its #[repr(C)] mirrors.
+ *
+ * Built with -DAPEX_LAYOUT_INTRA it prints the intra-partition types instead (blackboard.h,
+ * buffer.h, semaphore.h, event.h), compared by the unit test in src/ffi/mod.rs.
  */
 #include <arinc653/apex.h>
 
@@ -13,6 +16,40 @@
 
 int main(void)
 {
+#ifdef APEX_LAYOUT_INTRA
+    SIZE(BLACKBOARD_ID_TYPE);
+    SIZE(EMPTY_INDICATOR_TYPE);
+    SIZE(BLACKBOARD_STATUS_TYPE);
+    OFFSET(BLACKBOARD_STATUS_TYPE, EMPTY_INDICATOR);
+    OFFSET(BLACKBOARD_STATUS_TYPE, MAX_MESSAGE_SIZE);
+    OFFSET(BLACKBOARD_STATUS_TYPE, WAITING_PROCESSES);
+    SIZE(BUFFER_ID_TYPE);
+    SIZE(BUFFER_STATUS_TYPE);
+    OFFSET(BUFFER_STATUS_TYPE, NB_MESSAGE);
+    OFFSET(BUFFER_STATUS_TYPE, MAX_NB_MESSAGE);
+    OFFSET(BUFFER_STATUS_TYPE, MAX_MESSAGE_SIZE);
+    OFFSET(BUFFER_STATUS_TYPE, WAITING_PROCESSES);
+    SIZE(SEMAPHORE_ID_TYPE);
+    SIZE(SEMAPHORE_VALUE_TYPE);
+    SIZE(SEMAPHORE_STATUS_TYPE);
+    OFFSET(SEMAPHORE_STATUS_TYPE, CURRENT_VALUE);
+    OFFSET(SEMAPHORE_STATUS_TYPE, MAXIMUM_VALUE);
+    OFFSET(SEMAPHORE_STATUS_TYPE, WAITING_PROCESSES);
+    SIZE(EVENT_ID_TYPE);
+    SIZE(EVENT_STATE_TYPE);
+    SIZE(EVENT_STATUS_TYPE);
+    OFFSET(EVENT_STATUS_TYPE, EVENT_STATE);
+    OFFSET(EVENT_STATUS_TYPE, WAITING_PROCESSES);
+    printf("value EMPTY %d\nvalue OCCUPIED %d\nvalue DOWN %d\nvalue UP %d\n", EMPTY, OCCUPIED,
+           DOWN, UP);
+    printf("value MAX_SEMAPHORE_VALUE %d\nvalue MAX_NUMBER_OF_BLACKBOARDS %d\n"
+           "value MAX_NUMBER_OF_BUFFERS %d\nvalue MAX_NUMBER_OF_SEMAPHORES %d\n"
+           "value MAX_NUMBER_OF_EVENTS %d\nvalue SYSTEM_LIMIT_MESSAGE_SIZE %d\n"
+           "value SYSTEM_LIMIT_NUMBER_OF_MESSAGES %d\n",
+           MAX_SEMAPHORE_VALUE, MAX_NUMBER_OF_BLACKBOARDS, MAX_NUMBER_OF_BUFFERS,
+           MAX_NUMBER_OF_SEMAPHORES, MAX_NUMBER_OF_EVENTS, SYSTEM_LIMIT_MESSAGE_SIZE,
+           SYSTEM_LIMIT_NUMBER_OF_MESSAGES);
+#else
     SIZE(APEX_BYTE);
     SIZE(APEX_INTEGER);
     SIZE(APEX_UNSIGNED);
@@ -88,5 +125,6 @@ int main(void)
            "value MIN_PRIORITY_VALUE %d\nvalue MAX_PRIORITY_VALUE %d\nvalue MAX_LOCK_LEVEL %d\n",
            MAX_NAME_LENGTH, MAX_ERROR_MESSAGE_SIZE, INFINITE_TIME_VALUE, MIN_PRIORITY_VALUE,
            MAX_PRIORITY_VALUE, MAX_LOCK_LEVEL);
+#endif
     return 0;
 }

@@ -11,11 +11,17 @@
 #include <arinc653/process.h>
 #include <arinc653/time.h>
 #include <arinc653/error.h>
+#include <arinc653/blackboard.h>
+#include <arinc653/buffer.h>
+#include <arinc653/semaphore.h>
+#include <arinc653/event.h>
 
 #include <stdio.h>
 #include <string.h>
 
 static int counter = 0;
+static SEMAPHORE_ID_TYPE  lock_sem;
+static BLACKBOARD_ID_TYPE board;
 
 static void pinger_job(void)
 {
@@ -26,7 +32,15 @@ static void pinger_job(void)
         GET_TIME(&now, &ret);
         counter++;
         if (counter <= 3) {
+            char             msg[8];
+            MESSAGE_SIZE_TYPE len = 0;
             printf("PING %d rc=%d\n", counter, (int)ret);
+            WAIT_SEMAPHORE(lock_sem, INFINITE_TIME_VALUE, &ret);
+            msg[0] = (char)('0' + counter);
+            DISPLAY_BLACKBOARD(board, (MESSAGE_ADDR_TYPE)msg, 1, &ret);
+            READ_BLACKBOARD(board, 0, (MESSAGE_ADDR_TYPE)msg, &len, &ret);
+            printf("BOARD %c len=%d rc=%d\n", msg[0], (int)len, (int)ret);
+            SIGNAL_SEMAPHORE(lock_sem, &ret);
             fflush(stdout);
         }
         PERIODIC_WAIT(&ret);
@@ -59,6 +73,17 @@ int main(void)
         printf("GET_PROCESS_ID rc=%d same=%d\n", (int)ret, again == pid);
         REPORT_APPLICATION_MESSAGE((MESSAGE_ADDR_TYPE)"pinger ready", 12, &ret);
         printf("REPORT_APPLICATION_MESSAGE rc=%d\n", (int)ret);
+    }
+    {
+        /* names in the NAME_TYPE arrays of the standard, filled with strncpy */
+        SEMAPHORE_NAME_TYPE  sname;
+        BLACKBOARD_NAME_TYPE bname;
+        strncpy(sname, "lock", MAX_NAME_LENGTH);
+        strncpy(bname, "board", MAX_NAME_LENGTH);
+        CREATE_SEMAPHORE(sname, 1, 1, FIFO, &lock_sem, &ret);
+        printf("CREATE_SEMAPHORE rc=%d\n", (int)ret);
+        CREATE_BLACKBOARD(bname, 8, &board, &ret);
+        printf("CREATE_BLACKBOARD rc=%d\n", (int)ret);
     }
     fflush(stdout);
 
