@@ -6,8 +6,12 @@
 //! thread), and `diod` (a process). The measuring thread holds sockets created in `pfsbencha`.
 //! Client and server threads are pinned to different CPUs when there are two.
 //!
-//! Classes: spin (both ends busy-poll) and blocking (both ends sleep in the kernel) are reported
-//! separately. diod is measured with a small 9P2000.L client written here (one request in
+//! Classes come in sets, one per receive path and wait mode (`--sets`): `packet` reads the
+//! socket with one `recvmsg` per poll, `ring` polls a PACKET_RX_RING in shared memory; `busy`
+//! polls without pause, `spin` polls with a `sched_yield` between polls, `block` sleeps in the
+//! kernel. Each set has its own raw ping-pong baseline through the same path, so each ratio
+//! compares like with like. Both ends of every set run pinned to different CPUs (the run prints
+//! where they actually ran). diod is measured with a small 9P2000.L client written here (one request in
 //! flight, blocking TCP), so its numbers are per-operation round trips like ours.
 
 use crate::report::{clock_read_cost_ns, machine_line, print_header, Recorder, Summary};
@@ -16,13 +20,13 @@ use clap::Args;
 use partix_fs::client::{Client, ClientConfig};
 use partix_fs::netns::{in_netns, spawn_in_netns, VethPair};
 use partix_fs::server::{Server, ServerConfig};
-use partix_fs::transport::{PacketTransport, PeerAddr, RecvMode, Transport};
+use partix_fs::transport::{PacketTransport, PeerAddr, RecvMode, RingTransport, Transport};
 use partix_wire::fs::{max_read_data, max_write_data, open_flags};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,35 +48,94 @@ pub struct FsBenchArgs {
     /// Do not pin the client and server threads to different CPUs.
     #[arg(long)]
     pub no_pin: bool,
+    /// Receive paths and modes to measure, comma-separated, each `packet-MODE` (one
+    /// `recvmsg` per poll) or `ring-MODE` (PACKET_RX_RING), MODE one of busy, spin, block.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ring-busy,packet-busy,packet-spin,ring-block,packet-block"
+    )]
+    pub sets: Vec<String>,
+}
+
+/// One receive path and wait mode: a set of classes (raw baseline + fs operations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Set {
+    ring: bool,
+    mode: RecvMode,
+}
+
+impl Set {
+    fn parse(s: &str) -> anyhow::Result<Set> {
+        let (path, mode) = s
+            .split_once('-')
+            .with_context(|| format!("--sets: {s:?} is not PATH-MODE, e.g. ring-busy"))?;
+        let ring = match path {
+            "ring" => true,
+            "packet" => false,
+            _ => bail!("--sets: unknown receive path {path:?} in {s:?}: use packet or ring"),
+        };
+        let mode = RecvMode::from_name(mode).with_context(|| {
+            format!("--sets: unknown mode {mode:?} in {s:?}: use busy, spin or block")
+        })?;
+        Ok(Set { ring, mode })
+    }
+
+    /// Suffix of the class names: `busy`, `ring busy`, ...
+    fn label(self) -> String {
+        if self.ring {
+            format!("ring {}", self.mode.name())
+        } else {
+            self.mode.name().to_string()
+        }
+    }
+
+    fn open(self, iface: &str) -> std::io::Result<Box<dyn Transport>> {
+        Ok(if self.ring {
+            Box::new(RingTransport::open(iface, self.mode)?)
+        } else {
+            Box::new(PacketTransport::open(iface, self.mode)?)
+        })
+    }
 }
 
 static NO_PIN: AtomicBool = AtomicBool::new(false);
 
+/// Return the number of online CPUs. Not `available_parallelism`: that follows the calling
+/// thread's affinity mask, so once the measuring thread is pinned to cpu0 it says 1 and every
+/// later thread stayed on cpu0 (both ends of every ping-pong shared one CPU: the 12 µs "floor"
+/// of earlier runs, and 420 µs without `sched_yield`).
 #[allow(unsafe_code)]
-fn pin_to_cpu(cpu: usize) {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if n < 2 || NO_PIN.load(Ordering::Relaxed) {
-        return;
-    }
-    // SAFETY: cpu_set_t is plain old data; zeroed is the empty set; CPU_SET writes inside it;
-    // sched_setaffinity(0, ...) affects only the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % n, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
 }
 
-fn mode_name(m: RecvMode) -> &'static str {
-    match m {
-        RecvMode::Spin => "spin",
-        RecvMode::Block => "block",
+/// CPU the last server-side thread ran on after pinning (-1 = not yet known).
+static SERVER_CPU: AtomicI32 = AtomicI32::new(-1);
+
+/// Pin the calling thread to `cpu` (when there are two CPUs and pinning is on) and return the
+/// CPU it runs on afterwards, as the kernel reports it.
+#[allow(unsafe_code)]
+fn pin_to_cpu(cpu: usize) -> i32 {
+    let n = online_cpus();
+    if n >= 2 && !NO_PIN.load(Ordering::Relaxed) {
+        // SAFETY: cpu_set_t is plain old data; zeroed is the empty set; CPU_SET writes inside
+        // it; sched_setaffinity(0, ...) affects only the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu % n, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
     }
+    // SAFETY: sched_getcpu has no preconditions.
+    unsafe { libc::sched_getcpu() }
 }
 
 /// Raw echo: reply to each frame with as many bytes as its first two bytes ask for.
-fn raw_echo(mut t: PacketTransport, stop: Arc<AtomicBool>) {
-    pin_to_cpu(1);
+fn raw_echo(mut t: Box<dyn Transport>, stop: Arc<AtomicBool>) {
+    SERVER_CPU.store(pin_to_cpu(1), Ordering::Relaxed);
     let mut buf = vec![0u8; 2048];
     let reply = vec![0x5au8; 2048];
     while !stop.load(Ordering::Relaxed) {
@@ -276,6 +339,16 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         },
         partix_fs::transport::SPIN_BUDGET.as_micros()
     );
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| Set::parse(s))
+        .collect::<anyhow::Result<Vec<Set>>>()?;
+    println!(
+        "sets: {} (packet = one recvmsg per poll, ring = PACKET_RX_RING; busy = poll without \
+         pause, spin = poll + sched_yield, block = sleep in ppoll)",
+        args.sets.join(",")
+    );
     let pair = VethPair::create("pfsbench").context("creating the veth pair (run as root)")?;
     let root = std::env::temp_dir().join(format!("pfsbench-root-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -284,22 +357,23 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(root.join("r"), vec![0x42u8; 64 * 1024])?;
     std::fs::write(root.join("w"), vec![0u8; 64 * 1024])?;
     std::fs::write(root.join("o"), b"open me")?;
-    pin_to_cpu(0);
+    let client_cpu = pin_to_cpu(0);
 
     let mut table = Table { rows: Vec::new() };
     print_header();
     let sizes = [16usize, 1024, 0]; // 0 = the largest that fits one frame (MTU)
 
-    for mode in [RecvMode::Spin, RecvMode::Block] {
-        let m = mode_name(mode);
-        // Raw AF_PACKET ping-pong baseline.
+    for set in sets {
+        let m = set.label();
+        let mode = set.mode;
+        // Raw AF_PACKET ping-pong baseline, through the same receive path.
         let stop = Arc::new(AtomicBool::new(false));
         let ifb = pair.if_b.clone();
-        let echo_t = in_netns(&pair.ns_b, move || PacketTransport::open(&ifb, mode))??;
+        let echo_t = in_netns(&pair.ns_b, move || set.open(&ifb))??;
         let s2 = stop.clone();
         let echo = std::thread::spawn(move || raw_echo(echo_t, s2));
         let ifa = pair.if_a.clone();
-        let mut t = in_netns(&pair.ns_a, move || PacketTransport::open(&ifa, mode))??;
+        let mut t = in_netns(&pair.ns_a, move || set.open(&ifa))??;
         let peer = PeerAddr::Mac(pair.mac_b);
         // Request/reply sizes of the protocol's messages: Read request 22 B; replies 18 B + data.
         for (req, rep, label) in [
@@ -332,19 +406,19 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         let s2 = stop.clone();
         let root2 = root.clone();
         let server = spawn_in_netns(&pair.ns_b, move || -> anyhow::Result<()> {
-            pin_to_cpu(1);
-            let mut t = PacketTransport::open(&ifb, mode)?;
+            SERVER_CPU.store(pin_to_cpu(1), Ordering::Relaxed);
+            let mut t = set.open(&ifb)?;
             let mut srv = Server::new(ServerConfig::new(root2))?;
             srv.run(&mut t, &s2)?;
             Ok(())
         });
         let ifa = pair.if_a.clone();
-        let t = in_netns(&pair.ns_a, move || PacketTransport::open(&ifa, mode))??;
+        let t = in_netns(&pair.ns_a, move || set.open(&ifa))??;
         let cfg = ClientConfig {
             mode,
             ..ClientConfig::default()
         };
-        let mut c = Client::connect(Box::new(t), PeerAddr::Mac(pair.mac_b), cfg)?;
+        let mut c = Client::connect(t, PeerAddr::Mac(pair.mac_b), cfg)?;
         // open() and close() (table 7).
         let mut open_rec = Recorder::new();
         let mut close_rec = Recorder::new();
@@ -403,8 +477,18 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
     }
 
     println!();
+    println!(
+        "threads ran on: client cpu{client_cpu}, servers cpu{}",
+        SERVER_CPU.load(Ordering::Relaxed)
+    );
     println!("ratios (targets from issue 4: 1 KiB read <= 2x raw ping-pong, <= 0.25x diod):");
-    for m in ["spin", "block"] {
+    let labels: Vec<String> = args
+        .sets
+        .iter()
+        .filter_map(|s| Set::parse(s).ok())
+        .map(|s| s.label())
+        .collect();
+    for m in &labels {
         table.ratio(
             &format!("fs read 1024B {m}"),
             &format!("raw ping-pong 22B/1042B {m}"),
@@ -421,7 +505,7 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
             None,
         );
     }
-    for m in ["spin", "block"] {
+    for m in &labels {
         table.ratio(
             &format!("fs read 1024B {m}"),
             "9P/diod read 1024B block",
@@ -436,6 +520,13 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
             &format!("fs open() {m}"),
             "9P/diod open (walk+lopen) block",
             Some(0.25),
+        );
+    }
+    for m in &labels {
+        table.ratio(
+            &format!("raw ping-pong 22B/1042B {m}"),
+            "9P/diod read 1024B block",
+            None,
         );
     }
     println!("paper table 7 (10 Mb/s Ethernet, 2005): close 236 µs, open 242 µs, read 1535 µs, write 1695 µs");
@@ -556,7 +647,10 @@ fn diod_classes(
 fn plot_cdf(dir: &Path, table: &Table) -> anyhow::Result<PathBuf> {
     let path = dir.join("fs_latency_cdf.svg");
     let wanted = [
-        "raw ping-pong 22B/1042B spin",
+        "raw ping-pong 22B/1042B ring busy",
+        "fs read 1024B ring busy",
+        "raw ping-pong 22B/1042B busy",
+        "fs read 1024B busy",
         "fs read 1024B spin",
         "raw ping-pong 22B/1042B block",
         "fs read 1024B block",

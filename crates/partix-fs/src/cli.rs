@@ -3,7 +3,9 @@
 use crate::client::{Client, ClientConfig};
 use crate::fault::{FaultConfig, FaultInjector};
 use crate::server::{Server, ServerConfig};
-use crate::transport::{PacketTransport, PeerAddr, RecvMode, Transport, UdpTransport};
+use crate::transport::{
+    PacketTransport, PeerAddr, RecvMode, RingTransport, Transport, UdpTransport,
+};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use partix_wire::ethernet::EthernetAddress;
@@ -74,9 +76,17 @@ pub struct Target {
     /// Server UDP address HOST:PORT (instead of --iface/--server).
     #[arg(long)]
     pub udp: Option<SocketAddr>,
-    /// Busy-poll receives instead of sleeping in the kernel.
-    #[arg(long)]
+    /// Poll receives with a `sched_yield` between polls (same as `--mode spin`).
+    #[arg(long, conflicts_with = "mode")]
     pub spin: bool,
+    /// How receives wait: `busy` (poll without pause; ends on different CPUs), `spin` (poll
+    /// and yield), `block` (sleep in the kernel, the default).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<RecvMode>,
+    /// Receive through a memory-mapped PACKET_RX_RING (with --iface): a poll reads shared
+    /// memory instead of making a system call.
+    #[arg(long, conflicts_with = "udp")]
+    pub ring: bool,
     /// Inject faults into what this client sends, e.g. `drop=0.1,dup=0.1,seed=7`.
     #[arg(long)]
     pub fault: Option<String>,
@@ -91,9 +101,15 @@ pub struct MountArgs {
     pub server: String,
     /// Empty local directory to mount on.
     pub mountpoint: PathBuf,
-    /// Busy-poll receives.
-    #[arg(long)]
+    /// Poll receives with a `sched_yield` between polls (same as `--mode spin`).
+    #[arg(long, conflicts_with = "mode")]
     pub spin: bool,
+    /// How receives wait: `busy`, `spin` or `block` (default).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<RecvMode>,
+    /// Receive through a memory-mapped PACKET_RX_RING (not with `udp`).
+    #[arg(long)]
+    pub ring: bool,
 }
 
 /// Arguments of `partix fs serve`.
@@ -123,9 +139,17 @@ pub struct ServeArgs {
     /// Seconds after which an idle client may be evicted for a new one.
     #[arg(long, default_value_t = 60)]
     pub idle_secs: u64,
-    /// Busy-poll receives instead of sleeping in the kernel.
-    #[arg(long)]
+    /// Poll receives with a `sched_yield` between polls (same as `--mode spin`).
+    #[arg(long, conflicts_with = "mode")]
     pub spin: bool,
+    /// How receives wait: `busy` (poll without pause: lowest latency, one core at 100 %, for a
+    /// server pinned away from its clients), `spin` (poll and yield), `block` (the default).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<RecvMode>,
+    /// Receive through a memory-mapped PACKET_RX_RING (with --iface): a poll reads shared
+    /// memory instead of making a system call.
+    #[arg(long, conflicts_with = "udp")]
+    pub ring: bool,
     /// Inject faults into the replies, e.g. `drop=0.1,dup=0.1,reorder=0.1,delay=0.1,seed=7`.
     #[arg(long)]
     pub fault: Option<String>,
@@ -157,12 +181,40 @@ mod signals {
     }
 }
 
-fn mode(spin: bool) -> RecvMode {
-    if spin {
-        RecvMode::Spin
-    } else {
-        RecvMode::Block
+/// Parse `--mode`.
+fn parse_mode(s: &str) -> Result<RecvMode, String> {
+    RecvMode::from_name(s).ok_or_else(|| format!("unknown mode {s:?}: use busy, spin or block"))
+}
+
+fn mode(spin: bool, mode: Option<RecvMode>) -> RecvMode {
+    match (spin, mode) {
+        (_, Some(m)) => m,
+        (true, None) => RecvMode::Spin,
+        (false, None) => RecvMode::Block,
     }
+}
+
+/// Open the raw-Ethernet transport on `iface`: a receive ring or plain socket reads.
+fn open_ethernet(
+    iface: &str,
+    ring: bool,
+    m: RecvMode,
+) -> anyhow::Result<(Box<dyn Transport>, EthernetAddress)> {
+    let what = if ring {
+        "a packet socket with a receive ring"
+    } else {
+        "a packet socket"
+    };
+    let ctx = || format!("opening {what} on {iface} (needs root or CAP_NET_RAW)");
+    Ok(if ring {
+        let t = RingTransport::open(iface, m).with_context(ctx)?;
+        let mac = t.mac();
+        (Box::new(t), mac)
+    } else {
+        let t = PacketTransport::open(iface, m).with_context(ctx)?;
+        let mac = t.mac();
+        (Box::new(t), mac)
+    })
 }
 
 fn wrap_fault(t: Box<dyn Transport>, spec: &Option<String>) -> anyhow::Result<Box<dyn Transport>> {
@@ -190,17 +242,15 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut server = Server::new(cfg)?;
     let (t, addr): (Box<dyn Transport>, String) = match (&a.iface, a.udp) {
         (_, Some(u)) => {
-            let t =
-                UdpTransport::bind(u, mode(a.spin)).with_context(|| format!("binding UDP {u}"))?;
+            let t = UdpTransport::bind(u, mode(a.spin, a.mode))
+                .with_context(|| format!("binding UDP {u}"))?;
             let addr = t.local_addr().to_string();
             (Box::new(t), addr)
         }
         (Some(i), None) => {
-            let t = PacketTransport::open(i, mode(a.spin)).with_context(|| {
-                format!("opening a packet socket on {i} (needs root or CAP_NET_RAW)")
-            })?;
-            let addr = format!("{} on {i}", t.mac());
-            (Box::new(t), addr)
+            let (t, mac) = open_ethernet(i, a.ring, mode(a.spin, a.mode))?;
+            let how = if a.ring { ", receive ring" } else { "" };
+            (t, format!("{mac} on {i}{how}"))
         }
         (None, None) => bail!("give --iface IF or --udp ADDR"),
     };
@@ -224,11 +274,14 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 /// Bad addresses, the socket cannot be opened, or the server does not answer.
 pub fn connect(t: &Target) -> anyhow::Result<Client> {
     let cfg = ClientConfig {
-        mode: mode(t.spin),
+        mode: mode(t.spin, t.mode),
         ..ClientConfig::default()
     };
     let (tr, server): (Box<dyn Transport>, PeerAddr) = match (&t.iface, &t.server, t.udp) {
         (_, _, Some(u)) => {
+            if t.ring {
+                bail!("--ring reads raw Ethernet frames: use it with --iface, not UDP");
+            }
             let local: SocketAddr = if u.is_ipv4() {
                 "0.0.0.0:0".parse()?
             } else {
@@ -243,10 +296,8 @@ pub fn connect(t: &Target) -> anyhow::Result<Client> {
             let mac = EthernetAddress::parse(s).with_context(|| {
                 format!("--server {s:?} is not a MAC address like 02:00:00:00:00:01")
             })?;
-            let tr = PacketTransport::open(i, cfg.mode).with_context(|| {
-                format!("opening a packet socket on {i} (needs root or CAP_NET_RAW)")
-            })?;
-            (Box::new(tr), PeerAddr::Mac(mac))
+            let (tr, _) = open_ethernet(i, t.ring, cfg.mode)?;
+            (tr, PeerAddr::Mac(mac))
         }
         _ => bail!("give --iface IF --server MAC, or --udp HOST:PORT"),
     };

@@ -345,6 +345,8 @@ pub fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
                     .context("SERVER must be HOST:PORT with `udp`")?,
             ),
             spin: a.spin,
+            mode: a.mode,
+            ring: a.ring,
             fault: None,
         }
     } else {
@@ -353,6 +355,8 @@ pub fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
             server: Some(a.server.clone()),
             udp: None,
             spin: a.spin,
+            mode: a.mode,
+            ring: a.ring,
             fault: None,
         }
     };

@@ -6,8 +6,8 @@
 //! exactly-once retransmission. Frame formats live in [`partix_wire::fs`].
 //!
 //! Layers, smoltcp style:
-//! - [`transport`]: the device trait ([`transport::Transport`]) and its AF_PACKET and UDP
-//!   implementations; [`fault`]: a middleware transport that injects drops, duplicates,
+//! - [`transport`]: the device trait ([`transport::Transport`]) and its AF_PACKET (socket reads
+//!   or a mapped receive ring) and UDP implementations; [`fault`]: a middleware transport that injects drops, duplicates,
 //!   reordering and delay.
 //! - [`server`]: dispatch table, reply cache, per-client descriptor tables, limits, counters;
 //!   [`confine`]: path resolution beneath the exported root.
@@ -30,4 +30,4 @@ pub mod transport;
 
 pub use client::{Client, ClientConfig, FsError};
 pub use server::{Server, ServerConfig};
-pub use transport::{PacketTransport, PeerAddr, RecvMode, Transport, UdpTransport};
+pub use transport::{PacketTransport, PeerAddr, RecvMode, RingTransport, Transport, UdpTransport};

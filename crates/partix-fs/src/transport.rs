@@ -1,9 +1,16 @@
-//! Message transports: raw Ethernet frames on an interface (AF_PACKET) and UDP datagrams.
+//! Message transports: raw Ethernet frames on an interface (AF_PACKET, read through the socket
+//! or through a receive ring mapped into the process) and UDP datagrams.
 //!
 //! A transport moves whole protocol messages (header + body, no Ethernet header). One message is
-//! one frame or one datagram. Receive has two classes: [`RecvMode::Spin`] polls the socket without
-//! sleeping (lowest latency, burns a core), [`RecvMode::Block`] sleeps in the kernel until a frame
-//! arrives (one wake-up, ~35 µs on the reference VM).
+//! one frame or one datagram. Receive has three classes: [`RecvMode::Busy`] polls without
+//! pause (lowest latency when the two ends run on different CPUs, burns a core),
+//! [`RecvMode::Spin`] polls with a `sched_yield` between polls (for ends that may share a CPU),
+//! [`RecvMode::Block`] sleeps in the kernel until a frame arrives (one wake-up, ~20–35 µs on the
+//! reference VM).
+//!
+//! Implementations: [`PacketTransport`] (AF_PACKET, one `recvmsg` per poll),
+//! [`RingTransport`] (AF_PACKET with a `PACKET_RX_RING`: a poll is one load from shared
+//! memory, no system call), [`UdpTransport`].
 #![allow(unsafe_code)]
 
 use partix_wire::ethernet::{EthernetAddress, HEADER_LEN as ETH_HEADER_LEN, MIN_FRAME_LEN};
@@ -13,6 +20,9 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+mod ring;
+pub use ring::RingTransport;
 
 /// Address of a peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,19 +45,61 @@ impl fmt::Display for PeerAddr {
 /// How a receive waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecvMode {
-    /// Poll the socket in a loop (no sleep, no wake-up cost) for up to [`SPIN_BUDGET`] per
-    /// receive, then sleep in the kernel. Between polls the thread yields (`sched_yield`):
-    /// free when nothing else is runnable, and it lets deferred network softirq work
-    /// (ksoftirqd) run on this CPU, without which a spinning peer would not see its frame
-    /// until the spin budget ran out (measured: p50 418 µs pure spin vs 12 µs with the yield on
-    /// a loaded 2-CPU VM).
+    /// Poll in a loop without pause for up to [`SPIN_BUDGET`] per receive, then sleep in the
+    /// kernel. The lowest latency when the two ends run on different CPUs (pinned threads,
+    /// different machines): the sender's system call delivers the frame to the receiver's
+    /// socket itself (veth runs the receive softirq synchronously in `sendmsg`), so the frame
+    /// is there as soon as the send returns. Two busy ends on *one* CPU only take turns when a
+    /// budget runs out (p50 ~420 µs measured): use [`RecvMode::Spin`] there.
+    Busy,
+    /// Poll like [`RecvMode::Busy`], with a `sched_yield` between polls: a peer (or a
+    /// softirq thread) sharing this CPU gets to run, at the cost of one system call per poll
+    /// and of the whole time slice of any other runnable thread on a loaded CPU.
     Spin,
     /// Sleep in the kernel until a frame arrives or the timeout passes.
     #[default]
     Block,
 }
 
-/// How long a [`RecvMode::Spin`] receive polls before it sleeps in the kernel.
+impl RecvMode {
+    /// Return the mode's name as used on the command line (`busy`, `spin`, `block`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvMode::Busy => "busy",
+            RecvMode::Spin => "spin",
+            RecvMode::Block => "block",
+        }
+    }
+
+    /// Parse a mode name (`busy`, `spin`, `block`).
+    pub fn from_name(name: &str) -> Option<RecvMode> {
+        match name {
+            "busy" => Some(RecvMode::Busy),
+            "spin" => Some(RecvMode::Spin),
+            "block" => Some(RecvMode::Block),
+            _ => None,
+        }
+    }
+
+    /// Wait between two polls that found nothing, `start` being when the receive began.
+    /// Return `false` when the poll budget is spent and the caller should sleep in the kernel.
+    fn pause(self, start: Instant, now: Instant) -> bool {
+        match self {
+            RecvMode::Busy if now - start < SPIN_BUDGET => {
+                std::hint::spin_loop();
+                true
+            }
+            RecvMode::Spin if now - start < SPIN_BUDGET => {
+                std::thread::yield_now();
+                true
+            }
+            RecvMode::Busy | RecvMode::Spin | RecvMode::Block => false,
+        }
+    }
+}
+
+/// How long a [`RecvMode::Busy`] or [`RecvMode::Spin`] receive polls before it sleeps in the
+/// kernel.
 pub const SPIN_BUDGET: Duration = Duration::from_micros(200);
 
 /// One message received.
@@ -106,7 +158,7 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 }
 
 /// Wait until `fd` is readable or `timeout` passes; return whether it is readable.
-fn wait_readable(fd: i32, timeout: Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: i32, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -168,13 +220,110 @@ fn ifreq_ioctl(fd: i32, iface: &str, req: libc::c_ulong) -> io::Result<[u8; 40]>
 
 /// Return the MAC address and MTU of `iface`, asked through socket `fd` (so the answer comes
 /// from the socket's network namespace, not from the mounted /sys).
-fn interface_mac_mtu(fd: i32, iface: &str) -> io::Result<(EthernetAddress, usize)> {
+pub(crate) fn interface_mac_mtu(fd: i32, iface: &str) -> io::Result<(EthernetAddress, usize)> {
     let hw = ifreq_ioctl(fd, iface, libc::SIOCGIFHWADDR)?;
     let mut mac = [0u8; 6];
     mac.copy_from_slice(&hw[18..24]);
     let m = ifreq_ioctl(fd, iface, libc::SIOCGIFMTU)?;
     let mtu = i32::from_ne_bytes([m[16], m[17], m[18], m[19]]);
     Ok((EthernetAddress(mac), mtu.max(0) as usize))
+}
+
+/// Create an AF_PACKET raw socket for `ethertype` (0 = receive nothing until bound).
+pub(crate) fn packet_socket(ethertype: u16) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call; the result is checked below.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            i32::from(ethertype.to_be()),
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Bind a packet socket to interface `ifindex` and the protocol's EtherType: from here on it
+/// receives the protocol's frames.
+pub(crate) fn bind_packet_socket(fd: &OwnedFd, ifindex: u32) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETHERTYPE.to_be();
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length matches its size.
+    let r = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Send `msg` to `to` as one Ethernet frame from `src` (padded to the Ethernet minimum).
+pub(crate) fn send_frame(
+    fd: &OwnedFd,
+    src: EthernetAddress,
+    mtu: usize,
+    to: &PeerAddr,
+    msg: &[u8],
+) -> io::Result<()> {
+    let PeerAddr::Mac(dst) = to else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a packet transport sends to MAC addresses",
+        ));
+    };
+    if msg.len() > mtu {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "message larger than the MTU",
+        ));
+    }
+    let mut hdr = [0u8; ETH_HEADER_LEN];
+    hdr[0..6].copy_from_slice(&dst.0);
+    hdr[6..12].copy_from_slice(&src.0);
+    hdr[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    let pad = [0u8; MIN_FRAME_LEN];
+    let pad_len = MIN_FRAME_LEN.saturating_sub(ETH_HEADER_LEN + msg.len());
+    let iov = [
+        libc::iovec {
+            iov_base: hdr.as_ptr() as *mut libc::c_void,
+            iov_len: hdr.len(),
+        },
+        libc::iovec {
+            iov_base: msg.as_ptr() as *mut libc::c_void,
+            iov_len: msg.len(),
+        },
+        libc::iovec {
+            iov_base: pad.as_ptr() as *mut libc::c_void,
+            iov_len: pad_len,
+        },
+    ];
+    // SAFETY: msghdr is plain old data; all-zero is valid.
+    let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+    m.msg_iov = iov.as_ptr() as *mut libc::iovec;
+    m.msg_iovlen = iov.len();
+    loop {
+        // SAFETY: `m` points at live, read-only buffers of the stated sizes; sendmsg does not
+        // write through `msg_iov`.
+        let r = unsafe { libc::sendmsg(fd.as_raw_fd(), &m, 0) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Raw Ethernet frames with the protocol's EtherType on one interface (AF_PACKET, SOCK_RAW).
@@ -193,20 +342,7 @@ impl PacketTransport {
     /// `PermissionDenied` without CAP_NET_RAW; `NotFound` for an unknown interface.
     pub fn open(iface: &str, mode: RecvMode) -> io::Result<PacketTransport> {
         let ifindex = interface_index(iface)?;
-        let proto = ETHERTYPE.to_be();
-        // SAFETY: plain socket(2) call; the result is checked below.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(proto),
-            )
-        };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = packet_socket(ETHERTYPE)?;
         let (mac, mtu) = interface_mac_mtu(fd.as_raw_fd(), iface)?;
         let rcvbuf: libc::c_int = 4 << 20;
         // SAFETY: `rcvbuf` is a valid c_int and its size is passed; failure only leaves the
@@ -220,22 +356,7 @@ impl PacketTransport {
                 std::mem::size_of::<libc::c_int>() as u32,
             );
         }
-        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll and the length matches its size.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        bind_packet_socket(&fd, ifindex)?;
         Ok(PacketTransport { fd, mac, mtu, mode })
     }
 
@@ -325,54 +446,7 @@ impl PacketTransport {
 
 impl Transport for PacketTransport {
     fn send(&mut self, to: &PeerAddr, msg: &[u8]) -> io::Result<()> {
-        let PeerAddr::Mac(dst) = to else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a packet transport sends to MAC addresses",
-            ));
-        };
-        if msg.len() > self.mtu {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "message larger than the MTU",
-            ));
-        }
-        let mut hdr = [0u8; ETH_HEADER_LEN];
-        hdr[0..6].copy_from_slice(&dst.0);
-        hdr[6..12].copy_from_slice(&self.mac.0);
-        hdr[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-        let pad = [0u8; MIN_FRAME_LEN];
-        let pad_len = MIN_FRAME_LEN.saturating_sub(ETH_HEADER_LEN + msg.len());
-        let iov = [
-            libc::iovec {
-                iov_base: hdr.as_ptr() as *mut libc::c_void,
-                iov_len: hdr.len(),
-            },
-            libc::iovec {
-                iov_base: msg.as_ptr() as *mut libc::c_void,
-                iov_len: msg.len(),
-            },
-            libc::iovec {
-                iov_base: pad.as_ptr() as *mut libc::c_void,
-                iov_len: pad_len,
-            },
-        ];
-        // SAFETY: msghdr is plain old data; all-zero is valid.
-        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
-        m.msg_iov = iov.as_ptr() as *mut libc::iovec;
-        m.msg_iovlen = iov.len();
-        loop {
-            // SAFETY: `m` points at live, read-only buffers of the stated sizes; sendmsg does not
-            // write through `msg_iov`.
-            let r = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &m, 0) };
-            if r >= 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
+        send_frame(&self.fd, self.mac, self.mtu, to, msg)
     }
 
     fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
@@ -386,13 +460,9 @@ impl Transport for PacketTransport {
             if now >= deadline {
                 return Ok(None);
             }
-            match self.mode {
-                RecvMode::Spin if now - start < SPIN_BUDGET => std::thread::yield_now(),
-                RecvMode::Spin | RecvMode::Block => {
-                    if !wait_readable(self.fd.as_raw_fd(), deadline - now)? {
-                        return self.try_recv(buf);
-                    }
-                }
+            if !self.mode.pause(start, now) && !wait_readable(self.fd.as_raw_fd(), deadline - now)?
+            {
+                return self.try_recv(buf);
             }
         }
     }
@@ -481,11 +551,8 @@ impl Transport for UdpTransport {
             if now >= deadline {
                 return Ok(None);
             }
-            match self.mode {
-                RecvMode::Spin if now - start < SPIN_BUDGET => std::thread::yield_now(),
-                RecvMode::Spin | RecvMode::Block => {
-                    wait_readable(self.sock.as_raw_fd(), deadline - now)?;
-                }
+            if !self.mode.pause(start, now) {
+                wait_readable(self.sock.as_raw_fd(), deadline - now)?;
             }
         }
     }

@@ -70,9 +70,20 @@ fn msg(tag: u32, opcode: u16, body: &[u8]) -> Vec<u8> {
 
 #[test]
 fn malformed_frames_are_answered_or_dropped_and_counted() {
+    malformed_frames(&[]);
+}
+
+#[test]
+fn malformed_frames_through_the_receive_ring_are_answered_or_dropped_and_counted() {
+    malformed_frames(&["--ring", "--mode", "busy"]);
+}
+
+fn malformed_frames(server_args: &[&str]) {
     let net = Net::new();
     std::fs::write(net.root.join("f"), b"still here").unwrap();
-    let server = net.serve(&["--msize", "512"]);
+    let mut args = vec!["--msize", "512"];
+    args.extend_from_slice(server_args);
+    let server = net.serve(&args);
     let ifa = net.pair.if_a.clone();
     let t = in_netns(&net.pair.ns_a, move || {
         PacketTransport::open(&ifa, RecvMode::Block)

@@ -4,18 +4,114 @@
 mod common;
 
 use common::*;
-use partix_fs::client::{ClientConfig, FsError};
+use partix_fs::client::{Client, ClientConfig, FsError};
 use partix_fs::fault::FaultConfig;
+use partix_fs::transport::RecvMode;
 use partix_wire::fs::{open_flags as of, ErrorCode, FileKind};
 use std::time::Duration;
 
 #[test]
 fn every_operation_round_trips_over_af_packet() {
     let net = Net::new();
+    let server = net.serve(&[]);
+    every_operation_round_trips(&net, server, net.client());
+}
+
+#[test]
+fn every_operation_round_trips_through_receive_rings_busy_polled() {
+    let net = Net::new();
+    let server = net.serve(&["--ring", "--mode", "busy"]);
+    every_operation_round_trips(&net, server, net.ring_client(RecvMode::Busy));
+}
+
+#[test]
+fn every_operation_round_trips_through_receive_rings_blocking() {
+    let net = Net::new();
+    let server = net.serve(&["--ring"]);
+    every_operation_round_trips(&net, server, net.ring_client(RecvMode::Block));
+}
+
+/// Ring and socket ends speak the same frames: a ring server answers a socket client in every
+/// mode and the other way round.
+#[test]
+fn ring_and_socket_ends_interoperate() {
+    let net = Net::new();
+    std::fs::write(net.root.join("f"), b"mixed ends").unwrap();
+    for (server_args, ring_client) in [
+        (&["--ring", "--mode", "spin"][..], false),
+        (&["--mode", "busy"][..], true),
+    ] {
+        let server = net.serve(server_args);
+        for mode in [RecvMode::Busy, RecvMode::Spin, RecvMode::Block] {
+            let mut c = if ring_client {
+                net.ring_client(mode)
+            } else {
+                let cfg = ClientConfig {
+                    mode,
+                    ..ClientConfig::default()
+                };
+                net.client_with(cfg, None).unwrap()
+            };
+            let fd = c.open("f", of::RDONLY, 0).unwrap();
+            let mut b = [0u8; 32];
+            assert_eq!(
+                c.read(fd, Some(0), &mut b).unwrap(),
+                10,
+                "{server_args:?} {mode:?}"
+            );
+            assert_eq!(&b[..10], b"mixed ends");
+            c.close(fd).unwrap();
+            c.disconnect().unwrap();
+        }
+        let log = server.stop();
+        assert_eq!(counter(&log, "errors"), 0, "{log}");
+    }
+}
+
+/// Faults on both sides through receive rings: appends applied exactly once, reads intact.
+#[test]
+fn faults_through_receive_rings_leave_writes_exactly_once() {
+    let net = Net::new();
+    let server = net.serve(&[
+        "--ring",
+        "--mode",
+        "busy",
+        "--fault",
+        "drop=0.15,dup=0.15,reorder=0.1,delay=0.1,max-delay-us=3000,seed=11",
+    ]);
+    let cfg = ClientConfig {
+        mode: RecvMode::Busy,
+        rto_min: Duration::from_millis(2),
+        max_retries: 30,
+        ..ClientConfig::default()
+    };
+    let fault =
+        FaultConfig::parse("drop=0.15,dup=0.15,reorder=0.1,delay=0.1,max-delay-us=3000,seed=12")
+            .unwrap();
+    let mut c = net.ring_client_with(cfg, Some(fault));
+    let fd = c
+        .open("log", of::WRONLY | of::CREAT | of::APPEND, 0o644)
+        .unwrap();
+    for i in 0..100u32 {
+        assert_eq!(c.write(fd, None, &i.to_be_bytes()).unwrap(), 4);
+    }
+    c.close(fd).unwrap();
+    let log: Vec<u8> = (0..100u32).flat_map(|i| i.to_be_bytes()).collect();
+    assert_eq!(std::fs::read(net.root.join("log")).unwrap(), log);
+    let big = pattern(128 * 1024, 5);
+    std::fs::write(net.root.join("big"), &big).unwrap();
+    let fd = c.open("big", of::RDONLY, 0).unwrap();
+    let mut back = vec![0u8; big.len()];
+    assert_eq!(c.read(fd, Some(0), &mut back).unwrap(), big.len());
+    assert_eq!(back, big);
+    c.close(fd).unwrap();
+    let stderr = server.stop();
+    assert!(counter(&stderr, "duplicates") > 0, "{stderr}");
+}
+
+fn every_operation_round_trips(net: &Net, server: ServerProc, mut c: Client) {
     std::fs::create_dir(net.root.join("sub")).unwrap();
     std::fs::write(net.root.join("sub/hello.txt"), b"hello world\n").unwrap();
-    let server = net.serve(&[]);
-    let mut c = net.client();
     assert_eq!(c.msize(), 1500);
     assert!(c.outstanding() >= 1);
 
@@ -387,6 +483,15 @@ fn cli_ls_cat_put_stat_work_against_a_server() {
     let (ok, out, err) = run(&["cat", "dir/a.txt"], None);
     assert!(ok, "{err}");
     assert_eq!(out, "alpha\n");
+    // The receive ring and the wait modes are chosen on the command line.
+    for mode in ["busy", "spin", "block"] {
+        let (ok, out, err) = run(&["cat", "--ring", "--mode", mode, "dir/a.txt"], None);
+        assert!(ok, "--ring --mode {mode}: {err}");
+        assert_eq!(out, "alpha\n");
+    }
+    let (ok, _, err) = run(&["cat", "--mode", "fast", "dir/a.txt"], None);
+    assert!(!ok);
+    assert!(err.contains("use busy, spin or block"), "{err}");
     let big = pattern(100_000, 5);
     let (ok, _, err) = run(&["put", "-", "dir/b.bin", "--atomic"], Some(&big));
     assert!(ok, "{err}");

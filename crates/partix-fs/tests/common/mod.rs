@@ -5,7 +5,9 @@
 use partix_fs::client::{Client, ClientConfig};
 use partix_fs::fault::{FaultConfig, FaultInjector};
 use partix_fs::netns::{in_netns, VethPair};
-use partix_fs::transport::{PacketTransport, PeerAddr, RecvMode, Transport, UdpTransport};
+use partix_fs::transport::{
+    PacketTransport, PeerAddr, RecvMode, RingTransport, Transport, UdpTransport,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -70,6 +72,34 @@ impl Net {
         .unwrap()
         .unwrap();
         Box::new(t)
+    }
+
+    /// Open a receive-ring transport on the client end.
+    pub fn ring_transport(&self, mode: RecvMode) -> Box<dyn Transport> {
+        let ifa = self.pair.if_a.clone();
+        let t = in_netns(&self.pair.ns_a, move || RingTransport::open(&ifa, mode))
+            .unwrap()
+            .expect("open a PACKET_RX_RING socket");
+        Box::new(t)
+    }
+
+    /// Connect a client through a receive ring in `mode`.
+    pub fn ring_client(&self, mode: RecvMode) -> Client {
+        let cfg = ClientConfig {
+            mode,
+            ..ClientConfig::default()
+        };
+        self.ring_client_with(cfg, None)
+    }
+
+    /// Connect a client through a receive ring waiting in `cfg.mode`, optionally behind a
+    /// fault injector.
+    pub fn ring_client_with(&self, cfg: ClientConfig, fault: Option<FaultConfig>) -> Client {
+        let mut t = self.ring_transport(cfg.mode);
+        if let Some(f) = fault {
+            t = Box::new(FaultInjector::new(t, f));
+        }
+        connect_retrying(t, self.server_mac(), cfg).expect("connect through the ring")
     }
 
     pub fn client_with(
