@@ -125,8 +125,9 @@ fn release_orders_and_wake_all() {
         .filter(|l| l.starts_with("ORDER"))
         .map(String::as_str)
         .collect();
-    // Waiters of priority 7, 5, 10, 15 queue in that order; during sem-priority, 5 is raised
-    // to 16 while it waits. Wake-all phases record in the order the released processes run
+    // Waiters of priority 7, 5, 10, 15 queue in that order; while they wait, 5 is raised to 16
+    // during sem-priority and to 10 (equal to the later 10: FIFO among equals) during
+    // buffer-priority. Wake-all phases record in the order the released processes run
     // (highest priority first).
     assert_eq!(
         order,
@@ -134,7 +135,7 @@ fn release_orders_and_wake_all() {
             "ORDER sem-fifo 7:Ok(()) 5:Ok(()) 10:Ok(()) 15:Ok(())",
             "ORDER sem-priority 5:Ok(()) 15:Ok(()) 10:Ok(()) 7:Ok(())",
             "ORDER buffer-fifo 7:[0] 5:[1] 10:[2] 15:[3]",
-            "ORDER buffer-priority 15:[0] 10:[1] 7:[2] 5:[3]",
+            "ORDER buffer-priority 15:[0] 5:[1] 10:[2] 7:[3]",
             "ORDER buffer-received [99, 15, 10, 7, 5]",
             "ORDER buffer-senders-priority 15:Ok(()) 10:Ok(()) 7:Ok(()) 5:Ok(())",
             "ORDER blackboard 15:go 10:go 7:go 5:go",

@@ -1048,9 +1048,16 @@ extern "C" fn order_driver() {
                 one_by_one(phase, |_| signal_semaphore(sem("SP")).expect("signal"));
                 set_priority(pid("r5"), 5).expect("set_priority");
             }
-            "buffer-fifo" | "buffer-priority" => {
-                let id = get_buffer_id(if phase == 2 { "BF" } else { "BP" }).expect("buffer");
+            "buffer-fifo" => {
+                let id = get_buffer_id("BF").expect("BF");
                 one_by_one(phase, |k| send_buffer(id, &[k as u8], 0).expect("send"));
+            }
+            "buffer-priority" => {
+                // r5 (queued second) raised to 10, equal to r10 (queued third): FIFO among equals.
+                set_priority(pid("r5"), 10).expect("set_priority");
+                let id = get_buffer_id("BP").expect("BP");
+                one_by_one(phase, |k| send_buffer(id, &[k as u8], 0).expect("send"));
+                set_priority(pid("r5"), 5).expect("set_priority");
             }
             "buffer-senders-priority" => {
                 let id = get_buffer_id("BS").expect("BS");

@@ -3,7 +3,7 @@
 //!
 //! A counting semaphore of the partition. WAIT takes a unit or queues the caller (FIFO or
 //! PRIORITY, the semaphore's discipline); SIGNAL hands its unit to the first waiter, else adds it
-//! to the count. See [`waitq`](super::waitq) for how waiting works.
+//! to the count. How waiting works: `docs/intra.md`.
 
 use super::error::{ApexError, ApexResult};
 use super::ports::QueuingDiscipline;
