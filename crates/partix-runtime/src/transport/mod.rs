@@ -143,11 +143,31 @@ fn check(port: &MappedPort, kind: ChannelKind, dir: PortDirection) -> Result<(),
     Ok(())
 }
 
-/// Start the network manager thread of a two-sided destination.
+/// SCHED_FIFO priority of a network manager thread: above every APEX process (a process that
+/// spins on the port must not starve the manager that feeds it), below the partition runtime's
+/// preemption-lock, error-handler and monitor threads (97, 98).
+pub const MANAGER_FIFO_PRIORITY: i32 = 96;
+
+/// Put the calling thread at [`MANAGER_FIFO_PRIORITY`] (SCHED_FIFO); failure leaves it as is.
+#[allow(unsafe_code)]
+fn become_manager_priority() {
+    let param = libc::sched_param {
+        sched_priority: MANAGER_FIFO_PRIORITY,
+    };
+    // SAFETY: param is a valid sched_param; 0 names the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+}
+
+/// Start the network manager thread of a two-sided destination, at [`MANAGER_FIFO_PRIORITY`]
+/// when the process may use SCHED_FIFO (else under the default policy). It parks whenever
+/// there is nothing to move, so it takes the CPU only to move messages.
 fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
     std::thread::Builder::new()
         .name(format!("partix-netmgr-{name}"))
-        .spawn(f)
+        .spawn(move || {
+            become_manager_priority();
+            f()
+        })
         .map(|_| ())
         .map_err(|e| format!("cannot start the network manager thread: {e}"))
 }
