@@ -395,3 +395,39 @@ pub(crate) fn block<P>(t: Ticket, q: impl Fn(&mut Objects) -> &mut WaitQueue<P>)
         futex::wait(word, seen, left);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_names_and_timeouts_are_checked() {
+        let mut v = vec![10, 20];
+        assert_eq!(by_id(&mut v, 1).copied(), Ok(10));
+        assert_eq!(by_id(&mut v, 2).copied(), Ok(20));
+        for bad in [0, 3, -1, i32::MIN] {
+            assert_eq!(by_id(&mut v, bad), Err(ApexError::InvalidParam), "{bad}");
+        }
+        assert!(check_name("S").is_ok() && check_name(&"x".repeat(30)).is_ok());
+        for bad in ["", "a\0b"] {
+            assert_eq!(check_name(bad), Err(ApexError::InvalidParam));
+        }
+        assert_eq!(check_name(&"x".repeat(31)), Err(ApexError::InvalidParam));
+        for ok in [0, 1, INFINITE_TIME_VALUE, i64::MAX] {
+            assert!(check_timeout(ok).is_ok(), "{ok}");
+        }
+        for bad in [-2, i64::MIN] {
+            assert_eq!(check_timeout(bad), Err(ApexError::InvalidParam));
+        }
+    }
+
+    #[test]
+    fn wake_set_holds_every_process_index() {
+        let mut w = WakeSet::default();
+        for i in [0, 5, MAX_PROCESSES - 1] {
+            w.add(i);
+        }
+        assert_eq!(w.0.count_ones(), 3);
+        assert_ne!(w.0 & (1 << (MAX_PROCESSES - 1)), 0);
+    }
+}
