@@ -385,7 +385,12 @@ fn every_declared_service_is_exported_and_nothing_else() {
     // 38 process/time/partition/HM/schedule/port services + 22 intra-partition ones; more
     // headers may add more (the parser must find at least these).
     assert!(declared.len() >= 60, "services declared: {declared:?}");
-    for s in ["CREATE_BLACKBOARD", "RECEIVE_BUFFER", "SIGNAL_SEMAPHORE", "GET_EVENT_STATUS"] {
+    for s in [
+        "CREATE_BLACKBOARD",
+        "RECEIVE_BUFFER",
+        "SIGNAL_SEMAPHORE",
+        "GET_EVENT_STATUS",
+    ] {
         assert!(declared.contains(s), "{s} not declared: {declared:?}");
     }
     let so = lib_dir().join("libpartix_apex.so");
