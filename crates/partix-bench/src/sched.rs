@@ -26,7 +26,7 @@ use partix_runtime::executive::os::{
 use partix_runtime::executive::Options;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Arguments of `partix bench sched`.
@@ -256,6 +256,11 @@ static STAMPS: AtomicU64 = AtomicU64::new(0);
 /// Index of this hand-off child (set after fork: private to each child).
 static CHILD_IDX: AtomicU64 = AtomicU64::new(0);
 
+/// Offset of child `i`'s gate word in the shared page of the hand-off baselines.
+fn gate_offset(i: usize) -> usize {
+    64 + 64 * i
+}
+
 extern "C" fn stamp_on_cont(_: libc::c_int) {
     let p = STAMPS.load(Ordering::Relaxed) as *const AtomicU64;
     if !p.is_null() {
@@ -265,9 +270,45 @@ extern "C" fn stamp_on_cont(_: libc::c_int) {
     }
 }
 
-/// Baseline: raw SIGSTOP/SIGCONT hand-off between two spinning SCHED_FIFO 1 processes on `cpu`,
-/// sent from a SCHED_FIFO 99 thread on `cpu` every millisecond.
-fn handoff_baseline(cpu: usize, samples: u64) -> anyhow::Result<Recorder> {
+/// The raw gate's park handler: wait on this child's gate word while it is closed (even), then
+/// stamp the time the child runs again.
+extern "C" fn park_on_gate(_: libc::c_int) {
+    let p = STAMPS.load(Ordering::Relaxed) as *mut u8;
+    if p.is_null() {
+        return;
+    }
+    let idx = CHILD_IDX.load(Ordering::Relaxed) as usize;
+    // SAFETY: the shared page is mapped before fork and outlives the children; the gate word
+    // is an aligned u32 inside it.
+    let gate = unsafe { &*(p.add(gate_offset(idx)) as *const AtomicU32) };
+    let mut waited = false;
+    loop {
+        let g = gate.load(Ordering::Acquire);
+        if g & 1 == 1 {
+            break;
+        }
+        waited = true;
+        partix_shm::futex::wait(gate, g, None);
+    }
+    if waited {
+        // SAFETY: as above; stamp slot idx.
+        unsafe { (*(p as *const AtomicU64).add(idx)).store(monotonic_ns(), Ordering::Release) };
+    }
+}
+
+/// How a raw hand-off baseline switches between its two processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handoff {
+    /// SIGSTOP to the outgoing process, SIGCONT to the incoming one (stamped by its handler).
+    Signals,
+    /// The gate: a park signal to the outgoing process (its handler futex-waits on its gate
+    /// word), a store and one FUTEX_WAKE on the incoming one's gate (stamped on leaving).
+    Gate,
+}
+
+/// Baseline: raw hand-off between two spinning SCHED_FIFO 1 processes on `cpu`, switched from a
+/// SCHED_FIFO 99 thread on `cpu` every millisecond (close + open at the same point).
+fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Recorder> {
     std::thread::spawn(move || -> anyhow::Result<Recorder> {
         let _rt = RtThread::enter(cpu);
         // SAFETY: an anonymous shared mapping of one page; checked below.
@@ -285,21 +326,37 @@ fn handoff_baseline(cpu: usize, samples: u64) -> anyhow::Result<Recorder> {
             anyhow::bail!("mmap failed");
         }
         let stamps = page as *const AtomicU64;
+        // SAFETY: gate words inside the fresh, zeroed page (0 = closed).
+        let gates: [&AtomicU32; 2] = unsafe {
+            [
+                &*((page as *const u8).add(gate_offset(0)) as *const AtomicU32),
+                &*((page as *const u8).add(gate_offset(1)) as *const AtomicU32),
+            ]
+        };
+        let park = libc::SIGRTMIN() + 3;
         STAMPS.store(page as u64, Ordering::Relaxed);
         let mut pids = [0i32; 2];
         for (i, pid) in pids.iter_mut().enumerate() {
             // SAFETY: the child only calls async-signal-safe functions (sigaction,
-            // sched_setscheduler, raise) and spins on atomics until it is killed.
+            // sched_setscheduler, raise, futex) and spins on atomics until it is killed.
             let r = unsafe { libc::fork() };
             if r == 0 {
                 CHILD_IDX.store(i as u64, Ordering::Relaxed);
                 // SAFETY: in the child, see above.
                 unsafe {
                     let mut sa: libc::sigaction = std::mem::zeroed();
-                    sa.sa_sigaction = stamp_on_cont as *const () as usize;
                     sa.sa_flags = libc::SA_RESTART;
                     libc::sigemptyset(&mut sa.sa_mask);
-                    libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
+                    match how {
+                        Handoff::Signals => {
+                            sa.sa_sigaction = stamp_on_cont as *const () as usize;
+                            libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
+                        }
+                        Handoff::Gate => {
+                            sa.sa_sigaction = park_on_gate as *const () as usize;
+                            libc::sigaction(park, &sa, std::ptr::null_mut());
+                        }
+                    }
                     let p = libc::sched_param { sched_priority: 1 };
                     libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
                     libc::raise(libc::SIGSTOP);
@@ -315,10 +372,25 @@ fn handoff_baseline(cpu: usize, samples: u64) -> anyhow::Result<Recorder> {
         }
         let mut rec = Recorder::new();
         let mut cur = 0usize;
-        // SAFETY: starting the first child.
-        unsafe { libc::kill(pids[cur], libc::SIGCONT) };
+        if how == Handoff::Gate {
+            // Both children park on their (closed) gates; then the first one opens.
+            for pid in pids {
+                // SAFETY: signals to our own children.
+                unsafe {
+                    libc::kill(pid, park);
+                    libc::kill(pid, libc::SIGCONT);
+                }
+            }
+            sleep_until(monotonic_ns() + 2_000_000);
+            gates[cur].store(1, Ordering::Release);
+            partix_shm::futex::wake(gates[cur], 1);
+        } else {
+            // SAFETY: starting the first child.
+            unsafe { libc::kill(pids[cur], libc::SIGCONT) };
+        }
         let mut next = monotonic_ns() + 1_000_000;
         let mut pending: Option<(usize, u64, u64)> = None;
+        let mut seq = 0u32;
         for _ in 0..samples + 1 {
             sleep_until(next);
             if let Some((who, before, wake)) = pending.take() {
@@ -332,10 +404,22 @@ fn handoff_baseline(cpu: usize, samples: u64) -> anyhow::Result<Recorder> {
             let inc = 1 - cur;
             // SAFETY: reading the shared page.
             let before = unsafe { (*stamps.add(inc)).load(Ordering::Acquire) };
-            // SAFETY: signals to our own children.
-            unsafe {
-                libc::kill(pids[cur], libc::SIGSTOP);
-                libc::kill(pids[inc], libc::SIGCONT);
+            match how {
+                Handoff::Signals => {
+                    // SAFETY: signals to our own children.
+                    unsafe {
+                        libc::kill(pids[cur], libc::SIGSTOP);
+                        libc::kill(pids[inc], libc::SIGCONT);
+                    }
+                }
+                Handoff::Gate => {
+                    seq = seq.wrapping_add(2);
+                    gates[cur].store(seq, Ordering::Release);
+                    // SAFETY: a signal to our own child.
+                    unsafe { libc::kill(pids[cur], park) };
+                    gates[inc].store(seq | 1, Ordering::Release);
+                    partix_shm::futex::wake(gates[inc], 1);
+                }
             }
             pending = Some((inc, before, wake));
             cur = inc;
@@ -379,8 +463,11 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     let timer_rec = timer_baseline(cpu, secs * 1000);
     let timer = timer_rec.summary("baseline: abs timer wake (FIFO 99)");
     eprintln!("[2/3] baseline: SIGSTOP/SIGCONT hand-off, {secs} s");
-    let handoff = handoff_baseline(cpu, secs * 1000)?;
+    let handoff = handoff_baseline(cpu, secs * 1000, Handoff::Signals)?;
     let handoff_s = handoff.summary("baseline: SIGSTOP/SIGCONT hand-off");
+    eprintln!("[2/3] baseline: futex gate hand-off, {secs} s");
+    let gate = handoff_baseline(cpu, secs * 1000, Handoff::Gate)?;
+    let gate_s = gate.summary("baseline: futex gate hand-off");
     let cyc = cyclictest(cpu, secs.min(5));
     let mut results: Vec<(u32, RunReport)> = Vec::new();
     for (i, &k) in args.processes.iter().enumerate() {
@@ -406,6 +493,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     );
     print_row(&timer);
     print_row(&handoff_s);
+    print_row(&gate_s);
     for (k, r) in &results {
         let t = summary_of(&format!("TmrO  K={k}"), &r.overheads.tmro);
         let p = summary_of(&format!("PtswO K={k}"), &r.overheads.ptswo);

@@ -63,12 +63,81 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Stamp the partition's resume for the current window, once per window (the first thread to
+/// run wins). Async-signal-safe: atomics and `clock_gettime`.
+fn stamp_resume(p: &PartitionState) {
+    let now = monotonic_ns();
+    let w = p.window_seq.load(Ordering::Acquire);
+    if p.resumed_seq.load(Ordering::Relaxed) != w && p.resumed_seq.swap(w, Ordering::AcqRel) != w {
+        p.resumed_at_ns.store(now, Ordering::Release);
+    }
+}
+
 extern "C" fn on_sigcont(_sig: libc::c_int) {
     // Only atomics and clock_gettime: async-signal-safe.
     if let Some(Ok(ctx)) = CONTEXT.get() {
+        stamp_resume(ctx.partition());
+    }
+}
+
+/// Return the signal with which the executive asks a partition's threads to park on the gate
+/// (`SIGRTMIN+3`; see [`crate::state::PartitionState::gate`]).
+pub fn park_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 3
+}
+
+thread_local! {
+    /// This thread is inside the park handler (counted in `gate_parked`).
+    static PARKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The park handler: while the gate is closed, wait on it. The thread that finds the gate
+/// closed counts itself in `gate_parked` and passes the park signal on to the process (the
+/// kernel delivers it to a thread that does not block it, i.e. one not parked yet) until
+/// `gate_expect` threads are parked, then acknowledges the close in `gate_acked`. On leaving,
+/// the first thread stamps the resume and each one wakes the next waiter (highest priority
+/// first: the kernel queues futex waiters of real-time threads by priority).
+extern "C" fn on_park(_sig: libc::c_int) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    if let Some(Ok(ctx)) = CONTEXT.get() {
         let p = ctx.partition();
-        p.resumed_at_ns.store(monotonic_ns(), Ordering::Release);
-        p.resumed_seq.fetch_add(1, Ordering::AcqRel);
+        let g = p.gate.load(Ordering::Acquire);
+        if g & 1 == 0 {
+            PARKED.with(|c| c.set(true));
+            let n = p.gate_parked.fetch_add(1, Ordering::AcqRel) + 1;
+            if n >= p.gate_expect.load(Ordering::Acquire) {
+                p.gate_acked.store(g, Ordering::Release);
+            } else {
+                // SAFETY: kill/getpid have no memory preconditions; the handler is installed.
+                unsafe { libc::kill(libc::getpid(), park_signal()) };
+            }
+            loop {
+                let cur = p.gate.load(Ordering::Acquire);
+                if cur & 1 == 1 {
+                    break;
+                }
+                futex::wait(&p.gate, cur, None);
+            }
+            p.gate_parked.fetch_sub(1, Ordering::AcqRel);
+            PARKED.with(|c| c.set(false));
+            stamp_resume(p);
+            futex::wake(&p.gate, 1);
+        }
+    }
+    // SAFETY: as above; restore the interrupted code's errno.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Count the calling thread as parked for good (it blocks every signal and never runs again):
+/// the gate's park chain does not wait for it. Async-signal-safe.
+pub fn note_parked_for_good() {
+    if PARKED.with(|c| c.replace(true)) {
+        // Already counted by the park handler it is nested in, which will never return.
+        return;
+    }
+    if let Some(Ok(ctx)) = CONTEXT.get() {
+        ctx.partition().gate_parked.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -79,14 +148,17 @@ impl PartitionContext {
     /// The attach error, rendered, if the executive's regions cannot be mapped (the same error on
     /// every call).
     pub fn get() -> Result<&'static PartitionContext, String> {
-        CONTEXT
+        let ctx = CONTEXT
             .get_or_init(|| {
                 let ctx = Self::attach().map_err(|e| e.to_string())?;
-                install_sigcont_handler();
+                install_handlers();
                 Ok(ctx)
             })
             .as_ref()
-            .map_err(|e| e.clone())
+            .map_err(|e| e.clone())?;
+        // The handlers can see the context now: the executive may use the gate.
+        ctx.partition().gate_ready.store(1, Ordering::Release);
+        Ok(ctx)
     }
 
     fn attach() -> Result<PartitionContext, AttachError> {
@@ -209,15 +281,21 @@ impl PartitionContext {
     }
 }
 
-fn install_sigcont_handler() {
-    // SAFETY: an all-zero sigaction is a valid starting point; we set the handler and an empty
-    // mask, and the handler only does async-signal-safe work.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigcont as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
+fn install_handlers() {
+    for (sig, handler) in [
+        (libc::SIGCONT, on_sigcont as *const () as usize),
+        (park_signal(), on_park as *const () as usize),
+    ] {
+        // SAFETY: an all-zero sigaction is a valid starting point; we set the handler and an
+        // empty mask, and the handlers only do async-signal-safe work (atomics, clock_gettime,
+        // futex, kill).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
@@ -129,11 +129,28 @@ pub struct PartitionState {
     pub window_start_ns: AtomicU64,
     /// Executive: planned end of the current (or last) window, module time ns.
     pub window_end_ns: AtomicU64,
-    /// Partition: `CLOCK_MONOTONIC` ns at which the partition last observed it was resumed
-    /// (written by its SIGCONT handler); the executive derives PtswO from it.
+    /// Partition: `CLOCK_MONOTONIC` ns at which the partition's first thread ran again after its
+    /// window opened (stamped once per window, by the gate's park handler or the SIGCONT
+    /// handler); the executive derives PtswO from it.
     pub resumed_at_ns: AtomicU64,
-    /// Partition: incremented with each `resumed_at_ns` update.
+    /// Partition: the `window_seq` of the window whose resume `resumed_at_ns` holds.
     pub resumed_seq: AtomicU64,
+    /// Executive: the partition's gate, a futex word: odd = open, even = closed. With the gate
+    /// switch mechanism (`executive::os`), every thread of a closed partition waits on it inside
+    /// the park signal's handler (`attach::park_signal`) until the executive opens it.
+    pub gate: AtomicU32,
+    /// Executive: threads the park chain should reach at a close (the executive's last count of
+    /// the process's threads).
+    pub gate_expect: AtomicU32,
+    /// Partition: threads parked on the gate now, plus threads parked for good (abandoned
+    /// incarnations, which never run again).
+    pub gate_parked: AtomicU32,
+    /// Partition: the closed `gate` value at which `gate_expect` threads were parked (the
+    /// executive verifies it against the kernel's thread count before it trusts it).
+    pub gate_acked: AtomicU32,
+    /// Partition: non-zero once the park handler is installed (until then the executive stops
+    /// the partition with SIGSTOP: the park signal would end the process).
+    pub gate_ready: AtomicU32,
     /// Partition: mode asked for by SET_PARTITION_MODE(IDLE/COLD_START/WARM_START) or an HM
     /// partition action; [`NO_REQUEST`] when none. The executive carries it out and resets it.
     pub requested_mode: AtomicU32,

@@ -61,6 +61,14 @@ pub trait Switcher {
     fn poll_death(&mut self) -> Option<(usize, Death)>;
     /// Observe a trace record as it is made (golden tests render them; default: nothing).
     fn note(&mut self, _record: &Record) {}
+    /// Return the earliest time (`CLOCK_MONOTONIC` ns) at which [`Switcher::enforce`] has work
+    /// (a stop to verify), if any (default: none).
+    fn next_deadline(&self) -> Option<u64> {
+        None
+    }
+    /// Do the work due by `now` (`CLOCK_MONOTONIC` ns): verify stops and enforce the ones not
+    /// done (default: nothing).
+    fn enforce(&mut self, _now: u64) {}
 }
 
 /// Settings of a run.
@@ -79,6 +87,46 @@ pub struct Options {
     pub late_threshold: Duration,
     /// Log HM events and mode changes to stderr.
     pub log: bool,
+    /// How partitions are stopped and resumed.
+    pub switch: SwitchMechanism,
+    /// With the gate: how long after a close the partition may take to park before it is
+    /// SIGSTOPped (the backstop); it may run at most this long after its window.
+    pub park_bound: Duration,
+}
+
+/// How the executive keeps a partition off the CPU outside its windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SwitchMechanism {
+    /// The futex gate: at a close every thread of the partition parks on a futex word in its
+    /// region (through a signal handler of the runtime) and one `FUTEX_WAKE` lets it run again;
+    /// a partition not parked within [`Options::park_bound`] is SIGSTOPped (`os::OsSwitcher`).
+    #[default]
+    Gate,
+    /// `SIGSTOP` at a close, `SIGCONT` at an open.
+    Signals,
+}
+
+impl SwitchMechanism {
+    /// Return the name used on the command line and in reports (`gate`, `signals`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchMechanism::Gate => "gate",
+            SwitchMechanism::Signals => "signals",
+        }
+    }
+}
+
+impl std::str::FromStr for SwitchMechanism {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "gate" => Ok(SwitchMechanism::Gate),
+            "signals" => Ok(SwitchMechanism::Signals),
+            _ => Err(format!(
+                "unknown switch mechanism {s:?}: use gate or signals"
+            )),
+        }
+    }
 }
 
 impl Default for Options {
@@ -90,6 +138,8 @@ impl Default for Options {
             trace_capacity: 1 << 20,
             late_threshold: Duration::from_micros(200),
             log: true,
+            switch: SwitchMechanism::default(),
+            park_bound: Duration::from_micros(500),
         }
     }
 }
@@ -167,6 +217,8 @@ pub struct PartitionStats {
 struct PartRun {
     status: Status,
     opened: bool,
+    /// A window was opened since the process was (re)started.
+    opened_since_spawn: bool,
     open_wake: u64,
     seq_at_open: u64,
     seen_mode: u32,
@@ -248,6 +300,7 @@ impl<'m> Executive<'m> {
                 .map(|_| PartRun {
                     status: Status::Idle,
                     opened: false,
+                    opened_since_spawn: false,
                     open_wake: 0,
                     seq_at_open: 0,
                     seen_mode: mode::IDLE,
@@ -498,6 +551,7 @@ impl<'m> Executive<'m> {
         st.lock_level.store(0, Ordering::Release);
         st.window_active.store(0, Ordering::Release);
         self.slot_seen[p * MAX_PROCESSES..(p + 1) * MAX_PROCESSES].fill(0);
+        self.parts[p].opened_since_spawn = false;
         match sw.spawn(p) {
             Ok(pid) => {
                 st.pid.store(pid, Ordering::Release);
@@ -667,6 +721,14 @@ impl<'m> Executive<'m> {
         ev: Event,
     ) -> Option<EndReason> {
         let planned_mono = self.epoch + ev.planned;
+        // Stops to verify before the point (the gate's backstop), each at its own time.
+        while let Some(d) = sw.next_deadline() {
+            if d >= planned_mono {
+                break;
+            }
+            let t = clock.sleep_until(d);
+            sw.enforce(t);
+        }
         let wake_mono = clock.sleep_until(planned_mono);
         let wake = wake_mono - self.epoch;
         let tmro = wake_mono.saturating_sub(planned_mono);
@@ -878,8 +940,13 @@ impl<'m> Executive<'m> {
         // SYNC POINT: window_active Release pairs with the partition runtime's Acquire load
         // before it reads window_start_ns/window_end_ns.
         st.window_active.store(1, Ordering::Release);
-        futex::wake_all(&st.window_active);
         let pr = &mut self.parts[p];
+        if !pr.opened_since_spawn {
+            // Only SET_PARTITION_MODE(NORMAL) waits for the word (for the release anchor), once
+            // per process; later waiters are interrupted by the stop or park and see it set.
+            pr.opened_since_spawn = true;
+            futex::wake_all(&st.window_active);
+        }
         pr.seq_at_open = st.resumed_seq.load(Ordering::Acquire);
         pr.open_wake = wake;
         pr.opened = true;

@@ -16,9 +16,10 @@
 use super::hm::Death;
 use super::shared::SharedState;
 use super::{
-    Clock, EndReason, Executive, HmEvent, Options, Overheads, PartitionStats, StartError, Switcher,
+    Clock, EndReason, Executive, HmEvent, Options, Overheads, PartitionStats, StartError,
+    SwitchMechanism, Switcher,
 };
-use crate::attach::monotonic_ns;
+use crate::attach::{monotonic_ns, park_signal};
 use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use crate::partition::hm::ENV_CONFIG;
 use crate::state::{ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, NAME_LEN};
@@ -117,22 +118,70 @@ struct Prepared {
     port_fds: Vec<(i32, i32)>,
 }
 
-/// Controls partition processes with fork/exec, SIGSTOP, SIGCONT and SIGKILL.
-pub struct OsSwitcher {
+/// The switcher's view of one partition process for the gate mechanism.
+#[derive(Debug, Clone, Copy)]
+struct GateState {
+    /// The process is SIGSTOPped (its pre-exec stop, a backstop, or the signals mechanism).
+    sigstopped: bool,
+    /// Threads of the process at the last count (`/proc/PID/stat`).
+    threads: u32,
+    /// `/proc/PID/stat`, open while the process lives (-1: none).
+    stat_fd: i32,
+    /// A close waiting to be verified: (closed gate value, deadline in `CLOCK_MONOTONIC` ns).
+    check: Option<(u32, u64)>,
+}
+
+impl GateState {
+    const NONE: GateState = GateState {
+        sigstopped: false,
+        threads: 1,
+        stat_fd: -1,
+        check: None,
+    };
+}
+
+/// Controls partition processes with fork/exec, the futex gate or SIGSTOP/SIGCONT, and SIGKILL.
+///
+/// # The gate (default mechanism)
+/// Close: the executive counts the process's threads (`gate_expect`, from the last count), makes
+/// the partition's `gate` word even (closed) and sends the park signal ([`park_signal`]) to the
+/// process. The partition's handler (installed by `PartitionContext::get`) parks the thread on
+/// the gate with `FUTEX_WAIT` and passes the signal on until every thread is parked, then sets
+/// `gate_acked`. `park_bound` after the close the executive verifies the acknowledgement against
+/// the kernel's thread count; a partition that did not park by then (signal blocked or ignored,
+/// threads that never got the CPU, a handler replaced) is stopped with `SIGSTOP` — the backstop.
+/// Open: the gate is made odd and one `FUTEX_WAKE` wakes the highest-priority parked thread,
+/// which stamps the resume and wakes the next; a SIGSTOPped process also gets `SIGCONT`.
+pub struct OsSwitcher<'s> {
     prepared: Vec<Prepared>,
     pids: Vec<i32>,
     module_fd: i32,
     seen_gen: u64,
     deaths: Vec<(usize, Death)>,
+    shared: &'s SharedState,
+    mechanism: SwitchMechanism,
+    park_bound_ns: u64,
+    gates: Vec<GateState>,
     /// Signals that failed (ESRCH on a process that just died is expected and not counted).
     pub signal_errors: u64,
+    /// Closes done through the gate.
+    pub parks: u64,
+    /// Gate closes that were not acknowledged in time and ended with SIGSTOP.
+    pub backstops: u64,
+}
+
+/// Return the number of threads in a `/proc/PID/stat` text (field 20), if it parses.
+fn stat_threads(text: &[u8]) -> Option<u32> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&text[close + 1..]).ok()?;
+    rest.split_ascii_whitespace().nth(17)?.parse().ok()
 }
 
 fn cstr(s: &OsStr) -> Result<CString, String> {
     CString::new(s.as_bytes()).map_err(|_| format!("{:?} contains a NUL byte", s))
 }
 
-impl OsSwitcher {
+impl<'s> OsSwitcher<'s> {
     /// Prepare to start `programs[i]` for `module.partitions[i]` on the CPUs of the partition's
     /// `partix:Affinity` or `default_cpus`.
     ///
@@ -140,10 +189,10 @@ impl OsSwitcher {
     /// A message if a path or argument contains a NUL byte.
     pub fn new(
         module: &Module,
-        shared: &SharedState,
+        shared: &'s SharedState,
         programs: &[Program],
         default_cpus: &[usize],
-    ) -> Result<OsSwitcher, String> {
+    ) -> Result<OsSwitcher<'s>, String> {
         install_sigchld();
         let base_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
             .filter(|(k, _)| {
@@ -206,17 +255,75 @@ impl OsSwitcher {
         }
         Ok(OsSwitcher {
             pids: vec![0; prepared.len()],
+            gates: vec![GateState::NONE; prepared.len()],
             prepared,
             module_fd: shared.module_ro_fd(),
             seen_gen: SIGCHLD_GEN.load(Ordering::Relaxed),
             deaths: Vec::with_capacity(programs.len()),
+            shared,
+            mechanism: SwitchMechanism::default(),
+            park_bound_ns: Options::default().park_bound.as_nanos() as u64,
             signal_errors: 0,
+            parks: 0,
+            backstops: 0,
         })
+    }
+
+    /// Use `mechanism` to stop and resume partitions; with the gate, a partition not parked
+    /// `park_bound` after its close is SIGSTOPped.
+    pub fn with_mechanism(mut self, mechanism: SwitchMechanism, park_bound: Duration) -> Self {
+        self.mechanism = mechanism;
+        self.park_bound_ns = park_bound.as_nanos() as u64;
+        self
+    }
+
+    /// Count the threads of partition `p`'s process (`None`: unknown).
+    fn count_threads(&self, p: usize) -> Option<u32> {
+        let fd = self.gates[p].stat_fd;
+        if fd < 0 {
+            return None;
+        }
+        let mut buf = [0u8; 1024];
+        // SAFETY: fd is our open /proc/PID/stat; buf is a valid writable buffer of its length.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n <= 0 {
+            return None;
+        }
+        stat_threads(&buf[..n as usize])
+    }
+
+    /// Forget partition `p`'s process (it ended).
+    fn forget(&mut self, p: usize) {
+        let fd = self.gates[p].stat_fd;
+        if fd >= 0 {
+            // SAFETY: closing our own descriptor once.
+            unsafe { libc::close(fd) };
+        }
+        self.gates[p] = GateState::NONE;
+        self.pids[p] = 0;
+    }
+
+    /// Verify the close of partition `p` (closed gate value `closed`): every thread the kernel
+    /// counts is parked and the partition acknowledged this close. Otherwise SIGSTOP it.
+    fn verify(&mut self, p: usize, closed: u32) {
+        let st = self.shared.partition(p);
+        let threads = self.count_threads(p);
+        if let Some(t) = threads {
+            self.gates[p].threads = t;
+        }
+        let acked = st.gate_acked.load(Ordering::Acquire) == closed;
+        let parked = st.gate_parked.load(Ordering::Acquire);
+        let ok = acked && threads.is_some_and(|t| parked >= t);
+        if !ok && !self.gates[p].sigstopped {
+            self.signal(p, libc::SIGSTOP);
+            self.gates[p].sigstopped = true;
+            self.backstops += 1;
+        }
     }
 
     /// Hand each partition exactly its ports' channel regions (descriptors and
     /// [`ENV_PORT_FDS`]); `channels` must outlive the switcher.
-    pub fn with_channels(mut self, channels: &ChannelSet) -> OsSwitcher {
+    pub fn with_channels(mut self, channels: &ChannelSet) -> OsSwitcher<'s> {
         for (p, pr) in self.prepared.iter_mut().enumerate() {
             let key = format!("{ENV_PORT_FDS}=");
             pr.envp
@@ -245,8 +352,18 @@ impl OsSwitcher {
     }
 }
 
-impl Switcher for OsSwitcher {
+impl Switcher for OsSwitcher<'_> {
     fn spawn(&mut self, p: usize) -> Result<i32, String> {
+        if self.pids[p] > 0 || self.gates[p].stat_fd >= 0 {
+            self.forget(p);
+        }
+        // The gate starts open and unused: the new process has not installed its park handler.
+        let st = self.shared.partition(p);
+        st.gate_ready.store(0, Ordering::Release);
+        st.gate.store(1, Ordering::Relaxed);
+        st.gate_expect.store(0, Ordering::Relaxed);
+        st.gate_parked.store(0, Ordering::Relaxed);
+        st.gate_acked.store(0, Ordering::Release);
         let pr = &self.prepared[p];
         let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
         argv.push(std::ptr::null());
@@ -336,16 +453,82 @@ impl Switcher for OsSwitcher {
                 ));
             }
             self.pids[p] = pid;
+            let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            self.gates[p] = GateState {
+                sigstopped: true,
+                threads: 1,
+                stat_fd: fd,
+                check: None,
+            };
             Ok(pid)
         }
     }
 
     fn stop(&mut self, p: usize) {
-        self.signal(p, libc::SIGSTOP);
+        if self.pids[p] <= 0 || self.gates[p].sigstopped {
+            return;
+        }
+        let st = self.shared.partition(p);
+        if self.mechanism == SwitchMechanism::Signals || st.gate_ready.load(Ordering::Acquire) == 0
+        {
+            self.signal(p, libc::SIGSTOP);
+            self.gates[p].sigstopped = true;
+            return;
+        }
+        let g = st.gate.load(Ordering::Relaxed);
+        let closed = if g & 1 == 1 {
+            g.wrapping_add(1)
+        } else {
+            g.wrapping_add(2)
+        };
+        st.gate_expect
+            .store(self.gates[p].threads, Ordering::Relaxed);
+        // SYNC POINT: the Release store of the closed gate pairs with the park handler's Acquire
+        // load; gate_expect is visible with it.
+        st.gate.store(closed, Ordering::Release);
+        self.signal(p, park_signal());
+        self.gates[p].check = Some((closed, monotonic_ns() + self.park_bound_ns));
+        self.parks += 1;
     }
 
     fn cont(&mut self, p: usize) {
-        self.signal(p, libc::SIGCONT);
+        if self.pids[p] <= 0 {
+            return;
+        }
+        // A close still waiting for its check is moot: the window opens now.
+        self.gates[p].check = None;
+        if self.mechanism == SwitchMechanism::Gate {
+            let st = self.shared.partition(p);
+            let g = st.gate.load(Ordering::Relaxed);
+            if g & 1 == 0 {
+                // SYNC POINT: Release pairs with the park handler's Acquire load of the gate.
+                st.gate.store(g.wrapping_add(1), Ordering::Release);
+                futex::wake(&st.gate, 1);
+            }
+        }
+        if self.gates[p].sigstopped {
+            self.gates[p].sigstopped = false;
+            self.signal(p, libc::SIGCONT);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        self.gates
+            .iter()
+            .filter_map(|g| g.check.map(|(_, d)| d))
+            .min()
+    }
+
+    fn enforce(&mut self, now: u64) {
+        for p in 0..self.gates.len() {
+            if let Some((closed, d)) = self.gates[p].check {
+                if d <= now {
+                    self.gates[p].check = None;
+                    self.verify(p, closed);
+                }
+            }
+        }
     }
 
     fn kill(&mut self, p: usize) {
@@ -366,7 +549,7 @@ impl Switcher for OsSwitcher {
                 }
                 OsClock.sleep_until(monotonic_ns() + 100_000);
             }
-            self.pids[p] = 0;
+            self.forget(p);
         }
     }
 
@@ -387,7 +570,7 @@ impl Switcher for OsSwitcher {
                 let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
                 if r == pid {
                     if let Some(d) = Death::from_wait_status(st) {
-                        self.pids[p] = 0;
+                        self.forget(p);
                         self.deaths.push((p, d));
                     }
                 }
@@ -398,7 +581,7 @@ impl Switcher for OsSwitcher {
     }
 }
 
-impl Drop for OsSwitcher {
+impl Drop for OsSwitcher<'_> {
     fn drop(&mut self) {
         for p in 0..self.pids.len() {
             self.kill(p);
@@ -647,6 +830,12 @@ pub struct RunReport {
     pub cpu: usize,
     /// The late/overrun threshold used.
     pub late_threshold: Duration,
+    /// The switch mechanism used.
+    pub switch: SwitchMechanism,
+    /// Closes done through the gate.
+    pub parks: u64,
+    /// Gate closes that were not acknowledged in time and ended with SIGSTOP (the backstop).
+    pub backstops: u64,
 }
 
 /// Failure of [`run_module`].
@@ -713,8 +902,10 @@ pub fn run_module(
     let channels = ChannelSet::create(module).map_err(RunError::Channels)?;
     let mut sw = OsSwitcher::new(module, &shared, &cfg.programs, &[cpu])
         .map_err(RunError::Program)?
-        .with_channels(&channels);
+        .with_channels(&channels)
+        .with_mechanism(cfg.options.switch, cfg.options.park_bound);
     let late_threshold = cfg.options.late_threshold;
+    let switch = cfg.options.switch;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock;
     ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
@@ -724,6 +915,7 @@ pub fn run_module(
     // executive spinning at FIFO 99 there would starve the dying partitions' threads on its CPU.
     let realtime = rt.realtime;
     drop(rt);
+    let (parks, backstops) = (sw.parks, sw.backstops);
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -766,6 +958,9 @@ pub fn run_module(
         realtime,
         cpu,
         late_threshold,
+        switch,
+        parks,
+        backstops,
     })
 }
 

@@ -407,6 +407,8 @@ pub(crate) fn park_forever() -> ! {
         libc::sigfillset(&mut set);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
+    // It blocks the executive's park signal too: the gate must not wait for it.
+    crate::attach::note_parked_for_good();
     static NEVER: AtomicU32 = AtomicU32::new(0);
     loop {
         futex::wait(&NEVER, 0, None);
