@@ -38,6 +38,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../include/arinc653/queueing.h"),
     ),
     (
+        "arinc653/partix_ports.h",
+        include_str!("../include/arinc653/partix_ports.h"),
+    ),
+    (
         "arinc653/blackboard.h",
         include_str!("../include/arinc653/blackboard.h"),
     ),

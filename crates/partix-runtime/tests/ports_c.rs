@@ -1,6 +1,8 @@
 //! The port services from C, in a partition started by the real executive: the C program
 //! `crates/partix-apex/tests/c/ports_codes.c` (linked with `libpartix_apex.a`) runs as partition
-//! CODES of `tests/ports/codes.xml` and its lines must equal `ports_codes.expected`.
+//! CODES of `tests/ports/codes.xml` and its lines must equal `ports_codes.expected`; the partix
+//! extensions (`partix_ports.h`) likewise with `ports_partix.c` in `tests/ports/partix_c.xml`,
+//! once per transport.
 
 use partix_runtime::executive::os::{allowed_cpus, run_module, Program, RunConfig};
 use partix_runtime::executive::Options;
@@ -37,16 +39,17 @@ fn lib_dir() -> PathBuf {
     profile.to_path_buf()
 }
 
-#[test]
-fn every_port_service_return_code_from_c_under_the_executive() {
-    let dir = std::env::temp_dir().join(format!("partix-ports-c-{}", std::process::id()));
+/// Compile `tests/c/<name>.c`, run it as the first partition of `module` (the others run
+/// `ports-testpart idle`) and compare its lines with `tests/c/<name>.expected`.
+fn run_c(name: &str, module: partix_config::model::Module) {
+    let dir = std::env::temp_dir().join(format!("partix-ports-c-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("ports_codes");
+    let exe = dir.join(name);
     let cc = Command::new("cc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I"])
         .arg(apex_dir().join("include"))
-        .arg(apex_dir().join("tests/c/ports_codes.c"))
+        .arg(apex_dir().join(format!("tests/c/{name}.c")))
         .arg("-o")
         .arg(&exe)
         .arg(lib_dir().join("libpartix_apex.a"))
@@ -58,21 +61,23 @@ fn every_port_service_return_code_from_c_under_the_executive() {
         "{}",
         String::from_utf8_lossy(&cc.stderr)
     );
-    let out = dir.join("codes.out");
-    let m =
-        partix_config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/codes.xml"))
-            .unwrap();
+    let out = dir.join(format!("{name}.out"));
+    let mut programs = vec![Program {
+        path: exe,
+        args: vec![out.display().to_string()],
+    }];
+    for i in 1..module.partitions.len() {
+        programs.push(Program {
+            path: PathBuf::from(env!("CARGO_BIN_EXE_ports-testpart")),
+            args: vec![
+                "idle".into(),
+                dir.join(format!("p{i}.out")).display().to_string(),
+            ],
+        });
+    }
+    let m = module;
     let cfg = RunConfig {
-        programs: vec![
-            Program {
-                path: exe,
-                args: vec![out.display().to_string()],
-            },
-            Program {
-                path: PathBuf::from(env!("CARGO_BIN_EXE_ports-testpart")),
-                args: vec!["idle".into(), dir.join("other.out").display().to_string()],
-            },
-        ],
+        programs,
         cpu: Some(
             std::env::var("PARTIX_TEST_CPU")
                 .ok()
@@ -111,7 +116,7 @@ fn every_port_service_return_code_from_c_under_the_executive() {
     report.unwrap_or_else(|e| panic!("run_module: {e}"));
     let actual = std::fs::read_to_string(&out).unwrap_or_default();
     let expected =
-        std::fs::read_to_string(apex_dir().join("tests/c/ports_codes.expected")).unwrap();
+        std::fs::read_to_string(apex_dir().join(format!("tests/c/{name}.expected"))).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let (a, e): (Vec<&str>, Vec<&str>) = (actual.lines().collect(), expected.lines().collect());
     let diffs: Vec<String> = (0..a.len().max(e.len()))
@@ -119,4 +124,34 @@ fn every_port_service_return_code_from_c_under_the_executive() {
         .map(|i| format!("line {}: got {:?}, want {:?}", i + 1, a.get(i), e.get(i)))
         .collect();
     assert!(diffs.is_empty(), "{}\nactual:\n{actual}", diffs.join("\n"));
+}
+
+fn module(file: &str) -> partix_config::model::Module {
+    partix_config::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ports")
+            .join(file),
+    )
+    .unwrap()
+}
+
+/// One executive at a time (each runs SCHED_FIFO 99 on the test CPU).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn every_port_service_return_code_from_c_under_the_executive() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    run_c("ports_codes", module("codes.xml"));
+}
+
+#[test]
+fn partix_port_extensions_from_c_over_every_transport() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for t in ["one-sided", "two-sided", "udp", "tcp"] {
+        let mut m = module("partix_c.xml");
+        for c in &mut m.channels {
+            c.transport = Some(t.into());
+        }
+        run_c("ports_partix", m);
+    }
 }

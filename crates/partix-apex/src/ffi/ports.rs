@@ -1,5 +1,6 @@
 //! `include/arinc653/sampling.h` and `include/arinc653/queueing.h`: sampling and queuing port
-//! services, and the `#[repr(C)]` mirrors of their types.
+//! services, and the `#[repr(C)]` mirrors of their types; `include/arinc653/partix_ports.h`:
+//! the partix extensions (receive modes, waiting for a newer sampling message).
 //!
 //! A `MESSAGE_ADDR` that the service reads (`WRITE_SAMPLING_MESSAGE`, `SEND_QUEUING_MESSAGE`) is
 //! read for `LENGTH` bytes only after `LENGTH` was checked against the port's maximum; one that
@@ -10,8 +11,8 @@
 use super::types::*;
 use super::{non_null, put, read_name, service, Rc, BAD_PARAM};
 use partix_runtime::partition::{
-    self as apex, ApexError, PortDirection, QueuingDiscipline, QueuingPortId, SamplingPortId,
-    Validity,
+    self as apex, ApexError, PortDirection, QueuingDiscipline, QueuingPortId, RecvMode,
+    SamplingPortId, Validity,
 };
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -42,6 +43,15 @@ pub const VALID: VALIDITY_TYPE = 1;
 pub type SAMPLING_PORT_ID_TYPE = APEX_INTEGER;
 /// `QUEUING_PORT_ID_TYPE`.
 pub type QUEUING_PORT_ID_TYPE = APEX_INTEGER;
+
+/// `PARTIX_RECV_MODE_TYPE` (a C enumeration; partix extension).
+pub type PARTIX_RECV_MODE_TYPE = u32;
+/// `PARTIX_RECV_SPIN`: busy-poll.
+pub const PARTIX_RECV_SPIN: PARTIX_RECV_MODE_TYPE = 0;
+/// `PARTIX_RECV_SPIN_THEN_PARK`: poll `SPINS` times, then park.
+pub const PARTIX_RECV_SPIN_THEN_PARK: PARTIX_RECV_MODE_TYPE = 1;
+/// `PARTIX_RECV_BLOCKING`: park at once.
+pub const PARTIX_RECV_BLOCKING: PARTIX_RECV_MODE_TYPE = 2;
 
 /// `SAMPLING_PORT_STATUS_TYPE`.
 #[repr(C)]
@@ -357,6 +367,77 @@ pub extern "C" fn CLEAR_QUEUING_PORT(
 ) {
     service("CLEAR_QUEUING_PORT", RETURN_CODE, || {
         Ok(apex::clear_queuing_port(QueuingPortId(QUEUING_PORT_ID))?)
+    });
+}
+
+fn recv_mode(mode: PARTIX_RECV_MODE_TYPE, spins: APEX_INTEGER) -> Result<RecvMode, Rc> {
+    match mode {
+        PARTIX_RECV_SPIN => Ok(RecvMode::Spin),
+        PARTIX_RECV_SPIN_THEN_PARK => Ok(RecvMode::SpinThenPark {
+            spins: u32::try_from(spins).map_err(|_| BAD_PARAM)?,
+        }),
+        PARTIX_RECV_BLOCKING => Ok(RecvMode::Blocking),
+        _ => Err(BAD_PARAM),
+    }
+}
+
+/// `PARTIX_SET_QUEUING_PORT_RECV_MODE` (partix extension): how processes waiting on a queuing
+/// port wait (`SPINS` is used by `PARTIX_RECV_SPIN_THEN_PARK` only).
+#[no_mangle]
+pub extern "C" fn PARTIX_SET_QUEUING_PORT_RECV_MODE(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    MODE: PARTIX_RECV_MODE_TYPE,
+    SPINS: APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_SET_QUEUING_PORT_RECV_MODE", RETURN_CODE, || {
+        let mode = recv_mode(MODE, SPINS)?;
+        Ok(apex::set_queuing_port_recv_mode(
+            QueuingPortId(QUEUING_PORT_ID),
+            mode,
+        )?)
+    });
+}
+
+/// `PARTIX_SET_SAMPLING_PORT_RECV_MODE` (partix extension): how
+/// `PARTIX_WAIT_SAMPLING_MESSAGE` waits on a destination sampling port.
+#[no_mangle]
+pub extern "C" fn PARTIX_SET_SAMPLING_PORT_RECV_MODE(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    MODE: PARTIX_RECV_MODE_TYPE,
+    SPINS: APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_SET_SAMPLING_PORT_RECV_MODE", RETURN_CODE, || {
+        let mode = recv_mode(MODE, SPINS)?;
+        Ok(apex::set_sampling_port_recv_mode(
+            SamplingPortId(SAMPLING_PORT_ID),
+            mode,
+        )?)
+    });
+}
+
+/// `PARTIX_WAIT_SAMPLING_MESSAGE` (partix extension): wait up to `TIME_OUT` ns for a message
+/// newer than the last one the port returned, then read it as `READ_SAMPLING_MESSAGE` does.
+#[no_mangle]
+pub extern "C" fn PARTIX_WAIT_SAMPLING_MESSAGE(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    TIME_OUT: SYSTEM_TIME_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTH: *mut MESSAGE_SIZE_TYPE,
+    VALIDITY: *mut VALIDITY_TYPE,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_WAIT_SAMPLING_MESSAGE", RETURN_CODE, || {
+        non_null(LENGTH)?;
+        non_null(VALIDITY)?;
+        let id = SamplingPortId(SAMPLING_PORT_ID);
+        let st = apex::get_sampling_port_status(id)?;
+        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        put(LENGTH, 0)?;
+        let (n, v) = apex::wait_sampling_message(id, TIME_OUT, buf)?;
+        put(LENGTH, n as MESSAGE_SIZE_TYPE)?;
+        put(VALIDITY, validity_type(v))
     });
 }
 
