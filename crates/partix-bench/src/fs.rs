@@ -48,6 +48,9 @@ pub struct FsBenchArgs {
     /// Do not pin the client and server threads to different CPUs.
     #[arg(long)]
     pub no_pin: bool,
+    /// CPU to pin diod to (default: where our servers run).
+    #[arg(long, default_value_t = 1)]
+    pub diod_cpu: usize,
     /// Receive paths and modes to measure, comma-separated, each `packet-MODE` (one
     /// `recvmsg` per poll) or `ring-MODE` (PACKET_RX_RING), MODE one of busy, spin, block.
     #[arg(
@@ -566,8 +569,11 @@ fn diod_classes(
             pair.ip_a, pair.ns_a, pair.ip_b, pair.ns_b
         ),
     )?;
-    let child = Command::new("ip")
-        .args(["netns", "exec", &pair.ns_b])
+    // diod runs where our servers run (cpu1, `--diod-cpu`): a child inherits the affinity of the thread that
+    // spawns it, so spawn from a thread pinned there (from the measuring thread it would share
+    // cpu0 with the client, where a blocking round trip needs no cross-CPU wake-up).
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &pair.ns_b])
         .args([
             "diod",
             "-f",
@@ -583,10 +589,16 @@ fn diod_classes(
         .arg("-e")
         .arg(root)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting diod")?;
-    let _diod = Diod(child);
+        .stderr(Stdio::null());
+    let want_cpu = args.diod_cpu;
+    let (child, diod_cpu) = std::thread::spawn(move || {
+        let cpu = pin_to_cpu(want_cpu);
+        (cmd.spawn(), cpu)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("diod spawner thread panicked"))?;
+    let _diod = Diod(child.context("starting diod")?);
+    println!("diod pinned to cpu{diod_cpu} (client cpu0)");
     let addr: std::net::SocketAddr = listen.parse()?;
     let deadline = Instant::now() + Duration::from_secs(10);
     let stream = loop {
