@@ -13,11 +13,14 @@ mod exec_util;
 
 use exec_util::*;
 use partix_runtime::executive::os::{resolve_program, run_module, RunConfig, RunReport};
-use partix_runtime::executive::{EndReason, Options};
+use partix_runtime::executive::{EndReason, Options, SwitchMechanism};
 use partix_runtime::trace::RecordKind;
 use std::sync::atomic::AtomicBool;
 
 const TOLERANCE_NS: u64 = 2_000_000;
+
+/// The tests of this file each run an executive on the same CPU: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn segments(path: &std::path::Path) -> Vec<(u64, u64)> {
     std::fs::read_to_string(path)
@@ -50,11 +53,22 @@ fn check(r: &RunReport, p: u32, segs: &[(u64, u64)]) -> (Vec<String>, usize, usi
             .iter()
             .any(|&(ws, we)| s >= ws && e <= we + TOLERANCE_NS);
         if !inside {
+            let near = wins.iter().min_by_key(|&&(ws, _)| ws.abs_diff(s)).map_or(
+                (0.0, 0.0),
+                |&(ws, we)| {
+                    (
+                        (ws - r.epoch_ns) as f64 / 1e6,
+                        (we - r.epoch_ns) as f64 / 1e6,
+                    )
+                },
+            );
             bad.push(format!(
-                "segment [{:.3}, {:.3}] ms of P{} is outside its windows",
+                "segment [{:.3}, {:.3}] ms of P{} is outside its windows (nearest [{:.3}, {:.3}])",
                 (s - r.epoch_ns) as f64 / 1e6,
                 (e - r.epoch_ns) as f64 / 1e6,
-                p + 1
+                p + 1,
+                near.0,
+                near.1
             ));
         }
     }
@@ -81,6 +95,7 @@ fn busy_partitions_never_run_outside_their_windows() {
         );
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("exec-iso-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (f1, f2) = (dir.join("p1.txt"), dir.join("p2.txt"));
@@ -130,4 +145,95 @@ fn busy_partitions_never_run_outside_their_windows() {
     assert!(g2 * 10 >= n2 * 9, "P2 ran ≥ 50 % in only {g2}/{n2} windows");
     assert!(r.partitions.iter().all(|p| p.stats.windows >= 19));
     assert!(!r.overheads.ptswo.is_empty());
+}
+
+/// The gate's backstop: partitions that block or ignore the park signal are still kept out of
+/// other partitions' windows (SIGSTOP at most `park_bound` after their close), while a
+/// cooperating partition parks on its gate.
+#[test]
+fn partitions_ignoring_the_park_request_are_stopped_in_time() {
+    if !is_root() {
+        eprintln!("SKIPPED partitions_ignoring_the_park_request_are_stopped_in_time: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("exec-park-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<_> = (1..=3).map(|i| dir.join(format!("p{i}.txt"))).collect();
+    let busy = |id: u32, f: &std::path::Path, park: Option<&str>| {
+        let mut args = vec!["busy", "--fifo", "--out", f.to_str().unwrap()];
+        if let Some(how) = park {
+            args.extend(["--park", how]);
+        }
+        partition(id, &format!("P{id}"), Some(testpart()), &args)
+    };
+    let m = module(
+        vec![
+            busy(1, &files[0], Some("block")),
+            busy(2, &files[1], Some("ignore")),
+            busy(3, &files[2], None),
+        ],
+        // 50 ms frame, 60 % busy, gaps between the windows.
+        vec![schedule(
+            1,
+            50,
+            &[(1, 1, 0.0, 10.0), (2, 2, 15.0, 10.0), (3, 3, 30.0, 10.0)],
+        )],
+    );
+    let programs = (0..3).map(|p| resolve_program(&m, p).unwrap()).collect();
+    let cfg = RunConfig {
+        programs,
+        cpu: None,
+        options: Options {
+            max_frames: Some(20),
+            switch: SwitchMechanism::Gate,
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let segs: Vec<_> = files.iter().map(|f| segments(f)).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "end {:?} frames {} startup {} ms parks {} backstops {}",
+        r.end,
+        r.frames,
+        r.startup_ns / 1_000_000,
+        r.parks,
+        r.backstops
+    );
+    for (i, p) in r.partitions.iter().enumerate() {
+        eprintln!(
+            "P{}: mode {} {:?} segments {}",
+            i + 1,
+            p.mode,
+            p.stats,
+            segs[i].len()
+        );
+    }
+    assert_eq!(r.end, EndReason::Frames);
+    assert!(r.realtime);
+    for p in 0..3 {
+        let (bad, good, n) = check(&r, p as u32, &segs[p]);
+        assert!(bad.is_empty(), "{bad:#?}");
+        assert_eq!(n, 19);
+        assert!(
+            good * 10 >= n * 9,
+            "P{} ran ≥ 50 % in only {good}/{n} windows ({} segments; mode {}, {:?}; HM {:?})",
+            p + 1,
+            segs[p].len(),
+            r.partitions[p].mode,
+            r.partitions[p].stats,
+            r.hm_events
+        );
+    }
+    // Every close of P1 and P2 needed the backstop (except the startup stop, which is a
+    // SIGSTOP before the gate is known to work); P3 parked on its gate.
+    let b: Vec<u64> = r.partitions.iter().map(|p| p.backstops).collect();
+    assert!(b[0] >= 18 && b[1] >= 18, "backstops per partition: {b:?}");
+    assert!(
+        b[2] <= 2,
+        "the cooperating partition needed the backstop: {b:?}"
+    );
+    assert!(r.parks >= 3 * 19, "gate closes: {}", r.parks);
 }

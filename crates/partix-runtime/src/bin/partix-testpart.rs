@@ -20,12 +20,14 @@
 //!                                        after T ms allocate and touch N MiB, then sleep
 //!                                        (an allocation over the partition's memory limit aborts)
 //! partix-testpart sleep                  do nothing
-//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads)
+//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads),
+//!         --park block|ignore (block or ignore the executive's park signal: a partition that
+//!         does not cooperate with the gate)
 //! ```
 //! It exits when the module shuts down.
 #![allow(unsafe_code)]
 
-use partix_runtime::attach::{monotonic_ns, PartitionContext};
+use partix_runtime::attach::{monotonic_ns, park_signal, PartitionContext};
 use partix_runtime::state::{mode, start_condition};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -68,6 +70,24 @@ fn main() {
     };
     if flag(&args, "--fifo") {
         set_fifo();
+    }
+    // A partition that does not cooperate with the executive's gate: it blocks the park signal
+    // or ignores it (the executive must stop it with its SIGSTOP backstop).
+    match arg(&args, "--park", String::new()).as_str() {
+        "block" => {
+            // SAFETY: a sigset with one signal, blocked for this (the only) thread.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, park_signal());
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            }
+        }
+        "ignore" => {
+            // SAFETY: replacing the runtime's park handler by SIG_IGN.
+            unsafe { libc::signal(park_signal(), libc::SIG_IGN) };
+        }
+        _ => {}
     }
     let init_ms: u64 = arg(&args, "--init-ms", 0);
     if init_ms > 0 {

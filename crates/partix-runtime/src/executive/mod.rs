@@ -502,9 +502,15 @@ impl<'m> Executive<'m> {
                 }
                 break;
             }
+            // Stops to verify (the gate's backstop) bound the wait too: a partition that does not
+            // park must not keep the others from initialising.
+            sw.enforce(now);
+            let until = deadline
+                .min(now + 1_000_000)
+                .min(sw.next_deadline().unwrap_or(u64::MAX));
             let st = self.shared.partition(wp);
             let cur = st.operating_mode.load(Ordering::Acquire);
-            clock.wait_word(&st.operating_mode, cur, deadline.min(now + 1_000_000));
+            clock.wait_word(&st.operating_mode, cur, until);
         }
         let end = clock.now();
         self.startup_ns = end - t0;
@@ -703,6 +709,8 @@ impl<'m> Executive<'m> {
                 break r;
             }
         };
+        // Stops still to be verified are enforced now: the run ends.
+        sw.enforce(u64::MAX);
         self.shared.module().shutdown.store(1, Ordering::Release);
         for p in 0..self.parts.len() {
             if self.parts[p].status == Status::Running {

@@ -168,6 +168,8 @@ pub struct OsSwitcher<'s> {
     pub parks: u64,
     /// Gate closes that were not acknowledged in time and ended with SIGSTOP.
     pub backstops: u64,
+    /// [`OsSwitcher::backstops`] per partition.
+    pub backstops_by_partition: Vec<u64>,
 }
 
 /// Return the number of threads in a `/proc/PID/stat` text (field 20), if it parses.
@@ -266,6 +268,7 @@ impl<'s> OsSwitcher<'s> {
             signal_errors: 0,
             parks: 0,
             backstops: 0,
+            backstops_by_partition: vec![0; programs.len()],
         })
     }
 
@@ -318,6 +321,7 @@ impl<'s> OsSwitcher<'s> {
             self.signal(p, libc::SIGSTOP);
             self.gates[p].sigstopped = true;
             self.backstops += 1;
+            self.backstops_by_partition[p] += 1;
         }
     }
 
@@ -798,6 +802,8 @@ pub struct PartitionReport {
     pub mode: u32,
     /// Restarts recorded in shared memory.
     pub restarts: u32,
+    /// Closes at which the partition did not park in time and was SIGSTOPped (gate backstop).
+    pub backstops: u64,
 }
 
 /// What a run produced.
@@ -916,6 +922,7 @@ pub fn run_module(
     let realtime = rt.realtime;
     drop(rt);
     let (parks, backstops) = (sw.parks, sw.backstops);
+    let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -926,6 +933,7 @@ pub fn run_module(
             stats: ex.partition_stats(i).clone(),
             mode: st.operating_mode.load(Ordering::Acquire),
             restarts: st.restarts.load(Ordering::Acquire),
+            backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
         });
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
         for slot in &st.processes[..n] {
