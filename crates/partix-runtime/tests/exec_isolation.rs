@@ -213,15 +213,15 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
     }
     assert_eq!(r.end, EndReason::Frames);
     assert!(r.realtime);
-    for p in 0..3 {
-        let (bad, good, n) = check(&r, p as u32, &segs[p]);
+    for (p, seg) in segs.iter().enumerate() {
+        let (bad, good, n) = check(&r, p as u32, seg);
         assert!(bad.is_empty(), "{bad:#?}");
         assert_eq!(n, 19);
         assert!(
             good * 10 >= n * 9,
             "P{} ran ≥ 50 % in only {good}/{n} windows ({} segments; mode {}, {:?}; HM {:?})",
             p + 1,
-            segs[p].len(),
+            seg.len(),
             r.partitions[p].mode,
             r.partitions[p].stats,
             r.hm_events
