@@ -14,6 +14,17 @@ pub enum BenchCommand {
     Startup(crate::startup::StartupArgs),
     /// File protocol latency vs raw AF_PACKET ping-pong and 9P/diod (paper table 7).
     Fs(crate::fs::FsBenchArgs),
+    /// Sampling-port round trips per transport vs raw baselines and iceoryx2, queuing throughput
+    /// (RDMA sampling-port paper, fig. 2).
+    Rtt(crate::rtt::RttArgs),
+    /// One end of a `bench rtt` ping-pong (started by `bench rtt` when `partix-rttpart` is not
+    /// beside this program).
+    #[command(hide = true)]
+    RttPeer {
+        /// The peer's arguments (see `partix_bench::rttpeer`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Run a `partix bench` subcommand.
@@ -23,5 +34,10 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Apex(a) => crate::apex::run(a),
         BenchCommand::Startup(a) => crate::startup::run(a),
         BenchCommand::Fs(a) => crate::fs::run(a),
+        BenchCommand::Rtt(a) => crate::rtt::run(a),
+        BenchCommand::RttPeer { args } => {
+            let code = crate::rttpeer::main(&args);
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
     }
 }

@@ -268,6 +268,97 @@ pub fn plot_cdf(
     Ok(())
 }
 
+/// RTT vs message size (the RDMA sampling-port paper's fig. 2a): one line per class through its
+/// p50 at each size, with a bar from p50 up to p99; log-scaled axes. Written as SVG to `path`.
+///
+/// # Errors
+/// An I/O or drawing error.
+pub fn plot_vs_size(
+    path: &std::path::Path,
+    title: &str,
+    series: &[(String, Vec<(usize, Summary)>)],
+) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let pts = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::MAX, 1f64, f64::MAX, 0.001f64);
+    for (size, s) in pts {
+        xmin = xmin.min(*size as f64);
+        xmax = xmax.max(*size as f64);
+        ymin = ymin.min(s.p50.max(1) as f64 / 1000.0);
+        ymax = ymax.max(s.p99.max(1) as f64 / 1000.0);
+    }
+    if xmin > xmax {
+        xmin = 1.0;
+    }
+    if ymin > ymax {
+        ymin = 0.001;
+    }
+    let area = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    area.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (xmin * 0.8..xmax * 1.25).log_scale(),
+            (ymin * 0.7..ymax * 1.5).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("message size (bytes)")
+        .y_desc("round-trip time (µs)")
+        .draw()?;
+    let colors = [
+        BLACK,
+        BLUE,
+        RED,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        RGBColor(255, 140, 0),
+        RGBColor(128, 0, 128),
+    ];
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let line: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|(sz, s)| (*sz as f64, s.p50.max(1) as f64 / 1000.0))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart.draw_series(
+            line.iter()
+                .map(|&(x, y)| Circle::new((x, y), 3, c.filled())),
+        )?;
+        // Bars from p50 to p99, slightly offset per class so they do not hide each other.
+        let off = 1.0 + 0.02 * i as f64;
+        chart.draw_series(pts.iter().map(|(sz, s)| {
+            let x = *sz as f64 * off;
+            PathElement::new(
+                vec![
+                    (x, s.p50.max(1) as f64 / 1000.0),
+                    (x, s.p99.max(1) as f64 / 1000.0),
+                ],
+                c.stroke_width(1),
+            )
+        }))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    area.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +392,28 @@ mod tests {
         plot_cdf(&path, "t", "x", &[("class-a", &a), ("class-b", &b)], 0.99).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("class-a") && svg.contains("class-b"));
+        std::fs::remove_dir_all(path.parent().unwrap()).ok();
+    }
+
+    #[test]
+    fn plot_vs_size_writes_an_svg_with_every_class() {
+        let mut a = Recorder::new();
+        for v in 1..=100u64 {
+            a.record(v * 100);
+        }
+        let series = vec![
+            (
+                "one-sided".to_string(),
+                vec![(16, a.summary("x")), (4096, a.summary("y"))],
+            ),
+            ("raw UDP".to_string(), vec![(16, a.summary("z"))]),
+        ];
+        let path = std::env::temp_dir()
+            .join(format!("partix-report-size-{}", std::process::id()))
+            .join("size.svg");
+        plot_vs_size(&path, "t", &series).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("one-sided") && svg.contains("raw UDP"));
         std::fs::remove_dir_all(path.parent().unwrap()).ok();
     }
 

@@ -1,0 +1,205 @@
+//! Round-trip time of iceoryx2 publish/subscribe, for `partix bench rtt` to compare with.
+//!
+//! ```text
+//! cargo build --release -p partix-bench --examples
+//! target/release/examples/iceoryx2_rtt [--sizes 16,56,...] [--iters N] [--warmup N]
+//! ```
+//! Per size, this process (pinned to CPU 0) publishes on service `ping` and subscribes to `pong`;
+//! a child process (this program with `pong ...`, pinned to CPU 1) echoes every sample it
+//! receives. Both spin on receive and run at SCHED_FIFO 51 when allowed, like the peers of
+//! `partix bench rtt`. The payload is a `[u8]` slice of the message size whose first 8 bytes
+//! are a sequence number; the ping side waits for the echo of exactly that number.
+//!
+//! Prints one line per measured round trip: `<size> <ns>`.
+#![allow(unsafe_code)]
+
+use iceoryx2::prelude::*;
+use partix_bench::rttpeer::{pin_to_cpu, set_fifo, PEER_FIFO};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn seq_of(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+struct Ends {
+    _node: Node<ipc::Service>,
+    publisher: iceoryx2::port::publisher::Publisher<ipc::Service, [u8], ()>,
+    subscriber: iceoryx2::port::subscriber::Subscriber<ipc::Service, [u8], ()>,
+}
+
+fn ends(tag: &str, size: usize, send: &str, recv: &str) -> Res<Ends> {
+    let node = NodeBuilder::new().create::<ipc::Service>()?;
+    let open = |which: &str| -> Res<_> {
+        let name: ServiceName = format!("partix-rtt/{tag}/{size}/{which}")
+            .as_str()
+            .try_into()?;
+        Ok(node
+            .service_builder(&name)
+            .publish_subscribe::<[u8]>()
+            .max_publishers(1)
+            .max_subscribers(1)
+            .history_size(0)
+            .subscriber_max_buffer_size(16)
+            .open_or_create()?)
+    };
+    let tx = open(send)?;
+    let rx = open(recv)?;
+    let publisher = tx
+        .publisher_builder()
+        .initial_max_slice_len(size)
+        .create()?;
+    let subscriber = rx.subscriber_builder().create()?;
+    Ok(Ends {
+        _node: node,
+        publisher,
+        subscriber,
+    })
+}
+
+fn send(e: &Ends, payload: &[u8]) -> Res<()> {
+    let s = e.publisher.loan_slice_uninit(payload.len())?;
+    s.write_from_slice(payload).send()?;
+    Ok(())
+}
+
+/// The echo side: answer every sample until sequence `last` was echoed.
+fn pong(tag: &str, size: usize, last: u64) -> Res<()> {
+    pin_to_cpu(1)?;
+    set_fifo(PEER_FIFO);
+    let e = ends(tag, size, "pong", "ping")?;
+    let mut buf = vec![0u8; size];
+    let give_up = Instant::now() + Duration::from_secs(120);
+    loop {
+        match e.subscriber.receive()? {
+            Some(sample) => {
+                let p = sample.payload();
+                let n = p.len().min(size);
+                buf[..n].copy_from_slice(&p[..n]);
+                drop(sample);
+                send(&e, &buf[..n])?;
+                if seq_of(&buf) == last {
+                    // Stay a moment so the last echo is not lost with the publisher.
+                    std::thread::sleep(Duration::from_millis(50));
+                    return Ok(());
+                }
+            }
+            None => {
+                if Instant::now() > give_up {
+                    return Err("no ping for too long".into());
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// The measuring side for one size.
+fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
+    let tag = format!("{}", std::process::id());
+    let total = warmup + iters;
+    // Create both services here before the child opens them (creating them from both
+    // processes at once can fail with HangsInCreation).
+    let e = ends(&tag, size, "ping", "pong")?;
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["pong", &tag, &size.to_string(), &total.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()?;
+    let mut msg = vec![0x5au8; size];
+    // Handshake: send sequence 0 until its echo comes back (the subscriber of a late publisher
+    // misses what was sent before it connected).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    'hs: loop {
+        msg[..8].copy_from_slice(&0u64.to_le_bytes());
+        send(&e, &msg)?;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(2) {
+            if let Some(s) = e.subscriber.receive()? {
+                if seq_of(s.payload()) == 0 {
+                    break 'hs;
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("the pong process did not answer".into());
+        }
+    }
+    // Drain the echoes of the repeated handshakes.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(20) {
+        let _ = e.subscriber.receive()?;
+    }
+    let mut out = Vec::with_capacity(iters as usize);
+    for i in 1..=total {
+        msg[..8].copy_from_slice(&i.to_le_bytes());
+        let t = Instant::now();
+        send(&e, &msg)?;
+        loop {
+            if let Some(s) = e.subscriber.receive()? {
+                if seq_of(s.payload()) == i {
+                    break;
+                }
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        let dt = t.elapsed().as_nanos() as u64;
+        if i > warmup {
+            out.push(dt);
+        }
+    }
+    let st = child.wait()?;
+    if !st.success() {
+        return Err(format!("pong process: {st}").into());
+    }
+    Ok(out)
+}
+
+fn main() -> Res<()> {
+    iceoryx2::prelude::set_log_level(iceoryx2::prelude::LogLevel::Error);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("pong") {
+        let [_, tag, size, last] = &args[..] else {
+            return Err("usage: pong TAG SIZE LAST".into());
+        };
+        return pong(tag, size.parse()?, last.parse()?);
+    }
+    let mut sizes = vec![16usize, 56, 64, 256, 1024, 4096];
+    let (mut iters, mut warmup) = (20_000u64, 2_000u64);
+    let mut it = args.iter();
+    while let Some(k) = it.next() {
+        let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
+        match k.as_str() {
+            "--sizes" => {
+                sizes = v
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| format!("--sizes {v}"))?
+            }
+            "--iters" => iters = v.parse()?,
+            "--warmup" => warmup = v.parse()?,
+            _ => return Err(format!("unknown argument {k}").into()),
+        }
+    }
+    if sizes.iter().any(|&s| s < 8) {
+        return Err("sizes must be at least 8 bytes".into());
+    }
+    pin_to_cpu(0)?;
+    set_fifo(PEER_FIFO);
+    let mut out = String::new();
+    for size in sizes {
+        eprintln!("iceoryx2_rtt: {size} B");
+        for v in ping(size, iters, warmup)? {
+            out.push_str(&format!("{size} {v}\n"));
+        }
+    }
+    print!("{out}");
+    Ok(())
+}

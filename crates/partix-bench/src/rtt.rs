@@ -1,0 +1,1111 @@
+//! `partix bench rtt`: round-trip time of sampling ports per transport (the RDMA sampling-port
+//! paper's fig. 2a, RTT vs message size, and fig. 2b, the RTT CDF at 16 B), beside raw baselines
+//! and iceoryx2 measured in the same run; and the throughput of a queuing port vs a raw SPSC ring.
+//!
+//! Every class is a ping-pong between two processes pinned to CPU 0 and CPU 1 (see
+//! [`crate::rttpeer`]):
+//! - **ports**: two partition processes running the partix partition runtime standalone (no time
+//!   windows), with the channel resources of [`ChannelSet::create`] for a module generated per
+//!   (transport, size) with `partix:Transport` on both channels (PING: A→B, PONG: B→A), handed
+//!   over as the executive does (descriptors from [`PORT_FD_BASE`], `PARTIX_PORT_FDS`). The
+//!   application code only calls CREATE/WRITE/READ_SAMPLING_MESSAGE; it never names a transport.
+//! - **raw cache-line**: one shared-memory line each way, spin (the floor of any shared-memory RTT);
+//! - **raw UDP** / **raw TCP** (TCP_NODELAY) over loopback at the same payload sizes: busy-polled
+//!   non-blocking sockets (spin class) and blocking sockets (block class);
+//! - **iceoryx2** publish/subscribe (spin on receive), by the example `iceoryx2_rtt` of this crate
+//!   (a dev-dependency, so not in the `partix` binary), if it is built.
+//!
+//! Ratios are printed against each transport's baseline (one-sided and two-sided vs raw
+//! cache-line, udp vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of
+//! the issue, met or missed.
+
+use crate::report::{header, machine_line, Recorder, Summary};
+use crate::rttpeer::{PeerArgs, PEER_FD, QUEUE_DEPTH, QUEUE_MSG};
+use anyhow::{bail, Context};
+use clap::Args;
+use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use partix_shm::ring::RingLayout;
+use partix_shm::Region;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The transports a channel can name (`partix:Transport`).
+pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
+
+/// Arguments of `partix bench rtt`.
+#[derive(Args, Debug, Clone)]
+pub struct RttArgs {
+    /// Message sizes in bytes (at least 8: the sequence number).
+    #[arg(long, value_delimiter = ',', default_value = "16,56,64,256,1024,4096")]
+    pub sizes: Vec<usize>,
+    /// Measured round trips per class.
+    #[arg(long, default_value_t = 20_000)]
+    pub iters: u64,
+    /// Unmeasured round trips before each class.
+    #[arg(long, default_value_t = 2_000)]
+    pub warmup: u64,
+    /// Channel transports to measure.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "one-sided,two-sided,udp,tcp"
+    )]
+    pub transports: Vec<String>,
+    /// Waiting classes: spin (busy-poll) and block (sleep in the kernel).
+    #[arg(long, value_delimiter = ',', default_value = "spin,block")]
+    pub modes: Vec<String>,
+    /// Write the RTT-vs-size plot and the 16 B CDF (SVG) into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Skip the iceoryx2 comparison.
+    #[arg(long)]
+    pub no_iceoryx2: bool,
+    /// Messages per queuing-throughput class (0: skip the throughput part).
+    #[arg(long, default_value_t = 2_000_000)]
+    pub queue_messages: u64,
+    /// The peer program (default: `partix-rttpart` beside this program, `PARTIX_RTTPART`, or
+    /// this program's hidden `bench rtt-peer` subcommand).
+    #[arg(long, hide = true)]
+    pub peer_exe: Option<PathBuf>,
+}
+
+impl Default for RttArgs {
+    fn default() -> Self {
+        RttArgs {
+            sizes: vec![16, 56, 64, 256, 1024, 4096],
+            iters: 20_000,
+            warmup: 2_000,
+            transports: TRANSPORTS.iter().map(|s| s.to_string()).collect(),
+            modes: vec!["spin".into(), "block".into()],
+            plot: None,
+            no_iceoryx2: false,
+            queue_messages: 2_000_000,
+            peer_exe: None,
+        }
+    }
+}
+
+/// How to start a peer process.
+#[derive(Debug, Clone)]
+struct Peer {
+    program: PathBuf,
+    prefix: Vec<String>,
+}
+
+fn find_peer(args: &RttArgs) -> anyhow::Result<Peer> {
+    let explicit = args
+        .peer_exe
+        .clone()
+        .or_else(|| std::env::var_os("PARTIX_RTTPART").map(PathBuf::from));
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!("peer program {} not found", p.display());
+        }
+        return Ok(Peer {
+            program: p,
+            prefix: Vec::new(),
+        });
+    }
+    let exe = std::env::current_exe().context("current_exe")?;
+    if let Some(beside) = exe.parent().map(|d| d.join("partix-rttpart")) {
+        if beside.is_file() {
+            return Ok(Peer {
+                program: beside,
+                prefix: Vec::new(),
+            });
+        }
+    }
+    Ok(Peer {
+        program: exe,
+        prefix: vec!["bench".into(), "rtt-peer".into()],
+    })
+}
+
+/// Two CPUs to pin the ends to (both 0 on a uniprocessor).
+fn cpus() -> (usize, usize) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0, if n > 1 { 1 } else { 0 })
+}
+
+#[allow(unsafe_code)]
+fn spawn_peer(
+    peer: &Peer,
+    a: &PeerArgs,
+    fds: Vec<(RawFd, RawFd)>,
+    env: Option<(&str, String)>,
+    stdout: bool,
+) -> anyhow::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(&peer.program);
+    cmd.args(&peer.prefix)
+        .args(a.to_args())
+        .stdin(Stdio::null())
+        .stdout(if stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped());
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    // SAFETY: between fork and exec the closure only calls async-signal-safe functions (prctl,
+    // fcntl, dup2, close) on the descriptor numbers captured before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // First above every target number, then onto the targets (as the executive does).
+            let mut tmp = [0 as RawFd; 16];
+            for (i, &(src, _)) in fds.iter().enumerate().take(tmp.len()) {
+                tmp[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
+                if tmp[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, &(_, dst)) in fds.iter().enumerate().take(tmp.len()) {
+                if libc::dup2(tmp[i], dst) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(tmp[i]);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .with_context(|| format!("cannot start {}", peer.program.display()))
+}
+
+fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+/// One end of a pair: its arguments, the descriptors it inherits (`(ours, its number)`) and one
+/// environment variable.
+struct End<'a> {
+    args: &'a PeerArgs,
+    fds: Vec<(RawFd, RawFd)>,
+    env: Option<(&'a str, String)>,
+}
+
+impl<'a> End<'a> {
+    fn raw(args: &'a PeerArgs, fd: RawFd) -> End<'a> {
+        End {
+            args,
+            fds: vec![(fd, PEER_FD)],
+            env: None,
+        }
+    }
+
+    fn partition(args: &'a PeerArgs, set: &ChannelSet, p: usize) -> End<'a> {
+        End {
+            args,
+            fds: set.child_fds(p),
+            env: Some((ENV_PORT_FDS, set.env_value(p))),
+        }
+    }
+}
+
+/// Start `b` then `a` (the measuring end); return `a`'s stdout, or an error with both stderrs.
+fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<String, String> {
+    let mut cb = spawn_peer(peer, b.args, b.fds, b.env, false).map_err(|e| format!("{e:#}"))?;
+    let b_err = read_all(cb.stderr.take().expect("piped"));
+    let mut ca = match spawn_peer(peer, a.args, a.fds, a.env, true) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = cb.kill();
+            let _ = cb.wait();
+            return Err(format!("{e:#}"));
+        }
+    };
+    let a_out = read_all(ca.stdout.take().expect("piped"));
+    let a_err = read_all(ca.stderr.take().expect("piped"));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match ca.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = ca.kill();
+                let _ = ca.wait();
+                break None;
+            }
+        }
+    };
+    // The echo side ends by itself after the last round; give it a moment, then stop it.
+    let b_deadline = Instant::now() + Duration::from_secs(2);
+    let b_status = loop {
+        match cb.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() < b_deadline => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                let _ = cb.kill();
+                let _ = cb.wait();
+                break None;
+            }
+        }
+    };
+    let out = a_out.join().unwrap_or_default();
+    let errs = format!(
+        "{}{}",
+        a_err.join().unwrap_or_default(),
+        b_err.join().unwrap_or_default()
+    );
+    let errs = errs.trim();
+    match status {
+        Some(s) if s.success() && b_status.is_some_and(|s| s.success()) => Ok(out),
+        Some(s) => Err(format!(
+            "peer exited with {s}{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(": {errs}")
+            }
+        )),
+        None => Err(format!(
+            "no result within {} s (stopped){}",
+            timeout.as_secs(),
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(": {errs}")
+            }
+        )),
+    }
+}
+
+fn parse_samples(out: &str) -> Recorder {
+    let mut r = Recorder::new();
+    for v in out.lines().filter_map(|l| l.trim().parse::<u64>().ok()) {
+        r.record(v);
+    }
+    r
+}
+
+fn pair_args(kind: &str, size: usize, args: &RttArgs, block: bool) -> (PeerArgs, PeerArgs) {
+    let (c0, c1) = cpus();
+    let a = PeerArgs {
+        kind: kind.into(),
+        role: "ping".into(),
+        cpu: c0,
+        size,
+        iters: args.iters,
+        warmup: args.warmup,
+        block,
+    };
+    let b = PeerArgs {
+        role: "pong".into(),
+        cpu: c1,
+        ..a.clone()
+    };
+    (a, b)
+}
+
+fn pair_timeout(args: &RttArgs) -> Duration {
+    Duration::from_secs(10) + Duration::from_micros(200) * (args.iters + args.warmup) as u32
+}
+
+/// The module configuration of one (transport, size) ping-pong: partitions A and B, channels
+/// PING (A→B) and PONG (B→A) with `partix:Transport`.
+pub fn sampling_module_xml(transport: &str, size: usize) -> String {
+    let chan = |id: u32, name: &str, src: (u32, &str), dst: (u32, &str)| {
+        format!(
+            r#"    <Channel ChannelIdentifier="{id}" ChannelName="{name}" partix:Transport="{transport}">
+      <Source><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Source>
+      <Destination><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Destination>
+    </Channel>
+"#,
+            src.0, src.1, dst.0, dst.1
+        )
+    };
+    let ports_a = format!(
+        r#"    <Sampling_Port Name="PING" MaxMessageSize="{size}" Direction="SOURCE" RefreshRateSeconds="1"/>
+    <Sampling_Port Name="PONG" MaxMessageSize="{size}" Direction="DESTINATION" RefreshRateSeconds="1"/>
+"#
+    );
+    let ports_b = format!(
+        r#"    <Sampling_Port Name="PING" MaxMessageSize="{size}" Direction="DESTINATION" RefreshRateSeconds="1"/>
+    <Sampling_Port Name="PONG" MaxMessageSize="{size}" Direction="SOURCE" RefreshRateSeconds="1"/>
+"#
+    );
+    let channels = chan(1, "PING", (1, "A"), (2, "B")) + &chan(2, "PONG", (2, "B"), (1, "A"));
+    module_xml("bench-rtt", &ports_a, &ports_b, &channels)
+}
+
+/// The module configuration of the queuing throughput: QOUT (A) → QIN (B) over `transport`.
+pub fn queuing_module_xml(transport: &str) -> String {
+    let ports_a = format!(
+        r#"    <Queuing_Port Name="QOUT" MaxMessageSize="{QUEUE_MSG}" Direction="SOURCE" MaxNbMessages="{QUEUE_DEPTH}"/>
+"#
+    );
+    let ports_b = format!(
+        r#"    <Queuing_Port Name="QIN" MaxMessageSize="{QUEUE_MSG}" Direction="DESTINATION" MaxNbMessages="{QUEUE_DEPTH}"/>
+"#
+    );
+    let channels = format!(
+        r#"    <Channel ChannelIdentifier="1" ChannelName="Q" partix:Transport="{transport}">
+      <Source><Standard_Partition PartitionIdentifier="1" PartitionName="A" PortName="QOUT"/></Source>
+      <Destination><Standard_Partition PartitionIdentifier="2" PartitionName="B" PortName="QIN"/></Destination>
+    </Channel>
+"#
+    );
+    module_xml("bench-queue", &ports_a, &ports_b, &channels)
+}
+
+fn module_xml(name: &str, ports_a: &str, ports_b: &str, channels: &str) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<ARINC_653_Module xmlns:partix="urn:partix:config:1" ModuleName="{name}">
+  <Partition PartitionIdentifier="1" PartitionName="A" partix:Executable="partix-rttpart">
+{ports_a}  </Partition>
+  <Partition PartitionIdentifier="2" PartitionName="B" partix:Executable="partix-rttpart">
+{ports_b}  </Partition>
+  <Module_Schedule ScheduleIdentifier="1" ScheduleName="s" InitialModuleSchedule="true" MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PartitionName="A" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0.0" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
+    </Partition_Schedule>
+    <Partition_Schedule PartitionIdentifier="2" PartitionName="B" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.01" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+  <Connection_Table>
+{channels}  </Connection_Table>
+</ARINC_653_Module>
+"#
+    )
+}
+
+/// Build the channel resources of `xml` (the executive's step before spawning partitions).
+fn channels_of(xml: &str) -> Result<ChannelSet, String> {
+    let module = partix_config::parse_str(xml, None).map_err(|e| format!("configuration: {e}"))?;
+    ChannelSet::create(&module).map_err(|e| e.to_string())
+}
+
+/// Run a ping-pong between the two partitions of `xml`.
+fn apex_pair(
+    peer: &Peer,
+    args: &RttArgs,
+    xml: &str,
+    kind: &str,
+    size: usize,
+    block: bool,
+) -> Result<String, String> {
+    let set = channels_of(xml)?;
+    let (mut a, mut b) = pair_args(kind, size, args, block);
+    if kind == "qapex" {
+        a.role = "recv".into();
+        a.iters = args.queue_messages;
+        b.role = "send".into();
+        b.iters = args.queue_messages;
+        // The receiver measures; the sender must run too: A (partition 1) sends, B receives.
+        let (recv_p, send_p) = (1, 0);
+        return run_pair(
+            peer,
+            End::partition(&a, &set, recv_p),
+            End::partition(&b, &set, send_p),
+            pair_timeout(args) + Duration::from_secs(30),
+        );
+    }
+    run_pair(
+        peer,
+        End::partition(&a, &set, 0),
+        End::partition(&b, &set, 1),
+        pair_timeout(args),
+    )
+}
+
+fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
+    let r = Region::create("partix-rtt-cache", 4096).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args("cache", 8, args, false);
+    let fd = r.raw_fd();
+    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
+}
+
+fn raw_udp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<String, String> {
+    let e = |e: std::io::Error| format!("udp sockets: {e}");
+    let sa = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
+    let sb = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
+    sa.connect(sb.local_addr().map_err(e)?).map_err(e)?;
+    sb.connect(sa.local_addr().map_err(e)?).map_err(e)?;
+    let (a, b) = pair_args("udp", size, args, block);
+    run_pair(
+        peer,
+        End::raw(&a, sa.as_raw_fd()),
+        End::raw(&b, sb.as_raw_fd()),
+        pair_timeout(args),
+    )
+}
+
+fn raw_tcp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<String, String> {
+    let e = |e: std::io::Error| format!("tcp sockets: {e}");
+    let l = TcpListener::bind("127.0.0.1:0").map_err(e)?;
+    let sa = TcpStream::connect(l.local_addr().map_err(e)?).map_err(e)?;
+    let (sb, _) = l.accept().map_err(e)?;
+    let (a, b) = pair_args("tcp", size, args, block);
+    run_pair(
+        peer,
+        End::raw(&a, sa.as_raw_fd()),
+        End::raw(&b, sb.as_raw_fd()),
+        pair_timeout(args),
+    )
+}
+
+fn raw_queue(peer: &Peer, args: &RttArgs) -> Result<String, String> {
+    let layout = RingLayout::new(QUEUE_DEPTH, QUEUE_MSG as u32).map_err(|e| e.to_string())?;
+    let r = Arc::new(
+        Region::create("partix-rtt-ring", layout.size_bytes()).map_err(|e| e.to_string())?,
+    );
+    layout.init(&r, 0).map_err(|e| e.to_string())?;
+    let (mut a, mut b) = pair_args("qraw", QUEUE_MSG, args, false);
+    a.role = "recv".into();
+    a.iters = args.queue_messages;
+    b.role = "send".into();
+    b.iters = args.queue_messages;
+    let fd = r.raw_fd();
+    run_pair(
+        peer,
+        End::raw(&a, fd),
+        End::raw(&b, fd),
+        pair_timeout(args) + Duration::from_secs(30),
+    )
+}
+
+/// Where the built iceoryx2 example is, if anywhere.
+fn find_iceoryx2() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PARTIX_ICEORYX2_RTT") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("examples/iceoryx2_rtt"),
+        dir.join("../examples/iceoryx2_rtt"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Run the iceoryx2 example; return one recorder per size.
+fn run_iceoryx2(exe: &Path, args: &RttArgs) -> Result<BTreeMap<usize, Recorder>, String> {
+    let sizes: Vec<String> = args.sizes.iter().map(|s| s.to_string()).collect();
+    let mut child = Command::new(exe)
+        .args([
+            "--sizes",
+            &sizes.join(","),
+            "--iters",
+            &args.iters.to_string(),
+            "--warmup",
+            &args.warmup.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let out = read_all(child.stdout.take().expect("piped"));
+    let err = read_all(child.stderr.take().expect("piped"));
+    let deadline = Instant::now() + pair_timeout(args) * (args.sizes.len() as u32).max(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => return Err(format!("iceoryx2_rtt exited with {s}: {}", err.trim())),
+        None => {
+            return Err(format!(
+                "iceoryx2_rtt gave no result in time: {}",
+                err.trim()
+            ))
+        }
+    }
+    let mut by_size: BTreeMap<usize, Recorder> = BTreeMap::new();
+    for l in out.lines() {
+        let mut f = l.split_whitespace();
+        if let (Some(s), Some(v)) = (f.next(), f.next()) {
+            if let (Ok(s), Ok(v)) = (s.parse::<usize>(), v.parse::<u64>()) {
+                by_size.entry(s).or_default().record(v);
+            }
+        }
+    }
+    Ok(by_size)
+}
+
+/// One measured class (or why it could not be measured).
+#[derive(Debug, Clone)]
+pub struct Class {
+    /// e.g. `one-sided`, `raw UDP`.
+    pub name: String,
+    /// `spin` or `block`.
+    pub mode: String,
+    /// Message size in bytes.
+    pub size: usize,
+    /// The samples, or why there are none.
+    pub result: Result<Recorder, String>,
+}
+
+impl Class {
+    fn label(&self) -> String {
+        format!("{} {} {} B", self.name, self.mode, self.size)
+    }
+}
+
+/// Everything `partix bench rtt` measured, and the report text.
+#[derive(Debug, Default)]
+pub struct RttReport {
+    /// Every class.
+    pub classes: Vec<Class>,
+    /// Throughput classes: (name, messages per second or why not).
+    pub queue: Vec<(String, Result<f64, String>)>,
+    /// The report printed on stdout.
+    pub text: String,
+    /// Targets met / missed.
+    pub targets: (u32, u32),
+}
+
+impl RttReport {
+    fn get(&self, name: &str, mode: &str, size: usize) -> Option<&Recorder> {
+        self.classes
+            .iter()
+            .find(|c| c.name == name && c.mode == mode && c.size == size)
+            .and_then(|c| c.result.as_ref().ok())
+    }
+}
+
+fn progress(step: &mut usize, total: usize, what: &str) {
+    *step += 1;
+    eprintln!("[{step}/{total}] {what}");
+}
+
+/// Measure every class of `args`, then build the report (nothing printed on stdout).
+///
+/// # Errors
+/// Bad arguments; a class that cannot run is reported in its row instead.
+pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
+    if args.sizes.is_empty() || args.sizes.iter().any(|&s| s < 8) {
+        bail!("--sizes: at least one size, each at least 8 bytes (the sequence number)");
+    }
+    if args.iters == 0 {
+        bail!("--iters: at least 1");
+    }
+    for t in &args.transports {
+        if !TRANSPORTS.contains(&t.as_str()) {
+            bail!("--transports: unknown transport {t:?} (one of {TRANSPORTS:?})");
+        }
+    }
+    for m in &args.modes {
+        if m != "spin" && m != "block" {
+            bail!("--modes: unknown mode {m:?} (spin, block)");
+        }
+    }
+    let peer = find_peer(args)?;
+    let mut rep = RttReport::default();
+    let spin = args.modes.iter().any(|m| m == "spin");
+    let ice = if args.no_iceoryx2 || !spin {
+        None
+    } else {
+        find_iceoryx2()
+    };
+    let n_sizes = args.sizes.len();
+    let n_modes = args.modes.len();
+    let total = usize::from(spin)
+        + n_sizes * n_modes * 2
+        + n_sizes * args.transports.len() * n_modes
+        + usize::from(ice.is_some())
+        + if args.queue_messages > 0 {
+            1 + args.transports.len()
+        } else {
+            0
+        };
+    let mut step = 0;
+    let push =
+        |rep: &mut RttReport, name: &str, mode: &str, size: usize, r: Result<String, String>| {
+            let result = r.map(|out| parse_samples(&out)).and_then(|rec| {
+                if rec.is_empty() {
+                    Err("the measuring end printed no sample".to_string())
+                } else {
+                    Ok(rec)
+                }
+            });
+            if let Err(e) = &result {
+                eprintln!("    {name} {mode} {size} B: not available: {e}");
+            }
+            rep.classes.push(Class {
+                name: name.into(),
+                mode: mode.into(),
+                size,
+                result,
+            });
+        };
+    if spin {
+        progress(&mut step, total, "raw cache-line ping-pong (spin)");
+        let r = raw_cache(&peer, args);
+        for &size in &args.sizes {
+            push(&mut rep, "raw cache-line", "spin", size, r.clone());
+        }
+    }
+    for mode in &args.modes {
+        let b = mode == "block";
+        for &size in &args.sizes {
+            progress(&mut step, total, &format!("raw UDP {mode} {size} B"));
+            push(
+                &mut rep,
+                "raw UDP",
+                mode,
+                size,
+                raw_udp(&peer, args, size, b),
+            );
+            progress(&mut step, total, &format!("raw TCP {mode} {size} B"));
+            push(
+                &mut rep,
+                "raw TCP",
+                mode,
+                size,
+                raw_tcp(&peer, args, size, b),
+            );
+        }
+    }
+    for t in &args.transports {
+        for mode in &args.modes {
+            let b = mode == "block";
+            let mut unavailable: Option<String> = None;
+            for &size in &args.sizes {
+                progress(
+                    &mut step,
+                    total,
+                    &format!("{t} {mode} {size} B (partitions)"),
+                );
+                let r = match &unavailable {
+                    Some(e) => Err(e.clone()),
+                    None => {
+                        let r =
+                            apex_pair(&peer, args, &sampling_module_xml(t, size), "apex", size, b);
+                        // A transport this build refuses (or a class that hangs) fails the same
+                        // way at every size: do not wait for it again.
+                        if let Err(e) = &r {
+                            unavailable = Some(format!("not run, {size} B failed: {e}"));
+                        }
+                        r
+                    }
+                };
+                push(&mut rep, t, mode, size, r);
+            }
+        }
+    }
+    if let Some(exe) = &ice {
+        progress(&mut step, total, &format!("iceoryx2 ({})", exe.display()));
+        match run_iceoryx2(exe, args) {
+            Ok(mut by) => {
+                for &size in &args.sizes {
+                    let r = by
+                        .remove(&size)
+                        .ok_or_else(|| "no samples for this size".to_string());
+                    rep.classes.push(Class {
+                        name: "iceoryx2".into(),
+                        mode: "spin".into(),
+                        size,
+                        result: r,
+                    });
+                }
+            }
+            Err(e) => {
+                eprintln!("    iceoryx2: not available: {e}");
+                for &size in &args.sizes {
+                    rep.classes.push(Class {
+                        name: "iceoryx2".into(),
+                        mode: "spin".into(),
+                        size,
+                        result: Err(e.clone()),
+                    });
+                }
+            }
+        }
+    }
+    if args.queue_messages > 0 {
+        progress(&mut step, total, "queue: raw SPSC ring, 64 B");
+        let rate = |r: Result<String, String>| -> Result<f64, String> {
+            let out = r?;
+            out.lines()
+                .find_map(|l| l.strip_prefix("rate ").and_then(|v| v.trim().parse().ok()))
+                .ok_or_else(|| "the receiver printed no rate".into())
+        };
+        rep.queue
+            .push(("raw SPSC ring".into(), rate(raw_queue(&peer, args))));
+        for t in &args.transports {
+            progress(&mut step, total, &format!("queue: {t} queuing port, 64 B"));
+            let r = apex_pair(
+                &peer,
+                args,
+                &queuing_module_xml(t),
+                "qapex",
+                QUEUE_MSG,
+                false,
+            );
+            rep.queue.push((format!("{t} queuing port"), rate(r)));
+        }
+    }
+    let (text, tally) = render(args, &rep, ice.is_some());
+    rep.text = text;
+    rep.targets = tally;
+    Ok(rep)
+}
+
+/// One target line: `[target ...: met]`, counted into `tally`.
+fn target(tally: &mut (u32, u32), desc: &str, ok: bool, detail: &str) -> String {
+    if ok {
+        tally.0 += 1;
+    } else {
+        tally.1 += 1;
+    }
+    format!(
+        "[target {desc}: {}{}]",
+        if ok { "met" } else { "MISSED" },
+        if detail.is_empty() {
+            String::new()
+        } else {
+            format!(", {detail}")
+        }
+    )
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        f64::NAN
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u32)) {
+    let mut o = String::new();
+    let mut tally = (0u32, 0u32);
+    let _ = writeln!(
+        o,
+        "# partix bench rtt: sampling-port round trips (paper fig. 2)"
+    );
+    let _ = writeln!(o, "{}", machine_line());
+    let (c0, c1) = cpus();
+    let _ = writeln!(
+        o,
+        "ping-pong between two processes pinned to CPU {c0} and CPU {c1}; {} measured round trips per class after {} warm-up; \
+         raw peers at SCHED_FIFO {}, partition processes' APEX process at priority {}",
+        args.iters,
+        args.warmup,
+        crate::rttpeer::PEER_FIFO,
+        crate::rttpeer::APEX_PRIORITY
+    );
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        let _ = writeln!(o, "load average at the end: {}", l.trim());
+    }
+    if !ice_built && !args.no_iceoryx2 {
+        let _ = writeln!(
+            o,
+            "iceoryx2: not built; build it with `cargo build --release -p partix-bench --examples` \
+             (or set PARTIX_ICEORYX2_RTT to the example's path)"
+        );
+    }
+    for mode in &args.modes {
+        for &size in &args.sizes {
+            let _ = writeln!(o);
+            let _ = writeln!(o, "## {mode}, {size} B");
+            let _ = writeln!(o, "{}", header());
+            let rows = rep
+                .classes
+                .iter()
+                .filter(|c| &c.mode == mode && c.size == size);
+            for c in rows {
+                match &c.result {
+                    Ok(r) => {
+                        let _ = writeln!(o, "{}", r.summary(&c.label()).row());
+                    }
+                    Err(e) => {
+                        let _ = writeln!(o, "{:<34} not available: {e}", c.label());
+                    }
+                }
+            }
+            // Ratios and targets.
+            let s = |name: &str| rep.get(name, mode, size).map(|r| r.summary(name));
+            let ice = rep
+                .get("iceoryx2", "spin", size)
+                .map(|r| r.summary("iceoryx2"));
+            let cache = rep
+                .get("raw cache-line", "spin", size)
+                .map(|r| r.summary("raw cache-line"));
+            for t in &args.transports {
+                let Some(ts) = s(t) else { continue };
+                let mut lines = Vec::new();
+                if t == "one-sided" || t == "two-sided" {
+                    if let Some(c) = &cache {
+                        let mut l = format!(
+                            "{t} {mode} {size} B vs raw cache-line: p50 {:.2}x, p99 {:.2}x",
+                            ratio(ts.p50, c.p50),
+                            ratio(ts.p99, c.p99)
+                        );
+                        if t == "one-sided" && mode == "spin" && size <= 56 {
+                            let r = ratio(ts.p50, c.p50);
+                            l += &format!(
+                                "  {}  {}",
+                                target(&mut tally, "p50 ≤ 1.6x raw cache-line", r <= 1.6, ""),
+                                target(
+                                    &mut tally,
+                                    "p99 ≤ 700 ns",
+                                    ts.p99 <= 700,
+                                    &format!("p99 {} ns", ts.p99)
+                                )
+                            );
+                        }
+                        lines.push(l);
+                    }
+                    if t == "one-sided" && size == 4096 && mode == "spin" {
+                        lines.push(format!(
+                            "{t} {mode} {size} B: p50 {} ns  {}",
+                            ts.p50,
+                            target(&mut tally, "4 KiB p50 ≤ 2 µs", ts.p50 <= 2000, "")
+                        ));
+                    }
+                }
+                if t == "two-sided" {
+                    if let Some(one) = s("one-sided") {
+                        let r = ratio(ts.p50, one.p50);
+                        lines.push(format!(
+                            "two-sided {mode} {size} B vs one-sided: p50 {r:.2}x  {}",
+                            target(&mut tally, "≤ 2x one-sided", r <= 2.0, "")
+                        ));
+                    }
+                }
+                if t == "udp" || t == "tcp" {
+                    let base = if t == "udp" { "raw UDP" } else { "raw TCP" };
+                    if let Some(b) = s(base) {
+                        let d = ts.p50 as i64 - b.p50 as i64;
+                        let mut l = format!(
+                            "{t} {mode} {size} B vs {base}: p50 {:.2}x ({:+.2} µs), p99 {:.2}x",
+                            ratio(ts.p50, b.p50),
+                            d as f64 / 1000.0,
+                            ratio(ts.p99, b.p99)
+                        );
+                        if t == "udp" {
+                            l += &format!(
+                                "  {}",
+                                target(&mut tally, "p50 ≤ raw UDP + 0.3 µs", d <= 300, "")
+                            );
+                        }
+                        lines.push(l);
+                    }
+                }
+                if let (Some(i), "spin") = (&ice, mode.as_str()) {
+                    let r = ratio(ts.p50, i.p50);
+                    let mut l = format!(
+                        "{t} {mode} {size} B vs iceoryx2: p50 {r:.2}x, p99 {:.2}x",
+                        ratio(ts.p99, i.p99)
+                    );
+                    if t == "one-sided" {
+                        l += &format!("  {}", target(&mut tally, "≤ 0.6x iceoryx2", r <= 0.6, ""));
+                    }
+                    lines.push(l);
+                }
+                for l in lines {
+                    let _ = writeln!(o, "  {l}");
+                }
+            }
+        }
+    }
+    if !rep.queue.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {c0} → CPU {c1}), {} messages, depth {QUEUE_DEPTH}",
+            args.queue_messages
+        );
+        let raw = rep
+            .queue
+            .first()
+            .and_then(|(_, r)| r.as_ref().ok().copied());
+        for (name, r) in &rep.queue {
+            match r {
+                Ok(v) => {
+                    let mut l = format!("{name:<34} {:>8.2} M msg/s", v / 1e6);
+                    if let (Some(b), false) = (raw, name.starts_with("raw")) {
+                        l += &format!("  ({:.2}x raw ring)", v / b);
+                        if name.starts_with("one-sided") {
+                            l += &format!(
+                                "  {}",
+                                target(&mut tally, "≥ 30 M msg/s", *v >= 30e6, "")
+                            );
+                        }
+                    }
+                    let _ = writeln!(o, "{l}");
+                }
+                Err(e) => {
+                    let _ = writeln!(o, "{name:<34} not available: {e}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "targets: {} met, {} missed", tally.0, tally.1);
+    (o, tally)
+}
+
+/// Write fig. 2a (p50 RTT vs size, p99 as error bars) and fig. 2b (RTT CDF at the smallest size).
+///
+/// # Errors
+/// An I/O or drawing error.
+pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut names: Vec<String> = args.transports.clone();
+    names.extend(["raw cache-line", "raw UDP", "raw TCP", "iceoryx2"].map(String::from));
+    let mut out = Vec::new();
+    for mode in &args.modes {
+        let series: Vec<(String, Vec<(usize, Summary)>)> = names
+            .iter()
+            .map(|n| {
+                let pts = args
+                    .sizes
+                    .iter()
+                    .filter_map(|&s| {
+                        let m = if n == "iceoryx2" || n == "raw cache-line" {
+                            "spin"
+                        } else {
+                            mode
+                        };
+                        rep.get(n, m, s).map(|r| (s, r.summary(n)))
+                    })
+                    .collect();
+                (n.clone(), pts)
+            })
+            .filter(|(_, p): &(String, Vec<_>)| !p.is_empty())
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let path = dir.join(format!("rtt-vs-size-{mode}.svg"));
+        crate::report::plot_vs_size(
+            &path,
+            &format!("Round-trip time vs message size ({mode}; p50, bars to p99)"),
+            &series,
+        )?;
+        out.push(path);
+        let small = args.sizes.iter().copied().min().unwrap_or(16);
+        let cdf: Vec<(String, &Recorder)> = names
+            .iter()
+            .filter_map(|n| {
+                let m = if n == "iceoryx2" || n == "raw cache-line" {
+                    "spin"
+                } else {
+                    mode
+                };
+                rep.get(n, m, small).map(|r| (n.clone(), r))
+            })
+            .collect();
+        let refs: Vec<(&str, &Recorder)> = cdf.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+        let path = dir.join(format!("rtt-cdf-{small}B-{mode}.svg"));
+        crate::report::plot_cdf(
+            &path,
+            &format!("CDF of RTT of {small}-byte messages ({mode})"),
+            "round-trip time (µs)",
+            &refs,
+            0.999,
+        )?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// `partix bench rtt`.
+///
+/// # Errors
+/// Bad arguments, or a plot that cannot be written.
+pub fn run(args: RttArgs) -> anyhow::Result<ExitCode> {
+    let rep = measure(&args)?;
+    print!("{}", rep.text);
+    if let Some(dir) = &args.plot {
+        for p in plot(dir, &args, &rep)? {
+            println!("plot: {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_modules_parse_with_the_transport_on_every_channel() {
+        for t in TRANSPORTS {
+            let m = partix_config::parse_str(&sampling_module_xml(t, 56), None).unwrap();
+            assert_eq!(m.channels.len(), 2);
+            assert!(m
+                .channels
+                .iter()
+                .all(|c| c.transport.as_deref() == Some(*t)));
+            assert_eq!(m.partitions[0].sampling_ports[0].max_message_size, 56);
+            let q = partix_config::parse_str(&queuing_module_xml(t), None).unwrap();
+            assert_eq!(q.channels.len(), 1);
+            assert_eq!(
+                q.partitions[1].queuing_ports[0].max_nb_messages,
+                QUEUE_DEPTH
+            );
+        }
+    }
+
+    #[test]
+    fn one_sided_channels_are_built_and_handed_over_per_partition() {
+        let set = channels_of(&sampling_module_xml("one-sided", 64)).unwrap();
+        let env_a = set.env_value(0);
+        assert!(env_a.contains("s:PING:src:64:1000000000:"), "{env_a}");
+        assert!(env_a.contains("s:PONG:dst:64:1000000000:"), "{env_a}");
+        assert_eq!(set.ports_of(0).len(), 2);
+        assert!(!set.child_fds(0).is_empty() && !set.child_fds(1).is_empty());
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_anything_runs() {
+        let mut a = RttArgs {
+            sizes: vec![4],
+            ..RttArgs::default()
+        };
+        assert!(measure(&a).unwrap_err().to_string().contains("at least 8"));
+        a.sizes = vec![16];
+        a.transports = vec!["carrier-pigeon".into()];
+        assert!(measure(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown transport"));
+        a.transports = vec!["one-sided".into()];
+        a.modes = vec!["nap".into()];
+        assert!(measure(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown mode"));
+    }
+
+    #[test]
+    fn targets_are_counted_from_the_report() {
+        let mut t = (0, 0);
+        let a = target(&mut t, "x", true, "");
+        let b = target(&mut t, "y", false, "p99 9 ns");
+        assert_eq!(t, (1, 1));
+        assert!(a.ends_with(": met]"), "{a}");
+        assert!(b.contains("MISSED, p99 9 ns"), "{b}");
+    }
+}

@@ -1,0 +1,672 @@
+//! The processes of `partix bench rtt`: one end of a ping-pong (or of a one-way stream), started
+//! twice by the bench, pinned to CPU 0 and CPU 1.
+//!
+//! ```text
+//! partix-rttpart KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|block]
+//!   KIND apex   sampling ports PING (A→B) and PONG (B→A) through `partix_runtime::partition`
+//!               services only (the transport is whatever the configuration says)
+//!        cache  one shared-memory line each way (a region inherited on descriptor 600)
+//!        udp    a connected UDP socket on descriptor 600 (loopback)
+//!        tcp    a connected TCP socket (TCP_NODELAY) on descriptor 600 (loopback)
+//!        qapex  a queuing port QOUT (send) / QIN (recv) of 64 B messages, one way
+//!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way
+//!   ROLE ping | pong      (qapex, qraw: send | recv)
+//! ```
+//! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only);
+//! `recv` prints `rate <messages per second>`. Errors go to stderr with exit status 2.
+//!
+//! Messages carry a sequence number in their first 8 bytes (little endian); the ping side counts
+//! 1, 2, ... and waits for the echo of exactly that number. In the `apex` kind, `pong` first writes
+//! sequence 0 on PONG and `ping` waits for it: both partitions are then up.
+//!
+//! Waiting classes: `spin` polls (READ_SAMPLING_MESSAGE until the sequence number changes, a
+//! non-blocking `recv`); `block` sleeps in the kernel (a blocking `recv`; for ports the partix
+//! extension `wait_sampling_message` with the port in `RecvMode::Blocking`).
+//!
+//! The raw kinds run at SCHED_FIFO [`PEER_FIFO`], the priority of the APEX process of the `apex`
+//! kind (APEX priority [`APEX_PRIORITY`] runs at FIFO priority + 1), so every class competes with
+//! the rest of the machine the same way.
+#![allow(unsafe_code)]
+
+use partix_runtime::partition::*;
+use partix_shm::ring::{PushError, RingConsumer, RingProducer};
+use partix_shm::{Access, Region};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// Descriptor on which a raw peer inherits its region or socket.
+pub const PEER_FD: i32 = 600;
+/// APEX priority of the partition's communicating process.
+pub const APEX_PRIORITY: Priority = 50;
+/// SCHED_FIFO priority of the raw peers (that of the APEX process).
+pub const PEER_FIFO: i32 = APEX_PRIORITY + 1;
+/// Refresh period of the bench's sampling ports (ns): 1 s, so every message read is valid.
+pub const REFRESH_NS: SystemTime = 1_000_000_000;
+/// Messages queued at most in the throughput channel (the raw ring has as many slots).
+pub const QUEUE_DEPTH: u32 = 512;
+/// Message size of the throughput classes.
+pub const QUEUE_MSG: usize = 64;
+/// Offset of the pong line in the cache-line region (another cache line, not adjacent).
+pub const PONG_LINE: usize = 128;
+
+/// What one peer process does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerArgs {
+    /// `apex`, `cache`, `udp`, `tcp`, `qapex`, `qraw`.
+    pub kind: String,
+    /// `ping`/`pong` or `send`/`recv`.
+    pub role: String,
+    /// CPU to pin to.
+    pub cpu: usize,
+    /// Message size in bytes (at least 8).
+    pub size: usize,
+    /// Measured iterations (throughput: messages).
+    pub iters: u64,
+    /// Unmeasured iterations first.
+    pub warmup: u64,
+    /// `spin` or `block`.
+    pub block: bool,
+}
+
+impl PeerArgs {
+    /// Return the command-line arguments that [`parse_args`] reads back.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            self.kind.clone(),
+            self.role.clone(),
+            "--cpu".into(),
+            self.cpu.to_string(),
+            "--size".into(),
+            self.size.to_string(),
+            "--iters".into(),
+            self.iters.to_string(),
+            "--warmup".into(),
+            self.warmup.to_string(),
+            "--mode".into(),
+            if self.block { "block" } else { "spin" }.into(),
+        ]
+    }
+}
+
+/// Parse the arguments of a peer (without the program name).
+///
+/// # Errors
+/// A message naming the bad argument.
+pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
+    let [kind, role, rest @ ..] = args else {
+        return Err(
+            "usage: KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|block]"
+                .into(),
+        );
+    };
+    let mut p = PeerArgs {
+        kind: kind.clone(),
+        role: role.clone(),
+        cpu: 0,
+        size: 16,
+        iters: 1000,
+        warmup: 100,
+        block: false,
+    };
+    let mut it = rest.iter();
+    while let Some(k) = it.next() {
+        let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
+        let num = || {
+            v.parse::<u64>()
+                .map_err(|_| format!("{k} {v}: not a number"))
+        };
+        match k.as_str() {
+            "--cpu" => p.cpu = num()? as usize,
+            "--size" => p.size = num()? as usize,
+            "--iters" => p.iters = num()?,
+            "--warmup" => p.warmup = num()?,
+            "--mode" => {
+                p.block = match v.as_str() {
+                    "spin" => false,
+                    "block" => true,
+                    _ => return Err(format!("--mode {v}: spin or block")),
+                }
+            }
+            _ => return Err(format!("unknown argument {k}")),
+        }
+    }
+    if p.size < 8 {
+        return Err(format!("--size {}: at least 8 bytes", p.size));
+    }
+    Ok(p)
+}
+
+/// Pin the calling thread (and the threads it creates later) to `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it;
+    // sched_setaffinity(0, ...) reads it for the calling thread only.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot pin to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// Best effort: run the calling thread at SCHED_FIFO `prio` (needs root or CAP_SYS_NICE).
+pub fn set_fifo(prio: i32) -> bool {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: p is a valid sched_param; pid 0 = the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
+fn seq_of(b: &[u8]) -> u64 {
+    b.get(..8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(u64::MAX, u64::from_le_bytes)
+}
+
+fn put_seq(b: &mut [u8], seq: u64) {
+    b[..8].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Print the samples (one per line) and flush.
+fn print_samples(samples: &[u64]) -> Result<(), String> {
+    let mut s = String::with_capacity(samples.len() * 7);
+    for v in samples {
+        s.push_str(&v.to_string());
+        s.push('\n');
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("stdout: {e}"))
+}
+
+/// Time `total = warmup + iters` round trips of `round(seq)`; keep the measured ones.
+fn time_rounds(
+    a: &PeerArgs,
+    mut round: impl FnMut(u64) -> Result<(), String>,
+) -> Result<Vec<u64>, String> {
+    let mut samples = Vec::with_capacity(a.iters as usize);
+    for i in 1..=a.warmup + a.iters {
+        let t = Instant::now();
+        round(i)?;
+        let dt = t.elapsed().as_nanos() as u64;
+        if i > a.warmup {
+            samples.push(dt);
+        }
+    }
+    Ok(samples)
+}
+
+/// Run a peer; return the process exit status.
+pub fn main(args: &[String]) -> i32 {
+    let a = match parse_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("partix-rttpart: {e}");
+            return 2;
+        }
+    };
+    let r = pin_to_cpu(a.cpu).and_then(|()| match a.kind.as_str() {
+        "apex" | "qapex" => apex_main(a.clone()),
+        "cache" => raw_prelude().and_then(|()| cache(&a)),
+        "udp" => raw_prelude().and_then(|()| udp(&a)),
+        "tcp" => raw_prelude().and_then(|()| tcp(&a)),
+        "qraw" => raw_prelude().and_then(|()| qraw(&a)),
+        k => Err(format!("unknown kind {k}")),
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("partix-rttpart {} {}: {e}", a.kind, a.role);
+            2
+        }
+    }
+}
+
+fn raw_prelude() -> Result<(), String> {
+    set_fifo(PEER_FIFO);
+    Ok(())
+}
+
+fn inherited_region() -> Result<Arc<Region>, String> {
+    // SAFETY: the bench hands descriptor PEER_FD to this process for this purpose only; nothing
+    // else in this process owns it.
+    unsafe { partix_runtime::channels::map_fd(PEER_FD, Access::ReadWrite) }.map(Arc::new)
+}
+
+fn cache(a: &PeerArgs) -> Result<(), String> {
+    let r = inherited_region()?;
+    if r.len() < PONG_LINE + 8 {
+        return Err("region too small".into());
+    }
+    // SAFETY: the region is page-aligned, shared, at least PONG_LINE + 8 bytes long, and lives as
+    // long as `r`; offsets 0 and PONG_LINE are 8-aligned; both processes only use atomics there.
+    let (ping, pong) = unsafe {
+        (
+            &*r.as_ptr().cast::<AtomicU64>(),
+            &*r.as_ptr().add(PONG_LINE).cast::<AtomicU64>(),
+        )
+    };
+    let total = a.warmup + a.iters;
+    match a.role.as_str() {
+        "ping" => {
+            let s = time_rounds(a, |i| {
+                ping.store(i, Ordering::Release);
+                while pong.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            })?;
+            print_samples(&s)
+        }
+        "pong" => {
+            for i in 1..=total {
+                while ping.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                pong.store(i, Ordering::Release);
+            }
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+fn udp(a: &PeerArgs) -> Result<(), String> {
+    // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket) to this process only.
+    let s = unsafe { UdpSocket::from_raw_fd(PEER_FD) };
+    s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let mut msg = vec![0x5au8; a.size];
+    let mut buf = vec![0u8; a.size.max(16)];
+    let recv = |buf: &mut [u8]| -> Result<usize, String> {
+        loop {
+            match s.recv(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("recv: {e}")),
+            }
+        }
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let samples = time_rounds(a, |i| {
+                put_seq(&mut msg, i);
+                s.send(&msg).map_err(io_err("send"))?;
+                loop {
+                    let n = recv(&mut buf)?;
+                    if n == a.size && seq_of(&buf) == i {
+                        return Ok(());
+                    }
+                }
+            })?;
+            print_samples(&samples)
+        }
+        "pong" => {
+            for i in 1..=a.warmup + a.iters {
+                loop {
+                    let n = recv(&mut buf)?;
+                    if seq_of(&buf[..n]) == i {
+                        s.send(&buf[..n]).map_err(io_err("send"))?;
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+fn tcp(a: &PeerArgs) -> Result<(), String> {
+    // SAFETY: the bench hands descriptor PEER_FD (a connected TCP socket) to this process only.
+    let mut s = unsafe { TcpStream::from_raw_fd(PEER_FD) };
+    s.set_nodelay(true).map_err(io_err("nodelay"))?;
+    s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let mut msg = vec![0x5au8; a.size];
+    let mut buf = vec![0u8; a.size];
+    let read_msg = |s: &mut TcpStream, buf: &mut [u8]| -> Result<(), String> {
+        let mut got = 0;
+        while got < buf.len() {
+            match s.read(&mut buf[got..]) {
+                Ok(0) => return Err("peer closed".into()),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+        Ok(())
+    };
+    let write_msg = |s: &mut TcpStream, msg: &[u8]| -> Result<(), String> {
+        let mut put = 0;
+        while put < msg.len() {
+            match s.write(&msg[put..]) {
+                Ok(n) => put += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("write: {e}")),
+            }
+        }
+        Ok(())
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let samples = time_rounds(a, |i| {
+                put_seq(&mut msg, i);
+                write_msg(&mut s, &msg)?;
+                read_msg(&mut s, &mut buf)?;
+                if seq_of(&buf) != i {
+                    return Err(format!("echo of {i} carries {}", seq_of(&buf)));
+                }
+                Ok(())
+            })?;
+            print_samples(&samples)
+        }
+        "pong" => {
+            for _ in 1..=a.warmup + a.iters {
+                read_msg(&mut s, &mut buf)?;
+                write_msg(&mut s, &buf)?;
+            }
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+fn qraw(a: &PeerArgs) -> Result<(), String> {
+    let r = inherited_region()?;
+    let n = a.iters;
+    match a.role.as_str() {
+        "send" => {
+            let mut p = RingProducer::attach(r, 0).map_err(|e| format!("ring: {e}"))?;
+            let mut msg = [7u8; QUEUE_MSG];
+            for i in 0..n {
+                put_seq(&mut msg, i);
+                loop {
+                    match p.try_push_quiet(&msg) {
+                        Ok(()) => break,
+                        Err(PushError::Full) => std::hint::spin_loop(),
+                        Err(e) => return Err(format!("push: {e}")),
+                    }
+                }
+            }
+            Ok(())
+        }
+        "recv" => {
+            let mut c = RingConsumer::attach(r, 0).map_err(|e| format!("ring: {e}"))?;
+            let mut buf = [0u8; QUEUE_MSG];
+            let rate = receive_rate(n, |i| {
+                loop {
+                    match c.try_pop(&mut buf) {
+                        Ok(_) => break,
+                        Err(partix_shm::ring::PopError::Empty) => std::hint::spin_loop(),
+                        Err(e) => return Err(format!("pop: {e}")),
+                    }
+                }
+                check_order(&buf, i)
+            })?;
+            println!("rate {rate}");
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+fn check_order(buf: &[u8], i: u64) -> Result<(), String> {
+    if seq_of(buf) == i {
+        Ok(())
+    } else {
+        Err(format!("message {i} carries {}", seq_of(buf)))
+    }
+}
+
+/// Receive `n` messages with `one(i)`; return messages per second from the first to the last.
+fn receive_rate(n: u64, mut one: impl FnMut(u64) -> Result<(), String>) -> Result<f64, String> {
+    let mut start = None;
+    for i in 0..n {
+        one(i)?;
+        if i == 0 {
+            start = Some(Instant::now());
+        }
+    }
+    let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+    Ok(if n > 1 && secs > 0.0 {
+        (n - 1) as f64 / secs
+    } else {
+        0.0
+    })
+}
+
+// ------------------------------------------------------------------------------------ APEX kinds
+
+static ARGS: OnceLock<PeerArgs> = OnceLock::new();
+
+fn apex_err(what: &str) -> impl Fn(ApexError) -> String + '_ {
+    move |e| format!("{what}: {e:?} (RETURN_CODE {})", e.return_code())
+}
+
+fn apex_main(a: PeerArgs) -> Result<(), String> {
+    let _ = ARGS.set(a.clone());
+    let q = a.kind == "qapex";
+    match (q, a.role.as_str()) {
+        (false, "ping") => {
+            create_sampling_port("PING", a.size as u32, PortDirection::Source, REFRESH_NS)
+                .map_err(apex_err("CREATE_SAMPLING_PORT PING"))?;
+            create_sampling_port(
+                "PONG",
+                a.size as u32,
+                PortDirection::Destination,
+                REFRESH_NS,
+            )
+            .map_err(apex_err("CREATE_SAMPLING_PORT PONG"))?;
+        }
+        (false, "pong") => {
+            create_sampling_port(
+                "PING",
+                a.size as u32,
+                PortDirection::Destination,
+                REFRESH_NS,
+            )
+            .map_err(apex_err("CREATE_SAMPLING_PORT PING"))?;
+            create_sampling_port("PONG", a.size as u32, PortDirection::Source, REFRESH_NS)
+                .map_err(apex_err("CREATE_SAMPLING_PORT PONG"))?;
+        }
+        (true, "send") => {
+            create_queuing_port(
+                "QOUT",
+                QUEUE_MSG as u32,
+                QUEUE_DEPTH,
+                PortDirection::Source,
+                QueuingDiscipline::Fifo,
+            )
+            .map_err(apex_err("CREATE_QUEUING_PORT QOUT"))?;
+        }
+        (true, "recv") => {
+            let id = create_queuing_port(
+                "QIN",
+                QUEUE_MSG as u32,
+                QUEUE_DEPTH,
+                PortDirection::Destination,
+                QueuingDiscipline::Fifo,
+            )
+            .map_err(apex_err("CREATE_QUEUING_PORT QIN"))?;
+            set_queuing_port_recv_mode(id, RecvMode::Spin)
+                .map_err(apex_err("set_queuing_port_recv_mode"))?;
+        }
+        (_, r) => return Err(format!("unknown role {r}")),
+    }
+    let pid = create_process(&ProcessAttributes {
+        name: "rtt".into(),
+        entry_point: apex_process,
+        stack_size: 0,
+        base_priority: APEX_PRIORITY,
+        period: INFINITE_TIME_VALUE,
+        time_capacity: INFINITE_TIME_VALUE,
+        deadline: Deadline::Soft,
+    })
+    .map_err(apex_err("CREATE_PROCESS"))?;
+    start(pid).map_err(apex_err("START"))?;
+    Err(set_partition_mode(OperatingMode::Normal)
+        .map_err(apex_err("SET_PARTITION_MODE(NORMAL)"))
+        .err()
+        .unwrap_or_else(|| "SET_PARTITION_MODE(NORMAL) returned".into()))
+}
+
+/// The partition's aperiodic communicating process.
+extern "C" fn apex_process() {
+    let a = ARGS.get().expect("set before NORMAL").clone();
+    let r = match (a.kind.as_str(), a.role.as_str()) {
+        ("apex", "ping") => apex_ping(&a).and_then(|s| print_samples(&s)),
+        ("apex", "pong") => apex_pong(&a),
+        ("qapex", "send") => apex_send(&a),
+        ("qapex", "recv") => apex_recv(&a).map(|rate| println!("rate {rate}")),
+        (k, r) => Err(format!("unknown kind/role {k} {r}")),
+    };
+    let _ = std::io::stdout().flush();
+    match r {
+        Ok(()) => {
+            let _ = set_partition_mode(OperatingMode::Idle);
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("partix-rttpart {} {}: {e}", a.kind, a.role);
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Wait for a message on `port` whose sequence number is `want` (spin, or the blocking wait of
+/// the runtime when the class is `block`).
+fn await_seq(
+    a: &PeerArgs,
+    port: SamplingPortId,
+    buf: &mut [u8],
+    want: u64,
+) -> Result<usize, String> {
+    loop {
+        let r = if a.block {
+            block_read(port, buf)
+        } else {
+            read_sampling_message(port, buf).map(|(n, _)| n)
+        };
+        match r {
+            Ok(n) if n >= 8 && seq_of(buf) == want => return Ok(n),
+            Ok(_) | Err(ApexError::NoAction) | Err(ApexError::TimedOut) => std::hint::spin_loop(),
+            Err(e) => return Err(apex_err("READ_SAMPLING_MESSAGE")(e)),
+        }
+    }
+}
+
+/// The `block` class on ports: the partix extension WAIT_SAMPLING_MESSAGE (a message newer than
+/// the last one returned; the port is set to [`RecvMode::Blocking`], so the caller sleeps in the
+/// kernel meanwhile), 1 s timeout per call.
+fn block_read(port: SamplingPortId, buf: &mut [u8]) -> ApexResult<usize> {
+    wait_sampling_message(port, 1_000_000_000, buf).map(|(n, _)| n)
+}
+
+fn apex_ping(a: &PeerArgs) -> Result<Vec<u64>, String> {
+    let ping = get_sampling_port_id("PING").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
+    let pong = get_sampling_port_id("PONG").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
+    let mut msg = vec![0x5au8; a.size];
+    let mut buf = vec![0u8; a.size];
+    await_seq(a, pong, &mut buf, 0)?;
+    time_rounds(a, |i| {
+        put_seq(&mut msg, i);
+        write_sampling_message(ping, &msg).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+        await_seq(a, pong, &mut buf, i).map(|_| ())
+    })
+}
+
+fn apex_pong(a: &PeerArgs) -> Result<(), String> {
+    let ping = get_sampling_port_id("PING").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
+    let pong = get_sampling_port_id("PONG").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
+    let mut buf = vec![0u8; a.size];
+    put_seq(&mut buf, 0);
+    write_sampling_message(pong, &buf).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+    for i in 1..=a.warmup + a.iters {
+        let n = await_seq(a, ping, &mut buf, i)?;
+        write_sampling_message(pong, &buf[..n]).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+    }
+    Ok(())
+}
+
+fn apex_send(a: &PeerArgs) -> Result<(), String> {
+    let id = get_queuing_port_id("QOUT").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let mut msg = [7u8; QUEUE_MSG];
+    for i in 0..a.iters {
+        put_seq(&mut msg, i);
+        loop {
+            match send_queuing_message(id, &msg, 0) {
+                Ok(()) => break,
+                Err(ApexError::NotAvailable) => std::hint::spin_loop(),
+                Err(e) => return Err(apex_err("SEND_QUEUING_MESSAGE")(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn apex_recv(a: &PeerArgs) -> Result<f64, String> {
+    let id = get_queuing_port_id("QIN").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let mut buf = [0u8; QUEUE_MSG];
+    receive_rate(a.iters, |i| {
+        loop {
+            match receive_queuing_message(id, &mut buf, 0) {
+                Ok(_) => break,
+                Err(ApexError::NotAvailable) => std::hint::spin_loop(),
+                Err(e) => return Err(apex_err("RECEIVE_QUEUING_MESSAGE")(e)),
+            }
+        }
+        check_order(&buf, i)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_round_trip_and_bad_ones_are_refused() {
+        let a = PeerArgs {
+            kind: "udp".into(),
+            role: "ping".into(),
+            cpu: 1,
+            size: 64,
+            iters: 10,
+            warmup: 2,
+            block: true,
+        };
+        assert_eq!(parse_args(&a.to_args()).unwrap(), a);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(parse_args(&s(&["udp"])).is_err());
+        assert!(parse_args(&s(&["udp", "ping", "--size", "4"])).is_err());
+        assert!(parse_args(&s(&["udp", "ping", "--mode", "nap"])).is_err());
+        assert!(parse_args(&s(&["udp", "ping", "--cpu"])).is_err());
+        assert!(parse_args(&s(&["udp", "ping", "--bogus", "1"])).is_err());
+    }
+
+    #[test]
+    fn sequence_numbers_are_little_endian_in_the_first_word() {
+        let mut b = [0u8; 16];
+        put_seq(&mut b, 0x0102);
+        assert_eq!(b[0], 2);
+        assert_eq!(seq_of(&b), 0x0102);
+        assert_eq!(seq_of(&b[..4]), u64::MAX);
+    }
+}

@@ -1,0 +1,98 @@
+//! `partix bench rtt` with tiny iteration counts over the one-sided transport: real partition
+//! processes, a real raw cache-line peer and UDP/TCP sockets. Asserts that rows come out (and
+//! the targets are judged), never timings.
+
+use partix_bench::rtt::{measure, RttArgs};
+use std::path::PathBuf;
+
+fn args() -> RttArgs {
+    RttArgs {
+        sizes: vec![16, 64],
+        iters: 200,
+        warmup: 20,
+        transports: vec!["one-sided".into()],
+        modes: vec!["spin".into(), "block".into()],
+        plot: None,
+        no_iceoryx2: true,
+        queue_messages: 5_000,
+        peer_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_partix-rttpart"))),
+    }
+}
+
+#[test]
+fn one_sided_rows_baselines_queue_and_plots_come_out() {
+    let a = args();
+    let rep = measure(&a).expect("bench runs");
+    for (name, mode) in [
+        ("one-sided", "spin"),
+        ("one-sided", "block"),
+        ("raw cache-line", "spin"),
+        ("raw UDP", "spin"),
+        ("raw UDP", "block"),
+        ("raw TCP", "spin"),
+        ("raw TCP", "block"),
+    ] {
+        for size in [16, 64] {
+            let c = rep
+                .classes
+                .iter()
+                .find(|c| c.name == name && c.mode == mode && c.size == size)
+                .unwrap_or_else(|| panic!("no class {name} {mode} {size}"));
+            let r = c
+                .result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{name} {mode} {size}: {e}"));
+            assert_eq!(r.len(), 200, "{name} {mode} {size}");
+            let row = format!("{name} {mode} {size} B");
+            assert!(
+                rep.text
+                    .lines()
+                    .any(|l| l.starts_with(&row) && l.contains(" 200 ")),
+                "no row {row:?} in\n{}",
+                rep.text
+            );
+        }
+    }
+    assert!(
+        rep.text
+            .contains("one-sided spin 16 B vs raw cache-line: p50"),
+        "{}",
+        rep.text
+    );
+    assert!(rep.text.contains("[target p99 ≤ 700 ns: "), "{}", rep.text);
+    // Queuing throughput: the raw ring and the one-sided queuing port both delivered.
+    assert_eq!(rep.queue.len(), 2);
+    for (name, r) in &rep.queue {
+        assert!(r.as_ref().is_ok_and(|v| *v > 0.0), "{name}: {r:?}");
+    }
+    let (met, missed) = rep.targets;
+    assert!(met + missed >= 3, "{:?}", rep.targets);
+    assert!(rep
+        .text
+        .contains(&format!("targets: {met} met, {missed} missed")));
+
+    let dir = std::env::temp_dir().join(format!("partix-rtt-smoke-{}", std::process::id()));
+    let files = partix_bench::rtt::plot(&dir, &a, &rep).expect("plots");
+    assert_eq!(files.len(), 4, "{files:?}");
+    for f in &files {
+        let svg = std::fs::read_to_string(f).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("one-sided"),
+            "{}",
+            f.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_missing_peer_program_is_a_clear_error() {
+    // A peer program that does not exist: refused before anything runs, naming it.
+    let mut a = args();
+    a.sizes = vec![16];
+    a.modes = vec!["spin".into()];
+    a.queue_messages = 0;
+    a.peer_exe = Some(PathBuf::from("/nonexistent/partix-rttpart"));
+    let e = measure(&a).unwrap_err().to_string();
+    assert!(e.contains("not found"), "{e}");
+}
