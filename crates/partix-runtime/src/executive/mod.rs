@@ -42,6 +42,10 @@ pub trait Clock {
     fn sleep_until(&mut self, t: u64) -> u64;
     /// Block while `*word == expected`, at most until absolute time `until` (may return early).
     fn wait_word(&mut self, word: &AtomicU32, expected: u32, until: u64);
+    /// Busy-wait until the absolute time `t` and return the time (≥ `t`). The default sleeps.
+    fn spin_until(&mut self, t: u64) -> u64 {
+        self.sleep_until(t)
+    }
 }
 
 /// The executive's control over partition processes.
@@ -69,6 +73,10 @@ pub trait Switcher {
     /// Do the work due by `now` (`CLOCK_MONOTONIC` ns): verify stops and enforce the ones not
     /// done (default: nothing).
     fn enforce(&mut self, _now: u64) {}
+    /// Partition `p`'s window is about to open (the executive holds the CPU until then): do
+    /// what can be done ahead without letting it run, e.g. wake its first parked thread, which
+    /// stays parked unless [`Switcher::cont`] follows (default: nothing).
+    fn prepare_open(&mut self, _p: usize) {}
 }
 
 /// Settings of a run.
@@ -92,6 +100,10 @@ pub struct Options {
     /// With the gate: how long after a close the partition may take to park before it is
     /// SIGSTOPped (the backstop); it may run at most this long after its window.
     pub park_bound: Duration,
+    /// Before a point that opens a window, wake up this much early, prepare the open
+    /// ([`Switcher::prepare_open`]) and busy-wait for the point (0: sleep to the point). The
+    /// executive takes this time from whatever runs before the point.
+    pub switch_lead: Duration,
 }
 
 /// How the executive keeps a partition off the CPU outside its windows.
@@ -140,6 +152,7 @@ impl Default for Options {
             log: true,
             switch: SwitchMechanism::default(),
             park_bound: Duration::from_micros(500),
+            switch_lead: Duration::from_micros(50),
         }
     }
 }
@@ -235,6 +248,9 @@ pub struct Overheads {
     /// Context switch overhead inside partitions: a job's start − max(release, partition resume)
     /// (`ProcessSlot::last_ctsw_ns`), sampled at each window close per process.
     pub ctswo: Histogram<u64>,
+    /// Latency of the early timer before an opening point (`Options::switch_lead`): wake-up −
+    /// (planned − lead). When it is below the lead, the point itself starts on time.
+    pub lead_timer: Histogram<u64>,
 }
 
 impl Overheads {
@@ -244,6 +260,7 @@ impl Overheads {
             tmro: h(),
             ptswo: h(),
             ctswo: h(),
+            lead_timer: h(),
         }
     }
 }
@@ -729,15 +746,33 @@ impl<'m> Executive<'m> {
         ev: Event,
     ) -> Option<EndReason> {
         let planned_mono = self.epoch + ev.planned;
+        let lead = self.opts.switch_lead.as_nanos() as u64;
+        let target = match ev.open {
+            Some(_) if lead > 0 => planned_mono.saturating_sub(lead),
+            _ => planned_mono,
+        };
         // Stops to verify before the point (the gate's backstop), each at its own time.
         while let Some(d) = sw.next_deadline() {
-            if d >= planned_mono {
+            if d >= target {
                 break;
             }
             let t = clock.sleep_until(d);
             sw.enforce(t);
         }
-        let wake_mono = clock.sleep_until(planned_mono);
+        let wake_mono = if target < planned_mono {
+            let early = clock.sleep_until(target);
+            self.overheads
+                .lead_timer
+                .saturating_record(early.saturating_sub(target).max(1));
+            if let Some(w) = ev.open {
+                if self.parts[w.partition].status == Status::Running {
+                    sw.prepare_open(w.partition);
+                }
+            }
+            clock.spin_until(planned_mono)
+        } else {
+            clock.sleep_until(planned_mono)
+        };
         let wake = wake_mono - self.epoch;
         let tmro = wake_mono.saturating_sub(planned_mono);
         self.overheads.tmro.saturating_record(tmro.max(1));

@@ -70,6 +70,16 @@ impl Clock for OsClock {
         monotonic_ns()
     }
 
+    fn spin_until(&mut self, t: u64) -> u64 {
+        loop {
+            let now = monotonic_ns();
+            if now >= t {
+                return now;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     fn wait_word(&mut self, word: &AtomicU32, expected: u32, until: u64) {
         let now = monotonic_ns();
         if until > now {
@@ -129,6 +139,8 @@ struct GateState {
     stat_fd: i32,
     /// A close waiting to be verified: (closed gate value, deadline in `CLOCK_MONOTONIC` ns).
     check: Option<(u32, u64)>,
+    /// `prepare_open` woke a parked thread (it parks again unless the gate opens).
+    prewoken: bool,
 }
 
 impl GateState {
@@ -137,6 +149,7 @@ impl GateState {
         threads: 1,
         stat_fd: -1,
         check: None,
+        prewoken: false,
     };
 }
 
@@ -464,12 +477,14 @@ impl Switcher for OsSwitcher<'_> {
                 threads: 1,
                 stat_fd: fd,
                 check: None,
+                prewoken: false,
             };
             Ok(pid)
         }
     }
 
     fn stop(&mut self, p: usize) {
+        self.gates[p].prewoken = false;
         if self.pids[p] <= 0 || self.gates[p].sigstopped {
             return;
         }
@@ -508,12 +523,28 @@ impl Switcher for OsSwitcher<'_> {
             if g & 1 == 0 {
                 // SYNC POINT: Release pairs with the park handler's Acquire load of the gate.
                 st.gate.store(g.wrapping_add(1), Ordering::Release);
-                futex::wake(&st.gate, 1);
+                if !self.gates[p].prewoken {
+                    futex::wake(&st.gate, 1);
+                }
             }
         }
+        self.gates[p].prewoken = false;
         if self.gates[p].sigstopped {
             self.gates[p].sigstopped = false;
             self.signal(p, libc::SIGCONT);
+        }
+    }
+
+    fn prepare_open(&mut self, p: usize) {
+        let g = &self.gates[p];
+        if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || g.sigstopped {
+            return;
+        }
+        // The highest-priority parked thread becomes runnable, but this thread holds the CPU
+        // until the point; if the gate is still closed when it runs, it parks again.
+        let st = self.shared.partition(p);
+        if st.gate.load(Ordering::Relaxed) & 1 == 0 {
+            self.gates[p].prewoken = futex::wake(&st.gate, 1) > 0;
         }
     }
 
