@@ -244,7 +244,18 @@ pub fn plot_cdf(
         .x_desc(x_desc)
         .y_desc("cumulative fraction")
         .draw()?;
-    let colors = [BLACK, BLUE, RED, GREEN, MAGENTA, CYAN];
+    let colors = [
+        BLACK,
+        BLUE,
+        RED,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        RGBColor(255, 140, 0),
+        RGBColor(128, 0, 128),
+        RGBColor(128, 128, 128),
+        RGBColor(139, 69, 19),
+    ];
     for (i, (name, r)) in series.iter().enumerate() {
         let c = colors[i % colors.len()];
         let pts: Vec<(f64, f64)> = r
