@@ -12,7 +12,9 @@
 //!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way
 //!   ROLE ping | pong      (qapex, qraw: send | recv)
 //! ```
-//! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only);
+//! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
+//! `# nvcsw N`: the voluntary context switches of the measuring thread meanwhile (whether its
+//! waits slept in the kernel);
 //! `recv` prints `rate <messages per second>`. Errors go to stderr with exit status 2.
 //!
 //! Messages carry a sequence number in their first 8 bytes (little endian); the ping side counts
@@ -178,18 +180,38 @@ fn put_seq(b: &mut [u8], seq: u64) {
     b[..8].copy_from_slice(&seq.to_le_bytes());
 }
 
-/// Print the samples (one per line) and flush.
+/// Voluntary context switches of the calling thread so far (the thread slept in the kernel).
+pub fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is a valid out-parameter; RUSAGE_THREAD reads the caller's.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+        ru.ru_nvcsw as u64
+    } else {
+        0
+    }
+}
+
+/// Print the samples (one per line), then `# nvcsw N` (voluntary context switches of the
+/// measuring thread during the measured rounds), and flush.
 fn print_samples(samples: &[u64]) -> Result<(), String> {
-    let mut s = String::with_capacity(samples.len() * 7);
+    let mut s = String::with_capacity(samples.len() * 7 + 32);
     for v in samples {
         s.push_str(&v.to_string());
         s.push('\n');
     }
+    s.push_str(&format!(
+        "# nvcsw {}\n",
+        MEASURED_SWITCHES.load(Ordering::Relaxed)
+    ));
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())
         .and_then(|_| out.flush())
         .map_err(|e| format!("stdout: {e}"))
 }
+
+/// Voluntary context switches of the measuring thread during the measured rounds.
+static MEASURED_SWITCHES: AtomicU64 = AtomicU64::new(0);
 
 /// Time `total = warmup + iters` round trips of `round(seq)`; keep the measured ones.
 fn time_rounds(
@@ -197,7 +219,11 @@ fn time_rounds(
     mut round: impl FnMut(u64) -> Result<(), String>,
 ) -> Result<Vec<u64>, String> {
     let mut samples = Vec::with_capacity(a.iters as usize);
+    let mut switches0 = voluntary_switches();
     for i in 1..=a.warmup + a.iters {
+        if i == a.warmup + 1 {
+            switches0 = voluntary_switches();
+        }
         let t = Instant::now();
         round(i)?;
         let dt = t.elapsed().as_nanos() as u64;
@@ -205,6 +231,10 @@ fn time_rounds(
             samples.push(dt);
         }
     }
+    MEASURED_SWITCHES.store(
+        voluntary_switches().saturating_sub(switches0),
+        Ordering::Relaxed,
+    );
     Ok(samples)
 }
 
