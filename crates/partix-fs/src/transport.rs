@@ -575,8 +575,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn udp_moves_messages_both_ways_in_both_modes() {
-        for mode in [RecvMode::Spin, RecvMode::Block] {
+    fn udp_moves_messages_both_ways_in_every_mode() {
+        for mode in [RecvMode::Busy, RecvMode::Spin, RecvMode::Block] {
             let mut a = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), mode).unwrap();
             let mut b = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), mode).unwrap();
             a.send(&b.local_addr(), b"ping").unwrap();
@@ -592,6 +592,15 @@ mod tests {
                 .send(&PeerAddr::Mac(EthernetAddress::BROADCAST), b"x")
                 .is_err());
         }
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for m in [RecvMode::Busy, RecvMode::Spin, RecvMode::Block] {
+            assert_eq!(RecvMode::from_name(m.name()), Some(m));
+        }
+        assert_eq!(RecvMode::from_name("fast"), None);
+        assert_eq!(RecvMode::default(), RecvMode::Block);
     }
 
     #[test]
