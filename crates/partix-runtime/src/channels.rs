@@ -8,9 +8,11 @@
 //!   writes each message into each (multicast is done by the writer: no daemon, no receiver
 //!   CPU); each destination maps *its own* slot read-only, so a store by the destination faults.
 //!   Source: `slot, notifier` per destination; destination: `slot (r), notifier`.
-//! - **one-sided queuing**: one region holding a control line (two notifiers: "data" parks the
-//!   receiver, "space" parks the sender) at offset 0 and an SPSC ring ([`partix_shm::ring`]) at
-//!   offset [`RING_OFFSET`]; both ends map it read-write.
+//! - **one-sided queuing**: a data region holding a split SPSC ring ([`partix_shm::ring`],
+//!   header, `tail` and slots) that the source maps read-write and the destination
+//!   **read-only**, and a control region (both read-write) holding the "data" notifier (parks
+//!   the receiver), the "space" notifier (parks the sender) and the consumer's `head` counter.
+//!   Both ends: `data, control`.
 //! - **two-sided**: per destination a TX region (source and destination) and an RX region
 //!   (destination only); the destination runs the network manager thread. Source: the TX
 //!   regions; destination: `TX, RX`.
@@ -44,12 +46,12 @@
 #![allow(unsafe_code)]
 
 use crate::transport::{socket, Transport};
-pub use crate::transport::{DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
+pub use crate::transport::{CONTROL_OFFSET, DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
 use partix_config::model::{
     Channel, ChannelKind, Location, Module, PartitionId, PortDirection, PortRef,
 };
 use partix_shm::notifier::NOTIFIER_LEN;
-use partix_shm::ring::RingLayout;
+use partix_shm::ring::{RingLayout, CONTROL_LEN};
 use partix_shm::sampling::{SamplingLayout, SamplingWriter};
 use partix_shm::twoqueue::QueueShape;
 use partix_shm::twosided::{RingShape, TwoSidedReceiver, TwoSidedSender};
@@ -215,26 +217,25 @@ pub fn ring_capacity(max_nb_messages: u32) -> u32 {
     max_nb_messages.max(1).next_power_of_two()
 }
 
-fn queuing_region(name: &str, port: &str, max: u32, nb: u32) -> Result<Region, ChannelError> {
-    let layout = RingLayout::new(ring_capacity(nb), max).map_err(|error| ChannelError::Layout {
-        port: port.into(),
-        error,
-    })?;
-    let region = Arc::new(
-        Region::create(name, RING_OFFSET + layout.size_bytes()).map_err(|error| {
-            ChannelError::Region {
-                port: port.into(),
-                error,
-            }
-        })?,
-    );
+/// Create the data region (the split ring) and the control region (notifiers and the
+/// consumer's `head`) of a one-sided queuing channel.
+fn queuing_regions(
+    name: &str,
+    port: &str,
+    max: u32,
+    nb: u32,
+) -> Result<(Region, Region), ChannelError> {
+    let layout = RingLayout::new(ring_capacity(nb), max).map_err(layout_err(port))?;
+    let data = Arc::new(Region::create(name, layout.size_bytes()).map_err(region_err(port))?);
+    let ctrl =
+        Arc::new(Region::create(&format!("{name}-ctl"), CONTROL_LEN).map_err(region_err(port))?);
     layout
-        .init(&region, RING_OFFSET)
-        .map_err(|error| ChannelError::Layout {
-            port: port.into(),
-            error,
-        })?;
-    Ok(Arc::try_unwrap(region).expect("no other handle"))
+        .init_split(&data, RING_OFFSET, &ctrl, CONTROL_OFFSET)
+        .map_err(layout_err(port))?;
+    Ok((
+        Arc::try_unwrap(data).expect("no other handle"),
+        Arc::try_unwrap(ctrl).expect("no other handle"),
+    ))
 }
 
 fn region_err(port: &str) -> impl Fn(RegionError) -> ChannelError + '_ {
@@ -410,9 +411,13 @@ impl ChannelSet {
                     let plabel = label(src);
                     let (src_res, dst_res) = match transport {
                         Transport::OneSided => {
-                            let r = queuing_region(&name, &plabel, max, nb)?;
-                            let ri = set.push(Resource::Region(r));
-                            (vec![(ri, Access::ReadWrite)], vec![(ri, Access::ReadWrite)])
+                            let (data, ctrl) = queuing_regions(&name, &plabel, max, nb)?;
+                            let di = set.push(Resource::Region(data));
+                            let ci = set.push(Resource::Region(ctrl));
+                            (
+                                vec![(di, Access::ReadWrite), (ci, Access::ReadWrite)],
+                                vec![(di, Access::ReadOnly), (ci, Access::ReadWrite)],
+                            )
                         }
                         Transport::TwoSided => {
                             let (tx, rx) = two_sided_queuing(&name, &plabel, max, nb)?;
@@ -491,14 +496,22 @@ impl ChannelSet {
                     Some(r) => r,
                     None => {
                         let name = format!("partix-unconnected-{}/{}", part.name, qp.name);
-                        let r = queuing_region(
+                        let (data, ctrl) = queuing_regions(
                             &name,
                             &qp.name,
                             qp.max_message_size,
                             qp.max_nb_messages,
                         )?;
-                        let ri = set.push(Resource::Region(r));
-                        (vec![(ri, Access::ReadWrite)], Transport::OneSided)
+                        let di = set.push(Resource::Region(data));
+                        let ci = set.push(Resource::Region(ctrl));
+                        let access = match qp.direction {
+                            PortDirection::Source => Access::ReadWrite,
+                            PortDirection::Destination => Access::ReadOnly,
+                        };
+                        (
+                            vec![(di, access), (ci, Access::ReadWrite)],
+                            Transport::OneSided,
+                        )
                     }
                 };
                 set.grants[pi].push(Grant {
@@ -863,21 +876,23 @@ mod tests {
     fn sampling_multicast_queuing_and_unconnected_ports_get_their_regions() {
         let m = module();
         let set = ChannelSet::create(&m).unwrap();
-        // 2 sampling slots + 2 notifiers, 1 ring, 1 unconnected slot + notifier.
-        assert_eq!(set.region_count(), 7);
+        // 2 sampling slots + 2 notifiers, 1 ring (data + control), 1 unconnected slot + notifier.
+        assert_eq!(set.region_count(), 8);
         let a = set.ports_of(0);
         let names: Vec<&str> = a.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["OUT", "LONELY", "Q OUT"]);
         let rw = Access::ReadWrite;
         assert_eq!(a[0].fds, vec![(600, rw), (601, rw), (602, rw), (603, rw)]);
         assert_eq!(a[1].fds, vec![(604, Access::ReadOnly), (605, rw)]);
-        assert_eq!(a[2].fds, vec![(606, rw)]);
+        assert_eq!(a[2].fds, vec![(606, rw), (607, rw)]);
         assert_eq!(a[0].param, 100_000_000);
         assert_eq!(a[2].param, 5);
         let b = set.ports_of(1);
         assert_eq!(b[0].fds, vec![(600, Access::ReadOnly), (601, rw)]);
         assert_eq!(b[1].kind, ChannelKind::Queuing);
-        assert_eq!(set.child_fds(1).len(), 3);
+        // The destination maps the queued data read-only, its control region read-write.
+        assert_eq!(b[1].fds, vec![(602, Access::ReadOnly), (603, rw)]);
+        assert_eq!(set.child_fds(1).len(), 4);
         assert_eq!(set.child_fds(2).len(), 2);
 
         // The source writes both slots; each destination reads its own through a read-only map.
@@ -892,10 +907,21 @@ mod tests {
             assert_eq!(&buf[..ok.len], format!("to {dst}").as_bytes());
         }
         // The ring: producer in A, consumer in B, capacity rounded up to a power of two.
-        let mut p = RingProducer::attach(map(src[6].0, Access::ReadWrite), RING_OFFSET).unwrap();
-        let mut c =
-            RingConsumer::attach(map(set.child_fds(1)[2].0, Access::ReadWrite), RING_OFFSET)
-                .unwrap();
+        let mut p = RingProducer::attach_split(
+            map(src[6].0, Access::ReadWrite),
+            RING_OFFSET,
+            map(src[7].0, Access::ReadWrite),
+            CONTROL_OFFSET,
+        )
+        .unwrap();
+        let b = set.child_fds(1);
+        let mut c = RingConsumer::attach_split(
+            map(b[2].0, Access::ReadOnly),
+            RING_OFFSET,
+            map(b[3].0, Access::ReadWrite),
+            CONTROL_OFFSET,
+        )
+        .unwrap();
         assert_eq!(p.capacity(), 8);
         p.try_push(b"hello").unwrap();
         let mut buf = [0u8; 16];

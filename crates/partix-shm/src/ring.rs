@@ -20,6 +20,16 @@
 //! `head` and `tail` are free-running 64-bit counters (they never wrap in practice); message `i`
 //! lives in slot `i & (capacity - 1)`; `tail - head` is the number of queued messages.
 //!
+//! **Split layout** ([`RingLayout::init_split`], magic `"PXRINGS1"`): the same data area (its
+//! `head` and notifier lines unused), plus a separate control area owned by the consumer:
+//! ```text
+//!  0    notifier (consumer parks here)     64   (free: partix puts the "space" notifier here)
+//!  128  head u64 (consumer only)           192
+//! ```
+//! The consumer then stores nothing in the data area, so it maps it **read-only**: a consumer
+//! (destination partition) cannot corrupt queued messages, only its own `head`. The algorithm
+//! ([`RingView`]) is the same; it takes `head`, `tail` and the slots wherever they live.
+//!
 //! # Protocol and proof sketch
 //! ```text
 //! producer (try_push):                          consumer (try_pop):
@@ -317,6 +327,14 @@ mod shm {
     use std::time::Duration;
 
     const MAGIC: u64 = u64::from_le_bytes(*b"PXRING01");
+    /// A ring whose `head` lives in a separate control area ([`RingLayout::init_split`]).
+    const MAGIC_SPLIT: u64 = u64::from_le_bytes(*b"PXRINGS1");
+    /// Offsets in the control area of a split ring.
+    const CTRL_NOTIFIER: usize = 0;
+    const CTRL_HEAD: usize = 2 * 64;
+    /// Bytes of the control area of a split ring: the data notifier, a line the channel may use
+    /// (partix: the "space" notifier), and `head` on its own line.
+    pub const CONTROL_LEN: usize = 3 * 64;
     const VERSION: u32 = 1;
     const HDR_MAGIC: usize = 0;
     const HDR_VERSION: usize = 8;
@@ -396,11 +414,42 @@ mod shm {
             area.u64_at(HDR_MAGIC).store(MAGIC, Ordering::Release);
             Ok(())
         }
+
+        /// Initialise an empty **split** ring: the header, `tail` and the slots at `offset` of
+        /// `data` ([`RingLayout::size_bytes`]), and the consumer's `head` plus the notifier in
+        /// the [`CONTROL_LEN`] bytes at `ctrl_offset` of `ctrl`. The consumer then needs only a
+        /// read-only mapping of `data` (it writes nothing there) and a read-write one of `ctrl`.
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn init_split(
+            &self,
+            data: &Arc<Region>,
+            offset: usize,
+            ctrl: &Arc<Region>,
+            ctrl_offset: usize,
+        ) -> Result<(), AreaError> {
+            let c = Area::new(ctrl.clone(), ctrl_offset, CONTROL_LEN)?;
+            if !c.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            for w in c.words(0, CONTROL_LEN / 8) {
+                w.store(0, Ordering::Relaxed);
+            }
+            self.init(data, offset)?;
+            let area = Area::new(data.clone(), offset, SLOTS)?;
+            // SYNC POINT: republishes the header as split; pairs with the Acquire magic load.
+            area.u64_at(HDR_MAGIC).store(MAGIC_SPLIT, Ordering::Release);
+            Ok(())
+        }
     }
 
     #[derive(Debug, Clone)]
     struct Ring {
         area: Area,
+        /// The area holding `head` at `head_off` (the ring's own area, or the control area).
+        head: Area,
+        head_off: usize,
         capacity: usize,
         max: u32,
         words: usize,
@@ -410,12 +459,40 @@ mod shm {
 
     impl Ring {
         fn open(region: Arc<Region>, offset: usize) -> Result<Ring, AreaError> {
+            Self::open_with(region, offset, None)
+        }
+
+        /// Open a split ring; `data_rw`: whether this role stores into the data area.
+        fn open_split(
+            data: Arc<Region>,
+            offset: usize,
+            ctrl: Arc<Region>,
+            ctrl_offset: usize,
+            data_rw: bool,
+        ) -> Result<Ring, AreaError> {
+            let c = Area::new(ctrl, ctrl_offset, CONTROL_LEN)?;
+            if !c.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            let r = Self::open_with(data, offset, Some(c))?;
+            if data_rw && !r.area.writable() {
+                return Err(AreaError::ReadOnly);
+            }
+            Ok(r)
+        }
+
+        fn open_with(
+            region: Arc<Region>,
+            offset: usize,
+            ctrl: Option<Area>,
+        ) -> Result<Ring, AreaError> {
             let hdr = Area::new(region, offset, SLOTS)?;
-            if !hdr.writable() {
+            if ctrl.is_none() && !hdr.writable() {
                 return Err(AreaError::ReadOnly);
             }
             let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
-            if magic != MAGIC {
+            let want = if ctrl.is_some() { MAGIC_SPLIT } else { MAGIC };
+            if magic != want {
                 return Err(AreaError::BadMagic { found: magic });
             }
             let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
@@ -430,13 +507,25 @@ mod shm {
                 return Err(AreaError::BadParameter("ring header slot_words mismatch"));
             }
             let area = hdr.resized(layout.size_bytes())?;
-            let notifier = Notifier::from_area(Area::new(
-                area.region().clone(),
-                area.offset() + NOTIFIER,
-                64,
-            )?);
+            let (head, head_off, notifier) = match ctrl {
+                None => (
+                    area.clone(),
+                    HEAD,
+                    Notifier::from_area(Area::new(
+                        area.region().clone(),
+                        area.offset() + NOTIFIER,
+                        64,
+                    )?),
+                ),
+                Some(c) => {
+                    let n = Area::new(c.region().clone(), c.offset() + CTRL_NOTIFIER, 64)?;
+                    (c, CTRL_HEAD, Notifier::from_area(n))
+                }
+            };
             Ok(Ring {
                 area,
+                head,
+                head_off,
                 capacity: layout.capacity as usize,
                 max: layout.max_message_size,
                 words: layout.slot_words(),
@@ -448,7 +537,7 @@ mod shm {
         #[inline]
         fn view(&self) -> RingView<'_> {
             RingView::with_stride(
-                self.area.u64_at(HEAD),
+                self.head.u64_at(self.head_off),
                 self.area.u64_at(TAIL),
                 self.area.words(SLOTS, self.words),
                 self.capacity,
@@ -477,16 +566,35 @@ mod shm {
             Ok(RingProducer { ring, st })
         }
 
+        /// Open a split ring ([`RingLayout::init_split`]): `data` read-write, `ctrl` read-write
+        /// (the producer reads `head` there and wakes the consumer through its notifier).
+        ///
+        /// # Errors
+        /// As [`RingProducer::attach`].
+        pub fn attach_split(
+            data: Arc<Region>,
+            offset: usize,
+            ctrl: Arc<Region>,
+            ctrl_offset: usize,
+        ) -> Result<RingProducer, AreaError> {
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, true)?;
+            let st = ring.view().producer_state();
+            Ok(RingProducer { ring, st })
+        }
+
         /// Return the number of messages published since the ring was initialised (the shared
         /// `tail`, `Acquire`).
         pub fn pushed(&self) -> u64 {
-            self.ring.area.u64_at(TAIL).load(Ordering::Acquire)
+            self.ring.view().tail.load(Ordering::Acquire)
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
         /// (the shared `head`, `Acquire`): the consumer's cumulative acknowledgement.
         pub fn popped(&self) -> u64 {
-            self.ring.area.u64_at(HEAD).load(Ordering::Acquire)
+            self.ring
+                .head
+                .u64_at(self.ring.head_off)
+                .load(Ordering::Acquire)
         }
 
         /// Return the largest message size.
@@ -578,16 +686,35 @@ mod shm {
             Ok(RingConsumer { ring, st })
         }
 
+        /// Open a split ring ([`RingLayout::init_split`]): `data` may be mapped **read-only**
+        /// (the consumer only loads `tail` and the slots), `ctrl` read-write (it stores `head`).
+        ///
+        /// # Errors
+        /// As [`RingProducer::attach`].
+        pub fn attach_split(
+            data: Arc<Region>,
+            offset: usize,
+            ctrl: Arc<Region>,
+            ctrl_offset: usize,
+        ) -> Result<RingConsumer, AreaError> {
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false)?;
+            let st = ring.view().consumer_state();
+            Ok(RingConsumer { ring, st })
+        }
+
         /// Return the number of messages published since the ring was initialised (the shared
         /// `tail`, `Acquire`).
         pub fn pushed(&self) -> u64 {
-            self.ring.area.u64_at(TAIL).load(Ordering::Acquire)
+            self.ring.view().tail.load(Ordering::Acquire)
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
         /// (the shared `head`, `Acquire`): the consumer's cumulative acknowledgement.
         pub fn popped(&self) -> u64 {
-            self.ring.area.u64_at(HEAD).load(Ordering::Acquire)
+            self.ring
+                .head
+                .u64_at(self.ring.head_off)
+                .load(Ordering::Acquire)
         }
 
         /// Return the largest message size.
@@ -776,6 +903,48 @@ mod shm {
                 p.try_push(&[i]).unwrap();
             }
             assert_eq!(t.join().unwrap(), vec![vec![0], vec![1], vec![2]]);
+        }
+
+        #[test]
+        #[allow(unsafe_code)]
+        fn split_ring_consumer_works_on_a_read_only_data_mapping() {
+            let l = RingLayout::new(4, 16).unwrap();
+            let data = Arc::new(Region::create("partix-ring-data", l.size_bytes()).unwrap());
+            let ctrl = Arc::new(Region::create("partix-ring-ctrl", CONTROL_LEN).unwrap());
+            l.init_split(&data, 0, &ctrl, 0).unwrap();
+            // SAFETY: dup returns a fresh descriptor that nothing else owns.
+            let fd = unsafe { libc::dup(data.raw_fd()) };
+            // SAFETY: fd is fresh and unowned.
+            let ro = Arc::new(
+                unsafe { Region::from_raw_fd(fd, data.len(), crate::Access::ReadOnly) }.unwrap(),
+            );
+            let mut p = RingProducer::attach_split(data.clone(), 0, ctrl.clone(), 0).unwrap();
+            let mut c = RingConsumer::attach_split(ro.clone(), 0, ctrl.clone(), 0).unwrap();
+            let mut buf = [0u8; 16];
+            for round in 0..3u8 {
+                for i in 0..4u8 {
+                    p.try_push(&[round, i]).unwrap();
+                }
+                assert_eq!(p.try_push(b"x"), Err(PushError::Full));
+                for i in 0..4u8 {
+                    assert_eq!(c.try_pop(&mut buf), Ok(2));
+                    assert_eq!(buf[..2], [round, i]);
+                }
+            }
+            assert_eq!((p.pushed(), c.popped()), (12, 12));
+            // A producer needs the data read-write; the plain attach refuses a split ring.
+            assert_eq!(
+                RingProducer::attach_split(ro.clone(), 0, ctrl.clone(), 0).unwrap_err(),
+                AreaError::ReadOnly
+            );
+            assert!(matches!(
+                RingConsumer::attach(data.clone(), 0),
+                Err(AreaError::BadMagic { .. })
+            ));
+            assert_eq!(
+                RingConsumer::attach_split(ro.clone(), 0, ro, 0).unwrap_err(),
+                AreaError::ReadOnly
+            );
         }
 
         #[test]

@@ -277,3 +277,140 @@ fn notifier_never_loses_a_wakeup() {
 fn notifier_never_loses_a_wakeup_twice() {
     notifier_model(2);
 }
+
+/// The one-sided ring with the **split** layout: `head` lives in the consumer's control area,
+/// `tail` and the slots in the data area the consumer maps read-only. The algorithm is the same
+/// `RingView` over words that live apart; the consumer stores only to the control area.
+#[test]
+fn ring_split_control_area_no_loss_in_order() {
+    loom::model(|| {
+        const CAP: usize = 2;
+        const N: u32 = 3;
+        let stride = 1 + WORDS;
+        // Data area: tail and slots. Control area: head (separate allocation).
+        let data = Arc::new((AtomicU64::new(0), words(CAP * stride)));
+        let ctrl = Arc::new(AtomicU64::new(0));
+        let (d, c) = (data.clone(), ctrl.clone());
+        let producer = thread::spawn(move || {
+            let view = RingView::new(&c, &d.0, &d.1, CAP);
+            let mut st = view.producer_state();
+            for seq in 1..=N {
+                while view.push(&mut st, &payload(seq)) == Err(PushError::Full) {
+                    thread::yield_now();
+                }
+            }
+        });
+        let view = RingView::new(&ctrl, &data.0, &data.1, CAP);
+        let mut st = view.consumer_state();
+        let mut got = Vec::new();
+        while got.len() < N as usize {
+            let mut buf = [0u8; 8 * WORDS];
+            match view.pop(&mut st, &mut buf) {
+                Ok(_) => {
+                    let seq = u64::from_ne_bytes(buf[..8].try_into().unwrap()) as u32;
+                    assert_whole(&buf, seq);
+                    got.push(seq);
+                }
+                Err(PopError::Empty) => thread::yield_now(),
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(got, (1..=N).collect::<Vec<_>>());
+    });
+}
+
+/// The two-sided queuing design (`partix_shm::twoqueue`): sender → TX ring → manager → RX ring
+/// → receiver, with the receiver's cumulative ack as the sender's credit (`LIMIT` messages in
+/// flight). The three run concurrently for a bounded number of steps each (a sender without
+/// credit stops instead of spinning), then the rest of the stream is run to the end: no torn
+/// message, no loss, no duplication, FIFO order, and neither ring is ever found full by the side
+/// the credit rule says always has room (the manager never starves).
+#[test]
+fn two_sided_queue_credits_no_loss_in_order() {
+    loom::model(|| {
+        const CAP: usize = 2;
+        const LIMIT: u64 = 2;
+        const N: u32 = 3;
+        let stride = 1 + WORDS;
+        let tx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
+        let rx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
+        let ack = Arc::new(AtomicU64::new(0));
+        let send = |view: &RingView<'_>, st: &mut _, sent: &mut u64, ack: &AtomicU64| -> bool {
+            // The credit check, Acquire on the cumulative ack.
+            if *sent - ack.load(Ordering::Acquire) >= LIMIT {
+                return false;
+            }
+            let seq = *sent as u32 + 1;
+            assert_eq!(
+                view.push(st, &payload(seq)),
+                Ok(()),
+                "TX full within credit"
+            );
+            *sent += 1;
+            true
+        };
+        let step = |txv: &RingView<'_>, cs: &mut _, rxv: &RingView<'_>, ps: &mut _| -> bool {
+            let mut buf = [0u8; 8 * WORDS];
+            match txv.pop(cs, &mut buf) {
+                Ok(n) => {
+                    assert_eq!(rxv.push(ps, &buf[..n]), Ok(()), "manager starved");
+                    true
+                }
+                Err(PopError::Empty) => false,
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let take = |rxv: &RingView<'_>, st: &mut _, got: &mut Vec<u32>, ack: &AtomicU64| -> bool {
+            let mut buf = [0u8; 8 * WORDS];
+            match rxv.pop(st, &mut buf) {
+                Ok(_) => {
+                    let seq = u64::from_ne_bytes(buf[..8].try_into().unwrap()) as u32;
+                    assert_whole(&buf, seq);
+                    got.push(seq);
+                    // The cumulative ack: messages consumed, Release after the copy.
+                    ack.store(got.len() as u64, Ordering::Release);
+                    true
+                }
+                Err(PopError::Empty) => false,
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let (t, a) = (tx.clone(), ack.clone());
+        let sender = thread::spawn(move || {
+            let view = RingView::new(&t.0, &t.1, &t.2, CAP);
+            let mut st = view.producer_state();
+            let mut sent = 0u64;
+            while sent < u64::from(N) && send(&view, &mut st, &mut sent, &a) {}
+            sent
+        });
+        let (t, r) = (tx.clone(), rx.clone());
+        let manager = thread::spawn(move || {
+            let txv = RingView::new(&t.0, &t.1, &t.2, CAP);
+            let rxv = RingView::new(&r.0, &r.1, &r.2, CAP);
+            let (mut cs, mut ps) = (txv.consumer_state(), rxv.producer_state());
+            let _ = step(&txv, &mut cs, &rxv, &mut ps);
+            let _ = step(&txv, &mut cs, &rxv, &mut ps);
+        });
+        let rxv = RingView::new(&rx.0, &rx.1, &rx.2, CAP);
+        let mut st = rxv.consumer_state();
+        let mut got = Vec::new();
+        let _ = take(&rxv, &mut st, &mut got, &ack);
+        let mut sent = sender.join().unwrap();
+        manager.join().unwrap();
+        // Run the rest sequentially (fresh handles continue at the shared counters).
+        let txv = RingView::new(&tx.0, &tx.1, &tx.2, CAP);
+        let (mut sst, mut cs, mut ps) = (
+            txv.producer_state(),
+            txv.consumer_state(),
+            rxv.producer_state(),
+        );
+        while got.len() < N as usize {
+            let progress = (sent < u64::from(N) && send(&txv, &mut sst, &mut sent, &ack))
+                | step(&txv, &mut cs, &rxv, &mut ps)
+                | take(&rxv, &mut st, &mut got, &ack);
+            assert!(progress, "stuck with {got:?} received, {sent} sent");
+        }
+        assert_eq!(got, (1..=N).collect::<Vec<_>>());
+    });
+}

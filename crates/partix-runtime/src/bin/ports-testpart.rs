@@ -8,7 +8,8 @@
 //!   sampling-dst   read until "final": latest wins, reads do not consume, validity turns
 //!                  INVALID after the refresh period; the slot is mapped read-only (a write faults)
 //!   queue-src N    send N numbered messages (INFINITE timeout)
-//!   queue-dst N    receive N messages, check order and content (no loss, no duplicate)
+//!   queue-dst N    receive N messages, check order and content (no loss, no duplicate); the
+//!                  queued data is mapped read-only (a store faults)
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
 //!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
@@ -579,6 +580,28 @@ extern "C" fn queue_dst_process() {
         extra == Err(ApexError::TimedOut),
         format!("{extra:?}"),
     );
+    // The queued data is mapped read-only here (only the control region, "-ctl", is writable).
+    let maps = channel_maps();
+    let data: Vec<&String> = maps.iter().filter(|l| !l.contains("-ctl")).collect();
+    expect(
+        "queue destination maps the queued data read-only",
+        !data.is_empty()
+            && data
+                .iter()
+                .all(|l| l.split_whitespace().nth(1) == Some("r--s")),
+        format!("{maps:?}"),
+    );
+    if let Some(addr) = data
+        .first()
+        .and_then(|l| l.split('-').next())
+        .and_then(|a| usize::from_str_radix(a, 16).ok())
+    {
+        expect(
+            "a store into the queued data faults",
+            store_faults(addr + 256),
+            "no SIGSEGV",
+        );
+    }
     out(&format!("END queue-dst {n}"));
     idle_forever();
 }

@@ -3,7 +3,7 @@
 //!
 //! | transport   | sampling                                   | queuing                                     |
 //! |-------------|--------------------------------------------|---------------------------------------------|
-//! | `one-sided` | the writer stores into each destination's read-only slot | SPSC ring; the source pushes straight into it |
+//! | `one-sided` | the writer stores into each destination's read-only slot | SPSC ring the destination maps read-only (its `head` in a control region); the source pushes straight into it |
 //! | `two-sided` | TX ring → manager thread → RX ring, newest overwrites unsent | TX ring → manager thread → RX ring, cumulative-ack credits |
 //! | `udp`/`tcp` | a connected socket pair per destination; the reader drains to the newest | frames + cumulative-ack credits |
 //!
@@ -93,13 +93,16 @@ impl fmt::Display for Transport {
     }
 }
 
-/// Offset of the ring in a one-sided queuing region (after the two notifiers).
-pub const RING_OFFSET: usize = 2 * NOTIFIER_LEN;
-/// Offset of the "data" notifier (the sender wakes a parked receiver) in a one-sided queuing
-/// region.
+/// Offset of the ring in the data region of a one-sided queuing channel (a split ring,
+/// [`partix_shm::ring::RingLayout::init_split`]: the destination maps this region read-only).
+pub const RING_OFFSET: usize = 0;
+/// Offset of the "data" notifier (the sender wakes a parked receiver) in the control region of a
+/// one-sided queuing channel (it is also the split ring's own notifier).
 pub const DATA_NOTIFIER: usize = 0;
-/// Offset of the "space" notifier (the receiver wakes a parked sender).
+/// Offset of the "space" notifier (the receiver wakes a parked sender) in the control region.
 pub const SPACE_NOTIFIER: usize = NOTIFIER_LEN;
+/// Offset of the split ring's control area (head counter) in the control region.
+pub const CONTROL_OFFSET: usize = 0;
 
 /// Failure to attach an endpoint to the inherited descriptors.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -350,10 +353,11 @@ impl QueueSource {
         let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
         Ok(match port.desc.transport {
             Transport::OneSided => {
-                let r = region(port, 0)?;
+                let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueSource::OneSided(
-                    RingProducer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
-                    Notifier::new(r, DATA_NOTIFIER).map_err(|e| err(port, e))?,
+                    RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                        .map_err(|e| err(port, e))?,
+                    Notifier::new(ctrl, DATA_NOTIFIER).map_err(|e| err(port, e))?,
                     limit as usize,
                 )
             }
@@ -377,12 +381,13 @@ impl QueueSource {
     pub fn waiter(&self, port: &MappedPort) -> Result<QueueWaiter, AttachError> {
         Ok(match self {
             QueueSource::OneSided(_, _, limit) => {
-                let r = region(port, 0)?;
+                let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueWaiter::Ring {
                     probe: RingProbe::Producer(
-                        RingProducer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                        RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                            .map_err(|e| err(port, e))?,
                     ),
-                    notifier: Notifier::new(r, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                    notifier: Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
                     limit: *limit,
                 }
             }
@@ -455,10 +460,11 @@ impl QueueDestination {
         let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
         Ok(match port.desc.transport {
             Transport::OneSided => {
-                let r = region(port, 0)?;
+                let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueDestination::OneSided(
-                    RingConsumer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
-                    Notifier::new(r, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                    RingConsumer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                        .map_err(|e| err(port, e))?,
+                    Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
                 )
             }
             Transport::TwoSided => {
@@ -489,12 +495,13 @@ impl QueueDestination {
     pub fn waiter(&self, port: &MappedPort) -> Result<QueueWaiter, AttachError> {
         Ok(match self {
             QueueDestination::OneSided(..) => {
-                let r = region(port, 0)?;
+                let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueWaiter::Ring {
                     probe: RingProbe::Consumer(
-                        RingConsumer::attach(r.clone(), RING_OFFSET).map_err(|e| err(port, e))?,
+                        RingConsumer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                            .map_err(|e| err(port, e))?,
                     ),
-                    notifier: Notifier::new(r, DATA_NOTIFIER).map_err(|e| err(port, e))?,
+                    notifier: Notifier::new(ctrl, DATA_NOTIFIER).map_err(|e| err(port, e))?,
                     limit: 0,
                 }
             }
