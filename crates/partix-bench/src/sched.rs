@@ -23,7 +23,7 @@ use partix_runtime::attach::monotonic_ns;
 use partix_runtime::executive::os::{
     default_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
 };
-use partix_runtime::executive::Options;
+use partix_runtime::executive::{Options, SwitchMechanism};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -50,6 +50,13 @@ pub struct SchedArgs {
     /// Disable the kernel's RT throttling during the executive runs (restored afterwards).
     #[arg(long)]
     pub rt_unthrottle: bool,
+    /// Switch mechanisms to run the executive with, each for every process count
+    /// (gate, signals).
+    #[arg(long, value_delimiter = ',', default_value = "gate,signals")]
+    pub switch: Vec<SwitchMechanism>,
+    /// The executive's early wake-up before an opening point (µs; 0: none).
+    #[arg(long, default_value_t = 50)]
+    pub lead_us: u64,
 }
 
 /// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
@@ -161,6 +168,8 @@ fn run_on_thread(
     frames: u64,
     cpu: usize,
     rt_unthrottle: bool,
+    switch: SwitchMechanism,
+    lead: Duration,
 ) -> anyhow::Result<RunReport> {
     let programs = (0..module.partitions.len())
         .map(|p| resolve_program(&module, p))
@@ -177,6 +186,8 @@ fn run_on_thread(
             max_frames: Some(frames),
             trace_capacity: (frames as usize + 2) * 12,
             log: false,
+            switch,
+            switch_lead: lead,
             ..Options::default()
         },
         rt_unthrottle,
@@ -302,12 +313,19 @@ enum Handoff {
     /// SIGSTOP to the outgoing process, SIGCONT to the incoming one (stamped by its handler).
     Signals,
     /// The gate: a park signal to the outgoing process (its handler futex-waits on its gate
-    /// word), a store and one FUTEX_WAKE on the incoming one's gate (stamped on leaving).
-    Gate,
+    /// word) at one point, 0.5 ms later a store and one FUTEX_WAKE on the incoming one's gate
+    /// (stamped on leaving), as the executive's opens in the bench schedule (after a gap).
+    /// With `lead_ns` > 0 the switching thread wakes that much before the open, wakes the
+    /// incoming process's parked thread with its gate still closed, and spins to the open.
+    Gate {
+        /// Early wake-up before the open (ns); 0: wake at the open.
+        lead_ns: u64,
+    },
 }
 
 /// Baseline: raw hand-off between two spinning SCHED_FIFO 1 processes on `cpu`, switched from a
-/// SCHED_FIFO 99 thread on `cpu` every millisecond (close + open at the same point).
+/// SCHED_FIFO 99 thread on `cpu` every millisecond (signals: close + open at the same point;
+/// gate: the close 0.5 ms before the open).
 fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Recorder> {
     std::thread::spawn(move || -> anyhow::Result<Recorder> {
         let _rt = RtThread::enter(cpu);
@@ -352,7 +370,7 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
                             sa.sa_sigaction = stamp_on_cont as *const () as usize;
                             libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
                         }
-                        Handoff::Gate => {
+                        Handoff::Gate { .. } => {
                             sa.sa_sigaction = park_on_gate as *const () as usize;
                             libc::sigaction(park, &sa, std::ptr::null_mut());
                         }
@@ -372,7 +390,7 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
         }
         let mut rec = Recorder::new();
         let mut cur = 0usize;
-        if how == Handoff::Gate {
+        if matches!(how, Handoff::Gate { .. }) {
             // Both children park on their (closed) gates; then the first one opens.
             for pid in pids {
                 // SAFETY: signals to our own children.
@@ -404,21 +422,41 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
             let inc = 1 - cur;
             // SAFETY: reading the shared page.
             let before = unsafe { (*stamps.add(inc)).load(Ordering::Acquire) };
-            match how {
-                Handoff::Signals => {
-                    // SAFETY: signals to our own children.
-                    unsafe {
-                        libc::kill(pids[cur], libc::SIGSTOP);
-                        libc::kill(pids[inc], libc::SIGCONT);
-                    }
+            if how == Handoff::Signals {
+                // SAFETY: signals to our own children.
+                unsafe {
+                    libc::kill(pids[cur], libc::SIGSTOP);
+                    libc::kill(pids[inc], libc::SIGCONT);
                 }
-                Handoff::Gate => {
+            }
+            match how {
+                Handoff::Signals => {}
+                Handoff::Gate { lead_ns } => {
                     seq = seq.wrapping_add(2);
                     gates[cur].store(seq, Ordering::Release);
                     // SAFETY: a signal to our own child.
                     unsafe { libc::kill(pids[cur], park) };
+                    let open = next + 500_000;
+                    let woken = if lead_ns > 0 {
+                        sleep_until(open - lead_ns);
+                        let n = partix_shm::futex::wake(gates[inc], 1);
+                        while monotonic_ns() < open {
+                            std::hint::spin_loop();
+                        }
+                        n
+                    } else {
+                        sleep_until(open);
+                        0
+                    };
+                    let wake = monotonic_ns();
                     gates[inc].store(seq | 1, Ordering::Release);
-                    partix_shm::futex::wake(gates[inc], 1);
+                    if woken == 0 {
+                        partix_shm::futex::wake(gates[inc], 1);
+                    }
+                    pending = Some((inc, before, wake));
+                    cur = inc;
+                    next += 1_000_000;
+                    continue;
                 }
             }
             pending = Some((inc, before, wake));
@@ -459,31 +497,64 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         "module: 2 APEX partitions (partix-benchpart), 10 ms major frame, 4 ms window each, jobs of {} µs released at each window start",
         args.work_us
     );
+    let lead_ns = args.lead_us * 1000;
+    println!(
+        "switch mechanisms: {}; executive lead before an opening point: {} µs",
+        args.switch
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        args.lead_us
+    );
     eprintln!("[1/3] baseline: clock_nanosleep wake-up, {secs} s");
     let timer_rec = timer_baseline(cpu, secs * 1000);
     let timer = timer_rec.summary("baseline: abs timer wake (FIFO 99)");
     eprintln!("[2/3] baseline: SIGSTOP/SIGCONT hand-off, {secs} s");
     let handoff = handoff_baseline(cpu, secs * 1000, Handoff::Signals)?;
     let handoff_s = handoff.summary("baseline: SIGSTOP/SIGCONT hand-off");
-    eprintln!("[2/3] baseline: futex gate hand-off, {secs} s");
-    let gate = handoff_baseline(cpu, secs * 1000, Handoff::Gate)?;
-    let gate_s = gate.summary("baseline: futex gate hand-off");
+    eprintln!("[2/3] baseline: futex gate open, {secs} s");
+    let gate = handoff_baseline(cpu, secs * 1000, Handoff::Gate { lead_ns: 0 })?;
+    let gate_s = gate.summary("baseline: gate open, FUTEX_WAKE");
+    let gate_pre_s = if lead_ns > 0 {
+        eprintln!("[2/3] baseline: futex gate open, pre-woken, {secs} s");
+        let r = handoff_baseline(cpu, secs * 1000, Handoff::Gate { lead_ns })?;
+        Some((
+            r.summary(&format!(
+                "baseline: gate open, pre-woken {}µs",
+                args.lead_us
+            )),
+            r,
+        ))
+    } else {
+        None
+    };
     let cyc = cyclictest(cpu, secs.min(5));
-    let mut results: Vec<(u32, RunReport)> = Vec::new();
-    for (i, &k) in args.processes.iter().enumerate() {
-        eprintln!(
-            "[3/3] executive with {k} process(es) per partition, {secs} s ({}/{})",
-            i + 1,
-            args.processes.len()
-        );
-        let r = run_on_thread(
-            bench_module(k, args.work_us)?,
-            secs * 100,
-            cpu,
-            args.rt_unthrottle,
-        )?;
-        results.push((k, r));
+    let mut results: Vec<(SwitchMechanism, u32, RunReport)> = Vec::new();
+    let total = args.processes.len() * args.switch.len();
+    for &mech in &args.switch {
+        for &k in &args.processes {
+            eprintln!(
+                "[3/3] executive ({}) with {k} process(es) per partition, {secs} s ({}/{total})",
+                mech.name(),
+                results.len() + 1,
+            );
+            let r = run_on_thread(
+                bench_module(k, args.work_us)?,
+                secs * 100,
+                cpu,
+                args.rt_unthrottle,
+                mech,
+                Duration::from_nanos(lead_ns),
+            )?;
+            results.push((mech, k, r));
+        }
     }
+    let floor_of = |m: SwitchMechanism| match (m, &gate_pre_s) {
+        (SwitchMechanism::Signals, _) => &handoff_s,
+        (SwitchMechanism::Gate, Some((s, _))) => s,
+        (SwitchMechanism::Gate, None) => &gate_s,
+    };
     println!();
     println!(
         "{}   {:>12} {:>15}",
@@ -494,13 +565,29 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     print_row(&timer);
     print_row(&handoff_s);
     print_row(&gate_s);
-    for (k, r) in &results {
-        let t = summary_of(&format!("TmrO  K={k}"), &r.overheads.tmro);
-        let p = summary_of(&format!("PtswO K={k}"), &r.overheads.ptswo);
-        let c = summary_of(&format!("CtswO K={k}"), &r.overheads.ctswo);
-        print_row(&t);
-        print_row(&p);
-        print_row(&c);
+    if let Some((s, _)) = &gate_pre_s {
+        print_row(s);
+    }
+    for (m, k, r) in &results {
+        let name = m.name();
+        print_row(&summary_of(
+            &format!("TmrO  K={k} {name}"),
+            &r.overheads.tmro,
+        ));
+        if !r.overheads.lead_timer.is_empty() {
+            print_row(&summary_of(
+                &format!("  lead timer K={k} {name}"),
+                &r.overheads.lead_timer,
+            ));
+        }
+        print_row(&summary_of(
+            &format!("PtswO K={k} {name}"),
+            &r.overheads.ptswo,
+        ));
+        print_row(&summary_of(
+            &format!("CtswO K={k} {name}"),
+            &r.overheads.ctswo,
+        ));
     }
     if let Some(line) = &cyc {
         println!("{line}");
@@ -508,12 +595,21 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         println!("cyclictest: not installed (apt-get install rt-tests) — skipped");
     }
     println!();
-    println!("ratios against the raw baselines of this run:");
-    for (k, r) in &results {
-        let t = summary_of(&format!("TmrO K={k}"), &r.overheads.tmro);
-        let p = summary_of(&format!("PtswO K={k}"), &r.overheads.ptswo);
+    println!("ratios against the raw baselines of this run (PtswO: the same mechanism's floor):");
+    for (m, k, r) in &results {
+        let name = m.name();
+        let t = summary_of(&format!("TmrO K={k} {name}"), &r.overheads.tmro);
+        let p = summary_of(&format!("PtswO K={k} {name}"), &r.overheads.ptswo);
         println!("  {}", t.ratio_to(&timer));
-        println!("  {}", p.ratio_to(&handoff_s));
+        println!("  {}", p.ratio_to(floor_of(*m)));
+        if *m == SwitchMechanism::Gate {
+            println!(
+                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs)",
+                r.parks,
+                r.backstops,
+                Options::default().park_bound.as_micros()
+            );
+        }
     }
     println!();
     println!("vs the paper (table V/VIII; µs avg / jitter): ours = mean / max−min");
@@ -524,7 +620,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     for (name, user, kern) in PAPER {
         let ours: Vec<String> = results
             .iter()
-            .map(|(k, r)| {
+            .map(|(m, k, r)| {
                 let h = match *name {
                     "TmrO" => &r.overheads.tmro,
                     "PtswO" => &r.overheads.ptswo,
@@ -532,7 +628,8 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                 };
                 let s = summary_of(name, h);
                 format!(
-                    "K={k}: {:.1}/{:.1}",
+                    "K={k} {}: {:.1}/{:.1}",
+                    m.name(),
                     s.mean / 1000.0,
                     s.abs_jitter() as f64 / 1000.0
                 )
@@ -548,30 +645,41 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     }
     let windows: u64 = results
         .iter()
-        .flat_map(|(_, r)| r.partitions.iter().map(|p| p.stats.windows))
+        .flat_map(|(_, _, r)| r.partitions.iter().map(|p| p.stats.windows))
         .sum();
     let late: u64 = results
         .iter()
-        .flat_map(|(_, r)| r.partitions.iter().map(|p| p.stats.late))
+        .flat_map(|(_, _, r)| r.partitions.iter().map(|p| p.stats.late))
         .sum();
     let misses: u64 = results
         .iter()
-        .flat_map(|(_, r)| r.processes.iter().map(|p| p.deadline_misses))
+        .flat_map(|(_, _, r)| r.processes.iter().map(|p| p.deadline_misses))
         .sum();
     println!("windows: {windows}, late (> 200 µs): {late}, process deadline misses: {misses}");
     if let Some(dir) = &args.plot {
         let mut series: Vec<(String, Recorder)> = vec![
             (timer.name.clone(), timer_rec),
             (handoff_s.name.clone(), handoff),
+            (gate_s.name.clone(), gate),
         ];
-        if let Some((k, r)) = results.first() {
-            series.push((format!("TmrO K={k}"), recorder_of(&r.overheads.tmro)));
-            series.push((format!("PtswO K={k}"), recorder_of(&r.overheads.ptswo)));
-            series.push((format!("CtswO K={k}"), recorder_of(&r.overheads.ctswo)));
+        if let Some((s, r)) = gate_pre_s {
+            series.push((s.name.clone(), r));
         }
-        if let Some((k, r)) = results.last().filter(|_| results.len() > 1) {
-            series.push((format!("PtswO K={k}"), recorder_of(&r.overheads.ptswo)));
-            series.push((format!("CtswO K={k}"), recorder_of(&r.overheads.ctswo)));
+        // The first process count of each mechanism: its TmrO, PtswO and CtswO.
+        for (m, k, r) in results
+            .iter()
+            .filter(|(_, k, _)| Some(k) == args.processes.first())
+        {
+            let name = m.name();
+            series.push((format!("TmrO K={k} {name}"), recorder_of(&r.overheads.tmro)));
+            series.push((
+                format!("PtswO K={k} {name}"),
+                recorder_of(&r.overheads.ptswo),
+            ));
+            series.push((
+                format!("CtswO K={k} {name}"),
+                recorder_of(&r.overheads.ctswo),
+            ));
         }
         let path = plot_cdf(dir, &series)?;
         println!("plot: {}", path.display());

@@ -100,9 +100,9 @@ pub struct Options {
     /// With the gate: how long after a close the partition may take to park before it is
     /// SIGSTOPped (the backstop); it may run at most this long after its window.
     pub park_bound: Duration,
-    /// Before a point that opens a window, wake up this much early, prepare the open
-    /// ([`Switcher::prepare_open`]) and busy-wait for the point (0: sleep to the point). The
-    /// executive takes this time from whatever runs before the point.
+    /// With the gate: before a point that opens a window, wake up this much early, prepare the
+    /// open ([`Switcher::prepare_open`]) and busy-wait for the point (0: sleep to the point).
+    /// The executive takes this time from whatever runs before the point.
     pub switch_lead: Duration,
 }
 
@@ -746,7 +746,11 @@ impl<'m> Executive<'m> {
         ev: Event,
     ) -> Option<EndReason> {
         let planned_mono = self.epoch + ev.planned;
-        let lead = self.opts.switch_lead.as_nanos() as u64;
+        // The lead only helps when the open can be prepared: with the gate.
+        let lead = match self.opts.switch {
+            SwitchMechanism::Gate => self.opts.switch_lead.as_nanos() as u64,
+            SwitchMechanism::Signals => 0,
+        };
         let target = match ev.open {
             Some(_) if lead > 0 => planned_mono.saturating_sub(lead),
             _ => planned_mono,
