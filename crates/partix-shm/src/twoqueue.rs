@@ -300,6 +300,11 @@ impl QueueManager {
     pub fn has_work(&self) -> bool {
         self.pending.is_some() || !self.tx.is_empty()
     }
+
+    /// Return the messages sent but not yet moved to the RX ring.
+    pub fn undelivered(&self) -> usize {
+        usize::from(self.pending.is_some()) + self.tx.len()
+    }
 }
 
 /// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; a

@@ -449,37 +449,57 @@ pub fn wait_sampling_message(
         return Err(ApexError::InvalidMode);
     }
     let mode = *lock(&port.mode);
-    let mut guard = lock(&port.inner);
-    let inner = &mut *guard;
-    inner.scratch.resize(port.max as usize, 0);
-    let last_seq = inner.last_seq;
-    let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
-    let r = reader.wait_newer(
-        &mut inner.scratch,
-        last_seq,
-        RecvMode::Spin,
-        Some(Duration::ZERO),
-    );
-    let r = match r {
-        Ok(ok) => Ok(ok),
-        Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
-        Err(WaitError::TimedOut) => {
-            waiting_caller()?;
-            let t = (timeout != INFINITE_TIME_VALUE).then(|| Duration::from_nanos(timeout as u64));
-            rt().set_resource_wait(true);
-            let r = reader.wait_newer(&mut inner.scratch, last_seq, mode, t);
-            rt().set_resource_wait(false);
-            r
+    // First look without waiting.
+    let last_seq = {
+        let mut guard = lock(&port.inner);
+        let inner = &mut *guard;
+        inner.scratch.resize(port.max as usize, 0);
+        let last_seq = inner.last_seq;
+        let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+        match reader.wait_newer(
+            &mut inner.scratch,
+            last_seq,
+            RecvMode::Spin,
+            Some(Duration::ZERO),
+        ) {
+            Ok(ok) => return inner.answer(&port, Ok(ok), buf),
+            Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
+            Err(WaitError::TimedOut) => last_seq,
+            Err(WaitError::Read(e)) => return inner.answer(&port, Err(e), buf),
+            Err(_) => return Err(ApexError::InvalidConfig),
         }
-        Err(e) => Err(e),
     };
-    match r {
-        Ok(ok) => inner.answer(&port, Ok(ok), buf),
-        Err(WaitError::TimedOut) => Err(ApexError::TimedOut),
-        Err(WaitError::Read(e)) => inner.answer(&port, Err(e), buf),
-        Err(_) => Err(ApexError::InvalidConfig),
-    }
+    waiting_caller()?;
+    let deadline = deadline_of(timeout);
+    rt().set_resource_wait(true);
+    // Wait in slices of at most WAIT_SLICE, releasing the port between them, so that a process
+    // reading the same port is never held up for longer than a slice.
+    let r = loop {
+        let slice = deadline.map_or(WAIT_SLICE, |d| {
+            d.saturating_duration_since(Instant::now()).min(WAIT_SLICE)
+        });
+        let mut guard = lock(&port.inner);
+        let inner = &mut *guard;
+        let Some(reader) = inner.dest.as_mut() else {
+            break Err(ApexError::InvalidMode);
+        };
+        match reader.wait_newer(&mut inner.scratch, last_seq, mode, Some(slice)) {
+            Ok(ok) => break inner.answer(&port, Ok(ok), buf),
+            Err(WaitError::TimedOut) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break Err(ApexError::TimedOut);
+                }
+            }
+            Err(WaitError::Read(e)) => break inner.answer(&port, Err(e), buf),
+            Err(_) => break Err(ApexError::InvalidConfig),
+        }
+    };
+    rt().set_resource_wait(false);
+    r
 }
+
+/// Longest time [`wait_sampling_message`] holds a port while waiting.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 /// Set how [`wait_sampling_message`] waits on a destination sampling port (partix extension).
 ///

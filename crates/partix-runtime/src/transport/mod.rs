@@ -539,8 +539,8 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, _) => c.len(),
             QueueDestination::TwoSided(r, m) => {
-                let held = m.lock().map(|m| m.has_work()).unwrap_or(false);
-                r.len() + usize::from(held)
+                let held = m.lock().map(|m| m.undelivered()).unwrap_or(0);
+                r.len() + held
             }
             QueueDestination::Socket(r) => r.len(),
         }
