@@ -574,6 +574,10 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             &format!("TmrO  K={k} {name}"),
             &r.overheads.tmro,
         ));
+        print_row(&summary_of(
+            &format!("  TmrO at opens K={k} {name}"),
+            &r.overheads.tmro_open,
+        ));
         if !r.overheads.lead_timer.is_empty() {
             print_row(&summary_of(
                 &format!("  lead timer K={k} {name}"),

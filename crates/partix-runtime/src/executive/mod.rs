@@ -248,6 +248,9 @@ pub struct Overheads {
     /// Context switch overhead inside partitions: a job's start − max(release, partition resume)
     /// (`ProcessSlot::last_ctsw_ns`), sampled at each window close per process.
     pub ctswo: Histogram<u64>,
+    /// TmrO at the points that open a window (with the gate's lead: the busy-wait's overshoot
+    /// when the early timer was on time).
+    pub tmro_open: Histogram<u64>,
     /// Latency of the early timer before an opening point (`Options::switch_lead`): wake-up −
     /// (planned − lead). When it is below the lead, the point itself starts on time.
     pub lead_timer: Histogram<u64>,
@@ -261,6 +264,7 @@ impl Overheads {
             ptswo: h(),
             ctswo: h(),
             lead_timer: h(),
+            tmro_open: h(),
         }
     }
 }
@@ -780,6 +784,9 @@ impl<'m> Executive<'m> {
         let wake = wake_mono - self.epoch;
         let tmro = wake_mono.saturating_sub(planned_mono);
         self.overheads.tmro.saturating_record(tmro.max(1));
+        if ev.open.is_some() {
+            self.overheads.tmro_open.saturating_record(tmro.max(1));
+        }
         let sched_id = self.planner.schedule_id(ev.schedule).0;
         let mut r = Record::new(
             RecordKind::Point,

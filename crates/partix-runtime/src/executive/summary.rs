@@ -63,6 +63,16 @@ pub fn render(r: &RunReport) -> String {
             "not real-time"
         }
     );
+    let _ = writeln!(
+        s,
+        "  partition switch: {}{}",
+        r.switch.name(),
+        if r.switch == super::SwitchMechanism::Gate {
+            format!(" ({} closes, {} SIGSTOP backstops)", r.parks, r.backstops)
+        } else {
+            String::new()
+        }
+    );
     let _ = writeln!(s, "overheads (paper table V, user level: TmrO 28/50, PtswO 38/58, CtswO 40/20 µs avg/jitter):");
     let _ = writeln!(s, "{}", percentile_line("TmrO", &r.overheads.tmro));
     let _ = writeln!(s, "{}", percentile_line("PtswO", &r.overheads.ptswo));
