@@ -3,8 +3,8 @@
 //! - [`table`]: the schedule as a pure state machine ([`table::Planner`]).
 //! - [`hm`]: HM decisions from the configuration's tables (pure).
 //! - [`shared`]: the regions of the module state the executive creates.
-//! - [`os`]: the Linux side: spawning partition processes, SIGSTOP/SIGCONT, absolute-timer
-//!   sleeps, SCHED_FIFO, and [`os::run_module`], which ties everything together.
+//! - [`os`]: the Linux side: spawning partition processes, the futex gate and SIGSTOP/SIGCONT,
+//!   absolute-timer sleeps, SCHED_FIFO, and [`os::run_module`], which ties everything together.
 //! - [`summary`]: the end-of-run summary.
 //!
 //! The decision logic ([`Executive`]) only sees the OS through two traits, [`Clock`] and
@@ -12,9 +12,10 @@
 //! `clock_nanosleep` and signals.
 //!
 //! # Bounded work per scheduling point
-//! One sleep, at most one `SIGSTOP` and one `SIGCONT`, one futex wake, a `waitpid(WNOHANG)` per
-//! partition only after a `SIGCHLD`, O(partitions) loads of request words, and O(processes of the
-//! closing partition) loads for the CtswO sample. No allocation, except when an HM event is
+//! One sleep (two with the gate's lead), at most one park signal or `SIGSTOP` and one futex wake
+//! or `SIGCONT`, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
+//! request words, and O(processes of the closing partition) loads for the CtswO sample; a gate
+//! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`). No allocation, except when an HM event is
 //! logged or a partition is respawned (both inside the affected partition's own time budget).
 
 pub mod hm;

@@ -1,16 +1,17 @@
 //! The Linux side of the executive: partition processes, signals, absolute-timer sleeps,
 //! real-time priority, and [`run_module`].
 //!
-//! # Mechanism: SIGSTOP/SIGCONT from a SCHED_FIFO 99 thread on the partitions' CPU
+//! # Mechanism: a SCHED_FIFO 99 thread on the partitions' CPU and a futex gate per partition
 //! The scheduling thread runs `SCHED_FIFO` 99 pinned to the same CPU as the partitions (a new
 //! partition process keeps that priority only until its stop before exec, then becomes a normal
-//! task). It sleeps with
-//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to the planned point, then sends `SIGSTOP` to
-//! the outgoing partition process and `SIGCONT` to the incoming one (one signal per process, not
-//! per thread). Because the executive preempts everything on that CPU, the outgoing partition is
-//! not running when it is stopped and the hand-off is a same-CPU context switch (about 2 µs
-//! here) instead of a cross-CPU interrupt (about 20 µs). `docs/executive.md` has the numbers and
-//! the alternatives (cgroup freezer, priority switching).
+//! task). It sleeps with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to the planned point
+//! (before a point that opens a window: to the point minus the lead, then it pre-wakes the
+//! incoming partition and busy-waits for the point). Because it preempts everything on that CPU,
+//! the outgoing partition is not running when it is closed and the hand-off is a same-CPU context
+//! switch instead of a cross-CPU interrupt. With [`SwitchMechanism::Gate`] (default) a closed
+//! partition's threads wait on a futex word of its region, with `SIGSTOP` as the backstop for a
+//! partition that does not park in time ([`OsSwitcher`]); with [`SwitchMechanism::Signals`] it
+//! is `SIGSTOP`/`SIGCONT`. `docs/executive.md` has the numbers and the alternatives.
 #![allow(unsafe_code)]
 
 use super::hm::Death;
