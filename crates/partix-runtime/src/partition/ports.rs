@@ -132,8 +132,10 @@ struct SamplingInner {
     dest: Option<SamplingDestination>,
     /// Where a read copies to before it is known to be good.
     scratch: Vec<u8>,
-    /// The last good message read (private copy) and its write time.
+    /// The last good message read (private copy, `..last_len`) and its write time. A good read
+    /// into `scratch` is swapped in (no copy).
     last: Vec<u8>,
+    last_len: usize,
     last_stamp: Option<u64>,
     /// Sequence number of the last good message (what [`wait_sampling_message`] waits past).
     last_seq: Option<u32>,
@@ -189,8 +191,12 @@ struct QueuingPort {
 
 struct Registry {
     mapped: Result<Vec<MappedPort>, String>,
+    /// Creation and lookups by name (serialised).
     sampling: Mutex<Vec<Arc<SamplingPort>>>,
     queuing: Mutex<Vec<Arc<QueuingPort>>>,
+    /// Lookups by id on the message paths: set once per port, read without a lock.
+    sampling_by_id: Box<[OnceLock<Arc<SamplingPort>>]>,
+    queuing_by_id: Box<[OnceLock<Arc<QueuingPort>>]>,
 }
 
 fn registry() -> &'static Registry {
@@ -204,6 +210,8 @@ fn registry() -> &'static Registry {
             mapped,
             sampling: Mutex::new(Vec::new()),
             queuing: Mutex::new(Vec::new()),
+            sampling_by_id: (0..MAX_NUMBER_OF_PORTS).map(|_| OnceLock::new()).collect(),
+            queuing_by_id: (0..MAX_NUMBER_OF_PORTS).map(|_| OnceLock::new()).collect(),
         }
     })
 }
@@ -310,7 +318,7 @@ pub fn create_sampling_port(
             Some(SamplingDestination::attach(cfg).map_err(open_err)?),
         ),
     };
-    ports.push(Arc::new(SamplingPort {
+    let port = Arc::new(SamplingPort {
         name: name.to_owned(),
         direction,
         max: max_message_size,
@@ -319,21 +327,27 @@ pub fn create_sampling_port(
         inner: Mutex::new(SamplingInner {
             source,
             dest,
-            scratch: Vec::new(),
-            last: Vec::new(),
+            scratch: vec![0; max_message_size as usize],
+            last: vec![0; max_message_size as usize],
+            last_len: 0,
             last_stamp: None,
             last_seq: None,
             last_validity: Validity::Invalid,
         }),
-    }));
+    });
+    let _ = registry().sampling_by_id[ports.len()].set(port.clone());
+    ports.push(port);
     Ok(SamplingPortId(ports.len() as i32))
 }
 
-fn sampling(id: SamplingPortId) -> ApexResult<Arc<SamplingPort>> {
-    let ports = lock(&registry().sampling);
+/// Return the port of `id` (no lock: the table is filled once per port).
+#[inline]
+fn sampling(id: SamplingPortId) -> ApexResult<&'static SamplingPort> {
     usize::try_from(id.0 - 1)
         .ok()
-        .and_then(|i| ports.get(i).cloned())
+        .and_then(|i| registry().sampling_by_id.get(i))
+        .and_then(OnceLock::get)
+        .map(|p| &**p)
         .ok_or(ApexError::InvalidParam)
 }
 
@@ -381,9 +395,8 @@ pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(
     let mut guard = lock(&port.inner);
     let inner = &mut *guard;
     let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
-    inner.scratch.resize(port.max as usize, 0);
     let r = reader.read(&mut inner.scratch);
-    inner.answer(&port, r, buf)
+    inner.answer(port, r, buf)
 }
 
 impl SamplingInner {
@@ -398,8 +411,8 @@ impl SamplingInner {
         let inner = self;
         match r {
             Ok(ok) => {
-                inner.last.clear();
-                inner.last.extend_from_slice(&inner.scratch[..ok.len]);
+                std::mem::swap(&mut inner.scratch, &mut inner.last);
+                inner.last_len = ok.len;
                 inner.last_stamp = Some(ok.written_at_ns);
                 inner.last_seq = Some(ok.seq);
             }
@@ -411,11 +424,11 @@ impl SamplingInner {
         let Some(stamp) = inner.last_stamp else {
             return Err(ApexError::NoAction);
         };
-        let len = inner.last.len();
+        let len = inner.last_len;
         if buf.len() < len {
             return Err(ApexError::InvalidParam);
         }
-        buf[..len].copy_from_slice(&inner.last);
+        buf[..len].copy_from_slice(&inner.last[..len]);
         let age = monotonic_ns().saturating_sub(stamp);
         let validity = if age <= port.refresh_ns {
             Validity::Valid
@@ -453,7 +466,6 @@ pub fn wait_sampling_message(
     let last_seq = {
         let mut guard = lock(&port.inner);
         let inner = &mut *guard;
-        inner.scratch.resize(port.max as usize, 0);
         let last_seq = inner.last_seq;
         let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
         match reader.wait_newer(
@@ -462,10 +474,10 @@ pub fn wait_sampling_message(
             RecvMode::Spin,
             Some(Duration::ZERO),
         ) {
-            Ok(ok) => return inner.answer(&port, Ok(ok), buf),
+            Ok(ok) => return inner.answer(port, Ok(ok), buf),
             Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
             Err(WaitError::TimedOut) => last_seq,
-            Err(WaitError::Read(e)) => return inner.answer(&port, Err(e), buf),
+            Err(WaitError::Read(e)) => return inner.answer(port, Err(e), buf),
             Err(_) => return Err(ApexError::InvalidConfig),
         }
     };
@@ -484,13 +496,13 @@ pub fn wait_sampling_message(
             break Err(ApexError::InvalidMode);
         };
         match reader.wait_newer(&mut inner.scratch, last_seq, mode, Some(slice)) {
-            Ok(ok) => break inner.answer(&port, Ok(ok), buf),
+            Ok(ok) => break inner.answer(port, Ok(ok), buf),
             Err(WaitError::TimedOut) => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break Err(ApexError::TimedOut);
                 }
             }
-            Err(WaitError::Read(e)) => break inner.answer(&port, Err(e), buf),
+            Err(WaitError::Read(e)) => break inner.answer(port, Err(e), buf),
             Err(_) => break Err(ApexError::InvalidConfig),
         }
     };
@@ -581,7 +593,7 @@ pub fn create_queuing_port(
             (None, Some(d), w)
         }
     };
-    ports.push(Arc::new(QueuingPort {
+    let port = Arc::new(QueuingPort {
         name: name.to_owned(),
         direction,
         max: max_message_size,
@@ -597,15 +609,20 @@ pub fn create_queuing_port(
             next_ticket: 0,
         }),
         cv: Condvar::new(),
-    }));
+    });
+    let _ = registry().queuing_by_id[ports.len()].set(port.clone());
+    ports.push(port);
     Ok(QueuingPortId(ports.len() as i32))
 }
 
-fn queuing(id: QueuingPortId) -> ApexResult<Arc<QueuingPort>> {
-    let ports = lock(&registry().queuing);
+/// Return the port of `id` (no lock: the table is filled once per port).
+#[inline]
+fn queuing(id: QueuingPortId) -> ApexResult<&'static QueuingPort> {
     usize::try_from(id.0 - 1)
         .ok()
-        .and_then(|i| ports.get(i).cloned())
+        .and_then(|i| registry().queuing_by_id.get(i))
+        .and_then(OnceLock::get)
+        .map(|p| &**p)
         .ok_or(ApexError::InvalidParam)
 }
 
