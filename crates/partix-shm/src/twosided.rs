@@ -845,6 +845,48 @@ mod shm {
         }
     }
 
+    /// Run the manager shared behind `manager` until `stop`, like [`NetworkManager::run_until`]
+    /// but holding the lock only while moving: a receiver in the same process may then *help*
+    /// (take the lock and call [`NetworkManager::run_once`] itself while it polls), which moves a
+    /// message without a thread hop. The thread still parks on the doorbell / ack notifier when
+    /// there is nothing to do (event-driven, no polling).
+    pub fn run_shared(
+        manager: &std::sync::Mutex<NetworkManager>,
+        stop: &AtomicBool,
+        stop_poll: Duration,
+    ) {
+        let (tx, rx) = {
+            let m = manager.lock().unwrap_or_else(|e| e.into_inner());
+            (m.tx.clone(), m.rx.clone())
+        };
+        while !stop.load(Ordering::Acquire) {
+            let (progress, st) = {
+                let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
+                (m.run_once(), m.st)
+            };
+            match progress {
+                Progress::Idle => {
+                    let txv = tx.view();
+                    // A helper may have moved on meanwhile: `next` is then stale and the wait
+                    // returns at once; the next round parks with the fresh value.
+                    wait_with(
+                        RecvMode::Blocking,
+                        Some(&tx.doorbell),
+                        Some(stop_poll),
+                        || txv.written() != st.next_tx || stop.load(Ordering::Acquire),
+                    );
+                }
+                Progress::Starved => {
+                    let rxv = rx.view();
+                    wait_with(RecvMode::Blocking, Some(&rx.ack), Some(stop_poll), || {
+                        st.has_credit(&rxv, rxv.acked()) || stop.load(Ordering::Acquire)
+                    });
+                }
+                Progress::Contended => std::thread::yield_now(),
+            }
+        }
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;

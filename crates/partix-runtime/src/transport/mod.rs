@@ -26,7 +26,7 @@ use partix_shm::sampling::{ReadError, ReadOk, SamplingReader, SamplingWriter, Wa
 use partix_shm::twoqueue::{
     run_manager, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
-use partix_shm::twosided::{NetworkManager, TwoSidedReceiver, TwoSidedSender};
+use partix_shm::twosided::{run_shared, NetworkManager, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Notifier, RecvMode, Region};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
@@ -175,6 +175,14 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
         .map_err(|e| format!("cannot start the network manager thread: {e}"))
 }
 
+/// Move what the manager can move now, if its lock is free (a reader helping the manager).
+#[inline]
+fn help(m: &Mutex<NetworkManager>) {
+    if let Ok(mut m) = m.try_lock() {
+        m.run_once();
+    }
+}
+
 /// Never set: the manager threads run as long as their partition.
 static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -253,8 +261,9 @@ impl SamplingSource {
 pub enum SamplingDestination {
     /// The port's read-only slot.
     OneSided(SamplingReader),
-    /// The RX ring (its manager thread runs in this partition).
-    TwoSided(TwoSidedReceiver),
+    /// The RX ring and its manager (the manager thread runs in this partition; a polling reader
+    /// helps it, see [`SamplingDestination::read`]).
+    TwoSided(TwoSidedReceiver, Arc<Mutex<NetworkManager>>),
     /// The port's socket.
     Socket(socket::SampleRx),
 }
@@ -277,14 +286,16 @@ impl SamplingDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let mut m =
-                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?;
+                let m = Arc::new(Mutex::new(
+                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
+                ));
                 let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
+                let m2 = m.clone();
                 spawn_manager(&port.desc.name, move || {
-                    m.run_until(&NEVER, Duration::from_secs(1))
+                    run_shared(&m2, &NEVER, Duration::from_secs(1))
                 })
                 .map_err(|e| err(port, e))?;
-                SamplingDestination::TwoSided(r)
+                SamplingDestination::TwoSided(r, m)
             }
             t @ (Transport::Udp | Transport::Tcp) => {
                 let s = sockets(port, t.socket_kind().expect("socket"))?
@@ -298,13 +309,20 @@ impl SamplingDestination {
 
     /// Copy the newest message into `buf` (it stays readable).
     ///
+    /// Two-sided: the reader first *helps* the manager (if its lock is free, it moves the newest
+    /// TX message itself), so a polling reader needs no thread hop; the manager thread delivers
+    /// when nobody polls.
+    ///
     /// # Errors
     /// [`ReadError`] (`Contended` and `Corrupt`: the caller keeps its last good copy).
     #[inline]
     pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
         match self {
             SamplingDestination::OneSided(r) => r.read(buf),
-            SamplingDestination::TwoSided(r) => r.read(buf),
+            SamplingDestination::TwoSided(r, m) => {
+                help(m);
+                r.read(buf)
+            }
             SamplingDestination::Socket(r) => r.read(buf),
         }
     }
@@ -323,7 +341,33 @@ impl SamplingDestination {
     ) -> Result<ReadOk, WaitError> {
         match self {
             SamplingDestination::OneSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
-            SamplingDestination::TwoSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
+            SamplingDestination::TwoSided(r, m) => {
+                // Spin (helping the manager), then park: the manager thread delivers and wakes.
+                let deadline = timeout.map(|t| Instant::now() + t);
+                let spins = match mode {
+                    RecvMode::Spin => u64::MAX,
+                    RecvMode::SpinThenPark { spins } => u64::from(spins),
+                    RecvMode::Blocking => 0,
+                };
+                let mut i = 0u64;
+                loop {
+                    help(m);
+                    match r.read(buf) {
+                        Ok(ok) if Some(ok.seq) != last_seq => return Ok(ok),
+                        Ok(_) | Err(ReadError::Empty) => {}
+                        Err(e) => return Err(WaitError::Read(e)),
+                    }
+                    if i >= spins {
+                        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                        return r.wait_newer(buf, last_seq, RecvMode::Blocking, left);
+                    }
+                    i += 1;
+                    if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(WaitError::TimedOut);
+                    }
+                    std::hint::spin_loop();
+                }
+            }
             SamplingDestination::Socket(r) => r.wait_newer(buf, last_seq, mode, timeout),
         }
     }
