@@ -136,6 +136,8 @@ struct GateState {
     sigstopped: bool,
     /// Threads of the process at the last count (`/proc/PID/stat`).
     threads: u32,
+    /// `threads` was counted (not the initial guess).
+    counted: bool,
     /// `/proc/PID/stat`, open while the process lives (-1: none).
     stat_fd: i32,
     /// A close waiting to be verified: (closed gate value, deadline in `CLOCK_MONOTONIC` ns).
@@ -148,6 +150,7 @@ impl GateState {
     const NONE: GateState = GateState {
         sigstopped: false,
         threads: 1,
+        counted: false,
         stat_fd: -1,
         check: None,
         prewoken: false,
@@ -327,6 +330,7 @@ impl<'s> OsSwitcher<'s> {
         let threads = self.count_threads(p);
         if let Some(t) = threads {
             self.gates[p].threads = t;
+            self.gates[p].counted = true;
         }
         let acked = st.gate_acked.load(Ordering::Acquire) == closed;
         let parked = st.gate_parked.load(Ordering::Acquire);
@@ -476,6 +480,7 @@ impl Switcher for OsSwitcher<'_> {
             self.gates[p] = GateState {
                 sigstopped: true,
                 threads: 1,
+                counted: false,
                 stat_fd: fd,
                 check: None,
                 prewoken: false,
@@ -495,6 +500,14 @@ impl Switcher for OsSwitcher<'_> {
             self.signal(p, libc::SIGSTOP);
             self.gates[p].sigstopped = true;
             return;
+        }
+        if !self.gates[p].counted {
+            // The first close of this process (at the end of its initialisation): count its
+            // threads now rather than let the first park chain stop short.
+            if let Some(t) = self.count_threads(p) {
+                self.gates[p].threads = t;
+                self.gates[p].counted = true;
+            }
         }
         let g = st.gate.load(Ordering::Relaxed);
         let closed = if g & 1 == 1 {
