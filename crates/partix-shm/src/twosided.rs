@@ -855,6 +855,19 @@ mod shm {
         stop: &AtomicBool,
         stop_poll: Duration,
     ) {
+        run_shared_with(manager, stop, stop_poll, || false)
+    }
+
+    /// [`run_shared`] with an idle hook: when there is nothing to move, `idle()` is called first;
+    /// if it returns true (it waited by other means, e.g. while a reader polls and helps), the
+    /// manager runs again instead of parking on the doorbell. A parked manager makes every write
+    /// cost a `futex_wake`; one that is not parked costs the writer a fence and a load.
+    pub fn run_shared_with(
+        manager: &std::sync::Mutex<NetworkManager>,
+        stop: &AtomicBool,
+        stop_poll: Duration,
+        mut idle: impl FnMut() -> bool,
+    ) {
         let (tx, rx) = {
             let m = manager.lock().unwrap_or_else(|e| e.into_inner());
             (m.tx.clone(), m.rx.clone())
@@ -865,6 +878,7 @@ mod shm {
                 (m.run_once(), m.st)
             };
             match progress {
+                Progress::Idle if idle() => {}
                 Progress::Idle => {
                     let txv = tx.view();
                     // A helper may have moved on meanwhile: `next` is then stale and the wait

@@ -20,17 +20,18 @@ pub mod socket;
 
 use crate::channels::MappedPort;
 use partix_config::model::{ChannelKind, PortDirection};
+use partix_shm::futex;
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
 use partix_shm::twoqueue::{
     run_manager, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
-use partix_shm::twosided::{run_shared, NetworkManager, TwoSidedReceiver, TwoSidedSender};
+use partix_shm::twosided::{run_shared_with, NetworkManager, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Notifier, RecvMode, Region};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -175,11 +176,52 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
         .map_err(|e| format!("cannot start the network manager thread: {e}"))
 }
 
-/// Move what the manager can move now, if its lock is free (a reader helping the manager).
-#[inline]
-fn help(m: &Mutex<NetworkManager>) {
-    if let Ok(mut m) = m.try_lock() {
-        m.run_once();
+/// A two-sided sampling manager shared by its thread and the port's reader, which helps it.
+///
+/// While the reader polls (it calls [`Helped::help`] on every poll), the manager thread does not
+/// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the writer then finds
+/// nobody parked on the doorbell and makes no system call, and the reader moves each message
+/// itself (no thread hop). When the reader stops polling (a slice without help) or goes to sleep
+/// (it kicks the manager), the manager parks on the doorbell again: messages are then delivered
+/// event-driven, by the manager.
+#[derive(Debug)]
+pub struct Helped {
+    manager: Mutex<NetworkManager>,
+    /// Help calls so far.
+    helps: AtomicU64,
+    /// Readers asleep in a blocking wait (the manager must watch the doorbell).
+    parked: AtomicU32,
+    /// Local futex word the helped manager sleeps on; a reader going to sleep bumps it.
+    kick: AtomicU32,
+}
+
+/// How long a helped manager sleeps before it checks whether the reader still polls.
+pub const HELPED_SLICE: Duration = Duration::from_micros(500);
+
+impl Helped {
+    /// Move what can be moved now, if the manager's lock is free.
+    #[inline]
+    fn help(&self) {
+        self.helps.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut m) = self.manager.try_lock() {
+            m.run_once();
+        }
+    }
+
+    /// The manager's idle hook: sleep a slice locally while the reader polls and helps.
+    fn idle(&self, seen: &mut u64) -> bool {
+        let now = self.helps.load(Ordering::Relaxed);
+        if now == *seen || self.parked.load(Ordering::SeqCst) != 0 {
+            *seen = now;
+            return false;
+        }
+        *seen = now;
+        let k = self.kick.load(Ordering::SeqCst);
+        if self.parked.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        futex::wait(&self.kick, k, Some(HELPED_SLICE));
+        true
     }
 }
 
@@ -263,7 +305,7 @@ pub enum SamplingDestination {
     OneSided(SamplingReader),
     /// The RX ring and its manager (the manager thread runs in this partition; a polling reader
     /// helps it, see [`SamplingDestination::read`]).
-    TwoSided(TwoSidedReceiver, Arc<Mutex<NetworkManager>>),
+    TwoSided(TwoSidedReceiver, Arc<Helped>),
     /// The port's socket.
     Socket(socket::SampleRx),
 }
@@ -286,16 +328,24 @@ impl SamplingDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let m = Arc::new(Mutex::new(
-                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
-                ));
+                let h = Arc::new(Helped {
+                    manager: Mutex::new(
+                        NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
+                    ),
+                    helps: AtomicU64::new(0),
+                    parked: AtomicU32::new(0),
+                    kick: AtomicU32::new(0),
+                });
                 let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
-                let m2 = m.clone();
+                let h2 = h.clone();
                 spawn_manager(&port.desc.name, move || {
-                    run_shared(&m2, &NEVER, Duration::from_secs(1))
+                    let mut seen = h2.helps.load(Ordering::Relaxed);
+                    run_shared_with(&h2.manager, &NEVER, Duration::from_secs(1), || {
+                        h2.idle(&mut seen)
+                    })
                 })
                 .map_err(|e| err(port, e))?;
-                SamplingDestination::TwoSided(r, m)
+                SamplingDestination::TwoSided(r, h)
             }
             t @ (Transport::Udp | Transport::Tcp) => {
                 let s = sockets(port, t.socket_kind().expect("socket"))?
@@ -319,8 +369,8 @@ impl SamplingDestination {
     pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
         match self {
             SamplingDestination::OneSided(r) => r.read(buf),
-            SamplingDestination::TwoSided(r, m) => {
-                help(m);
+            SamplingDestination::TwoSided(r, h) => {
+                h.help();
                 r.read(buf)
             }
             SamplingDestination::Socket(r) => r.read(buf),
@@ -341,7 +391,7 @@ impl SamplingDestination {
     ) -> Result<ReadOk, WaitError> {
         match self {
             SamplingDestination::OneSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
-            SamplingDestination::TwoSided(r, m) => {
+            SamplingDestination::TwoSided(r, h) => {
                 // Spin (helping the manager), then park: the manager thread delivers and wakes.
                 let deadline = timeout.map(|t| Instant::now() + t);
                 let spins = match mode {
@@ -351,7 +401,7 @@ impl SamplingDestination {
                 };
                 let mut i = 0u64;
                 loop {
-                    help(m);
+                    h.help();
                     match r.read(buf) {
                         Ok(ok) if Some(ok.seq) != last_seq => return Ok(ok),
                         Ok(_) | Err(ReadError::Empty) => {}
@@ -359,7 +409,13 @@ impl SamplingDestination {
                     }
                     if i >= spins {
                         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                        return r.wait_newer(buf, last_seq, RecvMode::Blocking, left);
+                        // Going to sleep: the manager must watch the doorbell again.
+                        h.parked.fetch_add(1, Ordering::SeqCst);
+                        h.kick.fetch_add(1, Ordering::SeqCst);
+                        futex::wake_all(&h.kick);
+                        let r = r.wait_newer(buf, last_seq, RecvMode::Blocking, left);
+                        h.parked.fetch_sub(1, Ordering::SeqCst);
+                        return r;
                     }
                     i += 1;
                     if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
