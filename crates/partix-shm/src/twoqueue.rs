@@ -496,6 +496,41 @@ mod tests {
         assert_eq!(&buf[..1], b"d");
     }
 
+    /// CPU time (user + system, clock ticks) of thread `tid` of this process.
+    fn thread_ticks(tid: i32) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        // Fields after the parenthesised name: state is field 3; utime 14, stime 15.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn an_idle_manager_thread_sleeps_instead_of_polling() {
+        let (s, _r, m) = chan(8, 4);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = {
+            let (m, stop) = (m.clone(), stop.clone());
+            std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tid_tx.send(unsafe { libc::gettid() }).unwrap();
+                run_manager(&m, &stop)
+            })
+        };
+        let tid = tid_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let before = thread_ticks(tid);
+        std::thread::sleep(Duration::from_millis(500));
+        let used = thread_ticks(tid) - before;
+        // A polling thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
+        assert!(used <= 10, "the idle manager used {used} ticks in 500 ms");
+        stop.store(true, Ordering::Release);
+        s.doorbell.notify();
+        t.join().unwrap();
+    }
+
     #[test]
     fn manager_thread_parks_and_is_woken_by_the_doorbell() {
         let (mut s, mut r, m) = chan(8, 4);
