@@ -608,10 +608,11 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         println!("  {}", p.ratio_to(floor_of(*m)));
         if *m == SwitchMechanism::Gate {
             println!(
-                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs)",
+                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs), partitions distrusted by the CPU-time audit: {}",
                 r.parks,
                 r.backstops,
-                Options::default().park_bound.as_micros()
+                Options::default().park_bound.as_micros(),
+                r.partitions.iter().filter(|p| p.distrusted).count()
             );
         }
     }

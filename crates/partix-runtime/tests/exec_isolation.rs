@@ -237,3 +237,94 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
     );
     assert!(r.parks >= 3 * 19, "gate closes: {}", r.parks);
 }
+
+/// The gate's CPU-time audit: a partition that claims to be parked (forges the acknowledgement)
+/// but keeps running is caught before its next window and stopped with SIGSTOP from then on.
+#[test]
+fn a_partition_forging_its_park_is_caught_by_the_audit() {
+    if !is_root() {
+        eprintln!("SKIPPED a_partition_forging_its_park_is_caught_by_the_audit: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("exec-forge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (f1, f2) = (dir.join("p1.txt"), dir.join("p2.txt"));
+    let m = module(
+        vec![
+            partition(
+                1,
+                "P1",
+                Some(testpart()),
+                &[
+                    "busy",
+                    "--fifo",
+                    "--park",
+                    "forge",
+                    "--out",
+                    f1.to_str().unwrap(),
+                ],
+            ),
+            partition(
+                2,
+                "P2",
+                Some(testpart()),
+                &["busy", "--fifo", "--out", f2.to_str().unwrap()],
+            ),
+        ],
+        vec![schedule(1, 50, &[(1, 1, 0.0, 10.0), (2, 2, 20.0, 10.0)])],
+    );
+    let programs = (0..2).map(|p| resolve_program(&m, p).unwrap()).collect();
+    let cfg = RunConfig {
+        programs,
+        cpu: None,
+        options: Options {
+            max_frames: Some(20),
+            switch: SwitchMechanism::Gate,
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let (s1, s2) = (segments(&f1), segments(&f2));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(r.end, EndReason::Frames);
+    assert!(
+        r.partitions[0].distrusted,
+        "the forging partition was not caught"
+    );
+    assert!(
+        !r.partitions[1].distrusted,
+        "the cooperating partition was distrusted"
+    );
+    // P1 may run outside its windows only until the audit before its first or second window
+    // (after the forged startup stop or the forged close of its first window); then SIGSTOP
+    // holds it.
+    let wins = windows(&r, 0);
+    let second = wins[1].0;
+    let outside = |&(s, e): &(u64, u64)| {
+        e >= wins[0].0
+            && !wins
+                .iter()
+                .any(|&(ws, we)| s >= ws && e <= we + TOLERANCE_NS)
+    };
+    // It forged its first park (the stop at the end of its initialisation) and ran on until the
+    // audit before its first window caught it.
+    let startup_end = r.epoch_ns + r.launch_to_normal_ns;
+    assert!(
+        s1.iter().any(|&(_, e)| e > startup_end && e <= wins[0].0),
+        "the forging partition did not run while it claimed to be parked: the test proves nothing"
+    );
+    let late: Vec<_> = s1
+        .iter()
+        .filter(|&&(s, e)| s >= second && outside(&(s, e)))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "P1 still ran outside its windows after the audit: {late:#?}"
+    );
+    // P2 gets its windows (the first one may be lost to P1 spinning at the same priority).
+    let (b2, g2, n2) = check(&r, 1, &s2);
+    assert!(b2.is_empty(), "{b2:#?}");
+    assert!(g2 + 2 >= n2, "P2 ran ≥ 50 % in only {g2}/{n2} windows");
+}

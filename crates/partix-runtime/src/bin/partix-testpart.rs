@@ -21,8 +21,8 @@
 //!                                        (an allocation over the partition's memory limit aborts)
 //! partix-testpart sleep                  do nothing
 //! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads),
-//!         --park block|ignore (block or ignore the executive's park signal: a partition that
-//!         does not cooperate with the gate)
+//!         --park block|ignore|forge (block or ignore the executive's park signal, or claim to
+//!         be parked without parking: a partition that does not cooperate with the gate)
 //! ```
 //! It exits when the module shuts down.
 #![allow(unsafe_code)]
@@ -86,6 +86,10 @@ fn main() {
         "ignore" => {
             // SAFETY: replacing the runtime's park handler by SIG_IGN.
             unsafe { libc::signal(park_signal(), libc::SIG_IGN) };
+        }
+        "forge" => {
+            // SAFETY: replacing the runtime's park handler by one that only atomics-writes.
+            unsafe { libc::signal(park_signal(), forge_park as *const () as libc::sighandler_t) };
         }
         _ => {}
     }
@@ -232,6 +236,17 @@ fn main() {
             eprintln!("partix-testpart: unknown command {other:?}");
             std::process::exit(2);
         }
+    }
+}
+
+/// A park handler that claims every thread parked without parking (a partition written to
+/// defeat the gate; the executive's CPU-time audit must catch it).
+extern "C" fn forge_park(_: libc::c_int) {
+    if let Ok(ctx) = PartitionContext::get() {
+        let p = ctx.partition();
+        p.gate_parked.store(1000, Ordering::Release);
+        p.gate_acked
+            .store(p.gate.load(Ordering::Acquire), Ordering::Release);
     }
 }
 

@@ -138,6 +138,10 @@ struct GateState {
     threads: u32,
     /// `threads` was counted (not the initial guess).
     counted: bool,
+    /// The process's CPU time (ns) when its park was verified; audited before it next runs.
+    cpu_at_park: Option<u64>,
+    /// The process ran while it claimed to be parked: it is stopped with SIGSTOP from now on.
+    distrusted: bool,
     /// `/proc/PID/stat`, open while the process lives (-1: none).
     stat_fd: i32,
     /// A close waiting to be verified: (closed gate value, deadline in `CLOCK_MONOTONIC` ns).
@@ -151,6 +155,8 @@ impl GateState {
         sigstopped: false,
         threads: 1,
         counted: false,
+        cpu_at_park: None,
+        distrusted: false,
         stat_fd: -1,
         check: None,
         prewoken: false,
@@ -187,7 +193,14 @@ pub struct OsSwitcher<'s> {
     pub backstops: u64,
     /// [`OsSwitcher::backstops`] per partition.
     pub backstops_by_partition: Vec<u64>,
+    /// Partitions that ran while they claimed to be parked (see `audit`): stopped with SIGSTOP
+    /// since.
+    pub distrusted_by_partition: Vec<bool>,
 }
+
+/// CPU time a partition may use between the verification of its park and its next open (the
+/// last parked thread finishing its `FUTEX_WAIT` call) before the audit distrusts it.
+const AUDIT_SLACK_NS: u64 = 100_000;
 
 /// Return the number of threads in a `/proc/PID/stat` text (field 20), if it parses.
 fn stat_threads(text: &[u8]) -> Option<u32> {
@@ -286,6 +299,7 @@ impl<'s> OsSwitcher<'s> {
             parks: 0,
             backstops: 0,
             backstops_by_partition: vec![0; programs.len()],
+            distrusted_by_partition: vec![false; programs.len()],
         })
     }
 
@@ -323,6 +337,40 @@ impl<'s> OsSwitcher<'s> {
         self.pids[p] = 0;
     }
 
+    /// Return the CPU time (ns) partition `p`'s process has used, if it can be read.
+    fn cpu_time(&self, p: usize) -> Option<u64> {
+        let pid = self.pids[p];
+        if pid <= 0 {
+            return None;
+        }
+        let mut clk: libc::clockid_t = 0;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out-pointers; pid is our child.
+        let ok = unsafe {
+            libc::clock_getcpuclockid(pid, &mut clk) == 0 && libc::clock_gettime(clk, &mut ts) == 0
+        };
+        ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+
+    /// Audit partition `p` before its gate opens: a process whose park was verified must not
+    /// have used CPU time since (beyond a few µs of leaving the handler). One that did — its
+    /// acknowledgement was forged, or a thread it hid kept running — is stopped with SIGSTOP at
+    /// every close from now on.
+    fn audit(&mut self, p: usize) {
+        let Some(before) = self.gates[p].cpu_at_park.take() else {
+            return;
+        };
+        if let Some(now) = self.cpu_time(p) {
+            if now.saturating_sub(before) > AUDIT_SLACK_NS {
+                self.gates[p].distrusted = true;
+                self.distrusted_by_partition[p] = true;
+            }
+        }
+    }
+
     /// Verify the close of partition `p` (closed gate value `closed`): every thread the kernel
     /// counts is parked and the partition acknowledged this close. Otherwise SIGSTOP it.
     fn verify(&mut self, p: usize, closed: u32) {
@@ -335,6 +383,7 @@ impl<'s> OsSwitcher<'s> {
         let acked = st.gate_acked.load(Ordering::Acquire) == closed;
         let parked = st.gate_parked.load(Ordering::Acquire);
         let ok = acked && threads.is_some_and(|t| parked >= t);
+        self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
         if !ok && !self.gates[p].sigstopped {
             self.signal(p, libc::SIGSTOP);
             self.gates[p].sigstopped = true;
@@ -481,6 +530,8 @@ impl Switcher for OsSwitcher<'_> {
                 sigstopped: true,
                 threads: 1,
                 counted: false,
+                cpu_at_park: None,
+                distrusted: false,
                 stat_fd: fd,
                 check: None,
                 prewoken: false,
@@ -495,7 +546,9 @@ impl Switcher for OsSwitcher<'_> {
             return;
         }
         let st = self.shared.partition(p);
-        if self.mechanism == SwitchMechanism::Signals || st.gate_ready.load(Ordering::Acquire) == 0
+        if self.mechanism == SwitchMechanism::Signals
+            || self.gates[p].distrusted
+            || st.gate_ready.load(Ordering::Acquire) == 0
         {
             self.signal(p, libc::SIGSTOP);
             self.gates[p].sigstopped = true;
@@ -531,6 +584,10 @@ impl Switcher for OsSwitcher<'_> {
         }
         // A close still waiting for its check is moot: the window opens now.
         self.gates[p].check = None;
+        if !self.gates[p].prewoken && !self.gates[p].sigstopped {
+            // Not audited in prepare_open (no lead): audit now.
+            self.audit(p);
+        }
         if self.mechanism == SwitchMechanism::Gate {
             let st = self.shared.partition(p);
             let g = st.gate.load(Ordering::Relaxed);
@@ -554,6 +611,7 @@ impl Switcher for OsSwitcher<'_> {
         if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || g.sigstopped {
             return;
         }
+        self.audit(p);
         // The highest-priority parked thread becomes runnable, but this thread holds the CPU
         // until the point; if the gate is still closed when it runs, it parks again.
         let st = self.shared.partition(p);
@@ -849,6 +907,9 @@ pub struct PartitionReport {
     pub restarts: u32,
     /// Closes at which the partition did not park in time and was SIGSTOPped (gate backstop).
     pub backstops: u64,
+    /// The partition ran while it claimed to be parked on its gate and is stopped with SIGSTOP
+    /// since (the gate's CPU-time audit).
+    pub distrusted: bool,
 }
 
 /// What a run produced.
@@ -968,6 +1029,7 @@ pub fn run_module(
     drop(rt);
     let (parks, backstops) = (sw.parks, sw.backstops);
     let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
+    let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -979,6 +1041,7 @@ pub fn run_module(
             mode: st.operating_mode.load(Ordering::Acquire),
             restarts: st.restarts.load(Ordering::Acquire),
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
+            distrusted: distrusted_by_partition.get(i).copied().unwrap_or(false),
         });
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
         for slot in &st.processes[..n] {

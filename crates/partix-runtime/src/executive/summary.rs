@@ -68,7 +68,12 @@ pub fn render(r: &RunReport) -> String {
         "  partition switch: {}{}",
         r.switch.name(),
         if r.switch == super::SwitchMechanism::Gate {
-            format!(" ({} closes, {} SIGSTOP backstops)", r.parks, r.backstops)
+            format!(
+                " ({} closes, {} SIGSTOP backstops, {} partitions distrusted by the CPU-time audit)",
+                r.parks,
+                r.backstops,
+                r.partitions.iter().filter(|p| p.distrusted).count()
+            )
         } else {
             String::new()
         }
