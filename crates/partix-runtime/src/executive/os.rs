@@ -1120,6 +1120,33 @@ mod tests {
     }
 
     #[test]
+    fn stat_threads_reads_field_20_after_the_command_name() {
+        // The command name may hold spaces and parentheses: fields count from the last ')'.
+        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 33 0 1234 \
+                     10000 200 18446744073709551615";
+        assert_eq!(stat_threads(line), Some(33));
+        assert_eq!(stat_threads(b"4242 (x) S 1 2 3"), None);
+        assert_eq!(stat_threads(b"no parenthesis"), None);
+    }
+
+    #[test]
+    fn own_thread_count_is_readable_from_proc() {
+        let fd = {
+            let path = CString::new(format!("/proc/{}/stat", std::process::id())).unwrap();
+            // SAFETY: valid C string; the descriptor is closed below.
+            unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+        };
+        assert!(fd >= 0);
+        let mut buf = [0u8; 1024];
+        // SAFETY: valid buffer of its length; fd is open.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        // SAFETY: closing our descriptor.
+        unsafe { libc::close(fd) };
+        assert!(n > 0);
+        assert!(stat_threads(&buf[..n as usize]).is_some_and(|t| t >= 1));
+    }
+
+    #[test]
     fn rt_thread_arms_the_rttime_watchdog_and_restores_it() {
         let before = rttime();
         let cpu = default_cpu();
