@@ -57,6 +57,10 @@ pub struct SchedArgs {
     /// The executive's early wake-up before an opening point (µs; 0: none).
     #[arg(long, default_value_t = 50)]
     pub lead_us: u64,
+    /// With the gate's lead: arm the wake-up after an opening point during the lead
+    /// (`Options::arm_ahead`); one executive run per value (false, true).
+    #[arg(long, value_delimiter = ',', default_value = "false")]
+    pub arm_ahead: Vec<bool>,
 }
 
 /// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
@@ -170,6 +174,7 @@ fn run_on_thread(
     rt_unthrottle: bool,
     switch: SwitchMechanism,
     lead: Duration,
+    arm_ahead: bool,
 ) -> anyhow::Result<RunReport> {
     let programs = (0..module.partitions.len())
         .map(|p| resolve_program(&module, p))
@@ -188,6 +193,7 @@ fn run_on_thread(
             log: false,
             switch,
             switch_lead: lead,
+            arm_ahead,
             ..Options::default()
         },
         rt_unthrottle,
@@ -307,6 +313,25 @@ extern "C" fn park_on_gate(_: libc::c_int) {
     }
 }
 
+/// One executive configuration of the run: a switch mechanism, and for the gate with a lead
+/// whether the wake-up after an opening point is armed ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Variant {
+    mech: SwitchMechanism,
+    arm: bool,
+}
+
+impl Variant {
+    /// `gate+arm` for the gate with arm-ahead, else the mechanism's name.
+    fn name(self) -> String {
+        if self.arm {
+            format!("{}+arm", self.mech.name())
+        } else {
+            self.mech.name().to_string()
+        }
+    }
+}
+
 /// How a raw hand-off baseline switches between its two processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Handoff {
@@ -317,10 +342,65 @@ enum Handoff {
     /// (stamped on leaving), as the executive's opens in the bench schedule (after a gap).
     /// With `lead_ns` > 0 the switching thread wakes that much before the open, wakes the
     /// incoming process's parked thread with its gate still closed, and spins to the open.
+    /// With `prearm` (and a lead) the switching thread also arms a `timerfd` for its next
+    /// wake-up during the lead and, after the gate store, only blocks on it (`read`): no timer
+    /// is started between the store and the switch to the incoming process, whose pre-woken
+    /// thread returns from its `FUTEX_WAIT` and sees the gate open.
     Gate {
         /// Early wake-up before the open (ns); 0: wake at the open.
         lead_ns: u64,
+        /// Arm the next wake-up during the lead (a timerfd) instead of sleeping with
+        /// `clock_nanosleep` after the open.
+        prearm: bool,
     },
+}
+
+/// A `timerfd` (`CLOCK_MONOTONIC`) armed for absolute times, closed on drop.
+struct TimerFd(i32);
+
+impl TimerFd {
+    fn new() -> anyhow::Result<TimerFd> {
+        // SAFETY: plain syscall; the result is checked.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            anyhow::bail!("timerfd_create: {}", std::io::Error::last_os_error());
+        }
+        Ok(TimerFd(fd))
+    }
+
+    /// Arm for the absolute `CLOCK_MONOTONIC` time `t` (ns).
+    fn arm(&self, t: u64) {
+        let its = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (t / 1_000_000_000) as libc::time_t,
+                tv_nsec: (t % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: our timerfd and a valid itimerspec; the old value is not wanted.
+        unsafe {
+            libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut())
+        };
+    }
+
+    /// Block until the armed time (at once if it has passed).
+    fn wait(&self) {
+        let mut ticks = 0u64;
+        // SAFETY: our timerfd; an 8-byte buffer as a timerfd read needs.
+        while unsafe { libc::read(self.0, (&mut ticks as *mut u64).cast(), 8) } < 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+    }
+}
+
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(self.0) };
+    }
 }
 
 /// Baseline: raw hand-off between two spinning SCHED_FIFO 1 processes on `cpu`, switched from a
@@ -406,11 +486,17 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
             // SAFETY: starting the first child.
             unsafe { libc::kill(pids[cur], libc::SIGCONT) };
         }
+        let tfd = TimerFd::new()?;
+        let mut armed: Option<u64> = None;
         let mut next = monotonic_ns() + 1_000_000;
         let mut pending: Option<(usize, u64, u64)> = None;
         let mut seq = 0u32;
         for _ in 0..samples + 1 {
-            sleep_until(next);
+            if armed.take() == Some(next) {
+                tfd.wait();
+            } else {
+                sleep_until(next);
+            }
             if let Some((who, before, wake)) = pending.take() {
                 // SAFETY: reading the shared page.
                 let s = unsafe { (*stamps.add(who)).load(Ordering::Acquire) };
@@ -431,7 +517,7 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
             }
             match how {
                 Handoff::Signals => {}
-                Handoff::Gate { lead_ns } => {
+                Handoff::Gate { lead_ns, prearm } => {
                     seq = seq.wrapping_add(2);
                     gates[cur].store(seq, Ordering::Release);
                     // SAFETY: a signal to our own child.
@@ -440,6 +526,11 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
                     let woken = if lead_ns > 0 {
                         sleep_until(open - lead_ns);
                         let n = partix_shm::futex::wake(gates[inc], 1);
+                        if prearm {
+                            // The next wake-up (the loop's next point), armed before the open.
+                            tfd.arm(next + 1_000_000);
+                            armed = Some(next + 1_000_000);
+                        }
                         while monotonic_ns() < open {
                             std::hint::spin_loop();
                         }
@@ -514,11 +605,25 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     let handoff = handoff_baseline(cpu, secs * 1000, Handoff::Signals)?;
     let handoff_s = handoff.summary("baseline: SIGSTOP/SIGCONT hand-off");
     eprintln!("[2/3] baseline: futex gate open, {secs} s");
-    let gate = handoff_baseline(cpu, secs * 1000, Handoff::Gate { lead_ns: 0 })?;
+    let gate = handoff_baseline(
+        cpu,
+        secs * 1000,
+        Handoff::Gate {
+            lead_ns: 0,
+            prearm: false,
+        },
+    )?;
     let gate_s = gate.summary("baseline: gate open, FUTEX_WAKE");
     let gate_pre_s = if lead_ns > 0 {
         eprintln!("[2/3] baseline: futex gate open, pre-woken, {secs} s");
-        let r = handoff_baseline(cpu, secs * 1000, Handoff::Gate { lead_ns })?;
+        let r = handoff_baseline(
+            cpu,
+            secs * 1000,
+            Handoff::Gate {
+                lead_ns,
+                prearm: false,
+            },
+        )?;
         Some((
             r.summary(&format!(
                 "baseline: gate open, pre-woken {}µs",
@@ -529,14 +634,44 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let gate_armed_s = if lead_ns > 0 {
+        eprintln!("[2/3] baseline: futex gate open, pre-woken, timer pre-armed, {secs} s");
+        let r = handoff_baseline(
+            cpu,
+            secs * 1000,
+            Handoff::Gate {
+                lead_ns,
+                prearm: true,
+            },
+        )?;
+        Some((
+            r.summary(&format!(
+                "baseline: gate open, pre-woken {}µs, timer pre-armed",
+                args.lead_us
+            )),
+            r,
+        ))
+    } else {
+        None
+    };
     let cyc = cyclictest(cpu, secs.min(5));
-    let mut results: Vec<(SwitchMechanism, u32, RunReport)> = Vec::new();
-    let total = args.processes.len() * args.switch.len();
+    let mut variants = Vec::new();
     for &mech in &args.switch {
+        if mech == SwitchMechanism::Gate && lead_ns > 0 {
+            for &arm in &args.arm_ahead {
+                variants.push(Variant { mech, arm });
+            }
+        } else {
+            variants.push(Variant { mech, arm: false });
+        }
+    }
+    let mut results: Vec<(Variant, u32, RunReport)> = Vec::new();
+    let total = args.processes.len() * variants.len();
+    for &v in &variants {
         for &k in &args.processes {
             eprintln!(
                 "[3/3] executive ({}) with {k} process(es) per partition, {secs} s ({}/{total})",
-                mech.name(),
+                v.name(),
                 results.len() + 1,
             );
             let r = run_on_thread(
@@ -544,16 +679,18 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                 secs * 100,
                 cpu,
                 args.rt_unthrottle,
-                mech,
+                v.mech,
                 Duration::from_nanos(lead_ns),
+                v.arm,
             )?;
-            results.push((mech, k, r));
+            results.push((v, k, r));
         }
     }
-    let floor_of = |m: SwitchMechanism| match (m, &gate_pre_s) {
-        (SwitchMechanism::Signals, _) => &handoff_s,
-        (SwitchMechanism::Gate, Some((s, _))) => s,
-        (SwitchMechanism::Gate, None) => &gate_s,
+    let floor_of = |v: &Variant| match (v.mech, v.arm, &gate_pre_s, &gate_armed_s) {
+        (SwitchMechanism::Signals, ..) => &handoff_s,
+        (SwitchMechanism::Gate, true, _, Some((s, _))) => s,
+        (SwitchMechanism::Gate, _, Some((s, _)), _) => s,
+        (SwitchMechanism::Gate, ..) => &gate_s,
     };
     println!();
     println!(
@@ -566,6 +703,9 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     print_row(&handoff_s);
     print_row(&gate_s);
     if let Some((s, _)) = &gate_pre_s {
+        print_row(s);
+    }
+    if let Some((s, _)) = &gate_armed_s {
         print_row(s);
     }
     for (m, k, r) in &results {
@@ -605,14 +745,15 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         let t = summary_of(&format!("TmrO K={k} {name}"), &r.overheads.tmro);
         let p = summary_of(&format!("PtswO K={k} {name}"), &r.overheads.ptswo);
         println!("  {}", t.ratio_to(&timer));
-        println!("  {}", p.ratio_to(floor_of(*m)));
-        if *m == SwitchMechanism::Gate {
+        println!("  {}", p.ratio_to(floor_of(m)));
+        if m.mech == SwitchMechanism::Gate {
             println!(
-                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs), partitions distrusted by the CPU-time audit: {}",
+                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs), partitions distrusted by the CPU-time audit: {}, sleeps on a pre-armed timer: {}",
                 r.parks,
                 r.backstops,
                 Options::default().park_bound.as_micros(),
-                r.partitions.iter().filter(|p| p.distrusted).count()
+                r.partitions.iter().filter(|p| p.distrusted).count(),
+                r.armed_sleeps
             );
         }
     }
@@ -668,6 +809,9 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             (gate_s.name.clone(), gate),
         ];
         if let Some((s, r)) = gate_pre_s {
+            series.push((s.name.clone(), r));
+        }
+        if let Some((s, r)) = gate_armed_s {
             series.push((s.name.clone(), r));
         }
         // The first process count of each mechanism: its TmrO, PtswO and CtswO.

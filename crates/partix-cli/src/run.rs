@@ -16,7 +16,7 @@ use partix_config::model::Module;
 use partix_runtime::executive::os::{
     resolve_program, run_module, stop_on_signals, Program, RunConfig, RunReport,
 };
-use partix_runtime::executive::{summary, Options};
+use partix_runtime::executive::{summary, Options, SwitchMechanism};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,6 +45,22 @@ pub struct ExecOpts {
     /// Do not print HM events and mode changes as they happen.
     #[arg(long)]
     pub quiet: bool,
+    /// How partitions are kept off the CPU outside their windows: `gate` (futex gate, SIGSTOP
+    /// as the backstop; the default) or `signals` (SIGSTOP/SIGCONT). See docs/executive.md.
+    #[arg(long, value_name = "gate|signals")]
+    pub switch: Option<SwitchMechanism>,
+    /// With the gate: wake this many µs before a point that opens a window, pre-wake the
+    /// incoming partition and busy-wait for the point (0: sleep to the point; default 50).
+    #[arg(long, value_name = "N")]
+    pub lead_us: Option<u64>,
+    /// With the gate: a partition not parked this many µs after its window closed is stopped
+    /// with SIGSTOP (the backstop; default 500).
+    #[arg(long, value_name = "N")]
+    pub park_bound_us: Option<u64>,
+    /// With the gate's lead: arm the wake-up after an opening point during the lead, so that
+    /// after opening the gate the executive only blocks on that timer (off by default).
+    #[arg(long)]
+    pub arm_ahead: bool,
 }
 
 /// Arguments of `partix run`.
@@ -112,6 +128,26 @@ fn load(path: &Path) -> anyhow::Result<Module> {
     }
 }
 
+/// The executive's options from the command line (unset flags keep [`Options::default`]).
+fn exec_options(o: &ExecOpts, frames: Option<u64>, trace_capacity: usize) -> Options {
+    let defaults = Options::default();
+    Options {
+        max_frames: frames,
+        init_timeout: Duration::from_millis(o.init_timeout_ms),
+        trace_capacity,
+        log: !o.quiet,
+        switch: o.switch.unwrap_or(defaults.switch),
+        switch_lead: o
+            .lead_us
+            .map_or(defaults.switch_lead, Duration::from_micros),
+        park_bound: o
+            .park_bound_us
+            .map_or(defaults.park_bound, Duration::from_micros),
+        arm_ahead: o.arm_ahead,
+        ..defaults
+    }
+}
+
 fn execute(
     module: &Module,
     frames: Option<u64>,
@@ -134,13 +170,7 @@ fn execute(
     let cfg = RunConfig {
         programs,
         cpu: o.cpu,
-        options: Options {
-            max_frames: frames,
-            init_timeout: Duration::from_millis(o.init_timeout_ms),
-            trace_capacity,
-            log: !o.quiet,
-            ..Options::default()
-        },
+        options: exec_options(o, frames, trace_capacity),
         rt_unthrottle: o.rt_unthrottle,
     };
     let stop = stop_on_signals();
@@ -280,4 +310,58 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
     }
     std::fs::rename(&tmp, &out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        exec: ExecOpts,
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        let cli = Cli::try_parse_from(std::iter::once("partix").chain(args.iter().copied()))
+            .expect("valid arguments");
+        exec_options(&cli.exec, Some(3), 100)
+    }
+
+    #[test]
+    fn switch_flags_set_the_executive_options() {
+        let o = opts(&[
+            "--switch",
+            "signals",
+            "--lead-us",
+            "0",
+            "--park-bound-us",
+            "800",
+            "--arm-ahead",
+        ]);
+        assert_eq!(o.switch, SwitchMechanism::Signals);
+        assert_eq!(o.switch_lead, Duration::ZERO);
+        assert_eq!(o.park_bound, Duration::from_micros(800));
+        assert!(o.arm_ahead);
+        assert_eq!(o.max_frames, Some(3));
+    }
+
+    #[test]
+    fn without_switch_flags_the_defaults_hold() {
+        let o = opts(&[]);
+        let d = Options::default();
+        assert_eq!(o.switch, d.switch);
+        assert_eq!(o.switch_lead, d.switch_lead);
+        assert_eq!(o.park_bound, d.park_bound);
+        assert_eq!(o.arm_ahead, d.arm_ahead);
+    }
+
+    #[test]
+    fn an_unknown_switch_mechanism_is_refused() {
+        let e = Cli::try_parse_from(["partix", "--switch", "freezer"])
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("use gate or signals"), "{e}");
+    }
 }

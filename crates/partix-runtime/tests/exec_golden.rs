@@ -37,6 +37,21 @@ struct World<'a> {
     alive: Vec<bool>,
     /// Partitions that never finish their initialisation.
     stuck: Vec<bool>,
+    /// Time the executive armed its next wake-up for ([`Clock::arm`]), not yet slept to.
+    armed: Option<u64>,
+    /// Arm-ahead bookkeeping of the run.
+    arms: ArmStats,
+}
+
+/// How the executive's arm-ahead predictions ([`Clock::arm`]) matched its sleeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ArmStats {
+    /// `arm` calls.
+    arms: u64,
+    /// Sleeps to exactly the armed time.
+    hits: u64,
+    /// Sleeps to another time while armed.
+    misses: u64,
 }
 
 impl World<'_> {
@@ -82,12 +97,30 @@ impl Clock for MockClock<'_> {
     }
     fn sleep_until(&mut self, t: u64) -> u64 {
         let mut w = self.0.borrow_mut();
+        match w.armed.take() {
+            Some(a) if a == t => w.arms.hits += 1,
+            Some(_) => w.arms.misses += 1,
+            None => {}
+        }
         let late = w.late;
         w.advance(t + late);
         w.now
     }
     fn wait_word(&mut self, _word: &AtomicU32, _expected: u32, until: u64) {
         self.0.borrow_mut().advance(until);
+    }
+    fn spin_until(&mut self, t: u64) -> u64 {
+        // As the default (a sleep, with the same lateness) but not a sleep that consumes an arm.
+        let mut w = self.0.borrow_mut();
+        let late = w.late;
+        w.advance(t + late);
+        w.now
+    }
+    fn arm(&mut self, t: u64) {
+        let mut w = self.0.borrow_mut();
+        assert!(t > w.now, "armed for a time already past: {t} <= {}", w.now);
+        w.armed = Some(t);
+        w.arms.arms += 1;
     }
 }
 
@@ -202,6 +235,18 @@ fn run_golden_stuck(
     late: u64,
     stuck: &[usize],
 ) -> Result<Vec<String>, (String, Vec<String>)> {
+    run_golden_arms(module, script, frames, late, stuck, true).map(|(log, _)| log)
+}
+
+/// [`run_golden_stuck`], also returning how the arm-ahead predictions matched.
+fn run_golden_arms(
+    module: &Module,
+    script: Vec<(u64, Act)>,
+    frames: u64,
+    late: u64,
+    stuck: &[usize],
+    arm_ahead: bool,
+) -> Result<(Vec<String>, ArmStats), (String, Vec<String>)> {
     let shared = SharedState::create(module, EPOCH).unwrap();
     let world = Rc::new(RefCell::new(World {
         now: EPOCH,
@@ -215,11 +260,14 @@ fn run_golden_stuck(
         stuck: (0..module.partitions.len())
             .map(|p| stuck.contains(&p))
             .collect(),
+        armed: None,
+        arms: ArmStats::default(),
     }));
     let opts = Options {
         max_frames: Some(frames),
         start_lead: std::time::Duration::ZERO,
         log: false,
+        arm_ahead,
         ..Options::default()
     };
     let mut ex = Executive::new(module, &shared, opts).unwrap();
@@ -251,7 +299,8 @@ fn run_golden_stuck(
     );
     let mut log = std::mem::take(&mut world.borrow_mut().log);
     log.push(status);
-    Ok(log)
+    let arms = world.borrow().arms;
+    Ok((log, arms))
 }
 
 fn compare(name: &str, got: &[String]) {
@@ -318,6 +367,24 @@ fn late_wakeups_do_not_shift_the_plan() {
         late.iter().any(|l| l.contains("actual=[20.137,25.137]")),
         "{late:#?}"
     );
+}
+
+#[test]
+fn arm_ahead_predicts_the_next_sleep_and_keeps_the_plan() {
+    let m = golden_module();
+    // Schedule 1 opens P3 at 14 ms after a gap (no close there): the executive arms its next
+    // wake-up (the lead before the next frame's first open) during the lead and then sleeps to
+    // exactly that time. Every prediction must match, on time and with late wake-ups, and the
+    // schedule must be the same as without arming.
+    for late in [0, 137_000] {
+        let (log, arms) = run_golden_arms(&m, Vec::new(), 4, late, &[], true).unwrap();
+        assert!(arms.arms >= 4, "late={late}: {arms:?}");
+        assert_eq!(arms.hits, arms.arms, "late={late}: {arms:?}");
+        assert_eq!(arms.misses, 0, "late={late}: {arms:?}");
+        let (plain, none) = run_golden_arms(&m, Vec::new(), 4, late, &[], false).unwrap();
+        assert_eq!(none, ArmStats::default());
+        assert_eq!(log, plain, "late={late}");
+    }
 }
 
 #[test]

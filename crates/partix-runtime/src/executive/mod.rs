@@ -43,10 +43,16 @@ pub trait Clock {
     fn sleep_until(&mut self, t: u64) -> u64;
     /// Block while `*word == expected`, at most until absolute time `until` (may return early).
     fn wait_word(&mut self, word: &AtomicU32, expected: u32, until: u64);
-    /// Busy-wait until the absolute time `t` and return the time (≥ `t`). The default sleeps.
+    /// Busy-wait until the absolute time `t` and return the time (≥ `t`). The default sleeps
+    /// (a clock that implements [`Clock::arm`] must not let this consume the armed wake-up).
     fn spin_until(&mut self, t: u64) -> u64 {
         self.sleep_until(t)
     }
+    /// Program the wake-up of the next [`Clock::sleep_until`] now, for the absolute time `t`,
+    /// so that a following `sleep_until(t)` only blocks (no timer is started or the clock-event
+    /// device reprogrammed between the caller's last action and its block). A later
+    /// `sleep_until` for another time must still sleep until that time. Default: nothing.
+    fn arm(&mut self, _t: u64) {}
 }
 
 /// The executive's control over partition processes.
@@ -105,6 +111,13 @@ pub struct Options {
     /// open ([`Switcher::prepare_open`]) and busy-wait for the point (0: sleep to the point).
     /// The executive takes this time from whatever runs before the point.
     pub switch_lead: Duration,
+    /// With the gate's lead: program the wake-up after an opening point during the lead
+    /// ([`Clock::arm`]), so that after the gate store the executive only blocks (no timer is
+    /// started on the partition-switch path). Only when the next sleep is predictable (no close
+    /// at the point, no park verification pending); otherwise the point sleeps as before.
+    /// Off by default: on this VM it did not shorten PtswO in the bench schedule (the sleep
+    /// there did not reprogram the clock-event device anyway; `docs/executive.md`).
+    pub arm_ahead: bool,
 }
 
 /// How the executive keeps a partition off the CPU outside its windows.
@@ -154,6 +167,7 @@ impl Default for Options {
             switch: SwitchMechanism::default(),
             park_bound: Duration::from_micros(500),
             switch_lead: Duration::from_micros(50),
+            arm_ahead: false,
         }
     }
 }
@@ -776,6 +790,21 @@ impl<'m> Executive<'m> {
             if let Some(w) = ev.open {
                 if self.parts[w.partition].status == Status::Running {
                     sw.prepare_open(w.partition);
+                }
+            }
+            // The next sleep after this point: the next point (minus the lead if it opens),
+            // unless a close here or a pending verification comes first (not predicted: those
+            // points sleep as before).
+            if self.opts.arm_ahead && ev.close.is_none() && sw.next_deadline().is_none() {
+                let (next, opens) = self.planner.peek_next();
+                let next_mono = self.epoch + next;
+                let next_target = if opens {
+                    next_mono.saturating_sub(lead)
+                } else {
+                    next_mono
+                };
+                if next_target > planned_mono {
+                    clock.arm(next_target);
                 }
             }
             clock.spin_until(planned_mono)

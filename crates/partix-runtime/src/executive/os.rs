@@ -39,9 +39,74 @@ pub const MODULE_FD_NUM: i32 = 500;
 /// File descriptor number of the partition region in a partition process.
 pub const PARTITION_FD_NUM: i32 = 501;
 
-/// The real clock: `CLOCK_MONOTONIC`, `clock_nanosleep(TIMER_ABSTIME)`, futex waits.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct OsClock;
+/// Sleep with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` until `t` (retried on EINTR).
+fn nanosleep_abs(t: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: ts is a valid timespec; no remaining-time pointer is needed for
+        // TIMER_ABSTIME.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            break;
+        }
+    }
+}
+
+/// The real clock: `CLOCK_MONOTONIC`, `clock_nanosleep(TIMER_ABSTIME)`, futex waits, and a
+/// `timerfd` for wake-ups armed ahead ([`Clock::arm`]).
+///
+/// `sleep_until(t)` after `arm(t)` is a `read` of the armed timerfd: the timer was started (and
+/// the clock-event device reprogrammed, if it is the earliest timer — a TSC-deadline MSR write,
+/// i.e. a VM exit on a VM) when it was armed, so the sleep itself only blocks. Any other
+/// `sleep_until` is a `clock_nanosleep`.
+#[derive(Debug)]
+pub struct OsClock {
+    /// `timerfd_create(CLOCK_MONOTONIC)` (-1: none, every sleep is a `clock_nanosleep`).
+    tfd: i32,
+    /// The absolute time the timerfd is armed for, until a sleep consumes it.
+    armed: Option<u64>,
+    /// Sleeps that only blocked on an armed timer (for tests and reports).
+    pub armed_sleeps: u64,
+}
+
+impl Default for OsClock {
+    fn default() -> Self {
+        OsClock::new()
+    }
+}
+
+impl OsClock {
+    /// Return a clock with its timerfd (without one if the kernel refuses it: then `arm` does
+    /// nothing).
+    pub fn new() -> OsClock {
+        // SAFETY: plain syscall; the result is checked.
+        let tfd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+        OsClock {
+            tfd: tfd.max(-1),
+            armed: None,
+            armed_sleeps: 0,
+        }
+    }
+}
+
+impl Drop for OsClock {
+    fn drop(&mut self) {
+        if self.tfd >= 0 {
+            // SAFETY: our own descriptor, closed once.
+            unsafe { libc::close(self.tfd) };
+        }
+    }
+}
 
 impl Clock for OsClock {
     fn now(&mut self) -> u64 {
@@ -49,26 +114,53 @@ impl Clock for OsClock {
     }
 
     fn sleep_until(&mut self, t: u64) -> u64 {
-        let ts = libc::timespec {
-            tv_sec: (t / 1_000_000_000) as libc::time_t,
-            tv_nsec: (t % 1_000_000_000) as libc::c_long,
-        };
-        loop {
-            // SAFETY: ts is a valid timespec; no remaining-time pointer is needed for
-            // TIMER_ABSTIME.
-            let r = unsafe {
-                libc::clock_nanosleep(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TIMER_ABSTIME,
-                    &ts,
-                    std::ptr::null_mut(),
-                )
-            };
-            if r != libc::EINTR {
+        if self.armed == Some(t) {
+            self.armed = None;
+            let mut ticks = 0u64;
+            loop {
+                // SAFETY: tfd is our timerfd; ticks is an 8-byte buffer as read(2) on a timerfd
+                // needs. It blocks until the armed expiry (returns at once if it has passed).
+                let n = unsafe { libc::read(self.tfd, (&mut ticks as *mut u64).cast(), 8) };
+                if n == 8 {
+                    self.armed_sleeps += 1;
+                    return monotonic_ns();
+                }
+                // SAFETY: reading errno of this thread.
+                if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+                    continue;
+                }
                 break;
             }
         }
+        nanosleep_abs(t);
         monotonic_ns()
+    }
+
+    fn arm(&mut self, t: u64) {
+        if self.tfd < 0 {
+            return;
+        }
+        let its = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (t / 1_000_000_000) as libc::time_t,
+                tv_nsec: (t % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: tfd is our timerfd; its is a valid itimerspec; the old value is not wanted.
+        // Re-arming discards a pending expiry of an earlier arm that no sleep consumed.
+        let r = unsafe {
+            libc::timerfd_settime(
+                self.tfd,
+                libc::TFD_TIMER_ABSTIME,
+                &its,
+                std::ptr::null_mut(),
+            )
+        };
+        self.armed = (r == 0).then_some(t);
     }
 
     fn spin_until(&mut self, t: u64) -> u64 {
@@ -654,7 +746,7 @@ impl Switcher for OsSwitcher<'_> {
                 if r != 0 || monotonic_ns() > deadline {
                     break;
                 }
-                OsClock.sleep_until(monotonic_ns() + 100_000);
+                nanosleep_abs(monotonic_ns() + 100_000);
             }
             self.forget(p);
         }
@@ -948,6 +1040,9 @@ pub struct RunReport {
     pub parks: u64,
     /// Gate closes that were not acknowledged in time and ended with SIGSTOP (the backstop).
     pub backstops: u64,
+    /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
+    /// ([`Options::arm_ahead`]).
+    pub armed_sleeps: u64,
 }
 
 /// Failure of [`run_module`].
@@ -1019,7 +1114,7 @@ pub fn run_module(
     let late_threshold = cfg.options.late_threshold;
     let switch = cfg.options.switch;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
-    let mut clock = OsClock;
+    let mut clock = OsClock::new();
     ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
     let launch_to_normal_ns = monotonic_ns() - launched;
     let end = ex.run(&mut clock, &mut sw, stop);
@@ -1077,6 +1172,7 @@ pub fn run_module(
         switch,
         parks,
         backstops,
+        armed_sleeps: clock.armed_sleeps,
     })
 }
 

@@ -214,6 +214,25 @@ impl Planner {
         c.next_event().planned
     }
 
+    /// Return the planned time of the next scheduling point and whether it opens a window,
+    /// without advancing (O(1), allocation-free; a module-schedule switch requested after this
+    /// call may change the answer at a frame boundary).
+    pub fn peek_next(&self) -> (u64, bool) {
+        let (table, frame_start, point) = if !self.started {
+            (&self.tables[self.current], self.frame_start, self.point)
+        } else if self.point >= self.tables[self.current].points.len() {
+            (
+                &self.tables[self.next],
+                self.frame_start + self.tables[self.current].major_ns,
+                0,
+            )
+        } else {
+            (&self.tables[self.current], self.frame_start, self.point)
+        };
+        let p = &table.points[point];
+        (frame_start + p.offset, p.open.is_some())
+    }
+
     /// Ask for module schedule `id` from the next major-frame boundary on (SET_MODULE_SCHEDULE).
     /// Return the index of the schedule, or `None` if the id is unknown (nothing changes).
     pub fn request_schedule(&mut self, id: ScheduleId) -> Option<usize> {
