@@ -20,7 +20,7 @@
 //! the issue, met or missed.
 
 use crate::report::{header, machine_line, Recorder, Summary};
-use crate::rttpeer::{PeerArgs, PEER_FD, QUEUE_DEPTH, QUEUE_MSG};
+use crate::rttpeer::{PeerArgs, PEER_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
@@ -402,7 +402,7 @@ fn apex_pair(
 ) -> Result<String, String> {
     let set = channels_of(xml)?;
     let (mut a, mut b) = pair_args(kind, size, args, block);
-    if kind == "qapex" {
+    if kind.starts_with("qapex") {
         a.role = "recv".into();
         a.iters = args.queue_messages;
         b.role = "send".into();
@@ -427,6 +427,14 @@ fn apex_pair(
 fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
     let r = Region::create("partix-rtt-cache", 4096).map_err(|e| e.to_string())?;
     let (a, b) = pair_args("cache", 8, args, false);
+    let fd = r.raw_fd();
+    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
+}
+
+fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
+    let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
+    let r = Region::create("partix-rtt-copy", len).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args("copy", size, args, false);
     let fd = r.raw_fd();
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
@@ -460,13 +468,13 @@ fn raw_tcp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<Stri
     )
 }
 
-fn raw_queue(peer: &Peer, args: &RttArgs) -> Result<String, String> {
+fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> {
     let layout = RingLayout::new(QUEUE_DEPTH, QUEUE_MSG as u32).map_err(|e| e.to_string())?;
     let r = Arc::new(
         Region::create("partix-rtt-ring", layout.size_bytes()).map_err(|e| e.to_string())?,
     );
     layout.init(&r, 0).map_err(|e| e.to_string())?;
-    let (mut a, mut b) = pair_args("qraw", QUEUE_MSG, args, false);
+    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, false);
     a.role = "recv".into();
     a.iters = args.queue_messages;
     b.role = "send".into();
@@ -630,12 +638,13 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     };
     let n_sizes = args.sizes.len();
     let n_modes = args.modes.len();
-    let total = usize::from(spin)
+    let batched = args.transports.iter().any(|t| t == "one-sided");
+    let total = usize::from(spin) * (1 + n_sizes)
         + n_sizes * n_modes * 2
         + n_sizes * args.transports.len() * n_modes
         + usize::from(ice.is_some())
         + if args.queue_messages > 0 {
-            1 + args.transports.len()
+            2 + args.transports.len() + usize::from(batched)
         } else {
             0
         };
@@ -674,6 +683,20 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         let r = raw_cache(&peer, args);
         for &size in &args.sizes {
             push(&mut rep, "raw cache-line", "spin", size, r.clone());
+        }
+        for &size in &args.sizes {
+            progress(
+                &mut step,
+                total,
+                &format!("raw copy ping-pong {size} B (spin)"),
+            );
+            push(
+                &mut rep,
+                "raw copy",
+                "spin",
+                size,
+                raw_copy(&peer, args, size),
+            );
         }
     }
     for mode in &args.modes {
@@ -764,7 +787,16 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 .ok_or_else(|| "the receiver printed no rate".into())
         };
         rep.queue
-            .push(("raw SPSC ring".into(), rate(raw_queue(&peer, args))));
+            .push(("raw SPSC ring".into(), rate(raw_queue(&peer, args, "qraw"))));
+        progress(
+            &mut step,
+            total,
+            &format!("queue: raw SPSC ring, 64 B, batches of {QUEUE_BATCH}"),
+        );
+        rep.queue.push((
+            format!("raw SPSC ring, batches of {QUEUE_BATCH}"),
+            rate(raw_queue(&peer, args, "qrawb")),
+        ));
         for t in &args.transports {
             progress(&mut step, total, &format!("queue: {t} queuing port, 64 B"));
             let r = apex_pair(
@@ -776,6 +808,25 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 false,
             );
             rep.queue.push((format!("{t} queuing port"), rate(r)));
+        }
+        if batched {
+            progress(
+                &mut step,
+                total,
+                &format!("queue: one-sided queuing port, 64 B, batches of {QUEUE_BATCH}"),
+            );
+            let r = apex_pair(
+                &peer,
+                args,
+                &queuing_module_xml("one-sided"),
+                "qapexb",
+                QUEUE_MSG,
+                false,
+            );
+            rep.queue.push((
+                format!("one-sided queuing port, batches of {QUEUE_BATCH}"),
+                rate(r),
+            ));
         }
     }
     let (text, tally) = render(args, &rep, ice.is_some());
@@ -886,6 +937,9 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             let cache = rep
                 .get("raw cache-line", "spin", size)
                 .map(|r| r.summary("raw cache-line"));
+            let copy = rep
+                .get("raw copy", "spin", size)
+                .map(|r| r.summary("raw copy"));
             for t in &args.transports {
                 let Some(ts) = s(t) else { continue };
                 let mut lines = Vec::new();
@@ -910,6 +964,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             );
                         }
                         lines.push(l);
+                    }
+                    if let (Some(c), "one-sided") = (&copy, t.as_str()) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs raw copy: p50 {:.2}x, p99 {:.2}x",
+                            ratio(ts.p50, c.p50),
+                            ratio(ts.p99, c.p99)
+                        ));
                     }
                     if t == "one-sided" && size == 4096 && mode == "spin" {
                         lines.push(format!(
@@ -1019,7 +1080,16 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
 pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut names: Vec<String> = args.transports.clone();
-    names.extend(["raw cache-line", "raw UDP", "raw TCP", "iceoryx2"].map(String::from));
+    names.extend(
+        [
+            "raw cache-line",
+            "raw copy",
+            "raw UDP",
+            "raw TCP",
+            "iceoryx2",
+        ]
+        .map(String::from),
+    );
     let mut out = Vec::new();
     for mode in &args.modes {
         let series: Vec<(String, Vec<(usize, Summary)>)> = names
@@ -1029,7 +1099,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
                     .sizes
                     .iter()
                     .filter_map(|&s| {
-                        let m = if n == "iceoryx2" || n == "raw cache-line" {
+                        let m = if n == "iceoryx2" || n == "raw cache-line" || n == "raw copy" {
                             "spin"
                         } else {
                             mode
@@ -1055,7 +1125,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
         let cdf: Vec<(String, &Recorder)> = names
             .iter()
             .filter_map(|n| {
-                let m = if n == "iceoryx2" || n == "raw cache-line" {
+                let m = if n == "iceoryx2" || n == "raw cache-line" || n == "raw copy" {
                     "spin"
                 } else {
                     mode

@@ -54,11 +54,23 @@ pub const QUEUE_DEPTH: u32 = 512;
 pub const QUEUE_MSG: usize = 64;
 /// Offset of the pong line in the cache-line region (another cache line, not adjacent).
 pub const PONG_LINE: usize = 128;
+/// Messages per call of the batched throughput classes (`qrawb`, `qapexb`).
+pub const QUEUE_BATCH: usize = 32;
+
+/// Bytes of the `copy` kind's region for messages of `size` bytes: per direction a flag line
+/// and the data, each block 64-byte aligned.
+pub fn copy_region_len(size: usize) -> usize {
+    2 * copy_block(size)
+}
+
+fn copy_block(size: usize) -> usize {
+    64 + size.div_ceil(64) * 64
+}
 
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `cache`, `udp`, `tcp`, `qapex`, `qraw`.
+    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
     pub role: String,
@@ -248,11 +260,12 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let r = pin_to_cpu(a.cpu).and_then(|()| match a.kind.as_str() {
-        "apex" | "qapex" => apex_main(a.clone()),
+        "apex" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
+        "copy" => raw_prelude().and_then(|()| copy(&a)),
         "udp" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" => raw_prelude().and_then(|()| tcp(&a)),
-        "qraw" => raw_prelude().and_then(|()| qraw(&a)),
+        "qraw" | "qrawb" => raw_prelude().and_then(|()| qraw(&a)),
         k => Err(format!("unknown kind {k}")),
     });
     match r {
@@ -306,6 +319,63 @@ fn cache(a: &PeerArgs) -> Result<(), String> {
                     std::hint::spin_loop();
                 }
                 pong.store(i, Ordering::Release);
+            }
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// The floor of a shared-memory round trip of `size` bytes: per direction a flag word and
+/// `size` bytes in their own lines; the sender copies the message in (plain `memcpy`) and stores
+/// the flag (`Release`), the receiver spins on the flag (`Acquire`) and copies the message out.
+fn copy(a: &PeerArgs) -> Result<(), String> {
+    let r = inherited_region()?;
+    if r.len() < copy_region_len(a.size) {
+        return Err("region too small".into());
+    }
+    let blk = copy_block(a.size);
+    let size = a.size;
+    // SAFETY: the region is page-aligned, shared, at least 2 * blk bytes long and lives as long as
+    // `r`; offsets 0 and blk are 64-aligned. The flags are only used as atomics; the data bytes
+    // are written by one side and read by the other only in the window the flags hand over (the
+    // Release store / Acquire load pair orders them), so there is no data race.
+    let (ping_flag, pong_flag, ping_data, pong_data) = unsafe {
+        (
+            &*r.as_ptr().cast::<AtomicU64>(),
+            &*r.as_ptr().add(blk).cast::<AtomicU64>(),
+            r.as_ptr().add(64),
+            r.as_ptr().add(blk + 64),
+        )
+    };
+    let mut local = vec![0u8; size];
+    let total = a.warmup + a.iters;
+    let send = |data: *mut u8, flag: &AtomicU64, local: &[u8], i: u64| {
+        // SAFETY: `data` has `size` bytes in the region (see above), `local` has `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), data, size) };
+        flag.store(i, Ordering::Release);
+    };
+    let recv = |data: *mut u8, flag: &AtomicU64, local: &mut [u8], i: u64| {
+        while flag.load(Ordering::Acquire) != i {
+            std::hint::spin_loop();
+        }
+        // SAFETY: as in `send`.
+        unsafe { std::ptr::copy_nonoverlapping(data, local.as_mut_ptr(), size) };
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let s = time_rounds(a, |i| {
+                put_seq(&mut local, i);
+                send(ping_data, ping_flag, &local, i);
+                recv(pong_data, pong_flag, &mut local, i);
+                check_order(&local, i)
+            })?;
+            print_samples(&s)
+        }
+        "pong" => {
+            for i in 1..=total {
+                recv(ping_data, ping_flag, &mut local, i);
+                send(pong_data, pong_flag, &local, i);
             }
             Ok(())
         }
@@ -425,6 +495,15 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
     match a.role.as_str() {
         "send" => {
             let mut p = RingProducer::attach(r, 0).map_err(|e| format!("ring: {e}"))?;
+            if a.kind == "qrawb" {
+                return batch_send(n, |msgs| {
+                    match p.push_many_quiet(msgs, QUEUE_DEPTH as usize) {
+                        Ok(k) => Ok(k),
+                        Err(PushError::Full) => Ok(0),
+                        Err(e) => Err(format!("push: {e}")),
+                    }
+                });
+            }
             let mut msg = [7u8; QUEUE_MSG];
             for i in 0..n {
                 put_seq(&mut msg, i);
@@ -440,6 +519,15 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
         }
         "recv" => {
             let mut c = RingConsumer::attach(r, 0).map_err(|e| format!("ring: {e}"))?;
+            if a.kind == "qrawb" {
+                let rate = batch_recv(n, |out, lens| match c.try_pop_many(out, QUEUE_MSG, lens) {
+                    Ok(k) => Ok(k),
+                    Err(partix_shm::ring::PopError::Empty) => Ok(0),
+                    Err(e) => Err(format!("pop: {e}")),
+                })?;
+                println!("rate {rate}");
+                return Ok(());
+            }
             let mut buf = [0u8; QUEUE_MSG];
             let rate = receive_rate(n, |i| {
                 loop {
@@ -464,6 +552,65 @@ fn check_order(buf: &[u8], i: u64) -> Result<(), String> {
     } else {
         Err(format!("message {i} carries {}", seq_of(buf)))
     }
+}
+
+/// Send messages `0..n` (sequence numbers in the first word) in batches of up to
+/// [`QUEUE_BATCH`] with `send(batch)`, which returns how many it took (0: full, try again).
+fn batch_send(
+    n: u64,
+    mut send: impl FnMut(&[&[u8]]) -> Result<usize, String>,
+) -> Result<(), String> {
+    let mut msgs = vec![[7u8; QUEUE_MSG]; QUEUE_BATCH];
+    let mut next = 0u64;
+    while next < n {
+        let k = (n - next).min(QUEUE_BATCH as u64) as usize;
+        for (j, m) in msgs.iter_mut().take(k).enumerate() {
+            put_seq(m, next + j as u64);
+        }
+        let refs: Vec<&[u8]> = msgs[..k].iter().map(|m| &m[..]).collect();
+        let mut off = 0;
+        while off < k {
+            match send(&refs[off..])? {
+                0 => std::hint::spin_loop(),
+                got => off += got,
+            }
+        }
+        next += k as u64;
+    }
+    Ok(())
+}
+
+/// Receive `n` messages in batches of up to [`QUEUE_BATCH`] with `recv(out, lens)` (message `i`
+/// at `out[i * QUEUE_MSG..]`; returns how many, 0 when empty), checking their order; return
+/// messages per second from the first to the last.
+fn batch_recv(
+    n: u64,
+    mut recv: impl FnMut(&mut [u8], &mut [usize]) -> Result<usize, String>,
+) -> Result<f64, String> {
+    let mut out = vec![0u8; QUEUE_BATCH * QUEUE_MSG];
+    let mut lens = [0usize; QUEUE_BATCH];
+    let mut i = 0u64;
+    let mut start = None;
+    while i < n {
+        let k = recv(&mut out, &mut lens)?;
+        if k == 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if start.is_none() {
+            start = Some(Instant::now());
+        }
+        for j in 0..k {
+            check_order(&out[j * QUEUE_MSG..j * QUEUE_MSG + lens[j]], i)?;
+            i += 1;
+        }
+    }
+    let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+    Ok(if n > 1 && secs > 0.0 {
+        (n - 1) as f64 / secs
+    } else {
+        0.0
+    })
 }
 
 /// Receive `n` messages with `one(i)`; return messages per second from the first to the last.
@@ -493,7 +640,7 @@ fn apex_err(what: &str) -> impl Fn(ApexError) -> String + '_ {
 
 fn apex_main(a: PeerArgs) -> Result<(), String> {
     let _ = ARGS.set(a.clone());
-    let q = a.kind == "qapex";
+    let q = a.kind.starts_with("qapex");
     match (q, a.role.as_str()) {
         (false, "ping") => {
             create_sampling_port("PING", a.size as u32, PortDirection::Source, REFRESH_NS)
@@ -541,6 +688,13 @@ fn apex_main(a: PeerArgs) -> Result<(), String> {
         }
         (_, r) => return Err(format!("unknown role {r}")),
     }
+    if !q && a.block {
+        // The block class sleeps in the kernel while it waits (not the default spin-then-park).
+        let dest = if a.role == "ping" { "PONG" } else { "PING" };
+        let id = get_sampling_port_id(dest).map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
+        set_sampling_port_recv_mode(id, RecvMode::Blocking)
+            .map_err(apex_err("set_sampling_port_recv_mode"))?;
+    }
     let pid = create_process(&ProcessAttributes {
         name: "rtt".into(),
         entry_point: apex_process,
@@ -566,6 +720,8 @@ extern "C" fn apex_process() {
         ("apex", "pong") => apex_pong(&a),
         ("qapex", "send") => apex_send(&a),
         ("qapex", "recv") => apex_recv(&a).map(|rate| println!("rate {rate}")),
+        ("qapexb", "send") => apex_send_batched(&a),
+        ("qapexb", "recv") => apex_recv_batched(&a).map(|rate| println!("rate {rate}")),
         (k, r) => Err(format!("unknown kind/role {k} {r}")),
     };
     let _ = std::io::stdout().flush();
@@ -650,6 +806,26 @@ fn apex_send(a: &PeerArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn apex_send_batched(a: &PeerArgs) -> Result<(), String> {
+    let id = get_queuing_port_id("QOUT").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    batch_send(a.iters, |msgs| match send_queuing_messages(id, msgs, 0) {
+        Ok(k) => Ok(k),
+        Err(ApexError::NotAvailable) => Ok(0),
+        Err(e) => Err(apex_err("send_queuing_messages")(e)),
+    })
+}
+
+fn apex_recv_batched(a: &PeerArgs) -> Result<f64, String> {
+    let id = get_queuing_port_id("QIN").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    batch_recv(a.iters, |out, lens| {
+        match receive_queuing_messages(id, out, lens, 0) {
+            Ok(k) => Ok(k),
+            Err(ApexError::NotAvailable) => Ok(0),
+            Err(e) => Err(apex_err("receive_queuing_messages")(e)),
+        }
+    })
 }
 
 fn apex_recv(a: &PeerArgs) -> Result<f64, String> {

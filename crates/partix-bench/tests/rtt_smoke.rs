@@ -27,6 +27,7 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("one-sided", "spin"),
         ("one-sided", "block"),
         ("raw cache-line", "spin"),
+        ("raw copy", "spin"),
         ("raw UDP", "spin"),
         ("raw UDP", "block"),
         ("raw TCP", "spin"),
@@ -60,8 +61,11 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         rep.text
     );
     assert!(rep.text.contains("[target p99 ≤ 700 ns: "), "{}", rep.text);
-    // Queuing throughput: the raw ring and the one-sided queuing port both delivered.
-    assert_eq!(rep.queue.len(), 2);
+    // Queuing throughput: the raw ring and the one-sided queuing port, one message per call and
+    // in batches, all delivered.
+    assert_eq!(rep.queue.len(), 4, "{:?}", rep.queue);
+    assert!(rep.text.contains("one-sided queuing port, batches of"));
+    assert!(rep.text.contains("one-sided spin 16 B vs raw copy: p50"));
     for (name, r) in &rep.queue {
         assert!(r.as_ref().is_ok_and(|v| *v > 0.0), "{name}: {r:?}");
     }

@@ -216,15 +216,20 @@ mod shm {
 
     /// Wait for `ready()` with the given mode; return whether it held before `timeout`.
     ///
-    /// Spinning checks the clock every 1024 polls only. [`RecvMode::Spin`] ignores `notifier`; the
-    /// parking modes return `false` at once when `notifier` is `None` and `ready()` is false after
-    /// spinning (callers turn that into a "no notifier" error before calling).
+    /// A zero `timeout` is a single check of `ready()` in every mode (no spinning, no clock read,
+    /// no parking). Otherwise spinning checks the clock every 1024 polls only. [`RecvMode::Spin`]
+    /// ignores `notifier`; the parking modes return `false` at once when `notifier` is `None` and
+    /// `ready()` is false after spinning (callers turn that into a "no notifier" error before
+    /// calling).
     pub(crate) fn wait_with(
         mode: RecvMode,
         notifier: Option<&Notifier>,
         timeout: Option<Duration>,
         mut ready: impl FnMut() -> bool,
     ) -> bool {
+        if timeout.is_some_and(|t| t.is_zero()) {
+            return ready();
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         let spins = match mode {
             RecvMode::Spin => u64::MAX,
@@ -287,6 +292,31 @@ mod shm {
             n.notify();
             assert!(t.join().unwrap());
             assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+        }
+
+        #[test]
+        fn zero_timeout_is_a_single_check() {
+            let mut polls = 0u32;
+            for mode in [
+                RecvMode::Spin,
+                RecvMode::SpinThenPark { spins: 5000 },
+                RecvMode::Blocking,
+            ] {
+                polls = 0;
+                let ok = wait_with(mode, None, Some(Duration::ZERO), || {
+                    polls += 1;
+                    false
+                });
+                assert!(!ok);
+                assert_eq!(polls, 1, "{mode:?}");
+            }
+            assert!(wait_with(
+                RecvMode::Spin,
+                None,
+                Some(Duration::ZERO),
+                || true
+            ));
+            assert_eq!(polls, 1);
         }
 
         #[test]

@@ -233,26 +233,104 @@ impl<'a> RingView<'a> {
     /// [`PushError::Full`], [`PushError::TooLarge`], [`PushError::ZeroLength`]; nothing changes.
     #[inline]
     pub fn push(&self, st: &mut ProducerState, data: &[u8]) -> Result<(), PushError> {
+        self.push_within(st, data, self.capacity)
+    }
+
+    /// Append `data` if fewer than `limit` messages (at most the capacity) are queued
+    /// (producer only). The consumer's `head` is read only when the cached copy says the ring is
+    /// full, so a producer that is not blocked never touches the consumer's cache line.
+    ///
+    /// # Errors
+    /// As [`RingView::push`].
+    #[inline]
+    pub fn push_within(
+        &self,
+        st: &mut ProducerState,
+        data: &[u8],
+        limit: u64,
+    ) -> Result<(), PushError> {
+        self.check_push(data)?;
+        self.room(st, limit.min(self.capacity))?;
+        self.write_slot(st.tail, data);
+        st.tail = st.tail.wrapping_add(1);
+        // SYNC POINT: P2, pairs with the consumer's Acquire load C1 of `tail`.
+        self.tail.store(st.tail, Ordering::Release);
+        Ok(())
+    }
+
+    /// Append as many of `msgs` as fit below `limit` queued messages, publishing `tail` once
+    /// (producer only); return how many were appended. Stops before the first message that is
+    /// empty or too large.
+    ///
+    /// # Errors
+    /// When not even the first message could be appended: [`PushError::Full`],
+    /// [`PushError::TooLarge`] or [`PushError::ZeroLength`] (nothing changes).
+    #[inline]
+    pub fn push_many(
+        &self,
+        st: &mut ProducerState,
+        msgs: &[&[u8]],
+        limit: u64,
+    ) -> Result<usize, PushError> {
+        let limit = limit.min(self.capacity);
+        let mut n = 0usize;
+        let mut tail = st.tail;
+        for m in msgs {
+            let r = self
+                .check_push(m)
+                .and_then(|()| self.room_at(tail, &mut st.cached_head, limit));
+            if let Err(e) = r {
+                if n == 0 {
+                    return Err(e);
+                }
+                break;
+            }
+            self.write_slot(tail, m);
+            tail = tail.wrapping_add(1);
+            n += 1;
+        }
+        st.tail = tail;
+        // SYNC POINT: P2 for every message of the batch.
+        self.tail.store(st.tail, Ordering::Release);
+        Ok(n)
+    }
+
+    #[inline]
+    fn check_push(&self, data: &[u8]) -> Result<(), PushError> {
         if data.is_empty() {
             return Err(PushError::ZeroLength);
         }
         if data.len() > self.max_message_size() {
             return Err(PushError::TooLarge);
         }
-        if st.tail.wrapping_sub(st.cached_head) >= self.capacity {
+        Ok(())
+    }
+
+    /// Check that slot `st.tail` may be written with fewer than `limit` messages queued.
+    #[inline]
+    fn room(&self, st: &mut ProducerState, limit: u64) -> Result<(), PushError> {
+        self.room_at(st.tail, &mut st.cached_head, limit)
+    }
+
+    /// Check that slot `tail` may be written with fewer than `limit` messages queued, refreshing
+    /// `cached_head` only when it says no.
+    #[inline]
+    fn room_at(&self, tail: u64, cached_head: &mut u64, limit: u64) -> Result<(), PushError> {
+        if tail.wrapping_sub(*cached_head) >= limit {
             // SYNC POINT: P1, pairs with the consumer's Release store C2 of `head`.
-            st.cached_head = self.head.load(Ordering::Acquire);
-            if st.tail.wrapping_sub(st.cached_head) >= self.capacity {
+            *cached_head = self.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(*cached_head) >= limit {
                 return Err(PushError::Full);
             }
         }
-        let slot = self.slot(st.tail);
+        Ok(())
+    }
+
+    #[inline]
+    fn write_slot(&self, i: u64, data: &[u8]) {
+        let slot = self.slot(i);
         slot[0].store(data.len() as u64, Ordering::Relaxed);
         copy_in(&slot[1..], data);
-        st.tail = st.tail.wrapping_add(1);
-        // SYNC POINT: P2, pairs with the consumer's Acquire load C1 of `tail`.
-        self.tail.store(st.tail, Ordering::Release);
-        Ok(())
     }
 
     /// Remove the oldest message into `buf`; return its length (consumer only).
@@ -285,6 +363,75 @@ impl<'a> RingView<'a> {
         copy_out(&slot[1..], &mut buf[..len]);
         self.advance(st);
         Ok(len)
+    }
+
+    /// Remove up to `lens.len()` messages, message `i` into `out[i * stride..]` (its length into
+    /// `lens[i]`), publishing `head` once (consumer only); return how many. Stops at the end of
+    /// `out`, or before a message longer than `stride` or with an impossible length.
+    ///
+    /// # Errors
+    /// When not even the first message could be taken: as [`RingView::pop`].
+    #[inline]
+    pub fn pop_many(
+        &self,
+        st: &mut ConsumerState,
+        out: &mut [u8],
+        stride: usize,
+        lens: &mut [usize],
+    ) -> Result<usize, PopError> {
+        let room = out
+            .len()
+            .checked_div(stride)
+            .map_or(0, |k| k.min(lens.len()));
+        if room == 0 {
+            return self.pop(st, &mut []).map(|_| 0);
+        }
+        if st.cached_tail.wrapping_sub(st.head) < room as u64 {
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
+            st.cached_tail = self.tail.load(Ordering::Acquire);
+        }
+        let avail = st.cached_tail.wrapping_sub(st.head);
+        if avail == 0 {
+            return Err(PopError::Empty);
+        }
+        if avail > self.capacity {
+            return Err(PopError::Corrupt);
+        }
+        let want = room.min(avail as usize);
+        let mut head = st.head;
+        let mut n = 0usize;
+        let mut err = None;
+        while n < want {
+            let slot = self.slot(head);
+            let len = slot[0].load(Ordering::Relaxed);
+            if len == 0 || len > self.max_message_size() as u64 {
+                if n == 0 {
+                    head = head.wrapping_add(1);
+                    err = Some(PopError::Corrupt);
+                }
+                break;
+            }
+            let len = len as usize;
+            if len > stride {
+                if n == 0 {
+                    err = Some(PopError::BufferTooSmall { needed: len });
+                }
+                break;
+            }
+            copy_out(&slot[1..], &mut out[n * stride..n * stride + len]);
+            lens[n] = len;
+            head = head.wrapping_add(1);
+            n += 1;
+        }
+        if head != st.head {
+            st.head = head;
+            // SYNC POINT: C2 for every message taken (or the one corrupt message dropped).
+            self.head.store(st.head, Ordering::Release);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
     }
 
     #[inline]
@@ -642,6 +789,48 @@ mod shm {
             self.ring.view().push(&mut self.st, data)
         }
 
+        /// Append `data` without waking anyone if fewer than `limit` messages are queued (a bound
+        /// below the capacity, e.g. `MaxNbMessages`); the consumer's counter is read only when
+        /// the cached one says the bound is reached.
+        ///
+        /// # Errors
+        /// As [`RingProducer::try_push`] ([`PushError::Full`] at `limit`).
+        #[inline]
+        pub fn try_push_quiet_within(
+            &mut self,
+            data: &[u8],
+            limit: usize,
+        ) -> Result<(), PushError> {
+            if data.len() > self.ring.max as usize {
+                return Err(PushError::TooLarge);
+            }
+            self.ring
+                .view()
+                .push_within(&mut self.st, data, limit as u64)
+        }
+
+        /// Append as many of `msgs` as fit below `limit` queued messages, publishing them with
+        /// one store and waking nobody (call [`RingProducer::notify`] once after); return how
+        /// many. Stops before the first message that is empty or too large.
+        ///
+        /// # Errors
+        /// When not even the first message was appended: as [`RingProducer::try_push`].
+        #[inline]
+        pub fn push_many_quiet(
+            &mut self,
+            msgs: &[&[u8]],
+            limit: usize,
+        ) -> Result<usize, PushError> {
+            let max = self.ring.max as usize;
+            let ok = msgs.iter().take_while(|m| m.len() <= max).count();
+            if ok == 0 && !msgs.is_empty() {
+                return Err(PushError::TooLarge);
+            }
+            self.ring
+                .view()
+                .push_many(&mut self.st, &msgs[..ok], limit as u64)
+        }
+
         /// Wake a parked consumer, if any.
         pub fn notify(&self) {
             self.ring.notifier.notify();
@@ -746,6 +935,22 @@ mod shm {
             self.ring.view().pop(&mut self.st, buf)
         }
 
+        /// Remove up to `lens.len()` messages at once, message `i` into `out[i * stride..]` and
+        /// its length into `lens[i]`, publishing `head` once; return how many (see
+        /// [`RingView::pop_many`]).
+        ///
+        /// # Errors
+        /// When not even one message was taken: as [`RingConsumer::try_pop`].
+        #[inline]
+        pub fn try_pop_many(
+            &mut self,
+            out: &mut [u8],
+            stride: usize,
+            lens: &mut [usize],
+        ) -> Result<usize, PopError> {
+            self.ring.view().pop_many(&mut self.st, out, stride, lens)
+        }
+
         /// Wait (spinning and/or parking per `mode`) for a message, then pop it.
         ///
         /// # Errors
@@ -816,6 +1021,53 @@ mod shm {
                 let n = c.try_pop(&mut buf).unwrap();
                 assert_eq!(&buf[..n], &i.to_le_bytes());
             }
+        }
+
+        #[test]
+        fn batches_respect_the_limit_order_and_lengths() {
+            let (mut p, mut c) = ring(8, 16);
+            let msgs: Vec<Vec<u8>> = (1..=10u8).map(|i| vec![i; i as usize]).collect();
+            let refs: Vec<&[u8]> = msgs.iter().map(|m| &m[..]).collect();
+            // At most 5 queued: the first batch stops there.
+            assert_eq!(p.push_many_quiet(&refs, 5), Ok(5));
+            assert_eq!(p.push_many_quiet(&refs[5..], 5), Err(PushError::Full));
+            assert_eq!(p.try_push_quiet_within(b"x", 5), Err(PushError::Full));
+            let mut out = [0u8; 3 * 16];
+            let mut lens = [0usize; 3];
+            assert_eq!(c.try_pop_many(&mut out, 16, &mut lens), Ok(3));
+            for (i, &len) in lens.iter().enumerate() {
+                assert_eq!(&out[i * 16..i * 16 + len], &msgs[i][..]);
+            }
+            // Room again: the producer refreshes its cached head.
+            assert_eq!(p.push_many_quiet(&refs[5..], 5), Ok(3));
+            // A message longer than the stride stops a batch before it.
+            let mut out = [0u8; 8 * 6];
+            let mut lens = [0usize; 8];
+            assert_eq!(c.try_pop_many(&mut out, 6, &mut lens), Ok(3));
+            assert_eq!(lens[..3], [4, 5, 6]);
+            assert_eq!(
+                c.try_pop_many(&mut out, 6, &mut lens),
+                Err(PopError::BufferTooSmall { needed: 7 })
+            );
+            let mut out = [0u8; 8 * 16];
+            assert_eq!(c.try_pop_many(&mut out, 16, &mut lens), Ok(2));
+            assert_eq!(lens[..2], [7, 8]);
+            assert_eq!(
+                c.try_pop_many(&mut out, 16, &mut lens),
+                Err(PopError::Empty)
+            );
+            // Bad messages: an empty one stops the batch; a batch starting with one fails.
+            assert_eq!(p.push_many_quiet(&[b"ab", b"", b"c"], 8), Ok(1));
+            assert_eq!(
+                p.push_many_quiet(&[b"", b"c"], 8),
+                Err(PushError::ZeroLength)
+            );
+            assert_eq!(
+                p.push_many_quiet(&[&[0u8; 17][..]], 8),
+                Err(PushError::TooLarge)
+            );
+            assert_eq!(c.try_pop_many(&mut out, 16, &mut lens), Ok(1));
+            assert_eq!(&out[..2], b"ab");
         }
 
         #[test]

@@ -590,6 +590,15 @@ mod shm {
             (e.0 != 0).then_some(e.seq())
         }
 
+        /// Return the flags of the last complete write, if any: one load of the `end` word (one
+        /// cache line, no payload touched), with acquire semantics. A poller compares them with
+        /// the flags of the message it already holds and copies only when they differ.
+        #[inline]
+        pub fn latest_flags(&self) -> Option<Flags> {
+            let e = self.slot.view().end();
+            (e.0 != 0).then_some(e)
+        }
+
         /// Return whether a write is in progress, or was cut off by the writer's death
         /// (`begin != end`; diagnostics).
         pub fn write_in_progress(&self) -> bool {

@@ -395,6 +395,14 @@ pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(
     let mut guard = lock(&port.inner);
     let inner = &mut *guard;
     let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+    // A poll that finds the message it already holds (one-sided: one load of the slot's `end`
+    // word) answers from the private copy without touching the slot's payload lines, which the
+    // writer may be filling.
+    if let Some(seq) = inner.last_seq {
+        if reader.unchanged(seq, inner.last_len) {
+            return inner.answer_last(port, buf);
+        }
+    }
     let r = reader.read(&mut inner.scratch);
     inner.answer(port, r, buf)
 }
@@ -421,6 +429,17 @@ impl SamplingInner {
             // garbage; answer with the last good copy, if any.
             Err(_) => {}
         }
+        inner.answer_last(port, buf)
+    }
+
+    /// Copy the last good message into `buf`; return its length and validity.
+    #[inline]
+    fn answer_last(
+        &mut self,
+        port: &SamplingPort,
+        buf: &mut [u8],
+    ) -> ApexResult<(usize, Validity)> {
+        let inner = self;
         let Some(stamp) = inner.last_stamp else {
             return Err(ApexError::NoAction);
         };
@@ -442,8 +461,9 @@ impl SamplingInner {
 
 /// Wait up to `timeout` ns (0: do not wait; `INFINITE_TIME_VALUE`: no limit) for a message newer
 /// than the last one this port returned, then read it like [`read_sampling_message`] (partix
-/// extension; the wait uses the mode set by [`set_sampling_port_recv_mode`], blocking by
-/// default). The caller shows WAITING while it waits.
+/// extension; the wait uses the mode set by [`set_sampling_port_recv_mode`],
+/// [`DEFAULT_RECV_MODE`] by default; a zero `timeout` is a single look). The caller shows WAITING
+/// while it waits.
 ///
 /// # Errors
 /// - `InvalidParam`: no such port, `timeout` out of range, or `buf` is shorter than the message.
@@ -846,6 +866,84 @@ pub fn receive_queuing_message(
         };
         // The endpoint returns the room to the sender (and wakes it).
         match c.try_recv(buf) {
+            Ok(n) => Try::Done(n),
+            Err(PopError::Empty) => Try::Again,
+            Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
+            Err(_) => Try::Fail(ApexError::InvalidConfig),
+        }
+    };
+    port.wait_for(timeout, &mut op)
+}
+
+/// Send several messages on a source queuing port in order (partix extension): as many as there
+/// is room for, waiting up to `timeout` ns (as [`send_queuing_message`]) only while not even the
+/// first fits; return how many were sent (at least 1). One lock, and on the one-sided transport
+/// one publication and one wake-up check, for the whole batch.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, `timeout` out of range, `messages` is empty or holds an empty
+///   message.
+/// - `InvalidConfig`: a message is longer than the port's maximum (nothing is sent).
+/// - otherwise as [`send_queuing_message`].
+pub fn send_queuing_messages(
+    id: QueuingPortId,
+    messages: &[&[u8]],
+    timeout: SystemTime,
+) -> ApexResult<usize> {
+    let port = queuing(id)?;
+    check_timeout(timeout)?;
+    if messages.iter().any(|m| m.len() > port.max as usize) {
+        return Err(ApexError::InvalidConfig);
+    }
+    if messages.is_empty() || messages.iter().any(|m| m.is_empty()) {
+        return Err(ApexError::InvalidParam);
+    }
+    if port.direction != PortDirection::Source {
+        return Err(ApexError::InvalidMode);
+    }
+    let mut op = |st: &mut QueuingState| {
+        let Some(p) = st.source.as_mut() else {
+            return Try::Fail(ApexError::InvalidMode);
+        };
+        match p.try_send_many(messages) {
+            Ok(n) => Try::Done(n),
+            Err(PushError::Full) => Try::Again,
+            Err(_) => Try::Fail(ApexError::InvalidParam),
+        }
+    };
+    port.wait_for(timeout, &mut op)
+}
+
+/// Receive several of the oldest messages of a destination queuing port at once (partix
+/// extension): message `i` goes to `buf[i * M..]`, `M` the port's maximum message size, and its
+/// length to `lens[i]`; at most `min(lens.len(), buf.len() / M)` messages. Waits up to `timeout`
+/// ns (as [`receive_queuing_message`]) only while the channel is empty; returns how many were
+/// received (at least 1). One lock, and on the one-sided transport one publication of the
+/// consumed count and one wake-up check, for the whole batch.
+///
+/// # Errors
+/// - `InvalidParam`: no such port, `timeout` out of range, or room for no message.
+/// - otherwise as [`receive_queuing_message`].
+pub fn receive_queuing_messages(
+    id: QueuingPortId,
+    buf: &mut [u8],
+    lens: &mut [usize],
+    timeout: SystemTime,
+) -> ApexResult<usize> {
+    let port = queuing(id)?;
+    check_timeout(timeout)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
+    }
+    let stride = port.max as usize;
+    if stride == 0 || lens.is_empty() || buf.len() < stride {
+        return Err(ApexError::InvalidParam);
+    }
+    let mut op = |st: &mut QueuingState| {
+        let Some(c) = st.dest.as_mut() else {
+            return Try::Fail(ApexError::InvalidMode);
+        };
+        match c.try_recv_many(buf, stride, lens) {
             Ok(n) => Try::Done(n),
             Err(PopError::Empty) => Try::Again,
             Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),

@@ -23,7 +23,7 @@ use partix_config::model::{ChannelKind, PortDirection};
 use partix_shm::futex;
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
-use partix_shm::sampling::{ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
+use partix_shm::sampling::{Flags, ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
 use partix_shm::twoqueue::{
     run_manager, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
@@ -178,7 +178,7 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 
 /// A two-sided sampling manager shared by its thread and the port's reader, which helps it.
 ///
-/// While the reader polls (it calls [`Helped::help`] on every poll), the manager thread does not
+/// While the reader polls (it calls `Helped::help` on every poll), the manager thread does not
 /// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the writer then finds
 /// nobody parked on the doorbell and makes no system call, and the reader moves each message
 /// itself (no thread hop). When the reader stops polling (a slice without help) or goes to sleep
@@ -283,6 +283,10 @@ impl SamplingSource {
     #[inline]
     pub fn write(&mut self, data: &[u8], stamp_ns: u64) {
         match self {
+            // One destination (the usual case): no loop.
+            SamplingSource::OneSided(ws) if ws.len() == 1 => {
+                let _ = ws[0].write_stamped(data, stamp_ns);
+            }
             SamplingSource::OneSided(ws) => {
                 for w in ws {
                     let _ = w.write_stamped(data, stamp_ns);
@@ -377,6 +381,19 @@ impl SamplingDestination {
         }
     }
 
+    /// Return whether the newest message is known to be the one of flags `(seq, len)` without
+    /// reading it: one-sided, one load of the slot's `end` word; other transports cannot tell
+    /// without receiving, and answer `false`.
+    #[inline]
+    pub fn unchanged(&self, seq: u32, len: usize) -> bool {
+        match self {
+            SamplingDestination::OneSided(r) => {
+                r.latest_flags() == Some(Flags::new(seq, len as u32))
+            }
+            _ => false,
+        }
+    }
+
     /// Wait per `mode` until a message other than `last_seq` arrives (at most `timeout`), then
     /// read it.
     ///
@@ -392,6 +409,15 @@ impl SamplingDestination {
         match self {
             SamplingDestination::OneSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
             SamplingDestination::TwoSided(r, h) => {
+                if timeout.is_some_and(|t| t.is_zero()) {
+                    // A probe: one look, no spinning, no parking.
+                    h.help();
+                    return match r.read(buf) {
+                        Ok(ok) if Some(ok.seq) != last_seq => Ok(ok),
+                        Ok(_) | Err(ReadError::Empty) => Err(WaitError::TimedOut),
+                        Err(e) => Err(WaitError::Read(e)),
+                    };
+                }
                 // Spin (helping the manager), then park: the manager thread delivers and wakes.
                 let deadline = timeout.map(|t| Instant::now() + t);
                 let spins = match mode {
@@ -511,16 +537,40 @@ impl QueueSource {
         match self {
             QueueSource::OneSided(p, data_notifier, limit) => {
                 // The ring may be larger (a power of two): never queue more than MaxNbMessages.
-                // `len` can only overestimate (the receiver's head only grows).
-                if p.len() >= *limit {
-                    return Err(PushError::Full);
-                }
-                p.try_push_quiet(data)?;
+                // The receiver's counter is read only when the cached one says "full".
+                p.try_push_quiet_within(data, *limit)?;
                 data_notifier.notify();
                 Ok(())
             }
             QueueSource::TwoSided(s) => s.try_send(data),
             QueueSource::Socket(s) => s.try_send(data),
+        }
+    }
+
+    /// Send as many of `msgs` as there is room for now, in order (never waits); return how
+    /// many. One-sided: one publication and one wake-up check for the whole batch. Stops before
+    /// a message the transport refuses.
+    ///
+    /// # Errors
+    /// When not even the first message was sent: as [`QueueSource::try_send`].
+    pub fn try_send_many(&mut self, msgs: &[&[u8]]) -> Result<usize, PushError> {
+        match self {
+            QueueSource::OneSided(p, data_notifier, limit) => {
+                let n = p.push_many_quiet(msgs, *limit)?;
+                data_notifier.notify();
+                Ok(n)
+            }
+            _ => {
+                let mut n = 0;
+                for m in msgs {
+                    match self.try_send(m) {
+                        Ok(()) => n += 1,
+                        Err(e) if n == 0 => return Err(e),
+                        Err(_) => break,
+                    }
+                }
+                Ok(n)
+            }
         }
     }
 
@@ -631,6 +681,49 @@ impl QueueDestination {
             }
             QueueDestination::TwoSided(r, _) => r.try_recv(buf),
             QueueDestination::Socket(r) => r.try_recv(buf),
+        }
+    }
+
+    /// Take up to `lens.len()` of the oldest messages at once, message `i` into
+    /// `out[i * stride..]` and its length into `lens[i]`; return how many (never waits).
+    /// One-sided: one publication of the consumed count and one wake-up check for the batch.
+    /// Stops at the end of `out` or before a message longer than `stride` (it stays queued).
+    ///
+    /// # Errors
+    /// When not even one message was taken: as [`QueueDestination::try_recv`].
+    pub fn try_recv_many(
+        &mut self,
+        out: &mut [u8],
+        stride: usize,
+        lens: &mut [usize],
+    ) -> Result<usize, PopError> {
+        match self {
+            QueueDestination::OneSided(c, space) => {
+                let n = c.try_pop_many(out, stride, lens)?;
+                space.notify();
+                Ok(n)
+            }
+            _ => {
+                let room = out
+                    .len()
+                    .checked_div(stride)
+                    .map_or(0, |k| k.min(lens.len()));
+                if room == 0 {
+                    return self.try_recv(&mut []).map(|_| 0);
+                }
+                let mut n = 0;
+                while n < room {
+                    match self.try_recv(&mut out[n * stride..(n + 1) * stride]) {
+                        Ok(len) => {
+                            lens[n] = len;
+                            n += 1;
+                        }
+                        Err(e) if n == 0 => return Err(e),
+                        Err(_) => break,
+                    }
+                }
+                Ok(n)
+            }
         }
     }
 

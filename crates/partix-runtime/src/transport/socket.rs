@@ -179,6 +179,8 @@ pub struct FrameSocket {
     /// TCP: received stream bytes not yet parsed (`0..rx_len`).
     rx: Vec<u8>,
     rx_len: usize,
+    /// TCP: the last `read` returned less than it had room for (the socket was drained then).
+    short_read: bool,
     max: usize,
     /// Malformed frames dropped.
     pub dropped: u64,
@@ -226,6 +228,7 @@ impl FrameSocket {
             tx_len: 0,
             rx,
             rx_len: 0,
+            short_read: false,
             max,
             dropped: 0,
         }
@@ -323,13 +326,32 @@ impl FrameSocket {
                             return Recv::Frame(h);
                         }
                     }
+                    let room = self.rx.len() - self.rx_len;
                     match s.read(&mut self.rx[self.rx_len..]) {
                         Ok(0) => return Recv::Nothing,
-                        Ok(k) => self.rx_len += k,
+                        Ok(k) => {
+                            self.rx_len += k;
+                            self.short_read = k < room;
+                        }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => return Recv::Nothing,
                     }
                 }
+            }
+        }
+    }
+
+    /// Return whether another [`FrameSocket::recv_frame`] right after one that returned a frame
+    /// may find something: always over UDP; over TCP only if a complete frame is buffered or the
+    /// last `read` filled the buffer (a short read drained the socket, so asking again would
+    /// only cost a system call that answers `EAGAIN`).
+    fn may_have_more(&self) -> bool {
+        match &self.io {
+            Io::Udp(_) => true,
+            Io::Tcp(_) => {
+                !self.short_read
+                    || FrameRepr::parse(&self.rx[..self.rx_len])
+                        .is_some_and(|h| self.rx_len >= HEADER_LEN + h.len as usize)
             }
         }
     }
@@ -381,10 +403,14 @@ impl SampleTx {
     }
 }
 
+/// Datagrams a UDP sampling destination takes per `recvmmsg` while draining to the newest.
+const UDP_BATCH: usize = 4;
+
 /// Sampling destination over a socket: keeps the newest frame.
 #[derive(Debug)]
 pub struct SampleRx {
     sock: FrameSocket,
+    /// TCP: one frame; UDP: [`UDP_BATCH`] datagram buffers of `HEADER_LEN + max` bytes.
     scratch: Vec<u8>,
     last: Vec<u8>,
     have: Option<FrameRepr>,
@@ -394,21 +420,93 @@ impl SampleRx {
     /// Use the inherited socket.
     pub fn new(sock: FrameSocket) -> SampleRx {
         let n = sock.max + HEADER_LEN;
+        let batch = if matches!(sock.io, Io::Udp(_)) {
+            UDP_BATCH
+        } else {
+            1
+        };
         SampleRx {
             sock,
-            scratch: vec![0u8; n],
+            scratch: vec![0u8; n * batch],
             last: vec![0u8; n],
             have: None,
         }
     }
 
+    /// Take every waiting frame, keep the newest. UDP: one `recvmmsg(MSG_DONTWAIT)` per
+    /// [`UDP_BATCH`] datagrams, so a poll is one system call (a second only when the batch came
+    /// back full). TCP: stops after a short `read` (no extra call that would answer `EAGAIN`).
     fn drain(&mut self) {
+        if matches!(self.sock.io, Io::Udp(_)) {
+            self.drain_udp();
+            return;
+        }
         while let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
-            if h.len == 0 {
-                continue;
+            if h.len != 0 {
+                std::mem::swap(&mut self.scratch, &mut self.last);
+                self.have = Some(h);
             }
-            std::mem::swap(&mut self.scratch, &mut self.last);
-            self.have = Some(h);
+            if !self.sock.may_have_more() {
+                break;
+            }
+        }
+    }
+
+    fn drain_udp(&mut self) {
+        let n = self.sock.max + HEADER_LEN;
+        let fd = self.sock.as_fd().as_raw_fd();
+        loop {
+            // SAFETY: iovec and mmsghdr are plain C structs for which all-zero is valid.
+            let mut iov: [libc::iovec; UDP_BATCH] = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            let mut msgs: [libc::mmsghdr; UDP_BATCH] = unsafe { std::mem::zeroed() };
+            for (i, (v, m)) in iov.iter_mut().zip(msgs.iter_mut()).enumerate() {
+                v.iov_base = self.scratch[i * n..].as_mut_ptr().cast();
+                v.iov_len = n;
+                m.msg_hdr.msg_iov = v;
+                m.msg_hdr.msg_iovlen = 1;
+            }
+            // SAFETY: each mmsghdr points at one iovec describing a distinct n-byte part of
+            // `scratch` (UDP_BATCH * n bytes long); all of them outlive the call.
+            let got = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    msgs.as_mut_ptr(),
+                    UDP_BATCH as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if got < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+            let got = got as usize;
+            let mut newest = None;
+            for (i, m) in msgs.iter().enumerate().take(got) {
+                let k = (m.msg_len as usize).min(n);
+                let d = &self.scratch[i * n..i * n + k];
+                match FrameRepr::parse(d) {
+                    Some(h)
+                        if h.len as usize == k - HEADER_LEN && k - HEADER_LEN <= self.sock.max =>
+                    {
+                        if h.len != 0 {
+                            newest = Some((i, h));
+                        }
+                    }
+                    _ => self.sock.dropped += 1,
+                }
+            }
+            if let Some((i, h)) = newest {
+                let k = HEADER_LEN + h.len as usize;
+                self.last[..k].copy_from_slice(&self.scratch[i * n..i * n + k]);
+                self.have = Some(h);
+            }
+            if got < UDP_BATCH {
+                return;
+            }
         }
     }
 
@@ -418,6 +516,11 @@ impl SampleRx {
     /// [`ReadError::Empty`] or [`ReadError::BufferTooSmall`].
     pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
         self.drain();
+        self.copy_newest(buf)
+    }
+
+    /// Copy the newest frame already taken into `buf`.
+    fn copy_newest(&self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
         let h = self.have.ok_or(ReadError::Empty)?;
         let len = h.len as usize;
         if buf.len() < len {
@@ -450,7 +553,7 @@ impl SampleRx {
             self.drain();
             if let Some(h) = self.have {
                 if Some(h.seq) != last_seq {
-                    return self.read(buf).map_err(WaitError::Read);
+                    return self.copy_newest(buf).map_err(WaitError::Read);
                 }
             }
             let now = Instant::now();
