@@ -13,9 +13,16 @@
 //!  72   | stamp  u64   CLOCK_MONOTONIC ns at write time
 //!  80   | payload      payload_words x u64 (max message size rounded up to 8)
 //!       | ...
-//! 80+8w | end    u64   flags of the last completely written message
-//!       +---------------------------------------------+  (padded to a cache line)
+//!  E    +---------------------------------------------+  E = 80 + 8w rounded up to 64
+//!       | end    u64   flags of the last completely written message (own cache line)
+//!       +---------------------------------------------+  E + 64
 //! ```
+//! `end` has a cache line to itself: a spinning reader polls only that line, which the writer
+//! stores to once per message, so the reader's polling never takes the line holding `begin`,
+//! the stamp and the payload away from a writer in the middle of a write (with `end` in the
+//! same line as the data, the line moved between the two cores up to once per store of a write;
+//! measured: about +0.3 µs per round trip at 16 B). A message of up to 48 bytes is then one
+//! data line plus the `end` line, like a raw "flag + data" hand-over.
 //! `flags = (seq << 32) | len` ([`Flags`]): a 32-bit sequence number (incremented per write,
 //! wrapping) and the message length, 1..=max. Because a message is never empty, valid flags are
 //! never 0, and `end == 0` means "nothing was ever written" ([`ReadError::Empty`]).
@@ -243,7 +250,7 @@ mod shm {
     use std::time::Duration;
 
     const MAGIC: u64 = u64::from_le_bytes(*b"PXSAMPL1");
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const HDR_MAGIC: usize = 0;
     const HDR_VERSION: usize = 8;
     const HDR_MAX: usize = 12;
@@ -279,9 +286,14 @@ mod shm {
             (self.max_message_size as usize).div_ceil(8)
         }
 
+        /// Offset of the `end` word from the slot's start (its own cache line).
+        fn end_offset(&self) -> usize {
+            line_up(BEGIN + 8 * (self.payload_words() + 2))
+        }
+
         /// Return the bytes the slot occupies in a region (a multiple of 64).
         pub fn size_bytes(&self) -> usize {
-            line_up(BEGIN + 8 * (self.payload_words() + 3))
+            self.end_offset() + 64
         }
     }
 
@@ -291,6 +303,7 @@ mod shm {
         area: Area,
         max: u32,
         words: usize,
+        end: usize,
     }
 
     impl Slot {
@@ -315,12 +328,18 @@ mod shm {
                 ));
             }
             let area = hdr.resized(layout.size_bytes())?;
-            Ok(Slot { area, max, words })
+            Ok(Slot {
+                area,
+                max,
+                words,
+                end: layout.end_offset(),
+            })
         }
 
         #[inline]
         fn view(&self) -> SlotView<'_> {
-            SlotView::from_words(self.area.words(BEGIN, self.words + 3))
+            let w = self.area.words(BEGIN, self.words + 2);
+            SlotView::new(&w[0], &w[1], &w[2..], self.area.u64_at(self.end))
         }
     }
 
@@ -699,8 +718,14 @@ mod shm {
 
         #[test]
         fn layout_sizes() {
-            assert_eq!(SamplingLayout::new(56).unwrap().size_bytes(), 192);
-            assert_eq!(SamplingLayout::new(1).unwrap().size_bytes(), 128);
+            // Header line, begin/stamp/payload lines, end line.
+            assert_eq!(SamplingLayout::new(48).unwrap().size_bytes(), 192);
+            assert_eq!(SamplingLayout::new(56).unwrap().size_bytes(), 256);
+            assert_eq!(SamplingLayout::new(1).unwrap().size_bytes(), 192);
+            assert_eq!(
+                SamplingLayout::new(4096).unwrap().size_bytes(),
+                64 + 4160 + 64
+            );
             assert!(SamplingLayout::new(0).is_err());
         }
 
