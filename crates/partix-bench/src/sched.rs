@@ -61,6 +61,10 @@ pub struct SchedArgs {
     /// (`Options::arm_ahead`); one executive run per value (false, true).
     #[arg(long, value_delimiter = ',', default_value = "false")]
     pub arm_ahead: Vec<bool>,
+    /// Length of each partition's window (µs); windows are 1 ms apart and the major frame is
+    /// 2 × (window + 1 ms) (default: 4 ms windows, 10 ms frame).
+    #[arg(long, default_value_t = 4000)]
+    pub window_us: u64,
 }
 
 /// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
@@ -112,7 +116,7 @@ fn print_row(s: &Summary) {
     );
 }
 
-fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
+fn bench_module(k: u32, work_us: u64, window_us: u64) -> anyhow::Result<Module> {
     let exe = PathBuf::from("partix-benchpart");
     let part = |id: u32| Partition {
         id: PartitionId(id),
@@ -134,18 +138,20 @@ fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
         hm: Vec::new(),
         location: Location::default(),
     };
-    let ms = Duration::from_millis;
+    let us = Duration::from_micros;
+    let window_us = window_us.max(1);
+    let frame_us = frame_us_of(window_us);
     let win = |id: u32, p: u32, off: u64| Window {
         id,
         partition: PartitionId(p),
-        offset: ms(off),
-        duration: ms(4),
+        offset: us(off),
+        duration: us(window_us),
         period_start: true,
     };
     let ps = |p: u32| PartitionSchedule {
         partition: PartitionId(p),
-        period: ms(10),
-        duration: ms(4),
+        period: us(frame_us),
+        duration: us(window_us),
     };
     Ok(Module {
         name: format!("bench-sched-{k}"),
@@ -155,9 +161,9 @@ fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
         schedules: vec![ModuleSchedule {
             id: ScheduleId(1),
             name: None,
-            major_frame: ms(10),
+            major_frame: us(frame_us),
             partitions: vec![ps(1), ps(2)],
-            windows: vec![win(1, 1, 0), win(2, 2, 5)],
+            windows: vec![win(1, 1, 0), win(2, 2, frame_us / 2)],
             location: Location::default(),
         }],
         initial_schedule: 0,
@@ -165,6 +171,11 @@ fn bench_module(k: u32, work_us: u64) -> anyhow::Result<Module> {
         system_hm: Vec::new(),
         module_hm: Vec::new(),
     })
+}
+
+/// The bench schedule's major frame (µs) for windows of `window_us`: two windows, 1 ms gaps.
+fn frame_us_of(window_us: u64) -> u64 {
+    2 * (window_us.max(1) + 1000)
 }
 
 fn run_on_thread(
@@ -585,7 +596,9 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
     println!(
-        "module: 2 APEX partitions (partix-benchpart), 10 ms major frame, 4 ms window each, jobs of {} µs released at each window start",
+        "module: 2 APEX partitions (partix-benchpart), {} µs major frame, {} µs window each, jobs of {} µs released at each window start",
+        frame_us_of(args.window_us),
+        args.window_us.max(1),
         args.work_us
     );
     let lead_ns = args.lead_us * 1000;
@@ -675,8 +688,8 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                 results.len() + 1,
             );
             let r = run_on_thread(
-                bench_module(k, args.work_us)?,
-                secs * 100,
+                bench_module(k, args.work_us, args.window_us)?,
+                secs * 1_000_000 / frame_us_of(args.window_us),
                 cpu,
                 args.rt_unthrottle,
                 v.mech,
