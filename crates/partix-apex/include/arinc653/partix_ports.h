@@ -10,6 +10,13 @@
  *   READ_SAMPLING_MESSAGE does. NOT_AVAILABLE: nothing newer and TIME_OUT = 0; TIMED_OUT:
  *   nothing newer in time; INVALID_MODE: a source port, or a wait by the error handler / with
  *   preemption locked.
+ * - PARTIX_SEND_QUEUING_MESSAGES / PARTIX_RECEIVE_QUEUING_MESSAGES: batches of up to COUNT
+ *   (at most 64 per call) messages with one lock, one publication and one wake-up check. Send:
+ *   message i is MESSAGE_ADDRS[i] of LENGTHS[i] bytes; as many as there is room for are sent in
+ *   order (SENT), waiting up to TIME_OUT only while not even the first fits. Receive: message i
+ *   goes to MESSAGE_ADDR + i * MAX_MESSAGE_SIZE, its length to LENGTHS[i]; RECEIVED says how
+ *   many, waiting up to TIME_OUT only while the port is empty. Return codes as
+ *   SEND_QUEUING_MESSAGE / RECEIVE_QUEUING_MESSAGE; COUNT <= 0 is INVALID_PARAM.
  */
 #ifndef ARINC653_PARTIX_PORTS_H
 #define ARINC653_PARTIX_PORTS_H
@@ -46,6 +53,24 @@ extern void PARTIX_WAIT_SAMPLING_MESSAGE (
     /*in */ MESSAGE_ADDR_TYPE         MESSAGE_ADDR,   /* the message is copied here */
     /*out*/ MESSAGE_SIZE_TYPE         *LENGTH,
     /*out*/ VALIDITY_TYPE             *VALIDITY,
+    /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
+
+extern void PARTIX_SEND_QUEUING_MESSAGES (
+    /*in */ QUEUING_PORT_ID_TYPE      QUEUING_PORT_ID,
+    /*in */ const MESSAGE_ADDR_TYPE   *MESSAGE_ADDRS, /* COUNT messages */
+    /*in */ const MESSAGE_SIZE_TYPE   *LENGTHS,       /* their lengths */
+    /*in */ APEX_INTEGER              COUNT,
+    /*in */ SYSTEM_TIME_TYPE          TIME_OUT,
+    /*out*/ APEX_INTEGER              *SENT,
+    /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
+
+extern void PARTIX_RECEIVE_QUEUING_MESSAGES (
+    /*in */ QUEUING_PORT_ID_TYPE      QUEUING_PORT_ID,
+    /*in */ SYSTEM_TIME_TYPE          TIME_OUT,
+    /*in */ MESSAGE_ADDR_TYPE         MESSAGE_ADDR,   /* COUNT x MAX_MESSAGE_SIZE bytes */
+    /*out*/ MESSAGE_SIZE_TYPE         *LENGTHS,       /* COUNT entries */
+    /*in */ APEX_INTEGER              COUNT,
+    /*out*/ APEX_INTEGER              *RECEIVED,
     /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
 
 #ifdef __cplusplus

@@ -322,6 +322,94 @@ pub extern "C" fn RECEIVE_QUEUING_MESSAGE(
     });
 }
 
+/// Messages one `PARTIX_SEND_QUEUING_MESSAGES` / `PARTIX_RECEIVE_QUEUING_MESSAGES` call handles
+/// at most (a larger `COUNT` is served in part; the counts say how much).
+const BATCH_MAX: usize = 64;
+
+/// `PARTIX_SEND_QUEUING_MESSAGES` (partix extension): send up to `COUNT` messages in order with
+/// one lock, one publication and one wake-up check; `SENT` is how many were sent.
+#[no_mangle]
+pub extern "C" fn PARTIX_SEND_QUEUING_MESSAGES(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    MESSAGE_ADDRS: *const MESSAGE_ADDR_TYPE,
+    LENGTHS: *const MESSAGE_SIZE_TYPE,
+    COUNT: APEX_INTEGER,
+    TIME_OUT: SYSTEM_TIME_TYPE,
+    SENT: *mut APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_SEND_QUEUING_MESSAGES", RETURN_CODE, || {
+        non_null(SENT)?;
+        put(SENT, 0)?;
+        non_null(MESSAGE_ADDRS)?;
+        non_null(LENGTHS)?;
+        let id = QueuingPortId(QUEUING_PORT_ID);
+        let st = apex::get_queuing_port_status(id)?;
+        if TIME_OUT < 0 && TIME_OUT != apex::INFINITE_TIME_VALUE {
+            return Err(BAD_PARAM);
+        }
+        let n = usize::try_from(COUNT)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or(BAD_PARAM)?
+            .min(BATCH_MAX);
+        // SAFETY: both pointers are non-null and the caller passes COUNT (>= n) entries.
+        let (addrs, lens) = unsafe {
+            (
+                std::slice::from_raw_parts(MESSAGE_ADDRS, n),
+                std::slice::from_raw_parts(LENGTHS, n),
+            )
+        };
+        let mut msgs: [&[u8]; BATCH_MAX] = [&[]; BATCH_MAX];
+        for i in 0..n {
+            let len = message_len(lens[i], st.max_message_size)?;
+            msgs[i] = message_in(addrs[i], len)?;
+        }
+        let sent = apex::send_queuing_messages(id, &msgs[..n], TIME_OUT)?;
+        put(SENT, sent as APEX_INTEGER)
+    });
+}
+
+/// `PARTIX_RECEIVE_QUEUING_MESSAGES` (partix extension): receive up to `COUNT` messages at once,
+/// message `i` at `MESSAGE_ADDR + i * MAX_MESSAGE_SIZE` and its length in `LENGTHS[i]`;
+/// `RECEIVED` is how many.
+#[no_mangle]
+pub extern "C" fn PARTIX_RECEIVE_QUEUING_MESSAGES(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    TIME_OUT: SYSTEM_TIME_TYPE,
+    MESSAGE_ADDR: MESSAGE_ADDR_TYPE,
+    LENGTHS: *mut MESSAGE_SIZE_TYPE,
+    COUNT: APEX_INTEGER,
+    RECEIVED: *mut APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_RECEIVE_QUEUING_MESSAGES", RETURN_CODE, || {
+        non_null(RECEIVED)?;
+        put(RECEIVED, 0)?;
+        non_null(LENGTHS)?;
+        non_null(MESSAGE_ADDR)?;
+        let id = QueuingPortId(QUEUING_PORT_ID);
+        let st = apex::get_queuing_port_status(id)?;
+        let n = usize::try_from(COUNT)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or(BAD_PARAM)?
+            .min(BATCH_MAX);
+        // SAFETY: MESSAGE_ADDR is non-null and the caller passes COUNT (>= n) buffers of the
+        // port's MAX_MESSAGE_SIZE bytes back to back; nothing else refers to them during the call.
+        let buf = unsafe {
+            std::slice::from_raw_parts_mut(MESSAGE_ADDR, n * st.max_message_size as usize)
+        };
+        let mut lens = [0usize; BATCH_MAX];
+        let got = apex::receive_queuing_messages(id, buf, &mut lens[..n], TIME_OUT)?;
+        for (i, &len) in lens.iter().enumerate().take(got) {
+            // SAFETY: LENGTHS is non-null with COUNT (>= got) entries.
+            unsafe { LENGTHS.add(i).write(len as MESSAGE_SIZE_TYPE) };
+        }
+        put(RECEIVED, got as APEX_INTEGER)
+    });
+}
+
 /// `GET_QUEUING_PORT_ID`.
 #[no_mangle]
 pub extern "C" fn GET_QUEUING_PORT_ID(

@@ -90,6 +90,38 @@ static void driver(void)
           PARTIX_SET_QUEUING_PORT_RECV_MODE(q_in, PARTIX_RECV_SPIN_THEN_PARK, 100, &rc));
     CHECK("RECEIVE_QUEUING_MESSAGE", "spin-then-park mode, empty, timeout=10ms",
           RECEIVE_QUEUING_MESSAGE(q_in, 10 * MS, buf, &len, &rc));
+    {
+        MESSAGE_ADDR_TYPE msgs[3] = {(MESSAGE_ADDR_TYPE)"one", (MESSAGE_ADDR_TYPE)"two!",
+                                     (MESSAGE_ADDR_TYPE)"three"};
+        MESSAGE_SIZE_TYPE lens[3] = {3, 4, 5};
+        MESSAGE_SIZE_TYPE bad[2] = {3, 9};
+        MESSAGE_SIZE_TYPE got[4] = {0, 0, 0, 0};
+        APEX_INTEGER n = -1;
+        unsigned char many[4 * 8];
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "3 messages",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, lens, 3, 0, &n, &rc));
+        VALUE("sent", n);
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "3 more, room for 1",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, lens, 3, 0, &n, &rc));
+        VALUE("sent", n);
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "full, timeout=0",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, lens, 3, 0, &n, &rc));
+        VALUE("sent", n);
+        CHECK("PARTIX_RECEIVE_QUEUING_MESSAGES", "up to 4",
+              PARTIX_RECEIVE_QUEUING_MESSAGES(q_in, 1000 * MS, many, got, 4, &n, &rc));
+        VALUE("received", n);
+        VALUE("lengths", got[0] * 1000 + got[1] * 100 + got[2] * 10 + got[3]);
+        VALUE("same bytes", memcmp(many, "one", 3) == 0 && memcmp(many + 8, "two!", 4) == 0 &&
+                                memcmp(many + 16, "three", 5) == 0 && memcmp(many + 24, "one", 3) == 0);
+        CHECK("PARTIX_RECEIVE_QUEUING_MESSAGES", "empty, timeout=0",
+              PARTIX_RECEIVE_QUEUING_MESSAGES(q_in, 0, many, got, 4, &n, &rc));
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "a message too long",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, bad, 2, 0, &n, &rc));
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "count 0",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, lens, 0, 0, &n, &rc));
+        CHECK("PARTIX_RECEIVE_QUEUING_MESSAGES", "source port",
+              PARTIX_RECEIVE_QUEUING_MESSAGES(q_out, 0, many, got, 4, &n, &rc));
+    }
     fprintf(out, "END\n");
     fflush(out);
     for (;;) {
