@@ -428,16 +428,20 @@ fn parked_device_read_completes_or_is_flushed() {
     ));
     // The client sent a Flush for it when giving up; flushing again finds nothing pending.
     assert!(!quick.flush(parked_tag).unwrap());
-    // A parked read completes when a writer delivers data (the reader waits on another thread).
+    // A parked read completes when a writer delivers data (the reader waits on another thread,
+    // with the default, patient retransmission budget: a loaded machine may take a while).
+    drop(quick);
+    let mut patient = net.client();
+    let rd3 = patient.open("fifo", of::RDONLY, 0).unwrap();
     let reader = std::thread::spawn(move || {
-        let mut c = quick;
+        let mut c = patient;
         let mut b = [0u8; 16];
-        let c_cfg_patient = c.read(rd2, None, &mut b);
-        (c_cfg_patient.map(|n| b[..n].to_vec()), c)
+        let got = c.read(rd3, None, &mut b);
+        (got.map(|n| b[..n].to_vec()), c)
     });
     std::thread::sleep(Duration::from_millis(30));
     assert_eq!(c.write(wr, None, b"late").unwrap(), 4);
-    let (got, _quick) = reader.join().unwrap();
+    let (got, _patient) = reader.join().unwrap();
     assert_eq!(got.unwrap(), b"late");
     c.close(wr).unwrap();
 }
