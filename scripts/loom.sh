@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run the loom models of partix-shm (crates/partix-shm/tests/loom.rs): the begin/end sampling
-# protocol, the SPSC ring and the two-sided cumulative-ack flow control.
+# protocol, the SPSC ring (single messages, batches, the split data/control layout whose data
+# the destination maps read-only), the two-sided sampling path and queue credits (cumulative
+# acks), and the futex notifier (no lost wake-up).
 # LOOM_MAX_PREEMPTIONS bounds the explored interleavings (default 3: about 20 s of model
 # checking on 2 cores; 2 is quicker, 4 much slower). Uses its own target dir (LOOM_TARGET_DIR,
 # default target/loom) so the --cfg loom build does not evict the normal one.
