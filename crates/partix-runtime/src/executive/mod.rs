@@ -12,7 +12,8 @@
 //! `clock_nanosleep` and signals.
 //!
 //! # Bounded work per scheduling point
-//! One sleep (two with the gate's lead), at most one park signal or `SIGSTOP` and one futex wake
+//! One sleep (two with the gate's lead; with `Options::arm_ahead` one `timerfd_settime` more in
+//! the lead of an opening point), at most one park signal or `SIGSTOP` and one futex wake
 //! or `SIGCONT`, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
 //! request words, and O(processes of the closing partition) loads for the CtswO sample; a gate
 //! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`). No allocation, except when an HM event is
