@@ -57,10 +57,6 @@ pub struct ExecOpts {
     /// with SIGSTOP (the backstop; default 500).
     #[arg(long, value_name = "N")]
     pub park_bound_us: Option<u64>,
-    /// With the gate's lead: arm the wake-up after an opening point during the lead, so that
-    /// after opening the gate the executive only blocks on that timer (off by default).
-    #[arg(long)]
-    pub arm_ahead: bool,
 }
 
 /// Arguments of `partix run`.
@@ -143,7 +139,6 @@ fn exec_options(o: &ExecOpts, frames: Option<u64>, trace_capacity: usize) -> Opt
         park_bound: o
             .park_bound_us
             .map_or(defaults.park_bound, Duration::from_micros),
-        arm_ahead: o.arm_ahead,
         ..defaults
     }
 }
@@ -338,12 +333,10 @@ mod tests {
             "0",
             "--park-bound-us",
             "800",
-            "--arm-ahead",
         ]);
         assert_eq!(o.switch, SwitchMechanism::Signals);
         assert_eq!(o.switch_lead, Duration::ZERO);
         assert_eq!(o.park_bound, Duration::from_micros(800));
-        assert!(o.arm_ahead);
         assert_eq!(o.max_frames, Some(3));
     }
 

@@ -116,8 +116,9 @@ pub struct Options {
     /// ([`Clock::arm`]), so that after the gate store the executive only blocks (no timer is
     /// started on the partition-switch path). Only when the next sleep is predictable (no close
     /// at the point, no park verification pending); otherwise the point sleeps as before.
-    /// Off by default: on this VM it did not shorten PtswO in the bench schedule (the sleep
-    /// there did not reprogram the clock-event device anyway; `docs/executive.md`).
+    /// Off by default and experimental: it only helps windows shorter than the tick period,
+    /// and with it on a partition held by the SIGSTOP backstop was seen running outside its
+    /// windows in a test (unexplained; `docs/executive.md`). Do not enable it in production.
     pub arm_ahead: bool,
 }
 
