@@ -403,14 +403,10 @@ impl SampleTx {
     }
 }
 
-/// Datagrams a UDP sampling destination takes per `recvmmsg` while draining to the newest.
-const UDP_BATCH: usize = 4;
-
 /// Sampling destination over a socket: keeps the newest frame.
 #[derive(Debug)]
 pub struct SampleRx {
     sock: FrameSocket,
-    /// TCP: one frame; UDP: [`UDP_BATCH`] datagram buffers of `HEADER_LEN + max` bytes.
     scratch: Vec<u8>,
     last: Vec<u8>,
     have: Option<FrameRepr>,
@@ -420,27 +416,19 @@ impl SampleRx {
     /// Use the inherited socket.
     pub fn new(sock: FrameSocket) -> SampleRx {
         let n = sock.max + HEADER_LEN;
-        let batch = if matches!(sock.io, Io::Udp(_)) {
-            UDP_BATCH
-        } else {
-            1
-        };
         SampleRx {
             sock,
-            scratch: vec![0u8; n * batch],
+            scratch: vec![0u8; n],
             last: vec![0u8; n],
             have: None,
         }
     }
 
-    /// Take every waiting frame, keep the newest. UDP: one `recvmmsg(MSG_DONTWAIT)` per
-    /// [`UDP_BATCH`] datagrams, so a poll is one system call (a second only when the batch came
-    /// back full). TCP: stops after a short `read` (no extra call that would answer `EAGAIN`).
+    /// Take every waiting frame, keep the newest. UDP: `recv` until `EAGAIN` (an empty poll is one
+    /// cheap `recv`; a `recvmmsg` of several datagrams per poll was measured slower, see
+    /// `docs/bench-rtt.md`). TCP: stops after a short `read` (no extra call that would answer
+    /// `EAGAIN`).
     fn drain(&mut self) {
-        if matches!(self.sock.io, Io::Udp(_)) {
-            self.drain_udp();
-            return;
-        }
         while let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
             if h.len != 0 {
                 std::mem::swap(&mut self.scratch, &mut self.last);
@@ -448,64 +436,6 @@ impl SampleRx {
             }
             if !self.sock.may_have_more() {
                 break;
-            }
-        }
-    }
-
-    fn drain_udp(&mut self) {
-        let n = self.sock.max + HEADER_LEN;
-        let fd = self.sock.as_fd().as_raw_fd();
-        loop {
-            // SAFETY: iovec and mmsghdr are plain C structs for which all-zero is valid.
-            let mut iov: [libc::iovec; UDP_BATCH] = unsafe { std::mem::zeroed() };
-            // SAFETY: as above.
-            let mut msgs: [libc::mmsghdr; UDP_BATCH] = unsafe { std::mem::zeroed() };
-            for (i, (v, m)) in iov.iter_mut().zip(msgs.iter_mut()).enumerate() {
-                v.iov_base = self.scratch[i * n..].as_mut_ptr().cast();
-                v.iov_len = n;
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-            }
-            // SAFETY: each mmsghdr points at one iovec describing a distinct n-byte part of
-            // `scratch` (UDP_BATCH * n bytes long); all of them outlive the call.
-            let got = unsafe {
-                libc::recvmmsg(
-                    fd,
-                    msgs.as_mut_ptr(),
-                    UDP_BATCH as libc::c_uint,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null_mut(),
-                )
-            };
-            if got < 0 {
-                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
-            }
-            let got = got as usize;
-            let mut newest = None;
-            for (i, m) in msgs.iter().enumerate().take(got) {
-                let k = (m.msg_len as usize).min(n);
-                let d = &self.scratch[i * n..i * n + k];
-                match FrameRepr::parse(d) {
-                    Some(h)
-                        if h.len as usize == k - HEADER_LEN && k - HEADER_LEN <= self.sock.max =>
-                    {
-                        if h.len != 0 {
-                            newest = Some((i, h));
-                        }
-                    }
-                    _ => self.sock.dropped += 1,
-                }
-            }
-            if let Some((i, h)) = newest {
-                let k = HEADER_LEN + h.len as usize;
-                self.last[..k].copy_from_slice(&self.scratch[i * n..i * n + k]);
-                self.have = Some(h);
-            }
-            if got < UDP_BATCH {
-                return;
             }
         }
     }
