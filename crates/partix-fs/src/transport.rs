@@ -157,6 +157,32 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
 }
 
+/// The receive loop of a frame transport: try, then pause per `mode` (spin, yield or `poll(2)` on
+/// `fd`) until a frame arrives or `timeout` passes. `try_recv` never blocks.
+pub(crate) fn recv_polling(
+    fd: i32,
+    mode: RecvMode,
+    timeout: Duration,
+    mut try_recv: impl FnMut() -> io::Result<Option<Received>>,
+) -> io::Result<Option<Received>> {
+    let start = Instant::now();
+    let deadline = start + timeout;
+    loop {
+        if let Some(r) = try_recv()? {
+            return Ok(Some(r));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        // For a receive ring, poll(2) reports POLLIN once the slot at the user's position
+        // belongs to user space.
+        if !mode.pause(start, now) && !wait_readable(fd, deadline - now)? {
+            return try_recv();
+        }
+    }
+}
+
 /// Wait until `fd` is readable or `timeout` passes; return whether it is readable.
 pub(crate) fn wait_readable(fd: i32, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
@@ -450,21 +476,8 @@ impl Transport for PacketTransport {
     }
 
     fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
-        let start = Instant::now();
-        let deadline = start + timeout;
-        loop {
-            if let Some(r) = self.try_recv(buf)? {
-                return Ok(Some(r));
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            if !self.mode.pause(start, now) && !wait_readable(self.fd.as_raw_fd(), deadline - now)?
-            {
-                return self.try_recv(buf);
-            }
-        }
+        let (fd, mode) = (self.fd.as_raw_fd(), self.mode);
+        recv_polling(fd, mode, timeout, || self.try_recv(buf))
     }
 
     fn max_message(&self) -> usize {

@@ -14,15 +14,15 @@
 #![allow(unsafe_code)]
 
 use super::{
-    bind_packet_socket, interface_index, interface_mac_mtu, packet_socket, send_frame,
-    wait_readable, PeerAddr, Received, RecvMode, Transport,
+    bind_packet_socket, interface_index, interface_mac_mtu, packet_socket, recv_polling,
+    send_frame, PeerAddr, Received, RecvMode, Transport,
 };
 use partix_wire::ethernet::{EthernetAddress, HEADER_LEN as ETH_HEADER_LEN};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `PACKET_VERSION` value for TPACKET_V2 (`enum tpacket_versions` in `linux/if_packet.h`).
 const TPACKET_V2: libc::c_int = 1;
@@ -299,23 +299,8 @@ impl Transport for RingTransport {
     }
 
     fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
-        let start = Instant::now();
-        let deadline = start + timeout;
-        loop {
-            if let Some(r) = self.try_recv(buf)? {
-                return Ok(Some(r));
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            // poll(2) on a ring socket reports POLLIN once the slot before the kernel's head
-            // belongs to user space, i.e. when `next` holds a frame.
-            if !self.mode.pause(start, now) && !wait_readable(self.fd.as_raw_fd(), deadline - now)?
-            {
-                return self.try_recv(buf);
-            }
-        }
+        let (fd, mode) = (self.fd.as_raw_fd(), self.mode);
+        recv_polling(fd, mode, timeout, || self.try_recv(buf))
     }
 
     fn max_message(&self) -> usize {
