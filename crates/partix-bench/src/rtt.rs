@@ -8,7 +8,10 @@
 //!   windows), with the channel resources of [`ChannelSet::create`] for a module generated per
 //!   (transport, size) with `partix:Transport` on both channels (PING: A→B, PONG: B→A), handed
 //!   over as the executive does (descriptors from [`PORT_FD_BASE`], `PARTIX_PORT_FDS`). The
-//!   application code only calls CREATE/WRITE/READ_SAMPLING_MESSAGE; it never names a transport.
+//!   application code only calls CREATE/WRITE/READ_SAMPLING_MESSAGE (and the partix wait
+//!   extension); it never names a transport. Waiting classes ([`MODES`]): `spin` waits for the
+//!   next message in the port's spinning wait (WAIT_SAMPLING_MESSAGE, `RecvMode::Spin`), `poll`
+//!   calls READ_SAMPLING_MESSAGE in a loop, `block` sleeps in the port's blocking wait.
 //! - **raw cache-line**: one shared-memory line each way, spin (the floor of any shared-memory RTT);
 //! - **raw UDP** / **raw TCP** (TCP_NODELAY) over loopback at the same payload sizes: busy-polled
 //!   non-blocking sockets (spin class) and blocking sockets (block class);
@@ -39,6 +42,12 @@ use std::time::{Duration, Instant};
 /// The transports a channel can name (`partix:Transport`).
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
+/// The waiting classes: `spin` (busy-wait: the ports' WAIT_SAMPLING_MESSAGE in `RecvMode::Spin`,
+/// a non-blocking `recv` loop for the raw sockets), `poll` (ports: the standard
+/// READ_SAMPLING_MESSAGE called in a loop; the raw peers have no such class and are compared
+/// with their `spin` rows), `block` (sleep in the kernel).
+pub const MODES: &[&str] = &["spin", "poll", "block"];
+
 /// Arguments of `partix bench rtt`.
 #[derive(Args, Debug, Clone)]
 pub struct RttArgs {
@@ -58,8 +67,9 @@ pub struct RttArgs {
         default_value = "one-sided,two-sided,udp,tcp"
     )]
     pub transports: Vec<String>,
-    /// Waiting classes: spin (busy-poll) and block (sleep in the kernel).
-    #[arg(long, value_delimiter = ',', default_value = "spin,block")]
+    /// Waiting classes: spin (busy-wait in the port's wait), poll (READ_SAMPLING_MESSAGE in a
+    /// loop) and block (sleep in the kernel).
+    #[arg(long, value_delimiter = ',', default_value = "spin,poll,block")]
     pub modes: Vec<String>,
     /// Write the RTT-vs-size plot and the 16 B CDF (SVG) into this directory.
     #[arg(long)]
@@ -83,7 +93,7 @@ impl Default for RttArgs {
             iters: 20_000,
             warmup: 2_000,
             transports: TRANSPORTS.iter().map(|s| s.to_string()).collect(),
-            modes: vec!["spin".into(), "block".into()],
+            modes: MODES.iter().map(|s| s.to_string()).collect(),
             plot: None,
             no_iceoryx2: false,
             queue_messages: 2_000_000,
@@ -292,7 +302,7 @@ fn parse_samples(out: &str) -> Recorder {
     r
 }
 
-fn pair_args(kind: &str, size: usize, args: &RttArgs, block: bool) -> (PeerArgs, PeerArgs) {
+fn pair_args(kind: &str, size: usize, args: &RttArgs, mode: &str) -> (PeerArgs, PeerArgs) {
     let (c0, c1) = cpus();
     let a = PeerArgs {
         kind: kind.into(),
@@ -301,7 +311,8 @@ fn pair_args(kind: &str, size: usize, args: &RttArgs, block: bool) -> (PeerArgs,
         size,
         iters: args.iters,
         warmup: args.warmup,
-        block,
+        block: mode == "block",
+        poll: mode == "poll",
     };
     let b = PeerArgs {
         role: "pong".into(),
@@ -398,10 +409,10 @@ fn apex_pair(
     xml: &str,
     kind: &str,
     size: usize,
-    block: bool,
+    mode: &str,
 ) -> Result<String, String> {
     let set = channels_of(xml)?;
-    let (mut a, mut b) = pair_args(kind, size, args, block);
+    let (mut a, mut b) = pair_args(kind, size, args, mode);
     if kind.starts_with("qapex") {
         a.role = "recv".into();
         a.iters = args.queue_messages;
@@ -426,7 +437,7 @@ fn apex_pair(
 
 fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
     let r = Region::create("partix-rtt-cache", 4096).map_err(|e| e.to_string())?;
-    let (a, b) = pair_args("cache", 8, args, false);
+    let (a, b) = pair_args("cache", 8, args, "spin");
     let fd = r.raw_fd();
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
@@ -434,18 +445,18 @@ fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
 fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
     let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
     let r = Region::create("partix-rtt-copy", len).map_err(|e| e.to_string())?;
-    let (a, b) = pair_args("copy", size, args, false);
+    let (a, b) = pair_args("copy", size, args, "spin");
     let fd = r.raw_fd();
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
 
-fn raw_udp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<String, String> {
+fn raw_udp(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
     let e = |e: std::io::Error| format!("udp sockets: {e}");
     let sa = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
     let sb = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
     sa.connect(sb.local_addr().map_err(e)?).map_err(e)?;
     sb.connect(sa.local_addr().map_err(e)?).map_err(e)?;
-    let (a, b) = pair_args("udp", size, args, block);
+    let (a, b) = pair_args("udp", size, args, mode);
     run_pair(
         peer,
         End::raw(&a, sa.as_raw_fd()),
@@ -454,12 +465,12 @@ fn raw_udp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<Stri
     )
 }
 
-fn raw_tcp(peer: &Peer, args: &RttArgs, size: usize, block: bool) -> Result<String, String> {
+fn raw_tcp(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
     let e = |e: std::io::Error| format!("tcp sockets: {e}");
     let l = TcpListener::bind("127.0.0.1:0").map_err(e)?;
     let sa = TcpStream::connect(l.local_addr().map_err(e)?).map_err(e)?;
     let (sb, _) = l.accept().map_err(e)?;
-    let (a, b) = pair_args("tcp", size, args, block);
+    let (a, b) = pair_args("tcp", size, args, mode);
     run_pair(
         peer,
         End::raw(&a, sa.as_raw_fd()),
@@ -474,7 +485,7 @@ fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> 
         Region::create("partix-rtt-ring", layout.size_bytes()).map_err(|e| e.to_string())?,
     );
     layout.init(&r, 0).map_err(|e| e.to_string())?;
-    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, false);
+    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
     a.role = "recv".into();
     a.iters = args.queue_messages;
     b.role = "send".into();
@@ -624,13 +635,14 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         }
     }
     for m in &args.modes {
-        if m != "spin" && m != "block" {
-            bail!("--modes: unknown mode {m:?} (spin, block)");
+        if !MODES.contains(&m.as_str()) {
+            bail!("--modes: unknown mode {m:?} (one of {MODES:?})");
         }
     }
     let peer = find_peer(args)?;
     let mut rep = RttReport::default();
-    let spin = args.modes.iter().any(|m| m == "spin");
+    // The busy-waiting baselines (cache line, copy, iceoryx2) serve the spin and poll classes.
+    let spin = args.modes.iter().any(|m| m == "spin" || m == "poll");
     let ice = if args.no_iceoryx2 || !spin {
         None
     } else {
@@ -638,9 +650,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     };
     let n_sizes = args.sizes.len();
     let n_modes = args.modes.len();
+    // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
+    let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
     let total = usize::from(spin) * (1 + n_sizes)
-        + n_sizes * n_modes * 2
+        + n_sizes * n_raw_modes * 2
         + n_sizes * args.transports.len() * n_modes
         + usize::from(ice.is_some())
         + if args.queue_messages > 0 {
@@ -699,8 +713,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             );
         }
     }
-    for mode in &args.modes {
-        let b = mode == "block";
+    for mode in args.modes.iter().filter(|m| *m != "poll") {
         for &size in &args.sizes {
             progress(&mut step, total, &format!("raw UDP {mode} {size} B"));
             push(
@@ -708,7 +721,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 "raw UDP",
                 mode,
                 size,
-                raw_udp(&peer, args, size, b),
+                raw_udp(&peer, args, size, mode),
             );
             progress(&mut step, total, &format!("raw TCP {mode} {size} B"));
             push(
@@ -716,13 +729,12 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 "raw TCP",
                 mode,
                 size,
-                raw_tcp(&peer, args, size, b),
+                raw_tcp(&peer, args, size, mode),
             );
         }
     }
     for t in &args.transports {
         for mode in &args.modes {
-            let b = mode == "block";
             let mut unavailable: Option<String> = None;
             for &size in &args.sizes {
                 progress(
@@ -733,8 +745,14 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 let r = match &unavailable {
                     Some(e) => Err(e.clone()),
                     None => {
-                        let r =
-                            apex_pair(&peer, args, &sampling_module_xml(t, size), "apex", size, b);
+                        let r = apex_pair(
+                            &peer,
+                            args,
+                            &sampling_module_xml(t, size),
+                            "apex",
+                            size,
+                            mode,
+                        );
                         // A transport this build refuses (or a class that hangs) fails the same
                         // way at every size: do not wait for it again.
                         if let Err(e) = &r {
@@ -805,7 +823,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 &queuing_module_xml(t),
                 "qapex",
                 QUEUE_MSG,
-                false,
+                "spin",
             );
             rep.queue.push((format!("{t} queuing port"), rate(r)));
         }
@@ -821,7 +839,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 &queuing_module_xml("one-sided"),
                 "qapexb",
                 QUEUE_MSG,
-                false,
+                "spin",
             );
             rep.queue.push((
                 format!("one-sided queuing port, batches of {QUEUE_BATCH}"),
@@ -894,10 +912,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             let _ = writeln!(o);
             let _ = writeln!(o, "## {mode}, {size} B");
             let _ = writeln!(o, "{}", header());
-            let rows = rep
-                .classes
-                .iter()
-                .filter(|c| &c.mode == mode && c.size == size);
+            // The poll table shows the busy-waiting baselines (spin rows) too.
+            let baseline = |c: &Class| c.name.starts_with("raw") || c.name == "iceoryx2";
+            let rows = rep.classes.iter().filter(|c| {
+                c.size == size
+                    && (&c.mode == mode || (mode == "poll" && c.mode == "spin" && baseline(c)))
+            });
             for c in rows {
                 match &c.result {
                     Ok(r) => {
@@ -929,8 +949,15 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     }
                 }
             }
-            // Ratios and targets.
-            let s = |name: &str| rep.get(name, mode, size).map(|r| r.summary(name));
+            // Ratios and targets (targets are judged on the spin class, and udp's also on block).
+            let s = |name: &str| {
+                let m = if name.starts_with("raw") && mode == "poll" {
+                    "spin"
+                } else {
+                    mode.as_str()
+                };
+                rep.get(name, m, size).map(|r| r.summary(name))
+            };
             let ice = rep
                 .get("iceoryx2", "spin", size)
                 .map(|r| r.summary("iceoryx2"));
@@ -999,7 +1026,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             d as f64 / 1000.0,
                             ratio(ts.p99, b.p99)
                         );
-                        if t == "udp" {
+                        if t == "udp" && mode != "poll" {
                             let slept = rep
                                 .classes
                                 .iter()
@@ -1019,13 +1046,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         lines.push(l);
                     }
                 }
-                if let (Some(i), "spin") = (&ice, mode.as_str()) {
+                if let (Some(i), "spin" | "poll") = (&ice, mode.as_str()) {
                     let r = ratio(ts.p50, i.p50);
                     let mut l = format!(
                         "{t} {mode} {size} B vs iceoryx2: p50 {r:.2}x, p99 {:.2}x",
                         ratio(ts.p99, i.p99)
                     );
-                    if t == "one-sided" {
+                    if t == "one-sided" && mode == "spin" {
                         l += &format!("  {}", target(&mut tally, "≤ 0.6x iceoryx2", r <= 0.6, ""));
                     }
                     lines.push(l);
@@ -1099,7 +1126,11 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
                     .sizes
                     .iter()
                     .filter_map(|&s| {
-                        let m = if n == "iceoryx2" || n == "raw cache-line" || n == "raw copy" {
+                        let m = if n == "iceoryx2"
+                            || n == "raw cache-line"
+                            || n == "raw copy"
+                            || (mode == "poll" && n.starts_with("raw"))
+                        {
                             "spin"
                         } else {
                             mode
@@ -1125,7 +1156,11 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
         let cdf: Vec<(String, &Recorder)> = names
             .iter()
             .filter_map(|n| {
-                let m = if n == "iceoryx2" || n == "raw cache-line" || n == "raw copy" {
+                let m = if n == "iceoryx2"
+                    || n == "raw cache-line"
+                    || n == "raw copy"
+                    || (mode == "poll" && n.starts_with("raw"))
+                {
                     "spin"
                 } else {
                     mode

@@ -21,9 +21,11 @@
 //! 1, 2, ... and waits for the echo of exactly that number. In the `apex` kind, `pong` first writes
 //! sequence 0 on PONG and `ping` waits for it: both partitions are then up.
 //!
-//! Waiting classes: `spin` polls (READ_SAMPLING_MESSAGE until the sequence number changes, a
-//! non-blocking `recv`); `block` sleeps in the kernel (a blocking `recv`; for ports the partix
-//! extension `wait_sampling_message` with the port in `RecvMode::Blocking`).
+//! Waiting classes: `spin` busy-waits (a non-blocking `recv` in a loop; for ports the partix
+//! extension `wait_sampling_message` with the port in `RecvMode::Spin`); `poll` (ports only)
+//! calls the standard READ_SAMPLING_MESSAGE in a loop until the sequence number changes; `block`
+//! sleeps in the kernel (a blocking `recv`; for ports `wait_sampling_message` with the port in
+//! `RecvMode::Blocking`). The raw kinds treat `poll` like `spin`.
 //!
 //! The raw kinds run at SCHED_FIFO [`PEER_FIFO`], the priority of the APEX process of the `apex`
 //! kind (APEX priority [`APEX_PRIORITY`] runs at FIFO priority + 1), so every class competes with
@@ -82,8 +84,10 @@ pub struct PeerArgs {
     pub iters: u64,
     /// Unmeasured iterations first.
     pub warmup: u64,
-    /// `spin` or `block`.
+    /// `block`: sleep in the kernel while waiting (else busy-wait).
     pub block: bool,
+    /// `poll` (ports): READ_SAMPLING_MESSAGE in a loop instead of a spinning wait.
+    pub poll: bool,
 }
 
 impl PeerArgs {
@@ -101,7 +105,14 @@ impl PeerArgs {
             "--warmup".into(),
             self.warmup.to_string(),
             "--mode".into(),
-            if self.block { "block" } else { "spin" }.into(),
+            if self.block {
+                "block"
+            } else if self.poll {
+                "poll"
+            } else {
+                "spin"
+            }
+            .into(),
         ]
     }
 }
@@ -113,7 +124,7 @@ impl PeerArgs {
 pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
     let [kind, role, rest @ ..] = args else {
         return Err(
-            "usage: KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|block]"
+            "usage: KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|poll|block]"
                 .into(),
         );
     };
@@ -125,6 +136,7 @@ pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
         iters: 1000,
         warmup: 100,
         block: false,
+        poll: false,
     };
     let mut it = rest.iter();
     while let Some(k) = it.next() {
@@ -139,10 +151,11 @@ pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
             "--iters" => p.iters = num()?,
             "--warmup" => p.warmup = num()?,
             "--mode" => {
-                p.block = match v.as_str() {
-                    "spin" => false,
-                    "block" => true,
-                    _ => return Err(format!("--mode {v}: spin or block")),
+                (p.block, p.poll) = match v.as_str() {
+                    "spin" => (false, false),
+                    "poll" => (false, true),
+                    "block" => (true, false),
+                    _ => return Err(format!("--mode {v}: spin, poll or block")),
                 }
             }
             _ => return Err(format!("unknown argument {k}")),
@@ -688,12 +701,17 @@ fn apex_main(a: PeerArgs) -> Result<(), String> {
         }
         (_, r) => return Err(format!("unknown role {r}")),
     }
-    if !q && a.block {
-        // The block class sleeps in the kernel while it waits (not the default spin-then-park).
+    if !q && !a.poll {
+        // The block class sleeps in the kernel while it waits, the spin class busy-waits (not
+        // the default spin-then-park).
         let dest = if a.role == "ping" { "PONG" } else { "PING" };
         let id = get_sampling_port_id(dest).map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
-        set_sampling_port_recv_mode(id, RecvMode::Blocking)
-            .map_err(apex_err("set_sampling_port_recv_mode"))?;
+        let mode = if a.block {
+            RecvMode::Blocking
+        } else {
+            RecvMode::Spin
+        };
+        set_sampling_port_recv_mode(id, mode).map_err(apex_err("set_sampling_port_recv_mode"))?;
     }
     let pid = create_process(&ProcessAttributes {
         name: "rtt".into(),
@@ -737,8 +755,8 @@ extern "C" fn apex_process() {
     }
 }
 
-/// Wait for a message on `port` whose sequence number is `want` (spin, or the blocking wait of
-/// the runtime when the class is `block`).
+/// Wait for a message on `port` whose sequence number is `want`: READ_SAMPLING_MESSAGE in a loop
+/// (`poll`), or the runtime's wait in the port's mode (`spin`, `block`).
 fn await_seq(
     a: &PeerArgs,
     port: SamplingPortId,
@@ -746,10 +764,10 @@ fn await_seq(
     want: u64,
 ) -> Result<usize, String> {
     loop {
-        let r = if a.block {
-            block_read(port, buf)
-        } else {
+        let r = if a.poll {
             read_sampling_message(port, buf).map(|(n, _)| n)
+        } else {
+            wait_read(port, buf)
         };
         match r {
             Ok(n) if n >= 8 && seq_of(buf) == want => return Ok(n),
@@ -759,10 +777,10 @@ fn await_seq(
     }
 }
 
-/// The `block` class on ports: the partix extension WAIT_SAMPLING_MESSAGE (a message newer than
-/// the last one returned; the port is set to [`RecvMode::Blocking`], so the caller sleeps in the
-/// kernel meanwhile), 1 s timeout per call.
-fn block_read(port: SamplingPortId, buf: &mut [u8]) -> ApexResult<usize> {
+/// The `spin` and `block` classes on ports: the partix extension WAIT_SAMPLING_MESSAGE (a message
+/// newer than the last one returned) in the port's receive mode ([`RecvMode::Spin`] or
+/// [`RecvMode::Blocking`], so the caller sleeps in the kernel meanwhile), 1 s timeout per call.
+fn wait_read(port: SamplingPortId, buf: &mut [u8]) -> ApexResult<usize> {
     wait_sampling_message(port, 1_000_000_000, buf).map(|(n, _)| n)
 }
 
@@ -857,8 +875,15 @@ mod tests {
             iters: 10,
             warmup: 2,
             block: true,
+            poll: false,
         };
         assert_eq!(parse_args(&a.to_args()).unwrap(), a);
+        let p = PeerArgs {
+            block: false,
+            poll: true,
+            ..a.clone()
+        };
+        assert_eq!(parse_args(&p.to_args()).unwrap(), p);
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert!(parse_args(&s(&["udp"])).is_err());
         assert!(parse_args(&s(&["udp", "ping", "--size", "4"])).is_err());

@@ -11,7 +11,7 @@ fn args() -> RttArgs {
         iters: 200,
         warmup: 20,
         transports: vec!["one-sided".into()],
-        modes: vec!["spin".into(), "block".into()],
+        modes: vec!["spin".into(), "poll".into(), "block".into()],
         plot: None,
         no_iceoryx2: true,
         queue_messages: 5_000,
@@ -25,6 +25,7 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     let rep = measure(&a).expect("bench runs");
     for (name, mode) in [
         ("one-sided", "spin"),
+        ("one-sided", "poll"),
         ("one-sided", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
@@ -61,6 +62,13 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         rep.text
     );
     assert!(rep.text.contains("[target p99 ≤ 700 ns: "), "{}", rep.text);
+    // The poll class (READ_SAMPLING_MESSAGE in a loop) is compared with the spin baselines.
+    assert!(
+        rep.text
+            .contains("one-sided poll 16 B vs raw cache-line: p50"),
+        "{}",
+        rep.text
+    );
     // Queuing throughput: the raw ring and the one-sided queuing port, one message per call and
     // in batches, all delivered.
     assert_eq!(rep.queue.len(), 4, "{:?}", rep.queue);
@@ -77,7 +85,7 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
 
     let dir = std::env::temp_dir().join(format!("partix-rtt-smoke-{}", std::process::id()));
     let files = partix_bench::rtt::plot(&dir, &a, &rep).expect("plots");
-    assert_eq!(files.len(), 4, "{files:?}");
+    assert_eq!(files.len(), 6, "{files:?}");
     for f in &files {
         let svg = std::fs::read_to_string(f).unwrap();
         assert!(

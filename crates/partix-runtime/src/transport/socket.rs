@@ -265,10 +265,35 @@ impl FrameSocket {
         }
         let n = HEADER_LEN + payload.len();
         hdr.emit(&mut self.tx[..HEADER_LEN]);
-        self.tx[HEADER_LEN..n].copy_from_slice(payload);
         match &mut self.io {
-            Io::Udp(s) => matches!(s.send(&self.tx[..n]), Ok(k) if k == n),
+            Io::Udp(s) => {
+                // Header and payload as two pieces of one datagram: no copy of the payload.
+                let iov = [
+                    libc::iovec {
+                        iov_base: self.tx.as_mut_ptr().cast(),
+                        iov_len: HEADER_LEN,
+                    },
+                    libc::iovec {
+                        iov_base: payload.as_ptr().cast_mut().cast(),
+                        iov_len: payload.len(),
+                    },
+                ];
+                // SAFETY: a zeroed msghdr is valid (no name, no control data).
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_iov = iov.as_ptr().cast_mut();
+                msg.msg_iovlen = iov.len() as _;
+                loop {
+                    // SAFETY: `msg` points at two iovecs over live buffers of the given lengths;
+                    // the kernel only reads them.
+                    let k = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
+                    if k < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    break k == n as isize;
+                }
+            }
             Io::Tcp(s) => {
+                self.tx[HEADER_LEN..n].copy_from_slice(payload);
                 let sent = loop {
                     match s.write(&self.tx[..n]) {
                         Ok(k) => break k,
@@ -479,8 +504,25 @@ impl SampleRx {
         let deadline = timeout.map(|t| Instant::now() + t);
         let spins = spins_of(mode);
         let mut i = 0u64;
+        // The first look drains to the newest frame. Once a look found the socket empty, every
+        // frame received later in this call arrived during the call, so the first one is
+        // returned at once: at the moment it arrived it was the newest message, a moment inside
+        // this call (the read is linearizable there); a frame queued behind it is newer still
+        // and is what the next read returns. This saves the receive that would only answer
+        // `EAGAIN` on the path of every delivered message.
+        let mut seen_empty = false;
         loop {
-            self.drain();
+            if seen_empty {
+                if let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
+                    if h.len != 0 {
+                        std::mem::swap(&mut self.scratch, &mut self.last);
+                        self.have = Some(h);
+                    }
+                }
+            } else {
+                self.drain();
+                seen_empty = true;
+            }
             if let Some(h) = self.have {
                 if Some(h.seq) != last_seq {
                     return self.copy_newest(buf).map_err(WaitError::Read);
@@ -842,6 +884,53 @@ mod tests {
                     .iter()
                     .all(|&x| x == i as u8));
             }
+        }
+    }
+
+    #[test]
+    fn a_wait_returns_the_newest_of_the_frames_queued_before_it() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 64, 8);
+            let mut tx = SampleTx::new(vec![a]);
+            let mut rx = SampleRx::new(b);
+            for i in 1..=5u8 {
+                tx.write(&[i; 20], u64::from(i));
+            }
+            // Let loopback deliver all five before the wait looks.
+            std::thread::sleep(Duration::from_millis(50));
+            let mut buf = [0u8; 64];
+            let ok = rx
+                .wait_newer(&mut buf, None, RecvMode::Spin, Some(Duration::from_secs(5)))
+                .unwrap();
+            assert_eq!((ok.seq, ok.len, ok.written_at_ns), (5, 20, 5), "{kind:?}");
+            assert_eq!(buf[..20], [5u8; 20]);
+            // Nothing newer: a bounded wait times out and a read still answers the newest.
+            assert!(matches!(
+                rx.wait_newer(
+                    &mut buf,
+                    Some(5),
+                    RecvMode::Spin,
+                    Some(Duration::from_millis(20))
+                ),
+                Err(WaitError::TimedOut)
+            ));
+            assert_eq!(rx.read(&mut buf).unwrap().seq, 5);
+            // A frame sent while the wait runs is returned by it, header and payload whole.
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                tx.write(&[6; 33], 6);
+            });
+            let ok = rx
+                .wait_newer(
+                    &mut buf,
+                    Some(5),
+                    RecvMode::Spin,
+                    Some(Duration::from_secs(5)),
+                )
+                .unwrap();
+            assert_eq!((ok.seq, ok.len), (6, 33), "{kind:?}");
+            assert_eq!(buf[..33], [6u8; 33]);
+            t.join().unwrap();
         }
     }
 
