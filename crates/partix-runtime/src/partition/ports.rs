@@ -38,9 +38,20 @@
 //!
 //! A process that waits (on a queuing port, or in [`wait_sampling_message`]) shows WAITING in
 //! GET_PROCESS_STATUS for the duration of the wait.
+//!
+//! # Port locks and STOP / SUSPEND
+//! Every lock of a port (its state, its receive mode, the registry) is taken through [`lock`],
+//! which defers the runtime's control signal while the lock is held (`rt::Deferral`: a
+//! per-thread counter, no system call). A process stopped (STOP) or suspended (SUSPEND) by another
+//! one while it copies a message under the lock finishes the operation, releases the lock, and
+//! parks right after it, so the port stays usable by the rest of the partition. Waiting is done
+//! without the lock (queued processes wait on a futex word, the head on the channel), so a
+//! waiting process is stopped or suspended at once. [`wait_sampling_message`] waits on the
+//! channel under the port lock in slices of at most 20 ms: a request reaching it there takes
+//! effect at the end of the slice at the latest.
 
 use super::error::{ApexError, ApexResult};
-use super::rt::{self, rt, EH_INDEX};
+use super::rt::{self, rt, Deferral, EH_INDEX};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::channels::{map_inherited, MappedPort};
 use crate::state::mode;
@@ -48,11 +59,12 @@ use crate::transport::{
     QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource,
 };
 use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
+use partix_shm::futex;
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{monotonic_ns, ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// `PORT_DIRECTION_TYPE` (SOURCE = 0, DESTINATION = 1).
@@ -186,7 +198,8 @@ struct QueuingPort {
     gen: AtomicU64,
     mode: Mutex<RecvMode>,
     state: Mutex<QueuingState>,
-    cv: Condvar,
+    /// Futex word the processes queued behind the head wait on (bumped when one leaves).
+    wake: AtomicU32,
 }
 
 struct Registry {
@@ -216,9 +229,37 @@ fn registry() -> &'static Registry {
     })
 }
 
-/// Lock a mutex, ignoring poisoning (a panicking process must not take the port down).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// A port lock held with control signals deferred (see the module docs).
+struct PortGuard<'a, T> {
+    /// Dropped first: the lock is released before the deferral ends.
+    guard: MutexGuard<'a, T>,
+    _defer: Deferral,
+}
+
+impl<T> std::ops::Deref for PortGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> std::ops::DerefMut for PortGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+/// Lock a mutex of a port with control signals deferred until the lock is released, ignoring
+/// poisoning (a panicking process must not take the port down).
+#[inline]
+fn lock<T>(m: &Mutex<T>) -> PortGuard<'_, T> {
+    let defer = rt::defer_control();
+    PortGuard {
+        guard: m.lock().unwrap_or_else(|e| e.into_inner()),
+        _defer: defer,
+    }
 }
 
 fn direction_of(d: CfgDirection) -> PortDirection {
@@ -628,7 +669,7 @@ pub fn create_queuing_port(
             waiters: Vec::new(),
             next_ticket: 0,
         }),
-        cv: Condvar::new(),
+        wake: AtomicU32::new(0),
     });
     let _ = registry().queuing_by_id[ports.len()].set(port.clone());
     ports.push(port);
@@ -682,7 +723,12 @@ impl QueuingPort {
     fn leave(&self, st: &mut QueuingState, ticket: u64) {
         st.waiters.retain(|w| w.ticket != ticket);
         self.gen.fetch_add(1, Ordering::SeqCst);
-        self.cv.notify_all();
+        // Under the port lock: a queued process reads `wake` under the lock before it waits, so
+        // it either sees the new value or is woken.
+        self.wake.fetch_add(1, Ordering::Release);
+        if !st.waiters.is_empty() {
+            futex::wake_all(&self.wake);
+        }
     }
 
     /// Wait in this partition's order for `op` to succeed, until `deadline`.
@@ -706,6 +752,8 @@ impl QueuingPort {
         let (priority, process) = waiting_caller()?;
         let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);
         let deadline = deadline_of(timeout);
+        // Outside the port lock (it takes the runtime lock).
+        rt().set_resource_wait(true);
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
@@ -718,7 +766,6 @@ impl QueuingPort {
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.waiter.kick();
-        rt().set_resource_wait(true);
         let r = self.wait_queued(st, ticket, deadline, op);
         rt().set_resource_wait(false);
         r
@@ -727,7 +774,7 @@ impl QueuingPort {
     /// The waiting part of [`QueuingPort::wait_for`]: the caller holds `ticket` in the queue.
     fn wait_queued<'a>(
         &'a self,
-        mut st: MutexGuard<'a, QueuingState>,
+        mut st: PortGuard<'a, QueuingState>,
         ticket: u64,
         deadline: Option<Instant>,
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
@@ -789,11 +836,11 @@ impl QueuingPort {
                 let left = deadline.map_or(STALE_CHECK, |d| {
                     d.saturating_duration_since(now).min(STALE_CHECK)
                 });
-                st = self
-                    .cv
-                    .wait_timeout(st, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                // Wait without the lock (and so without deferring control signals).
+                let w = self.wake.load(Ordering::Acquire);
+                drop(st);
+                futex::wait(&self.wake, w, Some(left));
+                st = lock(&self.state);
             }
         }
     }

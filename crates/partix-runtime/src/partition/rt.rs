@@ -17,6 +17,17 @@
 //! handler (futex syscalls and atomics only) parks the thread while it is suspended, or forever when
 //! its incarnation was stopped. A thread inside an APEX call's critical section defers the request
 //! until it leaves the section, so the runtime's own lock is never held by a parked thread.
+//!
+//! # Deferral of control signals
+//! A critical section is a [`Deferral`] (from [`defer_control`]; [`Runtime::with_inner`] opens
+//! one around the runtime lock, and the port layer around every port lock). It costs no system
+//! call: entering and leaving bump a per-thread depth counter (a thread-local `Cell`, separated
+//! from the handler only by compiler fences: the handler runs on the same thread). The handler,
+//! finding the depth non-zero, only sets a per-thread *pending* flag and returns; the outermost
+//! section acts on the flag when it ends (parks while suspended, or forever when stopped). A
+//! request that arrives outside every section is honoured by the handler at once, as before. So a
+//! thread is never parked while it holds a lock the rest of the partition needs, and a STOP or
+//! SUSPEND that arrives inside a section takes effect right after it.
 #![allow(unsafe_code)]
 
 use super::error::{ApexError, ApexResult};
@@ -295,7 +306,64 @@ static RT: OnceLock<Runtime> = OnceLock::new();
 thread_local! {
     static SELF_IDX: Cell<u32> = const { Cell::new(NO_INDEX) };
     static SELF_INC: Cell<u32> = const { Cell::new(0) };
-    static IN_RT: Cell<bool> = const { Cell::new(false) };
+    /// Depth of the critical sections the thread is in (control signals deferred while > 0).
+    static DEFER_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// A control signal arrived inside a critical section: honour it when the last one ends.
+    static DEFER_PENDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A critical section of the calling thread: while one exists, the control signal (SUSPEND /
+/// STOP from another process) is deferred, and when the outermost one is dropped a deferred
+/// request is honoured (the thread parks there). No system call; sections nest.
+///
+/// Hold it across every lock shared with other processes of the partition: create it before
+/// taking the lock and drop it after releasing the lock (in a struct holding both, declare the
+/// lock guard first: fields drop in declaration order).
+pub(crate) struct Deferral {
+    /// Tied to the thread (not `Send`): the depth counter is per thread.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+/// Enter a critical section (see [`Deferral`]).
+#[inline]
+pub(crate) fn defer_control() -> Deferral {
+    DEFER_DEPTH.with(|c| c.set(c.get() + 1));
+    // The handler runs on this thread: the compiler must not move the section's memory accesses
+    // (the lock word) above the depth store.
+    compiler_fence(Ordering::SeqCst);
+    Deferral {
+        _thread: std::marker::PhantomData,
+    }
+}
+
+impl Drop for Deferral {
+    #[inline]
+    fn drop(&mut self) {
+        compiler_fence(Ordering::SeqCst);
+        let depth = DEFER_DEPTH.with(|c| {
+            let d = c.get() - 1;
+            c.set(d);
+            d
+        });
+        compiler_fence(Ordering::SeqCst);
+        // A signal from here on is honoured by the handler itself; one that came inside the
+        // section left the pending flag.
+        if depth == 0 && DEFER_PENDING.with(|c| c.replace(false)) {
+            honour_pending();
+        }
+    }
+}
+
+#[cold]
+fn honour_pending() {
+    if let Some(r) = RT.get() {
+        r.honour_commands();
+    }
+}
+
+/// Return whether the calling thread is inside a critical section ([`Deferral`]).
+fn deferring() -> bool {
+    DEFER_DEPTH.with(|c| c.get()) != 0
 }
 
 /// Return the runtime, building it on first use.
@@ -390,10 +458,10 @@ fn install_control_handler() {
 extern "C" fn on_control_signal(_sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
-    if !IN_RT.with(|c| c.get()) {
-        if let Some(r) = RT.get() {
-            r.honour_commands();
-        }
+    if deferring() {
+        DEFER_PENDING.with(|c| c.set(true));
+    } else if let Some(r) = RT.get() {
+        r.honour_commands();
     }
     // SAFETY: as above; restore the interrupted code's errno.
     unsafe { *libc::__errno_location() = errno };
@@ -484,25 +552,32 @@ impl Runtime {
     }
 
     /// Run `f` on the process table. A process thread defers control signals meanwhile and honours
-    /// them on the way out; a stopped incarnation that reaches this parks forever instead.
+    /// them on the way out; a stopped incarnation that reaches this parks forever instead (unless
+    /// it is inside another critical section, e.g. holds a port lock: it then parks when that
+    /// section ends).
     pub fn with_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
-        IN_RT.with(|c| c.set(true));
-        compiler_fence(Ordering::SeqCst);
+        let outermost = !deferring();
+        let section = defer_control();
         let r = {
             let mut g = self.inner.lock();
-            if let Some(idx) = self_index() {
-                if self.ctl[idx].incarnation.load(Ordering::Acquire) != SELF_INC.with(|c| c.get()) {
-                    drop(g);
-                    park_forever();
-                }
+            if outermost && self.stale() {
+                drop(g);
+                park_forever();
             }
             f(&mut g)
         };
-        compiler_fence(Ordering::SeqCst);
-        IN_RT.with(|c| c.set(false));
-        compiler_fence(Ordering::SeqCst);
-        self.honour_commands();
+        drop(section);
+        if outermost {
+            self.honour_commands();
+        }
         r
+    }
+
+    /// Return whether the calling thread is a process incarnation that was stopped.
+    pub fn stale(&self) -> bool {
+        self_index().is_some_and(|idx| {
+            self.ctl[idx].incarnation.load(Ordering::Acquire) != SELF_INC.with(|c| c.get())
+        })
     }
 
     /// Honour pending control requests for the calling thread: park forever if its incarnation
@@ -547,6 +622,10 @@ impl Runtime {
             return;
         };
         self.with_inner(|inner| {
+            if self.stale() {
+                // A stopped incarnation finishing a critical section: the process is DORMANT.
+                return;
+            }
             let p = &mut inner.procs[idx];
             if waiting {
                 p.reasons |= W_RESOURCE;
