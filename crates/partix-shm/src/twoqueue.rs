@@ -9,7 +9,8 @@
 //!  0    doorbell notifier (manager parks)          0    data notifier (receiver parks)
 //!  64   space notifier (sender parks)              64   (unused)
 //!  128  ack u64: messages consumed (receiver),     128  SPSC ring (crate::ring), capacity C
-//!       dropped u64: TX messages cleared undelivered
+//!       dropped u64: TX messages discarded
+//!       undelivered (manager)
 //!  192  SPSC ring (crate::ring), capacity C
 //! ```
 //! Both rings have the same capacity `C >= limit` (a power of two); `limit` is the channel's
@@ -18,8 +19,8 @@
 //! # Protocol
 //! - **Sender**: may push message `p` only while `p - ack < limit` (`ack` read with `Acquire`);
 //!   otherwise the channel is full. After a push it rings the doorbell.
-//! - **Manager**: on each doorbell it pops every TX message and pushes it into the RX ring, then
-//!   wakes the receiver. It never starves: the credit rule bounds the messages in flight (TX +
+//! - **Manager**: on each doorbell it moves every TX message into the RX ring (crash-safely,
+//!   below), then wakes the receiver. It never starves: the credit rule bounds the messages in flight (TX +
 //!   RX) by `limit <= C`, so the RX ring always has room.
 //! - **Receiver**: pops from the RX ring, then stores `ack = RX head + dropped` (`Release`) and
 //!   wakes a sender parked for space. Every TX message is either moved to the RX ring, in order,
@@ -30,14 +31,22 @@
 //! that only grows and only frees credit after the consumer's reads (`Release` → the sender's
 //! `Acquire`).
 //!
-//! A manager killed between a TX pop and the RX push (the destination partition dies in that
-//! instant) loses that one message; a restarted destination continues at the rings' counters.
+//! # Crash safety
+//! The manager publishes a message in the RX ring before it advances the TX head (it peeks at
+//! the TX head, delivers, then commits), and keeps `TX head == RX tail + dropped` at rest
+//! (`dropped`: TX messages discarded undelivered, written by the manager). A manager killed
+//! between its RX publish and its TX commit leaves `RX tail + dropped == TX head + 1`; the next
+//! [`QueueManager::attach`] commits that move instead of delivering the message again. So a
+//! destination killed at any point neither loses nor duplicates a message; a restarted
+//! destination continues at the rings' counters. See [`crate::twosided::QueueMoveViews`] and
+//! `docs/shm-channels.md` ("Crash-safe move").
 
 use crate::area::{Area, AreaError};
 use crate::notifier::{Notifier, RecvMode, NOTIFIER_LEN};
 use crate::region::Region;
-use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer, RingView};
+use crate::twosided::{QueueMove, QueueMoveState, QueueMoveViews};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -197,10 +206,12 @@ impl QueueSenderProbe {
         self.prod.pushed().wrapping_sub(acked)
     }
 
-    /// Return whether a send would find credit now.
+    /// Return whether a send would find credit, and room in the TX ring, now. (Within the
+    /// credit the TX ring has room, except while a killed manager's last move is delivered and
+    /// consumed but not committed: until the next manager commits it and wakes this notifier.)
     #[inline]
     pub fn has_credit(&self) -> bool {
-        self.in_flight() < self.limit
+        self.in_flight() < self.limit && self.prod.len() < self.prod.capacity()
     }
 
     /// Return the notifier a sender waiting for credit parks on.
@@ -214,65 +225,192 @@ impl QueueSenderProbe {
     }
 }
 
-/// The network manager of one channel: moves TX messages into the RX ring.
+/// Offsets inside a ring of [`crate::ring`] (its `head`, `tail` and slots), which the manager
+/// addresses itself to peek at the TX head and commit separately. [`QueueManager::attach`]
+/// opens both rings with [`RingConsumer`] / [`RingProducer`] first (header validation) and
+/// checks these offsets against their counters.
+const RING_HEAD: usize = 128;
+const RING_TAIL: usize = 192;
+const RING_SLOTS: usize = 256;
+/// Offset of `dropped` in the ack line.
+const ACK_DROPPED: usize = 8;
+
+/// Where [`QueueManager::abandon_after`] stops a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MovePhase {
+    /// The message was copied out of the TX ring (nothing shared changed).
+    Peeked,
+    /// The message was also published in the RX ring (the TX head not yet advanced).
+    Delivered,
+}
+
+/// The network manager of one channel: moves TX messages into the RX ring, crash-safely (see
+/// [`QueueMoveViews`]: the RX ring is published before the TX head moves, and a new manager
+/// completes a move its killed predecessor left half-done).
 #[derive(Debug)]
 pub struct QueueManager {
     tx_region: Arc<Region>,
-    tx: RingConsumer,
-    rx: RingProducer,
+    tx_ring: Area,
+    rx_ring: Area,
+    ack: Area,
+    capacity: usize,
+    /// Words of slots of each ring (capacity x stride).
+    tx_words: usize,
+    rx_words: usize,
+    /// The head of the manager's peek view of the TX ring (private; boxed so its address is
+    /// stable if the manager moves).
+    peek_head: Box<AtomicU64>,
+    st: QueueMoveState,
+    /// The last move found the RX ring full (only with a sender ignoring its credits).
+    rx_full: bool,
     doorbell: Notifier,
     data: Notifier,
     scratch: Vec<u8>,
-    /// A popped message the RX ring had no room for (only with a sender ignoring the credits).
-    pending: Option<usize>,
     moved: u64,
+    recovered: u64,
+}
+
+/// Build the move views over the rings (a free function so that the caller can borrow the
+/// manager's state mutably meanwhile).
+#[allow(clippy::too_many_arguments)]
+fn move_views<'a>(
+    tx_ring: &'a Area,
+    rx_ring: &'a Area,
+    ack: &'a Area,
+    peek_head: &'a AtomicU64,
+    capacity: usize,
+    tx_words: usize,
+    rx_words: usize,
+) -> QueueMoveViews<'a> {
+    QueueMoveViews {
+        peek: RingView::new(
+            peek_head,
+            tx_ring.u64_at(RING_TAIL),
+            tx_ring.words(RING_SLOTS, tx_words),
+            capacity,
+        ),
+        peek_head,
+        tx_head: tx_ring.u64_at(RING_HEAD),
+        tx_tail: tx_ring.u64_at(RING_TAIL),
+        rx: RingView::new(
+            rx_ring.u64_at(RING_HEAD),
+            rx_ring.u64_at(RING_TAIL),
+            rx_ring.words(RING_SLOTS, rx_words),
+            capacity,
+        ),
+        rx_tail: rx_ring.u64_at(RING_TAIL),
+        dropped: ack.u64_at(ACK_DROPPED),
+    }
 }
 
 impl QueueManager {
-    /// Attach to both initialised regions (both read-write).
+    /// Attach to both initialised regions (both read-write). A manager that replaces a killed
+    /// one first completes the move it may have left half-done ([`QueueManager::recovered`]).
     ///
     /// # Errors
     /// [`AreaError`] when a region is missing, incompatible or read-only, or the rings differ.
     pub fn attach(tx: Arc<Region>, rx: Arc<Region>) -> Result<QueueManager, AreaError> {
         let txc = RingConsumer::attach(tx.clone(), TX_RING)?;
         let rxp = RingProducer::attach(rx.clone(), RX_RING)?;
-        if txc.max_message_size() > rxp.max_message_size() {
+        if txc.max_message_size() > rxp.max_message_size() || txc.capacity() != rxp.capacity() {
             return Err(AreaError::BadParameter(
-                "TX max_message_size exceeds the RX buffers",
+                "TX and RX rings differ in capacity or the TX messages exceed the RX buffers",
+            ));
+        }
+        let capacity = txc.capacity();
+        let tx_layout = RingLayout::new(capacity as u32, txc.max_message_size())?;
+        let rx_layout = RingLayout::new(capacity as u32, rxp.max_message_size())?;
+        let tx_ring = Area::new(tx.clone(), TX_RING, tx_layout.size_bytes())?;
+        let rx_ring = Area::new(rx.clone(), RX_RING, rx_layout.size_bytes())?;
+        if !tx_ring.writable() || !rx_ring.writable() {
+            return Err(AreaError::ReadOnly);
+        }
+        let stride = |max: u32| 1 + (max as usize).div_ceil(8);
+        let tx_words = capacity * stride(txc.max_message_size());
+        let rx_words = capacity * stride(rxp.max_message_size());
+        if RING_SLOTS + 8 * tx_words > tx_layout.size_bytes()
+            || RING_SLOTS + 8 * rx_words > rx_layout.size_bytes()
+            || tx_ring.u64_at(RING_HEAD).load(Ordering::Acquire) != txc.popped()
+            || rx_ring.u64_at(RING_TAIL).load(Ordering::Acquire) != rxp.pushed()
+        {
+            return Err(AreaError::BadParameter(
+                "the ring layout does not match the queue manager's offsets",
             ));
         }
         let scratch = vec![0u8; txc.max_message_size() as usize];
-        Ok(QueueManager {
+        let ack = ack_area(&tx)?;
+        let peek_head = Box::new(AtomicU64::new(0));
+        let (recovered, st) = {
+            let v = move_views(
+                &tx_ring, &rx_ring, &ack, &peek_head, capacity, tx_words, rx_words,
+            );
+            (v.recover(), v.state())
+        };
+        let m = QueueManager {
             tx_region: tx.clone(),
-            tx: txc,
-            rx: rxp,
+            tx_ring,
+            rx_ring,
+            ack,
+            capacity,
+            tx_words,
+            rx_words,
+            peek_head,
+            st,
+            rx_full: false,
             doorbell: Notifier::new(tx, TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
             scratch,
-            pending: None,
             moved: 0,
-        })
+            recovered,
+        };
+        if recovered > 0 {
+            // The receiver may have a message; a sender may wait for the TX slot.
+            m.data.notify();
+            if let Ok(space) = Notifier::new(m.tx_region.clone(), TX_SPACE) {
+                space.notify();
+            }
+        }
+        Ok(m)
+    }
+
+    /// The move views over this manager's rings.
+    fn views(&self) -> QueueMoveViews<'_> {
+        move_views(
+            &self.tx_ring,
+            &self.rx_ring,
+            &self.ack,
+            &self.peek_head,
+            self.capacity,
+            self.tx_words,
+            self.rx_words,
+        )
     }
 
     /// Move every message the TX ring holds (bounded by the ring's capacity); return how many.
     pub fn run_once(&mut self) -> usize {
         let mut n = 0;
-        let cap = self.tx.capacity();
-        while n < cap {
-            let len = match self.pending.take() {
-                Some(len) => len,
-                None => match self.tx.try_pop(&mut self.scratch) {
-                    Ok(len) => len,
-                    Err(PopError::Corrupt) => continue,
-                    Err(_) => break,
-                },
-            };
-            match self.rx.try_push_quiet(&self.scratch[..len]) {
-                Ok(()) => n += 1,
-                Err(_) => {
-                    self.pending = Some(len);
+        let cap = self.capacity;
+        let v = move_views(
+            &self.tx_ring,
+            &self.rx_ring,
+            &self.ack,
+            &self.peek_head,
+            cap,
+            self.tx_words,
+            self.rx_words,
+        );
+        let mut tries = 0;
+        self.rx_full = false;
+        while n < cap && tries < 2 * cap {
+            tries += 1;
+            match v.move_one(&mut self.st, &mut self.scratch) {
+                QueueMove::Moved(_) => n += 1,
+                QueueMove::Dropped => {}
+                QueueMove::RxFull => {
+                    self.rx_full = true;
                     break;
                 }
+                QueueMove::Empty | QueueMove::Corrupt => break,
             }
         }
         if n > 0 {
@@ -282,33 +420,68 @@ impl QueueManager {
         n
     }
 
+    /// Move one message but stop after `phase`, as a manager killed at that point would, and
+    /// drop this handle (its process is gone in the scenario; a new manager attaches next).
+    /// Return whether a message was there. For crash tests.
+    pub fn abandon_after(mut self, phase: MovePhase) -> bool {
+        let v = move_views(
+            &self.tx_ring,
+            &self.rx_ring,
+            &self.ack,
+            &self.peek_head,
+            self.capacity,
+            self.tx_words,
+            self.rx_words,
+        );
+        let Ok(n) = v.peek(&mut self.st, &mut self.scratch) else {
+            return false;
+        };
+        if phase == MovePhase::Delivered {
+            let _ = v.deliver(&mut self.st, &self.scratch[..n]);
+        }
+        true
+    }
+
     /// Return the messages moved so far by this handle.
     pub fn moved(&self) -> u64 {
         self.moved
     }
 
-    /// Discard every message still in the TX ring (CLEAR on the destination); return how many
-    /// (pass it to [`QueueReceiver::clear`]).
-    pub fn clear(&mut self) -> u64 {
-        let held = u64::from(self.pending.take().is_some());
-        let before = self.tx.popped();
-        self.tx.clear();
-        held + self.tx.popped().wrapping_sub(before)
+    /// Return the messages a killed predecessor had delivered but not committed, which this
+    /// manager committed at attach (0 or 1; more after a CLEAR cut short).
+    pub fn recovered(&self) -> u64 {
+        self.recovered
     }
 
-    /// Return whether the TX ring holds a message (or a message waits for RX room).
+    /// Discard every message still in the TX ring (CLEAR on the destination; they count as
+    /// consumed in the ack); return how many. Call [`QueueReceiver::clear`] next.
+    pub fn clear(&mut self) -> u64 {
+        let v = move_views(
+            &self.tx_ring,
+            &self.rx_ring,
+            &self.ack,
+            &self.peek_head,
+            self.capacity,
+            self.tx_words,
+            self.rx_words,
+        );
+        v.clear(&mut self.st)
+    }
+
+    /// Return whether the TX ring holds a message.
     pub fn has_work(&self) -> bool {
-        self.pending.is_some() || !self.tx.is_empty()
+        self.undelivered() > 0
     }
 
     /// Return the messages sent but not yet moved to the RX ring.
     pub fn undelivered(&self) -> usize {
-        usize::from(self.pending.is_some()) + self.tx.len()
+        self.views().undelivered(&self.st) as usize
     }
 }
 
 /// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; a
-/// message held back for lack of RX room is retried every millisecond).
+/// message held back for lack of RX room (a sender ignoring its credits) is retried every
+/// millisecond).
 pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
     let (doorbell, probe) = {
         let m = manager.lock().unwrap_or_else(|e| e.into_inner());
@@ -320,7 +493,7 @@ pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
         let pending = {
             let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
             m.run_once();
-            m.pending.is_some()
+            m.rx_full
         };
         if pending {
             std::thread::sleep(Duration::from_millis(1));
@@ -347,18 +520,24 @@ impl QueueReceiver {
     ///
     /// # Errors
     /// [`AreaError`] when a region is missing, incompatible or read-only.
+    /// A receiver replacing a killed one republishes the ack (its predecessor may have died
+    /// between a pop and the ack store).
     pub fn attach(tx: Arc<Region>, rx: Arc<Region>) -> Result<QueueReceiver, AreaError> {
-        Ok(QueueReceiver {
+        let r = QueueReceiver {
             rx_region: rx.clone(),
             rx: RingConsumer::attach(rx.clone(), RX_RING)?,
             ack: ack_area(&tx)?,
             space: Notifier::new(tx, TX_SPACE)?,
             data: Notifier::new(rx, RX_DATA)?,
-        })
+        };
+        r.publish_ack();
+        Ok(r)
     }
 
     fn publish_ack(&self) {
-        let dropped = self.ack.u64_at(8).load(Ordering::Relaxed);
+        // Written by the manager (same process, under its lock or before the receiver exists);
+        // an older value only delays credit.
+        let dropped = self.ack.u64_at(ACK_DROPPED).load(Ordering::Relaxed);
         // SYNC POINT: the cumulative ack; pairs with the sender's Acquire load in `in_flight`.
         self.ack
             .u64_at(0)
@@ -387,14 +566,9 @@ impl QueueReceiver {
         self.rx.is_empty()
     }
 
-    /// Discard the delivered messages and return the credit of those and of the `undelivered`
-    /// ones the manager discarded ([`QueueManager::clear`], called first).
-    pub fn clear(&mut self, undelivered: u64) {
-        let d = self.ack.u64_at(8);
-        d.store(
-            d.load(Ordering::Relaxed).wrapping_add(undelivered),
-            Ordering::Relaxed,
-        );
+    /// Discard the delivered messages and return the credit of those and of the undelivered ones
+    /// the manager discarded and counted ([`QueueManager::clear`], called first).
+    pub fn clear(&mut self) {
         self.rx.clear();
         self.publish_ack();
     }
@@ -486,7 +660,7 @@ mod tests {
         s.try_send(b"c").unwrap();
         let undelivered = m.lock().unwrap().clear();
         assert_eq!(undelivered, 1);
-        r.clear(undelivered);
+        r.clear();
         assert_eq!(s.in_flight(), 0);
         let mut buf = [0u8; 8];
         assert_eq!(r.try_recv(&mut buf), Err(PopError::Empty));
@@ -494,6 +668,105 @@ mod tests {
         m.lock().unwrap().run_once();
         assert_eq!(r.try_recv(&mut buf), Ok(1));
         assert_eq!(&buf[..1], b"d");
+    }
+
+    #[test]
+    fn a_manager_killed_mid_move_neither_loses_nor_duplicates() {
+        for phase in [MovePhase::Peeked, MovePhase::Delivered] {
+            let (mut s, mut r, m) = chan(16, 4);
+            let (tx, rx) = {
+                let g = m.lock().unwrap();
+                (g.tx_region.clone(), g.rx_ring.region().clone())
+            };
+            s.try_send(b"m0").unwrap();
+            s.try_send(b"m1").unwrap();
+            s.try_send(b"m2").unwrap();
+            assert_eq!(m.lock().unwrap().run_once(), 3);
+            let mut buf = [0u8; 16];
+            assert_eq!(r.try_recv(&mut buf), Ok(2));
+            s.try_send(b"m3").unwrap();
+            s.try_send(b"m4").unwrap();
+            // The manager dies in the middle of moving m3.
+            let old = Arc::try_unwrap(m).unwrap().into_inner().unwrap();
+            assert!(old.abandon_after(phase));
+            let mut m2 = QueueManager::attach(tx.clone(), rx.clone()).unwrap();
+            assert_eq!(
+                m2.recovered(),
+                u64::from(phase == MovePhase::Delivered),
+                "{phase:?}"
+            );
+            m2.run_once();
+            let mut got = Vec::new();
+            while let Ok(n) = r.try_recv(&mut buf) {
+                got.push(String::from_utf8(buf[..n].to_vec()).unwrap());
+            }
+            assert_eq!(got, ["m1", "m2", "m3", "m4"], "{phase:?}");
+            assert_eq!(s.in_flight(), 0, "{phase:?}: every credit returned");
+            // A restarted receiver republishes the ack; the channel keeps working.
+            let mut r2 = QueueReceiver::attach(tx, rx).unwrap();
+            s.try_send(b"m5").unwrap();
+            m2.run_once();
+            assert_eq!(r2.try_recv(&mut buf), Ok(2));
+            assert_eq!(&buf[..2], b"m5");
+        }
+    }
+
+    #[test]
+    fn a_clear_cut_short_is_completed_by_the_next_manager() {
+        let (mut s, mut r, m) = chan(16, 4);
+        s.try_send(b"a").unwrap();
+        s.try_send(b"b").unwrap();
+        let (tx, rx) = {
+            let g = m.lock().unwrap();
+            (g.tx_region.clone(), g.rx_ring.region().clone())
+        };
+        // A CLEAR that counted the two messages as dropped and died before committing them.
+        let d = ack_area(&tx).unwrap();
+        d.u64_at(ACK_DROPPED).store(2, Ordering::Relaxed);
+        drop(m);
+        let mut m2 = QueueManager::attach(tx, rx).unwrap();
+        assert_eq!(m2.recovered(), 2);
+        assert_eq!(m2.run_once(), 0, "nothing left to deliver");
+        r.clear();
+        assert_eq!(s.in_flight(), 0);
+        s.try_send(b"c").unwrap();
+        m2.run_once();
+        let mut buf = [0u8; 16];
+        assert_eq!(r.try_recv(&mut buf), Ok(1));
+        assert_eq!(&buf[..1], b"c");
+    }
+
+    #[test]
+    fn the_manager_offsets_match_the_ring_layout() {
+        let (mut s, mut r, m) = chan(24, 2);
+        let mut buf = [0u8; 24];
+        // Non-zero counters on both rings, through several wraps.
+        for i in 0..7u8 {
+            s.try_send(&[i; 20]).unwrap();
+            assert_eq!(m.lock().unwrap().run_once(), 1);
+            assert_eq!(r.try_recv(&mut buf), Ok(20));
+            assert_eq!(buf[..20], [i; 20]);
+        }
+        let g = m.lock().unwrap();
+        let probe = RingConsumer::attach(g.tx_region.clone(), TX_RING).unwrap();
+        assert_eq!(
+            g.tx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
+            probe.popped()
+        );
+        assert_eq!(
+            g.tx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
+            probe.pushed()
+        );
+        let rxp = RingConsumer::attach(g.rx_ring.region().clone(), RX_RING).unwrap();
+        assert_eq!(
+            g.rx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
+            rxp.pushed()
+        );
+        assert_eq!(
+            g.rx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
+            rxp.popped()
+        );
+        assert_eq!(probe.popped(), 7);
     }
 
     /// CPU time (user + system, clock ticks) of thread `tid` of this process.

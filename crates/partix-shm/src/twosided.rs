@@ -48,6 +48,7 @@
 //! TX copies use the seqlock argument of [`crate::sampling`]: the manager's copy is kept only if
 //! `begin` equals the expected flags after an `Acquire` fence.
 
+use crate::ring::{ConsumerState, PopError, ProducerState, PushError, RingView};
 use crate::sampling::Flags;
 use crate::sync::{copy_out, fence, AtomicU64, Ordering};
 
@@ -353,6 +354,227 @@ impl ReceiverState {
             acked,
         })
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// The two-sided queue's manager step (used by `crate::twoqueue`; here so that it is compiled,
+// and model-checked, under loom).
+
+/// The words the crash-safe move of a two-sided **queue** manager works on (see
+/// `docs/shm-channels.md`, "Crash-safe move"): the TX ring seen through a *peek* view whose
+/// `head` is a word private to the manager, the TX ring's real `head`, the RX ring, and the
+/// count `dropped` of TX messages discarded undelivered (by CLEAR, or for an impossible length).
+///
+/// Invariant at rest: `TX head == RX tail + dropped` — every TX message below the head was
+/// delivered to the RX ring or dropped, in order. A move copies TX message `h` (the head) into the
+/// RX ring and publishes the RX tail **before** it advances the TX head ("commit"), so a manager
+/// killed at any point leaves either nothing done (the message is still at the TX head) or the
+/// message delivered with `RX tail + dropped == TX head + 1`, which [`QueueMoveViews::recover`]
+/// completes. No message is lost and none is delivered twice. The TX slot stays readable until
+/// the commit: the sender's ring check does not reuse it before the head moves past it.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueMoveViews<'a> {
+    /// The TX ring's tail and slots, with `peek_head` as its head.
+    pub peek: RingView<'a>,
+    /// The manager's private word behind `peek` (never shared).
+    pub peek_head: &'a AtomicU64,
+    /// The TX ring's real `head` (messages moved or dropped).
+    pub tx_head: &'a AtomicU64,
+    /// The TX ring's `tail` (messages sent).
+    pub tx_tail: &'a AtomicU64,
+    /// The RX ring.
+    pub rx: RingView<'a>,
+    /// The RX ring's `tail` (messages delivered).
+    pub rx_tail: &'a AtomicU64,
+    /// TX messages dropped undelivered (written by the manager only).
+    pub dropped: &'a AtomicU64,
+}
+
+/// The manager's private progress through [`QueueMoveViews`].
+#[derive(Debug, Clone, Copy)]
+pub struct QueueMoveState {
+    peek: ConsumerState,
+    rx: ProducerState,
+    /// The TX head as this manager last stored it.
+    committed: u64,
+    /// A message was copied by [`QueueMoveViews::peek`] and not yet delivered.
+    peeked: bool,
+}
+
+/// Why [`QueueMoveViews::peek`] found nothing to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeekError {
+    /// The TX ring is empty.
+    Empty,
+    /// The message at the TX head had an impossible length: it was dropped (counted and
+    /// committed); try the next one.
+    Dropped,
+    /// The TX counters are impossible (a broken sender): nothing can be moved.
+    Corrupt,
+}
+
+impl QueueMoveViews<'_> {
+    /// Complete a move a killed manager left between its RX publish and its TX commit (or a
+    /// CLEAR between its count and its commit): advance the TX head to `RX tail + dropped` when
+    /// that is ahead of it by at most the messages the TX ring holds. Return how many messages
+    /// were committed. Call once, before [`QueueMoveViews::state`], in a new manager.
+    pub fn recover(&self) -> u64 {
+        let head = self.tx_head.load(Ordering::Acquire);
+        let tail = self.tx_tail.load(Ordering::Acquire);
+        let accounted = self
+            .rx_tail
+            .load(Ordering::Acquire)
+            .wrapping_add(self.dropped.load(Ordering::Relaxed));
+        let ahead = accounted.wrapping_sub(head);
+        if ahead == 0 || ahead > tail.wrapping_sub(head) {
+            // Nothing pending, or counters no correct manager could have left: leave them.
+            return 0;
+        }
+        // SYNC POINT: the commit (as in `commit`); pairs with the sender's Acquire load of head.
+        self.tx_head.store(accounted, Ordering::Release);
+        ahead
+    }
+
+    /// Return a fresh state at the shared counters (after [`QueueMoveViews::recover`]).
+    pub fn state(&self) -> QueueMoveState {
+        let committed = self.tx_head.load(Ordering::Acquire);
+        self.peek_head.store(committed, Ordering::Relaxed);
+        QueueMoveState {
+            peek: self.peek.consumer_state(),
+            rx: self.rx.producer_state(),
+            committed,
+            peeked: false,
+        }
+    }
+
+    /// Copy the message at the TX head into `buf` without consuming it; return its length.
+    ///
+    /// # Errors
+    /// [`PeekError`].
+    #[inline]
+    pub fn peek(&self, st: &mut QueueMoveState, buf: &mut [u8]) -> Result<usize, PeekError> {
+        let before = st.committed;
+        match self.peek.pop(&mut st.peek, buf) {
+            Ok(n) => {
+                st.peeked = true;
+                Ok(n)
+            }
+            Err(PopError::Empty) => Err(PeekError::Empty),
+            Err(PopError::Corrupt) if self.peek_head.load(Ordering::Relaxed) != before => {
+                // An impossible length, skipped by the pop: count it as dropped, then commit.
+                self.dropped.store(
+                    self.dropped.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Relaxed,
+                );
+                self.commit(st);
+                Err(PeekError::Dropped)
+            }
+            Err(_) => {
+                self.rewind(st);
+                Err(PeekError::Corrupt)
+            }
+        }
+    }
+
+    /// Append the peeked message (`data`) to the RX ring and publish it.
+    ///
+    /// # Errors
+    /// [`PushError`] (full: only with a sender ignoring its credits); the message stays at the
+    /// TX head and the next [`QueueMoveViews::peek`] returns it again.
+    #[inline]
+    pub fn deliver(&self, st: &mut QueueMoveState, data: &[u8]) -> Result<(), PushError> {
+        debug_assert!(st.peeked);
+        match self.rx.push(&mut st.rx, data) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.rewind(st);
+                Err(e)
+            }
+        }
+    }
+
+    /// Consume the delivered (or dropped) message from the TX ring: store the TX head.
+    #[inline]
+    pub fn commit(&self, st: &mut QueueMoveState) {
+        st.committed = st.committed.wrapping_add(1);
+        st.peeked = false;
+        // SYNC POINT: the consumer's C2 on the TX ring, after the copy out of the slot; pairs with
+        // the sender's Acquire load of head before it reuses the slot.
+        self.tx_head.store(st.committed, Ordering::Release);
+    }
+
+    /// Peek, deliver and commit one message through `scratch` (at least the TX ring's maximum
+    /// message size); say what happened.
+    #[inline]
+    pub fn move_one(&self, st: &mut QueueMoveState, scratch: &mut [u8]) -> QueueMove {
+        match self.peek(st, scratch) {
+            Ok(n) => match self.deliver(st, &scratch[..n]) {
+                Ok(()) => {
+                    self.commit(st);
+                    QueueMove::Moved(n)
+                }
+                Err(_) => QueueMove::RxFull,
+            },
+            Err(PeekError::Empty) => QueueMove::Empty,
+            Err(PeekError::Dropped) => QueueMove::Dropped,
+            Err(PeekError::Corrupt) => QueueMove::Corrupt,
+        }
+    }
+
+    /// Discard every message in the TX ring (CLEAR on the destination): count them as dropped,
+    /// then commit them; return how many.
+    pub fn clear(&self, st: &mut QueueMoveState) -> u64 {
+        let head = st.committed;
+        let n = self
+            .tx_tail
+            .load(Ordering::Acquire)
+            .wrapping_sub(head)
+            .min(self.peek.capacity() as u64);
+        if n == 0 {
+            return 0;
+        }
+        // `dropped` first: a manager killed between the two stores leaves `RX tail + dropped`
+        // ahead of the head, which `recover` completes.
+        self.dropped.store(
+            self.dropped.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+        st.committed = head.wrapping_add(n);
+        // SYNC POINT: C2 for every discarded message.
+        self.tx_head.store(st.committed, Ordering::Release);
+        self.rewind(st);
+        n
+    }
+
+    /// Return the messages sent and not yet moved or dropped.
+    pub fn undelivered(&self, st: &QueueMoveState) -> u64 {
+        self.tx_tail
+            .load(Ordering::Acquire)
+            .wrapping_sub(st.committed)
+            .min(self.peek.capacity() as u64)
+    }
+
+    /// Forget a peek: the next one starts at the committed head again.
+    fn rewind(&self, st: &mut QueueMoveState) {
+        st.peeked = false;
+        self.peek_head.store(st.committed, Ordering::Relaxed);
+        st.peek = self.peek.consumer_state();
+    }
+}
+
+/// Outcome of [`QueueMoveViews::move_one`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMove {
+    /// One message of this many bytes was moved.
+    Moved(usize),
+    /// The TX ring is empty.
+    Empty,
+    /// A message with an impossible length was dropped.
+    Dropped,
+    /// The RX ring is full (a sender ignoring the credits); nothing was moved.
+    RxFull,
+    /// Impossible TX counters; nothing was moved.
+    Corrupt,
 }
 
 #[cfg(not(loom))]

@@ -753,8 +753,8 @@ impl QueueDestination {
             }
             QueueDestination::TwoSided(r, m) => {
                 let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
-                let undelivered = m.clear();
-                r.clear(undelivered);
+                m.clear();
+                r.clear();
             }
             QueueDestination::Socket(r) => r.clear(),
         }
