@@ -61,8 +61,17 @@ pub struct SchedArgs {
     /// (`Options::arm_ahead`); one executive run per value (false, true).
     #[arg(long, value_delimiter = ',', default_value = "false")]
     pub arm_ahead: Vec<bool>,
-    /// Length of each partition's window (µs); windows are 1 ms apart and the major frame is
-    /// 2 × (window + 1 ms) (default: 4 ms windows, 10 ms frame).
+    /// With the gate's lead: carry out opening points at the early wake-up
+    /// (`Options::early_switch`; the incoming partition holds itself until the planned start);
+    /// one executive run per value.
+    #[arg(long, value_delimiter = ',', default_value = "true,false")]
+    pub early_switch: Vec<bool>,
+    /// Idle time between the two windows (µs); 0: back to back, so every open is also the close
+    /// of the other partition.
+    #[arg(long, default_value_t = 1000)]
+    pub gap_us: u64,
+    /// Length of each partition's window (µs); windows are `--gap-us` apart and the major frame
+    /// is 2 × (window + gap) (default: 4 ms windows, 1 ms gaps, 10 ms frame).
     #[arg(long, default_value_t = 4000)]
     pub window_us: u64,
 }
@@ -116,7 +125,7 @@ fn print_row(s: &Summary) {
     );
 }
 
-fn bench_module(k: u32, work_us: u64, window_us: u64) -> anyhow::Result<Module> {
+fn bench_module(k: u32, work_us: u64, window_us: u64, gap_us: u64) -> anyhow::Result<Module> {
     let exe = PathBuf::from("partix-benchpart");
     let part = |id: u32| Partition {
         id: PartitionId(id),
@@ -140,7 +149,7 @@ fn bench_module(k: u32, work_us: u64, window_us: u64) -> anyhow::Result<Module> 
     };
     let us = Duration::from_micros;
     let window_us = window_us.max(1);
-    let frame_us = frame_us_of(window_us);
+    let frame_us = frame_us_of(window_us, gap_us);
     let win = |id: u32, p: u32, off: u64| Window {
         id,
         partition: PartitionId(p),
@@ -173,9 +182,10 @@ fn bench_module(k: u32, work_us: u64, window_us: u64) -> anyhow::Result<Module> 
     })
 }
 
-/// The bench schedule's major frame (µs) for windows of `window_us`: two windows, 1 ms gaps.
-fn frame_us_of(window_us: u64) -> u64 {
-    2 * (window_us.max(1) + 1000)
+/// The bench schedule's major frame (µs) for windows of `window_us`: two windows, gaps of
+/// `gap_us` after each.
+fn frame_us_of(window_us: u64, gap_us: u64) -> u64 {
+    2 * (window_us.max(1) + gap_us)
 }
 
 fn run_on_thread(
@@ -183,9 +193,8 @@ fn run_on_thread(
     frames: u64,
     cpu: usize,
     rt_unthrottle: bool,
-    switch: SwitchMechanism,
+    v: Variant,
     lead: Duration,
-    arm_ahead: bool,
 ) -> anyhow::Result<RunReport> {
     let programs = (0..module.partitions.len())
         .map(|p| resolve_program(&module, p))
@@ -202,9 +211,10 @@ fn run_on_thread(
             max_frames: Some(frames),
             trace_capacity: (frames as usize + 2) * 12,
             log: false,
-            switch,
+            switch: v.mech,
             switch_lead: lead,
-            arm_ahead,
+            arm_ahead: v.arm,
+            early_switch: v.early,
             ..Options::default()
         },
         rt_unthrottle,
@@ -284,7 +294,8 @@ static STAMPS: AtomicU64 = AtomicU64::new(0);
 /// Index of this hand-off child (set after fork: private to each child).
 static CHILD_IDX: AtomicU64 = AtomicU64::new(0);
 
-/// Offset of child `i`'s gate word in the shared page of the hand-off baselines.
+/// Offset of child `i`'s gate word in the shared page of the hand-off baselines; its start
+/// time (u64, `CLOCK_MONOTONIC` ns) follows 8 bytes later.
 fn gate_offset(i: usize) -> usize {
     64 + 64 * i
 }
@@ -309,10 +320,16 @@ extern "C" fn park_on_gate(_: libc::c_int) {
     // SAFETY: the shared page is mapped before fork and outlives the children; the gate word
     // is an aligned u32 inside it.
     let gate = unsafe { &*(p.add(gate_offset(idx)) as *const AtomicU32) };
+    // SAFETY: as above; the start time is an aligned u64 in the same cache line.
+    let open_at = unsafe { &*(p.add(gate_offset(idx) + 8) as *const AtomicU64) };
     let mut waited = false;
     loop {
         let g = gate.load(Ordering::Acquire);
         if g & 1 == 1 {
+            let at = open_at.load(Ordering::Acquire);
+            while monotonic_ns() < at {
+                std::hint::spin_loop();
+            }
             break;
         }
         waited = true;
@@ -325,21 +342,26 @@ extern "C" fn park_on_gate(_: libc::c_int) {
 }
 
 /// One executive configuration of the run: a switch mechanism, and for the gate with a lead
-/// whether the wake-up after an opening point is armed ahead.
+/// whether opening points are switched early and whether the wake-up after an opening point is
+/// armed ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Variant {
     mech: SwitchMechanism,
     arm: bool,
+    early: bool,
 }
 
 impl Variant {
-    /// `gate+arm` for the gate with arm-ahead, else the mechanism's name.
+    /// The mechanism's name, `+early` with the early switch, `+arm` with arm-ahead.
     fn name(self) -> String {
-        if self.arm {
-            format!("{}+arm", self.mech.name())
-        } else {
-            self.mech.name().to_string()
+        let mut n = self.mech.name().to_string();
+        if self.early {
+            n += "+early";
         }
+        if self.arm {
+            n += "+arm";
+        }
+        n
     }
 }
 
@@ -363,6 +385,10 @@ enum Handoff {
         /// Arm the next wake-up during the lead (a timerfd) instead of sleeping with
         /// `clock_nanosleep` after the open.
         prearm: bool,
+        /// The early switch (with a lead): at the early wake-up open the incoming gate with the
+        /// open time as start time and wake its thread, then sleep; the woken thread busy-waits
+        /// in its handler for the start time (as `Options::early_switch`).
+        early: bool,
     },
 }
 
@@ -528,12 +554,31 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
             }
             match how {
                 Handoff::Signals => {}
-                Handoff::Gate { lead_ns, prearm } => {
+                Handoff::Gate {
+                    lead_ns,
+                    prearm,
+                    early,
+                } => {
                     seq = seq.wrapping_add(2);
                     gates[cur].store(seq, Ordering::Release);
                     // SAFETY: a signal to our own child.
                     unsafe { libc::kill(pids[cur], park) };
                     let open = next + 500_000;
+                    if early && lead_ns > 0 {
+                        sleep_until(open - lead_ns);
+                        let at = monotonic_ns().max(open);
+                        // SAFETY: the start-time word of the incoming child, in our page.
+                        let start = unsafe {
+                            &*(page.cast::<u8>().add(gate_offset(inc) + 8) as *const AtomicU64)
+                        };
+                        start.store(at, Ordering::Relaxed);
+                        gates[inc].store(seq | 1, Ordering::Release);
+                        partix_shm::futex::wake(gates[inc], 1);
+                        pending = Some((inc, before, at));
+                        cur = inc;
+                        next += 1_000_000;
+                        continue;
+                    }
                     let woken = if lead_ns > 0 {
                         sleep_until(open - lead_ns);
                         let n = partix_shm::futex::wake(gates[inc], 1);
@@ -596,9 +641,15 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
     println!(
-        "module: 2 APEX partitions (partix-benchpart), {} µs major frame, {} µs window each, jobs of {} µs released at each window start",
-        frame_us_of(args.window_us),
+        "module: 2 APEX partitions (partix-benchpart), {} µs major frame, {} µs window each, {} µs gap after each window{}, jobs of {} µs released at each window start",
+        frame_us_of(args.window_us, args.gap_us),
         args.window_us.max(1),
+        args.gap_us,
+        if args.gap_us == 0 {
+            " (back to back: every open is also a close)"
+        } else {
+            ""
+        },
         args.work_us
     );
     let lead_ns = args.lead_us * 1000;
@@ -624,6 +675,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         Handoff::Gate {
             lead_ns: 0,
             prearm: false,
+            early: false,
         },
     )?;
     let gate_s = gate.summary("baseline: gate open, FUTEX_WAKE");
@@ -635,6 +687,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             Handoff::Gate {
                 lead_ns,
                 prearm: false,
+                early: false,
             },
         )?;
         Some((
@@ -655,6 +708,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             Handoff::Gate {
                 lead_ns,
                 prearm: true,
+                early: false,
             },
         )?;
         Some((
@@ -667,15 +721,45 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let gate_early_s = if lead_ns > 0 && args.early_switch.contains(&true) {
+        eprintln!("[2/3] baseline: futex gate opened early, start time, {secs} s");
+        let r = handoff_baseline(
+            cpu,
+            secs * 1000,
+            Handoff::Gate {
+                lead_ns,
+                prearm: false,
+                early: true,
+            },
+        )?;
+        Some((
+            r.summary(&format!(
+                "baseline: gate opened {}µs early, start time",
+                args.lead_us
+            )),
+            r,
+        ))
+    } else {
+        None
+    };
     let cyc = cyclictest(cpu, secs.min(5));
     let mut variants = Vec::new();
     for &mech in &args.switch {
         if mech == SwitchMechanism::Gate && lead_ns > 0 {
-            for &arm in &args.arm_ahead {
-                variants.push(Variant { mech, arm });
+            for &early in &args.early_switch {
+                for &arm in &args.arm_ahead {
+                    // Arm-ahead only matters where the point is not switched early.
+                    if !(early && arm) {
+                        variants.push(Variant { mech, arm, early });
+                    }
+                }
             }
         } else {
-            variants.push(Variant { mech, arm: false });
+            variants.push(Variant {
+                mech,
+                arm: false,
+                early: false,
+            });
         }
     }
     let mut results: Vec<(Variant, u32, RunReport)> = Vec::new();
@@ -688,19 +772,21 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                 results.len() + 1,
             );
             let r = run_on_thread(
-                bench_module(k, args.work_us, args.window_us)?,
-                secs * 1_000_000 / frame_us_of(args.window_us),
+                bench_module(k, args.work_us, args.window_us, args.gap_us)?,
+                secs * 1_000_000 / frame_us_of(args.window_us, args.gap_us),
                 cpu,
                 args.rt_unthrottle,
-                v.mech,
+                v,
                 Duration::from_nanos(lead_ns),
-                v.arm,
             )?;
             results.push((v, k, r));
         }
     }
     let floor_of = |v: &Variant| match (v.mech, v.arm, &gate_pre_s, &gate_armed_s) {
         (SwitchMechanism::Signals, ..) => &handoff_s,
+        (SwitchMechanism::Gate, ..) if v.early && gate_early_s.is_some() => {
+            &gate_early_s.as_ref().expect("checked").0
+        }
         (SwitchMechanism::Gate, true, _, Some((s, _))) => s,
         (SwitchMechanism::Gate, _, Some((s, _)), _) => s,
         (SwitchMechanism::Gate, ..) => &gate_s,
@@ -719,6 +805,9 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         print_row(s);
     }
     if let Some((s, _)) = &gate_armed_s {
+        print_row(s);
+    }
+    if let Some((s, _)) = &gate_early_s {
         print_row(s);
     }
     for (m, k, r) in &results {

@@ -94,8 +94,9 @@ thread_local! {
 /// The park handler: while the gate is closed, wait on it. The thread that finds the gate
 /// closed counts itself in `gate_parked` and passes the park signal on to the process (the
 /// kernel delivers it to a thread that does not block it, i.e. one not parked yet) until
-/// `gate_expect` threads are parked, then acknowledges the close in `gate_acked`. On leaving,
-/// the first thread stamps the resume and each one wakes the next waiter (highest priority
+/// `gate_expect` threads are parked, then acknowledges the close in `gate_acked`. A gate opened
+/// ahead of the window (`gate_open_at_ns` in the future) is left only at that time: the woken
+/// thread busy-waits for it here. On leaving, the first thread stamps the resume and each one wakes the next waiter (highest priority
 /// first: the kernel queues futex waiters of real-time threads by priority).
 extern "C" fn on_park(_sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno slot.
@@ -112,9 +113,18 @@ extern "C" fn on_park(_sig: libc::c_int) {
                 // SAFETY: kill/getpid have no memory preconditions; the handler is installed.
                 unsafe { libc::kill(libc::getpid(), park_signal()) };
             }
-            loop {
+            'wait: loop {
                 let cur = p.gate.load(Ordering::Acquire);
                 if cur & 1 == 1 {
+                    // Opened ahead of the window: hold the CPU here (runtime code, not the
+                    // partition's) until the window's start, unless the gate changes meanwhile.
+                    let at = p.gate_open_at_ns.load(Ordering::Acquire);
+                    while monotonic_ns() < at {
+                        if p.gate.load(Ordering::Acquire) != cur {
+                            continue 'wait;
+                        }
+                        std::hint::spin_loop();
+                    }
                     break;
                 }
                 futex::wait(&p.gate, cur, None);

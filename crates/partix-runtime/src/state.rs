@@ -26,7 +26,7 @@ pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
@@ -148,6 +148,11 @@ pub struct PartitionState {
     /// Partition: the closed `gate` value at which `gate_expect` threads were parked (the
     /// executive verifies it against the kernel's thread count before it trusts it).
     pub gate_acked: AtomicU32,
+    /// Executive: `CLOCK_MONOTONIC` ns before which a thread that finds the gate open must not
+    /// return to the partition's code (0: at once). The executive opens a gate ahead of the
+    /// window's planned start (`executive` "early switch"); the woken thread busy-waits in the
+    /// park handler until this time. Written before the gate's opening store (Release).
+    pub gate_open_at_ns: AtomicU64,
     /// Partition: non-zero once the park handler is installed (until then the executive stops
     /// the partition with SIGSTOP: the park signal would end the process).
     pub gate_ready: AtomicU32,

@@ -41,6 +41,8 @@ struct World<'a> {
     armed: Option<u64>,
     /// Arm-ahead bookkeeping of the run.
     arms: ArmStats,
+    /// The switcher can open partitions ahead of their windows (`Switcher::can_open_at`).
+    early: bool,
 }
 
 /// How the executive's arm-ahead predictions ([`Clock::arm`]) matched its sleeps.
@@ -136,6 +138,23 @@ impl Switcher for MockSwitcher<'_> {
         let mut w = self.0.borrow_mut();
         let line = format!("  stop {}", w.names[p]);
         w.log.push(line);
+    }
+    fn can_open_at(&self, p: usize) -> bool {
+        // Deaths are only known once the executive polls them (at the point).
+        let _ = p;
+        self.0.borrow().early
+    }
+    fn cont_at(&mut self, p: usize, at: u64) {
+        {
+            let mut w = self.0.borrow_mut();
+            let line = format!(
+                "  open ahead {} from t={:.3}ms",
+                w.names[p],
+                (at - EPOCH) as f64 / 1e6
+            );
+            w.log.push(line);
+        }
+        self.cont(p);
     }
     fn cont(&mut self, p: usize) {
         let mut w = self.0.borrow_mut();
@@ -235,7 +254,7 @@ fn run_golden_stuck(
     late: u64,
     stuck: &[usize],
 ) -> Result<Vec<String>, (String, Vec<String>)> {
-    run_golden_arms(module, script, frames, late, stuck, true).map(|(log, _)| log)
+    run_golden_arms(module, script, frames, late, stuck, true, false).map(|(log, _)| log)
 }
 
 /// [`run_golden_stuck`], also returning how the arm-ahead predictions matched.
@@ -246,6 +265,7 @@ fn run_golden_arms(
     late: u64,
     stuck: &[usize],
     arm_ahead: bool,
+    early: bool,
 ) -> Result<(Vec<String>, ArmStats), (String, Vec<String>)> {
     let shared = SharedState::create(module, EPOCH).unwrap();
     let world = Rc::new(RefCell::new(World {
@@ -262,6 +282,7 @@ fn run_golden_arms(
             .collect(),
         armed: None,
         arms: ArmStats::default(),
+        early,
     }));
     let opts = Options {
         max_frames: Some(frames),
@@ -350,6 +371,40 @@ fn golden_schedule_with_module_schedule_switch_and_hm() {
 }
 
 #[test]
+fn golden_early_switch_opens_ahead_with_the_planned_start() {
+    // The same scenario with a switcher that can open partitions ahead of their windows: every
+    // opening point of a running partition is carried out at the early wake-up (50 µs ahead,
+    // closes included) with the planned start as the resume time; points with a module-schedule
+    // switch, respawns, and partitions that died at the point open the ordinary way.
+    let m = golden_module();
+    let script = vec![
+        (15_000_000, Act::Die(2, Death::Signaled(libc::SIGKILL))),
+        (25_000_000, Act::RequestSchedule(0, 2)),
+        (26_000_000, Act::RequestSchedule(1, 1)),
+        (44_500_000, Act::Die(1, Death::Signaled(libc::SIGSEGV))),
+        (56_500_000, Act::RequestMode(0, mode::WARM_START)),
+        (57_000_000, Act::RequestSchedule(0, 1)),
+        // P1 asks for COLD_START just before the early wake-up of its window at 80 ms: the
+        // request is read at that wake-up, so the open falls back to the ordinary one (the
+        // respawn, at the point).
+        (79_940_000, Act::RequestMode(0, mode::COLD_START)),
+    ];
+    let (log, _) = run_golden_arms(&m, script, 6, 0, &[], false, true).unwrap();
+    compare("early_switch.txt", &log);
+    // Late early timers (137 µs > the 50 µs lead): the open takes effect when the executive is
+    // there, never before the planned start.
+    let (late, _) = run_golden_arms(&m, Vec::new(), 4, 137_000, &[], false, true).unwrap();
+    let mut ahead = 0;
+    for l in &late {
+        if let Some(rest) = l.strip_prefix("  open ahead ") {
+            ahead += 1;
+            assert!(rest.contains(".087ms"), "{l}");
+        }
+    }
+    assert!(ahead >= 6, "{late:#?}");
+}
+
+#[test]
 fn late_wakeups_do_not_shift_the_plan() {
     let m = golden_module();
     // Every wake-up is 137 µs late; planned times must stay on the 20 ms grid.
@@ -377,11 +432,11 @@ fn arm_ahead_predicts_the_next_sleep_and_keeps_the_plan() {
     // exactly that time. Every prediction must match, on time and with late wake-ups, and the
     // schedule must be the same as without arming.
     for late in [0, 137_000] {
-        let (log, arms) = run_golden_arms(&m, Vec::new(), 4, late, &[], true).unwrap();
+        let (log, arms) = run_golden_arms(&m, Vec::new(), 4, late, &[], true, false).unwrap();
         assert!(arms.arms >= 4, "late={late}: {arms:?}");
         assert_eq!(arms.hits, arms.arms, "late={late}: {arms:?}");
         assert_eq!(arms.misses, 0, "late={late}: {arms:?}");
-        let (plain, none) = run_golden_arms(&m, Vec::new(), 4, late, &[], false).unwrap();
+        let (plain, none) = run_golden_arms(&m, Vec::new(), 4, late, &[], false, false).unwrap();
         assert_eq!(none, ArmStats::default());
         assert_eq!(log, plain, "late={late}");
     }

@@ -85,6 +85,17 @@ pub trait Switcher {
     /// what can be done ahead without letting it run, e.g. wake its first parked thread, which
     /// stays parked unless [`Switcher::cont`] follows (default: nothing).
     fn prepare_open(&mut self, _p: usize) {}
+    /// Return whether partition `p` can be opened ahead of its window with
+    /// [`Switcher::cont_at`] (its threads hold themselves until the start time). Default: no.
+    fn can_open_at(&self, _p: usize) -> bool {
+        false
+    }
+    /// Open partition `p` now so that its threads resume at `at` (`CLOCK_MONOTONIC` ns, may be
+    /// in the future: they busy-wait for it in the runtime, not in the partition's code).
+    /// Default: [`Switcher::cont`].
+    fn cont_at(&mut self, p: usize, _at: u64) {
+        self.cont(p);
+    }
 }
 
 /// Settings of a run.
@@ -120,6 +131,14 @@ pub struct Options {
     /// and with it on a partition held by the SIGSTOP backstop was seen running outside its
     /// windows in a test (unexplained; `docs/executive.md`). Do not enable it in production.
     pub arm_ahead: bool,
+    /// With the gate's lead: carry out a point that opens a window entirely at the early
+    /// wake-up — close the outgoing partition, do the point's bookkeeping, and open the
+    /// incoming one with the window's start time ([`Switcher::cont_at`]: its first thread
+    /// busy-waits for the start in the runtime) — then sleep through the point. The incoming
+    /// partition then starts on time without a context switch at the point. Only where the
+    /// switcher can open ahead ([`Switcher::can_open_at`]) and the point has no module-schedule
+    /// switch or respawn; otherwise the point runs as without it.
+    pub early_switch: bool,
 }
 
 /// How the executive keeps a partition off the CPU outside its windows.
@@ -170,6 +189,7 @@ impl Default for Options {
             park_bound: Duration::from_micros(500),
             switch_lead: Duration::from_micros(50),
             arm_ahead: false,
+            early_switch: true,
         }
     }
 }
@@ -784,11 +804,83 @@ impl<'m> Executive<'m> {
             let t = clock.sleep_until(d);
             sw.enforce(t);
         }
+        let mut open_at_mono = None;
         let wake_mono = if target < planned_mono {
             let early = clock.sleep_until(target);
             self.overheads
                 .lead_timer
                 .saturating_record(early.saturating_sub(target).max(1));
+            if self.can_switch_early(sw, ev) {
+                // The open takes effect at the planned start (or now, if the early timer was
+                // later than the lead).
+                open_at_mono = Some(early.max(planned_mono));
+                early
+            } else {
+                self.lead_point(clock, sw, ev, lead, planned_mono)
+            }
+        } else {
+            clock.sleep_until(planned_mono)
+        };
+        let wake = wake_mono - self.epoch;
+        // TmrO: how late the point's work started; at an early switch, how late the open took
+        // effect (0 when the early timer came in time).
+        let tmro = open_at_mono
+            .unwrap_or(wake_mono)
+            .saturating_sub(planned_mono);
+        self.overheads.tmro.saturating_record(tmro.max(1));
+        if ev.open.is_some() {
+            self.overheads.tmro_open.saturating_record(tmro.max(1));
+        }
+        let sched_id = self.planner.schedule_id(ev.schedule).0;
+        let mut r = Record::new(
+            RecordKind::Point,
+            ev.open.map_or(u32::MAX, |w| w.partition as u32),
+        );
+        r.window = ev.open.map_or(u32::MAX, |w| w.window);
+        r.detail = ev.close.map_or(-1, |w| w.partition as i64);
+        r.frame = ev.frame;
+        r.schedule = sched_id;
+        r.planned_start = ev.planned;
+        r.actual_start = wake;
+        r.tmro_ns = tmro;
+        self.record(sw, r);
+        if let Some(end) = self.point_body(sw, ev, wake, sched_id) {
+            return Some(end);
+        }
+        if let Some(w) = ev.open {
+            let (wake, open_at) = match open_at_mono {
+                Some(at) if self.can_switch_early(sw, ev) => (wake, Some(at - self.epoch)),
+                // The point's work changed the partition (a death, a restart request): open it
+                // the ordinary way, at the point.
+                Some(_) => (clock.spin_until(planned_mono) - self.epoch, None),
+                None => (wake, None),
+            };
+            self.open(sw, w, wake, open_at, ev.frame, sched_id);
+        }
+        None
+    }
+
+    /// Return whether point `ev` can be carried out at its early wake-up
+    /// ([`Options::early_switch`]).
+    fn can_switch_early<S: Switcher>(&self, sw: &S, ev: Event) -> bool {
+        self.opts.early_switch
+            && ev.switched_from.is_none()
+            && ev.open.is_some_and(|w| {
+                self.parts[w.partition].status == Status::Running && sw.can_open_at(w.partition)
+            })
+    }
+
+    /// The lead of a point that opens a window, without an early switch: prepare the open, arm
+    /// the next wake-up (`arm_ahead`), busy-wait for the point; return the time then.
+    fn lead_point<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+        ev: Event,
+        lead: u64,
+        planned_mono: u64,
+    ) -> u64 {
+        {
             if let Some(w) = ev.open {
                 if self.parts[w.partition].status == Status::Running {
                     sw.prepare_open(w.partition);
@@ -810,29 +902,18 @@ impl<'m> Executive<'m> {
                 }
             }
             clock.spin_until(planned_mono)
-        } else {
-            clock.sleep_until(planned_mono)
-        };
-        let wake = wake_mono - self.epoch;
-        let tmro = wake_mono.saturating_sub(planned_mono);
-        self.overheads.tmro.saturating_record(tmro.max(1));
-        if ev.open.is_some() {
-            self.overheads.tmro_open.saturating_record(tmro.max(1));
         }
-        let sched_id = self.planner.schedule_id(ev.schedule).0;
-        let mut r = Record::new(
-            RecordKind::Point,
-            ev.open.map_or(u32::MAX, |w| w.partition as u32),
-        );
-        r.window = ev.open.map_or(u32::MAX, |w| w.window);
-        r.detail = ev.close.map_or(-1, |w| w.partition as i64);
-        r.frame = ev.frame;
-        r.schedule = sched_id;
-        r.planned_start = ev.planned;
-        r.actual_start = wake;
-        r.tmro_ns = tmro;
-        self.record(sw, r);
+    }
 
+    /// The work of a point from its wake-up (`wake`, module time) on, up to the open: close,
+    /// frame count, deaths, requests, schedule switch.
+    fn point_body<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        ev: Event,
+        wake: u64,
+        sched_id: u32,
+    ) -> Option<EndReason> {
         if let Some(w) = ev.close {
             self.close(sw, w, wake, ev.frame, sched_id);
         }
@@ -908,9 +989,6 @@ impl<'m> Executive<'m> {
             r.schedule = sched_id;
             self.record(sw, r);
         }
-        if let Some(w) = ev.open {
-            self.open(sw, w, wake, ev.frame, sched_id);
-        }
         None
     }
 
@@ -980,11 +1058,14 @@ impl<'m> Executive<'m> {
         self.record(sw, r);
     }
 
+    /// Open window `w` at `wake` (module time), or, for an early switch, let the partition
+    /// resume at `open_at` (module time; it is Running, so nothing is respawned).
     fn open<S: Switcher>(
         &mut self,
         sw: &mut S,
         w: PlannedWindow,
         wake: u64,
+        open_at: Option<u64>,
         frame: u64,
         sched: u32,
     ) {
@@ -1034,9 +1115,12 @@ impl<'m> Executive<'m> {
             futex::wake_all(&st.window_active);
         }
         pr.seq_at_open = st.resumed_seq.load(Ordering::Acquire);
-        pr.open_wake = wake;
+        pr.open_wake = open_at.unwrap_or(wake);
         pr.opened = true;
         pr.stats.windows += 1;
-        sw.cont(p);
+        match open_at {
+            Some(at) => sw.cont_at(p, self.epoch + at),
+            None => sw.cont(p),
+        }
     }
 }

@@ -463,6 +463,38 @@ impl<'s> OsSwitcher<'s> {
         }
     }
 
+    /// Open partition `p`: its gate with the start time `at` (`CLOCK_MONOTONIC` ns, 0: at once;
+    /// a thread woken earlier busy-waits for it in the park handler), or `SIGCONT`.
+    fn open_gate(&mut self, p: usize, at: u64) {
+        if self.pids[p] <= 0 {
+            return;
+        }
+        // A close still waiting for its check is moot: the window opens now.
+        self.gates[p].check = None;
+        if !self.gates[p].prewoken && !self.gates[p].sigstopped {
+            // Not audited in prepare_open (no lead, or an early switch): audit now.
+            self.audit(p);
+        }
+        if self.mechanism == SwitchMechanism::Gate {
+            let st = self.shared.partition(p);
+            let g = st.gate.load(Ordering::Relaxed);
+            if g & 1 == 0 {
+                st.gate_open_at_ns.store(at, Ordering::Relaxed);
+                // SYNC POINT: Release pairs with the park handler's Acquire load of the gate;
+                // gate_open_at_ns is visible with it.
+                st.gate.store(g.wrapping_add(1), Ordering::Release);
+                if !self.gates[p].prewoken {
+                    futex::wake(&st.gate, 1);
+                }
+            }
+        }
+        self.gates[p].prewoken = false;
+        if self.gates[p].sigstopped {
+            self.gates[p].sigstopped = false;
+            self.signal(p, libc::SIGCONT);
+        }
+    }
+
     /// Verify the close of partition `p` (closed gate value `closed`): every thread the kernel
     /// counts is parked and the partition acknowledged this close. Otherwise SIGSTOP it.
     fn verify(&mut self, p: usize, closed: u32) {
@@ -671,31 +703,20 @@ impl Switcher for OsSwitcher<'_> {
     }
 
     fn cont(&mut self, p: usize) {
-        if self.pids[p] <= 0 {
-            return;
-        }
-        // A close still waiting for its check is moot: the window opens now.
-        self.gates[p].check = None;
-        if !self.gates[p].prewoken && !self.gates[p].sigstopped {
-            // Not audited in prepare_open (no lead): audit now.
-            self.audit(p);
-        }
-        if self.mechanism == SwitchMechanism::Gate {
-            let st = self.shared.partition(p);
-            let g = st.gate.load(Ordering::Relaxed);
-            if g & 1 == 0 {
-                // SYNC POINT: Release pairs with the park handler's Acquire load of the gate.
-                st.gate.store(g.wrapping_add(1), Ordering::Release);
-                if !self.gates[p].prewoken {
-                    futex::wake(&st.gate, 1);
-                }
-            }
-        }
-        self.gates[p].prewoken = false;
-        if self.gates[p].sigstopped {
-            self.gates[p].sigstopped = false;
-            self.signal(p, libc::SIGCONT);
-        }
+        self.open_gate(p, 0);
+    }
+
+    fn can_open_at(&self, p: usize) -> bool {
+        let g = &self.gates[p];
+        self.mechanism == SwitchMechanism::Gate
+            && self.pids[p] > 0
+            && !g.sigstopped
+            && !g.distrusted
+            && self.shared.partition(p).gate_ready.load(Ordering::Acquire) != 0
+    }
+
+    fn cont_at(&mut self, p: usize, at: u64) {
+        self.open_gate(p, at);
     }
 
     fn prepare_open(&mut self, p: usize) {
