@@ -49,10 +49,15 @@ pub struct ExecOpts {
     /// as the backstop; the default) or `signals` (SIGSTOP/SIGCONT). See docs/executive.md.
     #[arg(long, value_name = "gate|signals")]
     pub switch: Option<SwitchMechanism>,
-    /// With the gate: wake this many µs before a point that opens a window, pre-wake the
-    /// incoming partition and busy-wait for the point (0: sleep to the point; default 50).
+    /// With the gate: wake this many µs before a point that opens a window and prepare the
+    /// switch then (0: sleep to the point; default 50).
     #[arg(long, value_name = "N")]
     pub lead_us: Option<u64>,
+    /// With the gate's lead: carry out an opening point entirely at the early wake-up, the
+    /// incoming partition holding itself until the planned start (`true`, the default), or
+    /// pre-wake it and busy-wait for the point in the executive (`false`).
+    #[arg(long, value_name = "true|false")]
+    pub early_switch: Option<bool>,
     /// With the gate: a partition not parked this many µs after its window closed is stopped
     /// with SIGSTOP (the backstop; default 500).
     #[arg(long, value_name = "N")]
@@ -139,6 +144,7 @@ fn exec_options(o: &ExecOpts, frames: Option<u64>, trace_capacity: usize) -> Opt
         park_bound: o
             .park_bound_us
             .map_or(defaults.park_bound, Duration::from_micros),
+        early_switch: o.early_switch.unwrap_or(defaults.early_switch),
         ..defaults
     }
 }
@@ -333,7 +339,10 @@ mod tests {
             "0",
             "--park-bound-us",
             "800",
+            "--early-switch",
+            "false",
         ]);
+        assert!(!o.early_switch);
         assert_eq!(o.switch, SwitchMechanism::Signals);
         assert_eq!(o.switch_lead, Duration::ZERO);
         assert_eq!(o.park_bound, Duration::from_micros(800));
@@ -348,6 +357,8 @@ mod tests {
         assert_eq!(o.switch_lead, d.switch_lead);
         assert_eq!(o.park_bound, d.park_bound);
         assert_eq!(o.arm_ahead, d.arm_ahead);
+        assert_eq!(o.early_switch, d.early_switch);
+        assert!(d.early_switch);
     }
 
     #[test]
