@@ -346,9 +346,11 @@ impl Drop for Deferral {
             d
         });
         compiler_fence(Ordering::SeqCst);
-        // A signal from here on is honoured by the handler itself; one that came inside the
-        // section left the pending flag.
-        if depth == 0 && DEFER_PENDING.with(|c| c.replace(false)) {
+        // A signal from here on is honoured by the handler itself (it sets the flag only at a
+        // non-zero depth); one that came inside the section left the flag. The common case is
+        // one load.
+        if depth == 0 && DEFER_PENDING.with(|c| c.get()) {
+            DEFER_PENDING.with(|c| c.set(false));
             honour_pending();
         }
     }
