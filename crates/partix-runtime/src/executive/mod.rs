@@ -65,6 +65,12 @@ pub trait Switcher {
     fn spawn(&mut self, p: usize) -> Result<i32, String>;
     /// Stop partition `p`'s process (its window closed).
     fn stop(&mut self, p: usize);
+    /// Stop partition `p`'s process at once: its window closed longer ago than the grace a
+    /// stop may take (the executive could not run, e.g. a stalled CPU). Default:
+    /// [`Switcher::stop`].
+    fn stop_overdue(&mut self, p: usize) {
+        self.stop(p);
+    }
     /// Let partition `p`'s process run (its window opened, or startup).
     fn cont(&mut self, p: usize);
     /// End partition `p`'s process and reap it (it is not reported by [`Switcher::poll_death`]).
@@ -1006,7 +1012,12 @@ impl<'m> Executive<'m> {
         }
         self.parts[p].opened = false;
         if self.parts[p].status == Status::Running {
-            sw.stop(p);
+            if wake > w.end + self.opts.park_bound.as_nanos() as u64 {
+                // The partition already ran past its window by more than a stop's grace.
+                sw.stop_overdue(p);
+            } else {
+                sw.stop(p);
+            }
         }
         let st = self.shared.partition(p);
         st.window_active.store(0, Ordering::Release);

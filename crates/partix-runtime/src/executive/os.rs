@@ -702,6 +702,19 @@ impl Switcher for OsSwitcher<'_> {
         self.parks += 1;
     }
 
+    fn stop_overdue(&mut self, p: usize) {
+        // Close the gate as usual (its threads park when they run again), but do not let the
+        // partition run for the grace of a park: stop it now.
+        self.stop(p);
+        if self.pids[p] > 0 && !self.gates[p].sigstopped {
+            self.gates[p].check = None;
+            self.signal(p, libc::SIGSTOP);
+            self.gates[p].sigstopped = true;
+            self.backstops += 1;
+            self.backstops_by_partition[p] += 1;
+        }
+    }
+
     fn cont(&mut self, p: usize) {
         self.open_gate(p, 0);
     }
