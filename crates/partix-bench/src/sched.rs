@@ -55,7 +55,7 @@ pub struct SchedArgs {
     #[arg(long, value_delimiter = ',', default_value = "gate,signals")]
     pub switch: Vec<SwitchMechanism>,
     /// The executive's early wake-up before an opening point (µs; 0: none).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 100)]
     pub lead_us: u64,
     /// With the gate's lead: arm the wake-up after an opening point during the lead
     /// (`Options::arm_ahead`); one executive run per value (false, true).

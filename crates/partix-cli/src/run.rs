@@ -50,7 +50,7 @@ pub struct ExecOpts {
     #[arg(long, value_name = "gate|signals")]
     pub switch: Option<SwitchMechanism>,
     /// With the gate: wake this many µs before a point that opens a window and prepare the
-    /// switch then (0: sleep to the point; default 50).
+    /// switch then (0: sleep to the point; default 100).
     #[arg(long, value_name = "N")]
     pub lead_us: Option<u64>,
     /// With the gate's lead: carry out an opening point entirely at the early wake-up, the
@@ -263,7 +263,19 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("PARTIX_LIB_DIR") {
         candidates.insert(0, PathBuf::from(dir).join("libpartix_apex.a"));
     }
-    let Some(lib) = candidates.iter().find(|p| p.is_file()).cloned() else {
+    // PARTIX_LIB_DIR wins; otherwise the newest candidate (a library left by an older build
+    // beside the binary must not shadow the one cargo just built into deps/).
+    let newest = candidates
+        .iter()
+        .skip(usize::from(std::env::var_os("PARTIX_LIB_DIR").is_some()))
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p);
+    let chosen = match std::env::var_os("PARTIX_LIB_DIR") {
+        Some(_) if candidates[0].is_file() => Some(&candidates[0]),
+        _ => newest,
+    };
+    let Some(lib) = chosen.cloned() else {
         bail!(
             "libpartix_apex.a not found (looked in {}): build it with `cargo build -p partix-apex` \
              (same profile as partix) or set PARTIX_LIB_DIR",

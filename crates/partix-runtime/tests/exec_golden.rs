@@ -287,6 +287,8 @@ fn run_golden_arms(
     let opts = Options {
         max_frames: Some(frames),
         start_lead: std::time::Duration::ZERO,
+        // Fixed here (not the default) so the golden files do not depend on it.
+        switch_lead: std::time::Duration::from_micros(50),
         log: false,
         arm_ahead,
         ..Options::default()

@@ -125,9 +125,11 @@ pub struct Options {
     /// With the gate: how long after a close the partition may take to park before it is
     /// SIGSTOPped (the backstop); it may run at most this long after its window.
     pub park_bound: Duration,
-    /// With the gate: before a point that opens a window, wake up this much early, prepare the
-    /// open ([`Switcher::prepare_open`]) and busy-wait for the point (0: sleep to the point).
-    /// The executive takes this time from whatever runs before the point.
+    /// With the gate: before a point that opens a window, wake up this much early (default
+    /// 100 µs, about 3× this VM's median timer latency) and switch then
+    /// ([`Options::early_switch`]) or prepare the open ([`Switcher::prepare_open`]) and
+    /// busy-wait for the point (0: sleep to the point). The time is taken from whatever runs
+    /// before the point (nothing in a gap; the end of the previous window when back to back).
     pub switch_lead: Duration,
     /// With the gate's lead: program the wake-up after an opening point during the lead
     /// ([`Clock::arm`]), so that after the gate store the executive only blocks (no timer is
@@ -193,7 +195,7 @@ impl Default for Options {
             log: true,
             switch: SwitchMechanism::default(),
             park_bound: Duration::from_micros(500),
-            switch_lead: Duration::from_micros(50),
+            switch_lead: Duration::from_micros(100),
             arm_ahead: false,
             early_switch: true,
         }
@@ -818,7 +820,12 @@ impl<'m> Executive<'m> {
                 .saturating_record(early.saturating_sub(target).max(1));
             if self.can_switch_early(sw, ev) {
                 // The open takes effect at the planned start (or now, if the early timer was
-                // later than the lead).
+                // later than the lead). The incoming partition's first thread is woken before
+                // the outgoing one is asked to park, so it is queued ahead of the parking
+                // threads of the same priority.
+                if let Some(w) = ev.open {
+                    sw.prepare_open(w.partition);
+                }
                 open_at_mono = Some(early.max(planned_mono));
                 early
             } else {

@@ -729,6 +729,9 @@ impl Switcher for OsSwitcher<'_> {
     }
 
     fn cont_at(&mut self, p: usize, at: u64) {
+        // A thread pre-woken by prepare_open on another CPU may already have found the gate
+        // closed and parked again: wake one more (it busy-waits for `at` like the first).
+        self.gates[p].prewoken = false;
         self.open_gate(p, at);
     }
 
