@@ -57,6 +57,10 @@ pub struct SchedArgs {
     /// The executive's early wake-up before an opening point (µs; 0: none).
     #[arg(long, default_value_t = 100)]
     pub lead_us: u64,
+    /// With the gate's lead: also wake this many µs before the early wake-up
+    /// (`Options::switch_prewarm`); one executive run per value.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub prewarm_us: Vec<u64>,
     /// With the gate's lead: arm the wake-up after an opening point during the lead
     /// (`Options::arm_ahead`); one executive run per value (false, true).
     #[arg(long, value_delimiter = ',', default_value = "false")]
@@ -213,6 +217,7 @@ fn run_on_thread(
             log: false,
             switch: v.mech,
             switch_lead: lead,
+            switch_prewarm: Duration::from_micros(v.prewarm_us),
             arm_ahead: v.arm,
             early_switch: v.early,
             ..Options::default()
@@ -349,6 +354,7 @@ struct Variant {
     mech: SwitchMechanism,
     arm: bool,
     early: bool,
+    prewarm_us: u64,
 }
 
 impl Variant {
@@ -360,6 +366,9 @@ impl Variant {
         }
         if self.arm {
             n += "+arm";
+        }
+        if self.prewarm_us > 0 {
+            n += &format!("+warm{}", self.prewarm_us);
         }
         n
     }
@@ -748,9 +757,16 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         if mech == SwitchMechanism::Gate && lead_ns > 0 {
             for &early in &args.early_switch {
                 for &arm in &args.arm_ahead {
-                    // Arm-ahead only matters where the point is not switched early.
-                    if !(early && arm) {
-                        variants.push(Variant { mech, arm, early });
+                    for &prewarm_us in &args.prewarm_us {
+                        // Arm-ahead only matters where the point is not switched early.
+                        if !(early && arm) {
+                            variants.push(Variant {
+                                mech,
+                                arm,
+                                early,
+                                prewarm_us,
+                            });
+                        }
                     }
                 }
             }
@@ -759,6 +775,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                 mech,
                 arm: false,
                 early: false,
+                prewarm_us: 0,
             });
         }
     }

@@ -58,6 +58,10 @@ pub struct ExecOpts {
     /// pre-wake it and busy-wait for the point in the executive (`false`).
     #[arg(long, value_name = "true|false")]
     pub early_switch: Option<bool>,
+    /// With the gate's lead: also wake this many µs before the lead's early wake-up, so that
+    /// the early wake-up comes from a short idle (default 0: off). See docs/executive.md.
+    #[arg(long, value_name = "N")]
+    pub prewarm_us: Option<u64>,
     /// With the gate: a partition not parked this many µs after its window closed is stopped
     /// with SIGSTOP (the backstop; default 500).
     #[arg(long, value_name = "N")]
@@ -145,6 +149,9 @@ fn exec_options(o: &ExecOpts, frames: Option<u64>, trace_capacity: usize) -> Opt
             .park_bound_us
             .map_or(defaults.park_bound, Duration::from_micros),
         early_switch: o.early_switch.unwrap_or(defaults.early_switch),
+        switch_prewarm: o
+            .prewarm_us
+            .map_or(defaults.switch_prewarm, Duration::from_micros),
         ..defaults
     }
 }
@@ -353,8 +360,11 @@ mod tests {
             "800",
             "--early-switch",
             "false",
+            "--prewarm-us",
+            "300",
         ]);
         assert!(!o.early_switch);
+        assert_eq!(o.switch_prewarm, Duration::from_micros(300));
         assert_eq!(o.switch, SwitchMechanism::Signals);
         assert_eq!(o.switch_lead, Duration::ZERO);
         assert_eq!(o.park_bound, Duration::from_micros(800));

@@ -257,6 +257,11 @@ fn run_golden_stuck(
     run_golden_arms(module, script, frames, late, stuck, true, false).map(|(log, _)| log)
 }
 
+thread_local! {
+    /// `Options::switch_prewarm` (µs) of the runs made by this test's thread.
+    static PREWARM_US: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// [`run_golden_stuck`], also returning how the arm-ahead predictions matched.
 fn run_golden_arms(
     module: &Module,
@@ -289,6 +294,7 @@ fn run_golden_arms(
         start_lead: std::time::Duration::ZERO,
         // Fixed here (not the default) so the golden files do not depend on it.
         switch_lead: std::time::Duration::from_micros(50),
+        switch_prewarm: std::time::Duration::from_micros(PREWARM_US.with(|c| c.get())),
         log: false,
         arm_ahead,
         ..Options::default()
@@ -404,6 +410,19 @@ fn golden_early_switch_opens_ahead_with_the_planned_start() {
         }
     }
     assert!(ahead >= 6, "{late:#?}");
+}
+
+#[test]
+fn prewarm_wakeups_do_not_change_the_schedule() {
+    // The extra wake-up before each lead only adds a sleep: the same records, on time and late.
+    let m = golden_module();
+    for late in [0, 137_000] {
+        let (plain, _) = run_golden_arms(&m, Vec::new(), 4, late, &[], false, true).unwrap();
+        PREWARM_US.with(|c| c.set(300));
+        let (warm, _) = run_golden_arms(&m, Vec::new(), 4, late, &[], false, true).unwrap();
+        PREWARM_US.with(|c| c.set(0));
+        assert_eq!(plain, warm, "late={late}");
+    }
 }
 
 #[test]
