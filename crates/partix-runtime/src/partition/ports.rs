@@ -40,7 +40,7 @@
 //! GET_PROCESS_STATUS for the duration of the wait.
 //!
 //! # Port locks and STOP / SUSPEND
-//! Every lock of a port (its state, its receive mode, the registry) is taken through [`lock`],
+//! Every lock of a port (its state, its receive mode, the registry) is taken through `lock`,
 //! which defers the runtime's control signal while the lock is held (`rt::Deferral`: a
 //! per-thread counter, no system call). A process stopped (STOP) or suspended (SUSPEND) by another
 //! one while it copies a message under the lock finishes the operation, releases the lock, and
