@@ -562,6 +562,8 @@ pub struct QueueTx {
     limit: u64,
     sent: u64,
     acked: u64,
+    /// The destination incarnation whose acks `acked` counts (0: none seen yet).
+    peer: u32,
     scratch: Vec<u8>,
     counters: Arc<Counters>,
 }
@@ -575,6 +577,7 @@ impl QueueTx {
             limit: u64::from(limit),
             sent: 0,
             acked: 0,
+            peer: 0,
             counters: Arc::new(Counters::default()),
         }
     }
@@ -584,7 +587,22 @@ impl QueueTx {
         loop {
             match self.sock.recv_frame(&mut self.scratch) {
                 Recv::Frame(h) if h.len == 0 => {
-                    if h.stamp > self.acked && h.stamp <= self.sent {
+                    if self.peer == 0 && h.stamp <= self.sent {
+                        // The first ack: learn the destination's incarnation.
+                        self.peer = h.seq;
+                    }
+                    if h.seq != self.peer || h.stamp > self.sent {
+                        // A restart on one side: a destination incarnation this source has not
+                        // seen (its count started again), or an ack of more than this source
+                        // incarnation sent (this source was restarted; the count is the
+                        // destination's). Continue from the destination's count with nothing
+                        // in flight; what is really still in flight (at most MaxNbMessages)
+                        // fits in the socket buffers, sized for twice that.
+                        self.peer = h.seq;
+                        self.sent = h.stamp;
+                        self.acked = h.stamp;
+                        self.counters.a.store(self.sent, Ordering::Release);
+                    } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
                 }
@@ -653,6 +671,9 @@ impl QueueTx {
 /// Queuing destination over a socket: a local buffer of `MaxNbMessages` messages.
 #[derive(Debug)]
 pub struct QueueRx {
+    /// Identifies this destination process in its acks (`seq`), so that a source notices a
+    /// restarted destination (whose count starts again at 0).
+    incarnation: u32,
     sock: FrameSocket,
     limit: usize,
     slots: Vec<u8>,
@@ -671,7 +692,13 @@ impl QueueRx {
     pub fn new(sock: FrameSocket, limit: u32) -> QueueRx {
         let limit = limit.max(1) as usize;
         let max = sock.max;
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         QueueRx {
+            incarnation: (pid.rotate_left(16) ^ t) | 1,
             slots: vec![0u8; limit * max],
             lens: vec![0; limit],
             head: 0,
@@ -708,7 +735,7 @@ impl QueueRx {
     fn send_ack(&mut self) {
         if self.acked_sent != self.consumed {
             let hdr = FrameRepr {
-                seq: 0,
+                seq: self.incarnation,
                 len: 0,
                 stamp: self.consumed,
             };
@@ -931,6 +958,65 @@ mod tests {
             assert_eq!((ok.seq, ok.len), (6, 33), "{kind:?}");
             assert_eq!(buf[..33], [6u8; 33]);
             t.join().unwrap();
+        }
+    }
+
+    /// Move every message that is in flight from `tx` to `rx` (acks included); return them.
+    fn pump(tx: &mut QueueTx, rx: &mut QueueRx) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8];
+        for _ in 0..200 {
+            match rx.try_recv(&mut buf) {
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(_) => {
+                    if tx.is_empty() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn a_restarted_source_or_destination_gets_credit_again() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            // The partition processes inherit their socket ends from the executive, which keeps
+            // them: a restarted process gets the same socket.
+            let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
+            let mut tx = QueueTx::new(a, 4);
+            let mut rx = QueueRx::new(b, 4);
+            for round in 0..3u8 {
+                for i in 0..4 {
+                    tx.try_send(&[round * 10 + i]).unwrap();
+                }
+                let got = pump(&mut tx, &mut rx);
+                assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
+            }
+            // The source restarts: its counts start at 0, the destination's acks continue at 12.
+            drop(tx);
+            let mut tx = QueueTx::new(FrameSocket::new(a2, kind, 8), 4);
+            for round in 3..6u8 {
+                for i in 0..4 {
+                    tx.try_send(&[round * 10 + i])
+                        .unwrap_or_else(|e| panic!("{kind:?} round {round}: {e:?}"));
+                }
+                let got = pump(&mut tx, &mut rx);
+                assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
+            }
+            // The destination restarts: its count starts again at 0.
+            drop(rx);
+            let mut rx = QueueRx::new(FrameSocket::new(b2, kind, 8), 4);
+            for round in 6..9u8 {
+                for i in 0..4 {
+                    tx.try_send(&[round * 10 + i])
+                        .unwrap_or_else(|e| panic!("{kind:?} round {round}: {e:?}"));
+                }
+                let got = pump(&mut tx, &mut rx);
+                assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
+            }
         }
     }
 
