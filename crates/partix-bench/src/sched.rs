@@ -59,7 +59,7 @@ pub struct SchedArgs {
     pub lead_us: u64,
     /// With the gate's lead: also wake this many µs before the early wake-up
     /// (`Options::switch_prewarm`); one executive run per value.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    #[arg(long, value_delimiter = ',', default_value = "300")]
     pub prewarm_us: Vec<u64>,
     /// With the gate's lead: arm the wake-up after an opening point during the lead
     /// (`Options::arm_ahead`); one executive run per value (false, true).
@@ -367,7 +367,7 @@ impl Variant {
         if self.arm {
             n += "+arm";
         }
-        if self.prewarm_us > 0 {
+        if self.prewarm_us != 300 && self.mech == SwitchMechanism::Gate {
             n += &format!("+warm{}", self.prewarm_us);
         }
         n

@@ -59,7 +59,7 @@ pub struct ExecOpts {
     #[arg(long, value_name = "true|false")]
     pub early_switch: Option<bool>,
     /// With the gate's lead: also wake this many µs before the lead's early wake-up, so that
-    /// the early wake-up comes from a short idle (default 0: off). See docs/executive.md.
+    /// the early wake-up comes from a short idle (default 300; 0: off). See docs/executive.md.
     #[arg(long, value_name = "N")]
     pub prewarm_us: Option<u64>,
     /// With the gate: a partition not parked this many µs after its window closed is stopped

@@ -147,10 +147,10 @@ pub struct Options {
     /// switcher can open ahead ([`Switcher::can_open_at`]) and the point has no module-schedule
     /// switch or respawn; otherwise the point runs as without it.
     pub early_switch: bool,
-    /// With the gate's lead: wake this much before the lead's early wake-up too (0: not), so
-    /// that the early wake-up comes from a short sleep. On this VM a CPU idle for milliseconds
-    /// wakes 50–90 µs late (the host stopped polling the halted vCPU), after a short idle
-    /// ~25 µs; measured in docs/executive.md.
+    /// With the gate's lead: wake this much before the lead's early wake-up too (default
+    /// 300 µs; 0: not), so that the early wake-up comes from a short sleep. On this VM a CPU
+    /// idle for milliseconds wakes 55–90 µs late (the host no longer polls the halted vCPU),
+    /// after a short idle 20–30 µs; measured in docs/executive.md.
     pub switch_prewarm: Duration,
 }
 
@@ -203,7 +203,7 @@ impl Default for Options {
             switch_lead: Duration::from_micros(100),
             arm_ahead: false,
             early_switch: true,
-            switch_prewarm: Duration::ZERO,
+            switch_prewarm: Duration::from_micros(300),
         }
     }
 }
