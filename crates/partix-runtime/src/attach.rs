@@ -101,9 +101,7 @@ thread_local! {
 extern "C" fn on_park(_sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
-    // A thread parked for good (already counted once) takes the signal and goes on waiting.
-    let for_good = PARKED.with(|c| c.get());
-    if let (Some(Ok(ctx)), false) = (CONTEXT.get(), for_good) {
+    if let Some(Ok(ctx)) = CONTEXT.get() {
         let p = ctx.partition();
         let g = p.gate.load(Ordering::Acquire);
         if g & 1 == 0 {
@@ -111,7 +109,7 @@ extern "C" fn on_park(_sig: libc::c_int) {
             let n = p.gate_parked.fetch_add(1, Ordering::AcqRel) + 1;
             if n >= p.gate_expect.load(Ordering::Acquire) {
                 p.gate_acked.store(g, Ordering::Release);
-            } else if p.gate_broadcast.load(Ordering::Acquire) == 0 {
+            } else {
                 // SAFETY: kill/getpid have no memory preconditions; the handler is installed.
                 unsafe { libc::kill(libc::getpid(), park_signal()) };
             }
@@ -141,9 +139,8 @@ extern "C" fn on_park(_sig: libc::c_int) {
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// Count the calling thread as parked for good (it blocks every signal but the park signal,
-/// whose handler then returns at once, and never runs partition code again): the gate's park
-/// chain does not wait for it. Async-signal-safe.
+/// Count the calling thread as parked for good (it blocks every signal and never runs again):
+/// the gate's park chain does not wait for it. Async-signal-safe.
 pub fn note_parked_for_good() {
     if PARKED.with(|c| c.replace(true)) {
         // Already counted by the park handler it is nested in, which will never return.

@@ -26,7 +26,7 @@ pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
@@ -153,10 +153,6 @@ pub struct PartitionState {
     /// window's planned start (`executive` "early switch"); the woken thread busy-waits in the
     /// park handler until this time. Written before the gate's opening store (Release).
     pub gate_open_at_ns: AtomicU64,
-    /// Executive: 1 when the executive sends the park signal to every thread of the partition
-    /// itself at this close (its handler then does not pass it on), 0 when it signals the
-    /// process once and the handlers pass it from thread to thread.
-    pub gate_broadcast: AtomicU32,
     /// Partition: non-zero once the park handler is installed (until then the executive stops
     /// the partition with SIGSTOP: the park signal would end the process).
     pub gate_ready: AtomicU32,

@@ -240,25 +240,7 @@ struct GateState {
     check: Option<(u32, u64)>,
     /// `prepare_open` woke a parked thread (it parks again unless the gate opens).
     prewoken: bool,
-    /// The process's thread ids at the last listing (`tids[..n_tids]`), for a close that
-    /// signals every thread itself.
-    tids: [i32; MAX_TIDS],
-    n_tids: usize,
-    /// The last close signalled every thread itself (none can run partition code before it
-    /// parks, so a slow but progressing park may be given more time).
-    broadcast: bool,
-    /// `gate_parked` at the close or the last verification, and the extensions granted.
-    parked_seen: u32,
-    extensions: u32,
 }
-
-/// Most threads whose ids the switcher keeps per partition (more: the park chain of the
-/// partition's handler reaches them).
-const MAX_TIDS: usize = 96;
-
-/// Most extensions of `park_bound` for a close whose every thread was signalled and whose
-/// parked count keeps growing (threads waiting for the CPU behind higher-priority ones).
-const PARK_EXTENSIONS: u32 = 3;
 
 impl GateState {
     const NONE: GateState = GateState {
@@ -270,11 +252,6 @@ impl GateState {
         stat_fd: -1,
         check: None,
         prewoken: false,
-        tids: [0; MAX_TIDS],
-        n_tids: 0,
-        broadcast: false,
-        parked_seen: 0,
-        extensions: 0,
     };
 }
 
@@ -441,94 +418,6 @@ impl<'s> OsSwitcher<'s> {
         stat_threads(&buf[..n as usize])
     }
 
-    /// List partition `p`'s threads into `tids` (`getdents64` of `/proc/PID/task` into a stack
-    /// buffer, no allocation); on failure or overflow the list is emptied.
-    ///
-    /// The directory is opened and closed here, never kept open: a process whose
-    /// `/proc/PID/task` directory is open elsewhere cannot be reaped — `waitpid` spins in the
-    /// kernel for good (`release_task` → `d_invalidate` of the busy directory; seen on 6.18).
-    fn list_tids(&mut self, p: usize) {
-        let pid = self.pids[p];
-        let g = &mut self.gates[p];
-        g.n_tids = 0;
-        if pid <= 0 {
-            return;
-        }
-        // "/proc/<pid>/task\0" without allocating.
-        let mut path = [0u8; 32];
-        let mut len = 0;
-        for b in b"/proc/" {
-            path[len] = *b;
-            len += 1;
-        }
-        let mut digits = [0u8; 12];
-        let (mut v, mut nd) = (pid as u32, 0);
-        loop {
-            digits[nd] = b'0' + (v % 10) as u8;
-            nd += 1;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        for i in (0..nd).rev() {
-            path[len] = digits[i];
-            len += 1;
-        }
-        for b in b"/task" {
-            path[len] = *b;
-            len += 1;
-        }
-        // SAFETY: path is NUL-terminated (zero-filled beyond len).
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr().cast(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return;
-        }
-        let mut buf = [0u8; 4096];
-        loop {
-            // SAFETY: getdents64 writes at most buf.len() bytes of dirent64 records into buf.
-            let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
-            if n <= 0 {
-                break;
-            }
-            let n = n as usize;
-            let mut off = 0;
-            // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
-            while off + 19 < n {
-                let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-                if reclen == 0 || off + reclen > n {
-                    g.n_tids = 0;
-                    // SAFETY: closing the descriptor opened above.
-                    unsafe { libc::close(fd) };
-                    return;
-                }
-                let name = &buf[off + 19..off + reclen];
-                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                if let Some(tid) = std::str::from_utf8(name)
-                    .ok()
-                    .and_then(|t| t.parse::<i32>().ok())
-                {
-                    if g.n_tids == MAX_TIDS {
-                        g.n_tids = 0;
-                        // SAFETY: closing the descriptor opened above.
-                        unsafe { libc::close(fd) };
-                        return;
-                    }
-                    g.tids[g.n_tids] = tid;
-                    g.n_tids += 1;
-                }
-                off += reclen;
-            }
-        }
-        // SAFETY: closing the descriptor opened above.
-        unsafe { libc::close(fd) };
-    }
-
     /// Forget partition `p`'s process (it ended).
     fn forget(&mut self, p: usize) {
         let fd = self.gates[p].stat_fd;
@@ -614,30 +503,10 @@ impl<'s> OsSwitcher<'s> {
         if let Some(t) = threads {
             self.gates[p].threads = t;
             self.gates[p].counted = true;
-            if self.gates[p].n_tids != t as usize {
-                // Threads came or went: list them again (after the close, off the switch path).
-                self.list_tids(p);
-            }
         }
         let acked = st.gate_acked.load(Ordering::Acquire) == closed;
         let parked = st.gate_parked.load(Ordering::Acquire);
         let ok = acked && threads.is_some_and(|t| parked >= t);
-        let g = &mut self.gates[p];
-        if !ok
-            && !acked
-            && g.broadcast
-            && parked > g.parked_seen
-            && g.extensions < PARK_EXTENSIONS
-            && !g.sigstopped
-        {
-            // Every thread was signalled (none runs partition code before it parks) and more
-            // parked since the last look: threads still waiting for the CPU behind
-            // higher-priority ones. Look again one park bound later.
-            g.parked_seen = parked;
-            g.extensions += 1;
-            g.check = Some((closed, monotonic_ns() + self.park_bound_ns));
-            return;
-        }
         self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
         if !ok && !self.gates[p].sigstopped {
             self.signal(p, libc::SIGSTOP);
@@ -783,8 +652,13 @@ impl Switcher for OsSwitcher<'_> {
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             self.gates[p] = GateState {
                 sigstopped: true,
+                threads: 1,
+                counted: false,
+                cpu_at_park: None,
+                distrusted: false,
                 stat_fd: fd,
-                ..GateState::NONE
+                check: None,
+                prewoken: false,
             };
             Ok(pid)
         }
@@ -811,17 +685,7 @@ impl Switcher for OsSwitcher<'_> {
                 self.gates[p].threads = t;
                 self.gates[p].counted = true;
             }
-            self.list_tids(p);
         }
-        // Signal every thread itself when its list matches the count: then no thread can run
-        // partition code before it parks (with the handler's chain, one not reached yet could).
-        let broadcast =
-            self.gates[p].n_tids > 0 && self.gates[p].n_tids == self.gates[p].threads as usize;
-        st.gate_broadcast
-            .store(u32::from(broadcast), Ordering::Relaxed);
-        self.gates[p].broadcast = broadcast;
-        self.gates[p].parked_seen = st.gate_parked.load(Ordering::Relaxed);
-        self.gates[p].extensions = 0;
         let g = st.gate.load(Ordering::Relaxed);
         let closed = if g & 1 == 1 {
             g.wrapping_add(1)
@@ -833,17 +697,7 @@ impl Switcher for OsSwitcher<'_> {
         // SYNC POINT: the Release store of the closed gate pairs with the park handler's Acquire
         // load; gate_expect is visible with it.
         st.gate.store(closed, Ordering::Release);
-        if broadcast {
-            let pid = self.pids[p];
-            for i in 0..self.gates[p].n_tids {
-                let tid = self.gates[p].tids[i];
-                // SAFETY: tgkill has no memory preconditions; a thread that ended meanwhile
-                // makes it fail (ESRCH), which the verification then sees.
-                unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, park_signal()) };
-            }
-        } else {
-            self.signal(p, park_signal());
-        }
+        self.signal(p, park_signal());
         self.gates[p].check = Some((closed, monotonic_ns() + self.park_bound_ns));
         self.parks += 1;
     }

@@ -471,22 +471,14 @@ extern "C" fn on_control_signal(_sig: libc::c_int) {
 
 /// Block every signal in this thread and sleep forever (an abandoned incarnation).
 pub(crate) fn park_forever() -> ! {
-    // Counted as parked for good first: from then on the park handler returns at once here.
-    crate::attach::note_parked_for_good();
     // SAFETY: a filled sigset blocks everything blockable; rt_sigprocmask is async-signal-safe.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut set);
-        // Not the executive's park signal: when it signals every thread itself, a blocked
-        // real-time signal would stay queued here at every close (RLIMIT_SIGPENDING).
-        libc::sigdelset(&mut set, crate::attach::park_signal());
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        // Unblock it even when parked from inside the park handler (where it is masked).
-        let mut park: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut park);
-        libc::sigaddset(&mut park, crate::attach::park_signal());
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &park, std::ptr::null_mut());
     }
+    // It blocks the executive's park signal too: the gate must not wait for it.
+    crate::attach::note_parked_for_good();
     static NEVER: AtomicU32 = AtomicU32::new(0);
     loop {
         futex::wait(&NEVER, 0, None);
