@@ -82,7 +82,21 @@ impl<'a> NotifierView<'a> {
         &self,
         futex: &impl Futex,
         deadline: Option<Instant>,
+        ready: impl FnMut() -> bool,
+    ) -> bool {
+        self.park_until_or(futex, deadline, ready, || false)
+    }
+
+    /// [`NotifierView::park_until`] that also gives up (returns `false`) once `stop()` returns
+    /// true. `stop` is called right before each park, so a park interrupted by a signal (whose
+    /// handler made `stop()` true) does not park again; a `stop()` that becomes true while the
+    /// thread is parked without a signal is noticed at the next wake-up only.
+    pub fn park_until_or(
+        &self,
+        futex: &impl Futex,
+        deadline: Option<Instant>,
         mut ready: impl FnMut() -> bool,
+        mut stop: impl FnMut() -> bool,
     ) -> bool {
         loop {
             if ready() {
@@ -96,7 +110,7 @@ impl<'a> NotifierView<'a> {
                 self.waiters.fetch_sub(1, Ordering::Relaxed);
                 return true;
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if stop() || deadline.is_some_and(|d| Instant::now() >= d) {
                 self.waiters.fetch_sub(1, Ordering::Relaxed);
                 return false;
             }
@@ -194,6 +208,18 @@ mod shm {
         pub fn park_until(&self, deadline: Option<Instant>, ready: impl FnMut() -> bool) -> bool {
             self.view().park_until(&SysFutex, deadline, ready)
         }
+
+        /// [`Notifier::park_until`] that also gives up (returns `false`) once `stop()` returns
+        /// true (see [`NotifierView::park_until_or`]: checked before each park, so a park
+        /// interrupted by a signal whose handler made it true does not park again).
+        pub fn park_until_or(
+            &self,
+            deadline: Option<Instant>,
+            ready: impl FnMut() -> bool,
+            stop: impl FnMut() -> bool,
+        ) -> bool {
+            self.view().park_until_or(&SysFutex, deadline, ready, stop)
+        }
     }
 
     /// The kernel's process-shared futexes ([`crate::futex`]).
@@ -225,7 +251,21 @@ mod shm {
         mode: RecvMode,
         notifier: Option<&Notifier>,
         timeout: Option<Duration>,
+        ready: impl FnMut() -> bool,
+    ) -> bool {
+        wait_with_or(mode, notifier, timeout, ready, || false)
+    }
+
+    /// [`wait_with`] that also gives up (returns `false`) once `stop()` returns true: checked
+    /// after every poll that found `ready()` false, and before every park (a park interrupted by
+    /// a signal whose handler made `stop()` true does not park again). With a constant-false
+    /// `stop` this is [`wait_with`] exactly.
+    pub(crate) fn wait_with_or(
+        mode: RecvMode,
+        notifier: Option<&Notifier>,
+        timeout: Option<Duration>,
         mut ready: impl FnMut() -> bool,
+        mut stop: impl FnMut() -> bool,
     ) -> bool {
         if timeout.is_some_and(|t| t.is_zero()) {
             return ready();
@@ -241,6 +281,9 @@ mod shm {
             if ready() {
                 return true;
             }
+            if stop() {
+                return false;
+            }
             std::hint::spin_loop();
             i += 1;
             if i.is_multiple_of(1024) {
@@ -252,7 +295,7 @@ mod shm {
             }
         }
         match notifier {
-            Some(n) => n.park_until(deadline, ready),
+            Some(n) => n.park_until_or(deadline, ready, stop),
             None => ready(),
         }
     }
@@ -329,6 +372,60 @@ mod shm {
                 || false,
             );
             assert!(!ok);
+            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+        }
+
+        /// A park that a signal interrupts, whose handler makes `stop()` true (as the partition
+        /// runtime's control handler sets its per-thread flag), gives up at once instead of
+        /// parking again until its deadline; the waiter count is left as it was.
+        #[test]
+        fn stop_set_by_a_signal_handler_ends_a_park() {
+            static FLAG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            extern "C" fn on_signal(_: libc::c_int) {
+                FLAG.store(true, Ordering::Relaxed);
+            }
+            // SAFETY: an all-zero sigaction is a valid start; the handler only stores an atomic.
+            // SA_RESTART as in the runtime: a futex wait with a time-out is not restarted.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+            }
+            let n = notifier();
+            let n2 = n.clone();
+            let tid = Arc::new(AtomicU32::new(0));
+            let tid2 = tid.clone();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let t = std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tid2.store(
+                    unsafe { libc::syscall(libc::SYS_gettid) } as u32,
+                    Ordering::Release,
+                );
+                let ok =
+                    n2.park_until_or(Some(deadline), || false, || FLAG.load(Ordering::Relaxed));
+                (ok, Instant::now() < deadline)
+            });
+            while n.waiters().load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            // Registered: it parks right after (a signal that came before the park would be
+            // seen by the check in front of it, which is what this test is not about).
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: tgkill to a live thread of this process, whose handler is installed.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    libc::getpid(),
+                    tid.load(Ordering::Acquire) as libc::c_int,
+                    libc::SIGUSR2,
+                )
+            };
+            let (ok, before_deadline) = t.join().unwrap();
+            assert!(!ok, "nothing was ready");
+            assert!(before_deadline, "the park went on after the signal");
             assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
         }
 

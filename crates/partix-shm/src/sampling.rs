@@ -312,7 +312,7 @@ pub use shm::*;
 mod shm {
     use super::*;
     use crate::area::{line_up, Area, AreaError};
-    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::notifier::{wait_with_or, Notifier, RecvMode};
     use crate::region::Region;
     use std::fmt;
     use std::sync::Arc;
@@ -742,6 +742,27 @@ mod shm {
             mode: RecvMode,
             timeout: Option<Duration>,
         ) -> Result<ReadOk, WaitError> {
+            self.wait_newer_or(buf, last_seq, mode, timeout, || false)
+        }
+
+        /// [`SamplingReader::wait_newer`] that also gives up early, with
+        /// [`WaitError::TimedOut`], once `stop()` returns true. `stop` is checked after every
+        /// poll that found nothing newer and before every park, so a park interrupted by a
+        /// signal whose handler made `stop()` true does not park again (a caller uses it to
+        /// leave a wait at once when a request to its thread arrives; it tells this apart from a
+        /// time-out itself).
+        ///
+        /// # Errors
+        /// As [`SamplingReader::wait_newer`].
+        #[inline]
+        pub fn wait_newer_or(
+            &self,
+            buf: &mut [u8],
+            last_seq: Option<u32>,
+            mode: RecvMode,
+            timeout: Option<Duration>,
+            stop: impl FnMut() -> bool,
+        ) -> Result<ReadOk, WaitError> {
             if mode.parks() && self.notifier.is_none() {
                 return Err(WaitError::NoNotifier);
             }
@@ -750,7 +771,7 @@ mod shm {
                 let e = view.end();
                 e.0 != 0 && Some(e.seq()) != last_seq
             };
-            if !wait_with(mode, self.notifier.as_ref(), timeout, ready) {
+            if !wait_with_or(mode, self.notifier.as_ref(), timeout, ready, stop) {
                 return Err(WaitError::TimedOut);
             }
             self.read(buf).map_err(WaitError::Read)

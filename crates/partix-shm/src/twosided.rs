@@ -584,7 +584,7 @@ pub use shm::*;
 mod shm {
     use super::*;
     use crate::area::{line_up, Area, AreaError};
-    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::notifier::{wait_with, wait_with_or, Notifier, RecvMode};
     use crate::region::Region;
     use crate::sampling::{monotonic_ns, ReadError, ReadOk, WaitError, WriteError};
     use std::sync::atomic::AtomicBool;
@@ -928,6 +928,24 @@ mod shm {
             mode: RecvMode,
             timeout: Option<Duration>,
         ) -> Result<ReadOk, WaitError> {
+            self.wait_newer_or(buf, last_seq, mode, timeout, || false)
+        }
+
+        /// [`TwoSidedReceiver::wait_newer`] that also gives up early, with
+        /// [`WaitError::TimedOut`], once `stop()` returns true (checked after every poll that
+        /// found nothing newer and before every park, as
+        /// [`SamplingReader::wait_newer_or`](crate::sampling::SamplingReader::wait_newer_or)).
+        ///
+        /// # Errors
+        /// [`WaitError::TimedOut`] or [`WaitError::Read`].
+        pub fn wait_newer_or(
+            &mut self,
+            buf: &mut [u8],
+            last_seq: Option<u32>,
+            mode: RecvMode,
+            timeout: Option<Duration>,
+            stop: impl FnMut() -> bool,
+        ) -> Result<ReadOk, WaitError> {
             let view = self.rx.view();
             let ready = || {
                 let t = view.delivered();
@@ -939,7 +957,7 @@ mod shm {
                 let flags = Flags(view.slot(t - 1)[0].load(Ordering::Relaxed));
                 Some(flags.seq()) != last_seq
             };
-            if !wait_with(mode, Some(&self.rx.data), timeout, ready) {
+            if !wait_with_or(mode, Some(&self.rx.data), timeout, ready, stop) {
                 return Err(WaitError::TimedOut);
             }
             self.read(buf).map_err(WaitError::Read)

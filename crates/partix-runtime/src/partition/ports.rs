@@ -47,8 +47,11 @@
 //! parks right after it, so the port stays usable by the rest of the partition. Waiting is done
 //! without the lock (queued processes wait on a futex word, the head on the channel), so a
 //! waiting process is stopped or suspended at once. [`wait_sampling_message`] waits on the
-//! channel under the port lock in slices of at most 20 ms: a request reaching it there takes
-//! effect at the end of the slice at the latest.
+//! channel under the port lock (in slices of [`DEFAULT_WAIT_SLICE`], see
+//! [`set_sampling_port_wait_slice`]); a request reaching it there ends the wait at once (every
+//! spin polls a per-thread flag the signal handler sets, and the signal interrupts a park), the
+//! port is released and the request honoured; a resumed process waits again for the rest of its
+//! time-out. In every receive mode and on every transport.
 
 use super::error::{ApexError, ApexResult};
 use super::rt::{self, rt, Deferral, EH_INDEX};
@@ -161,6 +164,8 @@ struct SamplingPort {
     refresh_ns: u64,
     /// How [`wait_sampling_message`] waits.
     mode: Mutex<RecvMode>,
+    /// Longest time [`wait_sampling_message`] holds the port at a time (ns, positive).
+    slice_ns: AtomicU64,
     inner: Mutex<SamplingInner>,
 }
 
@@ -365,6 +370,7 @@ pub fn create_sampling_port(
         max: max_message_size,
         refresh_ns: cfg.desc.param,
         mode: Mutex::new(DEFAULT_RECV_MODE),
+        slice_ns: AtomicU64::new(DEFAULT_WAIT_SLICE as u64),
         inner: Mutex::new(SamplingInner {
             source,
             dest,
@@ -544,20 +550,31 @@ pub fn wait_sampling_message(
     };
     waiting_caller()?;
     let deadline = deadline_of(timeout);
+    let max_slice = Duration::from_nanos(port.slice_ns.load(Ordering::Relaxed));
+    // A control request (STOP / SUSPEND) reaching this thread while it waits under the port lock
+    // is deferred by the lock's section: the wait gives up at once (one thread-local load per
+    // poll; a park is interrupted by the request's signal), the end of this iteration releases
+    // the port and honours the request (parks while suspended, for good when stopped), and a
+    // resumed process waits again for the rest of its time-out. Only when this call opens the
+    // outermost section (always, for a process calling the service): otherwise the request
+    // stays pending after the port is released and would end every slice at once.
+    let interruptible = rt::outside_sections();
+    let stop = move || interruptible && rt::control_pending();
     rt().set_resource_wait(true);
-    // Wait in slices of at most WAIT_SLICE, releasing the port between them, so that a process
+    // Wait in slices of at most `max_slice`, releasing the port between them, so that a process
     // reading the same port is never held up for longer than a slice.
     let r = loop {
-        let slice = deadline.map_or(WAIT_SLICE, |d| {
-            d.saturating_duration_since(Instant::now()).min(WAIT_SLICE)
+        let slice = deadline.map_or(max_slice, |d| {
+            d.saturating_duration_since(Instant::now()).min(max_slice)
         });
         let mut guard = lock(&port.inner);
         let inner = &mut *guard;
         let Some(reader) = inner.dest.as_mut() else {
             break Err(ApexError::InvalidMode);
         };
-        match reader.wait_newer(&mut inner.scratch, last_seq, mode, Some(slice)) {
+        match reader.wait_newer_or(&mut inner.scratch, last_seq, mode, Some(slice), stop) {
             Ok(ok) => break inner.answer(port, Ok(ok), buf),
+            // The slice ended, or a control request came (honoured when `guard` drops).
             Err(WaitError::TimedOut) => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break Err(ApexError::TimedOut);
@@ -571,8 +588,26 @@ pub fn wait_sampling_message(
     r
 }
 
-/// Longest time [`wait_sampling_message`] holds a port while waiting.
-const WAIT_SLICE: Duration = Duration::from_millis(20);
+/// Longest time [`wait_sampling_message`] holds a port while waiting, unless
+/// [`set_sampling_port_wait_slice`] changed it for the port.
+pub const DEFAULT_WAIT_SLICE: SystemTime = 20_000_000;
+
+/// Set how long [`wait_sampling_message`] holds a destination sampling port at a time while it
+/// waits (partix extension; [`DEFAULT_WAIT_SLICE`] by default): between slices it releases the
+/// port, so another process of the partition reading the same port waits at most this long. A
+/// longer slice costs fewer wake-ups to a waiter in a parking mode. STOP and SUSPEND of the
+/// waiting process take effect at once whatever the slice.
+///
+/// # Errors
+/// `InvalidParam`: no such port, or `slice` is not positive (`INFINITE_TIME_VALUE` included).
+pub fn set_sampling_port_wait_slice(id: SamplingPortId, slice: SystemTime) -> ApexResult<()> {
+    let port = sampling(id)?;
+    if slice <= 0 {
+        return Err(ApexError::InvalidParam);
+    }
+    port.slice_ns.store(slice as u64, Ordering::Relaxed);
+    Ok(())
+}
 
 /// Set how [`wait_sampling_message`] waits on a destination sampling port (partix extension).
 ///

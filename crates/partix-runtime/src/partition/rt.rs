@@ -28,6 +28,11 @@
 //! request that arrives outside every section is honoured by the handler at once, as before. So a
 //! thread is never parked while it holds a lock the rest of the partition needs, and a STOP or
 //! SUSPEND that arrives inside a section takes effect right after it.
+//!
+//! A section that waits (`wait_sampling_message` waits on the channel under the port lock) polls
+//! [`control_pending`] on each spin and before each park and leaves the section when it turns
+//! true: the request takes effect at once, not at the end of the wait, and a resumed process
+//! takes the lock again and waits for what is left of its time-out.
 #![allow(unsafe_code)]
 
 use super::error::{ApexError, ApexResult};
@@ -366,6 +371,30 @@ fn honour_pending() {
 /// Return whether the calling thread is inside a critical section ([`Deferral`]).
 fn deferring() -> bool {
     DEFER_DEPTH.with(|c| c.get()) != 0
+}
+
+/// Return whether the calling thread is outside every critical section: a section it opens next
+/// is the outermost one, whose end honours a deferred control request.
+pub(crate) fn outside_sections() -> bool {
+    !deferring()
+}
+
+/// Return whether a control request (SUSPEND / STOP) reached the calling thread inside a critical
+/// section and waits for the section to end. One thread-local load: cheap enough for every
+/// iteration of a spin loop.
+///
+/// A wait performed inside a section (one that cannot drop its lock while it waits) polls this
+/// on each spin and before each park, and gives up when it turns true so that its outermost
+/// section ends and the request takes effect at once. The signal that set it also interrupts a
+/// park in progress (a `futex` wait with a time-out and `poll` return `EINTR` after a handled
+/// signal, even under `SA_RESTART`; a `futex` wait without one would be restarted: park with a
+/// time-out), and the waiter re-checks before it parks again.
+#[inline]
+pub(crate) fn control_pending() -> bool {
+    // The flag is set by the signal handler on this thread: the load must not be hoisted out of
+    // the caller's loop.
+    compiler_fence(Ordering::SeqCst);
+    DEFER_PENDING.with(|c| c.get())
 }
 
 /// Return the runtime, building it on first use.

@@ -406,8 +406,26 @@ impl SamplingDestination {
         mode: RecvMode,
         timeout: Option<Duration>,
     ) -> Result<ReadOk, WaitError> {
+        self.wait_newer_or(buf, last_seq, mode, timeout, || false)
+    }
+
+    /// [`SamplingDestination::wait_newer`] that also gives up early, with
+    /// [`WaitError::TimedOut`], once `stop()` returns true: checked after every poll that found
+    /// nothing newer and before every park (a park interrupted by a signal whose handler made it
+    /// true does not park again), on every transport.
+    ///
+    /// # Errors
+    /// As [`SamplingDestination::wait_newer`].
+    pub fn wait_newer_or(
+        &mut self,
+        buf: &mut [u8],
+        last_seq: Option<u32>,
+        mode: RecvMode,
+        timeout: Option<Duration>,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<ReadOk, WaitError> {
         match self {
-            SamplingDestination::OneSided(r) => r.wait_newer(buf, last_seq, mode, timeout),
+            SamplingDestination::OneSided(r) => r.wait_newer_or(buf, last_seq, mode, timeout, stop),
             SamplingDestination::TwoSided(r, h) => {
                 if timeout.is_some_and(|t| t.is_zero()) {
                     // A probe: one look, no spinning, no parking.
@@ -433,13 +451,16 @@ impl SamplingDestination {
                         Ok(_) | Err(ReadError::Empty) => {}
                         Err(e) => return Err(WaitError::Read(e)),
                     }
+                    if stop() {
+                        return Err(WaitError::TimedOut);
+                    }
                     if i >= spins {
                         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
                         // Going to sleep: the manager must watch the doorbell again.
                         h.parked.fetch_add(1, Ordering::SeqCst);
                         h.kick.fetch_add(1, Ordering::SeqCst);
                         futex::wake_all(&h.kick);
-                        let r = r.wait_newer(buf, last_seq, RecvMode::Blocking, left);
+                        let r = r.wait_newer_or(buf, last_seq, RecvMode::Blocking, left, stop);
                         h.parked.fetch_sub(1, Ordering::SeqCst);
                         return r;
                     }
@@ -450,7 +471,7 @@ impl SamplingDestination {
                     std::hint::spin_loop();
                 }
             }
-            SamplingDestination::Socket(r) => r.wait_newer(buf, last_seq, mode, timeout),
+            SamplingDestination::Socket(r) => r.wait_newer_or(buf, last_seq, mode, timeout, stop),
         }
     }
 }

@@ -501,6 +501,23 @@ impl SampleRx {
         mode: RecvMode,
         timeout: Option<Duration>,
     ) -> Result<ReadOk, WaitError> {
+        self.wait_newer_or(buf, last_seq, mode, timeout, || false)
+    }
+
+    /// [`SampleRx::wait_newer`] that also gives up early, with [`WaitError::TimedOut`], once
+    /// `stop()` returns true: checked after every look that found nothing newer, so also right
+    /// after a `poll(2)` interrupted by a signal (`EINTR`) whose handler made it true.
+    ///
+    /// # Errors
+    /// [`WaitError::TimedOut`] or [`WaitError::Read`].
+    pub fn wait_newer_or(
+        &mut self,
+        buf: &mut [u8],
+        last_seq: Option<u32>,
+        mode: RecvMode,
+        timeout: Option<Duration>,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<ReadOk, WaitError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let spins = spins_of(mode);
         let mut i = 0u64;
@@ -527,6 +544,9 @@ impl SampleRx {
                 if Some(h.seq) != last_seq {
                     return self.copy_newest(buf).map_err(WaitError::Read);
                 }
+            }
+            if stop() {
+                return Err(WaitError::TimedOut);
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {

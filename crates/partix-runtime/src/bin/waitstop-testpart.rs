@@ -1,0 +1,294 @@
+//! `waitstop-testpart`: APEX partition programs for `tests/edges_wait.rs` — STOP and SUSPEND of a
+//! process blocked in WAIT_SAMPLING_MESSAGE must take effect at once, not when its wait (or its
+//! slice of holding the port) ends.
+//!
+//! ```text
+//! waitstop-testpart ROLE OUT
+//!   wait-src   ports S_OUT (source) and REQ_IN: writes to S_OUT every message asked for on REQ_IN
+//!   wait-dst   ports S_IN (destination) and REQ_OUT: the test below
+//! ```
+//! `wait-dst` runs three processes:
+//! - `waiter` (priority 10, aperiodic, started by the stopper): one WAIT_SAMPLING_MESSAGE on S_IN
+//!   with a 30 s time-out, then it records what it got and returns;
+//! - `checker` (priority 20): on request, uses S_IN (READ, a zero-time-out WAIT, status);
+//! - `stopper` (priority 30): S_IN's wait slice is set to 60 s (longer than the waiter's
+//!   time-out: a port lock kept by a waiting process until its slice ends would stay held for the
+//!   whole wait). For each receive mode (Spin, SpinThenPark, Blocking) it starts the waiter, lets it
+//!   block, then STOPs it (respectively SUSPENDs it) and asks the checker to use S_IN: the checker
+//!   must get through (at most 3 s, else `FAIL ... port stuck`), while the waiter must not have
+//!   returned. After a STOP it STARTs the waiter again; after a SUSPEND it has a message written
+//!   while the waiter is suspended and RESUMEs it; either way the waiter must get exactly the
+//!   message asked for (nothing lost or half-taken).
+//!
+//! Results are appended to OUT: `PASS what`, `FAIL what: detail`, `INFO ...`, `END role`.
+
+use partix_runtime::partition::*;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+static OUT: OnceLock<String> = OnceLock::new();
+/// Rounds the stopper asked the checker for, and rounds it completed.
+static CHECK_REQ: AtomicU64 = AtomicU64::new(0);
+static CHECK_DONE: AtomicU64 = AtomicU64::new(0);
+/// Waits the waiter returned from (all incarnations), and the message of the last one (0: none,
+/// or an error).
+static RETURNS: AtomicU64 = AtomicU64::new(0);
+static RESULT: AtomicU64 = AtomicU64::new(0);
+
+const MS: SystemTime = 1_000_000;
+const US: SystemTime = 1_000;
+/// The waiter's time-out.
+const WAIT: SystemTime = 30_000 * MS;
+/// S_IN's wait slice: longer than the waiter's whole wait.
+const SLICE: SystemTime = 60_000 * MS;
+/// How long the stopper waits for something that must happen at once before it fails.
+const STUCK: Duration = Duration::from_secs(3);
+
+fn out(line: &str) {
+    let path = OUT.get().expect("OUT set in main");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open OUT");
+    writeln!(f, "{line}").expect("write OUT");
+}
+
+fn process(name: &str, entry: EntryPoint, prio: Priority, run: bool) {
+    let pid = create_process(&ProcessAttributes {
+        name: name.into(),
+        entry_point: entry,
+        stack_size: 0,
+        base_priority: prio,
+        period: INFINITE_TIME_VALUE,
+        time_capacity: INFINITE_TIME_VALUE,
+        deadline: Deadline::Soft,
+    })
+    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
+    if run {
+        start(pid).expect("start");
+    }
+}
+
+fn idle_forever() -> ! {
+    loop {
+        let _ = timed_wait(1_000 * MS);
+    }
+}
+
+extern "C" fn writer() {
+    let req = get_sampling_port_id("REQ_IN").expect("REQ_IN");
+    let s = get_sampling_port_id("S_OUT").expect("S_OUT");
+    let mut buf = [0u8; 16];
+    loop {
+        if let Ok((n, _)) = wait_sampling_message(req, INFINITE_TIME_VALUE, &mut buf) {
+            let _ = write_sampling_message(s, &buf[..n]);
+        }
+    }
+}
+
+extern "C" fn waiter() {
+    let s = get_sampling_port_id("S_IN").expect("S_IN");
+    let mut buf = [0u8; 16];
+    let v = match wait_sampling_message(s, WAIT, &mut buf) {
+        Ok((8, _)) => u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")),
+        Ok((n, _)) => {
+            out(&format!("INFO waiter: a message of {n} bytes"));
+            0
+        }
+        Err(e) => {
+            out(&format!("INFO waiter: {e:?}"));
+            0
+        }
+    };
+    RESULT.store(v, Ordering::Relaxed);
+    RETURNS.fetch_add(1, Ordering::Release);
+}
+
+extern "C" fn checker() {
+    let s = get_sampling_port_id("S_IN").expect("S_IN");
+    let mut buf = [0u8; 16];
+    loop {
+        let want = CHECK_REQ.load(Ordering::Acquire);
+        if want > CHECK_DONE.load(Ordering::Relaxed) {
+            let _ = read_sampling_message(s, &mut buf);
+            let _ = wait_sampling_message(s, 0, &mut buf);
+            let _ = get_sampling_port_status(s);
+            CHECK_DONE.store(want, Ordering::Release);
+        } else {
+            let _ = timed_wait(200 * US);
+        }
+    }
+}
+
+/// Poll `cond` every millisecond; `false` if it does not hold within [`STUCK`].
+fn within_stuck(mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while !cond() {
+        if t0.elapsed() > STUCK {
+            return false;
+        }
+        let _ = timed_wait(MS);
+    }
+    true
+}
+
+fn state(pid: ProcessId) -> ProcessState {
+    get_process_status(pid).expect("status").process_state
+}
+
+/// Start the waiter and let it block in its wait (holding S_IN while it waits).
+fn start_waiting(w: ProcessId, tag: &str) -> Result<(), String> {
+    let r0 = RETURNS.load(Ordering::Acquire);
+    start(w).map_err(|e| format!("{tag}: START: {e:?}"))?;
+    if !within_stuck(|| state(w) == ProcessState::Waiting) {
+        return Err(format!("{tag}: the waiter never showed WAITING"));
+    }
+    // WAITING is published right before the wait takes the port: let it get there.
+    let _ = timed_wait(20 * MS);
+    if RETURNS.load(Ordering::Acquire) != r0 {
+        return Err(format!("{tag}: the waiter's wait returned early"));
+    }
+    Ok(())
+}
+
+/// Ask WA for message `k`.
+fn request(req: SamplingPortId, k: u64) {
+    write_sampling_message(req, &k.to_le_bytes()).expect("write REQ_OUT");
+}
+
+/// One round: block the waiter in mode `mname`, STOP or SUSPEND it, check the port, finish.
+fn round(
+    s: SamplingPortId,
+    req: SamplingPortId,
+    w: ProcessId,
+    k: u64,
+    mname: &str,
+    stop_it: bool,
+) -> Result<(), String> {
+    let action = if stop_it { "STOP" } else { "SUSPEND" };
+    let tag = format!("{mname} {action}");
+    start_waiting(w, &tag)?;
+    let r0 = RETURNS.load(Ordering::Acquire);
+    if stop_it {
+        stop(w).map_err(|e| format!("{tag}: {e:?}"))?;
+    } else {
+        suspend(w).map_err(|e| format!("{tag}: {e:?}"))?;
+    }
+    // Another process of the partition can use the port at once: the request reached the
+    // waiter inside its wait, which released the port.
+    let c = CHECK_REQ.fetch_add(1, Ordering::AcqRel) + 1;
+    if !within_stuck(|| CHECK_DONE.load(Ordering::Acquire) >= c) {
+        return Err(format!(
+            "{tag}: port stuck: after {action} of the process waiting on S_IN, another process \
+             could not use S_IN for {STUCK:?} (the waiter's time-out is 30 s)"
+        ));
+    }
+    if RETURNS.load(Ordering::Acquire) != r0 {
+        return Err(format!(
+            "{tag}: the waiter returned from its wait after {action}"
+        ));
+    }
+    let want = if stop_it {
+        ProcessState::Dormant
+    } else {
+        ProcessState::Waiting
+    };
+    if state(w) != want {
+        return Err(format!("{tag}: the waiter is {:?}, not {want:?}", state(w)));
+    }
+    if stop_it {
+        // Started again, it waits anew and gets the next message.
+        start_waiting(w, &tag)?;
+        request(req, k);
+    } else {
+        // A message that arrives while it is suspended is the one it gets once resumed.
+        request(req, k);
+        let mut buf = [0u8; 16];
+        let arrived = within_stuck(|| {
+            matches!(read_sampling_message(s, &mut buf), Ok((8, _)))
+                && u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")) == k
+        });
+        if !arrived {
+            return Err(format!("{tag}: message {k} never arrived"));
+        }
+        if RETURNS.load(Ordering::Acquire) != r0 {
+            return Err(format!(
+                "{tag}: the suspended waiter returned from its wait"
+            ));
+        }
+        resume(w).map_err(|e| format!("{tag}: RESUME: {e:?}"))?;
+    }
+    if !within_stuck(|| RETURNS.load(Ordering::Acquire) > r0) {
+        return Err(format!("{tag}: the waiter did not get message {k}"));
+    }
+    let got = RESULT.load(Ordering::Relaxed);
+    if got != k {
+        return Err(format!("{tag}: the waiter got {got}, not message {k}"));
+    }
+    if !within_stuck(|| state(w) == ProcessState::Dormant) {
+        return Err(format!("{tag}: the waiter did not return to DORMANT"));
+    }
+    out(&format!(
+        "PASS {tag}: a process blocked in WAIT_SAMPLING_MESSAGE released the port at once, \
+         then got message {k}"
+    ));
+    Ok(())
+}
+
+extern "C" fn stopper() {
+    let s = get_sampling_port_id("S_IN").expect("S_IN");
+    let req = get_sampling_port_id("REQ_OUT").expect("REQ_OUT");
+    let w = get_process_id("waiter").expect("waiter");
+    set_sampling_port_wait_slice(s, SLICE).expect("wait slice");
+    let modes = [
+        ("Spin", RecvMode::Spin),
+        ("SpinThenPark", RecvMode::SpinThenPark { spins: 2000 }),
+        ("Blocking", RecvMode::Blocking),
+    ];
+    let mut k = 0u64;
+    'all: for (mname, mode) in modes {
+        set_sampling_port_recv_mode(s, mode).expect("recv mode");
+        for stop_it in [true, false] {
+            k += 1;
+            if let Err(e) = round(s, req, w, k, mname, stop_it) {
+                out(&format!("FAIL {e}"));
+                break 'all;
+            }
+        }
+    }
+    out("END wait-dst");
+    idle_forever();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let role = args.first().cloned().unwrap_or_default();
+    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
+        .expect("once");
+    let refresh = 10_000 * MS;
+    match role.as_str() {
+        "wait-src" => {
+            create_sampling_port("S_OUT", 16, PortDirection::Source, refresh).expect("S_OUT");
+            create_sampling_port("REQ_IN", 16, PortDirection::Destination, refresh)
+                .expect("REQ_IN");
+            process("writer", writer, 10, true);
+            out("INFO wait-src up");
+        }
+        "wait-dst" => {
+            create_sampling_port("S_IN", 16, PortDirection::Destination, refresh).expect("S_IN");
+            create_sampling_port("REQ_OUT", 16, PortDirection::Source, refresh).expect("REQ_OUT");
+            process("waiter", waiter, 10, false);
+            process("checker", checker, 20, true);
+            process("stopper", stopper, 30, true);
+        }
+        other => {
+            eprintln!("waitstop-testpart: unknown role {other:?}");
+            std::process::exit(2);
+        }
+    }
+    let e = set_partition_mode(OperatingMode::Normal);
+    panic!("set_partition_mode(Normal) returned {e:?}");
+}
