@@ -163,7 +163,7 @@ struct SamplingPort {
     max: u32,
     refresh_ns: u64,
     /// How [`wait_sampling_message`] waits.
-    mode: Mutex<RecvMode>,
+    mode: ModeCell,
     /// Longest time [`wait_sampling_message`] holds the port at a time (ns, positive).
     slice_ns: AtomicU64,
     inner: Mutex<SamplingInner>,
@@ -201,10 +201,47 @@ struct QueuingPort {
     waiter: QueueWaiter,
     /// Changes whenever the set of waiters changes (a parked head re-checks its place).
     gen: AtomicU64,
-    mode: Mutex<RecvMode>,
+    mode: ModeCell,
     state: Mutex<QueuingState>,
     /// Futex word the processes queued behind the head wait on (bumped when one leaves).
     wake: AtomicU32,
+}
+
+/// A port's [`RecvMode`], read without a lock on the message path (one load).
+struct ModeCell(AtomicU64);
+
+impl ModeCell {
+    const SPIN: u64 = 0;
+    const BLOCKING: u64 = 1;
+    /// `SpinThenPark { spins }`: this tag, `spins` in the upper 32 bits.
+    const SPIN_THEN_PARK: u64 = 2;
+
+    fn new(mode: RecvMode) -> ModeCell {
+        let c = ModeCell(AtomicU64::new(0));
+        c.set(mode);
+        c
+    }
+
+    fn set(&self, mode: RecvMode) {
+        let v = match mode {
+            RecvMode::Spin => Self::SPIN,
+            RecvMode::Blocking => Self::BLOCKING,
+            RecvMode::SpinThenPark { spins } => Self::SPIN_THEN_PARK | u64::from(spins) << 32,
+        };
+        self.0.store(v, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn get(&self) -> RecvMode {
+        let v = self.0.load(Ordering::Relaxed);
+        match v & 0xffff_ffff {
+            Self::SPIN => RecvMode::Spin,
+            Self::BLOCKING => RecvMode::Blocking,
+            _ => RecvMode::SpinThenPark {
+                spins: (v >> 32) as u32,
+            },
+        }
+    }
 }
 
 struct Registry {
@@ -369,7 +406,7 @@ pub fn create_sampling_port(
         direction,
         max: max_message_size,
         refresh_ns: cfg.desc.param,
-        mode: Mutex::new(DEFAULT_RECV_MODE),
+        mode: ModeCell::new(DEFAULT_RECV_MODE),
         slice_ns: AtomicU64::new(DEFAULT_WAIT_SLICE as u64),
         inner: Mutex::new(SamplingInner {
             source,
@@ -528,13 +565,15 @@ pub fn wait_sampling_message(
     if port.direction != PortDirection::Destination {
         return Err(ApexError::InvalidMode);
     }
-    let mode = *lock(&port.mode);
+    let mode = port.mode.get();
     // First look without waiting.
     let last_seq = {
         let mut guard = lock(&port.inner);
         let inner = &mut *guard;
         let last_seq = inner.last_seq;
         let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+        // A new call: what earlier calls saw of a socket says nothing about its queue now.
+        reader.new_call();
         match reader.wait_newer(
             &mut inner.scratch,
             last_seq,
@@ -560,12 +599,38 @@ pub fn wait_sampling_message(
     // stays pending after the port is released and would end every slice at once.
     let interruptible = rt::outside_sections();
     let stop = move || interruptible && rt::control_pending();
+    // A spinning wait first spins for up to UNMARKED_SPIN without showing WAITING: a message
+    // that comes that soon (a ping-pong, a periodic writer just late) is returned without the
+    // two updates of the process table (the runtime lock, twice) on its path. The caller runs
+    // meanwhile, like a process polling READ_SAMPLING_MESSAGE.
+    let max_slice_ns = max_slice.as_nanos() as u64;
+    let mut first = if timeout == INFINITE_TIME_VALUE {
+        max_slice_ns
+    } else {
+        (timeout as u64).min(max_slice_ns)
+    };
+    if mode == RecvMode::Spin {
+        let quick = Duration::from_nanos(first).min(UNMARKED_SPIN);
+        let mut guard = lock(&port.inner);
+        let inner = &mut *guard;
+        let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+        match reader.wait_newer_or(&mut inner.scratch, last_seq, mode, Some(quick), stop) {
+            Ok(ok) => return inner.answer(port, Ok(ok), buf),
+            Err(WaitError::TimedOut) => first = first.saturating_sub(quick.as_nanos() as u64),
+            Err(WaitError::Read(e)) => return inner.answer(port, Err(e), buf),
+            Err(_) => return Err(ApexError::InvalidConfig),
+        }
+    }
     rt().set_resource_wait(true);
     // Wait in slices of at most `max_slice`, releasing the port between them, so that a process
-    // reading the same port is never held up for longer than a slice.
+    // reading the same port is never held up for longer than a slice. The first slice needs no
+    // clock read.
+    let mut first = (first > 0).then(|| Duration::from_nanos(first));
     let r = loop {
-        let slice = deadline.map_or(max_slice, |d| {
-            d.saturating_duration_since(Instant::now()).min(max_slice)
+        let slice = first.take().unwrap_or_else(|| {
+            deadline.map_or(max_slice, |d| {
+                d.saturating_duration_since(Instant::now()).min(max_slice)
+            })
         });
         let mut guard = lock(&port.inner);
         let inner = &mut *guard;
@@ -587,6 +652,9 @@ pub fn wait_sampling_message(
     rt().set_resource_wait(false);
     r
 }
+
+/// How long a spinning [`wait_sampling_message`] spins before it shows the caller WAITING.
+const UNMARKED_SPIN: Duration = Duration::from_micros(20);
 
 /// Longest time [`wait_sampling_message`] holds a port while waiting, unless
 /// [`set_sampling_port_wait_slice`] changed it for the port.
@@ -615,7 +683,7 @@ pub fn set_sampling_port_wait_slice(id: SamplingPortId, slice: SystemTime) -> Ap
 /// `InvalidParam`: no such port.
 pub fn set_sampling_port_recv_mode(id: SamplingPortId, mode: RecvMode) -> ApexResult<()> {
     let port = sampling(id)?;
-    *lock(&port.mode) = mode;
+    port.mode.set(mode);
     Ok(())
 }
 
@@ -697,7 +765,7 @@ pub fn create_queuing_port(
         discipline,
         waiter,
         gen: AtomicU64::new(0),
-        mode: Mutex::new(DEFAULT_RECV_MODE),
+        mode: ModeCell::new(DEFAULT_RECV_MODE),
         state: Mutex::new(QueuingState {
             source,
             dest,
@@ -840,7 +908,7 @@ impl QueuingPort {
             if is_head {
                 let g = self.gen.load(Ordering::SeqCst);
                 drop(st);
-                let mode = *lock(&self.mode);
+                let mode = self.mode.get();
                 let ready = || self.ready() || self.gen.load(Ordering::SeqCst) != g;
                 let spins = match mode {
                     RecvMode::Spin => u64::MAX,
@@ -1096,6 +1164,6 @@ pub fn clear_queuing_port(id: QueuingPortId) -> ApexResult<()> {
 /// `InvalidParam`: no such port.
 pub fn set_queuing_port_recv_mode(id: QueuingPortId, mode: RecvMode) -> ApexResult<()> {
     let port = queuing(id)?;
-    *lock(&port.mode) = mode;
+    port.mode.set(mode);
     Ok(())
 }

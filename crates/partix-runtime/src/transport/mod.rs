@@ -381,6 +381,16 @@ impl SamplingDestination {
         }
     }
 
+    /// Start a new read or wait of the port's service: forget what earlier calls learnt about the
+    /// channel (a socket found empty then may hold several frames now; only the newest is the
+    /// sampling message).
+    #[inline]
+    pub fn new_call(&mut self) {
+        if let SamplingDestination::Socket(r) = self {
+            r.new_call();
+        }
+    }
+
     /// Return whether the newest message is known to be the one of flags `(seq, len)` without
     /// reading it: one-sided, one load of the slot's `end` word; other transports cannot tell
     /// without receiving, and answer `false`.

@@ -267,29 +267,16 @@ impl FrameSocket {
         hdr.emit(&mut self.tx[..HEADER_LEN]);
         match &mut self.io {
             Io::Udp(s) => {
-                // Header and payload as two pieces of one datagram: no copy of the payload.
-                let iov = [
-                    libc::iovec {
-                        iov_base: self.tx.as_mut_ptr().cast(),
-                        iov_len: HEADER_LEN,
-                    },
-                    libc::iovec {
-                        iov_base: payload.as_ptr().cast_mut().cast(),
-                        iov_len: payload.len(),
-                    },
-                ];
-                // SAFETY: a zeroed msghdr is valid (no name, no control data).
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_iov = iov.as_ptr().cast_mut();
-                msg.msg_iovlen = iov.len() as _;
+                // Header and payload copied into one buffer and sent with `send`: a `sendmsg` of
+                // two pieces (no copy) costs 200-280 ns more per datagram on this VM (the
+                // message header and the iovec array are copied in and checked), more than the
+                // copy even of a 4 KiB payload.
+                self.tx[HEADER_LEN..n].copy_from_slice(payload);
                 loop {
-                    // SAFETY: `msg` points at two iovecs over live buffers of the given lengths;
-                    // the kernel only reads them.
-                    let k = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
-                    if k < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                        continue;
+                    match s.send(&self.tx[..n]) {
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        r => break r.is_ok_and(|k| k == n),
                     }
-                    break k == n as isize;
                 }
             }
             Io::Tcp(s) => {
@@ -435,6 +422,9 @@ pub struct SampleRx {
     scratch: Vec<u8>,
     last: Vec<u8>,
     have: Option<FrameRepr>,
+    /// A look of the current call found the socket empty (see [`SampleRx::wait_newer_or`]);
+    /// cleared by [`SampleRx::new_call`] and whenever a frame is taken without draining.
+    looked_empty: bool,
 }
 
 impl SampleRx {
@@ -446,7 +436,14 @@ impl SampleRx {
             scratch: vec![0u8; n],
             last: vec![0u8; n],
             have: None,
+            looked_empty: false,
         }
+    }
+
+    /// Start a new call of the port's service: frames may have queued up since the last look.
+    #[inline]
+    pub fn new_call(&mut self) {
+        self.looked_empty = false;
     }
 
     /// Take every waiting frame, keep the newest. UDP: `recv` until `EAGAIN` (an empty poll is one
@@ -463,6 +460,7 @@ impl SampleRx {
                 break;
             }
         }
+        self.looked_empty = true;
     }
 
     /// Drain to the newest frame and copy it into `buf`.
@@ -526,11 +524,15 @@ impl SampleRx {
         // returned at once: at the moment it arrived it was the newest message, a moment inside
         // this call (the read is linearizable there); a frame queued behind it is newer still
         // and is what the next read returns. This saves the receive that would only answer
-        // `EAGAIN` on the path of every delivered message.
-        let mut seen_empty = false;
+        // `EAGAIN` on the path of every delivered message. The knowledge carries over between
+        // the waits of one call of the service (its first look, then its slices) until
+        // `new_call`; a frame taken without draining ends it.
+        let mut seen_empty = self.looked_empty;
         loop {
             if seen_empty {
                 if let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
+                    self.looked_empty = false;
+                    seen_empty = false;
                     if h.len != 0 {
                         std::mem::swap(&mut self.scratch, &mut self.last);
                         self.have = Some(h);
@@ -978,6 +980,51 @@ mod tests {
             assert_eq!((ok.seq, ok.len), (6, 33), "{kind:?}");
             assert_eq!(buf[..33], [6u8; 33]);
             t.join().unwrap();
+        }
+    }
+
+    /// What one call learnt (the socket was empty) does not carry into the next: frames that
+    /// queue up between two calls are drained to the newest by the next call, and within one call
+    /// the first look's emptiness lets a later wait return the first frame at once.
+    #[test]
+    fn an_empty_look_counts_only_within_one_call() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 64, 8);
+            let mut tx = SampleTx::new(vec![a]);
+            let mut rx = SampleRx::new(b);
+            let mut buf = [0u8; 64];
+            // Call 1: its first look finds the socket empty.
+            rx.new_call();
+            let probe = rx.wait_newer(&mut buf, None, RecvMode::Spin, Some(Duration::ZERO));
+            assert!(matches!(probe, Err(WaitError::TimedOut)), "{kind:?}");
+            // Three frames queue up before call 2.
+            for i in 1..=3u8 {
+                tx.write(&[i; 12], u64::from(i));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            rx.new_call();
+            let ok = rx
+                .wait_newer(&mut buf, None, RecvMode::Spin, Some(Duration::from_secs(5)))
+                .unwrap();
+            assert_eq!(
+                (ok.seq, ok.len),
+                (3, 12),
+                "{kind:?}: call 2 must drain to the newest"
+            );
+            // Call 3: an empty first look, then a frame arriving during its wait is returned.
+            rx.new_call();
+            let probe = rx.wait_newer(&mut buf, Some(3), RecvMode::Spin, Some(Duration::ZERO));
+            assert!(matches!(probe, Err(WaitError::TimedOut)), "{kind:?}");
+            tx.write(&[4; 9], 4);
+            let ok = rx
+                .wait_newer(
+                    &mut buf,
+                    Some(3),
+                    RecvMode::Spin,
+                    Some(Duration::from_secs(5)),
+                )
+                .unwrap();
+            assert_eq!((ok.seq, ok.len), (4, 9), "{kind:?}");
         }
     }
 
