@@ -48,6 +48,8 @@ pub mod twosided;
 #[cfg(not(loom))]
 mod area;
 #[cfg(not(loom))]
+pub mod clock;
+#[cfg(not(loom))]
 pub mod futex;
 pub mod notifier;
 #[cfg(not(loom))]

@@ -62,9 +62,10 @@ use crate::transport::{
     QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource,
 };
 use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
+use partix_shm::clock::now_ns;
 use partix_shm::futex;
 use partix_shm::ring::{PopError, PushError};
-use partix_shm::sampling::{monotonic_ns, ReadError, ReadOk, WaitError};
+use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -453,7 +454,7 @@ pub fn write_sampling_message(id: SamplingPortId, message: &[u8]) -> ApexResult<
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    let stamp = monotonic_ns();
+    let stamp = now_ns();
     let mut inner = lock(&port.inner);
     inner
         .source
@@ -532,7 +533,7 @@ impl SamplingInner {
             return Err(ApexError::InvalidParam);
         }
         buf[..len].copy_from_slice(&inner.last[..len]);
-        let age = monotonic_ns().saturating_sub(stamp);
+        let age = now_ns().saturating_sub(stamp);
         let validity = if age <= port.refresh_ns {
             Validity::Valid
         } else {
