@@ -52,16 +52,8 @@ pub struct PartitionContext {
 
 static CONTEXT: OnceLock<Result<PartitionContext, String>> = OnceLock::new();
 
-/// Return `CLOCK_MONOTONIC` in nanoseconds (async-signal-safe).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// Return `CLOCK_MONOTONIC` in nanoseconds (`clock_gettime`, async-signal-safe).
+pub use partix_shm::clock::monotonic_ns;
 
 /// Stamp the partition's resume for the current window, once per window (the first thread to
 /// run wins). Async-signal-safe: atomics and `clock_gettime`.
