@@ -1,97 +1,26 @@
 //! Intra-partition communication (blackboards, buffers, semaphores, events) in a real partition
-//! process run by the real executive ([`run_module`]): the module `tests/intra/intra.xml` with the
+//! process run by the real executive (`run_module`): the module `tests/intra/intra.xml` with the
 //! `intra-testpart` program, which appends `PASS`/`FAIL`/`ORDER`/`BENCH`/`END` lines to a file.
 
-use partix_config::model::Module;
-use partix_runtime::executive::os::{run_module, Program, RunConfig};
-use partix_runtime::executive::Options;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-/// The CPU of the executive and the partition: `PARTIX_TEST_CPU`, else the first CPU allowed.
-fn test_cpu() -> usize {
-    std::env::var("PARTIX_TEST_CPU")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| partix_runtime::executive::os::allowed_cpus()[0])
-}
-
-/// One module at a time: every executive runs SCHED_FIFO 99 on the same CPU.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn module() -> Module {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/intra/intra.xml");
-    partix_config::load(&path).unwrap_or_else(|e| panic!("intra.xml: {e}"))
-}
+use common::all_pass;
+use std::time::Duration;
 
 /// Run the module with `intra-testpart ROLE OUT [extra]` until the program writes `END` (or
 /// `limit` passes); return its lines.
 fn run(role: &str, extra: &[&str], limit: Duration) -> Vec<String> {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("partix-intra-{role}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("p.out");
-    let mut args = vec![role.to_string(), out.display().to_string()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let cfg = RunConfig {
-        programs: vec![Program {
-            path: PathBuf::from(env!("CARGO_BIN_EXE_intra-testpart")),
-            args,
-        }],
-        cpu: Some(test_cpu()),
-        options: Options {
-            max_frames: Some(100_000),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let stop = stop.clone();
-        let out = out.clone();
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while t0.elapsed() < limit && !stop.load(Ordering::Relaxed) {
-                let done = std::fs::read_to_string(&out)
-                    .map(|s| s.lines().any(|l| l.starts_with("END")))
-                    .unwrap_or(false);
-                if done {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            stop.store(true, Ordering::Relaxed);
-        })
-    };
-    let m = module();
-    let stop2 = stop.clone();
-    let report = std::thread::spawn(move || run_module(&m, cfg, &stop2))
-        .join()
-        .expect("executive thread");
-    stop.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
-    report.unwrap_or_else(|e| panic!("run_module: {e}"));
-    let lines = std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    lines
-}
-
-/// Assert that `lines` contain `END` and no `FAIL`; return the `PASS` count.
-fn all_pass(who: &str, lines: &[String]) -> usize {
-    let fails: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
-    assert!(fails.is_empty(), "{who}: {fails:#?}\nall: {lines:#?}");
-    assert!(
-        lines.iter().any(|l| l.starts_with("END")),
-        "{who} did not finish: {lines:#?}"
+    let dir = common::out_dir(&format!("intra-{role}"));
+    let mut out = common::run_roles(
+        role,
+        common::load("tests/intra/intra.xml"),
+        env!("CARGO_BIN_EXE_intra-testpart"),
+        &dir,
+        &[(role, extra, true)],
+        100_000,
+        limit,
     );
-    lines.iter().filter(|l| l.starts_with("PASS")).count()
+    out.remove(0)
 }
 
 /// Every return code of every service, from initialisation and NORMAL mode, with the preemption

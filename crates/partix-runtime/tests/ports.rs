@@ -1,43 +1,15 @@
 //! Sampling and queuing ports across real partition processes: the modules of `tests/ports/*.xml`
-//! run by the real executive ([`run_module`]) with the `ports-testpart` programs, which append
+//! run by the real executive (`run_module`) with the `ports-testpart` programs, which append
 //! `PASS`/`FAIL`/`END` lines to a file per partition.
 
+mod common;
+
+use common::all_pass;
 use partix_config::model::Module;
-use partix_runtime::executive::os::{run_module, Program, RunConfig};
-use partix_runtime::executive::Options;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-/// The CPU of the executive and the partitions: `PARTIX_TEST_CPU`, else the first CPU allowed
-/// (other runs on this machine tend to use the last one, the executive's default).
-fn test_cpu() -> usize {
-    std::env::var("PARTIX_TEST_CPU")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| partix_runtime::executive::os::allowed_cpus()[0])
-}
-
-/// One module at a time: every executive runs SCHED_FIFO 99 on the same CPU.
-static SERIAL: Mutex<()> = Mutex::new(());
+use std::time::Duration;
 
 fn load(name: &str) -> Module {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/ports")
-        .join(name);
-    partix_config::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn testpart() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_ports-testpart"))
-}
-
-fn out_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("partix-ports-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::load(&format!("tests/ports/{name}"))
 }
 
 /// Run `module` with `roles[i]` = (role, extra args) for partition `i` until every partition
@@ -49,88 +21,16 @@ fn run(
     roles: &[(&str, &[&str], bool)],
     limit: Duration,
 ) -> Vec<Vec<String>> {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = out_dir(tag);
-    let outs: Vec<PathBuf> = (0..roles.len())
-        .map(|i| dir.join(format!("p{i}.out")))
-        .collect();
-    let programs = roles
-        .iter()
-        .zip(&outs)
-        .map(|((role, extra, _), out)| {
-            let mut args = vec![role.to_string(), out.display().to_string()];
-            args.extend(extra.iter().map(|s| s.to_string()));
-            Program {
-                path: testpart(),
-                args,
-            }
-        })
-        .collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: Some(test_cpu()),
-        options: Options {
-            max_frames: Some(100_000),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let stop = stop.clone();
-        let waits: Vec<(PathBuf, bool)> = outs
-            .iter()
-            .cloned()
-            .zip(roles.iter().map(|r| r.2))
-            .collect();
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while t0.elapsed() < limit && !stop.load(Ordering::Relaxed) {
-                let done = waits.iter().all(|(p, wait)| {
-                    !wait
-                        || std::fs::read_to_string(p)
-                            .map(|s| s.lines().any(|l| l.starts_with("END")))
-                            .unwrap_or(false)
-                });
-                if done {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            stop.store(true, Ordering::Relaxed);
-        })
-    };
-    let m = module.clone();
-    let stop2 = stop.clone();
-    let report = std::thread::spawn(move || run_module(&m, cfg, &stop2))
-        .join()
-        .expect("executive thread");
-    stop.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
-    report.unwrap_or_else(|e| panic!("run_module: {e}"));
-    let lines = outs
-        .iter()
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_owned)
-                .collect()
-        })
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    lines
-}
-
-/// Assert that `lines` contain `END` and no `FAIL`; return the `PASS` count.
-fn all_pass(who: &str, lines: &[String]) -> usize {
-    let fails: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
-    assert!(fails.is_empty(), "{who}: {fails:#?}\nall: {lines:#?}");
-    assert!(
-        lines.iter().any(|l| l.starts_with("END")),
-        "{who} did not finish: {lines:#?}"
-    );
-    lines.iter().filter(|l| l.starts_with("PASS")).count()
+    let dir = common::out_dir(&format!("ports-{tag}"));
+    common::run_roles(
+        tag,
+        module.clone(),
+        env!("CARGO_BIN_EXE_ports-testpart"),
+        &dir,
+        roles,
+        100_000,
+        limit,
+    )
 }
 
 #[test]

@@ -4,13 +4,12 @@
 //! extensions (`partix_ports.h`) likewise with `ports_partix.c` in `tests/ports/partix_c.xml`,
 //! once per transport.
 
-use partix_runtime::executive::os::{allowed_cpus, run_module, Program, RunConfig};
-use partix_runtime::executive::Options;
+mod common;
+
+use partix_runtime::executive::os::Program;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn apex_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../partix-apex")
@@ -42,9 +41,7 @@ fn lib_dir() -> PathBuf {
 /// Compile `tests/c/<name>.c`, run it as the first partition of `module` (the others run
 /// `ports-testpart idle`) and compare its lines with `tests/c/<name>.expected`.
 fn run_c(name: &str, module: partix_config::model::Module) {
-    let dir = std::env::temp_dir().join(format!("partix-ports-c-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::out_dir(&format!("ports-c-{name}"));
     let exe = dir.join(name);
     let cc = Command::new("cc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I"])
@@ -75,45 +72,15 @@ fn run_c(name: &str, module: partix_config::model::Module) {
             ],
         });
     }
-    let m = module;
-    let cfg = RunConfig {
+    let watched = out.clone();
+    common::run_until(
+        module,
         programs,
-        cpu: Some(
-            std::env::var("PARTIX_TEST_CPU")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| allowed_cpus()[0]),
-        ),
-        options: Options {
-            max_frames: Some(100_000),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (stop, out) = (stop.clone(), out.clone());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(60) && !stop.load(Ordering::Relaxed) {
-                let done = std::fs::read_to_string(&out)
-                    .map(|s| s.lines().any(|l| l == "END"))
-                    .unwrap_or(false);
-                if done {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            stop.store(true, Ordering::Relaxed);
-        })
-    };
-    let stop2 = stop.clone();
-    let report = std::thread::spawn(move || run_module(&m, cfg, &stop2))
-        .join()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    watcher.join().unwrap();
-    report.unwrap_or_else(|e| panic!("run_module: {e}"));
+        100_000,
+        Duration::from_secs(60),
+        move || common::has_line(&watched, |l| l == "END"),
+    )
+    .unwrap_or_else(|e| panic!("run_module: {e}"));
     let actual = std::fs::read_to_string(&out).unwrap_or_default();
     let expected =
         std::fs::read_to_string(apex_dir().join(format!("tests/c/{name}.expected"))).unwrap();
@@ -127,26 +94,18 @@ fn run_c(name: &str, module: partix_config::model::Module) {
 }
 
 fn module(file: &str) -> partix_config::model::Module {
-    partix_config::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/ports")
-            .join(file),
-    )
-    .unwrap()
+    common::load(&format!("tests/ports/{file}"))
 }
-
-/// One executive at a time (each runs SCHED_FIFO 99 on the test CPU).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn every_port_service_return_code_from_c_under_the_executive() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::serial();
     run_c("ports_codes", module("codes.xml"));
 }
 
 #[test]
 fn partix_port_extensions_from_c_over_every_transport() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::serial();
     for t in ["one-sided", "two-sided", "udp", "tcp"] {
         let mut m = module("partix_c.xml");
         for c in &mut m.channels {

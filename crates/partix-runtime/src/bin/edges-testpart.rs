@@ -18,13 +18,15 @@
 //!
 //! Results are appended to OUT: `PASS what`, `FAIL what: detail`, `INFO ...`, `END role`.
 
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
+
 use partix_runtime::partition::*;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use testpart_common::{idle_forever, normal, out, spawn, MS, US};
 
-static OUT: OnceLock<String> = OnceLock::new();
 static N: OnceLock<u64> = OnceLock::new();
 static SOURCE: AtomicBool = AtomicBool::new(false);
 /// Rounds completed by the checker.
@@ -37,40 +39,8 @@ static IN_OP: AtomicBool = AtomicBool::new(false);
 
 /// Message size of both channels.
 const BIG: usize = 16 * 1024;
-const MS: SystemTime = 1_000_000;
-const US: SystemTime = 1_000;
 /// How long the stopper waits for the checker before it calls the port stuck.
 const STUCK: Duration = Duration::from_secs(3);
-
-fn out(line: &str) {
-    let path = OUT.get().expect("OUT set in main");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open OUT");
-    writeln!(f, "{line}").expect("write OUT");
-}
-
-fn process(name: &str, entry: EntryPoint, prio: Priority) {
-    let pid = create_process(&ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
-        period: INFINITE_TIME_VALUE,
-        time_capacity: INFINITE_TIME_VALUE,
-        deadline: Deadline::Soft,
-    })
-    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
-    start(pid).expect("start");
-}
-
-fn idle_forever() -> ! {
-    loop {
-        let _ = timed_wait(1_000 * MS);
-    }
-}
 
 fn ports() -> (SamplingPortId, QueuingPortId) {
     if SOURCE.load(Ordering::Relaxed) {
@@ -228,11 +198,8 @@ extern "C" fn stopper() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let role = args.first().cloned().unwrap_or_default();
-    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
-        .expect("once");
-    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000))
+    let (role, rest) = testpart_common::init();
+    N.set(testpart_common::number(rest.first(), 1000))
         .expect("once");
     let big = BIG as u32;
     match role.as_str() {
@@ -252,9 +219,8 @@ fn main() {
             std::process::exit(2);
         }
     }
-    process("victim", victim, 10);
-    process("checker", checker, 20);
-    process("stopper", stopper, 30);
-    let e = set_partition_mode(OperatingMode::Normal);
-    panic!("set_partition_mode(Normal) returned {e:?}");
+    spawn("victim", victim, 10);
+    spawn("checker", checker, 20);
+    spawn("stopper", stopper, 30);
+    normal();
 }

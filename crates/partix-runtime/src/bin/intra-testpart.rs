@@ -15,72 +15,15 @@
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `ORDER ...`,
 //! `BENCH ...`, `END role`.
 
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
+
 use partix_runtime::partition::*;
-use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
+use testpart_common::{check, expect_dbg, idle_forever, new_process, normal, out, state, MS};
 
-static OUT: OnceLock<String> = OnceLock::new();
 static N: OnceLock<usize> = OnceLock::new();
-
-/// Append one line to OUT with a single `write(2)` (a process may be stopped at any point).
-fn out(line: &str) {
-    let path = OUT.get().expect("OUT set in main");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open OUT");
-    f.write_all(format!("{line}\n").as_bytes())
-        .expect("write OUT");
-}
-
-fn check<T: std::fmt::Debug>(what: &str, got: ApexResult<T>, want: Result<(), ApexError>) {
-    let ok = match (&got, want) {
-        (Ok(_), Ok(())) => true,
-        (Err(g), Err(w)) => *g == w,
-        _ => false,
-    };
-    if ok {
-        out(&format!("PASS {what}"));
-    } else {
-        out(&format!("FAIL {what}: got {got:?}, want {want:?}"));
-    }
-}
-
-fn expect(what: &str, cond: bool, detail: impl std::fmt::Debug) {
-    if cond {
-        out(&format!("PASS {what}"));
-    } else {
-        out(&format!("FAIL {what}: {detail:?}"));
-    }
-}
-
-const MS: SystemTime = 1_000_000;
-
-fn process(name: &str, entry: EntryPoint, prio: Priority) -> ProcessId {
-    create_process(&ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
-        period: INFINITE_TIME_VALUE,
-        time_capacity: INFINITE_TIME_VALUE,
-        deadline: Deadline::Soft,
-    })
-    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"))
-}
-
-fn normal() -> ! {
-    let e = set_partition_mode(OperatingMode::Normal);
-    panic!("set_partition_mode(Normal) returned {e:?}");
-}
-
-fn idle_forever() -> ! {
-    loop {
-        let _ = timed_wait(1_000 * MS);
-    }
-}
 
 /// Poll (TIMED_WAIT 1 ms) until `cond` holds, at most 10 s; return whether it did.
 fn until(mut cond: impl FnMut() -> bool) -> bool {
@@ -91,12 +34,6 @@ fn until(mut cond: impl FnMut() -> bool) -> bool {
         let _ = timed_wait(MS);
     }
     cond()
-}
-
-fn state(pid: ProcessId) -> ProcessState {
-    get_process_status(pid)
-        .expect("process status")
-        .process_state
 }
 
 fn pid(name: &str) -> ProcessId {
@@ -233,7 +170,7 @@ fn codes_init() {
     );
     check("wait_semaphore available", wait_semaphore(s, 0), Ok(()));
     let st = get_semaphore_status(s);
-    expect(
+    expect_dbg(
         "get_semaphore_status",
         st == Ok(SemaphoreStatus {
             current_value: 0,
@@ -264,7 +201,7 @@ fn codes_init() {
         Err(InvalidConfig),
     );
     let st = get_event_status(e);
-    expect(
+    expect_dbg(
         "event created DOWN",
         st == Ok(EventStatus {
             event_state: EventState::Down,
@@ -294,13 +231,13 @@ fn codes_init() {
         wait_event(e, INFINITE_TIME_VALUE),
         Ok(()),
     );
-    expect(
+    expect_dbg(
         "event UP",
         get_event_status(e).map(|s| s.event_state) == Ok(EventState::Up),
         "",
     );
     check("reset_event", reset_event(e), Ok(()));
-    expect(
+    expect_dbg(
         "event DOWN",
         get_event_status(e).map(|s| s.event_state) == Ok(EventState::Down),
         "",
@@ -393,11 +330,11 @@ fn codes_init() {
         Ok(()),
     );
     let r = read_blackboard(b, 0, &mut buf);
-    expect("read_blackboard", r == Ok(5) && &buf[..5] == b"hello", r);
+    expect_dbg("read_blackboard", r == Ok(5) && &buf[..5] == b"hello", r);
     let r = read_blackboard(b, 0, &mut buf);
-    expect("read_blackboard does not consume", r == Ok(5), r);
+    expect_dbg("read_blackboard does not consume", r == Ok(5), r);
     let st = get_blackboard_status(b);
-    expect(
+    expect_dbg(
         "get_blackboard_status occupied",
         st == Ok(BlackboardStatus {
             empty_indicator: EmptyIndicator::Occupied,
@@ -407,7 +344,7 @@ fn codes_init() {
         st,
     );
     check("clear_blackboard", clear_blackboard(b), Ok(()));
-    expect(
+    expect_dbg(
         "cleared blackboard is empty",
         get_blackboard_status(b).map(|s| s.empty_indicator) == Ok(EmptyIndicator::Empty),
         "",
@@ -521,7 +458,7 @@ fn codes_init() {
         Err(InvalidMode),
     );
     let st = get_buffer_status(q);
-    expect(
+    expect_dbg(
         "get_buffer_status",
         st == Ok(BufferStatus {
             nb_message: 2,
@@ -532,9 +469,9 @@ fn codes_init() {
         st,
     );
     let r = receive_buffer(q, 0, &mut m);
-    expect("receive_buffer first", r == Ok(1) && m[0] == b'a', r);
+    expect_dbg("receive_buffer first", r == Ok(1) && m[0] == b'a', r);
     let r = receive_buffer(q, INFINITE_TIME_VALUE, &mut m);
-    expect(
+    expect_dbg(
         "receive_buffer second (FIFO)",
         r == Ok(2) && &m[..2] == b"bb",
         r,
@@ -708,7 +645,7 @@ extern "C" fn codes_driver() {
         Err(TimedOut),
     );
     let st = get_buffer_status(q).map(|s| (s.nb_message, s.waiting_processes));
-    expect(
+    expect_dbg(
         "a timed-out sender left nothing behind",
         st == Ok((2, 0)),
         st,
@@ -760,71 +697,71 @@ extern "C" fn codes_driver() {
         raise_application_error(ErrorCode::ApplicationError, b"intra"),
         Ok(()),
     );
-    expect(
+    expect_dbg(
         "error handler ran",
         until(|| EH_DONE.load(Ordering::Acquire) == 1),
         "",
     );
     for (what, code) in EH_CODES.lock().unwrap().iter() {
-        expect(&format!("{what} from the error handler"), *code == 5, code);
+        expect_dbg(&format!("{what} from the error handler"), *code == 5, code);
     }
 
     // A waiting process is WAITING; SIGNAL makes it READY at once (lower priority: not run yet).
     let w1 = pid("w1");
     check("start w1", start(w1), Ok(()));
     let waiting = || get_semaphore_status(s).map(|x| x.waiting_processes) == Ok(1);
-    expect("w1 waits on S", until(waiting), get_semaphore_status(s));
-    expect(
+    expect_dbg("w1 waits on S", until(waiting), get_semaphore_status(s));
+    expect_dbg(
         "w1 is WAITING",
         state(w1) == ProcessState::Waiting,
         state(w1),
     );
     check("signal_semaphore releases w1", signal_semaphore(s), Ok(()));
-    expect(
+    expect_dbg(
         "released w1 is READY",
         state(w1) == ProcessState::Ready,
         state(w1),
     );
     let st = get_semaphore_status(s).map(|x| (x.current_value, x.waiting_processes));
-    expect("the unit went to w1", st == Ok((0, 0)), st);
-    expect(
+    expect_dbg("the unit went to w1", st == Ok((0, 0)), st);
+    expect_dbg(
         "w1 got NO_ERROR",
         until(|| w1_results() == [0]),
         w1_results(),
     );
 
     // SUSPEND of a waiting process; its time-out expires meanwhile: TIMED_OUT after RESUME.
-    expect(
+    expect_dbg(
         "w1 waits with a time-out",
         until(waiting),
         get_semaphore_status(s),
     );
     check("suspend waiting w1", suspend(w1), Ok(()));
     let _ = timed_wait(500 * MS);
-    expect(
+    expect_dbg(
         "suspended w1 is WAITING",
         state(w1) == ProcessState::Waiting,
         state(w1),
     );
     let st = get_semaphore_status(s).map(|x| x.waiting_processes);
-    expect("an expired waiter no longer counts", st == Ok(0), st);
+    expect_dbg("an expired waiter no longer counts", st == Ok(0), st);
     check(
         "signal_semaphore, only an expired waiter",
         signal_semaphore(s),
         Ok(()),
     );
     let st = get_semaphore_status(s).map(|x| x.current_value);
-    expect("the expired waiter did not take the unit", st == Ok(1), st);
+    expect_dbg("the expired waiter did not take the unit", st == Ok(1), st);
     check("take the unit back", wait_semaphore(s, 0), Ok(()));
     check("resume w1", resume(w1), Ok(()));
-    expect(
+    expect_dbg(
         "w1 got TIMED_OUT after RESUME",
         until(|| w1_results() == [0, 6]),
         w1_results(),
     );
 
     // SUSPEND of a waiting process, then SIGNAL: it gets the unit but stays suspended.
-    expect("w1 waits again", until(waiting), get_semaphore_status(s));
+    expect_dbg("w1 waits again", until(waiting), get_semaphore_status(s));
     check("suspend waiting w1 (2)", suspend(w1), Ok(()));
     check(
         "signal_semaphore to suspended w1",
@@ -832,35 +769,35 @@ extern "C" fn codes_driver() {
         Ok(()),
     );
     let st = get_semaphore_status(s).map(|x| (x.current_value, x.waiting_processes));
-    expect("the suspended waiter got the unit", st == Ok((0, 0)), st);
+    expect_dbg("the suspended waiter got the unit", st == Ok((0, 0)), st);
     let _ = timed_wait(30 * MS);
-    expect(
+    expect_dbg(
         "released but suspended w1 is WAITING",
         state(w1) == ProcessState::Waiting,
         state(w1),
     );
-    expect(
+    expect_dbg(
         "suspended w1 did not return",
         w1_results().len() == 2,
         w1_results(),
     );
     check("resume w1 (2)", resume(w1), Ok(()));
-    expect(
+    expect_dbg(
         "w1 got NO_ERROR after RESUME",
         until(|| w1_results() == [0, 6, 0]),
         w1_results(),
     );
 
     // STOP of a waiting process removes it from the queue.
-    expect(
+    expect_dbg(
         "w1 waits a last time",
         until(waiting),
         get_semaphore_status(s),
     );
     check("stop waiting w1", stop(w1), Ok(()));
     let st = get_semaphore_status(s).map(|x| x.waiting_processes);
-    expect("a stopped process no longer waits", st == Ok(0), st);
-    expect(
+    expect_dbg("a stopped process no longer waits", st == Ok(0), st);
+    expect_dbg(
         "stopped w1 is DORMANT",
         state(w1) == ProcessState::Dormant,
         state(w1),
@@ -871,9 +808,9 @@ extern "C" fn codes_driver() {
         Ok(()),
     );
     let st = get_semaphore_status(s).map(|x| x.current_value);
-    expect("the stopped process did not take the unit", st == Ok(1), st);
+    expect_dbg("the stopped process did not take the unit", st == Ok(1), st);
     let _ = timed_wait(20 * MS);
-    expect("w1 never returned", w1_results().len() == 3, w1_results());
+    expect_dbg("w1 never returned", w1_results().len() == 3, w1_results());
 
     // Counting: CNT starts at 3 of 5.
     let c = sem("CNT");
@@ -890,7 +827,7 @@ extern "C" fn codes_driver() {
     }
     check("counting signal at 5", signal_semaphore(c), Err(NoAction));
     let st = get_semaphore_status(c);
-    expect(
+    expect_dbg(
         "counting status",
         st == Ok(SemaphoreStatus {
             current_value: 5,
@@ -1035,7 +972,7 @@ extern "C" fn order_driver() {
         let all_waiting = ["r7", "r5", "r10", "r15"]
             .iter()
             .all(|n| state(pid(n)) == ProcessState::Waiting);
-        expect(
+        expect_dbg(
             &format!("{}: the waiters are WAITING", PHASES[phase]),
             all_waiting,
             "",
@@ -1076,11 +1013,11 @@ extern "C" fn order_driver() {
                 let id = get_blackboard_id("BB").expect("BB");
                 display_blackboard(id, b"go").expect("display");
                 let w = get_blackboard_status(id).map(|s| s.waiting_processes);
-                expect("display released every reader", w == Ok(0), w);
+                expect_dbg("display released every reader", w == Ok(0), w);
                 let ready = ["r7", "r5", "r10", "r15"]
                     .iter()
                     .all(|n| state(pid(n)) == ProcessState::Ready);
-                expect("the released readers are READY", ready, "");
+                expect_dbg("the released readers are READY", ready, "");
                 // Cleared before they run: each keeps the copy it was given.
                 clear_blackboard(id).expect("clear");
                 until(|| recorded().len() == 4);
@@ -1089,7 +1026,7 @@ extern "C" fn order_driver() {
                 let id = get_event_id("EV").expect("EV");
                 set_event(id).expect("set");
                 let w = get_event_status(id).map(|s| s.waiting_processes);
-                expect("set_event released every waiter", w == Ok(0), w);
+                expect_dbg("set_event released every waiter", w == Ok(0), w);
                 reset_event(id).expect("reset");
                 until(|| recorded().len() == 4);
             }
@@ -1117,7 +1054,7 @@ fn order_init() {
         ("r15", order_r15, 15),
         ("driver", order_driver, 20),
     ] {
-        start(process(name, entry, prio)).expect("start");
+        start(new_process(name, entry, prio)).expect("start");
     }
 }
 
@@ -1173,11 +1110,8 @@ extern "C" fn bench_process() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let role = args.first().cloned().unwrap_or_default();
-    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
-        .expect("once");
-    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(10_000))
+    let (role, rest) = testpart_common::init();
+    N.set(testpart_common::number(rest.first(), 10_000))
         .expect("once");
     if get_partition_status().start_condition != StartCondition::NormalStart {
         out("FAIL the partition was restarted");
@@ -1187,18 +1121,18 @@ fn main() {
         "codes" => {
             codes_init();
             create_error_handler(codes_error_handler, 0).expect("error handler");
-            process("w1", codes_w1, 10);
-            start(process("driver", codes_driver, 20)).expect("start driver");
+            new_process("w1", codes_w1, 10);
+            start(new_process("driver", codes_driver, 20)).expect("start driver");
         }
         "order" => order_init(),
         "full" => {
             full_init();
-            start(process("driver", full_driver, 20)).expect("start driver");
+            start(new_process("driver", full_driver, 20)).expect("start driver");
         }
         "bench" => {
             create_semaphore("BENCH", 1, 1, QueuingDiscipline::Fifo).expect("BENCH");
             create_blackboard("BENCH", 8).expect("BENCH");
-            start(process("bench", bench_process, 10)).expect("start bench");
+            start(new_process("bench", bench_process, 10)).expect("start bench");
         }
         other => {
             eprintln!("intra-testpart: unknown role {other:?}");

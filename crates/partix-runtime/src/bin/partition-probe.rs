@@ -4,8 +4,13 @@
 //! scenario reached its end (the partition went IDLE).
 #![allow(unsafe_code)]
 
+#[allow(dead_code)] // only the process attributes are used here
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
+
 use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use testpart_common::{attrs, MS};
 
 /// Print one event line with a single write(2).
 fn ev(s: &str) {
@@ -18,18 +23,6 @@ fn rc<T>(name: &str, r: ApexResult<T>) {
     match r {
         Ok(_) => ev(&format!("{name}=NO_ERROR")),
         Err(e) => ev(&format!("{name}={}", e.name())),
-    }
-}
-
-fn attrs(name: &str, entry: EntryPoint, prio: Priority) -> ProcessAttributes {
-    ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
-        period: INFINITE_TIME_VALUE,
-        time_capacity: INFINITE_TIME_VALUE,
-        deadline: Deadline::Soft,
     }
 }
 
@@ -66,8 +59,6 @@ fn normal() -> ! {
     ev(&format!("normal failed: {e:?}"));
     std::process::exit(3)
 }
-
-const MS: i64 = 1_000_000;
 
 // ---------------------------------------------------------------- order: priority preemption
 extern "C" fn order_low() {

@@ -23,73 +23,27 @@
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
 
-use partix_runtime::partition::*;
-use std::io::Write;
-use std::sync::OnceLock;
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
 
-static OUT: OnceLock<String> = OnceLock::new();
+use partix_runtime::partition::*;
+use std::sync::OnceLock;
+use testpart_common::{attrs, check, create_with, expect, idle_forever, normal, out, MS};
+
 static N: OnceLock<u64> = OnceLock::new();
 
-fn out(line: &str) {
-    let path = OUT.get().expect("OUT set in main");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open OUT");
-    writeln!(f, "{line}").expect("write OUT");
-}
-
-fn check<T: std::fmt::Debug>(what: &str, got: ApexResult<T>, want: Result<(), ApexError>) {
-    let ok = match (&got, want) {
-        (Ok(_), Ok(())) => true,
-        (Err(g), Err(w)) => *g == w,
-        _ => false,
-    };
-    if ok {
-        out(&format!("PASS {what}"));
-    } else {
-        out(&format!("FAIL {what}: got {got:?}, want {want:?}"));
-    }
-}
-
-fn expect(what: &str, cond: bool, detail: impl std::fmt::Display) {
-    if cond {
-        out(&format!("PASS {what}"));
-    } else {
-        out(&format!("FAIL {what}: {detail}"));
-    }
-}
-
-const MS: SystemTime = 1_000_000;
-
+/// Create and start a process of period `period` (its time capacity) or aperiodic.
 fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
-    let pid = create_process(&ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
+    let pid = create_with(&ProcessAttributes {
         period,
         time_capacity: if period == INFINITE_TIME_VALUE {
             INFINITE_TIME_VALUE
         } else {
             period
         },
-        deadline: Deadline::Soft,
-    })
-    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
+        ..attrs(name, entry, prio)
+    });
     start(pid).expect("start");
-}
-
-fn normal() -> ! {
-    let e = set_partition_mode(OperatingMode::Normal);
-    panic!("set_partition_mode(Normal) returned {e:?}");
-}
-
-fn idle_forever() -> ! {
-    loop {
-        let _ = timed_wait(1_000 * MS);
-    }
 }
 
 // ---------------------------------------------------------------------------------------- codes
@@ -790,11 +744,8 @@ extern "C" fn order_send() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let role = args.first().cloned().unwrap_or_default();
-    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
-        .expect("once");
-    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000))
+    let (role, rest) = testpart_common::init();
+    N.set(testpart_common::number(rest.first(), 1000))
         .expect("once");
     let d = PortDirection::Destination;
     let s = PortDirection::Source;
@@ -853,7 +804,7 @@ fn main() {
             process("send", order_send, 10, INFINITE_TIME_VALUE);
         }
         "order-dst" => {
-            let disc = match args.get(2).map(String::as_str) {
+            let disc = match rest.first().map(String::as_str) {
                 Some("priority") => QueuingDiscipline::Priority,
                 _ => QueuingDiscipline::Fifo,
             };

@@ -22,13 +22,14 @@
 //!
 //! Results are appended to OUT: `PASS what`, `FAIL what: detail`, `INFO ...`, `END role`.
 
-use partix_runtime::partition::*;
-use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
 
-static OUT: OnceLock<String> = OnceLock::new();
+use partix_runtime::partition::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use testpart_common::{idle_forever, new_process, normal, out, spawn, state, MS, US};
+
 /// Rounds the stopper asked the checker for, and rounds it completed.
 static CHECK_REQ: AtomicU64 = AtomicU64::new(0);
 static CHECK_DONE: AtomicU64 = AtomicU64::new(0);
@@ -37,46 +38,12 @@ static CHECK_DONE: AtomicU64 = AtomicU64::new(0);
 static RETURNS: AtomicU64 = AtomicU64::new(0);
 static RESULT: AtomicU64 = AtomicU64::new(0);
 
-const MS: SystemTime = 1_000_000;
-const US: SystemTime = 1_000;
 /// The waiter's time-out.
 const WAIT: SystemTime = 30_000 * MS;
 /// S_IN's wait slice: longer than the waiter's whole wait.
 const SLICE: SystemTime = 60_000 * MS;
 /// How long the stopper waits for something that must happen at once before it fails.
 const STUCK: Duration = Duration::from_secs(3);
-
-fn out(line: &str) {
-    let path = OUT.get().expect("OUT set in main");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open OUT");
-    writeln!(f, "{line}").expect("write OUT");
-}
-
-fn process(name: &str, entry: EntryPoint, prio: Priority, run: bool) {
-    let pid = create_process(&ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
-        period: INFINITE_TIME_VALUE,
-        time_capacity: INFINITE_TIME_VALUE,
-        deadline: Deadline::Soft,
-    })
-    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
-    if run {
-        start(pid).expect("start");
-    }
-}
-
-fn idle_forever() -> ! {
-    loop {
-        let _ = timed_wait(1_000 * MS);
-    }
-}
 
 extern "C" fn writer() {
     let req = get_sampling_port_id("REQ_IN").expect("REQ_IN");
@@ -133,10 +100,6 @@ fn within_stuck(mut cond: impl FnMut() -> bool) -> bool {
         let _ = timed_wait(MS);
     }
     true
-}
-
-fn state(pid: ProcessId) -> ProcessState {
-    get_process_status(pid).expect("status").process_state
 }
 
 /// Start the waiter and let it block in its wait (holding S_IN while it waits).
@@ -264,31 +227,27 @@ extern "C" fn stopper() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let role = args.first().cloned().unwrap_or_default();
-    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
-        .expect("once");
+    let (role, _) = testpart_common::init();
     let refresh = 10_000 * MS;
     match role.as_str() {
         "wait-src" => {
             create_sampling_port("S_OUT", 16, PortDirection::Source, refresh).expect("S_OUT");
             create_sampling_port("REQ_IN", 16, PortDirection::Destination, refresh)
                 .expect("REQ_IN");
-            process("writer", writer, 10, true);
+            spawn("writer", writer, 10);
             out("INFO wait-src up");
         }
         "wait-dst" => {
             create_sampling_port("S_IN", 16, PortDirection::Destination, refresh).expect("S_IN");
             create_sampling_port("REQ_OUT", 16, PortDirection::Source, refresh).expect("REQ_OUT");
-            process("waiter", waiter, 10, false);
-            process("checker", checker, 20, true);
-            process("stopper", stopper, 30, true);
+            new_process("waiter", waiter, 10);
+            spawn("checker", checker, 20);
+            spawn("stopper", stopper, 30);
         }
         other => {
             eprintln!("waitstop-testpart: unknown role {other:?}");
             std::process::exit(2);
         }
     }
-    let e = set_partition_mode(OperatingMode::Normal);
-    panic!("set_partition_mode(Normal) returned {e:?}");
+    normal();
 }

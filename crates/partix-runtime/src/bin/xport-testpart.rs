@@ -15,12 +15,14 @@
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 
+#[path = "testpart_common/mod.rs"]
+mod testpart_common;
+
 use partix_runtime::partition::*;
-use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+use testpart_common::{expect, idle_forever, new_process, normal, out, MS};
 
-static OUT: OnceLock<String> = OnceLock::new();
 static N: OnceLock<u64> = OnceLock::new();
 /// Processes still running in this partition (the last one writes `END`).
 static RUNNING: AtomicU32 = AtomicU32::new(0);
@@ -31,38 +33,10 @@ static BLOCKING: AtomicU32 = AtomicU32::new(0);
 static CHECKED: AtomicU32 = AtomicU32::new(0);
 static ROLE: OnceLock<String> = OnceLock::new();
 
-const MS: SystemTime = 1_000_000;
 const MAX: usize = 64;
 
-fn out(line: &str) {
-    let path = OUT.get().expect("OUT set in main");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open OUT");
-    writeln!(f, "{line}").expect("write OUT");
-}
-
-fn expect(what: &str, cond: bool, detail: impl std::fmt::Display) {
-    if cond {
-        out(&format!("PASS {what}"));
-    } else {
-        out(&format!("FAIL {what}: {detail}"));
-    }
-}
-
 fn process(name: &str, entry: EntryPoint, prio: Priority) {
-    let pid = create_process(&ProcessAttributes {
-        name: name.into(),
-        entry_point: entry,
-        stack_size: 0,
-        base_priority: prio,
-        period: INFINITE_TIME_VALUE,
-        time_capacity: INFINITE_TIME_VALUE,
-        deadline: Deadline::Soft,
-    })
-    .unwrap_or_else(|e| panic!("create_process {name}: {e:?}"));
+    let pid = new_process(name, entry, prio);
     RUNNING.fetch_add(1, Ordering::SeqCst);
     start(pid).expect("start");
 }
@@ -72,9 +46,7 @@ fn done() -> ! {
     if RUNNING.fetch_sub(1, Ordering::SeqCst) == 1 {
         out(&format!("END {}", ROLE.get().expect("role")));
     }
-    loop {
-        let _ = timed_wait(1_000 * MS);
-    }
+    idle_forever();
 }
 
 fn sid(name: &str) -> SamplingPortId {
@@ -450,11 +422,8 @@ extern "C" fn dst2_main() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let role = args.first().cloned().unwrap_or_default();
-    OUT.set(args.get(1).cloned().unwrap_or_else(|| "/dev/null".into()))
-        .expect("once");
-    N.set(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(2000))
+    let (role, rest) = testpart_common::init();
+    N.set(testpart_common::number(rest.first(), 2000))
         .expect("once");
     ROLE.set(role.clone()).expect("once");
     let src = PortDirection::Source;
@@ -496,6 +465,5 @@ fn main() {
             std::process::exit(2);
         }
     }
-    let e = set_partition_mode(OperatingMode::Normal);
-    panic!("set_partition_mode(Normal) returned {e:?}");
+    normal();
 }
