@@ -36,14 +36,29 @@ fn ends(tag: &str, size: usize, send: &str, recv: &str) -> Res<Ends> {
         let name: ServiceName = format!("partix-rtt/{tag}/{size}/{which}")
             .as_str()
             .try_into()?;
-        Ok(node
-            .service_builder(&name)
-            .publish_subscribe::<[u8]>()
-            .max_publishers(1)
-            .max_subscribers(1)
-            .history_size(0)
-            .subscriber_max_buffer_size(16)
-            .open_or_create()?)
+        // Both processes open-or-create the same two services at once; iceoryx2 refuses an open
+        // while the other process is still creating the service, so retry for a while (a run
+        // failed that way once in three).
+        let mut tries = 0;
+        loop {
+            match node
+                .service_builder(&name)
+                .publish_subscribe::<[u8]>()
+                .max_publishers(1)
+                .max_subscribers(1)
+                .history_size(0)
+                .subscriber_max_buffer_size(16)
+                .open_or_create()
+            {
+                Ok(s) => return Ok(s),
+                Err(e) if tries < 200 => {
+                    tries += 1;
+                    let _ = e;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => return Err(format!("service {which}: {e:?}").into()),
+            }
+        }
     };
     let tx = open(send)?;
     let rx = open(recv)?;
