@@ -515,12 +515,15 @@ fn find_iceoryx2() -> Option<PathBuf> {
 }
 
 /// Run the iceoryx2 example; return one recorder per size.
-fn run_iceoryx2(exe: &Path, args: &RttArgs) -> Result<BTreeMap<usize, Recorder>, String> {
-    let sizes: Vec<String> = args.sizes.iter().map(|s| s.to_string()).collect();
+fn run_iceoryx2(
+    exe: &Path,
+    args: &RttArgs,
+    size: usize,
+) -> Result<BTreeMap<usize, Recorder>, String> {
     let mut child = Command::new(exe)
         .args([
             "--sizes",
-            &sizes.join(","),
+            &size.to_string(),
             "--iters",
             &args.iters.to_string(),
             "--warmup",
@@ -653,10 +656,10 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
     let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
-    let total = usize::from(spin) * (1 + n_sizes)
+    let total = usize::from(spin) * 2 * n_sizes
         + n_sizes * n_raw_modes * 2
         + n_sizes * args.transports.len() * n_modes
-        + usize::from(ice.is_some())
+        + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
             2 + args.transports.len() + usize::from(batched)
         } else {
@@ -692,13 +695,25 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 switches_per_round,
             });
         };
-    if spin {
-        progress(&mut step, total, "raw cache-line ping-pong (spin)");
-        let r = raw_cache(&peer, args);
-        for &size in &args.sizes {
-            push(&mut rep, "raw cache-line", "spin", size, r.clone());
-        }
-        for &size in &args.sizes {
+    // One size at a time, its baselines right before its port classes and iceoryx2 right after:
+    // this VM has phases (the raw cache-line round trip is 0.19 µs in some, 0.55–0.70 µs in
+    // others, switching within seconds), so a baseline measured far from the class it is
+    // compared with gives a ratio of two different machines.
+    let mut unavailable: BTreeMap<(String, String), String> = BTreeMap::new();
+    for &size in &args.sizes {
+        if spin {
+            progress(
+                &mut step,
+                total,
+                &format!("raw cache-line ping-pong {size} B (spin)"),
+            );
+            push(
+                &mut rep,
+                "raw cache-line",
+                "spin",
+                size,
+                raw_cache(&peer, args),
+            );
             progress(
                 &mut step,
                 total,
@@ -712,9 +727,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 raw_copy(&peer, args, size),
             );
         }
-    }
-    for mode in args.modes.iter().filter(|m| *m != "poll") {
-        for &size in &args.sizes {
+        for mode in args.modes.iter().filter(|m| *m != "poll") {
             progress(&mut step, total, &format!("raw UDP {mode} {size} B"));
             push(
                 &mut rep,
@@ -732,17 +745,15 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 raw_tcp(&peer, args, size, mode),
             );
         }
-    }
-    for t in &args.transports {
-        for mode in &args.modes {
-            let mut unavailable: Option<String> = None;
-            for &size in &args.sizes {
+        for t in &args.transports {
+            for mode in &args.modes {
                 progress(
                     &mut step,
                     total,
                     &format!("{t} {mode} {size} B (partitions)"),
                 );
-                let r = match &unavailable {
+                let key = (t.clone(), mode.clone());
+                let r = match unavailable.get(&key) {
                     Some(e) => Err(e.clone()),
                     None => {
                         let r = apex_pair(
@@ -756,7 +767,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                         // A transport this build refuses (or a class that hangs) fails the same
                         // way at every size: do not wait for it again.
                         if let Err(e) = &r {
-                            unavailable = Some(format!("not run, {size} B failed: {e}"));
+                            unavailable.insert(key, format!("not run, {size} B failed: {e}"));
                         }
                         r
                     }
@@ -764,36 +775,26 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 push(&mut rep, t, mode, size, r);
             }
         }
-    }
-    if let Some(exe) = &ice {
-        progress(&mut step, total, &format!("iceoryx2 ({})", exe.display()));
-        match run_iceoryx2(exe, args) {
-            Ok(mut by) => {
-                for &size in &args.sizes {
-                    let r = by
-                        .remove(&size)
-                        .ok_or_else(|| "no samples for this size".to_string());
-                    rep.classes.push(Class {
-                        name: "iceoryx2".into(),
-                        mode: "spin".into(),
-                        size,
-                        result: r,
-                        switches_per_round: None,
-                    });
-                }
+        if let Some(exe) = &ice {
+            progress(
+                &mut step,
+                total,
+                &format!("iceoryx2 {size} B ({})", exe.display()),
+            );
+            let r = run_iceoryx2(exe, args, size).and_then(|mut by| {
+                by.remove(&size)
+                    .ok_or_else(|| "no samples for this size".to_string())
+            });
+            if let Err(e) = &r {
+                eprintln!("    iceoryx2 {size} B: not available: {e}");
             }
-            Err(e) => {
-                eprintln!("    iceoryx2: not available: {e}");
-                for &size in &args.sizes {
-                    rep.classes.push(Class {
-                        name: "iceoryx2".into(),
-                        mode: "spin".into(),
-                        size,
-                        result: Err(e.clone()),
-                        switches_per_round: None,
-                    });
-                }
-            }
+            rep.classes.push(Class {
+                name: "iceoryx2".into(),
+                mode: "spin".into(),
+                size,
+                result: r,
+                switches_per_round: None,
+            });
         }
     }
     if args.queue_messages > 0 {
