@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! partix-testpart busy --out FILE        spin, appending "start end" (CLOCK_MONOTONIC ns) of every
-//!                                        stretch it ran without a gap > 20 µs to FILE
+//!                                        stretch it ran without a gap > 20 µs to FILE (with
+//!                                        `--park forge`, also "forged T": the first forged park)
 //! partix-testpart crash --how H --after-ms N [--first-only]
 //!                                        spin; N ms (module time) after its start, die by H:
 //!                                        segv | abort | kill | exit | fpe | ill
@@ -118,6 +119,7 @@ fn main() {
             let gap = 20_000;
             let mut seg = monotonic_ns();
             let mut last = seg;
+            let mut forged_told = false;
             while !shutdown() {
                 let t = monotonic_ns();
                 if t - last > gap {
@@ -125,6 +127,14 @@ fn main() {
                     seg = t;
                 }
                 last = t;
+                if !forged_told {
+                    let at = FIRST_FORGED_NS.load(Ordering::Acquire);
+                    if at != 0 {
+                        // Not a segment line (one number): the tests read it apart.
+                        let _ = writeln!(f, "forged {at}");
+                        forged_told = true;
+                    }
+                }
             }
         }
         "crash" => {
@@ -239,9 +249,15 @@ fn main() {
     }
 }
 
+/// `CLOCK_MONOTONIC` ns of the first park request [`forge_park`] answered falsely (0: none yet).
+static FIRST_FORGED_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A park handler that claims every thread parked without parking (a partition written to
 /// defeat the gate; the executive's CPU-time audit must catch it).
 extern "C" fn forge_park(_: libc::c_int) {
+    // The first forged park's time, for the `busy` output (clock_gettime is async-signal-safe).
+    let _ =
+        FIRST_FORGED_NS.compare_exchange(0, monotonic_ns(), Ordering::AcqRel, Ordering::Relaxed);
     if let Ok(ctx) = PartitionContext::get() {
         let p = ctx.partition();
         p.gate_parked.store(1000, Ordering::Release);

@@ -87,6 +87,11 @@ pub trait Switcher {
     /// Do the work due by `now` (`CLOCK_MONOTONIC` ns): verify stops and enforce the ones not
     /// done (default: nothing).
     fn enforce(&mut self, _now: u64) {}
+    /// Audit the partitions whose park was verified and that have not run since: one that used
+    /// CPU time meanwhile forged its park and is stopped at once (called while partitions
+    /// initialise, when a forged park would starve the others sharing the CPU; default:
+    /// nothing).
+    fn audit_parked(&mut self) {}
     /// Partition `p`'s window is about to open (the executive holds the CPU until then): do
     /// what can be done ahead without letting it run, e.g. wake its first parked thread, which
     /// stays parked unless [`Switcher::cont`] follows (default: nothing).
@@ -575,8 +580,10 @@ impl<'m> Executive<'m> {
                 break;
             }
             // Stops to verify (the gate's backstop) bound the wait too: a partition that does not
-            // park must not keep the others from initialising.
+            // park must not keep the others from initialising; nor may one that forges its park
+            // (the CPU-time audit, run here at every turn, not only before its first window).
             sw.enforce(now);
+            sw.audit_parked();
             let until = deadline
                 .min(now + 1_000_000)
                 .min(sw.next_deadline().unwrap_or(u64::MAX));

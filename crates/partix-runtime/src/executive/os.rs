@@ -767,6 +767,28 @@ impl Switcher for OsSwitcher<'_> {
         }
     }
 
+    fn audit_parked(&mut self) {
+        for p in 0..self.gates.len() {
+            let g = self.gates[p];
+            let Some(before) = g.cpu_at_park else {
+                continue;
+            };
+            if self.pids[p] <= 0 || g.sigstopped || g.distrusted {
+                continue;
+            }
+            if self
+                .cpu_time(p)
+                .is_some_and(|now| now.saturating_sub(before) > AUDIT_SLACK_NS)
+            {
+                self.gates[p].distrusted = true;
+                self.distrusted_by_partition[p] = true;
+                self.gates[p].cpu_at_park = None;
+                self.signal(p, libc::SIGSTOP);
+                self.gates[p].sigstopped = true;
+            }
+        }
+    }
+
     fn kill(&mut self, p: usize) {
         let pid = self.pids[p];
         if pid > 0 {
