@@ -604,35 +604,27 @@ pub fn wait_sampling_message(
     // that comes that soon (a ping-pong, a periodic writer just late) is returned without the
     // two updates of the process table (the runtime lock, twice) on its path. The caller runs
     // meanwhile, like a process polling READ_SAMPLING_MESSAGE.
-    let max_slice_ns = max_slice.as_nanos() as u64;
-    let mut first = if timeout == INFINITE_TIME_VALUE {
-        max_slice_ns
-    } else {
-        (timeout as u64).min(max_slice_ns)
-    };
-    if mode == RecvMode::Spin {
-        let quick = Duration::from_nanos(first).min(UNMARKED_SPIN);
-        let mut guard = lock(&port.inner);
-        let inner = &mut *guard;
-        let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
-        match reader.wait_newer_or(&mut inner.scratch, last_seq, mode, Some(quick), stop) {
-            Ok(ok) => return inner.answer(port, Ok(ok), buf),
-            Err(WaitError::TimedOut) => first = first.saturating_sub(quick.as_nanos() as u64),
-            Err(WaitError::Read(e)) => return inner.answer(port, Err(e), buf),
-            Err(_) => return Err(ApexError::InvalidConfig),
-        }
+    let mut marked = mode != RecvMode::Spin;
+    if marked {
+        rt().set_resource_wait(true);
     }
-    rt().set_resource_wait(true);
     // Wait in slices of at most `max_slice`, releasing the port between them, so that a process
     // reading the same port is never held up for longer than a slice. The first slice needs no
-    // clock read.
-    let mut first = (first > 0).then(|| Duration::from_nanos(first));
+    // clock read (`deadline` was just taken); later ones are what is left of the time-out.
+    let mut first = Some(if timeout == INFINITE_TIME_VALUE {
+        max_slice
+    } else {
+        Duration::from_nanos(timeout as u64).min(max_slice)
+    });
     let r = loop {
-        let slice = first.take().unwrap_or_else(|| {
+        let mut slice = first.take().unwrap_or_else(|| {
             deadline.map_or(max_slice, |d| {
                 d.saturating_duration_since(Instant::now()).min(max_slice)
             })
         });
+        if !marked {
+            slice = slice.min(UNMARKED_SPIN);
+        }
         let mut guard = lock(&port.inner);
         let inner = &mut *guard;
         let Some(reader) = inner.dest.as_mut() else {
@@ -649,8 +641,16 @@ pub fn wait_sampling_message(
             Err(WaitError::Read(e)) => break inner.answer(port, Err(e), buf),
             Err(_) => break Err(ApexError::InvalidConfig),
         }
+        drop(guard);
+        if !marked {
+            // Outside the port lock (it takes the runtime lock).
+            rt().set_resource_wait(true);
+            marked = true;
+        }
     };
-    rt().set_resource_wait(false);
+    if marked {
+        rt().set_resource_wait(false);
+    }
     r
 }
 
