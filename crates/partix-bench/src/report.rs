@@ -33,6 +33,17 @@ impl Recorder {
         self.hist.saturating_record(ns.max(1));
     }
 
+    /// Add every sample of `other`.
+    pub fn merge(&mut self, other: &Recorder) {
+        // Same bounds on both sides (`new`), so adding cannot fail; saturate if it ever did.
+        if self.hist.add(&other.hist).is_err() {
+            for v in other.hist.iter_recorded() {
+                self.hist
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+    }
+
     /// Return the number of samples.
     pub fn len(&self) -> u64 {
         self.hist.len()

@@ -21,6 +21,15 @@
 //! Ratios are printed against each transport's baseline (one-sided and two-sided vs raw
 //! cache-line, udp vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of
 //! the issue, met or missed.
+//!
+//! **Rounds** (`--rounds`, default 4): the classes of one message size run once per round, each
+//! next to its baseline, in alternating order (A B C, then C B A, ...), every launch measuring
+//! its share of `--iters`. The table rows pool the rounds. Every ratio also shows the median and
+//! range of the per-round ratios (the class's and its baseline's p50 of the same round), and
+//! targets are judged on that median: the host moves this VM's vCPUs between placements whose
+//! raw cache-line round trip differs by 3x within seconds, so a pooled p50 mixes placements
+//! in whatever proportion the run happened to see, while a per-round ratio compares two classes
+//! measured seconds apart, and the median over rounds ignores a round that straddled a switch.
 
 use crate::report::{header, machine_line, Recorder, Summary};
 use crate::rttpeer::{PeerArgs, PEER_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
@@ -77,9 +86,14 @@ pub struct RttArgs {
     /// Skip the iceoryx2 comparison.
     #[arg(long)]
     pub no_iceoryx2: bool,
-    /// Messages per queuing-throughput class (0: skip the throughput part).
+    /// Messages per queuing-throughput class and round (0: skip the throughput part).
     #[arg(long, default_value_t = 2_000_000)]
     pub queue_messages: u64,
+    /// Rounds per message size: every class of a size runs once per round, in alternating order
+    /// (A B C, C B A, ...), measuring its share of `--iters` each time; the rows pool the
+    /// rounds, and every ratio also shows its range over the rounds.
+    #[arg(long, default_value_t = 4)]
+    pub rounds: u64,
     /// The peer program (default: `partix-rttpart` beside this program, `PARTIX_RTTPART`, or
     /// this program's hidden `bench rtt-peer` subcommand).
     #[arg(long, hide = true)]
@@ -97,6 +111,7 @@ impl Default for RttArgs {
             plot: None,
             no_iceoryx2: false,
             queue_messages: 2_000_000,
+            rounds: 4,
             peer_exe: None,
         }
     }
@@ -586,6 +601,186 @@ pub struct Class {
     /// Voluntary context switches of the measuring thread per measured round trip (whether its
     /// waits slept in the kernel), when the peer reported them.
     pub switches_per_round: Option<f64>,
+    /// The p50 of each round (ns), in round order.
+    pub round_p50: Vec<u64>,
+    /// The p99 of each round (ns), in round order.
+    pub round_p99: Vec<u64>,
+}
+
+/// A queuing-throughput class: messages per second, over the rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueRate {
+    /// The median of the rounds' rates.
+    pub median: f64,
+    /// The slowest round.
+    pub min: f64,
+    /// The fastest round.
+    pub max: f64,
+    /// How many rounds.
+    pub rounds: usize,
+}
+
+impl QueueRate {
+    fn of(mut v: Vec<f64>) -> QueueRate {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = match n {
+            0 => 0.0,
+            _ if n % 2 == 1 => v[n / 2],
+            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        QueueRate {
+            median,
+            min: v.first().copied().unwrap_or(0.0),
+            max: v.last().copied().unwrap_or(0.0),
+            rounds: n,
+        }
+    }
+}
+
+/// Whether `t` is a socket transport (compared with raw sockets, not shared memory).
+fn is_socket(t: &str) -> bool {
+    t == "udp" || t == "tcp"
+}
+
+/// A statistic over the rounds of a size (a ratio or a difference of their p50s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spread {
+    median: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Option<Spread> {
+        if v.len() < 2 {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            lo: v[0],
+            hi: v[n - 1],
+        })
+    }
+
+    /// ` (rounds: median 1.71x, 1.60–1.93x)`, or nothing.
+    fn ratio_text(s: Option<Spread>) -> String {
+        s.map_or(String::new(), |s| {
+            format!(
+                " (rounds: median {:.2}x, {:.2}–{:.2}x)",
+                s.median, s.lo, s.hi
+            )
+        })
+    }
+}
+
+/// What one launch of a class measured: its samples, and the measuring thread's voluntary
+/// context switches if the peer reported them.
+type Samples = (Recorder, Option<u64>);
+
+/// Parse a peer's output into [`Samples`].
+fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
+    let out = r?;
+    let switches = out
+        .lines()
+        .find_map(|l| l.strip_prefix("# nvcsw "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let rec = parse_samples(&out);
+    if rec.is_empty() {
+        return Err("the measuring end printed no sample".to_string());
+    }
+    Ok((rec, switches))
+}
+
+/// A class's rounds so far.
+struct Acc {
+    result: Result<Recorder, String>,
+    switches: Option<u64>,
+    round_p50: Vec<u64>,
+    round_p99: Vec<u64>,
+}
+
+impl Acc {
+    /// Pool one round into the class (a failed round fails the class).
+    fn add(&mut self, r: Result<Samples, String>) {
+        let Ok(pooled) = &mut self.result else {
+            return;
+        };
+        match r {
+            Ok((rec, sw)) => {
+                let sum = rec.summary("");
+                self.round_p50.push(sum.p50);
+                self.round_p99.push(sum.p99);
+                pooled.merge(&rec);
+                self.switches = match (self.switches, sw) {
+                    (None, s) if self.round_p50.len() == 1 => s,
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+            }
+            Err(e) => self.result = Err(e),
+        }
+    }
+}
+
+/// Run one round of a class with the round's arguments.
+type RunFn<'a> = Box<dyn Fn(&RttArgs) -> Result<Samples, String> + 'a>;
+
+/// One class of a message size, run once per round.
+struct Job<'a> {
+    name: String,
+    mode: String,
+    size: usize,
+    /// Whether it runs partitions (its failure marks the transport unavailable).
+    apex: bool,
+    run: RunFn<'a>,
+    acc: Acc,
+}
+
+impl<'a> Job<'a> {
+    fn new(
+        name: &str,
+        mode: &str,
+        size: usize,
+        run: impl Fn(&RttArgs) -> Result<Samples, String> + 'a,
+    ) -> Job<'a> {
+        Job {
+            name: name.into(),
+            mode: mode.into(),
+            size,
+            apex: false,
+            run: Box::new(run),
+            acc: Acc {
+                result: Ok(Recorder::new()),
+                switches: None,
+                round_p50: Vec::new(),
+                round_p99: Vec::new(),
+            },
+        }
+    }
+
+    fn into_class(self) -> Class {
+        let switches_per_round = match (&self.acc.result, self.acc.switches) {
+            (Ok(rec), Some(n)) => Some(n as f64 / rec.len().max(1) as f64),
+            _ => None,
+        };
+        Class {
+            name: self.name,
+            mode: self.mode,
+            size: self.size,
+            result: self.acc.result,
+            switches_per_round,
+            round_p50: self.acc.round_p50,
+            round_p99: self.acc.round_p99,
+        }
+    }
 }
 
 impl Class {
@@ -600,7 +795,7 @@ pub struct RttReport {
     /// Every class.
     pub classes: Vec<Class>,
     /// Throughput classes: (name, messages per second or why not).
-    pub queue: Vec<(String, Result<f64, String>)>,
+    pub queue: Vec<(String, Result<QueueRate, String>)>,
     /// The report printed on stdout.
     pub text: String,
     /// Targets met / missed.
@@ -608,6 +803,42 @@ pub struct RttReport {
 }
 
 impl RttReport {
+    fn class(&self, name: &str, mode: &str, size: usize) -> Option<&Class> {
+        self.classes
+            .iter()
+            .find(|c| c.name == name && c.mode == mode && c.size == size && c.result.is_ok())
+    }
+
+    /// `f` of the per-round p50s of `name` and `base` (`None`: a class's own p50s), paired by
+    /// round; `None` with fewer than two rounds.
+    fn rounds(
+        &self,
+        name: (&str, &str),
+        base: Option<(&str, &str)>,
+        size: usize,
+        f: impl Fn(u64, u64) -> f64,
+    ) -> Option<Spread> {
+        let a = self.class(name.0, name.1, size)?;
+        let v: Vec<f64> = match base {
+            Some((n, m)) => {
+                let b = self.class(n, m, size)?;
+                a.round_p50
+                    .iter()
+                    .zip(&b.round_p50)
+                    .map(|(&x, &y)| f(x, y))
+                    .collect()
+            }
+            None => a.round_p50.iter().map(|&x| f(x, 0)).collect(),
+        };
+        Spread::of(v)
+    }
+
+    /// The per-round p99s of a class.
+    fn rounds_p99(&self, name: &str, mode: &str, size: usize) -> Option<Spread> {
+        let c = self.class(name, mode, size)?;
+        Spread::of(c.round_p99.iter().map(|&x| x as f64).collect())
+    }
+
     fn get(&self, name: &str, mode: &str, size: usize) -> Option<&Recorder> {
         self.classes
             .iter()
@@ -642,7 +873,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             bail!("--modes: unknown mode {m:?} (one of {MODES:?})");
         }
     }
-    let peer = find_peer(args)?;
+    let peer = &find_peer(args)?;
     let mut rep = RttReport::default();
     // The busy-waiting baselines (cache line, copy, iceoryx2) serve the spin and poll classes.
     let spin = args.modes.iter().any(|m| m == "spin" || m == "poll");
@@ -665,187 +896,197 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         } else {
             0
         };
+    let rounds = args.rounds.max(1);
+    // Every launch measures its share of the round trips (and warms up in full).
+    let per_round = RttArgs {
+        iters: args.iters.div_ceil(rounds),
+        ..args.clone()
+    };
+    let total = total * rounds as usize;
     let mut step = 0;
-    let push =
-        |rep: &mut RttReport, name: &str, mode: &str, size: usize, r: Result<String, String>| {
-            let switches = r.as_ref().ok().and_then(|out| {
-                out.lines()
-                    .find_map(|l| l.strip_prefix("# nvcsw "))
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-            });
-            let result = r.map(|out| parse_samples(&out)).and_then(|rec| {
-                if rec.is_empty() {
-                    Err("the measuring end printed no sample".to_string())
-                } else {
-                    Ok(rec)
-                }
-            });
-            if let Err(e) = &result {
-                eprintln!("    {name} {mode} {size} B: not available: {e}");
-            }
-            let switches_per_round = match (&result, switches) {
-                (Ok(rec), Some(n)) => Some(n as f64 / rec.len().max(1) as f64),
-                _ => None,
-            };
-            rep.classes.push(Class {
-                name: name.into(),
-                mode: mode.into(),
-                size,
-                result,
-                switches_per_round,
-            });
-        };
-    // One size at a time, its baselines right before its port classes and iceoryx2 right after:
-    // this VM has phases (the raw cache-line round trip is 0.19 µs in some, 0.55–0.70 µs in
-    // others, switching within seconds), so a baseline measured far from the class it is
-    // compared with gives a ratio of two different machines.
+    // One size at a time, its baselines next to its port classes and iceoryx2, in `rounds`
+    // rounds whose order alternates (A B C, C B A, ...): this VM has phases (the raw cache-line
+    // round trip is 0.19 µs in some, 0.55–0.70 µs in others, switching within seconds), so a
+    // baseline measured far from the class it is compared with gives a ratio of two different
+    // machines; alternating rounds expose every class of a size to the same phases, and the
+    // per-round ratios show how much a verdict owes to them.
     let mut unavailable: BTreeMap<(String, String), String> = BTreeMap::new();
     for &size in &args.sizes {
+        let mut jobs: Vec<Job<'_>> = Vec::new();
         if spin {
-            progress(
-                &mut step,
-                total,
-                &format!("raw cache-line ping-pong {size} B (spin)"),
-            );
-            push(
-                &mut rep,
-                "raw cache-line",
-                "spin",
-                size,
-                raw_cache(&peer, args),
-            );
-            progress(
-                &mut step,
-                total,
-                &format!("raw copy ping-pong {size} B (spin)"),
-            );
-            push(
-                &mut rep,
-                "raw copy",
-                "spin",
-                size,
-                raw_copy(&peer, args, size),
-            );
+            jobs.push(Job::new("raw cache-line", "spin", size, move |a| {
+                samples_of(raw_cache(peer, a))
+            }));
+            jobs.push(Job::new("raw copy", "spin", size, move |a| {
+                samples_of(raw_copy(peer, a, size))
+            }));
         }
-        for mode in args.modes.iter().filter(|m| *m != "poll") {
-            progress(&mut step, total, &format!("raw UDP {mode} {size} B"));
-            push(
-                &mut rep,
-                "raw UDP",
-                mode,
-                size,
-                raw_udp(&peer, args, size, mode),
-            );
-            progress(&mut step, total, &format!("raw TCP {mode} {size} B"));
-            push(
-                &mut rep,
-                "raw TCP",
-                mode,
-                size,
-                raw_tcp(&peer, args, size, mode),
-            );
-        }
-        for t in &args.transports {
+        // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
+        // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
+        let apex_job = |t: &str, mode: &str| {
+            let mut job = Job::new(t, mode, size, {
+                let (t, m) = (t.to_string(), mode.to_string());
+                move |a: &RttArgs| {
+                    samples_of(apex_pair(
+                        peer,
+                        a,
+                        &sampling_module_xml(&t, size),
+                        "apex",
+                        size,
+                        &m,
+                    ))
+                }
+            });
+            job.apex = true;
+            // A transport this build refuses (or a class that hangs) fails the same way at
+            // every size: do not wait for it again.
+            if let Some(e) = unavailable.get(&(t.to_string(), mode.to_string())) {
+                job.acc.result = Err(e.clone());
+            }
+            job
+        };
+        for t in args.transports.iter().filter(|t| !is_socket(t)) {
             for mode in &args.modes {
-                progress(
-                    &mut step,
-                    total,
-                    &format!("{t} {mode} {size} B (partitions)"),
-                );
-                let key = (t.clone(), mode.clone());
-                let r = match unavailable.get(&key) {
-                    Some(e) => Err(e.clone()),
-                    None => {
-                        let r = apex_pair(
-                            &peer,
-                            args,
-                            &sampling_module_xml(t, size),
-                            "apex",
-                            size,
-                            mode,
-                        );
-                        // A transport this build refuses (or a class that hangs) fails the same
-                        // way at every size: do not wait for it again.
-                        if let Err(e) = &r {
-                            unavailable.insert(key, format!("not run, {size} B failed: {e}"));
-                        }
-                        r
-                    }
-                };
-                push(&mut rep, t, mode, size, r);
+                jobs.push(apex_job(t, mode));
             }
         }
         if let Some(exe) = &ice {
-            progress(
-                &mut step,
-                total,
-                &format!("iceoryx2 {size} B ({})", exe.display()),
-            );
-            let r = run_iceoryx2(exe, args, size).and_then(|mut by| {
-                by.remove(&size)
-                    .ok_or_else(|| "no samples for this size".to_string())
-            });
-            if let Err(e) = &r {
-                eprintln!("    iceoryx2 {size} B: not available: {e}");
+            let exe = exe.clone();
+            jobs.push(Job::new("iceoryx2", "spin", size, move |a| {
+                run_iceoryx2(&exe, a, size).and_then(|mut by| {
+                    by.remove(&size)
+                        .map(|r| (r, None))
+                        .ok_or_else(|| "no samples for this size".to_string())
+                })
+            }));
+        }
+        for (raw, t) in [("raw UDP", "udp"), ("raw TCP", "tcp")] {
+            for mode in &args.modes {
+                if mode != "poll" {
+                    let m = mode.clone();
+                    jobs.push(Job::new(raw, mode, size, move |a| {
+                        if raw == "raw UDP" {
+                            samples_of(raw_udp(peer, a, size, &m))
+                        } else {
+                            samples_of(raw_tcp(peer, a, size, &m))
+                        }
+                    }));
+                }
+                if args.transports.iter().any(|x| x == t) {
+                    jobs.push(apex_job(t, mode));
+                }
             }
-            rep.classes.push(Class {
-                name: "iceoryx2".into(),
-                mode: "spin".into(),
-                size,
-                result: r,
-                switches_per_round: None,
-            });
+        }
+        for round in 0..rounds {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..jobs.len()).collect()
+            } else {
+                (0..jobs.len()).rev().collect()
+            };
+            for i in order {
+                let job = &mut jobs[i];
+                progress(
+                    &mut step,
+                    total,
+                    &format!(
+                        "{} {} {size} B{}, round {}/{rounds}",
+                        job.name,
+                        job.mode,
+                        if job.apex { " (partitions)" } else { "" },
+                        round + 1
+                    ),
+                );
+                if job.acc.result.is_err() {
+                    continue;
+                }
+                let r = (job.run)(&per_round);
+                job.acc.add(r);
+                if let (true, Err(e)) = (job.apex, &job.acc.result) {
+                    eprintln!("    {} {} {size} B: not available: {e}", job.name, job.mode);
+                    unavailable.insert(
+                        (job.name.clone(), job.mode.clone()),
+                        format!("not run, {size} B failed: {e}"),
+                    );
+                } else if let Err(e) = &job.acc.result {
+                    eprintln!("    {} {} {size} B: not available: {e}", job.name, job.mode);
+                }
+            }
+        }
+        for job in jobs {
+            rep.classes.push(job.into_class());
         }
     }
     if args.queue_messages > 0 {
-        progress(&mut step, total, "queue: raw SPSC ring, 64 B");
         let rate = |r: Result<String, String>| -> Result<f64, String> {
             let out = r?;
             out.lines()
                 .find_map(|l| l.strip_prefix("rate ").and_then(|v| v.trim().parse().ok()))
                 .ok_or_else(|| "the receiver printed no rate".into())
         };
-        rep.queue
-            .push(("raw SPSC ring".into(), rate(raw_queue(&peer, args, "qraw"))));
-        progress(
-            &mut step,
-            total,
-            &format!("queue: raw SPSC ring, 64 B, batches of {QUEUE_BATCH}"),
-        );
-        rep.queue.push((
-            format!("raw SPSC ring, batches of {QUEUE_BATCH}"),
-            rate(raw_queue(&peer, args, "qrawb")),
-        ));
+        type QueueJob<'a> = (String, Box<dyn Fn() -> Result<String, String> + 'a>);
+        let mut qjobs: Vec<QueueJob<'_>> = vec![
+            (
+                "raw SPSC ring".into(),
+                Box::new(|| raw_queue(peer, args, "qraw")),
+            ),
+            (
+                format!("raw SPSC ring, batches of {QUEUE_BATCH}"),
+                Box::new(|| raw_queue(peer, args, "qrawb")),
+            ),
+        ];
         for t in &args.transports {
-            progress(&mut step, total, &format!("queue: {t} queuing port, 64 B"));
-            let r = apex_pair(
-                &peer,
-                args,
-                &queuing_module_xml(t),
-                "qapex",
-                QUEUE_MSG,
-                "spin",
-            );
-            rep.queue.push((format!("{t} queuing port"), rate(r)));
+            let t = t.clone();
+            qjobs.push((
+                format!("{t} queuing port"),
+                Box::new(move || {
+                    apex_pair(
+                        peer,
+                        args,
+                        &queuing_module_xml(&t),
+                        "qapex",
+                        QUEUE_MSG,
+                        "spin",
+                    )
+                }),
+            ));
         }
         if batched {
-            progress(
-                &mut step,
-                total,
-                &format!("queue: one-sided queuing port, 64 B, batches of {QUEUE_BATCH}"),
-            );
-            let r = apex_pair(
-                &peer,
-                args,
-                &queuing_module_xml("one-sided"),
-                "qapexb",
-                QUEUE_MSG,
-                "spin",
-            );
-            rep.queue.push((
+            qjobs.push((
                 format!("one-sided queuing port, batches of {QUEUE_BATCH}"),
-                rate(r),
+                Box::new(|| {
+                    apex_pair(
+                        peer,
+                        args,
+                        &queuing_module_xml("one-sided"),
+                        "qapexb",
+                        QUEUE_MSG,
+                        "spin",
+                    )
+                }),
             ));
+        }
+        let mut rates: Vec<Result<Vec<f64>, String>> = vec![Ok(Vec::new()); qjobs.len()];
+        for round in 0..rounds {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..qjobs.len()).collect()
+            } else {
+                (0..qjobs.len()).rev().collect()
+            };
+            for i in order {
+                progress(
+                    &mut step,
+                    total,
+                    &format!("queue: {}, 64 B, round {}/{rounds}", qjobs[i].0, round + 1),
+                );
+                let Ok(v) = &mut rates[i] else { continue };
+                match rate((qjobs[i].1)()) {
+                    Ok(r) => v.push(r),
+                    Err(e) => rates[i] = Err(e),
+                }
+            }
+        }
+        for ((name, _), r) in qjobs.into_iter().zip(rates) {
+            rep.queue.push((name, r.map(QueueRate::of)));
         }
     }
     let (text, tally) = render(args, &rep, ice.is_some());
@@ -891,9 +1132,10 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
     let (c0, c1) = cpus();
     let _ = writeln!(
         o,
-        "ping-pong between two processes pinned to CPU {c0} and CPU {c1}; {} measured round trips per class after {} warm-up; \
-         raw peers at SCHED_FIFO {}, partition processes' APEX process at priority {}",
-        args.iters,
+        "ping-pong between two processes pinned to CPU {c0} and CPU {c1}; {} measured round trips per class, in {} rounds \
+         of alternating order per size, each after {} warm-up; raw peers at SCHED_FIFO {}, partition processes' APEX process at priority {}",
+        args.iters.div_ceil(args.rounds.max(1)) * args.rounds.max(1),
+        args.rounds.max(1),
         args.warmup,
         crate::rttpeer::PEER_FIFO,
         crate::rttpeer::APEX_PRIORITY
@@ -971,23 +1213,34 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             for t in &args.transports {
                 let Some(ts) = s(t) else { continue };
                 let mut lines = Vec::new();
+                // A target is judged on the median over the rounds of the per-round p50 ratio
+                // (or difference) when there are rounds, else on the pooled p50s.
+                let by_ratio = |x: u64, y: u64| ratio(x, y);
                 if t == "one-sided" || t == "two-sided" {
                     if let Some(c) = &cache {
+                        let rr =
+                            rep.rounds((t, mode), Some(("raw cache-line", "spin")), size, by_ratio);
                         let mut l = format!(
-                            "{t} {mode} {size} B vs raw cache-line: p50 {:.2}x, p99 {:.2}x",
+                            "{t} {mode} {size} B vs raw cache-line: p50 {:.2}x{}, p99 {:.2}x",
                             ratio(ts.p50, c.p50),
+                            Spread::ratio_text(rr),
                             ratio(ts.p99, c.p99)
                         );
                         if t == "one-sided" && mode == "spin" && size <= 56 {
-                            let r = ratio(ts.p50, c.p50);
+                            let r = rr.map_or(ratio(ts.p50, c.p50), |s| s.median);
+                            let p99 = rep.rounds_p99(t, mode, size);
+                            let p99_med = p99.map_or(ts.p99 as f64, |s| s.median);
                             l += &format!(
                                 "  {}  {}",
                                 target(&mut tally, "p50 ≤ 1.6x raw cache-line", r <= 1.6, ""),
                                 target(
                                     &mut tally,
                                     "p99 ≤ 700 ns",
-                                    ts.p99 <= 700,
-                                    &format!("p99 {} ns", ts.p99)
+                                    p99_med <= 700.0,
+                                    &p99.map_or(format!("p99 {} ns", ts.p99), |s| format!(
+                                        "p99 median of rounds {:.0} ns, {:.0}–{:.0}",
+                                        s.median, s.lo, s.hi
+                                    ))
                                 )
                             );
                         }
@@ -995,24 +1248,39 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     }
                     if let (Some(c), "one-sided") = (&copy, t.as_str()) {
                         lines.push(format!(
-                            "{t} {mode} {size} B vs raw copy: p50 {:.2}x, p99 {:.2}x",
+                            "{t} {mode} {size} B vs raw copy: p50 {:.2}x{}, p99 {:.2}x",
                             ratio(ts.p50, c.p50),
+                            Spread::ratio_text(rep.rounds(
+                                (t, mode),
+                                Some(("raw copy", "spin")),
+                                size,
+                                by_ratio
+                            )),
                             ratio(ts.p99, c.p99)
                         ));
                     }
                     if t == "one-sided" && size == 4096 && mode == "spin" {
+                        let own = rep.rounds((t, mode), None, size, |x, _| x as f64);
+                        let p50 = own.map_or(ts.p50 as f64, |s| s.median);
                         lines.push(format!(
-                            "{t} {mode} {size} B: p50 {} ns  {}",
+                            "{t} {mode} {size} B: p50 {} ns{}  {}",
                             ts.p50,
-                            target(&mut tally, "4 KiB p50 ≤ 2 µs", ts.p50 <= 2000, "")
+                            own.map_or(String::new(), |s| format!(
+                                " (rounds: median {:.0} ns, {:.0}–{:.0})",
+                                s.median, s.lo, s.hi
+                            )),
+                            target(&mut tally, "4 KiB p50 ≤ 2 µs", p50 <= 2000.0, "")
                         ));
                     }
                 }
                 if t == "two-sided" {
                     if let Some(one) = s("one-sided") {
-                        let r = ratio(ts.p50, one.p50);
+                        let rr = rep.rounds((t, mode), Some(("one-sided", mode)), size, by_ratio);
+                        let r = rr.map_or(ratio(ts.p50, one.p50), |s| s.median);
                         lines.push(format!(
-                            "two-sided {mode} {size} B vs one-sided: p50 {r:.2}x  {}",
+                            "two-sided {mode} {size} B vs one-sided: p50 {:.2}x{}  {}",
+                            ratio(ts.p50, one.p50),
+                            Spread::ratio_text(rr),
                             target(&mut tally, "≤ 2x one-sided", r <= 2.0, "")
                         ));
                     }
@@ -1021,10 +1289,22 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     let base = if t == "udp" { "raw UDP" } else { "raw TCP" };
                     if let Some(b) = s(base) {
                         let d = ts.p50 as i64 - b.p50 as i64;
+                        let bm = if mode == "poll" {
+                            "spin"
+                        } else {
+                            mode.as_str()
+                        };
+                        let rd = rep.rounds((t, mode), Some((base, bm)), size, |x, y| {
+                            (x as f64 - y as f64) / 1000.0
+                        });
                         let mut l = format!(
-                            "{t} {mode} {size} B vs {base}: p50 {:.2}x ({:+.2} µs), p99 {:.2}x",
+                            "{t} {mode} {size} B vs {base}: p50 {:.2}x ({:+.2} µs{}), p99 {:.2}x",
                             ratio(ts.p50, b.p50),
                             d as f64 / 1000.0,
+                            rd.map_or(String::new(), |s| format!(
+                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
+                                s.median, s.lo, s.hi
+                            )),
                             ratio(ts.p99, b.p99)
                         );
                         if t == "udp" && mode != "poll" {
@@ -1038,9 +1318,10 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                                 l += "  [target p50 ≤ raw UDP + 0.3 µs: not judged, the udp \
                                       port's wait did not sleep while raw UDP's did]";
                             } else {
+                                let dd = rd.map_or(d as f64 / 1000.0, |s| s.median);
                                 l += &format!(
                                     "  {}",
-                                    target(&mut tally, "p50 ≤ raw UDP + 0.3 µs", d <= 300, "")
+                                    target(&mut tally, "p50 ≤ raw UDP + 0.3 µs", dd <= 0.3, "")
                                 );
                             }
                         }
@@ -1048,9 +1329,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     }
                 }
                 if let (Some(i), "spin" | "poll") = (&ice, mode.as_str()) {
-                    let r = ratio(ts.p50, i.p50);
+                    let rr = rep.rounds((t, mode), Some(("iceoryx2", "spin")), size, by_ratio);
+                    let r = rr.map_or(ratio(ts.p50, i.p50), |s| s.median);
                     let mut l = format!(
-                        "{t} {mode} {size} B vs iceoryx2: p50 {r:.2}x, p99 {:.2}x",
+                        "{t} {mode} {size} B vs iceoryx2: p50 {:.2}x{}, p99 {:.2}x",
+                        ratio(ts.p50, i.p50),
+                        Spread::ratio_text(rr),
                         ratio(ts.p99, i.p99)
                     );
                     if t == "one-sided" && mode == "spin" {
@@ -1074,17 +1358,23 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         let raw = rep
             .queue
             .first()
-            .and_then(|(_, r)| r.as_ref().ok().copied());
+            .and_then(|(_, r)| r.as_ref().ok().map(|q| q.median));
         for (name, r) in &rep.queue {
             match r {
-                Ok(v) => {
-                    let mut l = format!("{name:<34} {:>8.2} M msg/s", v / 1e6);
+                Ok(q) => {
+                    let mut l = format!(
+                        "{name:<34} {:>8.2} M msg/s (median of {} rounds, {:.2}–{:.2})",
+                        q.median / 1e6,
+                        q.rounds,
+                        q.min / 1e6,
+                        q.max / 1e6
+                    );
                     if let (Some(b), false) = (raw, name.starts_with("raw")) {
-                        l += &format!("  ({:.2}x raw ring)", v / b);
+                        l += &format!("  ({:.2}x raw ring)", q.median / b);
                         if name.starts_with("one-sided") {
                             l += &format!(
                                 "  {}",
-                                target(&mut tally, "≥ 30 M msg/s", *v >= 30e6, "")
+                                target(&mut tally, "≥ 30 M msg/s", q.median >= 30e6, "")
                             );
                         }
                     }

@@ -15,6 +15,7 @@ fn args() -> RttArgs {
         plot: None,
         no_iceoryx2: true,
         queue_messages: 5_000,
+        rounds: 2,
         peer_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_partix-rttpart"))),
     }
 }
@@ -44,7 +45,9 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
                 .result
                 .as_ref()
                 .unwrap_or_else(|e| panic!("{name} {mode} {size}: {e}"));
+            // Two rounds of 100 round trips each, pooled.
             assert_eq!(r.len(), 200, "{name} {mode} {size}");
+            assert_eq!(c.round_p50.len(), 2, "{name} {mode} {size}");
             let row = format!("{name} {mode} {size} B");
             assert!(
                 rep.text
@@ -72,10 +75,25 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     // Queuing throughput: the raw ring and the one-sided queuing port, one message per call and
     // in batches, all delivered.
     assert_eq!(rep.queue.len(), 4, "{:?}", rep.queue);
+    // Ratios show their range over the rounds.
+    assert!(
+        rep.text
+            .lines()
+            .any(|l| l.contains("one-sided spin 16 B vs raw cache-line: p50")
+                && l.contains("(rounds: median ")),
+        "{}",
+        rep.text
+    );
     assert!(rep.text.contains("one-sided queuing port, batches of"));
     assert!(rep.text.contains("one-sided spin 16 B vs raw copy: p50"));
     for (name, r) in &rep.queue {
-        assert!(r.as_ref().is_ok_and(|v| *v > 0.0), "{name}: {r:?}");
+        assert!(
+            r.as_ref().is_ok_and(|q| q.rounds == 2
+                && q.min > 0.0
+                && q.min <= q.median
+                && q.median <= q.max),
+            "{name}: {r:?}"
+        );
     }
     let (met, missed) = rep.targets;
     assert!(met + missed >= 3, "{:?}", rep.targets);
