@@ -32,7 +32,7 @@
 //! measured seconds apart, and the median over rounds ignores a round that straddled a switch.
 
 use crate::report::{header, machine_line, Recorder, Summary};
-use crate::rttpeer::{PeerArgs, PEER_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
+use crate::rttpeer::{PeerArgs, PEER_FD, PEER_RX_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -465,33 +465,70 @@ fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> 
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
 
-fn raw_udp(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
+fn udp_pair() -> Result<(UdpSocket, UdpSocket), String> {
     let e = |e: std::io::Error| format!("udp sockets: {e}");
     let sa = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
     let sb = UdpSocket::bind("127.0.0.1:0").map_err(e)?;
     sa.connect(sb.local_addr().map_err(e)?).map_err(e)?;
     sb.connect(sa.local_addr().map_err(e)?).map_err(e)?;
-    let (a, b) = pair_args("udp", size, args, mode);
-    run_pair(
-        peer,
-        End::raw(&a, sa.as_raw_fd()),
-        End::raw(&b, sb.as_raw_fd()),
-        pair_timeout(args),
-    )
+    Ok((sa, sb))
 }
 
-fn raw_tcp(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
+fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
     let e = |e: std::io::Error| format!("tcp sockets: {e}");
     let l = TcpListener::bind("127.0.0.1:0").map_err(e)?;
     let sa = TcpStream::connect(l.local_addr().map_err(e)?).map_err(e)?;
     let (sb, _) = l.accept().map_err(e)?;
-    let (a, b) = pair_args("tcp", size, args, mode);
-    run_pair(
-        peer,
-        End::raw(&a, sa.as_raw_fd()),
-        End::raw(&b, sb.as_raw_fd()),
-        pair_timeout(args),
-    )
+    Ok((sa, sb))
+}
+
+/// A raw socket ping-pong (`kind` `udp` / `tcp`: one socket pair both ways; `udp2` / `tcp2`: one
+/// pair per direction, as two one-way channels are).
+fn raw_socket(
+    peer: &Peer,
+    args: &RttArgs,
+    kind: &str,
+    size: usize,
+    mode: &str,
+) -> Result<String, String> {
+    let pair = || -> Result<(OwnedFd, OwnedFd), String> {
+        if kind.starts_with("udp") {
+            udp_pair().map(|(a, b)| (a.into(), b.into()))
+        } else {
+            tcp_pair().map(|(a, b)| (a.into(), b.into()))
+        }
+    };
+    let ping = pair()?;
+    let pong;
+    let (a, b) = pair_args(kind, size, args, mode);
+    let (ea, eb) = if kind.ends_with('2') {
+        pong = pair()?;
+        // A sends on PING and receives on PONG; B the other way round.
+        (
+            End {
+                args: &a,
+                fds: vec![
+                    (ping.0.as_raw_fd(), PEER_FD),
+                    (pong.0.as_raw_fd(), PEER_RX_FD),
+                ],
+                env: None,
+            },
+            End {
+                args: &b,
+                fds: vec![
+                    (pong.1.as_raw_fd(), PEER_FD),
+                    (ping.1.as_raw_fd(), PEER_RX_FD),
+                ],
+                env: None,
+            },
+        )
+    } else {
+        (
+            End::raw(&a, ping.0.as_raw_fd()),
+            End::raw(&b, ping.1.as_raw_fd()),
+        )
+    };
+    run_pair(peer, ea, eb, pair_timeout(args))
 }
 
 fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> {
@@ -637,6 +674,11 @@ impl QueueRate {
         }
     }
 }
+
+/// The raw UDP baseline with one socket pair per direction.
+pub const RAW_UDP2: &str = "raw UDP 2 pairs";
+/// The raw TCP baseline with one connection per direction.
+pub const RAW_TCP2: &str = "raw TCP 2 conns";
 
 /// Whether `t` is a socket transport (compared with raw sockets, not shared memory).
 fn is_socket(t: &str) -> bool {
@@ -888,7 +930,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
     let total = usize::from(spin) * 2 * n_sizes
-        + n_sizes * n_raw_modes * 2
+        + n_sizes * n_raw_modes * 4
         + n_sizes * args.transports.len() * n_modes
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
@@ -960,16 +1002,16 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 })
             }));
         }
-        for (raw, t) in [("raw UDP", "udp"), ("raw TCP", "tcp")] {
+        for (raw, raw2, t) in [("raw UDP", RAW_UDP2, "udp"), ("raw TCP", RAW_TCP2, "tcp")] {
             for mode in &args.modes {
                 if mode != "poll" {
                     let m = mode.clone();
                     jobs.push(Job::new(raw, mode, size, move |a| {
-                        if raw == "raw UDP" {
-                            samples_of(raw_udp(peer, a, size, &m))
-                        } else {
-                            samples_of(raw_tcp(peer, a, size, &m))
-                        }
+                        samples_of(raw_socket(peer, a, t, size, &m))
+                    }));
+                    let m = mode.clone();
+                    jobs.push(Job::new(raw2, mode, size, move |a| {
+                        samples_of(raw_socket(peer, a, &format!("{t}2"), size, &m))
                     }));
                 }
                 if args.transports.iter().any(|x| x == t) {
@@ -1326,6 +1368,26 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             }
                         }
                         lines.push(l);
+                    }
+                    let base2 = if t == "udp" { RAW_UDP2 } else { RAW_TCP2 };
+                    if let Some(b) = s(base2) {
+                        let bm = if mode == "poll" {
+                            "spin"
+                        } else {
+                            mode.as_str()
+                        };
+                        let rd = rep.rounds((t, mode), Some((base2, bm)), size, |x, y| {
+                            (x as f64 - y as f64) / 1000.0
+                        });
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs {base2} (one per direction, like two one-way channels): p50 {:.2}x ({:+.2} µs{})",
+                            ratio(ts.p50, b.p50),
+                            (ts.p50 as f64 - b.p50 as f64) / 1000.0,
+                            rd.map_or(String::new(), |s| format!(
+                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
+                                s.median, s.lo, s.hi
+                            ))
+                        ));
                     }
                 }
                 if let (Some(i), "spin" | "poll") = (&ice, mode.as_str()) {

@@ -42,8 +42,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-/// Descriptor on which a raw peer inherits its region or socket.
+/// Descriptor on which a raw peer inherits its region or socket (kinds `udp2` / `tcp2`: the
+/// socket it sends on).
 pub const PEER_FD: i32 = 600;
+/// Kinds `udp2` / `tcp2`: the socket a raw peer receives on (one connection per direction, the
+/// topology of two one-way channels).
+pub const PEER_RX_FD: i32 = 601;
 /// APEX priority of the partition's communicating process.
 pub const APEX_PRIORITY: Priority = 50;
 /// SCHED_FIFO priority of the raw peers (that of the APEX process).
@@ -276,8 +280,8 @@ pub fn main(args: &[String]) -> i32 {
         "apex" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
         "copy" => raw_prelude().and_then(|()| copy(&a)),
-        "udp" => raw_prelude().and_then(|()| udp(&a)),
-        "tcp" => raw_prelude().and_then(|()| tcp(&a)),
+        "udp" | "udp2" => raw_prelude().and_then(|()| udp(&a)),
+        "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" => raw_prelude().and_then(|()| qraw(&a)),
         k => Err(format!("unknown kind {k}")),
     });
@@ -401,14 +405,23 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
 }
 
 fn udp(a: &PeerArgs) -> Result<(), String> {
-    // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket) to this process only.
+    // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket), and for `udp2`
+    // PEER_RX_FD (another one), to this process only.
     let s = unsafe { UdpSocket::from_raw_fd(PEER_FD) };
     s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let rx = if a.kind == "udp2" {
+        // SAFETY: as above.
+        let r = unsafe { UdpSocket::from_raw_fd(PEER_RX_FD) };
+        r.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+        r
+    } else {
+        s.try_clone().map_err(io_err("dup"))?
+    };
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size.max(16)];
     let recv = |buf: &mut [u8]| -> Result<usize, String> {
         loop {
-            match s.recv(buf) {
+            match rx.recv(buf) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -447,10 +460,19 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
 }
 
 fn tcp(a: &PeerArgs) -> Result<(), String> {
-    // SAFETY: the bench hands descriptor PEER_FD (a connected TCP socket) to this process only.
+    // SAFETY: the bench hands descriptor PEER_FD (a connected TCP socket), and for `tcp2`
+    // PEER_RX_FD (another one), to this process only.
     let mut s = unsafe { TcpStream::from_raw_fd(PEER_FD) };
     s.set_nodelay(true).map_err(io_err("nodelay"))?;
     s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let mut rx = if a.kind == "tcp2" {
+        // SAFETY: as above.
+        let r = unsafe { TcpStream::from_raw_fd(PEER_RX_FD) };
+        r.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+        r
+    } else {
+        s.try_clone().map_err(io_err("dup"))?
+    };
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size];
     let read_msg = |s: &mut TcpStream, buf: &mut [u8]| -> Result<(), String> {
@@ -483,7 +505,7 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
             let samples = time_rounds(a, |i| {
                 put_seq(&mut msg, i);
                 write_msg(&mut s, &msg)?;
-                read_msg(&mut s, &mut buf)?;
+                read_msg(&mut rx, &mut buf)?;
                 if seq_of(&buf) != i {
                     return Err(format!("echo of {i} carries {}", seq_of(&buf)));
                 }
@@ -493,7 +515,7 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
         }
         "pong" => {
             for _ in 1..=a.warmup + a.iters {
-                read_msg(&mut s, &mut buf)?;
+                read_msg(&mut rx, &mut buf)?;
                 write_msg(&mut s, &buf)?;
             }
             Ok(())

@@ -34,6 +34,11 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("raw UDP", "block"),
         ("raw TCP", "spin"),
         ("raw TCP", "block"),
+        // One socket pair / connection per direction, as two one-way channels are.
+        ("raw UDP 2 pairs", "spin"),
+        ("raw UDP 2 pairs", "block"),
+        ("raw TCP 2 conns", "spin"),
+        ("raw TCP 2 conns", "block"),
     ] {
         for size in [16, 64] {
             let c = rep
