@@ -488,11 +488,51 @@ pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(
             return inner.answer_last(port, buf);
         }
     }
+    if reader.keeps_last() {
+        let r = reader.read(buf);
+        return inner.answer_direct(port, r);
+    }
     let r = reader.read(&mut inner.scratch);
     inner.answer(port, r, buf)
 }
 
 impl SamplingInner {
+    /// The answer to a read that went straight into the caller's buffer: socket transports keep
+    /// the newest frame themselves (a frame is never torn, so there is no last good copy to
+    /// fall back on), and the port keeps only its flags and stamp. One copy of the payload less
+    /// per message (measured, udp 4 KiB round trip: TODO).
+    fn answer_direct(
+        &mut self,
+        port: &SamplingPort,
+        r: Result<ReadOk, ReadError>,
+    ) -> ApexResult<(usize, Validity)> {
+        match r {
+            Ok(ok) => {
+                self.last_len = ok.len;
+                self.last_stamp = Some(ok.written_at_ns);
+                self.last_seq = Some(ok.seq);
+                Ok((ok.len, self.validity(port, ok.written_at_ns)))
+            }
+            Err(ReadError::Empty) => Err(ApexError::NoAction),
+            Err(ReadError::BufferTooSmall { .. }) => Err(ApexError::InvalidParam),
+            // Never from a socket transport.
+            Err(_) => Err(ApexError::InvalidConfig),
+        }
+    }
+
+    /// The validity of a message written at `stamp`, now; kept for GET_SAMPLING_PORT_STATUS.
+    #[inline]
+    fn validity(&mut self, port: &SamplingPort, stamp: u64) -> Validity {
+        let age = now_ns().saturating_sub(stamp);
+        let validity = if age <= port.refresh_ns {
+            Validity::Valid
+        } else {
+            Validity::Invalid
+        };
+        self.last_validity = validity;
+        validity
+    }
+
     /// Keep a good read as the last message (a failed one leaves the last good copy), copy the
     /// last message into `buf`, and return its length and validity.
     fn answer(
@@ -533,14 +573,7 @@ impl SamplingInner {
             return Err(ApexError::InvalidParam);
         }
         buf[..len].copy_from_slice(&inner.last[..len]);
-        let age = now_ns().saturating_sub(stamp);
-        let validity = if age <= port.refresh_ns {
-            Validity::Valid
-        } else {
-            Validity::Invalid
-        };
-        inner.last_validity = validity;
-        Ok((len, validity))
+        Ok((len, inner.validity(port, stamp)))
     }
 }
 
@@ -575,15 +608,15 @@ pub fn wait_sampling_message(
         let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
         // A new call: what earlier calls saw of a socket says nothing about its queue now.
         reader.new_call();
-        match reader.wait_newer(
-            &mut inner.scratch,
-            last_seq,
-            RecvMode::Spin,
-            Some(Duration::ZERO),
-        ) {
+        let direct = reader.keeps_last();
+        let into = if direct { &mut *buf } else { &mut inner.scratch };
+        let r = reader.wait_newer(into, last_seq, RecvMode::Spin, Some(Duration::ZERO));
+        match r {
+            Ok(ok) if direct => return inner.answer_direct(port, Ok(ok)),
             Ok(ok) => return inner.answer(port, Ok(ok), buf),
             Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
             Err(WaitError::TimedOut) => last_seq,
+            Err(WaitError::Read(e)) if direct => return inner.answer_direct(port, Err(e)),
             Err(WaitError::Read(e)) => return inner.answer(port, Err(e), buf),
             Err(_) => return Err(ApexError::InvalidConfig),
         }
@@ -630,7 +663,11 @@ pub fn wait_sampling_message(
         let Some(reader) = inner.dest.as_mut() else {
             break Err(ApexError::InvalidMode);
         };
-        match reader.wait_newer_or(&mut inner.scratch, last_seq, mode, Some(slice), stop) {
+        let direct = reader.keeps_last();
+        let into = if direct { &mut *buf } else { &mut inner.scratch };
+        match reader.wait_newer_or(into, last_seq, mode, Some(slice), stop) {
+            Ok(ok) if direct => break inner.answer_direct(port, Ok(ok)),
+            Err(WaitError::Read(e)) if direct => break inner.answer_direct(port, Err(e)),
             Ok(ok) => break inner.answer(port, Ok(ok), buf),
             // The slice ended, or a control request came (honoured when `guard` drops).
             Err(WaitError::TimedOut) => {

@@ -391,6 +391,14 @@ impl SamplingDestination {
         }
     }
 
+    /// Return whether the transport keeps the newest message itself and never tears it (sockets:
+    /// the last frame received), so that a read may go straight into the caller's buffer with
+    /// no last good copy kept by the port.
+    #[inline]
+    pub fn keeps_last(&self) -> bool {
+        matches!(self, SamplingDestination::Socket(_))
+    }
+
     /// Return whether the newest message is known to be the one of flags `(seq, len)` without
     /// reading it: one-sided, one load of the slot's `end` word; other transports cannot tell
     /// without receiving, and answer `false`.
