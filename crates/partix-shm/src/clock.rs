@@ -12,8 +12,15 @@
 //! now = anchor_ns + (tsc - anchor_tsc) * rate          rate = Δns / Δtsc of the last interval
 //! ```
 //! - **When.** Only when the kernel's clocksource is `tsc` (it then has checked that the TSC is
-//!   invariant and synchronised across CPUs) on x86-64; otherwise, and during a thread's first
-//!   [`CALIBRATE_NS`], it is `clock_gettime` itself.
+//!   invariant and synchronised across CPUs) on x86-64; otherwise, and during the process's
+//!   first [`CALIBRATE_NS`], it is `clock_gettime` itself.
+//! - **Calibration, once per process.** The first rate is measured over the process's first
+//!   [`CALIBRATE_NS`] (from its first clock read; [`calibrate`], which the partition runtime
+//!   calls when it starts, waits for it) and shared: a thread that starts later anchors at its
+//!   first read and uses that rate at once. (Session 4 calibrated per thread: each new
+//!   thread read `clock_gettime` plus two TSCs for its first millisecond, about 50 ns a read,
+//!   which a benchmark of a few thousand round trips per process measured as +0.1 µs per one-sided
+//!   round trip.) Later rates are measured per thread, between its own anchors.
 //! - **Accuracy.** A new anchor is taken after at most [`SPAN_FACTOR`] times the interval the
 //!   rate was measured over (4 ms after the first 1 ms, then 16 ms, then every [`REANCHOR_NS`]),
 //!   and the rate follows the kernel's (NTP slewing included) with a lag of one interval. The
@@ -27,6 +34,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
 
 /// How long a thread reads `clock_gettime` before it trusts its measured TSC rate.
 pub const CALIBRATE_NS: u64 = 1_000_000;
@@ -136,6 +144,74 @@ pub fn now_ns() -> u64 {
     })
 }
 
+/// Measure the process's TSC rate now if that is not done yet (see the module docs): the
+/// calling thread sleeps for about [`CALIBRATE_NS`] the first time. A process that calls this
+/// when it starts (the partition runtime does) never pays `clock_gettime` on its message
+/// paths; one that does not, pays it for its first millisecond.
+pub fn calibrate() {
+    if source() != TSC {
+        return;
+    }
+    let start = now_ns();
+    while SHARED.lock().unwrap_or_else(|e| e.into_inner()).rate == 0 {
+        let left = (start + CALIBRATE_NS).saturating_sub(monotonic_ns());
+        std::thread::sleep(std::time::Duration::from_nanos(left.max(10_000)));
+        now_ns();
+    }
+}
+
+/// The process's first calibration, shared by its threads.
+#[derive(Clone, Copy)]
+struct Shared {
+    /// The first anchor of the process (0: none yet).
+    tsc: u64,
+    ns: u64,
+    /// The rate and span measured from it (0: not yet).
+    rate: u64,
+    span: u64,
+}
+
+static SHARED: Mutex<Shared> = Mutex::new(Shared {
+    tsc: 0,
+    ns: 0,
+    rate: 0,
+    span: 0,
+});
+
+/// A rate in ns per tick (32 fraction bits) measured over `dns` ns and `dt` ticks, and the span
+/// in ticks after which to measure again.
+fn rate_and_span(dns: u64, dt: u64) -> (u64, u64) {
+    let rate = ((u128::from(dns) << 32) / u128::from(dt)) as u64;
+    let span_ns = REANCHOR_NS.min(SPAN_FACTOR.saturating_mul(dns));
+    let span = ((u128::from(span_ns) << 32) / u128::from(rate.max(1))) as u64;
+    (rate, span)
+}
+
+/// A thread without a rate: take the process's, measuring it first if this read completes
+/// [`CALIBRATE_NS`] since the process's first anchor (taken now if there is none).
+#[cold]
+fn adopt(a: &mut Anchor, t: u64, ns: u64) {
+    let mut g = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if g.rate == 0 {
+        if g.tsc == 0 {
+            g.tsc = t;
+            g.ns = ns;
+        } else {
+            let dt = t.wrapping_sub(g.tsc);
+            let dns = ns.saturating_sub(g.ns);
+            if dns >= CALIBRATE_NS && dt > 0 && dt < u64::MAX / 2 {
+                (g.rate, g.span) = rate_and_span(dns, dt);
+            }
+        }
+    }
+    if g.rate != 0 {
+        a.rate = g.rate;
+        a.span = g.span;
+    }
+    a.tsc = t;
+    a.ns = ns;
+}
+
 /// Take a new anchor (and, once the interval is long enough, a new rate); return the clock.
 #[cold]
 fn reanchor(a: &mut Anchor) -> u64 {
@@ -144,25 +220,17 @@ fn reanchor(a: &mut Anchor) -> u64 {
     let ns = monotonic_ns();
     let t1 = tsc();
     let t = t0 + t1.wrapping_sub(t0) / 2;
-    if a.tsc == 0 {
-        a.tsc = t;
-        a.ns = ns;
+    if a.rate == 0 {
+        adopt(a, t, ns);
         return ns;
     }
     let dt = t.wrapping_sub(a.tsc);
     let dns = ns.saturating_sub(a.ns);
     if dns >= CALIBRATE_NS && dt > 0 {
-        a.rate = ((u128::from(dns) << 32) / u128::from(dt)) as u64;
-        let span_ns = REANCHOR_NS.min(SPAN_FACTOR.saturating_mul(dns));
-        a.span = ((u128::from(span_ns) << 32) / u128::from(a.rate.max(1))) as u64;
-        a.tsc = t;
-        a.ns = ns;
-    } else if a.rate == 0 {
-        // Still calibrating: keep the first anchor until the interval is long enough.
-    } else {
-        a.tsc = t;
-        a.ns = ns;
+        (a.rate, a.span) = rate_and_span(dns, dt);
     }
+    a.tsc = t;
+    a.ns = ns;
     ns
 }
 
@@ -192,6 +260,31 @@ mod tests {
             "the TSC clock was {worst} ns away from CLOCK_MONOTONIC (uses TSC: {})",
             uses_tsc()
         );
+    }
+
+    #[test]
+    fn a_thread_started_after_calibration_uses_the_rate_at_once() {
+        if !uses_tsc() {
+            eprintln!("skipped: the kernel's clocksource is not the TSC, now_ns is clock_gettime");
+            return;
+        }
+        calibrate();
+        assert_ne!(
+            SHARED.lock().unwrap().rate,
+            0,
+            "the process never calibrated"
+        );
+        // A new thread's first read anchors it with the process's rate: no millisecond of
+        // clock_gettime per thread.
+        let rate = std::thread::spawn(|| {
+            let v = now_ns();
+            let k = monotonic_ns();
+            assert!(v <= k + 1_000_000);
+            ANCHOR.with(|c| c.get().rate)
+        })
+        .join()
+        .unwrap();
+        assert_ne!(rate, 0);
     }
 
     #[test]

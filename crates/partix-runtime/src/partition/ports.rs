@@ -610,7 +610,11 @@ pub fn wait_sampling_message(
         // A new call: what earlier calls saw of a socket says nothing about its queue now.
         reader.new_call();
         let direct = reader.keeps_last();
-        let into = if direct { &mut *buf } else { &mut inner.scratch };
+        let into = if direct {
+            &mut *buf
+        } else {
+            &mut inner.scratch
+        };
         let r = reader.wait_newer(into, last_seq, RecvMode::Spin, Some(Duration::ZERO));
         match r {
             Ok(ok) if direct => return inner.answer_direct(port, Ok(ok)),
@@ -665,7 +669,11 @@ pub fn wait_sampling_message(
             break Err(ApexError::InvalidMode);
         };
         let direct = reader.keeps_last();
-        let into = if direct { &mut *buf } else { &mut inner.scratch };
+        let into = if direct {
+            &mut *buf
+        } else {
+            &mut inner.scratch
+        };
         match reader.wait_newer_or(into, last_seq, mode, Some(slice), stop) {
             Ok(ok) if direct => break inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => break inner.answer_direct(port, Err(e)),

@@ -414,6 +414,10 @@ pub(crate) fn rt() -> &'static Runtime {
             }
         };
         install_control_handler();
+        // The message paths' clock measures its TSC rate over the process's first millisecond
+        // (partix_shm::clock): here, once, rather than by reading clock_gettime on the first
+        // millisecond of messages.
+        partix_shm::clock::calibrate();
         if ctx.is_standalone() {
             standalone_setup(ctx);
         }
