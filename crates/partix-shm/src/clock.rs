@@ -14,12 +14,14 @@
 //! - **When.** Only when the kernel's clocksource is `tsc` (it then has checked that the TSC is
 //!   invariant and synchronised across CPUs) on x86-64; otherwise, and during the process's
 //!   first [`CALIBRATE_NS`], it is `clock_gettime` itself.
-//! - **Calibration, once per process.** The first rate is measured over the process's first
-//!   [`CALIBRATE_NS`] (from its first clock read; [`calibrate`], which the partition runtime
-//!   calls when it starts, waits for it) and shared: a thread that starts later anchors at its
-//!   first read and uses that rate at once. (Session 4 calibrated per thread: each new
-//!   thread read `clock_gettime` plus two TSCs for its first millisecond, about 50 ns a read,
-//!   which a benchmark of a few thousand round trips per process measured as +0.1 µs per one-sided
+//! - **Calibration, once per process.** The first rate a thread of the process measures (over
+//!   its first [`CALIBRATE_NS`]; [`calibrate`], which the partition runtime calls when it
+//!   starts, does it and waits) is shared through one atomic word: a thread that starts later
+//!   anchors at its first read and uses that rate at once. No lock: an APEX STOP parks a thread
+//!   for good wherever it is, and a lock held there would stop every later thread at its first
+//!   clock read. (Session 4 calibrated per thread: each new thread read `clock_gettime` plus two
+//!   TSCs for its first millisecond, about 50 ns a read, which a benchmark of a few thousand
+//!   round trips per process measured as +0.1 µs per one-sided
 //!   round trip.) Later rates are measured per thread, between its own anchors.
 //! - **Accuracy.** A new anchor is taken after at most [`SPAN_FACTOR`] times the interval the
 //!   rate was measured over (4 ms after the first 1 ms, then 16 ms, then every [`REANCHOR_NS`]),
@@ -33,8 +35,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// How long a thread reads `clock_gettime` before it trusts its measured TSC rate.
 pub const CALIBRATE_NS: u64 = 1_000_000;
@@ -152,64 +153,31 @@ pub fn calibrate() {
     if source() != TSC {
         return;
     }
-    let start = now_ns();
-    while SHARED.lock().unwrap_or_else(|e| e.into_inner()).rate == 0 {
+    let start = monotonic_ns();
+    now_ns();
+    while RATE.load(Ordering::Relaxed) == 0 {
         let left = (start + CALIBRATE_NS).saturating_sub(monotonic_ns());
         std::thread::sleep(std::time::Duration::from_nanos(left.max(10_000)));
         now_ns();
     }
 }
 
-/// The process's first calibration, shared by its threads.
-#[derive(Clone, Copy)]
-struct Shared {
-    /// The first anchor of the process (0: none yet).
-    tsc: u64,
-    ns: u64,
-    /// The rate and span measured from it (0: not yet).
-    rate: u64,
-    span: u64,
-}
-
-static SHARED: Mutex<Shared> = Mutex::new(Shared {
-    tsc: 0,
-    ns: 0,
-    rate: 0,
-    span: 0,
-});
+/// The first rate measured by a thread of this process (0: none yet), which later threads take
+/// at their first read. One word, lock-free: a thread stopped for good (APEX STOP parks it
+/// inside a signal handler) anywhere in here blocks nobody.
+static RATE: AtomicU64 = AtomicU64::new(0);
 
 /// A rate in ns per tick (32 fraction bits) measured over `dns` ns and `dt` ticks, and the span
 /// in ticks after which to measure again.
 fn rate_and_span(dns: u64, dt: u64) -> (u64, u64) {
     let rate = ((u128::from(dns) << 32) / u128::from(dt)) as u64;
-    let span_ns = REANCHOR_NS.min(SPAN_FACTOR.saturating_mul(dns));
-    let span = ((u128::from(span_ns) << 32) / u128::from(rate.max(1))) as u64;
-    (rate, span)
+    (rate, span_of(dns, rate))
 }
 
-/// A thread without a rate: take the process's, measuring it first if this read completes
-/// [`CALIBRATE_NS`] since the process's first anchor (taken now if there is none).
-#[cold]
-fn adopt(a: &mut Anchor, t: u64, ns: u64) {
-    let mut g = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if g.rate == 0 {
-        if g.tsc == 0 {
-            g.tsc = t;
-            g.ns = ns;
-        } else {
-            let dt = t.wrapping_sub(g.tsc);
-            let dns = ns.saturating_sub(g.ns);
-            if dns >= CALIBRATE_NS && dt > 0 && dt < u64::MAX / 2 {
-                (g.rate, g.span) = rate_and_span(dns, dt);
-            }
-        }
-    }
-    if g.rate != 0 {
-        a.rate = g.rate;
-        a.span = g.span;
-    }
-    a.tsc = t;
-    a.ns = ns;
+/// The span in ticks after a rate measured over `dns` ns.
+fn span_of(dns: u64, rate: u64) -> u64 {
+    let span_ns = REANCHOR_NS.min(SPAN_FACTOR.saturating_mul(dns));
+    ((u128::from(span_ns) << 32) / u128::from(rate.max(1))) as u64
 }
 
 /// Take a new anchor (and, once the interval is long enough, a new rate); return the clock.
@@ -221,13 +189,29 @@ fn reanchor(a: &mut Anchor) -> u64 {
     let t1 = tsc();
     let t = t0 + t1.wrapping_sub(t0) / 2;
     if a.rate == 0 {
-        adopt(a, t, ns);
-        return ns;
+        // A thread without a rate: the process's, if a thread measured it already.
+        let r = RATE.load(Ordering::Relaxed);
+        if r != 0 {
+            a.rate = r;
+            a.span = span_of(CALIBRATE_NS, r);
+            a.tsc = t;
+            a.ns = ns;
+            return ns;
+        }
+        if a.tsc == 0 {
+            a.tsc = t;
+            a.ns = ns;
+            return ns;
+        }
     }
     let dt = t.wrapping_sub(a.tsc);
     let dns = ns.saturating_sub(a.ns);
     if dns >= CALIBRATE_NS && dt > 0 {
         (a.rate, a.span) = rate_and_span(dns, dt);
+        let _ = RATE.compare_exchange(0, a.rate, Ordering::Relaxed, Ordering::Relaxed);
+    } else if a.rate == 0 {
+        // Still calibrating: keep the first anchor until the interval is long enough.
+        return ns;
     }
     a.tsc = t;
     a.ns = ns;
@@ -270,7 +254,7 @@ mod tests {
         }
         calibrate();
         assert_ne!(
-            SHARED.lock().unwrap().rate,
+            RATE.load(Ordering::Relaxed),
             0,
             "the process never calibrated"
         );
