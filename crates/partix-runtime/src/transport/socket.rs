@@ -782,9 +782,11 @@ impl QueueTx {
         if data.len() > self.sock.max {
             return Err(PushError::TooLarge);
         }
-        if self.sent - self.acked >= self.limit {
+        // Free-running counters (wrapping): an ack is another partition's input, and one of
+        // u64::MAX must not overflow them (found by the `socket_frames` fuzz target).
+        if self.sent.wrapping_sub(self.acked) >= self.limit {
             self.drain_acks();
-            if self.sent - self.acked >= self.limit {
+            if self.sent.wrapping_sub(self.acked) >= self.limit {
                 return Err(PushError::Full);
             }
         }
@@ -796,7 +798,7 @@ impl QueueTx {
         if !self.sock.send_frame(hdr, data, true) {
             return Err(PushError::Full);
         }
-        self.sent += 1;
+        self.sent = self.sent.wrapping_add(1);
         self.counters.a.store(self.sent, Ordering::Release);
         Ok(())
     }
@@ -804,7 +806,7 @@ impl QueueTx {
     /// Return the messages sent and not yet acknowledged.
     pub fn len(&mut self) -> usize {
         self.drain_acks();
-        (self.sent - self.acked) as usize
+        self.sent.wrapping_sub(self.acked) as usize
     }
 
     /// Return whether every message sent was acknowledged.
@@ -985,7 +987,8 @@ impl SocketWaiter {
     pub fn ready(&self) -> bool {
         let a = self.counters.a.load(Ordering::Acquire);
         let quick = if self.source {
-            a - self.counters.b.load(Ordering::Acquire) < self.limit
+            // Wrapping: the two loads are not one snapshot, and the endpoint's counters wrap.
+            a.wrapping_sub(self.counters.b.load(Ordering::Acquire)) < self.limit
         } else {
             a > 0
         };
@@ -996,7 +999,8 @@ impl SocketWaiter {
     pub fn len(&self) -> usize {
         let a = self.counters.a.load(Ordering::Acquire);
         if self.source {
-            a.saturating_sub(self.counters.b.load(Ordering::Acquire)) as usize
+            (a.wrapping_sub(self.counters.b.load(Ordering::Acquire)) as usize)
+                .min(self.limit as usize)
         } else {
             a as usize
         }
@@ -1168,6 +1172,32 @@ mod tests {
                 .unwrap();
             assert_eq!((ok.seq, ok.len, buf[0]), (2, 21, 8), "{kind:?}");
             drop(sender.join().unwrap());
+        }
+    }
+
+    #[test]
+    fn an_ack_of_u64_max_from_a_broken_destination_breaks_nothing() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, mut b) = pair(kind, 64, 4);
+            let mut tx = QueueTx::new(a, 4);
+            tx.try_send(&[1]).unwrap();
+            // A destination claiming u64::MAX consumed messages (the source re-bases on it).
+            let ack = FrameRepr {
+                seq: 7,
+                len: 0,
+                stamp: u64::MAX,
+            };
+            assert!(b.send_frame(ack, &[], true));
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(tx.len(), 0, "{kind:?}");
+            // The counters wrap instead of overflowing (this panicked in debug builds).
+            for i in 0..4u8 {
+                tx.try_send(&[i + 2]).unwrap();
+            }
+            assert_eq!(tx.len(), 4, "{kind:?}");
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            let w = tx.waiter().unwrap();
+            assert!(w.len() <= 4 && !w.ready(), "{kind:?}");
         }
     }
 
