@@ -232,6 +232,15 @@ impl<'a> End<'a> {
         }
     }
 
+    /// A raw peer that sends on `tx` and receives on `rx` (one socket per direction).
+    fn raw2(args: &'a PeerArgs, tx: RawFd, rx: RawFd) -> End<'a> {
+        End {
+            args,
+            fds: vec![(tx, PEER_FD), (rx, PEER_RX_FD)],
+            env: None,
+        }
+    }
+
     fn partition(args: &'a PeerArgs, set: &ChannelSet, p: usize) -> End<'a> {
         End {
             args,
@@ -505,22 +514,8 @@ fn raw_socket(
         pong = pair()?;
         // A sends on PING and receives on PONG; B the other way round.
         (
-            End {
-                args: &a,
-                fds: vec![
-                    (ping.0.as_raw_fd(), PEER_FD),
-                    (pong.0.as_raw_fd(), PEER_RX_FD),
-                ],
-                env: None,
-            },
-            End {
-                args: &b,
-                fds: vec![
-                    (pong.1.as_raw_fd(), PEER_FD),
-                    (ping.1.as_raw_fd(), PEER_RX_FD),
-                ],
-                env: None,
-            },
+            End::raw2(&a, ping.0.as_raw_fd(), pong.0.as_raw_fd()),
+            End::raw2(&b, pong.1.as_raw_fd(), ping.1.as_raw_fd()),
         )
     } else {
         (
@@ -658,19 +653,18 @@ pub struct QueueRate {
 }
 
 impl QueueRate {
-    fn of(mut v: Vec<f64>) -> QueueRate {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = match n {
-            0 => 0.0,
-            _ if n % 2 == 1 => v[n / 2],
-            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        };
+    fn of(v: Vec<f64>) -> QueueRate {
+        let rounds = v.len();
+        let s = Spread::any(v).unwrap_or(Spread {
+            median: 0.0,
+            lo: 0.0,
+            hi: 0.0,
+        });
         QueueRate {
-            median,
-            min: v.first().copied().unwrap_or(0.0),
-            max: v.last().copied().unwrap_or(0.0),
-            rounds: n,
+            median: s.median,
+            min: s.lo,
+            max: s.hi,
+            rounds,
         }
     }
 }
@@ -694,8 +688,17 @@ struct Spread {
 }
 
 impl Spread {
-    fn of(mut v: Vec<f64>) -> Option<Spread> {
+    /// Median and range of two or more values (`None` with fewer: no spread to show).
+    fn of(v: Vec<f64>) -> Option<Spread> {
         if v.len() < 2 {
+            return None;
+        }
+        Spread::any(v)
+    }
+
+    /// Median and range of one or more values.
+    fn any(mut v: Vec<f64>) -> Option<Spread> {
+        if v.is_empty() {
             return None;
         }
         v.sort_by(f64::total_cmp);
