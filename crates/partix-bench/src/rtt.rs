@@ -11,10 +11,15 @@
 //!   application code only calls CREATE/WRITE/READ_SAMPLING_MESSAGE (and the partix wait
 //!   extension); it never names a transport. Waiting classes ([`MODES`]): `spin` waits for the
 //!   next message in the port's spinning wait (WAIT_SAMPLING_MESSAGE, `RecvMode::Spin`), `poll`
-//!   calls READ_SAMPLING_MESSAGE in a loop, `block` sleeps in the port's blocking wait.
+//!   calls READ_SAMPLING_MESSAGE in a loop, `park` waits in the runtime's default mode
+//!   (spin-then-park: 2000 polls, then a sleep in the kernel), `block` sleeps in the port's
+//!   blocking wait. `--gap-us G` makes the ping side sleep `G` µs before every round trip, so the
+//!   other side waits that long for each message (sporadic traffic: a `park` receiver has parked
+//!   by the time it comes).
 //! - **raw cache-line**: one shared-memory line each way, spin (the floor of any shared-memory RTT);
 //! - **raw UDP** / **raw TCP** (TCP_NODELAY) over loopback at the same payload sizes: busy-polled
-//!   non-blocking sockets (spin class) and blocking sockets (block class);
+//!   non-blocking sockets (spin class), blocking sockets (block class), and 2000 non-blocking
+//!   receives before a blocking one (park class);
 //! - **iceoryx2** publish/subscribe (spin on receive), by the example `iceoryx2_rtt` of this crate
 //!   (a dev-dependency, so not in the `partix` binary), if it is built.
 //!
@@ -32,7 +37,7 @@
 //! measured seconds apart, and the median over rounds ignores a round that straddled a switch.
 
 use crate::report::{header, machine_line, Recorder, Summary};
-use crate::rttpeer::{PeerArgs, PEER_FD, PEER_RX_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
+use crate::rttpeer::{PeerArgs, Wait, PEER_FD, PEER_RX_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
@@ -54,8 +59,9 @@ pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 /// The waiting classes: `spin` (busy-wait: the ports' WAIT_SAMPLING_MESSAGE in `RecvMode::Spin`,
 /// a non-blocking `recv` loop for the raw sockets), `poll` (ports: the standard
 /// READ_SAMPLING_MESSAGE called in a loop; the raw peers have no such class and are compared
-/// with their `spin` rows), `block` (sleep in the kernel).
-pub const MODES: &[&str] = &["spin", "poll", "block"];
+/// with their `spin` rows), `park` (spin-then-park: the ports' default receive mode, 2000 polls
+/// then a sleep; the raw sockets likewise), `block` (sleep in the kernel).
+pub const MODES: &[&str] = &["spin", "poll", "park", "block"];
 
 /// Arguments of `partix bench rtt`.
 #[derive(Args, Debug, Clone)]
@@ -77,9 +83,15 @@ pub struct RttArgs {
     )]
     pub transports: Vec<String>,
     /// Waiting classes: spin (busy-wait in the port's wait), poll (READ_SAMPLING_MESSAGE in a
-    /// loop) and block (sleep in the kernel).
-    #[arg(long, value_delimiter = ',', default_value = "spin,poll,block")]
+    /// loop), park (spin-then-park, the ports' default: 2000 polls, then sleep in the kernel)
+    /// and block (sleep in the kernel).
+    #[arg(long, value_delimiter = ',', default_value = "spin,poll,park,block")]
     pub modes: Vec<String>,
+    /// Microseconds the measuring side sleeps before every round trip (not timed), so the
+    /// other side waits that long for each message: sporadic traffic, under which a park-class
+    /// receiver has parked when the message comes (0: back to back).
+    #[arg(long, default_value_t = 0)]
+    pub gap_us: u64,
     /// Write the RTT-vs-size plot and the 16 B CDF (SVG) into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -108,6 +120,7 @@ impl Default for RttArgs {
             warmup: 2_000,
             transports: TRANSPORTS.iter().map(|s| s.to_string()).collect(),
             modes: MODES.iter().map(|s| s.to_string()).collect(),
+            gap_us: 0,
             plot: None,
             no_iceoryx2: false,
             queue_messages: 2_000_000,
@@ -165,18 +178,13 @@ fn spawn_peer(
     a: &PeerArgs,
     fds: Vec<(RawFd, RawFd)>,
     env: Option<(&str, String)>,
-    stdout: bool,
 ) -> anyhow::Result<Child> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(&peer.program);
     cmd.args(&peer.prefix)
         .args(a.to_args())
         .stdin(Stdio::null())
-        .stdout(if stdout {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some((k, v)) = env {
         cmd.env(k, v);
@@ -250,11 +258,13 @@ impl<'a> End<'a> {
     }
 }
 
-/// Start `b` then `a` (the measuring end); return `a`'s stdout, or an error with both stderrs.
+/// Start `b` then `a` (the measuring end); return `a`'s stdout followed by `b`'s `# nvcsw N`
+/// line as `# echo nvcsw N`, or an error with both stderrs.
 fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<String, String> {
-    let mut cb = spawn_peer(peer, b.args, b.fds, b.env, false).map_err(|e| format!("{e:#}"))?;
+    let mut cb = spawn_peer(peer, b.args, b.fds, b.env).map_err(|e| format!("{e:#}"))?;
+    let b_out = read_all(cb.stdout.take().expect("piped"));
     let b_err = read_all(cb.stderr.take().expect("piped"));
-    let mut ca = match spawn_peer(peer, a.args, a.fds, a.env, true) {
+    let mut ca = match spawn_peer(peer, a.args, a.fds, a.env) {
         Ok(c) => c,
         Err(e) => {
             let _ = cb.kill();
@@ -289,7 +299,15 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
             }
         }
     };
-    let out = a_out.join().unwrap_or_default();
+    let mut out = a_out.join().unwrap_or_default();
+    if let Some(n) = b_out
+        .join()
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("# nvcsw "))
+    {
+        out += &format!("# echo nvcsw {}\n", n.trim());
+    }
     let errs = format!(
         "{}{}",
         a_err.join().unwrap_or_default(),
@@ -335,8 +353,8 @@ fn pair_args(kind: &str, size: usize, args: &RttArgs, mode: &str) -> (PeerArgs, 
         size,
         iters: args.iters,
         warmup: args.warmup,
-        block: mode == "block",
-        poll: mode == "poll",
+        wait: Wait::parse(mode).unwrap_or(Wait::Spin),
+        gap_us: args.gap_us,
     };
     let b = PeerArgs {
         role: "pong".into(),
@@ -633,6 +651,8 @@ pub struct Class {
     /// Voluntary context switches of the measuring thread per measured round trip (whether its
     /// waits slept in the kernel), when the peer reported them.
     pub switches_per_round: Option<f64>,
+    /// The same for the echo side's waiting thread.
+    pub echo_switches_per_round: Option<f64>,
     /// The p50 of each round (ns), in round order.
     pub round_p50: Vec<u64>,
     /// The p99 of each round (ns), in round order.
@@ -726,17 +746,22 @@ impl Spread {
     }
 }
 
-/// What one launch of a class measured: its samples, and the measuring thread's voluntary
-/// context switches if the peer reported them.
-type Samples = (Recorder, Option<u64>);
+/// What one launch of a class measured: its samples, and the voluntary context switches of
+/// the measuring thread and of the echo side's waiting thread, where the peers reported them.
+type Samples = (Recorder, Switches);
+
+/// Voluntary context switches during the measured round trips: (measuring side, echo side).
+type Switches = (Option<u64>, Option<u64>);
 
 /// Parse a peer's output into [`Samples`].
 fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
     let out = r?;
-    let switches = out
-        .lines()
-        .find_map(|l| l.strip_prefix("# nvcsw "))
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let count = |prefix: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let switches = (count("# nvcsw "), count("# echo nvcsw "));
     let rec = parse_samples(&out);
     if rec.is_empty() {
         return Err("the measuring end printed no sample".to_string());
@@ -748,6 +773,7 @@ fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
 struct Acc {
     result: Result<Recorder, String>,
     switches: Option<u64>,
+    echo_switches: Option<u64>,
     round_p50: Vec<u64>,
     round_p99: Vec<u64>,
 }
@@ -759,16 +785,20 @@ impl Acc {
             return;
         };
         match r {
-            Ok((rec, sw)) => {
+            Ok((rec, (sw, echo))) => {
                 let sum = rec.summary("");
                 self.round_p50.push(sum.p50);
                 self.round_p99.push(sum.p99);
                 pooled.merge(&rec);
-                self.switches = match (self.switches, sw) {
-                    (None, s) if self.round_p50.len() == 1 => s,
+                // A count is kept only while every round reported it.
+                let first = self.round_p50.len() == 1;
+                let add = |acc: Option<u64>, s: Option<u64>| match (acc, s) {
+                    (None, s) if first => s,
                     (Some(a), Some(b)) => Some(a + b),
                     _ => None,
                 };
+                self.switches = add(self.switches, sw);
+                self.echo_switches = add(self.echo_switches, echo);
             }
             Err(e) => self.result = Err(e),
         }
@@ -805,6 +835,7 @@ impl<'a> Job<'a> {
             acc: Acc {
                 result: Ok(Recorder::new()),
                 switches: None,
+                echo_switches: None,
                 round_p50: Vec::new(),
                 round_p99: Vec::new(),
             },
@@ -812,16 +843,19 @@ impl<'a> Job<'a> {
     }
 
     fn into_class(self) -> Class {
-        let switches_per_round = match (&self.acc.result, self.acc.switches) {
+        let per_round = |n: Option<u64>| match (&self.acc.result, n) {
             (Ok(rec), Some(n)) => Some(n as f64 / rec.len().max(1) as f64),
             _ => None,
         };
+        let switches_per_round = per_round(self.acc.switches);
+        let echo_switches_per_round = per_round(self.acc.echo_switches);
         Class {
             name: self.name,
             mode: self.mode,
             size: self.size,
             result: self.acc.result,
             switches_per_round,
+            echo_switches_per_round,
             round_p50: self.acc.round_p50,
             round_p99: self.acc.round_p99,
         }
@@ -1000,7 +1034,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             jobs.push(Job::new("iceoryx2", "spin", size, move |a| {
                 run_iceoryx2(&exe, a, size).and_then(|mut by| {
                     by.remove(&size)
-                        .map(|r| (r, None))
+                        .map(|r| (r, (None, None)))
                         .ok_or_else(|| "no samples for this size".to_string())
                 })
             }));
@@ -1140,12 +1174,25 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     Ok(rep)
 }
 
-/// One target line: `[target ...: met]`, counted into `tally`.
-fn target(tally: &mut (u32, u32), desc: &str, ok: bool, detail: &str) -> String {
+/// Targets met and missed so far; `skip`: judge none now (they are stated for back-to-back
+/// round trips, and a `--gap-us` run is not that).
+#[derive(Debug, Default)]
+struct Tally {
+    met: u32,
+    missed: u32,
+    skip: bool,
+}
+
+/// One target line: `[target ...: met]`, counted into `tally` (or `not judged` while
+/// `tally.skip`).
+fn target(tally: &mut Tally, desc: &str, ok: bool, detail: &str) -> String {
+    if tally.skip {
+        return format!("[target {desc}: not judged with --gap-us]");
+    }
     if ok {
-        tally.0 += 1;
+        tally.met += 1;
     } else {
-        tally.1 += 1;
+        tally.missed += 1;
     }
     format!(
         "[target {desc}: {}{}]",
@@ -1168,7 +1215,10 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u32)) {
     let mut o = String::new();
-    let mut tally = (0u32, 0u32);
+    let mut tally = Tally {
+        skip: args.gap_us > 0,
+        ..Tally::default()
+    };
     let _ = writeln!(
         o,
         "# partix bench rtt: sampling-port round trips (paper fig. 2)"
@@ -1185,6 +1235,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         crate::rttpeer::PEER_FIFO,
         crate::rttpeer::APEX_PRIORITY
     );
+    if args.gap_us > 0 {
+        let _ = writeln!(
+            o,
+            "gap: the measuring side sleeps {} µs before every round trip (not timed); the other side waits that long for each message",
+            args.gap_us
+        );
+    }
     if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
         let _ = writeln!(o, "load average at the end: {}", l.trim());
     }
@@ -1216,23 +1273,34 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     }
                 }
             }
-            // Did the block class sleep? (A wait that spins first never does at these RTTs.)
-            if mode == "block" {
+            // Did the block (park) class sleep? A park wait sleeps only when the message comes
+            // after its spins: with back-to-back round trips it spins (~0 switches).
+            if mode == "block" || mode == "park" {
                 for c in rep
                     .classes
                     .iter()
                     .filter(|c| &c.mode == mode && c.size == size)
                 {
                     if let Some(v) = c.switches_per_round {
+                        let echo = c
+                            .echo_switches_per_round
+                            .map_or(String::new(), |e| format!(", {e:.2} on the echo side"));
+                        let slept = |v: f64| v >= 0.5;
+                        let note = match (mode.as_str(), slept(v)) {
+                            ("block", false) => " (its waits did not sleep: this is a spin)",
+                            ("park", _) => match c.echo_switches_per_round.map(slept) {
+                                Some(true) => {
+                                    " (the echo side parked: each message came after its spins)"
+                                }
+                                _ if slept(v) => " (it parked: the messages came after its spins)",
+                                _ => " (the messages came within the spins)",
+                            },
+                            _ => "",
+                        };
                         let _ = writeln!(
                             o,
-                            "  {}: {v:.2} voluntary context switches per round trip on the measuring side{}",
+                            "  {}: {v:.2} voluntary context switches per round trip on the measuring side{echo}{note}",
                             c.label(),
-                            if v < 0.5 {
-                                " (its waits did not sleep: this is a spin)"
-                            } else {
-                                ""
-                            }
                         );
                     }
                 }
@@ -1352,7 +1420,9 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             )),
                             ratio(ts.p99, b.p99)
                         );
-                        if t == "udp" && mode != "poll" {
+                        // The udp target is for spin; partix also holds its block class
+                        // to it (park is spin or block, depending on the gap).
+                        if t == "udp" && (mode == "spin" || mode == "block") {
                             let slept = rep
                                 .classes
                                 .iter()
@@ -1414,6 +1484,8 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         }
     }
     if !rep.queue.is_empty() {
+        // The throughput classes never pause: their target is judged whatever `--gap-us`.
+        tally.skip = false;
         let _ = writeln!(o);
         let _ = writeln!(
             o,
@@ -1452,8 +1524,8 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         }
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "targets: {} met, {} missed", tally.0, tally.1);
-    (o, tally)
+    let _ = writeln!(o, "targets: {} met, {} missed", tally.met, tally.missed);
+    (o, (tally.met, tally.missed))
 }
 
 /// Write fig. 2a (p50 RTT vs size, p99 as error bars) and fig. 2b (RTT CDF at the smallest size).
@@ -1609,11 +1681,16 @@ mod tests {
 
     #[test]
     fn targets_are_counted_from_the_report() {
-        let mut t = (0, 0);
+        let mut t = Tally::default();
         let a = target(&mut t, "x", true, "");
         let b = target(&mut t, "y", false, "p99 9 ns");
-        assert_eq!(t, (1, 1));
+        assert_eq!((t.met, t.missed), (1, 1));
         assert!(a.ends_with(": met]"), "{a}");
         assert!(b.contains("MISSED, p99 9 ns"), "{b}");
+        // A `--gap-us` run states the targets but counts none.
+        t.skip = true;
+        let c = target(&mut t, "z", false, "");
+        assert_eq!((t.met, t.missed), (1, 1));
+        assert!(c.contains("not judged"), "{c}");
     }
 }

@@ -2,7 +2,8 @@
 //! twice by the bench, pinned to CPU 0 and CPU 1.
 //!
 //! ```text
-//! partix-rttpart KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|block]
+//! partix-rttpart KIND ROLE --cpu N [--size S] [--iters N] [--warmup W]
+//!                [--mode spin|poll|park|block] [--gap-us G]
 //!   KIND apex   sampling ports PING (A→B) and PONG (B→A) through `partix_runtime::partition`
 //!               services only (the transport is whatever the configuration says)
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
@@ -14,7 +15,7 @@
 //! ```
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
 //! `# nvcsw N`: the voluntary context switches of the measuring thread meanwhile (whether its
-//! waits slept in the kernel);
+//! waits slept in the kernel); `pong` prints its own `# nvcsw N` (over the same rounds) when done;
 //! `recv` prints `rate <messages per second>`. Errors go to stderr with exit status 2.
 //!
 //! Messages carry a sequence number in their first 8 bytes (little endian); the ping side counts
@@ -25,7 +26,12 @@
 //! extension `wait_sampling_message` with the port in `RecvMode::Spin`); `poll` (ports only)
 //! calls the standard READ_SAMPLING_MESSAGE in a loop until the sequence number changes; `block`
 //! sleeps in the kernel (a blocking `recv`; for ports `wait_sampling_message` with the port in
-//! `RecvMode::Blocking`). The raw kinds treat `poll` like `spin`.
+//! `RecvMode::Blocking`); `park` spins a while, then sleeps (ports: the runtime's default
+//! [`DEFAULT_RECV_MODE`], spin-then-park with [`PARK_SPINS`] polls; raw sockets:
+//! [`PARK_SPINS`] non-blocking receives, then a blocking one). The raw kinds treat `poll` like
+//! `spin`. With `--gap-us G` the ping side sleeps `G` µs before every round trip (not timed),
+//! so the pong side waits that long for each message: traffic that comes sporadically, where a
+//! spin-then-park receiver has parked by the time the message arrives.
 //!
 //! The raw kinds run at SCHED_FIFO [`PEER_FIFO`], the priority of the APEX process of the `apex`
 //! kind (APEX priority [`APEX_PRIORITY`] runs at FIFO priority + 1), so every class competes with
@@ -35,9 +41,9 @@
 use partix_runtime::partition::*;
 use partix_shm::ring::{PushError, RingConsumer, RingProducer};
 use partix_shm::{Access, Region};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -73,6 +79,67 @@ fn copy_block(size: usize) -> usize {
     64 + size.div_ceil(64) * 64
 }
 
+/// How a peer waits for the next message (the bench's classes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Busy-wait (ports: WAIT_SAMPLING_MESSAGE in [`RecvMode::Spin`]; sockets: non-blocking
+    /// `recv` in a loop).
+    Spin,
+    /// Ports: READ_SAMPLING_MESSAGE in a loop (raw kinds: as `Spin`).
+    Poll,
+    /// Spin [`PARK_SPINS`] times, then sleep in the kernel (ports: [`DEFAULT_RECV_MODE`]).
+    Park,
+    /// Sleep in the kernel at once (ports: [`RecvMode::Blocking`]; sockets: blocking `recv`).
+    Block,
+}
+
+/// Polls of the `park` class before it sleeps: those of the runtime's default receive mode.
+pub const PARK_SPINS: u32 = match DEFAULT_RECV_MODE {
+    RecvMode::SpinThenPark { spins } => spins,
+    _ => 2000,
+};
+
+impl Wait {
+    /// The class's name on the command line and in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wait::Spin => "spin",
+            Wait::Poll => "poll",
+            Wait::Park => "park",
+            Wait::Block => "block",
+        }
+    }
+
+    /// Parse a class name.
+    ///
+    /// # Errors
+    /// A message naming the classes.
+    pub fn parse(v: &str) -> Result<Wait, String> {
+        Ok(match v {
+            "spin" => Wait::Spin,
+            "poll" => Wait::Poll,
+            "park" => Wait::Park,
+            "block" => Wait::Block,
+            _ => return Err(format!("--mode {v}: spin, poll, park or block")),
+        })
+    }
+
+    /// Whether a socket of this class stays in blocking mode (its spinning receives pass
+    /// `MSG_DONTWAIT`).
+    fn blocking_socket(self) -> bool {
+        matches!(self, Wait::Park | Wait::Block)
+    }
+
+    /// The `recv` flags of the `k`-th receive attempt of one wait (0, 1, ...).
+    fn recv_flags(self, k: u64) -> libc::c_int {
+        match self {
+            Wait::Spin | Wait::Poll => libc::MSG_DONTWAIT,
+            Wait::Park if k < u64::from(PARK_SPINS) => libc::MSG_DONTWAIT,
+            Wait::Park | Wait::Block => 0,
+        }
+    }
+}
+
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
@@ -88,10 +155,10 @@ pub struct PeerArgs {
     pub iters: u64,
     /// Unmeasured iterations first.
     pub warmup: u64,
-    /// `block`: sleep in the kernel while waiting (else busy-wait).
-    pub block: bool,
-    /// `poll` (ports): READ_SAMPLING_MESSAGE in a loop instead of a spinning wait.
-    pub poll: bool,
+    /// How to wait for a message.
+    pub wait: Wait,
+    /// Ping: µs to sleep before every round trip (0: back to back).
+    pub gap_us: u64,
 }
 
 impl PeerArgs {
@@ -109,14 +176,9 @@ impl PeerArgs {
             "--warmup".into(),
             self.warmup.to_string(),
             "--mode".into(),
-            if self.block {
-                "block"
-            } else if self.poll {
-                "poll"
-            } else {
-                "spin"
-            }
-            .into(),
+            self.wait.as_str().into(),
+            "--gap-us".into(),
+            self.gap_us.to_string(),
         ]
     }
 }
@@ -128,7 +190,8 @@ impl PeerArgs {
 pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
     let [kind, role, rest @ ..] = args else {
         return Err(
-            "usage: KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] [--mode spin|poll|block]"
+            "usage: KIND ROLE --cpu N [--size S] [--iters N] [--warmup W] \
+             [--mode spin|poll|park|block] [--gap-us G]"
                 .into(),
         );
     };
@@ -139,8 +202,8 @@ pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
         size: 16,
         iters: 1000,
         warmup: 100,
-        block: false,
-        poll: false,
+        wait: Wait::Spin,
+        gap_us: 0,
     };
     let mut it = rest.iter();
     while let Some(k) = it.next() {
@@ -154,14 +217,8 @@ pub fn parse_args(args: &[String]) -> Result<PeerArgs, String> {
             "--size" => p.size = num()? as usize,
             "--iters" => p.iters = num()?,
             "--warmup" => p.warmup = num()?,
-            "--mode" => {
-                (p.block, p.poll) = match v.as_str() {
-                    "spin" => (false, false),
-                    "poll" => (false, true),
-                    "block" => (true, false),
-                    _ => return Err(format!("--mode {v}: spin, poll or block")),
-                }
-            }
+            "--mode" => p.wait = Wait::parse(v)?,
+            "--gap-us" => p.gap_us = num()?,
             _ => return Err(format!("unknown argument {k}")),
         }
     }
@@ -242,6 +299,40 @@ fn print_samples(samples: &[u64]) -> Result<(), String> {
 /// Voluntary context switches of the measuring thread during the measured rounds.
 static MEASURED_SWITCHES: AtomicU64 = AtomicU64::new(0);
 
+/// The echo side's count of its own voluntary context switches over the measured rounds
+/// (whether its waits slept), printed as `# nvcsw N` when it is done.
+struct EchoSwitches {
+    first_measured: u64,
+    start: Option<u64>,
+}
+
+impl EchoSwitches {
+    fn new(a: &PeerArgs) -> EchoSwitches {
+        EchoSwitches {
+            first_measured: a.warmup + 1,
+            start: None,
+        }
+    }
+
+    /// Call before waiting for message `i` (1, 2, ...).
+    fn before(&mut self, i: u64) {
+        if i == self.first_measured {
+            self.start = Some(voluntary_switches());
+        }
+    }
+
+    /// Print the count (after the last echo went out).
+    fn print(self) -> Result<(), String> {
+        let n = self
+            .start
+            .map_or(0, |s| voluntary_switches().saturating_sub(s));
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "# nvcsw {n}")
+            .and_then(|_| out.flush())
+            .map_err(|e| format!("stdout: {e}"))
+    }
+}
+
 /// Time `total = warmup + iters` round trips of `round(seq)`; keep the measured ones.
 fn time_rounds(
     a: &PeerArgs,
@@ -249,9 +340,20 @@ fn time_rounds(
 ) -> Result<Vec<u64>, String> {
     let mut samples = Vec::with_capacity(a.iters as usize);
     let mut switches0 = voluntary_switches();
+    let gap = std::time::Duration::from_micros(a.gap_us);
+    // Switches of the gaps' sleeps (measured rounds), which are not waits for a message.
+    let mut gap_switches = 0;
     for i in 1..=a.warmup + a.iters {
         if i == a.warmup + 1 {
             switches0 = voluntary_switches();
+        }
+        if !gap.is_zero() {
+            // Not timed: the other side waits this long for the message.
+            let s0 = voluntary_switches();
+            std::thread::sleep(gap);
+            if i > a.warmup {
+                gap_switches += voluntary_switches().saturating_sub(s0);
+            }
         }
         let t = Instant::now();
         round(i)?;
@@ -261,7 +363,9 @@ fn time_rounds(
         }
     }
     MEASURED_SWITCHES.store(
-        voluntary_switches().saturating_sub(switches0),
+        voluntary_switches()
+            .saturating_sub(switches0)
+            .saturating_sub(gap_switches),
         Ordering::Relaxed,
     );
     Ok(samples)
@@ -331,13 +435,15 @@ fn cache(a: &PeerArgs) -> Result<(), String> {
             print_samples(&s)
         }
         "pong" => {
+            let mut sw = EchoSwitches::new(a);
             for i in 1..=total {
+                sw.before(i);
                 while ping.load(Ordering::Acquire) != i {
                     std::hint::spin_loop();
                 }
                 pong.store(i, Ordering::Release);
             }
-            Ok(())
+            sw.print()
         }
         r => Err(format!("unknown role {r}")),
     }
@@ -390,13 +496,27 @@ fn copy(a: &PeerArgs) -> Result<(), String> {
             print_samples(&s)
         }
         "pong" => {
+            let mut sw = EchoSwitches::new(a);
             for i in 1..=total {
+                sw.before(i);
                 recv(ping_data, ping_flag, &mut local, i);
                 send(pong_data, pong_flag, &local, i);
             }
-            Ok(())
+            sw.print()
         }
         r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// One `recv(2)` on `fd` with `flags` (`MSG_DONTWAIT`: a look that never sleeps, whatever the
+/// descriptor's mode).
+fn recv_flags(fd: i32, buf: &mut [u8], flags: libc::c_int) -> std::io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
     }
 }
 
@@ -408,11 +528,14 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
     // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket), and for `udp2`
     // PEER_RX_FD (another one), to this process only.
     let s = unsafe { UdpSocket::from_raw_fd(PEER_FD) };
-    s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let nonblocking = !a.wait.blocking_socket();
+    s.set_nonblocking(nonblocking)
+        .map_err(io_err("nonblocking"))?;
     let rx = if a.kind == "udp2" {
         // SAFETY: as above.
         let r = unsafe { UdpSocket::from_raw_fd(PEER_RX_FD) };
-        r.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+        r.set_nonblocking(nonblocking)
+            .map_err(io_err("nonblocking"))?;
         r
     } else {
         s.try_clone().map_err(io_err("dup"))?
@@ -420,13 +543,15 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size.max(16)];
     let recv = |buf: &mut [u8]| -> Result<usize, String> {
+        let mut k = 0;
         loop {
-            match rx.recv(buf) {
+            match recv_flags(rx.as_raw_fd(), buf, a.wait.recv_flags(k)) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(format!("recv: {e}")),
             }
+            k += 1;
         }
     };
     match a.role.as_str() {
@@ -444,7 +569,9 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
             print_samples(&samples)
         }
         "pong" => {
+            let mut sw = EchoSwitches::new(a);
             for i in 1..=a.warmup + a.iters {
+                sw.before(i);
                 loop {
                     let n = recv(&mut buf)?;
                     if seq_of(&buf[..n]) == i {
@@ -453,7 +580,7 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
                     }
                 }
             }
-            Ok(())
+            sw.print()
         }
         r => Err(format!("unknown role {r}")),
     }
@@ -464,11 +591,14 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
     // PEER_RX_FD (another one), to this process only.
     let mut s = unsafe { TcpStream::from_raw_fd(PEER_FD) };
     s.set_nodelay(true).map_err(io_err("nodelay"))?;
-    s.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+    let nonblocking = !a.wait.blocking_socket();
+    s.set_nonblocking(nonblocking)
+        .map_err(io_err("nonblocking"))?;
     let mut rx = if a.kind == "tcp2" {
         // SAFETY: as above.
         let r = unsafe { TcpStream::from_raw_fd(PEER_RX_FD) };
-        r.set_nonblocking(!a.block).map_err(io_err("nonblocking"))?;
+        r.set_nonblocking(nonblocking)
+            .map_err(io_err("nonblocking"))?;
         r
     } else {
         s.try_clone().map_err(io_err("dup"))?
@@ -477,14 +607,16 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
     let mut buf = vec![0u8; a.size];
     let read_msg = |s: &mut TcpStream, buf: &mut [u8]| -> Result<(), String> {
         let mut got = 0;
+        let mut k = 0;
         while got < buf.len() {
-            match s.read(&mut buf[got..]) {
+            match recv_flags(s.as_raw_fd(), &mut buf[got..], a.wait.recv_flags(k)) {
                 Ok(0) => return Err("peer closed".into()),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(format!("read: {e}")),
             }
+            k += 1;
         }
         Ok(())
     };
@@ -514,11 +646,13 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
             print_samples(&samples)
         }
         "pong" => {
-            for _ in 1..=a.warmup + a.iters {
+            let mut sw = EchoSwitches::new(a);
+            for i in 1..=a.warmup + a.iters {
+                sw.before(i);
                 read_msg(&mut rx, &mut buf)?;
                 write_msg(&mut s, &buf)?;
             }
-            Ok(())
+            sw.print()
         }
         r => Err(format!("unknown role {r}")),
     }
@@ -723,15 +857,15 @@ fn apex_main(a: PeerArgs) -> Result<(), String> {
         }
         (_, r) => return Err(format!("unknown role {r}")),
     }
-    if !q && !a.poll {
-        // The block class sleeps in the kernel while it waits, the spin class busy-waits (not
-        // the default spin-then-park).
+    if !q && a.wait != Wait::Poll {
+        // The block class sleeps in the kernel while it waits, the spin class busy-waits, the
+        // park class uses the runtime's default (spin, then park).
         let dest = if a.role == "ping" { "PONG" } else { "PING" };
         let id = get_sampling_port_id(dest).map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
-        let mode = if a.block {
-            RecvMode::Blocking
-        } else {
-            RecvMode::Spin
+        let mode = match a.wait {
+            Wait::Block => RecvMode::Blocking,
+            Wait::Park => DEFAULT_RECV_MODE,
+            Wait::Spin | Wait::Poll => RecvMode::Spin,
         };
         set_sampling_port_recv_mode(id, mode).map_err(apex_err("set_sampling_port_recv_mode"))?;
     }
@@ -786,7 +920,7 @@ fn await_seq(
     want: u64,
 ) -> Result<usize, String> {
     loop {
-        let r = if a.poll {
+        let r = if a.wait == Wait::Poll {
             read_sampling_message(port, buf).map(|(n, _)| n)
         } else {
             wait_read(port, buf)
@@ -825,11 +959,13 @@ fn apex_pong(a: &PeerArgs) -> Result<(), String> {
     let mut buf = vec![0u8; a.size];
     put_seq(&mut buf, 0);
     write_sampling_message(pong, &buf).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+    let mut sw = EchoSwitches::new(a);
     for i in 1..=a.warmup + a.iters {
+        sw.before(i);
         let n = await_seq(a, ping, &mut buf, i)?;
         write_sampling_message(pong, &buf[..n]).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
     }
-    Ok(())
+    sw.print()
 }
 
 fn apex_send(a: &PeerArgs) -> Result<(), String> {
@@ -896,22 +1032,87 @@ mod tests {
             size: 64,
             iters: 10,
             warmup: 2,
-            block: true,
-            poll: false,
+            wait: Wait::Block,
+            gap_us: 0,
         };
         assert_eq!(parse_args(&a.to_args()).unwrap(), a);
-        let p = PeerArgs {
-            block: false,
-            poll: true,
-            ..a.clone()
-        };
-        assert_eq!(parse_args(&p.to_args()).unwrap(), p);
+        for wait in [Wait::Spin, Wait::Poll, Wait::Park] {
+            let p = PeerArgs {
+                wait,
+                gap_us: 250,
+                ..a.clone()
+            };
+            assert_eq!(parse_args(&p.to_args()).unwrap(), p);
+        }
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert!(parse_args(&s(&["udp"])).is_err());
         assert!(parse_args(&s(&["udp", "ping", "--size", "4"])).is_err());
         assert!(parse_args(&s(&["udp", "ping", "--mode", "nap"])).is_err());
+        assert!(parse_args(&s(&["udp", "ping", "--gap-us", "soon"])).is_err());
         assert!(parse_args(&s(&["udp", "ping", "--cpu"])).is_err());
         assert!(parse_args(&s(&["udp", "ping", "--bogus", "1"])).is_err());
+    }
+
+    /// The park class looks without sleeping for its first `PARK_SPINS` receives, then sleeps
+    /// (blocking `recv`); spin and poll never sleep, block always does.
+    #[test]
+    fn park_receives_spin_first_then_block() {
+        let n = u64::from(PARK_SPINS);
+        assert_eq!(PARK_SPINS, 2000, "the runtime's default spin budget");
+        assert_eq!(Wait::Park.recv_flags(0), libc::MSG_DONTWAIT);
+        assert_eq!(Wait::Park.recv_flags(n - 1), libc::MSG_DONTWAIT);
+        assert_eq!(Wait::Park.recv_flags(n), 0);
+        assert_eq!(Wait::Block.recv_flags(0), 0);
+        for k in [0, n, 10 * n] {
+            assert_eq!(Wait::Spin.recv_flags(k), libc::MSG_DONTWAIT);
+            assert_eq!(Wait::Poll.recv_flags(k), libc::MSG_DONTWAIT);
+        }
+        assert!(Wait::Park.blocking_socket() && Wait::Block.blocking_socket());
+        assert!(!Wait::Spin.blocking_socket() && !Wait::Poll.blocking_socket());
+    }
+
+    /// A park-class receive on a real socket: a datagram that is already there comes back
+    /// without sleeping; one that comes later wakes the blocking `recv` the look ends in.
+    #[test]
+    fn a_park_receive_sleeps_only_after_its_spins() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        let spun = std::sync::atomic::AtomicBool::new(false);
+        let recv = |buf: &mut [u8]| {
+            let mut k = 0;
+            loop {
+                let flags = Wait::Park.recv_flags(k);
+                if flags == 0 {
+                    spun.store(true, Ordering::Release);
+                }
+                match recv_flags(b.as_raw_fd(), buf, flags) {
+                    Ok(n) => return (n, k),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("{e}"),
+                }
+                k += 1;
+            }
+        };
+        a.send(b"now").unwrap();
+        // Loopback delivers at once: the first look finds it.
+        assert_eq!(recv(&mut buf), (3, 0));
+        assert!(!spun.load(Ordering::Acquire));
+        let (n, looks) = std::thread::scope(|sc| {
+            // Sent once the receiver has spun its looks: it then sleeps in `recv` (or is about
+            // to), and that receive returns the datagram.
+            sc.spawn(|| {
+                while !spun.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                a.send(b"later").unwrap();
+            });
+            recv(&mut buf)
+        });
+        assert_eq!(&buf[..n], b"later");
+        assert_eq!(looks, u64::from(PARK_SPINS));
     }
 
     #[test]

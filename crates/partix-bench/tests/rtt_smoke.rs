@@ -11,7 +11,8 @@ fn args() -> RttArgs {
         iters: 200,
         warmup: 20,
         transports: vec!["one-sided".into()],
-        modes: vec!["spin".into(), "poll".into(), "block".into()],
+        modes: vec!["spin".into(), "poll".into(), "park".into(), "block".into()],
+        gap_us: 0,
         plot: None,
         no_iceoryx2: true,
         queue_messages: 5_000,
@@ -27,12 +28,15 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     for (name, mode) in [
         ("one-sided", "spin"),
         ("one-sided", "poll"),
+        ("one-sided", "park"),
         ("one-sided", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
         ("raw UDP", "spin"),
+        ("raw UDP", "park"),
         ("raw UDP", "block"),
         ("raw TCP", "spin"),
+        ("raw TCP", "park"),
         ("raw TCP", "block"),
         // One socket pair / connection per direction, as two one-way channels are.
         ("raw UDP 2 pairs", "spin"),
@@ -53,6 +57,22 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
             // Two rounds of 100 round trips each, pooled.
             assert_eq!(r.len(), 200, "{name} {mode} {size}");
             assert_eq!(c.round_p50.len(), 2, "{name} {mode} {size}");
+            // Both ends report how often their waits slept.
+            if mode == "block" {
+                assert!(
+                    c.switches_per_round.is_some_and(|v| v > 0.5)
+                        && c.echo_switches_per_round.is_some_and(|v| v > 0.5),
+                    "{name} {mode} {size}: {:?} {:?}",
+                    c.switches_per_round,
+                    c.echo_switches_per_round
+                );
+            }
+            if mode == "park" {
+                assert!(
+                    c.switches_per_round.is_some() && c.echo_switches_per_round.is_some(),
+                    "{name} {mode} {size}"
+                );
+            }
             let row = format!("{name} {mode} {size} B");
             assert!(
                 rep.text
@@ -108,7 +128,7 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
 
     let dir = std::env::temp_dir().join(format!("partix-rtt-smoke-{}", std::process::id()));
     let files = partix_bench::rtt::plot(&dir, &a, &rep).expect("plots");
-    assert_eq!(files.len(), 6, "{files:?}");
+    assert_eq!(files.len(), 8, "{files:?}");
     for f in &files {
         let svg = std::fs::read_to_string(f).unwrap();
         assert!(
@@ -118,6 +138,36 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// With a gap longer than a park wait's spins between the round trips, the echo side of the
+/// park class sleeps once per message (and the back-to-back targets are not judged).
+#[test]
+fn with_a_gap_the_park_class_parks() {
+    let mut a = args();
+    a.sizes = vec![16];
+    a.iters = 20;
+    a.warmup = 5;
+    a.rounds = 1;
+    a.modes = vec!["park".into()];
+    a.queue_messages = 0;
+    a.gap_us = 3_000;
+    let rep = measure(&a).expect("bench runs");
+    for name in ["one-sided", "raw UDP", "raw TCP"] {
+        let c = rep
+            .classes
+            .iter()
+            .find(|c| c.name == name && c.mode == "park")
+            .unwrap_or_else(|| panic!("no class {name} park"));
+        assert_eq!(c.result.as_ref().map(|r| r.len()), Ok(20), "{name}");
+        let echo = c.echo_switches_per_round.expect("the echo side reports");
+        assert!(
+            echo >= 0.9,
+            "{name}: the echo side slept {echo} times per message"
+        );
+    }
+    assert!(rep.text.contains("gap: the measuring side sleeps 3000 µs"));
+    assert_eq!(rep.targets, (0, 0), "{}", rep.text);
 }
 
 #[test]
