@@ -638,11 +638,13 @@ pub fn wait_sampling_message(
     // stays pending after the port is released and would end every slice at once.
     let interruptible = rt::outside_sections();
     let stop = move || interruptible && rt::control_pending();
-    // A spinning wait first spins for up to UNMARKED_SPIN without showing WAITING: a message
-    // that comes that soon (a ping-pong, a periodic writer just late) is returned without the
-    // two updates of the process table (the runtime lock, twice) on its path. The caller runs
-    // meanwhile, like a process polling READ_SAMPLING_MESSAGE.
-    let mut marked = mode != RecvMode::Spin;
+    // A wait that spins first (Spin, and SpinThenPark, the default) spins for up to
+    // UNMARKED_SPIN without showing WAITING: a message that comes that soon (a ping-pong, a
+    // periodic writer just late) is returned without the two updates of the process table (the
+    // runtime lock, twice) on its path. The caller runs meanwhile, like a process polling
+    // READ_SAMPLING_MESSAGE. A SpinThenPark wait then shows WAITING and spins and parks as its
+    // mode says (its spins come after the unmarked ones).
+    let mut marked = mode == RecvMode::Blocking;
     if marked {
         rt().set_resource_wait(true);
     }
@@ -674,7 +676,8 @@ pub fn wait_sampling_message(
         } else {
             &mut inner.scratch
         };
-        match reader.wait_newer_or(into, last_seq, mode, Some(slice), stop) {
+        let slice_mode = if marked { mode } else { RecvMode::Spin };
+        match reader.wait_newer_or(into, last_seq, slice_mode, Some(slice), stop) {
             Ok(ok) if direct => break inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => break inner.answer_direct(port, Err(e)),
             Ok(ok) => break inner.answer(port, Ok(ok), buf),
