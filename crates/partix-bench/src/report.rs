@@ -220,6 +220,28 @@ pub fn machine_line() -> String {
     )
 }
 
+/// Line colours of the plots, in series order (distinct for up to 14 series: the rtt bench's
+/// transports, their queuing classes and the baselines).
+const PALETTE: [plotters::style::RGBColor; 14] = {
+    use plotters::style::{RGBColor, BLACK, BLUE, CYAN, GREEN, MAGENTA, RED};
+    [
+        BLACK,
+        BLUE,
+        RED,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        RGBColor(255, 140, 0),
+        RGBColor(128, 0, 128),
+        RGBColor(128, 128, 128),
+        RGBColor(139, 69, 19),
+        RGBColor(0, 128, 128),
+        RGBColor(255, 105, 180),
+        RGBColor(85, 107, 47),
+        RGBColor(70, 130, 180),
+    ]
+};
+
 /// A CDF plot (as the papers draw them): one line per class, x = latency in µs up to the largest
 /// `x_quantile` of the classes (× 1.1), y = cumulative fraction. Written as SVG to `path`.
 ///
@@ -255,20 +277,8 @@ pub fn plot_cdf(
         .x_desc(x_desc)
         .y_desc("cumulative fraction")
         .draw()?;
-    let colors = [
-        BLACK,
-        BLUE,
-        RED,
-        GREEN,
-        MAGENTA,
-        CYAN,
-        RGBColor(255, 140, 0),
-        RGBColor(128, 0, 128),
-        RGBColor(128, 128, 128),
-        RGBColor(139, 69, 19),
-    ];
     for (i, (name, r)) in series.iter().enumerate() {
-        let c = colors[i % colors.len()];
+        let c = PALETTE[i % PALETTE.len()];
         let pts: Vec<(f64, f64)> = r
             .cdf_points()
             .into_iter()
@@ -334,18 +344,8 @@ pub fn plot_vs_size(
         .x_desc("message size (bytes)")
         .y_desc("round-trip time (µs)")
         .draw()?;
-    let colors = [
-        BLACK,
-        BLUE,
-        RED,
-        GREEN,
-        MAGENTA,
-        CYAN,
-        RGBColor(255, 140, 0),
-        RGBColor(128, 0, 128),
-    ];
     for (i, (name, pts)) in series.iter().enumerate() {
-        let c = colors[i % colors.len()];
+        let c = PALETTE[i % PALETTE.len()];
         let line: Vec<(f64, f64)> = pts
             .iter()
             .map(|(sz, s)| (*sz as f64, s.p50.max(1) as f64 / 1000.0))

@@ -37,7 +37,9 @@
 //! measured seconds apart, and the median over rounds ignores a round that straddled a switch.
 
 use crate::report::{header, machine_line, Recorder, Summary};
-use crate::rttpeer::{PeerArgs, Wait, PEER_FD, PEER_RX_FD, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG};
+use crate::rttpeer::{
+    PeerArgs, Wait, PEER_FD, PEER_RX_FD, QRTT_DEPTH, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG,
+};
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
@@ -92,6 +94,10 @@ pub struct RttArgs {
     /// receiver has parked when the message comes (0: back to back).
     #[arg(long, default_value_t = 0)]
     pub gap_us: u64,
+    /// Also measure every transport's round trip through queuing ports (SEND and
+    /// RECEIVE_QUEUING_MESSAGE; rows `<transport> queuing`), in every class.
+    #[arg(long)]
+    pub queuing_rtt: bool,
     /// Write the RTT-vs-size plot and the 16 B CDF (SVG) into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -121,6 +127,7 @@ impl Default for RttArgs {
             transports: TRANSPORTS.iter().map(|s| s.to_string()).collect(),
             modes: MODES.iter().map(|s| s.to_string()).collect(),
             gap_us: 0,
+            queuing_rtt: false,
             plot: None,
             no_iceoryx2: false,
             queue_messages: 2_000_000,
@@ -393,6 +400,31 @@ pub fn sampling_module_xml(transport: &str, size: usize) -> String {
     );
     let channels = chan(1, "PING", (1, "A"), (2, "B")) + &chan(2, "PONG", (2, "B"), (1, "A"));
     module_xml("bench-rtt", &ports_a, &ports_b, &channels)
+}
+
+/// The module configuration of one (transport, size) queuing ping-pong: partitions A and B,
+/// channels QPING (A→B) and QPONG (B→A) between queuing ports of [`QRTT_DEPTH`] messages.
+pub fn queuing_rtt_module_xml(transport: &str, size: usize) -> String {
+    let port = |name: &str, dir: &str| {
+        format!(
+            r#"    <Queuing_Port Name="{name}" MaxMessageSize="{size}" Direction="{dir}" MaxNbMessages="{QRTT_DEPTH}"/>
+"#
+        )
+    };
+    let chan = |id: u32, name: &str, src: (u32, &str), dst: (u32, &str)| {
+        format!(
+            r#"    <Channel ChannelIdentifier="{id}" ChannelName="{name}" partix:Transport="{transport}">
+      <Source><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Source>
+      <Destination><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Destination>
+    </Channel>
+"#,
+            src.0, src.1, dst.0, dst.1
+        )
+    };
+    let ports_a = port("QPING", "SOURCE") + &port("QPONG", "DESTINATION");
+    let ports_b = port("QPING", "DESTINATION") + &port("QPONG", "SOURCE");
+    let channels = chan(1, "QPING", (1, "A"), (2, "B")) + &chan(2, "QPONG", (2, "B"), (1, "A"));
+    module_xml("bench-qrtt", &ports_a, &ports_b, &channels)
 }
 
 /// The module configuration of the queuing throughput: QOUT (A) → QIN (B) over `transport`.
@@ -968,7 +1000,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     let batched = args.transports.iter().any(|t| t == "one-sided");
     let total = usize::from(spin) * 2 * n_sizes
         + n_sizes * n_raw_modes * 4
-        + n_sizes * args.transports.len() * n_modes
+        + n_sizes * args.transports.len() * n_modes * (1 + usize::from(args.queuing_rtt))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
             2 + args.transports.len() + usize::from(batched)
@@ -1002,31 +1034,42 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         }
         // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
         // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
-        let apex_job = |t: &str, mode: &str| {
-            let mut job = Job::new(t, mode, size, {
+        // `queuing`: the same ping-pong through queuing ports (class `<transport> queuing`).
+        let port_job = |t: &str, mode: &str, queuing: bool| {
+            let name = if queuing {
+                format!("{t} queuing")
+            } else {
+                t.to_string()
+            };
+            let mut job = Job::new(&name, mode, size, {
                 let (t, m) = (t.to_string(), mode.to_string());
                 move |a: &RttArgs| {
-                    samples_of(apex_pair(
-                        peer,
-                        a,
-                        &sampling_module_xml(&t, size),
-                        "apex",
-                        size,
-                        &m,
-                    ))
+                    let (xml, kind) = if queuing {
+                        (queuing_rtt_module_xml(&t, size), "qrtt")
+                    } else {
+                        (sampling_module_xml(&t, size), "apex")
+                    };
+                    samples_of(apex_pair(peer, a, &xml, kind, size, &m))
                 }
             });
             job.apex = true;
             // A transport this build refuses (or a class that hangs) fails the same way at
             // every size: do not wait for it again.
-            if let Some(e) = unavailable.get(&(t.to_string(), mode.to_string())) {
+            if let Some(e) = unavailable.get(&(name, mode.to_string())) {
                 job.acc.result = Err(e.clone());
             }
             job
         };
+        let apex_jobs = |t: &str, mode: &str| {
+            let mut v = vec![port_job(t, mode, false)];
+            if args.queuing_rtt {
+                v.push(port_job(t, mode, true));
+            }
+            v
+        };
         for t in args.transports.iter().filter(|t| !is_socket(t)) {
             for mode in &args.modes {
-                jobs.push(apex_job(t, mode));
+                jobs.extend(apex_jobs(t, mode));
             }
         }
         if let Some(exe) = &ice {
@@ -1052,7 +1095,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                     }));
                 }
                 if args.transports.iter().any(|x| x == t) {
-                    jobs.push(apex_job(t, mode));
+                    jobs.extend(apex_jobs(t, mode));
                 }
             }
         }
@@ -1477,6 +1520,34 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     }
                     lines.push(l);
                 }
+                // The same ping-pong through queuing ports: against the sampling class and
+                // against the transport's raw baseline (same rounds).
+                let qn = format!("{t} queuing");
+                if let Some(q) = s(&qn) {
+                    let rr = rep.rounds((&qn, mode), Some((t, mode)), size, by_ratio);
+                    lines.push(format!(
+                        "{qn} {mode} {size} B vs {t} (sampling): p50 {:.2}x{}, p99 {:.2}x",
+                        ratio(q.p50, ts.p50),
+                        Spread::ratio_text(rr),
+                        ratio(q.p99, ts.p99)
+                    ));
+                    let base = match t.as_str() {
+                        "udp" => Some(("raw UDP", if mode == "poll" { "spin" } else { mode })),
+                        "tcp" => Some(("raw TCP", if mode == "poll" { "spin" } else { mode })),
+                        _ => Some(("raw cache-line", "spin")),
+                    };
+                    if let Some((bn, bm)) = base {
+                        if let Some(b) = rep.get(bn, bm, size).map(|r| r.summary(bn)) {
+                            let rr = rep.rounds((&qn, mode), Some((bn, bm)), size, by_ratio);
+                            lines.push(format!(
+                                "{qn} {mode} {size} B vs {bn}: p50 {:.2}x{}, p99 {:.2}x",
+                                ratio(q.p50, b.p50),
+                                Spread::ratio_text(rr),
+                                ratio(q.p99, b.p99)
+                            ));
+                        }
+                    }
+                }
                 for l in lines {
                     let _ = writeln!(o, "  {l}");
                 }
@@ -1535,6 +1606,9 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
 pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut names: Vec<String> = args.transports.clone();
+    if args.queuing_rtt {
+        names.extend(args.transports.iter().map(|t| format!("{t} queuing")));
+    }
     names.extend(
         [
             "raw cache-line",

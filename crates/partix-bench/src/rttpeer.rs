@@ -9,6 +9,8 @@
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
 //!        udp    a connected UDP socket on descriptor 600 (loopback)
 //!        tcp    a connected TCP socket (TCP_NODELAY) on descriptor 600 (loopback)
+//!        qrtt   queuing ports QPING (A→B) and QPONG (B→A): the ping-pong of `apex` through
+//!               SEND/RECEIVE_QUEUING_MESSAGE
 //!        qapex  a queuing port QOUT (send) / QIN (recv) of 64 B messages, one way
 //!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way
 //!   ROLE ping | pong      (qapex, qraw: send | recv)
@@ -66,6 +68,8 @@ pub const QUEUE_DEPTH: u32 = 512;
 pub const QUEUE_MSG: usize = 64;
 /// Offset of the pong line in the cache-line region (another cache line, not adjacent).
 pub const PONG_LINE: usize = 128;
+/// `MaxNbMessages` of the queuing ping-pong's ports (`qrtt`; one message is in flight at a time).
+pub const QRTT_DEPTH: u32 = 8;
 /// Messages per call of the batched throughput classes (`qrawb`, `qapexb`).
 pub const QUEUE_BATCH: usize = 32;
 
@@ -381,7 +385,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let r = pin_to_cpu(a.cpu).and_then(|()| match a.kind.as_str() {
-        "apex" | "qapex" | "qapexb" => apex_main(a.clone()),
+        "apex" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
         "copy" => raw_prelude().and_then(|()| copy(&a)),
         "udp" | "udp2" => raw_prelude().and_then(|()| udp(&a)),
@@ -810,6 +814,9 @@ fn apex_err(what: &str) -> impl Fn(ApexError) -> String + '_ {
 fn apex_main(a: PeerArgs) -> Result<(), String> {
     let _ = ARGS.set(a.clone());
     let q = a.kind.starts_with("qapex");
+    if a.kind == "qrtt" {
+        return qrtt_main(a);
+    }
     match (q, a.role.as_str()) {
         (false, "ping") => {
             create_sampling_port("PING", a.size as u32, PortDirection::Source, REFRESH_NS)
@@ -869,6 +876,12 @@ fn apex_main(a: PeerArgs) -> Result<(), String> {
         };
         set_sampling_port_recv_mode(id, mode).map_err(apex_err("set_sampling_port_recv_mode"))?;
     }
+    start_process_and_run()
+}
+
+/// Create and start the partition's communicating process, then enter NORMAL (returns only on
+/// failure).
+fn start_process_and_run() -> Result<(), String> {
     let pid = create_process(&ProcessAttributes {
         name: "rtt".into(),
         entry_point: apex_process,
@@ -892,6 +905,8 @@ extern "C" fn apex_process() {
     let r = match (a.kind.as_str(), a.role.as_str()) {
         ("apex", "ping") => apex_ping(&a).and_then(|s| print_samples(&s)),
         ("apex", "pong") => apex_pong(&a),
+        ("qrtt", "ping") => qrtt_ping(&a).and_then(|s| print_samples(&s)),
+        ("qrtt", "pong") => qrtt_pong(&a),
         ("qapex", "send") => apex_send(&a),
         ("qapex", "recv") => apex_recv(&a).map(|rate| println!("rate {rate}")),
         ("qapexb", "send") => apex_send_batched(&a),
@@ -964,6 +979,92 @@ fn apex_pong(a: &PeerArgs) -> Result<(), String> {
         sw.before(i);
         let n = await_seq(a, ping, &mut buf, i)?;
         write_sampling_message(pong, &buf[..n]).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+    }
+    sw.print()
+}
+
+/// The queuing ping-pong's ports: QPING (ping → pong) and QPONG (pong → ping) of `a.size`-byte
+/// messages, [`QRTT_DEPTH`] deep; the receiving port waits in the class's mode.
+fn qrtt_main(a: PeerArgs) -> Result<(), String> {
+    let ping_side = match a.role.as_str() {
+        "ping" => true,
+        "pong" => false,
+        r => return Err(format!("unknown role {r}")),
+    };
+    let dir = |source: bool| {
+        if source {
+            PortDirection::Source
+        } else {
+            PortDirection::Destination
+        }
+    };
+    for (name, source) in [("QPING", ping_side), ("QPONG", !ping_side)] {
+        let id = create_queuing_port(
+            name,
+            a.size as u32,
+            QRTT_DEPTH,
+            dir(source),
+            QueuingDiscipline::Fifo,
+        )
+        .map_err(apex_err("CREATE_QUEUING_PORT"))?;
+        let mode = match a.wait {
+            Wait::Spin => Some(RecvMode::Spin),
+            Wait::Park => Some(DEFAULT_RECV_MODE),
+            Wait::Block => Some(RecvMode::Blocking),
+            Wait::Poll => None,
+        };
+        if let (false, Some(m)) = (source, mode) {
+            set_queuing_port_recv_mode(id, m).map_err(apex_err("set_queuing_port_recv_mode"))?;
+        }
+    }
+    start_process_and_run()
+}
+
+/// Receive the next message of a queuing port: RECEIVE_QUEUING_MESSAGE with time-out 0 in a loop
+/// (`poll`), or one call that waits (up to 1 s) in the port's mode.
+fn qrtt_recv(a: &PeerArgs, port: QueuingPortId, buf: &mut [u8]) -> Result<usize, String> {
+    loop {
+        let timeout = if a.wait == Wait::Poll {
+            0
+        } else {
+            1_000_000_000
+        };
+        match receive_queuing_message(port, buf, timeout) {
+            Ok(n) => return Ok(n),
+            Err(ApexError::NotAvailable) | Err(ApexError::TimedOut) => std::hint::spin_loop(),
+            Err(e) => return Err(apex_err("RECEIVE_QUEUING_MESSAGE")(e)),
+        }
+    }
+}
+
+fn qrtt_send(port: QueuingPortId, msg: &[u8]) -> Result<(), String> {
+    // Never full (one message in flight); the time-out only covers a slow credit return.
+    send_queuing_message(port, msg, 1_000_000_000).map_err(apex_err("SEND_QUEUING_MESSAGE"))
+}
+
+fn qrtt_ping(a: &PeerArgs) -> Result<Vec<u64>, String> {
+    let ping = get_queuing_port_id("QPING").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let pong = get_queuing_port_id("QPONG").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let mut msg = vec![0x5au8; a.size];
+    let mut buf = vec![0u8; a.size];
+    time_rounds(a, |i| {
+        put_seq(&mut msg, i);
+        qrtt_send(ping, &msg)?;
+        let n = qrtt_recv(a, pong, &mut buf)?;
+        check_order(&buf[..n], i)
+    })
+}
+
+fn qrtt_pong(a: &PeerArgs) -> Result<(), String> {
+    let ping = get_queuing_port_id("QPING").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let pong = get_queuing_port_id("QPONG").map_err(apex_err("GET_QUEUING_PORT_ID"))?;
+    let mut buf = vec![0u8; a.size];
+    let mut sw = EchoSwitches::new(a);
+    for i in 1..=a.warmup + a.iters {
+        sw.before(i);
+        let n = qrtt_recv(a, ping, &mut buf)?;
+        check_order(&buf[..n], i)?;
+        qrtt_send(pong, &buf[..n])?;
     }
     sw.print()
 }

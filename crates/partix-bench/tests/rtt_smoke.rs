@@ -13,6 +13,7 @@ fn args() -> RttArgs {
         transports: vec!["one-sided".into()],
         modes: vec!["spin".into(), "poll".into(), "park".into(), "block".into()],
         gap_us: 0,
+        queuing_rtt: true,
         plot: None,
         no_iceoryx2: true,
         queue_messages: 5_000,
@@ -30,6 +31,11 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("one-sided", "poll"),
         ("one-sided", "park"),
         ("one-sided", "block"),
+        // The same ping-pong through queuing ports.
+        ("one-sided queuing", "spin"),
+        ("one-sided queuing", "poll"),
+        ("one-sided queuing", "park"),
+        ("one-sided queuing", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
         ("raw UDP", "spin"),
@@ -111,6 +117,12 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     );
     assert!(rep.text.contains("one-sided queuing port, batches of"));
     assert!(rep.text.contains("one-sided spin 16 B vs raw copy: p50"));
+    assert!(
+        rep.text
+            .contains("one-sided queuing spin 16 B vs one-sided (sampling): p50"),
+        "{}",
+        rep.text
+    );
     for (name, r) in &rep.queue {
         assert!(
             r.as_ref().is_ok_and(|q| q.rounds == 2
@@ -151,6 +163,7 @@ fn with_a_gap_the_park_class_parks() {
     a.rounds = 1;
     a.modes = vec!["park".into()];
     a.queue_messages = 0;
+    a.queuing_rtt = false;
     a.gap_us = 3_000;
     let rep = measure(&a).expect("bench runs");
     for name in ["one-sided", "raw UDP", "raw TCP"] {
