@@ -483,6 +483,19 @@ impl QueueManager {
 /// message held back for lack of RX room (a sender ignoring its credits) is retried every
 /// millisecond).
 pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
+    run_manager_with(manager, stop, || false)
+}
+
+/// [`run_manager`] with an idle hook: when there is nothing to move, `idle()` is called first; if
+/// it returns true (it waited by other means, e.g. while the receiver polls and moves messages
+/// itself under the lock), the manager runs again instead of parking on the doorbell. A parked
+/// manager makes every send cost a `futex_wake`; one that is not parked costs the sender a fence
+/// and a load.
+pub fn run_manager_with(
+    manager: &Mutex<QueueManager>,
+    stop: &AtomicBool,
+    mut idle: impl FnMut() -> bool,
+) {
     let (doorbell, probe) = {
         let m = manager.lock().unwrap_or_else(|e| e.into_inner());
         // A second consumer handle that never pops: it only reads the counters.
@@ -497,6 +510,9 @@ pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
         };
         if pending {
             std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        if idle() {
             continue;
         }
         doorbell.park_until(Some(Instant::now() + Duration::from_secs(1)), || {

@@ -25,7 +25,7 @@ use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{Flags, ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
 use partix_shm::twoqueue::{
-    run_manager, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
+    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
 use partix_shm::twosided::{run_shared_with, NetworkManager, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Notifier, RecvMode, Region};
@@ -176,17 +176,18 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
         .map_err(|e| format!("cannot start the network manager thread: {e}"))
 }
 
-/// A two-sided sampling manager shared by its thread and the port's reader, which helps it.
+/// A two-sided manager (sampling: [`NetworkManager`]; queuing: [`QueueManager`]) shared by its
+/// thread and the port's receiver, which helps it.
 ///
-/// While the reader polls (it calls `Helped::help` on every poll), the manager thread does not
-/// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the writer then finds
-/// nobody parked on the doorbell and makes no system call, and the reader moves each message
-/// itself (no thread hop). When the reader stops polling (a slice without help) or goes to sleep
-/// (it kicks the manager), the manager parks on the doorbell again: messages are then delivered
-/// event-driven, by the manager.
+/// While the receiver polls (it calls `Helped::help` on every poll), the manager thread does not
+/// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the sender then finds
+/// nobody parked on the doorbell and makes no system call, and the receiver moves each message
+/// itself (no thread hop). When the receiver stops polling (a slice without help) or goes to
+/// sleep (it kicks the manager), the manager parks on the doorbell again: messages are then
+/// delivered event-driven, by the manager.
 #[derive(Debug)]
-pub struct Helped {
-    manager: Mutex<NetworkManager>,
+pub struct Helped<M> {
+    manager: Mutex<M>,
     /// Help calls so far.
     helps: AtomicU64,
     /// Readers asleep in a blocking wait (the manager must watch the doorbell).
@@ -198,14 +199,54 @@ pub struct Helped {
 /// How long a helped manager sleeps before it checks whether the reader still polls.
 pub const HELPED_SLICE: Duration = Duration::from_micros(500);
 
-impl Helped {
+/// The manager's one round of moving, which a helping receiver runs too.
+pub trait MoveOnce {
+    /// Move what can be moved now.
+    fn move_once(&mut self);
+}
+
+impl MoveOnce for NetworkManager {
+    #[inline]
+    fn move_once(&mut self) {
+        self.run_once();
+    }
+}
+
+impl MoveOnce for QueueManager {
+    #[inline]
+    fn move_once(&mut self) {
+        self.run_once();
+    }
+}
+
+impl<M: MoveOnce> Helped<M> {
+    fn new(manager: M) -> Helped<M> {
+        Helped {
+            manager: Mutex::new(manager),
+            helps: AtomicU64::new(0),
+            parked: AtomicU32::new(0),
+            kick: AtomicU32::new(0),
+        }
+    }
+
     /// Move what can be moved now, if the manager's lock is free.
     #[inline]
     fn help(&self) {
         self.helps.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut m) = self.manager.try_lock() {
-            m.run_once();
+            m.move_once();
         }
+    }
+
+    /// Run `sleep` (a receiver's blocking wait) with the manager watching the doorbell
+    /// meanwhile: a receiver going to sleep no longer helps.
+    fn asleep<T>(&self, sleep: impl FnOnce() -> T) -> T {
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        self.kick.fetch_add(1, Ordering::SeqCst);
+        futex::wake_all(&self.kick);
+        let r = sleep();
+        self.parked.fetch_sub(1, Ordering::SeqCst);
+        r
     }
 
     /// The manager's idle hook: sleep a slice locally while the reader polls and helps.
@@ -309,7 +350,7 @@ pub enum SamplingDestination {
     OneSided(SamplingReader),
     /// The RX ring and its manager (the manager thread runs in this partition; a polling reader
     /// helps it, see [`SamplingDestination::read`]).
-    TwoSided(TwoSidedReceiver, Arc<Helped>),
+    TwoSided(TwoSidedReceiver, Arc<Helped<NetworkManager>>),
     /// The port's socket.
     Socket(socket::SampleRx),
 }
@@ -332,14 +373,9 @@ impl SamplingDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let h = Arc::new(Helped {
-                    manager: Mutex::new(
-                        NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
-                    ),
-                    helps: AtomicU64::new(0),
-                    parked: AtomicU32::new(0),
-                    kick: AtomicU32::new(0),
-                });
+                let h = Arc::new(Helped::new(
+                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
+                ));
                 let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
                 let h2 = h.clone();
                 spawn_manager(&port.desc.name, move || {
@@ -475,12 +511,9 @@ impl SamplingDestination {
                     if i >= spins {
                         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
                         // Going to sleep: the manager must watch the doorbell again.
-                        h.parked.fetch_add(1, Ordering::SeqCst);
-                        h.kick.fetch_add(1, Ordering::SeqCst);
-                        futex::wake_all(&h.kick);
-                        let r = r.wait_newer_or(buf, last_seq, RecvMode::Blocking, left, stop);
-                        h.parked.fetch_sub(1, Ordering::SeqCst);
-                        return r;
+                        return h.asleep(|| {
+                            r.wait_newer_or(buf, last_seq, RecvMode::Blocking, left, stop)
+                        });
                     }
                     i += 1;
                     if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -633,8 +666,9 @@ impl QueueSource {
 pub enum QueueDestination {
     /// The consumer of the ring and the space notifier.
     OneSided(RingConsumer, Notifier),
-    /// The RX ring and the manager (shared with its thread, for CLEAR).
-    TwoSided(QueueReceiver, Arc<Mutex<QueueManager>>),
+    /// The RX ring and the manager, shared with its thread: the receiver helps it (moves the
+    /// TX messages itself while it polls) and uses it for CLEAR.
+    TwoSided(QueueReceiver, Arc<Helped<QueueManager>>),
     /// Frames, acknowledged in batches.
     Socket(socket::QueueRx),
 }
@@ -658,14 +692,17 @@ impl QueueDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let m = Arc::new(Mutex::new(
+                let h = Arc::new(Helped::new(
                     QueueManager::attach(tx.clone(), rx.clone()).map_err(|e| err(port, e))?,
                 ));
                 let r = QueueReceiver::attach(tx, rx).map_err(|e| err(port, e))?;
-                let m2 = m.clone();
-                spawn_manager(&port.desc.name, move || run_manager(&m2, &NEVER))
-                    .map_err(|e| err(port, e))?;
-                QueueDestination::TwoSided(r, m)
+                let h2 = h.clone();
+                spawn_manager(&port.desc.name, move || {
+                    let mut seen = h2.helps.load(Ordering::Relaxed);
+                    run_manager_with(&h2.manager, &NEVER, || h2.idle(&mut seen))
+                })
+                .map_err(|e| err(port, e))?;
+                QueueDestination::TwoSided(r, h)
             }
             t @ (Transport::Udp | Transport::Tcp) => {
                 let s = sockets(port, t.socket_kind().expect("socket"))?
@@ -694,10 +731,10 @@ impl QueueDestination {
                     limit: 0,
                 }
             }
-            QueueDestination::TwoSided(r, _) => QueueWaiter::Ring {
-                probe: RingProbe::Consumer(r.probe().map_err(|e| err(port, e))?),
+            QueueDestination::TwoSided(r, h) => QueueWaiter::Helped {
+                probe: r.probe().map_err(|e| err(port, e))?,
                 notifier: r.data().clone(),
-                limit: 0,
+                helped: h.clone(),
             },
             QueueDestination::Socket(s) => {
                 QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?)
@@ -718,7 +755,11 @@ impl QueueDestination {
                 space.notify();
                 Ok(n)
             }
-            QueueDestination::TwoSided(r, _) => r.try_recv(buf),
+            QueueDestination::TwoSided(r, h) => {
+                // Move what the sender queued (the manager thread does when nobody polls).
+                h.help();
+                r.try_recv(buf)
+            }
             QueueDestination::Socket(r) => r.try_recv(buf),
         }
     }
@@ -770,8 +811,8 @@ impl QueueDestination {
     pub fn len(&mut self) -> usize {
         match self {
             QueueDestination::OneSided(c, _) => c.len(),
-            QueueDestination::TwoSided(r, m) => {
-                let held = m.lock().map(|m| m.undelivered()).unwrap_or(0);
+            QueueDestination::TwoSided(r, h) => {
+                let held = h.manager.lock().map(|m| m.undelivered()).unwrap_or(0);
                 r.len() + held
             }
             QueueDestination::Socket(r) => r.len(),
@@ -790,8 +831,8 @@ impl QueueDestination {
                 c.clear();
                 space.notify();
             }
-            QueueDestination::TwoSided(r, m) => {
-                let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+            QueueDestination::TwoSided(r, h) => {
+                let mut m = h.manager.lock().unwrap_or_else(|e| e.into_inner());
                 m.clear();
                 r.clear();
             }
@@ -822,6 +863,16 @@ pub enum QueueWaiter {
         /// `MaxNbMessages` (source) or 0 (destination).
         limit: usize,
     },
+    /// A two-sided destination: the RX ring's probe and data notifier, and the manager, which a
+    /// polling waiter helps (it moves the TX messages itself).
+    Helped {
+        /// Counts the delivered messages.
+        probe: RingConsumer,
+        /// Where the waiter parks.
+        notifier: Notifier,
+        /// The manager shared with its thread.
+        helped: Arc<Helped<QueueManager>>,
+    },
     /// A two-sided source waiting for credit.
     Credit(QueueSenderProbe),
     /// A socket endpoint.
@@ -842,6 +893,10 @@ impl QueueWaiter {
                 probe: RingProbe::Consumer(c),
                 ..
             } => !c.is_empty(),
+            QueueWaiter::Helped { probe, helped, .. } => {
+                helped.help();
+                !probe.is_empty()
+            }
             QueueWaiter::Credit(p) => p.has_credit(),
             QueueWaiter::Socket(s) => s.ready(),
         }
@@ -858,6 +913,7 @@ impl QueueWaiter {
                 probe: RingProbe::Consumer(c),
                 ..
             } => c.len(),
+            QueueWaiter::Helped { probe, .. } => probe.len(),
             QueueWaiter::Credit(p) => p.in_flight() as usize,
             QueueWaiter::Socket(s) => s.len(),
         }
@@ -873,6 +929,10 @@ impl QueueWaiter {
     pub fn park_until(&self, deadline: Option<Instant>, ready: impl FnMut() -> bool) -> bool {
         match self {
             QueueWaiter::Ring { notifier, .. } => notifier.park_until(deadline, ready),
+            // Going to sleep: the manager must watch the doorbell again.
+            QueueWaiter::Helped {
+                notifier, helped, ..
+            } => helped.asleep(|| notifier.park_until(deadline, ready)),
             QueueWaiter::Credit(p) => p.space().park_until(deadline, ready),
             QueueWaiter::Socket(s) => s.park_until(deadline, ready),
         }
@@ -881,9 +941,85 @@ impl QueueWaiter {
     /// Wake a parked waiter of this side so it re-checks (sockets re-check every slice).
     pub fn kick(&self) {
         match self {
-            QueueWaiter::Ring { notifier, .. } => notifier.notify(),
+            QueueWaiter::Ring { notifier, .. } | QueueWaiter::Helped { notifier, .. } => {
+                notifier.notify()
+            }
             QueueWaiter::Credit(p) => p.space().notify(),
             QueueWaiter::Socket(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use partix_shm::twoqueue::QueueShape;
+
+    /// A two-sided queue's regions, its source, and its destination with a manager that no
+    /// thread runs: whatever moves a message must be the receiver's own help.
+    fn unmanaged_two_sided_queue() -> (QueueSender, QueueDestination, QueueWaiter) {
+        let shape = QueueShape::new(64, 4).unwrap();
+        let tx = Arc::new(Region::create("partix-helped-tx", shape.tx_size_bytes()).unwrap());
+        let rx = Arc::new(Region::create("partix-helped-rx", shape.rx_size_bytes()).unwrap());
+        shape.init(&tx, &rx).unwrap();
+        let h = Arc::new(Helped::new(
+            QueueManager::attach(tx.clone(), rx.clone()).unwrap(),
+        ));
+        let r = QueueReceiver::attach(tx.clone(), rx).unwrap();
+        let w = QueueWaiter::Helped {
+            probe: r.probe().unwrap(),
+            notifier: r.data().clone(),
+            helped: h.clone(),
+        };
+        (
+            QueueSender::attach(tx, 4).unwrap(),
+            QueueDestination::TwoSided(r, h),
+            w,
+        )
+    }
+
+    /// A receive moves what the sender queued itself (no thread hop to the manager), in order,
+    /// and returns the credit.
+    #[test]
+    fn a_two_sided_queuing_receive_helps_the_manager() {
+        let (mut s, mut d, _) = unmanaged_two_sided_queue();
+        let mut buf = [0u8; 64];
+        assert_eq!(d.try_recv(&mut buf), Err(PopError::Empty));
+        for i in 0..4u8 {
+            s.try_send(&[i; 10]).unwrap();
+        }
+        assert_eq!(s.try_send(&[9; 10]), Err(PushError::Full));
+        for i in 0..4u8 {
+            assert_eq!(d.try_recv(&mut buf), Ok(10));
+            assert_eq!(buf[..10], [i; 10]);
+        }
+        assert_eq!(d.try_recv(&mut buf), Err(PopError::Empty));
+        // The receives returned the credit.
+        s.try_send(&[5; 3]).unwrap();
+        assert_eq!(d.len(), 1);
+    }
+
+    /// A waiter polling a two-sided destination sees a message the manager thread never moved
+    /// (its readiness check helps), and a waiter going to sleep tells the manager to watch the
+    /// doorbell again while it sleeps.
+    #[test]
+    fn a_polling_two_sided_queuing_waiter_helps_and_a_sleeping_one_does_not() {
+        let (mut s, mut d, w) = unmanaged_two_sided_queue();
+        assert!(!w.ready());
+        s.try_send(b"hello").unwrap();
+        assert!(w.ready());
+        assert_eq!(w.len(), 1);
+        let mut buf = [0u8; 64];
+        assert_eq!(d.try_recv(&mut buf), Ok(5));
+        let QueueWaiter::Helped { helped, .. } = &w else {
+            unreachable!()
+        };
+        let parked_meanwhile = helped.asleep(|| helped.parked.load(Ordering::SeqCst));
+        assert_eq!(parked_meanwhile, 1);
+        assert_eq!(helped.parked.load(Ordering::SeqCst), 0);
+        // Nothing came: a park with a deadline returns false, and leaves no sleeper counted.
+        let t0 = Instant::now();
+        assert!(!w.park_until(Some(t0 + Duration::from_millis(20)), || w.ready()));
+        assert_eq!(helped.parked.load(Ordering::SeqCst), 0);
     }
 }
