@@ -230,9 +230,14 @@ impl<M: MoveOnce> Helped<M> {
     }
 
     /// Move what can be moved now, if the manager's lock is free.
+    ///
+    /// Inside a critical section of the partition runtime (control signals deferred): a
+    /// receiver's waiter helps outside the port's lock, and a process stopped (APEX STOP) while
+    /// it held the manager's lock would stop the manager thread for good.
     #[inline]
     fn help(&self) {
         self.helps.fetch_add(1, Ordering::Relaxed);
+        let _section = crate::partition::defer_control();
         if let Ok(mut m) = self.manager.try_lock() {
             m.move_once();
         }
