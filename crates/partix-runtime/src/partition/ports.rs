@@ -905,8 +905,11 @@ impl QueuingPort {
         let (priority, process) = waiting_caller()?;
         let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);
         let deadline = deadline_of(timeout);
-        // Outside the port lock (it takes the runtime lock).
-        rt().set_resource_wait(true);
+        // The caller shows WAITING from its first sleep, or once it has spun for UNMARKED_SPIN
+        // (as `wait_sampling_message` does): a message or room that comes that soon costs no
+        // update of the process table (the runtime lock, twice). Its place in the port's queue
+        // is taken at once, so the queuing discipline is the same either way.
+        let mut marked = false;
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
@@ -919,19 +922,31 @@ impl QueuingPort {
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.waiter.kick();
-        let r = self.wait_queued(st, ticket, deadline, op);
-        rt().set_resource_wait(false);
+        let r = self.wait_queued(st, ticket, deadline, op, &mut marked);
+        if marked {
+            rt().set_resource_wait(false);
+        }
         r
     }
 
-    /// The waiting part of [`QueuingPort::wait_for`]: the caller holds `ticket` in the queue.
+    /// The waiting part of [`QueuingPort::wait_for`]: the caller holds `ticket` in the queue;
+    /// `marked`: whether it shows WAITING yet (set before any sleep, and after UNMARKED_SPIN of
+    /// spinning; only ever outside the port lock, since it takes the runtime lock).
     fn wait_queued<'a>(
         &'a self,
         mut st: PortGuard<'a, QueuingState>,
         ticket: u64,
         deadline: Option<Instant>,
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
+        marked: &mut bool,
     ) -> ApexResult<usize> {
+        let mark = |marked: &mut bool| {
+            if !*marked {
+                rt().set_resource_wait(true);
+                *marked = true;
+            }
+        };
+        let spin_start = Instant::now();
         loop {
             st.waiters.retain(Waiter::alive);
             let is_head = self.head(&st) == Some(ticket);
@@ -974,12 +989,19 @@ impl QueuingPort {
                     }
                     std::hint::spin_loop();
                     i += 1;
-                    if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
-                        done = true;
-                        break;
+                    if i.is_multiple_of(1024) {
+                        let now = Instant::now();
+                        if deadline.is_some_and(|d| now >= d) {
+                            done = true;
+                            break;
+                        }
+                        if now.duration_since(spin_start) >= UNMARKED_SPIN {
+                            mark(marked);
+                        }
                     }
                 }
                 if !done {
+                    mark(marked);
                     self.waiter.park_until(deadline, ready);
                 }
                 st = lock(&self.state);
@@ -992,6 +1014,7 @@ impl QueuingPort {
                 // Wait without the lock (and so without deferring control signals).
                 let w = self.wake.load(Ordering::Acquire);
                 drop(st);
+                mark(marked);
                 futex::wait(&self.wake, w, Some(left));
                 st = lock(&self.state);
             }
