@@ -874,8 +874,15 @@ impl QueueRx {
     }
 
     fn drain(&mut self) {
+        while self.count < self.limit && self.take_frame() {}
+        self.counters.a.store(self.count as u64, Ordering::Release);
+    }
+
+    /// Buffer the next message waiting on the socket, if any; return whether there may be more
+    /// (false once a receive found nothing).
+    fn take_frame(&mut self) -> bool {
         let max = self.sock.max;
-        while self.count < self.limit {
+        loop {
             match self.sock.recv_frame(&mut self.scratch) {
                 Recv::Frame(h) if h.len > 0 => {
                     let i = (self.head + self.count) % self.limit;
@@ -884,12 +891,12 @@ impl QueueRx {
                         .copy_from_slice(&self.scratch[HEADER_LEN..HEADER_LEN + len]);
                     self.lens[i] = h.len;
                     self.count += 1;
+                    return true;
                 }
                 Recv::Frame(_) => self.sock.dropped += 1,
-                Recv::Nothing => break,
+                Recv::Nothing => return false,
             }
         }
-        self.counters.a.store(self.count as u64, Ordering::Release);
     }
 
     fn send_ack(&mut self) {
@@ -911,7 +918,10 @@ impl QueueRx {
     /// [`PopError::Empty`] or [`PopError::BufferTooSmall`] (the message stays).
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
         if self.count == 0 {
-            self.drain();
+            // One message is all this call needs (FIFO: whatever comes next is next in order):
+            // no receive that would only answer EAGAIN on the path of every message.
+            self.take_frame();
+            self.counters.a.store(self.count as u64, Ordering::Release);
             if self.count == 0 {
                 self.send_ack();
                 return Err(PopError::Empty);
@@ -1327,6 +1337,35 @@ mod tests {
                 assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
             }
         }
+    }
+
+    /// A udp queuing receive takes one datagram from the socket per message it returns (FIFO:
+    /// the next one is the next in order), so a delivered message costs no receive that only
+    /// answers EAGAIN; the others stay in the socket, in order, and the status still counts them.
+    #[test]
+    fn a_udp_queuing_receive_takes_one_datagram_per_message() {
+        let (a, b) = pair(SocketKind::Udp, 8, 4);
+        let mut tx = QueueTx::new(a, 4);
+        let mut rx = QueueRx::new(b, 4);
+        for i in 0..3u8 {
+            tx.try_send(&[i]).unwrap();
+        }
+        let w = rx.waiter().unwrap();
+        assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
+        // Loopback has delivered all three long before this (so a receive that drained the
+        // socket would have buffered the other two).
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = [0u8; 8];
+        assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0));
+        assert_eq!(
+            rx.count, 0,
+            "only the message returned was taken from the socket"
+        );
+        assert_eq!(rx.len(), 2);
+        for i in 1..3u8 {
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), i));
+        }
+        assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
     }
 
     #[test]
