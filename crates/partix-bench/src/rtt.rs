@@ -375,19 +375,23 @@ fn pair_timeout(args: &RttArgs) -> Duration {
     Duration::from_secs(10) + Duration::from_micros(200) * (args.iters + args.warmup) as u32
 }
 
-/// The module configuration of one (transport, size) ping-pong: partitions A and B, channels
-/// PING (A→B) and PONG (B→A) with `partix:Transport`.
-pub fn sampling_module_xml(transport: &str, size: usize) -> String {
-    let chan = |id: u32, name: &str, src: (u32, &str), dst: (u32, &str)| {
-        format!(
-            r#"    <Channel ChannelIdentifier="{id}" ChannelName="{name}" partix:Transport="{transport}">
+/// One `<Channel>` of a generated module: port `name` of partition `src` (identifier, name) to
+/// the port of the same name of `dst`, over `transport`.
+fn channel_xml(transport: &str, id: u32, name: &str, src: (u32, &str), dst: (u32, &str)) -> String {
+    format!(
+        r#"    <Channel ChannelIdentifier="{id}" ChannelName="{name}" partix:Transport="{transport}">
       <Source><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Source>
       <Destination><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Destination>
     </Channel>
 "#,
-            src.0, src.1, dst.0, dst.1
-        )
-    };
+        src.0, src.1, dst.0, dst.1
+    )
+}
+
+/// The module configuration of one (transport, size) ping-pong: partitions A and B, channels
+/// PING (A→B) and PONG (B→A) with `partix:Transport`.
+pub fn sampling_module_xml(transport: &str, size: usize) -> String {
+    let chan = |id, name, src, dst| channel_xml(transport, id, name, src, dst);
     let ports_a = format!(
         r#"    <Sampling_Port Name="PING" MaxMessageSize="{size}" Direction="SOURCE" RefreshRateSeconds="1"/>
     <Sampling_Port Name="PONG" MaxMessageSize="{size}" Direction="DESTINATION" RefreshRateSeconds="1"/>
@@ -411,16 +415,7 @@ pub fn queuing_rtt_module_xml(transport: &str, size: usize) -> String {
 "#
         )
     };
-    let chan = |id: u32, name: &str, src: (u32, &str), dst: (u32, &str)| {
-        format!(
-            r#"    <Channel ChannelIdentifier="{id}" ChannelName="{name}" partix:Transport="{transport}">
-      <Source><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Source>
-      <Destination><Standard_Partition PartitionIdentifier="{}" PartitionName="{}" PortName="{name}"/></Destination>
-    </Channel>
-"#,
-            src.0, src.1, dst.0, dst.1
-        )
-    };
+    let chan = |id, name, src, dst| channel_xml(transport, id, name, src, dst);
     let ports_a = port("QPING", "SOURCE") + &port("QPONG", "DESTINATION");
     let ports_b = port("QPING", "DESTINATION") + &port("QPONG", "SOURCE");
     let channels = chan(1, "QPING", (1, "A"), (2, "B")) + &chan(2, "QPONG", (2, "B"), (1, "A"));
@@ -1719,6 +1714,19 @@ mod tests {
                 q.partitions[1].queuing_ports[0].max_nb_messages,
                 QUEUE_DEPTH
             );
+            let r = partix_config::parse_str(&queuing_rtt_module_xml(t, 56), None).unwrap();
+            assert_eq!(r.channels.len(), 2);
+            assert!(r
+                .channels
+                .iter()
+                .all(|c| c.transport.as_deref() == Some(*t)));
+            for p in &r.partitions {
+                assert_eq!(p.queuing_ports.len(), 2);
+                assert!(p
+                    .queuing_ports
+                    .iter()
+                    .all(|q| q.max_message_size == 56 && q.max_nb_messages == QRTT_DEPTH));
+            }
         }
     }
 
