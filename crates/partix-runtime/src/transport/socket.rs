@@ -440,6 +440,16 @@ impl FrameSocket {
         }
     }
 
+    /// TCP: return whether a complete frame is already in this side's stream buffer (read from
+    /// the socket, so invisible to `poll`); UDP: never.
+    fn frame_buffered(&self) -> bool {
+        match &self.io {
+            Io::Udp(_) => false,
+            Io::Tcp(_) => FrameRepr::parse(&self.rx[..self.rx_len])
+                .is_some_and(|h| self.rx_len >= HEADER_LEN + h.len as usize),
+        }
+    }
+
     /// Return a second handle on the socket (for waiting without the endpoint).
     ///
     /// # Errors
@@ -919,8 +929,12 @@ impl QueueRx {
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
         if self.count == 0 {
             // One message is all this call needs (FIFO: whatever comes next is next in order):
-            // no receive that would only answer EAGAIN on the path of every message.
-            self.take_frame();
+            // no receive that would only answer EAGAIN on the path of every message. Over TCP
+            // a read may have brought more frames into the stream buffer, where the waiter
+            // (which polls the socket) cannot see them: those are taken too (no system call).
+            if self.take_frame() {
+                while self.count < self.limit && self.sock.frame_buffered() && self.take_frame() {}
+            }
             self.counters.a.store(self.count as u64, Ordering::Release);
             if self.count == 0 {
                 self.send_ack();
