@@ -1382,6 +1382,33 @@ mod tests {
         assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
     }
 
+    /// Over TCP one read can bring several frames into the stream buffer, where the waiter
+    /// (which polls the socket) cannot see them: a receive takes them all, so a waiter never
+    /// sleeps while a message waits in the buffer.
+    #[test]
+    fn a_tcp_queuing_receive_leaves_no_frame_unseen_by_the_waiter() {
+        let (a, b) = pair(SocketKind::Tcp, 8, 4);
+        let mut tx = QueueTx::new(a, 4);
+        let mut rx = QueueRx::new(b, 4);
+        for i in 0..3u8 {
+            tx.try_send(&[i]).unwrap();
+        }
+        let w = rx.waiter().unwrap();
+        assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
+        // Loopback has delivered all three long before this: one read brings them all.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = [0u8; 8];
+        assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0));
+        for i in 1..3u8 {
+            assert!(
+                w.ready(),
+                "message {i} waits where the waiter cannot see it"
+            );
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), i));
+        }
+        assert!(!w.ready());
+    }
+
     #[test]
     fn queue_credits_block_the_source_until_acks_arrive() {
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
