@@ -1353,22 +1353,27 @@ mod tests {
         }
     }
 
-    /// A udp queuing receive takes one datagram from the socket per message it returns (FIFO:
-    /// the next one is the next in order), so a delivered message costs no receive that only
-    /// answers EAGAIN; the others stay in the socket, in order, and the status still counts them.
-    #[test]
-    fn a_udp_queuing_receive_takes_one_datagram_per_message() {
-        let (a, b) = pair(SocketKind::Udp, 8, 4);
+    /// A queuing channel over `kind` with messages 0, 1, 2 sent and, by the time this returns,
+    /// delivered to the destination's socket (loopback delivers long before the 50 ms pause).
+    fn three_queued(kind: SocketKind) -> (QueueRx, QueueTx, SocketWaiter) {
+        let (a, b) = pair(kind, 8, 4);
         let mut tx = QueueTx::new(a, 4);
-        let mut rx = QueueRx::new(b, 4);
+        let rx = QueueRx::new(b, 4);
         for i in 0..3u8 {
             tx.try_send(&[i]).unwrap();
         }
         let w = rx.waiter().unwrap();
         assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
-        // Loopback has delivered all three long before this (so a receive that drained the
-        // socket would have buffered the other two).
         std::thread::sleep(Duration::from_millis(50));
+        (rx, tx, w)
+    }
+
+    /// A udp queuing receive takes one datagram from the socket per message it returns (FIFO:
+    /// the next one is the next in order), so a delivered message costs no receive that only
+    /// answers EAGAIN; the others stay in the socket, in order, and the status still counts them.
+    #[test]
+    fn a_udp_queuing_receive_takes_one_datagram_per_message() {
+        let (mut rx, _tx, _) = three_queued(SocketKind::Udp);
         let mut buf = [0u8; 8];
         assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0));
         assert_eq!(
@@ -1387,16 +1392,7 @@ mod tests {
     /// sleeps while a message waits in the buffer.
     #[test]
     fn a_tcp_queuing_receive_leaves_no_frame_unseen_by_the_waiter() {
-        let (a, b) = pair(SocketKind::Tcp, 8, 4);
-        let mut tx = QueueTx::new(a, 4);
-        let mut rx = QueueRx::new(b, 4);
-        for i in 0..3u8 {
-            tx.try_send(&[i]).unwrap();
-        }
-        let w = rx.waiter().unwrap();
-        assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
-        // Loopback has delivered all three long before this: one read brings them all.
-        std::thread::sleep(Duration::from_millis(50));
+        let (mut rx, _tx, w) = three_queued(SocketKind::Tcp);
         let mut buf = [0u8; 8];
         assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0));
         for i in 1..3u8 {
