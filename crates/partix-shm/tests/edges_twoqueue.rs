@@ -28,7 +28,7 @@ const LEN: &str = "PARTIX_SHM_LEN";
 const CHILD_FD: i32 = 3;
 const TEST: &str = "edges_two_sided_queue_survives_manager_kills";
 /// Messages in the stream.
-const N: u32 = 5_000;
+const N: u32 = 10_000;
 /// Largest message: large copies make the manager spend its time inside moves.
 const MAX: usize = 16 * 1024;
 const LIMIT: u32 = 8;
