@@ -1490,8 +1490,15 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         let rd = rep.rounds((t, mode), Some((base2, bm)), size, |x, y| {
                             (x as f64 - y as f64) / 1000.0
                         });
+                        // Opposite tcp sampling channels share one connection (the
+                        // channel set pairs them); udp channels each have their pair.
+                        let how = if t == "udp" {
+                            "one per direction, as two udp channels"
+                        } else {
+                            "one per direction, as unpaired tcp channels"
+                        };
                         lines.push(format!(
-                            "{t} {mode} {size} B vs {base2} (one per direction, like two one-way channels): p50 {:.2}x ({:+.2} µs{})",
+                            "{t} {mode} {size} B vs {base2} ({how}): p50 {:.2}x ({:+.2} µs{})",
                             ratio(ts.p50, b.p50),
                             (ts.p50 as f64 - b.p50 as f64) / 1000.0,
                             rd.map_or(String::new(), |s| format!(

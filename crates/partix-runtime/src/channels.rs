@@ -18,6 +18,14 @@
 //!   regions; destination: `TX, RX`.
 //! - **udp / tcp**: per destination a connected socket pair on 127.0.0.1
 //!   ([`crate::transport::socket::socket_pair`]); each end gets its socket.
+//!   **Opposite tcp sampling channels share one connection** ([`reverse_tcp_pairs`]): a
+//!   sampling channel `P/X -> Q/Y` and one `Q/V -> P/W` (one destination each, both `tcp`) are
+//!   carried by the two directions of one connection, so each direction holds exactly one
+//!   channel's frames and the acknowledgement of a request rides on the reply. On a one-way
+//!   connection every small segment is answered by a pure ACK of its own (4 segments per round
+//!   trip against 2), which made a tcp request/reply round trip ~1.6x raw TCP's
+//!   (`docs/bench-rtt.md`, session 7). Queuing channels are not paired (their destination
+//!   sends credits back on the connection), nor is udp (no ACKs to save; measured no gain).
 //! - **Unconnected port**: a port of the configuration that no channel uses gets a private
 //!   one-sided region of its kind (writes go nowhere; reads find nothing), so creating it still
 //!   succeeds.
@@ -292,6 +300,58 @@ fn two_sided_queuing(
     ))
 }
 
+/// Return, per channel of `module` (same order), the index of the channel whose connection it
+/// shares, if any: sampling channels with one destination, both `tcp`, going opposite ways
+/// between the same two partitions, paired in configuration order (each channel at most once).
+pub fn reverse_tcp_pairs(module: &Module, transports: &[Transport]) -> Vec<Option<usize>> {
+    let pairable = |i: usize| {
+        let c = &module.channels[i];
+        transports[i] == Transport::Tcp
+            && c.kind == ChannelKind::Sampling
+            && c.destinations.len() == 1
+            && module.partition_index(c.source.partition).is_some()
+            && module
+                .partition_index(c.destinations[0].partition)
+                .is_some()
+    };
+    let mut partner = vec![None; module.channels.len()];
+    for i in 0..module.channels.len() {
+        if partner[i].is_some() || !pairable(i) {
+            continue;
+        }
+        let a = &module.channels[i];
+        let found = (i + 1..module.channels.len()).find(|&j| {
+            let b = &module.channels[j];
+            partner[j].is_none()
+                && pairable(j)
+                && b.source.partition == a.destinations[0].partition
+                && b.destinations[0].partition == a.source.partition
+        });
+        if let Some(j) = found {
+            partner[i] = Some(j);
+            partner[j] = Some(i);
+        }
+    }
+    partner
+}
+
+/// The largest message of sampling channel `c`: its source port's, else a destination's.
+fn sampling_max(module: &Module, c: &Channel) -> u32 {
+    module
+        .partition(c.source.partition)
+        .and_then(|p| p.sampling_port(&c.source.port))
+        .map(|p| p.max_message_size)
+        .or_else(|| {
+            c.destinations.iter().find_map(|d| {
+                module
+                    .partition(d.partition)
+                    .and_then(|p| p.sampling_port(&d.port))
+                    .map(|p| p.max_message_size)
+            })
+        })
+        .unwrap_or(1)
+}
+
 impl ChannelSet {
     fn push(&mut self, r: Resource) -> usize {
         self.regions.push(r);
@@ -334,24 +394,16 @@ impl ChannelSet {
         let label = |r: &PortRef| format!("{}/{}", pname(r.partition), r.port);
         // Resource indices of each (partition index, port name) end, with its transport.
         let mut ends: Vec<(End, Transport)> = Vec::new();
-        for (c, &transport) in module.channels.iter().zip(&transports) {
+        let partner = reverse_tcp_pairs(module, &transports);
+        // For the second channel of a pair: (its source's socket, its destination's socket),
+        // made with the first.
+        let mut shared: Vec<Option<(usize, usize)>> = vec![None; module.channels.len()];
+        for (ci, (c, &transport)) in module.channels.iter().zip(&transports).enumerate() {
             let src = &c.source;
             let src_idx = module.partition_index(src.partition);
             match c.kind {
                 ChannelKind::Sampling => {
-                    let max = module
-                        .partition(src.partition)
-                        .and_then(|p| p.sampling_port(&src.port))
-                        .map(|p| p.max_message_size)
-                        .or_else(|| {
-                            c.destinations.iter().find_map(|d| {
-                                module
-                                    .partition(d.partition)
-                                    .and_then(|p| p.sampling_port(&d.port))
-                                    .map(|p| p.max_message_size)
-                            })
-                        })
-                        .unwrap_or(1);
+                    let max = sampling_max(module, c);
                     let mut src_res = Vec::new();
                     for d in &c.destinations {
                         let name = format!("partix-ch{}-{}", c.id.0, label(d));
@@ -374,16 +426,30 @@ impl ChannelSet {
                                 vec![(ti, Access::ReadWrite), (ri, Access::ReadWrite)]
                             }
                             Transport::Udp | Transport::Tcp => {
-                                let kind = transport.socket_kind().expect("socket transport");
-                                let (a, b) =
-                                    socket::socket_pair(kind, max, 4).map_err(|error| {
-                                        ChannelError::Socket {
-                                            port: port.clone(),
-                                            error,
+                                let (ai, bi) =
+                                    match shared[ci] {
+                                        Some(made) => made,
+                                        None => {
+                                            // The first of a pair sizes the buffers for both.
+                                            let max = partner[ci].map_or(max, |j| {
+                                                max.max(sampling_max(module, &module.channels[j]))
+                                            });
+                                            let kind =
+                                                transport.socket_kind().expect("socket transport");
+                                            let (a, b) = socket::socket_pair(kind, max, 4)
+                                                .map_err(|error| ChannelError::Socket {
+                                                    port: port.clone(),
+                                                    error,
+                                                })?;
+                                            let ai = set.push(Resource::Socket(a));
+                                            let bi = set.push(Resource::Socket(b));
+                                            if let Some(j) = partner[ci] {
+                                                // The reverse channel: its source holds `b`.
+                                                shared[j] = Some((bi, ai));
+                                            }
+                                            (ai, bi)
                                         }
-                                    })?;
-                                let ai = set.push(Resource::Socket(a));
-                                let bi = set.push(Resource::Socket(b));
+                                    };
                                 src_res.push((ai, Access::ReadWrite));
                                 vec![(bi, Access::ReadWrite)]
                             }
@@ -1086,6 +1152,89 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{t}: after clear, send {i}: {e}"));
             }
         }
+    }
+
+    /// A request/reply pair of tcp sampling channels rides one connection, both ways.
+    #[test]
+    fn opposite_tcp_sampling_channels_share_one_connection() {
+        use crate::transport::{SamplingDestination, SamplingSource};
+        use partix_shm::RecvMode;
+        let pair_module = |t: &str| {
+            let mut m = module();
+            m.partitions[1]
+                .sampling_ports
+                .push(sp("BACK", PortDirection::Source));
+            m.partitions[0]
+                .sampling_ports
+                .push(sp("BACKIN", PortDirection::Destination));
+            m.channels[0].destinations.truncate(1);
+            m.channels.push(Channel {
+                id: ChannelId(3),
+                name: None,
+                source: pref(2, "BACK"),
+                destinations: vec![pref(1, "BACKIN")],
+                kind: ChannelKind::Sampling,
+                transport: None,
+                location: Location::default(),
+            });
+            for c in &mut m.channels {
+                c.transport = Some(t.into());
+            }
+            m
+        };
+        let (tcp, udp) = (pair_module("tcp"), pair_module("udp"));
+        let ts = [Transport::Tcp; 3];
+        // The queuing channel (index 1) is never paired.
+        assert_eq!(reverse_tcp_pairs(&tcp, &ts), [Some(2), None, Some(0)]);
+        assert_eq!(
+            reverse_tcp_pairs(&udp, &[Transport::Udp; 3]),
+            [None, None, None]
+        );
+        // Two destinations: no longer a pair.
+        let mut multi = pair_module("tcp");
+        multi.channels[0].destinations.push(pref(3, "IN"));
+        assert_eq!(reverse_tcp_pairs(&multi, &ts), [None, None, None]);
+
+        let set = ChannelSet::create(&tcp).unwrap();
+        let udp_set = ChannelSet::create(&udp).unwrap();
+        assert_eq!(set.region_count() + 2, udp_set.region_count());
+        let names =
+            |p: usize| -> Vec<String> { set.ports_of(p).into_iter().map(|d| d.name).collect() };
+        assert_eq!(names(0), ["OUT", "LONELY", "BACKIN", "Q OUT"]);
+        assert_eq!(names(1), ["IN", "BACK", "QIN"]);
+        // A's OUT (600) and BACKIN (603) are the same socket (executive side), and so are B's
+        // IN and BACK.
+        let (fa, fb) = (set.child_fds(0), set.child_fds(1));
+        assert_eq!(fa[0].0, fa[3].0);
+        assert_eq!(fb[0].0, fb[1].0);
+        assert_ne!(fa[0].0, fb[0].0);
+
+        let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+        let mut out = SamplingSource::attach(&a[0]).unwrap();
+        let mut back_in = SamplingDestination::attach(&a[2]).unwrap();
+        let mut inp = SamplingDestination::attach(&b[0]).unwrap();
+        let mut back = SamplingSource::attach(&b[1]).unwrap();
+        let (mut buf, mut last_in, mut last_back) = ([0u8; 40], None, None);
+        let t = Some(Duration::from_secs(10));
+        for i in 0..200u32 {
+            let ping = format!("ping {i}");
+            out.write(ping.as_bytes(), u64::from(i));
+            let ok = inp
+                .wait_newer(&mut buf, last_in, RecvMode::Spin, t)
+                .unwrap();
+            assert_eq!(&buf[..ok.len], ping.as_bytes());
+            last_in = Some(ok.seq);
+            let pong = format!("pong {i} {}", "x".repeat(i as usize % 30));
+            back.write(pong.as_bytes(), u64::from(i));
+            let ok = back_in
+                .wait_newer(&mut buf, last_back, RecvMode::Spin, t)
+                .unwrap();
+            assert_eq!(&buf[..ok.len], pong.as_bytes());
+            last_back = Some(ok.seq);
+        }
+        // Each end still reads only its own channel's newest message.
+        let n = inp.read(&mut buf).unwrap().len;
+        assert_eq!(&buf[..n], b"ping 199");
     }
 
     #[test]
