@@ -227,6 +227,8 @@ pub struct SamplingPortConfig {
     pub direction: PortDirection,
     /// `RefreshRateSeconds`.
     pub refresh_period: Duration,
+    /// `partix:ReceiveMode`: how a process waits on this port (`None`: the runtime's default).
+    pub receive_mode: Option<ReceiveMode>,
     /// Where the element starts.
     pub location: Location,
 }
@@ -242,8 +244,28 @@ pub struct QueuingPortConfig {
     pub direction: PortDirection,
     /// `MaxNbMessages` (> 0).
     pub max_nb_messages: u32,
+    /// `partix:ReceiveMode`: how a process waits on this port (`None`: the runtime's default).
+    pub receive_mode: Option<ReceiveMode>,
     /// Where the element starts.
     pub location: Location,
+}
+
+/// `partix:ReceiveMode` of a port (partix extension): how a process waiting on the port (a
+/// receive, a sampling wait, a queuing send on a full channel) waits. The integrator chooses it
+/// per port, like the transport per channel: spinning burns the partition's CPU for the lowest
+/// latency; blocking frees it at the cost of a kernel wake-up per message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiveMode {
+    /// `spin`: poll the channel until the message or the time-out.
+    Spin,
+    /// `spin-then-park` or `spin-then-park:N`: poll N times (the runtime's default N without
+    /// `:N`), then sleep in the kernel.
+    SpinThenPark {
+        /// Polls before sleeping (`None`: the runtime's default).
+        spins: Option<u32>,
+    },
+    /// `blocking`: sleep in the kernel at once.
+    Blocking,
 }
 
 /// One `Module_Schedule`.

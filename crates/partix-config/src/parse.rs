@@ -13,7 +13,8 @@ use roxmltree::{Attribute, Document, Node};
 use crate::error::ConfigError;
 use crate::model::{
     Criticality, ErrorCode, ErrorLevel, Location, MemoryAccess, MemoryKind, MemoryRequirement,
-    ModuleAction, PartitionAction, PortDirection, QueuingPortConfig, SamplingPortConfig,
+    ModuleAction, PartitionAction, PortDirection, QueuingPortConfig, ReceiveMode,
+    SamplingPortConfig,
 };
 use crate::value::{self, ValueError};
 
@@ -253,7 +254,14 @@ const KNOWN_ELEMENTS: &[&str] = &[
 /// Every partix extension attribute name, per element, for the "put it in the namespace" hint.
 const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity"];
 const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
-const ALL_PARTIX_ATTRS: &[&str] = &["Executable", "Arguments", "Affinity", "Transport"];
+const PARTIX_ATTRS_PORT: &[&str] = &["ReceiveMode"];
+const ALL_PARTIX_ATTRS: &[&str] = &[
+    "Executable",
+    "Arguments",
+    "Affinity",
+    "Transport",
+    "ReceiveMode",
+];
 
 /// Parse state: the document, the file name for errors, and the errors found so far.
 pub(crate) struct Parser<'a, 'i> {
@@ -601,7 +609,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 self.err(
                     loc,
                     format!("unknown partix element <partix:{name}>"),
-                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity on <Partition>, partix:Transport on <Channel>)",
+                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
                 );
             }
             // Elements of other namespaces are implementer extensions: ignored.
@@ -926,17 +934,19 @@ impl<'a, 'i> Parser<'a, 'i> {
         self.check_attrs(
             node,
             &["Name", "MaxMessageSize", "Direction", "RefreshRateSeconds"],
-            &[],
+            PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "nav_state", Self::name);
         let size = self.req(node, "MaxMessageSize", "64", parse_size);
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let refresh = self.req(node, "RefreshRateSeconds", "0.02", Self::seconds);
+        let mode = self.receive_mode(node);
         Some(SamplingPortConfig {
             name: name?.v,
             max_message_size: size?.v,
             direction: dir?.v,
             refresh_period: refresh?.v,
+            receive_mode: mode.ok()?,
             location: self.node_loc(node),
         })
     }
@@ -945,19 +955,32 @@ impl<'a, 'i> Parser<'a, 'i> {
         self.check_attrs(
             node,
             &["Name", "MaxMessageSize", "Direction", "MaxNbMessages"],
-            &[],
+            PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "commands", Self::name);
         let size = self.req(node, "MaxMessageSize", "32", parse_size);
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let nb = self.req(node, "MaxNbMessages", "8", parse_count);
+        let mode = self.receive_mode(node);
         Some(QueuingPortConfig {
             name: name?.v,
             max_message_size: size?.v,
             direction: dir?.v,
             max_nb_messages: nb?.v,
+            receive_mode: mode.ok()?,
             location: self.node_loc(node),
         })
+    }
+
+    /// `partix:ReceiveMode` of a port, if given (`Err` once reported).
+    fn receive_mode(&mut self, node: Node<'a, 'i>) -> Result<Option<ReceiveMode>, ()> {
+        match self.pattr(node, "ReceiveMode") {
+            Some(a) => self
+                .typed(node, a, parse_receive_mode)
+                .ok_or(())
+                .map(|l| Some(l.v)),
+            None => Ok(None),
+        }
     }
 
     fn memory(&mut self, node: Node<'a, 'i>) -> Option<RawMemory> {
@@ -1344,6 +1367,46 @@ fn parse_affinity(s: &str) -> Result<Vec<usize>, ValueError> {
         cpus.push(cpu);
     }
     Ok(cpus)
+}
+
+/// The values of `partix:ReceiveMode` (`spin-then-park` also as `spin-then-park:N`).
+pub const RECEIVE_MODES: &[&str] = &["spin", "spin-then-park", "blocking"];
+
+/// `partix:ReceiveMode`: one of [`RECEIVE_MODES`], or `spin-then-park:N` with N polls (1 ..
+/// 4294967295).
+fn parse_receive_mode(s: &str) -> Result<ReceiveMode, ValueError> {
+    let t = s.trim();
+    match t {
+        "spin" => return Ok(ReceiveMode::Spin),
+        "blocking" => return Ok(ReceiveMode::Blocking),
+        "spin-then-park" => return Ok(ReceiveMode::SpinThenPark { spins: None }),
+        _ => {}
+    }
+    if let Some(n) = t.strip_prefix("spin-then-park:") {
+        return match n.trim().parse::<u32>() {
+            Ok(k) if k > 0 => Ok(ReceiveMode::SpinThenPark { spins: Some(k) }),
+            _ => Err(ValueError {
+                message: format!("`{n}` is not a number of polls"),
+                help: "write spin-then-park:N with N from 1 to 4294967295 (e.g. \
+                       spin-then-park:2000), or `blocking` to sleep at once"
+                    .into(),
+            }),
+        };
+    }
+    let help = match value::closest(t, RECEIVE_MODES) {
+        Some(c) => format!(
+            "did you mean `{c}`? (one of {}, or spin-then-park:N)",
+            RECEIVE_MODES.join(", ")
+        ),
+        None => format!(
+            "use one of {}, or spin-then-park:N",
+            RECEIVE_MODES.join(", ")
+        ),
+    };
+    Err(ValueError {
+        message: format!("unknown receive mode `{t}`"),
+        help,
+    })
 }
 
 /// `partix:Transport`: one of [`TRANSPORTS`].

@@ -145,23 +145,25 @@ pub fn summary(m: &Module) -> String {
         for s in &p.sampling_ports {
             let _ = writeln!(
                 out,
-                "  {}: sampling port `{}` {} {} B, refresh {}",
+                "  {}: sampling port `{}` {} {} B, refresh {}{}",
                 p.name,
                 s.name,
                 dir(s.direction),
                 s.max_message_size,
-                ms(s.refresh_period)
+                ms(s.refresh_period),
+                receive_mode(s.receive_mode)
             );
         }
         for q in &p.queuing_ports {
             let _ = writeln!(
                 out,
-                "  {}: queuing port `{}` {} {} B x {}",
+                "  {}: queuing port `{}` {} {} B x {}{}",
                 p.name,
                 q.name,
                 dir(q.direction),
                 q.max_message_size,
-                q.max_nb_messages
+                q.max_nb_messages,
+                receive_mode(q.receive_mode)
             );
         }
     }
@@ -287,6 +289,20 @@ pub fn summary(m: &Module) -> String {
         }
     }
     out
+}
+
+/// `, receive mode M` for a port with `partix:ReceiveMode`, nothing without.
+fn receive_mode(m: Option<crate::model::ReceiveMode>) -> String {
+    use crate::model::ReceiveMode;
+    match m {
+        None => String::new(),
+        Some(ReceiveMode::Spin) => ", receive mode spin".into(),
+        Some(ReceiveMode::Blocking) => ", receive mode blocking".into(),
+        Some(ReceiveMode::SpinThenPark { spins: None }) => ", receive mode spin-then-park".into(),
+        Some(ReceiveMode::SpinThenPark { spins: Some(n) }) => {
+            format!(", receive mode spin-then-park:{n}")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -324,6 +324,44 @@ fn pok_style_configuration_is_accepted() {
     assert_eq!(m.channels[0].name, None);
 }
 
+/// `partix:ReceiveMode` on ports: every value, and absent.
+#[test]
+fn receive_modes_come_from_the_ports() {
+    use partix_config::model::ReceiveMode;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (value, want) in [
+        ("spin", ReceiveMode::Spin),
+        ("blocking", ReceiveMode::Blocking),
+        (
+            " spin-then-park ",
+            ReceiveMode::SpinThenPark { spins: None },
+        ),
+        (
+            "spin-then-park:150",
+            ReceiveMode::SpinThenPark { spins: Some(150) },
+        ),
+    ] {
+        let t = text
+            .replace(
+                r#"<Sampling_Port Name="in" "#,
+                &format!(r#"<Sampling_Port partix:ReceiveMode="{value}" Name="in" "#),
+            )
+            .replace(
+                r#"<Queuing_Port Name="q_out" "#,
+                &format!(r#"<Queuing_Port partix:ReceiveMode="{value}" Name="q_out" "#),
+            );
+        let m = partix_config::parse_str(&t, None).unwrap_or_else(|e| panic!("{value}: {e}"));
+        assert_eq!(m.partitions[1].sampling_ports[0].receive_mode, Some(want));
+        assert_eq!(m.partitions[1].queuing_ports[0].receive_mode, Some(want));
+        assert_eq!(m.partitions[0].sampling_ports[0].receive_mode, None);
+        assert_eq!(m.partitions[0].queuing_ports[0].receive_mode, None);
+        let summary = partix_config::summary(&m);
+        let shown = format!("receive mode {}", value.trim());
+        assert_eq!(summary.matches(&shown).count(), 2, "{summary}");
+    }
+}
+
 #[test]
 fn base_fixture_is_valid_and_paths_resolve() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");

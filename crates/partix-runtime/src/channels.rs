@@ -42,8 +42,9 @@
 //! refresh period in ns) or `q` (queuing, `param` = max number of messages), `direction` is
 //! `src` or `dst`, `name` is percent-encoded (bytes other than `A-Z a-z 0-9 _ - .`), and `fds` is
 //! `+`-separated `FD` + `r`/`w` (read-only / read-write mapping; sockets are `w`), optionally
-//! followed by `:transport` when it is not `one-sided`, e.g.
-//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided`. A partition only
+//! followed by `:transport` when it is not `one-sided`, then by `:recv=MODE` when the
+//! configuration gives the port a `partix:ReceiveMode` (`spin`, `block`, `parkN`), e.g.
+//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided:recv=block`. A partition only
 //! ever sees the ports of its own configuration entry, so it cannot open another partition's
 //! port.
 //!
@@ -56,14 +57,14 @@
 use crate::transport::{socket, Transport};
 pub use crate::transport::{CONTROL_OFFSET, DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
 use partix_config::model::{
-    Channel, ChannelKind, Location, Module, PartitionId, PortDirection, PortRef,
+    Channel, ChannelKind, Location, Module, PartitionId, PortDirection, PortRef, ReceiveMode,
 };
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{RingLayout, CONTROL_LEN};
 use partix_shm::sampling::{SamplingLayout, SamplingWriter};
 use partix_shm::twoqueue::QueueShape;
 use partix_shm::twosided::{RingShape, TwoSidedReceiver, TwoSidedSender};
-use partix_shm::{Access, AreaError, Region, RegionError};
+use partix_shm::{Access, AreaError, RecvMode, Region, RegionError};
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -159,6 +160,20 @@ pub struct PortDesc {
     pub fds: Vec<(RawFd, Access)>,
     /// The channel's transport (one-sided for an unconnected port).
     pub transport: Transport,
+    /// The port's `partix:ReceiveMode` (`None`: the runtime's default).
+    pub recv_mode: Option<RecvMode>,
+}
+
+/// The runtime's mode for a configured `partix:ReceiveMode` (`spin-then-park` without a count:
+/// the default's polls).
+pub fn recv_mode_of(m: ReceiveMode) -> RecvMode {
+    match m {
+        ReceiveMode::Spin => RecvMode::Spin,
+        ReceiveMode::Blocking => RecvMode::Blocking,
+        ReceiveMode::SpinThenPark { spins } => RecvMode::SpinThenPark {
+            spins: spins.unwrap_or(crate::partition::DEFAULT_RECV_MODE_SPINS),
+        },
+    }
 }
 
 /// One port grant of a partition, on the executive side: the description and region indices.
@@ -553,6 +568,7 @@ impl ChannelSet {
                         param: sp.refresh_period.as_nanos().min(u64::MAX as u128) as u64,
                         fds: Vec::new(),
                         transport,
+                        recv_mode: sp.receive_mode.map(recv_mode_of),
                     },
                     regions,
                 });
@@ -589,6 +605,7 @@ impl ChannelSet {
                         param: u64::from(qp.max_nb_messages),
                         fds: Vec::new(),
                         transport,
+                        recv_mode: qp.receive_mode.map(recv_mode_of),
                     },
                     regions,
                 });
@@ -677,10 +694,18 @@ pub fn encode_ports(ports: &[PortDesc]) -> String {
                 Access::ReadWrite => format!("{fd}w"),
             })
             .collect();
-        let transport = match p.transport {
+        let mut transport = match p.transport {
             Transport::OneSided => String::new(),
             t => format!(":{t}"),
         };
+        match p.recv_mode {
+            None => {}
+            Some(RecvMode::Spin) => transport.push_str(":recv=spin"),
+            Some(RecvMode::Blocking) => transport.push_str(":recv=block"),
+            Some(RecvMode::SpinThenPark { spins }) => {
+                transport.push_str(&format!(":recv=park{spins}"));
+            }
+        }
         entries.push(format!(
             "{}:{}:{}:{}:{}:{}{transport}",
             match p.kind {
@@ -709,21 +734,32 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
     for entry in s.split(',').filter(|e| !e.is_empty()) {
         let bad = || format!("{ENV_PORT_FDS}: malformed entry {entry:?}");
         let f: Vec<&str> = entry.split(':').collect();
-        let (kind, name, dir, max, param, fds, transport) = match f[..] {
-            [kind, name, dir, max, param, fds] => {
-                (kind, name, dir, max, param, fds, Transport::OneSided)
-            }
-            [kind, name, dir, max, param, fds, t] => (
-                kind,
-                name,
-                dir,
-                max,
-                param,
-                fds,
-                Transport::parse(t).ok_or_else(bad)?,
-            ),
-            _ => return Err(bad()),
+        let [kind, name, dir, max, param, fds, ref extra @ ..] = f[..] else {
+            return Err(bad());
         };
+        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`.
+        let (mut transport, mut recv_mode) = (None, None);
+        for x in extra {
+            match x.strip_prefix("recv=") {
+                Some(m) if recv_mode.is_none() => {
+                    recv_mode = Some(match m {
+                        "spin" => RecvMode::Spin,
+                        "block" => RecvMode::Blocking,
+                        _ => RecvMode::SpinThenPark {
+                            spins: m
+                                .strip_prefix("park")
+                                .and_then(|n| n.parse().ok())
+                                .ok_or_else(bad)?,
+                        },
+                    });
+                }
+                None if transport.is_none() && recv_mode.is_none() => {
+                    transport = Some(Transport::parse(x).ok_or_else(bad)?);
+                }
+                _ => return Err(bad()),
+            }
+        }
+        let transport = transport.unwrap_or(Transport::OneSided);
         let kind = match kind {
             "s" => ChannelKind::Sampling,
             "q" => ChannelKind::Queuing,
@@ -751,6 +787,7 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
             param: param.parse().map_err(|_| bad())?,
             fds: fdv,
             transport,
+            recv_mode,
         });
     }
     Ok(out)
@@ -866,6 +903,7 @@ mod tests {
             max_message_size: 40,
             direction: dir,
             refresh_period: Duration::from_millis(100),
+            receive_mode: None,
             location: Location::default(),
         }
     }
@@ -876,6 +914,7 @@ mod tests {
             max_message_size: 16,
             direction: dir,
             max_nb_messages: 5,
+            receive_mode: None,
             location: Location::default(),
         }
     }
@@ -1007,7 +1046,30 @@ mod tests {
         );
         assert_eq!(decode_ports(&v).unwrap(), set.ports_of(0));
         assert_eq!(decode_ports("").unwrap(), Vec::new());
+        // Receive modes from the configuration travel with the port.
+        m.partitions[0].sampling_ports[0].receive_mode = Some(ReceiveMode::Spin);
+        m.partitions[0].queuing_ports[0].receive_mode =
+            Some(ReceiveMode::SpinThenPark { spins: Some(7) });
+        m.partitions[0].sampling_ports[1].receive_mode =
+            Some(ReceiveMode::SpinThenPark { spins: None });
+        m.partitions[1].queuing_ports[0].receive_mode = Some(ReceiveMode::Blocking);
+        let set = ChannelSet::create(&m).unwrap();
+        let v = set.env_value(0);
+        assert!(v.contains("q:Q%20OUT:src:16:5:606w:udp:recv=park7"), "{v}");
+        assert!(v.contains(":600w+601w+602w+603w:recv=spin,"), "{v}");
+        assert!(v.contains(":604r+605w:recv=park2000,"), "{v}");
+        for p in 0..3 {
+            assert_eq!(decode_ports(&set.env_value(p)).unwrap(), set.ports_of(p));
+        }
+        let b = set.ports_of(1);
+        assert_eq!(b[1].recv_mode, Some(RecvMode::Blocking));
+        assert_eq!(b[0].recv_mode, None);
         for bad in [
+            "s:A:src:1:1:600w:recv=parkX",
+            "s:A:src:1:1:600w:recv=",
+            "s:A:src:1:1:600w:recv=spin:recv=block",
+            "s:A:src:1:1:600w:recv=spin:udp",
+            "s:A:src:1:1:600w:udp:tcp",
             "x:A:src:1:1:600w",
             "s:A:up:1:1:600w",
             "s:A:src:1:1:600x",

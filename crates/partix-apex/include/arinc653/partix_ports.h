@@ -47,6 +47,20 @@ extern void PARTIX_SET_SAMPLING_PORT_RECV_MODE (
     /*in */ APEX_INTEGER              SPINS,          /* PARTIX_RECV_SPIN_THEN_PARK only */
     /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
 
+/* The port's current mode: the configuration's partix:ReceiveMode, the default
+ * (PARTIX_RECV_SPIN_THEN_PARK, 2000), or the last SET. SPINS is 0 unless SPIN_THEN_PARK. */
+extern void PARTIX_GET_QUEUING_PORT_RECV_MODE (
+    /*in */ QUEUING_PORT_ID_TYPE      QUEUING_PORT_ID,
+    /*out*/ PARTIX_RECV_MODE_TYPE     *MODE,
+    /*out*/ APEX_INTEGER              *SPINS,
+    /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
+
+extern void PARTIX_GET_SAMPLING_PORT_RECV_MODE (
+    /*in */ SAMPLING_PORT_ID_TYPE     SAMPLING_PORT_ID,
+    /*out*/ PARTIX_RECV_MODE_TYPE     *MODE,
+    /*out*/ APEX_INTEGER              *SPINS,
+    /*out*/ RETURN_CODE_TYPE          *RETURN_CODE );
+
 extern void PARTIX_WAIT_SAMPLING_MESSAGE (
     /*in */ SAMPLING_PORT_ID_TYPE     SAMPLING_PORT_ID,
     /*in */ SYSTEM_TIME_TYPE          TIME_OUT,

@@ -505,6 +505,57 @@ pub extern "C" fn PARTIX_SET_SAMPLING_PORT_RECV_MODE(
     });
 }
 
+/// Write `mode` to `MODE` and its polls (spin-then-park; 0 otherwise) to `SPINS`.
+fn put_recv_mode(
+    mode: RecvMode,
+    MODE: *mut PARTIX_RECV_MODE_TYPE,
+    SPINS: *mut APEX_INTEGER,
+) -> Result<(), Rc> {
+    non_null(MODE)?;
+    non_null(SPINS)?;
+    let (m, n) = match mode {
+        RecvMode::Spin => (PARTIX_RECV_SPIN, 0),
+        RecvMode::SpinThenPark { spins } => (
+            PARTIX_RECV_SPIN_THEN_PARK,
+            APEX_INTEGER::try_from(spins).unwrap_or(APEX_INTEGER::MAX),
+        ),
+        RecvMode::Blocking => (PARTIX_RECV_BLOCKING, 0),
+    };
+    put(MODE, m)?;
+    put(SPINS, n)
+}
+
+/// `PARTIX_GET_QUEUING_PORT_RECV_MODE` (partix extension): how processes waiting on a queuing
+/// port wait (the configuration's `partix:ReceiveMode`, the default, or the last SET).
+#[no_mangle]
+pub extern "C" fn PARTIX_GET_QUEUING_PORT_RECV_MODE(
+    QUEUING_PORT_ID: QUEUING_PORT_ID_TYPE,
+    MODE: *mut PARTIX_RECV_MODE_TYPE,
+    SPINS: *mut APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_GET_QUEUING_PORT_RECV_MODE", RETURN_CODE, || {
+        let mode = apex::queuing_port_recv_mode(QueuingPortId(QUEUING_PORT_ID))?;
+        put_recv_mode(mode, MODE, SPINS)
+    });
+}
+
+/// `PARTIX_GET_SAMPLING_PORT_RECV_MODE` (partix extension): how `PARTIX_WAIT_SAMPLING_MESSAGE`
+/// waits on a sampling port (the configuration's `partix:ReceiveMode`, the default, or the
+/// last SET).
+#[no_mangle]
+pub extern "C" fn PARTIX_GET_SAMPLING_PORT_RECV_MODE(
+    SAMPLING_PORT_ID: SAMPLING_PORT_ID_TYPE,
+    MODE: *mut PARTIX_RECV_MODE_TYPE,
+    SPINS: *mut APEX_INTEGER,
+    RETURN_CODE: *mut RETURN_CODE_TYPE,
+) {
+    service("PARTIX_GET_SAMPLING_PORT_RECV_MODE", RETURN_CODE, || {
+        let mode = apex::sampling_port_recv_mode(SamplingPortId(SAMPLING_PORT_ID))?;
+        put_recv_mode(mode, MODE, SPINS)
+    });
+}
+
 /// `PARTIX_WAIT_SAMPLING_MESSAGE` (partix extension): wait up to `TIME_OUT` ns for a message
 /// newer than the last one the port returned, then read it as `READ_SAMPLING_MESSAGE` does.
 #[no_mangle]

@@ -147,8 +147,26 @@ int main(int argc, char **argv)
     CREATE_QUEUING_PORT("Q_OUT", 8, 4, SOURCE, FIFO, &q_out, &rc);
     CREATE_QUEUING_PORT("Q_IN", 8, 4, DESTINATION, FIFO, &q_in, &rc);
 
-    CHECK("PARTIX_SET_QUEUING_PORT_RECV_MODE", "blocking",
-          PARTIX_SET_QUEUING_PORT_RECV_MODE(q_in, PARTIX_RECV_BLOCKING, 0, &rc));
+    {
+        PARTIX_RECV_MODE_TYPE mode = (PARTIX_RECV_MODE_TYPE)9;
+        APEX_INTEGER spins = -1;
+        /* partix_c.xml gives S_IN partix:ReceiveMode="spin"; Q_IN has the default. */
+        CHECK("PARTIX_GET_QUEUING_PORT_RECV_MODE", "default",
+              PARTIX_GET_QUEUING_PORT_RECV_MODE(q_in, &mode, &spins, &rc));
+        fprintf(out, "VALUE mode %d\nVALUE spins %ld\n", (int)mode, (long)spins);
+        CHECK("PARTIX_GET_SAMPLING_PORT_RECV_MODE", "from the configuration",
+              PARTIX_GET_SAMPLING_PORT_RECV_MODE(s_in, &mode, &spins, &rc));
+        fprintf(out, "VALUE mode %d\nVALUE spins %ld\n", (int)mode, (long)spins);
+        CHECK("PARTIX_GET_QUEUING_PORT_RECV_MODE", "bad id",
+              PARTIX_GET_QUEUING_PORT_RECV_MODE(99, &mode, &spins, &rc));
+        CHECK("PARTIX_GET_SAMPLING_PORT_RECV_MODE", "null mode",
+              PARTIX_GET_SAMPLING_PORT_RECV_MODE(s_in, NULL, &spins, &rc));
+        CHECK("PARTIX_SET_QUEUING_PORT_RECV_MODE", "blocking",
+              PARTIX_SET_QUEUING_PORT_RECV_MODE(q_in, PARTIX_RECV_BLOCKING, 0, &rc));
+        CHECK("PARTIX_GET_QUEUING_PORT_RECV_MODE", "after SET blocking",
+              PARTIX_GET_QUEUING_PORT_RECV_MODE(q_in, &mode, &spins, &rc));
+        fprintf(out, "VALUE mode %d\nVALUE spins %ld\n", (int)mode, (long)spins);
+    }
     CHECK("PARTIX_SET_QUEUING_PORT_RECV_MODE", "source port, spin",
           PARTIX_SET_QUEUING_PORT_RECV_MODE(q_out, PARTIX_RECV_SPIN, 0, &rc));
     CHECK("PARTIX_SET_QUEUING_PORT_RECV_MODE", "bad id",

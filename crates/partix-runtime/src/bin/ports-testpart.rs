@@ -28,7 +28,9 @@ mod testpart_common;
 
 use partix_runtime::partition::*;
 use std::sync::OnceLock;
-use testpart_common::{attrs, check, create_with, expect, idle_forever, normal, out, MS};
+use testpart_common::{
+    attrs, check, create_with, expect, expect_dbg, idle_forever, normal, out, MS,
+};
 
 static N: OnceLock<u64> = OnceLock::new();
 
@@ -88,6 +90,15 @@ fn codes_init() {
     let (Ok(s1), Ok(s2)) = (s1, s2) else {
         return;
     };
+    // codes.xml gives S_DST partix:ReceiveMode="spin-then-park:500", S_SRC none.
+    let m = sampling_port_recv_mode(s2);
+    expect_dbg(
+        "sampling recv mode from the configuration",
+        m == Ok(RecvMode::SpinThenPark { spins: 500 }),
+        m,
+    );
+    let m = sampling_port_recv_mode(s1);
+    expect_dbg("sampling recv mode default", m == Ok(DEFAULT_RECV_MODE), m);
     let bad = SamplingPortId(99);
     check(
         "write bad id",
@@ -189,6 +200,15 @@ fn codes_init() {
     let (Ok(q1), Ok(q2)) = (q1, q2) else {
         return;
     };
+    // codes.xml gives Q_SRC partix:ReceiveMode="spin" (a sender waiting for room spins).
+    let m = queuing_port_recv_mode(q1);
+    expect_dbg(
+        "queuing recv mode from the configuration",
+        m == Ok(RecvMode::Spin),
+        m,
+    );
+    let m = queuing_port_recv_mode(q2);
+    expect_dbg("queuing recv mode default", m == Ok(DEFAULT_RECV_MODE), m);
     let qbad = QueuingPortId(99);
     check(
         "send bad id",

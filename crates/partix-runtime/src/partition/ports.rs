@@ -33,7 +33,9 @@
 //!   sockets: in `poll(2)`);
 //! - [`RecvMode::Blocking`]: parks at once.
 //!
-//! Change it with [`set_queuing_port_recv_mode`] (a partix extension). The same modes apply to a
+//! The configuration sets a port's initial mode (`partix:ReceiveMode` on `<Queuing_Port>` and
+//! `<Sampling_Port>`; without it, the default); change it with [`set_queuing_port_recv_mode`]
+//! and read it with [`queuing_port_recv_mode`] (partix extensions). The same modes apply to a
 //! sender waiting for space.
 //!
 //! A process that waits (on a queuing port, or in [`wait_sampling_message`]) shows WAITING in
@@ -137,7 +139,13 @@ pub struct QueuingPortStatus {
 }
 
 /// The receive (and send) wait mode of a new queuing port.
-pub const DEFAULT_RECV_MODE: RecvMode = RecvMode::SpinThenPark { spins: 2000 };
+pub const DEFAULT_RECV_MODE: RecvMode = RecvMode::SpinThenPark {
+    spins: DEFAULT_RECV_MODE_SPINS,
+};
+
+/// The polls of [`DEFAULT_RECV_MODE`] (also of a configured `partix:ReceiveMode` of
+/// `spin-then-park` without a count).
+pub const DEFAULT_RECV_MODE_SPINS: u32 = 2000;
 
 /// `MAX_NUMBER_OF_SAMPLING_PORTS` / `MAX_NUMBER_OF_QUEUING_PORTS` of this implementation
 /// (per partition and kind).
@@ -407,7 +415,7 @@ pub fn create_sampling_port(
         direction,
         max: max_message_size,
         refresh_ns: cfg.desc.param,
-        mode: ModeCell::new(DEFAULT_RECV_MODE),
+        mode: ModeCell::new(cfg.desc.recv_mode.unwrap_or(DEFAULT_RECV_MODE)),
         slice_ns: AtomicU64::new(DEFAULT_WAIT_SLICE as u64),
         inner: Mutex::new(SamplingInner {
             source,
@@ -737,6 +745,16 @@ pub fn set_sampling_port_recv_mode(id: SamplingPortId, mode: RecvMode) -> ApexRe
     Ok(())
 }
 
+/// Return how [`wait_sampling_message`] waits on a sampling port (partix extension): the
+/// configuration's `partix:ReceiveMode`, [`DEFAULT_RECV_MODE`] without it, or what
+/// [`set_sampling_port_recv_mode`] set last.
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn sampling_port_recv_mode(id: SamplingPortId) -> ApexResult<RecvMode> {
+    Ok(sampling(id)?.mode.get())
+}
+
 /// Return the id of the created sampling port `name` (`GET_SAMPLING_PORT_ID`).
 ///
 /// # Errors
@@ -815,7 +833,7 @@ pub fn create_queuing_port(
         discipline,
         waiter,
         gen: AtomicU64::new(0),
-        mode: ModeCell::new(DEFAULT_RECV_MODE),
+        mode: ModeCell::new(cfg.desc.recv_mode.unwrap_or(DEFAULT_RECV_MODE)),
         state: Mutex::new(QueuingState {
             source,
             dest,
@@ -1239,4 +1257,14 @@ pub fn set_queuing_port_recv_mode(id: QueuingPortId, mode: RecvMode) -> ApexResu
     let port = queuing(id)?;
     port.mode.set(mode);
     Ok(())
+}
+
+/// Return how waiters of a queuing port wait (partix extension): the configuration's
+/// `partix:ReceiveMode`, [`DEFAULT_RECV_MODE`] without it, or what
+/// [`set_queuing_port_recv_mode`] set last.
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+pub fn queuing_port_recv_mode(id: QueuingPortId) -> ApexResult<RecvMode> {
+    Ok(queuing(id)?.mode.get())
 }
