@@ -27,8 +27,8 @@ const DEMO_XML: &str = include_str!("../../../examples/uav/module.xml");
 /// The demo's C partition, embedded.
 const DEMO_OFP_C: &str = include_str!("../../../examples/uav/ofp.c");
 
-/// Options shared by `partix run` and the demo.
-#[derive(Args, Debug, Default, Clone)]
+/// Options shared by `partix run` and the demo. [`Default`] gives the command line's defaults.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct ExecOpts {
     /// CPU of the executive and (unless the config's partix:Affinity says otherwise) of the
     /// partitions (default: the last CPU).
@@ -66,6 +66,20 @@ pub struct ExecOpts {
     /// with SIGSTOP (the backstop; default 500).
     #[arg(long, value_name = "N")]
     pub park_bound_us: Option<u64>,
+}
+
+impl Default for ExecOpts {
+    /// The options of a command line that sets none (what `partix` with no arguments runs the
+    /// demo with): clap's defaults, not the fields' zero values (an `init_timeout_ms` of 0 shut
+    /// the demo down at once with INIT_TIMEOUT).
+    fn default() -> ExecOpts {
+        #[derive(clap::Parser)]
+        struct NoFlags {
+            #[command(flatten)]
+            exec: ExecOpts,
+        }
+        <NoFlags as clap::Parser>::parse_from(["partix"]).exec
+    }
 }
 
 /// Arguments of `partix run`.

@@ -87,6 +87,25 @@ fn demo_runs_for_the_requested_frames() {
     assert!(jobs_of(&all, "GnC") >= 12, "{all}");
 }
 
+/// The README's main job: `partix` with no arguments runs the demo with the same defaults as
+/// `partix demo` (it used to take the options' zero values: an init time-out of 0 ms, so the
+/// health monitor shut the module down at once).
+#[test]
+fn partix_without_arguments_runs_the_demo() {
+    let out = partix().output().unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("partix demo: module uav"), "{all}");
+    for p in ["OFP", "VSP"] {
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with(p) && l.contains("mode=NORMAL")),
+            "{p} not NORMAL:\n{all}"
+        );
+    }
+    assert!(jobs_of(&all, "GnC") >= 12, "{all}");
+}
+
 #[test]
 fn run_refuses_a_broken_module_with_its_location() {
     let file = scratch().join("broken.xml");
