@@ -46,6 +46,17 @@ fn jobs_of(all: &str, process: &str) -> u64 {
     field.parse().unwrap()
 }
 
+/// Assert that the summary shows both demo partitions in NORMAL mode.
+fn assert_both_normal(all: &str) {
+    for p in ["OFP", "VSP"] {
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with(p) && l.contains("mode=NORMAL")),
+            "{p} not NORMAL:\n{all}"
+        );
+    }
+}
+
 #[test]
 fn run_the_demo_module_with_a_trace() {
     let trace = scratch().join("trace.json");
@@ -60,13 +71,7 @@ fn run_the_demo_module_with_a_trace() {
     assert!(out.status.success(), "{all}");
     assert!(all.contains("12 major frames"), "{all}");
     // Both partitions reached NORMAL and their processes ran jobs in their windows.
-    for p in ["OFP", "VSP"] {
-        assert!(
-            all.lines()
-                .any(|l| l.trim_start().starts_with(p) && l.contains("mode=NORMAL")),
-            "{p} not NORMAL:\n{all}"
-        );
-    }
+    assert_both_normal(&all);
     // GnC runs every 20 ms: 4 jobs per 80 ms frame, minus the first period or two.
     assert!(jobs_of(&all, "GnC") >= 30, "{all}");
     assert!(jobs_of(&all, "VdoStrming") >= 8, "{all}");
@@ -96,13 +101,7 @@ fn partix_without_arguments_runs_the_demo() {
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(all.contains("partix demo: module uav"), "{all}");
-    for p in ["OFP", "VSP"] {
-        assert!(
-            all.lines()
-                .any(|l| l.trim_start().starts_with(p) && l.contains("mode=NORMAL")),
-            "{p} not NORMAL:\n{all}"
-        );
-    }
+    assert_both_normal(&all);
     assert!(jobs_of(&all, "GnC") >= 12, "{all}");
 }
 
