@@ -38,7 +38,8 @@
 
 use crate::report::{header, machine_line, Recorder, Summary};
 use crate::rttpeer::{
-    PeerArgs, Wait, PEER_FD, PEER_RX_FD, QRTT_DEPTH, QUEUE_BATCH, QUEUE_DEPTH, QUEUE_MSG,
+    PeerArgs, Wait, PEER_FD, PEER_RX_FD, QRTT_DEPTH, QUEUE_BACKOFF, QUEUE_BATCH, QUEUE_DEPTH,
+    QUEUE_MSG,
 };
 use anyhow::{bail, Context};
 use clap::Args;
@@ -998,7 +999,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         + n_sizes * args.transports.len() * n_modes * (1 + usize::from(args.queuing_rtt))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
-            2 + args.transports.len() + usize::from(batched)
+            3 + args.transports.len() + usize::from(batched)
         } else {
             0
         };
@@ -1149,6 +1150,10 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             (
                 format!("raw SPSC ring, batches of {QUEUE_BATCH}"),
                 Box::new(|| raw_queue(peer, args, "qrawb")),
+            ),
+            (
+                format!("raw SPSC ring, consumer backoff {QUEUE_BACKOFF}"),
+                Box::new(|| raw_queue(peer, args, "qrawk")),
             ),
         ];
         for t in &args.transports {

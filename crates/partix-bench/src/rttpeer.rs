@@ -12,7 +12,8 @@
 //!        qrtt   queuing ports QPING (A→B) and QPONG (B→A): the ping-pong of `apex` through
 //!               SEND/RECEIVE_QUEUING_MESSAGE
 //!        qapex  a queuing port QOUT (send) / QIN (recv) of 64 B messages, one way
-//!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way
+//!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way (`qrawb`: in
+//!               batches; `qrawk`: the consumer pauses QUEUE_BACKOFF times after an empty look)
 //!   ROLE ping | pong      (qapex, qraw: send | recv)
 //! ```
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
@@ -72,6 +73,10 @@ pub const PONG_LINE: usize = 128;
 pub const QRTT_DEPTH: u32 = 8;
 /// Messages per call of the batched throughput classes (`qrawb`, `qapexb`).
 pub const QUEUE_BATCH: usize = 32;
+/// `spin_loop` hints (x86 `pause`, ~25 ns each on the AMD EPYC VM) the `qrawk` consumer waits
+/// after a look that found the ring empty, before it reads `tail` again: meanwhile the producer
+/// stores `tail` into a line the consumer does not hold, and several messages queue up.
+pub const QUEUE_BACKOFF: u32 = 64;
 
 /// Bytes of the `copy` kind's region for messages of `size` bytes: per direction a flag line
 /// and the data, each block 64-byte aligned.
@@ -147,7 +152,7 @@ impl Wait {
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`.
+    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`, `qrawk`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
     pub role: String,
@@ -390,7 +395,7 @@ pub fn main(args: &[String]) -> i32 {
         "copy" => raw_prelude().and_then(|()| copy(&a)),
         "udp" | "udp2" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
-        "qraw" | "qrawb" => raw_prelude().and_then(|()| qraw(&a)),
+        "qraw" | "qrawb" | "qrawk" => raw_prelude().and_then(|()| qraw(&a)),
         k => Err(format!("unknown kind {k}")),
     });
     match r {
@@ -702,11 +707,16 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
                 return Ok(());
             }
             let mut buf = [0u8; QUEUE_MSG];
+            let pauses = if a.kind == "qrawk" { QUEUE_BACKOFF } else { 1 };
             let rate = receive_rate(n, |i| {
                 loop {
                     match c.try_pop(&mut buf) {
                         Ok(_) => break,
-                        Err(partix_shm::ring::PopError::Empty) => std::hint::spin_loop(),
+                        Err(partix_shm::ring::PopError::Empty) => {
+                            for _ in 0..pauses {
+                                std::hint::spin_loop();
+                            }
+                        }
                         Err(e) => return Err(format!("pop: {e}")),
                     }
                 }
