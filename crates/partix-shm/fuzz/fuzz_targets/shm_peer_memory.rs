@@ -44,7 +44,11 @@ fn start_of(keep_header: bool) -> usize {
 }
 
 fn check_len(n: usize, buf: &[u8]) {
-    assert!(n <= buf.len() && n <= MAX, "returned {n} bytes into {}", buf.len());
+    assert!(
+        n <= buf.len() && n <= MAX,
+        "returned {n} bytes into {}",
+        buf.len()
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
