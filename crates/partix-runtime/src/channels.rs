@@ -1216,6 +1216,51 @@ mod tests {
         }
     }
 
+    /// A udp/tcp sampling destination that nobody reads while its source writes far more frames
+    /// than its socket holds still reads the message written last: its receiving agent keeps
+    /// the socket drained. (Without the agent, udp read a frame from when the socket filled,
+    /// about the 130th of 20 000.)
+    #[test]
+    fn an_unread_socket_sampling_destination_still_reads_the_newest_message() {
+        use crate::transport::{SamplingDestination, SamplingSource, Transport};
+        const N: u32 = 20_000;
+        for t in [Transport::Udp, Transport::Tcp] {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b, c) = (mapped(&set, 0), mapped(&set, 1), mapped(&set, 2));
+            let mut w = SamplingSource::attach(&a[0]).unwrap();
+            let mut r1 = SamplingDestination::attach(&b[0]).unwrap();
+            let mut r2 = SamplingDestination::attach(&c[0]).unwrap();
+            let mut msg = [7u8; 40];
+            for i in 1..=N {
+                msg[..4].copy_from_slice(&i.to_le_bytes());
+                w.write(&msg, u64::from(i));
+                if i % 500 == 0 {
+                    // Room for the agents to run even on one CPU.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            let mut buf = [0u8; 40];
+            for r in [&mut r1, &mut r2] {
+                // The last frames may still be on their way through loopback.
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                let got = loop {
+                    r.new_call();
+                    let ok = r.read(&mut buf).unwrap();
+                    let got = u32::from_le_bytes(buf[..4].try_into().unwrap());
+                    if got == N || std::time::Instant::now() >= deadline {
+                        break (got, ok.written_at_ns, ok.len);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                };
+                assert_eq!(got, (N, u64::from(N), 40), "{t}: not the newest message");
+            }
+        }
+    }
+
     /// A request/reply pair of tcp sampling channels rides one connection, both ways.
     #[test]
     fn opposite_tcp_sampling_channels_share_one_connection() {

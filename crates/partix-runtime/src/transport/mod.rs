@@ -31,6 +31,7 @@ use partix_shm::twosided::{run_shared_with, NetworkManager, TwoSidedReceiver, Tw
 use partix_shm::{Notifier, RecvMode, Region};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -356,8 +357,93 @@ pub enum SamplingDestination {
     /// The RX ring and its manager (the manager thread runs in this partition; a polling reader
     /// helps it, see [`SamplingDestination::read`]).
     TwoSided(TwoSidedReceiver, Arc<Helped<NetworkManager>>),
-    /// The port's socket.
-    Socket(socket::SampleRx),
+    /// The port's socket, shared with its receiving agent ([`SocketAgent`]).
+    Socket(Arc<SocketAgent>),
+}
+
+/// The receiving agent of a `udp` / `tcp` sampling destination: a thread of the destination
+/// partition that keeps the socket drained while no process reads the port.
+///
+/// **Why.** A socket that nobody reads fills up, and the kernel then drops the *newest* frames:
+/// a destination reading far less often than its source writes (a source at 1 kHz, a reader at
+/// 5 Hz; the socket holds 100-170 small frames) would read a message from when its buffer
+/// filled, not the latest one. The agent takes every frame as it arrives (one `poll(2)` wake-up
+/// and one drain per frame) into the port's newest-frame buffer, so a read returns the message
+/// last written.
+///
+/// **Not on the message path of a reader.** Like the two-sided manager ([`Helped`]): while a
+/// process is inside a read or a wait of the port (it holds the receiver), or has called one
+/// within the last [`HELPED_SLICE`], the agent does not watch the socket but sleeps a slice at a
+/// time; the reader takes its frames itself, with no thread hop.
+#[derive(Debug)]
+pub struct SocketAgent {
+    rx: Mutex<socket::SampleRx>,
+    /// Reads and waits of the port so far.
+    calls: AtomicU64,
+}
+
+/// Longest `poll(2)` of an idle receiving agent (it re-checks whether a reader came).
+pub const AGENT_POLL: Duration = Duration::from_millis(100);
+
+impl SocketAgent {
+    fn new(rx: socket::SampleRx) -> SocketAgent {
+        SocketAgent {
+            rx: Mutex::new(rx),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The receiver, for a read or wait of the port (counted: the agent then stays away).
+    #[inline]
+    fn receiver(&self) -> std::sync::MutexGuard<'_, socket::SampleRx> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.rx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One round of the agent: drain the socket unless a reader is inside a call of the port or
+    /// made one since the last round (`None`); return how many frames it took.
+    fn round(&self, seen: &mut u64) -> Option<usize> {
+        let now = self.calls.load(Ordering::Relaxed);
+        if now != *seen {
+            *seen = now;
+            return None;
+        }
+        let mut rx = match self.rx.try_lock() {
+            Ok(rx) => rx,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(rx.absorb())
+    }
+}
+
+/// The receiving agent's thread: drain, wait for the socket (`fd`, a duplicate of the port's) to
+/// become readable, drain again; sleep a [`HELPED_SLICE`] at a time while a reader is active.
+/// Ends when the port is gone. A socket that polls readable but yields no frame (the peer closed
+/// a TCP connection) is looked at again only after [`AGENT_POLL`]: the agent never spins.
+fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
+    let Some(mut seen) = agent.upgrade().map(|a| a.calls.load(Ordering::Relaxed)) else {
+        return;
+    };
+    let mut woke = false;
+    loop {
+        let Some(a) = agent.upgrade() else {
+            return;
+        };
+        let r = a.round(&mut seen);
+        drop(a);
+        match r {
+            None => {
+                woke = false;
+                std::thread::sleep(HELPED_SLICE);
+            }
+            Some(0) if woke => {
+                woke = false;
+                std::thread::sleep(AGENT_POLL);
+            }
+            Some(_) => woke = socket::readable(fd, AGENT_POLL),
+        }
+    }
 }
 
 impl SamplingDestination {
@@ -397,7 +483,12 @@ impl SamplingDestination {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                SamplingDestination::Socket(socket::SampleRx::new(s))
+                let fd = s.try_clone_fd().map_err(|e| err(port, e))?;
+                let a = Arc::new(SocketAgent::new(socket::SampleRx::new(s)));
+                let weak = Arc::downgrade(&a);
+                spawn_manager(&port.desc.name, move || run_socket_agent(&weak, &fd))
+                    .map_err(|e| err(port, e))?;
+                SamplingDestination::Socket(a)
             }
         })
     }
@@ -418,7 +509,7 @@ impl SamplingDestination {
                 h.help();
                 r.read(buf)
             }
-            SamplingDestination::Socket(r) => r.read(buf),
+            SamplingDestination::Socket(a) => a.receiver().read(buf),
         }
     }
 
@@ -427,8 +518,8 @@ impl SamplingDestination {
     /// sampling message).
     #[inline]
     pub fn new_call(&mut self) {
-        if let SamplingDestination::Socket(r) = self {
-            r.new_call();
+        if let SamplingDestination::Socket(a) = self {
+            a.receiver().new_call();
         }
     }
 
@@ -527,7 +618,9 @@ impl SamplingDestination {
                     std::hint::spin_loop();
                 }
             }
-            SamplingDestination::Socket(r) => r.wait_newer_or(buf, last_seq, mode, timeout, stop),
+            SamplingDestination::Socket(a) => a
+                .receiver()
+                .wait_newer_or(buf, last_seq, mode, timeout, stop),
         }
     }
 }

@@ -563,8 +563,10 @@ impl SampleRx {
     /// cheap `recv`; a `recvmmsg` of several datagrams per poll was measured slower, see
     /// `docs/bench-rtt.md`). TCP: stops after a short `read` (no extra call that would answer
     /// `EAGAIN`).
-    fn drain(&mut self) {
+    fn drain(&mut self) -> usize {
+        let mut n = 0;
         while let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
+            n += 1;
             if h.len != 0 {
                 std::mem::swap(&mut self.scratch, &mut self.last);
                 self.have = Some(h);
@@ -574,6 +576,13 @@ impl SampleRx {
             }
         }
         self.looked_empty = true;
+        n
+    }
+
+    /// Take every waiting frame and keep the newest (the receiving agent's drain, between the
+    /// port's calls); return how many frames it took.
+    pub fn absorb(&mut self) -> usize {
+        self.drain()
     }
 
     /// Drain to the newest frame and copy it into `buf`.
