@@ -382,6 +382,12 @@ pub struct SocketAgent {
     calls: AtomicU64,
 }
 
+/// Longest sleep of a receiving agent while a reader is active: it doubles from
+/// [`HELPED_SLICE`] up to this. A reader that stops is noticed within it; a UDP socket holds
+/// about 150 small frames, so a source writing more than 7.5 kHz may lose frames meanwhile
+/// (the newest is still taken once the agent drains).
+pub const AGENT_NAP_MAX: Duration = Duration::from_millis(20);
+
 /// Longest `poll(2)` of an idle receiving agent (it re-checks whether a reader came).
 pub const AGENT_POLL: Duration = Duration::from_millis(100);
 
@@ -418,7 +424,8 @@ impl SocketAgent {
 }
 
 /// The receiving agent's thread: drain, wait for the socket (`fd`, a duplicate of the port's) to
-/// become readable, drain again; sleep a [`HELPED_SLICE`] at a time while a reader is active.
+/// become readable, drain again; while a reader is active, sleep (from a [`HELPED_SLICE`],
+/// doubling up to [`AGENT_NAP_MAX`]).
 /// Ends when the port is gone. A socket that polls readable but yields no frame (the peer closed
 /// a TCP connection) is looked at again only after [`AGENT_POLL`]: the agent never spins.
 fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
@@ -426,6 +433,7 @@ fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
         return;
     };
     let mut woke = false;
+    let mut nap = HELPED_SLICE;
     loop {
         let Some(a) = agent.upgrade() else {
             return;
@@ -434,14 +442,20 @@ fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
         drop(a);
         match r {
             None => {
+                // A reader is active: check again later, less often the longer it stays active
+                // (every wake-up would preempt it on the partition's CPU).
                 woke = false;
-                std::thread::sleep(HELPED_SLICE);
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(AGENT_NAP_MAX);
             }
             Some(0) if woke => {
                 woke = false;
                 std::thread::sleep(AGENT_POLL);
             }
-            Some(_) => woke = socket::readable(fd, AGENT_POLL),
+            Some(_) => {
+                nap = HELPED_SLICE;
+                woke = socket::readable(fd, AGENT_POLL);
+            }
         }
     }
 }
