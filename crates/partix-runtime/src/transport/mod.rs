@@ -373,8 +373,9 @@ pub enum SamplingDestination {
 ///
 /// **Not on the message path of a reader.** Like the two-sided manager ([`Helped`]): while a
 /// process is inside a read or a wait of the port (it holds the receiver), or has called one
-/// within the last [`HELPED_SLICE`], the agent does not watch the socket but sleeps a slice at a
-/// time; the reader takes its frames itself, with no thread hop.
+/// since the agent last looked, the agent does not watch the socket but sleeps (from a
+/// [`HELPED_SLICE`], doubling up to [`AGENT_NAP_MAX`]); the reader takes its frames itself, with
+/// no thread hop.
 #[derive(Debug)]
 pub struct SocketAgent {
     rx: Mutex<socket::SampleRx>,
@@ -419,7 +420,7 @@ impl SocketAgent {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        Some(rx.absorb())
+        Some(rx.drain())
     }
 }
 

@@ -559,11 +559,12 @@ impl SampleRx {
         self.looked_empty = false;
     }
 
-    /// Take every waiting frame, keep the newest. UDP: `recv` until `EAGAIN` (an empty poll is one
-    /// cheap `recv`; a `recvmmsg` of several datagrams per poll was measured slower, see
+    /// Take every waiting frame, keep the newest; return how many frames it took (the receiving
+    /// agent drains with it between the port's calls). UDP: `recv` until `EAGAIN` (an empty poll
+    /// is one cheap `recv`; a `recvmmsg` of several datagrams per poll was measured slower, see
     /// `docs/bench-rtt.md`). TCP: stops after a short `read` (no extra call that would answer
     /// `EAGAIN`).
-    fn drain(&mut self) -> usize {
+    pub(super) fn drain(&mut self) -> usize {
         let mut n = 0;
         while let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch) {
             n += 1;
@@ -577,12 +578,6 @@ impl SampleRx {
         }
         self.looked_empty = true;
         n
-    }
-
-    /// Take every waiting frame and keep the newest (the receiving agent's drain, between the
-    /// port's calls); return how many frames it took.
-    pub fn absorb(&mut self) -> usize {
-        self.drain()
     }
 
     /// Drain to the newest frame and copy it into `buf`.
