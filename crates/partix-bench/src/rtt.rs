@@ -39,7 +39,7 @@
 use crate::report::{header, machine_line, Recorder, Summary};
 use crate::rttpeer::{
     PeerArgs, Wait, PEER_FD, PEER_RX_FD, QRTT_DEPTH, QUEUE_BACKOFF, QUEUE_BATCH, QUEUE_DEPTH,
-    QUEUE_MSG,
+    QUEUE_EXTRA_STORES, QUEUE_MSG,
 };
 use anyhow::{bail, Context};
 use clap::Args;
@@ -1155,6 +1155,14 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 format!("raw SPSC ring, consumer backoff {QUEUE_BACKOFF}"),
                 Box::new(|| raw_queue(peer, args, "qrawk")),
             ),
+            (
+                "raw SPSC ring, fence per push".into(),
+                Box::new(|| raw_queue(peer, args, "qrawf")),
+            ),
+            (
+                format!("raw SPSC ring, {QUEUE_EXTRA_STORES} stack stores per push"),
+                Box::new(|| raw_queue(peer, args, "qraws")),
+            ),
         ];
         for t in &args.transports {
             let t = t.clone();
@@ -1578,7 +1586,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             match r {
                 Ok(q) => {
                     let mut l = format!(
-                        "{name:<34} {:>8.2} M msg/s (median of {} rounds, {:.2}–{:.2})",
+                        "{name:<39} {:>8.2} M msg/s (median of {} rounds, {:.2}–{:.2})",
                         q.median / 1e6,
                         q.rounds,
                         q.min / 1e6,

@@ -13,7 +13,9 @@
 //!               SEND/RECEIVE_QUEUING_MESSAGE
 //!        qapex  a queuing port QOUT (send) / QIN (recv) of 64 B messages, one way
 //!        qraw   an SPSC ring (partix-shm) in a region on descriptor 600, one way (`qrawb`: in
-//!               batches; `qrawk`: the consumer pauses QUEUE_BACKOFF times after an empty look)
+//!               batches; `qrawk`: the consumer pauses QUEUE_BACKOFF times after an empty look;
+//!               `qrawf`: the producer fences after every push; `qraws`: it makes
+//!               QUEUE_EXTRA_STORES stores to its stack before every push)
 //!   ROLE ping | pong      (qapex, qraw: send | recv)
 //! ```
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
@@ -77,6 +79,9 @@ pub const QUEUE_BATCH: usize = 32;
 /// after a look that found the ring empty, before it reads `tail` again: meanwhile the producer
 /// stores `tail` into a line the consumer does not hold, and several messages queue up.
 pub const QUEUE_BACKOFF: u32 = 64;
+/// Stores to the producer's own stack that the `qraws` producer makes before every push: what
+/// a call path that saves registers and spills a few values adds per message (session 9).
+pub const QUEUE_EXTRA_STORES: usize = 20;
 
 /// Bytes of the `copy` kind's region for messages of `size` bytes: per direction a flag line
 /// and the data, each block 64-byte aligned.
@@ -152,7 +157,8 @@ impl Wait {
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`, `qrawk`.
+    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`, `qrawk`,
+    /// `qrawf`, `qraws`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
     pub role: String,
@@ -395,7 +401,7 @@ pub fn main(args: &[String]) -> i32 {
         "copy" => raw_prelude().and_then(|()| copy(&a)),
         "udp" | "udp2" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
-        "qraw" | "qrawb" | "qrawk" => raw_prelude().and_then(|()| qraw(&a)),
+        "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
         k => Err(format!("unknown kind {k}")),
     });
     match r {
@@ -683,14 +689,31 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
                 });
             }
             let mut msg = [7u8; QUEUE_MSG];
+            // `qrawf`: a full fence after every push (what a port call's lock, unlock or wake-up
+            // check costs the stream: x86 drains its store buffer); `qraws`: stores to a local
+            // array before every push (L1 hits, but x86 commits stores in order).
+            let fence = a.kind == "qrawf";
+            let stores = if a.kind == "qraws" {
+                QUEUE_EXTRA_STORES
+            } else {
+                0
+            };
+            let mut scratch = [0u64; QUEUE_EXTRA_STORES];
             for i in 0..n {
                 put_seq(&mut msg, i);
+                for w in scratch.iter_mut().take(stores) {
+                    // SAFETY: `w` is a valid, aligned `&mut u64`; volatile so the stores stay.
+                    unsafe { std::ptr::write_volatile(w, i) };
+                }
                 loop {
                     match p.try_push_quiet(&msg) {
                         Ok(()) => break,
                         Err(PushError::Full) => std::hint::spin_loop(),
                         Err(e) => return Err(format!("push: {e}")),
                     }
+                }
+                if fence {
+                    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
                 }
             }
             Ok(())

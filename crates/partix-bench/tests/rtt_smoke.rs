@@ -95,11 +95,14 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         "{}",
         rep.text
     );
-    // Queuing throughput: the raw ring (one message per call, in batches, and with a consumer
-    // that backs off when it finds the ring empty) and the one-sided queuing port (one message
-    // per call and in batches), all delivered (every receiver checks the order).
-    assert_eq!(rep.queue.len(), 5, "{:?}", rep.queue);
+    // Queuing throughput: the raw ring (one message per call, in batches, with a consumer that
+    // backs off when it finds the ring empty, with a fence after every push, with stack stores
+    // before every push) and the one-sided queuing port (one message per call and in batches),
+    // all delivered (every receiver checks the order).
+    assert_eq!(rep.queue.len(), 7, "{:?}", rep.queue);
     assert!(rep.text.contains("raw SPSC ring, consumer backoff"));
+    assert!(rep.text.contains("raw SPSC ring, fence per push"));
+    assert!(rep.text.contains("raw SPSC ring, 20 stack stores per push"));
     // Ratios show their range over the rounds.
     assert!(
         rep.text
