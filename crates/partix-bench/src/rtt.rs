@@ -994,12 +994,14 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
     let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
+    // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
+    const RAW_QUEUE_ROWS: usize = 5;
     let total = usize::from(spin) * 2 * n_sizes
         + n_sizes * n_raw_modes * 4
         + n_sizes * args.transports.len() * n_modes * (1 + usize::from(args.queuing_rtt))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
-            3 + args.transports.len() + usize::from(batched)
+            RAW_QUEUE_ROWS + args.transports.len() + usize::from(batched)
         } else {
             0
         };
@@ -1142,6 +1144,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 .ok_or_else(|| "the receiver printed no rate".into())
         };
         type QueueJob<'a> = (String, Box<dyn Fn() -> Result<String, String> + 'a>);
+        // RAW_QUEUE_ROWS of them (the progress total counts on it).
         let mut qjobs: Vec<QueueJob<'_>> = vec![
             (
                 "raw SPSC ring".into(),
@@ -1164,6 +1167,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 Box::new(|| raw_queue(peer, args, "qraws")),
             ),
         ];
+        debug_assert_eq!(qjobs.len(), RAW_QUEUE_ROWS);
         for t in &args.transports {
             let t = t.clone();
             qjobs.push((
