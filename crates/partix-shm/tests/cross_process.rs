@@ -134,15 +134,26 @@ fn message(seq: u32, max: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// Messages of 1..=4096 bytes: the slot layout whose payload starts a line of its own.
 #[test]
 fn torn_read_stress_between_processes() {
-    const TEST: &str = "torn_read_stress_between_processes";
-    const MAX: usize = 4096;
+    torn_read_stress("torn_read_stress_between_processes", 4096);
+}
+
+/// Messages of 1..=56 bytes: the slot layout whose `begin` and payload share one line.
+#[test]
+fn torn_read_stress_between_processes_one_data_line() {
+    torn_read_stress("torn_read_stress_between_processes_one_data_line", 56);
+}
+
+/// A writer process writes checksummable messages of up to `max` bytes as fast as it can while
+/// this process reads through a read-only mapping and checks every message it gets.
+fn torn_read_stress(test: &str, max: usize) {
     if role().as_deref() == Some("writer") {
         let region = inherited(Access::ReadWrite);
         let stop = stop_word(&region);
         let mut w = SamplingWriter::attach(region.clone(), 0).unwrap();
-        let mut msg = Vec::with_capacity(MAX);
+        let mut msg = Vec::with_capacity(max);
         let start = Instant::now();
         let mut n = 0u64;
         // Write as fast as possible until the reader has seen enough (about a second; at most
@@ -152,7 +163,7 @@ fn torn_read_stress_between_processes() {
         // to back.
         while stop.load(Ordering::Acquire) == 0 && start.elapsed() < Duration::from_secs(60) {
             n += 1;
-            message(n as u32, MAX, &mut msg);
+            message(n as u32, max, &mut msg);
             let t = Instant::now();
             w.write(&msg).unwrap();
             if n.is_multiple_of(4) {
@@ -166,17 +177,17 @@ fn torn_read_stress_between_processes() {
         println!("writes {n}");
         std::process::exit(0);
     }
-    let layout = SamplingLayout::new(MAX as u32).unwrap();
+    let layout = SamplingLayout::new(max as u32).unwrap();
     // The slot, then one line holding the stop word (written by this side only).
     let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes() + 64).unwrap());
     SamplingWriter::init(region.clone(), 0, layout).unwrap();
     let stop = stop_word(&region);
     let reader = SamplingReader::attach(read_only(&region), 0).unwrap();
-    let mut child = spawn(TEST, "writer", &region);
+    let mut child = spawn(test, "writer", &region);
     let started = Instant::now();
     let (mut reads, mut retried, mut contended, mut empty) = (0u64, 0u64, 0u64, 0u64);
-    let mut buf = vec![0u8; MAX];
-    let mut expect = Vec::with_capacity(MAX);
+    let mut buf = vec![0u8; max];
+    let mut expect = Vec::with_capacity(max);
     let mut last_seq = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
@@ -189,7 +200,7 @@ fn torn_read_stress_between_processes() {
         }
         match reader.read(&mut buf) {
             Ok(ok) => {
-                message(ok.seq, MAX, &mut expect);
+                message(ok.seq, max, &mut expect);
                 assert_eq!(ok.len, expect.len(), "torn read: length of seq {}", ok.seq);
                 assert!(
                     buf[..ok.len] == expect[..],
