@@ -381,8 +381,9 @@ mod shm {
             (self.max_message_size as usize).div_ceil(8)
         }
 
-        /// Offset of the `begin` word, which the payload follows (see the module docs).
-        fn begin_offset(&self) -> usize {
+        /// Return the offset of the `begin` word from the slot's start, which the payload
+        /// follows (see the module docs; for tools and tests that look at a slot's bytes).
+        pub fn begin_offset(&self) -> usize {
             if self.payload_words() <= INLINE_WORDS {
                 BEGIN_INLINE
             } else {
@@ -390,8 +391,14 @@ mod shm {
             }
         }
 
-        /// Offset of the `end` word (then the stamp) from the slot's start (a line of their own).
-        fn end_offset(&self) -> usize {
+        /// Return the offset of the payload from the slot's start.
+        pub fn payload_offset(&self) -> usize {
+            self.begin_offset() + 8
+        }
+
+        /// Return the offset of the `end` word (then the stamp) from the slot's start (a line of
+        /// their own).
+        pub fn end_offset(&self) -> usize {
             line_up(self.begin_offset() + 8 * (self.payload_words() + 1))
         }
 

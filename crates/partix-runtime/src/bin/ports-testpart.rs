@@ -609,12 +609,14 @@ extern "C" fn killer() {
     if let Ok(ports) = partix_runtime::channels::map_inherited() {
         if let Some(p) = ports.into_iter().find(|p| p.desc.name == "BIG") {
             let base = p.regions[0].as_ptr();
-            // SAFETY: the slot header is 64 bytes, then begin (8), stamp (8), payload (64 KiB),
-            // end (8): all inside the region, which is mapped read-write here; 8-byte aligned.
+            let layout = partix_shm::sampling::SamplingLayout::new(BIG as u32).expect("layout");
+            assert!(p.regions[0].len() >= layout.size_bytes());
+            // SAFETY: `begin` and the payload lie inside the slot at the start of the region
+            // (checked above), which is mapped read-write here; `begin` is 8-byte aligned.
             unsafe {
-                let begin = base.add(64).cast::<u64>();
+                let begin = base.add(layout.begin_offset()).cast::<u64>();
                 std::ptr::write_volatile(begin, (0xdead_u64 << 32) | BIG as u64);
-                std::ptr::write_bytes(base.add(80), 0xEE, BIG / 2);
+                std::ptr::write_bytes(base.add(layout.payload_offset()), 0xEE, BIG / 2);
             }
         }
     }
