@@ -56,7 +56,7 @@
 //!   begin.store(F, Relaxed)              e = end.load(Relaxed)
 //!                                        fence(Acquire)                 (R1)
 //!   fence(Release)            (W1)       if e == 0 { Empty }
-//!   stamp, payload: Relaxed stores       stamp, payload: Relaxed loads  (R2)
+//!   payload, stamp: Relaxed stores       stamp, payload: Relaxed loads  (R2)
 //!   end.store(F, Release)     (W2)       fence(Acquire)                 (R3)
 //!                                        b = begin.load(Relaxed)
 //!                                        if b == e { done } else { retry }
@@ -234,8 +234,12 @@ impl<'a> SlotView<'a> {
         // SYNC POINT: W1, pairs with the reader's Acquire fence R3 (a reader that sees any of the
         // data below also sees this begin value).
         fence(Ordering::Release);
-        self.stamp.store(stamp, Ordering::Relaxed);
         racy_copy_in(self.payload, data);
+        // The stamp after the payload, right before `end` in the same line: the line is taken
+        // from a reader polling `end` once per write, not once for the stamp and again for
+        // `end` after the payload (measured, Intel VM: one-sided 1 KiB round trip 1.20-1.31 µs
+        // against 1.30-1.35 µs with the stamp stored before the payload).
+        self.stamp.store(stamp, Ordering::Relaxed);
         // SYNC POINT: W2, pairs with the reader's load + Acquire fence R1 of `end`.
         self.end.store(flags.0, Ordering::Release);
     }
