@@ -83,16 +83,38 @@ thread_local! {
     static PARKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// The park handler: while the gate is closed, wait on it. The thread that finds the gate
-/// closed counts itself in `gate_parked` and passes the park signal on to the process (the
-/// kernel delivers it to a thread that does not block it, i.e. one not parked yet) until
-/// `gate_expect` threads are parked, then acknowledges the close in `gate_acked`. A gate opened
-/// ahead of the window (`gate_open_at_ns` in the future) is left only at that time: the woken
-/// thread busy-waits for it here. On leaving, the first thread stamps the resume and each one wakes the next waiter (highest priority
-/// first: the kernel queues futex waiters of real-time threads by priority).
+thread_local! {
+    /// Depth of this thread's sections that hold off the park signal ([`hold_off_park`]).
+    static PARK_HELD_OFF: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// A park signal came inside such a section: park when the outermost one ends.
+    static PARK_PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The park handler: while the gate is closed, wait on it (see [`park_on_gate`]). Inside a
+/// section made by [`hold_off_park`] (a shared-memory port write in progress) it only notes the
+/// signal; the thread parks when the section ends.
 extern "C" fn on_park(_sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
+    if PARK_HELD_OFF.with(|c| c.get()) != 0 {
+        PARK_PENDING.with(|c| c.set(true));
+    } else {
+        park_on_gate();
+    }
+    // SAFETY: as above; restore the interrupted code's errno.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// While the gate is closed, wait on it. The thread that finds the gate closed counts itself in
+/// `gate_parked` and passes the park signal on to the process (the kernel delivers it to a
+/// thread that does not block it, i.e. one not parked yet) until `gate_expect` threads are
+/// parked, then acknowledges the close in `gate_acked`. A gate opened ahead of the window
+/// (`gate_open_at_ns` in the future) is left only at that time: the woken thread busy-waits for
+/// it here. On leaving, the first thread stamps the resume and each one wakes the next waiter
+/// (highest priority first: the kernel queues futex waiters of real-time threads by priority).
+/// Async-signal-safe; called with the park signal blocked (in its handler, or by
+/// [`ParkHoldOff`]'s end), so a thread is never counted twice.
+fn park_on_gate() {
     if let Some(Ok(ctx)) = CONTEXT.get() {
         let p = ctx.partition();
         let g = p.gate.load(Ordering::Acquire);
@@ -127,8 +149,68 @@ extern "C" fn on_park(_sig: libc::c_int) {
             futex::wake(&p.gate, 1);
         }
     }
-    // SAFETY: as above; restore the interrupted code's errno.
-    unsafe { *libc::__errno_location() = errno };
+}
+
+/// A section of bounded, non-blocking work that a closing gate does not cut in two: a park
+/// signal that comes inside it is honoured when it ends (the thread then parks as the handler
+/// would have). Made by [`hold_off_park`].
+///
+/// The port layer holds off parking while it writes a shared-memory sampling message: a writer
+/// parked between `begin` and `end` would leave the slot mid-write for the rest of the major
+/// frame, and readers in other partitions would get their last good copy instead of the newest
+/// message (measured before: a writer writing 64 KiB messages back to back was cut mid-write at
+/// most window ends; `tests/ports.rs`, `a_window_never_ends_inside_a_sampling_write`). The
+/// delay is one message copy per destination. Not for anything that may block: a section that
+/// does not end delays the park until the executive's backstop (`SIGSTOP`).
+#[derive(Debug)]
+pub struct ParkHoldOff {
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+/// Enter a [`ParkHoldOff`] section (nestable; thread-local, two stores).
+#[inline]
+pub fn hold_off_park() -> ParkHoldOff {
+    PARK_HELD_OFF.with(|c| c.set(c.get() + 1));
+    // The handler runs on this thread: keep the section's work after the depth store.
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    ParkHoldOff {
+        _thread: std::marker::PhantomData,
+    }
+}
+
+impl Drop for ParkHoldOff {
+    #[inline]
+    fn drop(&mut self) {
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        let depth = PARK_HELD_OFF.with(|c| {
+            let d = c.get() - 1;
+            c.set(d);
+            d
+        });
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        // A signal from here on parks in the handler itself; one that came inside the section
+        // left the flag.
+        if depth == 0 && PARK_PENDING.with(|c| c.get()) {
+            park_held_off();
+        }
+    }
+}
+
+/// Park now for a signal that came inside a [`ParkHoldOff`] section, with the park signal
+/// blocked meanwhile (one arriving while this thread waits must not count it a second time).
+#[cold]
+fn park_held_off() {
+    // SAFETY: sigset operations on a local set; pthread_sigmask with valid pointers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, park_signal());
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        PARK_PENDING.with(|c| c.set(false));
+        park_on_gate();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
 }
 
 /// Count the calling thread as parked for good (it blocks every signal and never runs again):

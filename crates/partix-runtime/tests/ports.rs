@@ -106,6 +106,22 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
     );
 }
 
+/// A writer that writes 64 KiB messages back to back is parked at the end of every window of
+/// its partition: between two writes, never inside one, so a reader partition never finds the
+/// slot mid-write and always reads the newest message (the park signal waits for the write in
+/// progress).
+#[test]
+fn a_window_never_ends_inside_a_sampling_write() {
+    let m = load("window.xml");
+    let out = run(
+        &m,
+        "window",
+        &[("window-src", &[], false), ("window-dst", &[], true)],
+        Duration::from_secs(60),
+    );
+    assert_eq!(all_pass("WDST", &out[1]), 4, "{:#?}", out[1]);
+}
+
 fn waiting_order(discipline: &str) -> Vec<String> {
     let m = load("order.xml");
     let out = run(

@@ -13,6 +13,10 @@
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
 //!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
+//!   window-src     write 64 KiB messages back to back, without a pause, in every window
+//!   window-dst     read for 1 s in its own windows: the slot is never found mid-write (the
+//!                  writer's window ended between two of its writes, not inside one), and every
+//!                  read returns the newest message in the slot
 //!   restart-dst    read until "final", restart the partition (COLD_START); after the restart,
 //!                  the first read at initialisation returns "final" again (regions survive)
 //!   order-src      wait for "ready" on sampling port RDY, then send 3 messages on QOUT
@@ -624,6 +628,78 @@ extern "C" fn killer() {
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
 }
 
+extern "C" fn window_writer() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let mut msg = vec![0u8; BIG];
+    let mut k: u64 = 0;
+    loop {
+        k += 1;
+        let len = BIG - (k as usize % 1000);
+        msg[..len].fill(k as u8);
+        let _ = write_sampling_message(id, &msg[..len]);
+    }
+}
+
+extern "C" fn window_dst_process() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let slot = partix_runtime::channels::map_inherited()
+        .ok()
+        .and_then(|ps| {
+            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
+            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
+        })
+        .expect("map the BIG slot");
+    let mut buf = vec![0u8; BIG];
+    let t0 = get_time();
+    let (mut reads, mut mid_write, mut torn, mut not_newest) = (0u64, 0u64, 0u64, 0u64);
+    while get_time() - t0 < 1_000 * MS {
+        // At a window's start the writer (on another CPU) may still be finishing the write
+        // it was in when its window ended: a mid-write slot counts only if it stays so, with
+        // the same last complete message, for 1 ms, while a running writer writes a message
+        // every few tens of µs.
+        let before = slot.latest_flags();
+        if slot.write_in_progress() {
+            let _ = timed_wait(MS);
+            if slot.write_in_progress() && slot.latest_flags() == before {
+                mid_write += 1;
+            }
+            continue;
+        }
+        if let Ok((n, _)) = read_sampling_message(id, &mut buf) {
+            reads += 1;
+            let tag = buf[0];
+            if n == 0 || buf[..n].iter().any(|&b| b != tag) {
+                torn += 1;
+            }
+            // The newest complete message in the slot is the one returned, unless the slot
+            // changed during the read (the writer finishing, as above).
+            let after = slot.latest_flags();
+            if after == before && after.map(|f| f.len() as usize) != Some(n) {
+                not_newest += 1;
+            }
+        }
+        let _ = timed_wait(MS / 2);
+    }
+    expect("window: no torn message", torn == 0, format!("{torn} torn"));
+    expect(
+        "window: reads happened",
+        reads > 100,
+        format!("{reads} reads"),
+    );
+    expect(
+        "window: the writer's windows never ended inside a write",
+        mid_write == 0,
+        format!("slot found mid-write at {mid_write} of {reads} reads"),
+    );
+    expect(
+        "window: every read returned the newest message in the slot",
+        not_newest == 0,
+        format!("{not_newest} of {reads} reads returned an older message"),
+    );
+    out("END window-dst");
+    idle_forever();
+}
+
 extern "C" fn kill_dst_process() {
     let id = get_sampling_port_id("BIG").expect("BIG");
     let mut buf = vec![0u8; BIG];
@@ -800,6 +876,14 @@ fn main() {
                 process("writer", kill_writer, 10, INFINITE_TIME_VALUE);
                 process("killer", killer, 20, INFINITE_TIME_VALUE);
             }
+        }
+        "window-src" => {
+            create_sampling_port("BIG", BIG as u32, s, 1_000 * MS).expect("BIG");
+            process("writer", window_writer, 10, INFINITE_TIME_VALUE);
+        }
+        "window-dst" => {
+            create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
+            process("dst", window_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "kill-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");

@@ -329,17 +329,22 @@ impl SamplingSource {
     /// dropped.
     #[inline]
     pub fn write(&mut self, data: &[u8], stamp_ns: u64) {
+        // The shared-memory writes are bounded copies: a closing gate parks this thread after
+        // them, not between a slot's `begin` and `end` (see `attach::ParkHoldOff`).
         match self {
             // One destination (the usual case): no loop.
             SamplingSource::OneSided(ws) if ws.len() == 1 => {
+                let _held = crate::attach::hold_off_park();
                 let _ = ws[0].write_stamped(data, stamp_ns);
             }
             SamplingSource::OneSided(ws) => {
+                let _held = crate::attach::hold_off_park();
                 for w in ws {
                     let _ = w.write_stamped(data, stamp_ns);
                 }
             }
             SamplingSource::TwoSided(ws) => {
+                let _held = crate::attach::hold_off_park();
                 for w in ws {
                     let _ = w.write_stamped(data, stamp_ns);
                 }
