@@ -588,7 +588,9 @@ extern "C" fn queue_dst_process() {
 
 const BIG: usize = 65536;
 
-extern "C" fn kill_writer() {
+/// Write 64 KiB messages on port BIG forever, message `k` of length 65536 - k % 1000 with every
+/// byte `k as u8`, waiting `pause` ns after each (0: none).
+fn write_big_messages(pause: SystemTime) -> ! {
     let id = get_sampling_port_id("BIG").expect("BIG");
     let mut msg = vec![0u8; BIG];
     let mut k: u64 = 0;
@@ -597,11 +599,16 @@ extern "C" fn kill_writer() {
         let len = BIG - (k as usize % 1000);
         msg[..len].fill(k as u8);
         let _ = write_sampling_message(id, &msg[..len]);
-        // A pause, so that the slot is mostly whole when the partition's window ends (a writer
-        // that writes all the time is stopped mid-write at every window end, and the readers
-        // then only ever have their last good copy).
-        let _ = timed_wait(MS / 2);
+        if pause > 0 {
+            let _ = timed_wait(pause);
+        }
     }
+}
+
+extern "C" fn kill_writer() {
+    // A pause between writes, as a periodic writer has; the killer leaves the slot mid-write
+    // itself before the partition dies.
+    write_big_messages(MS / 2)
 }
 
 extern "C" fn killer() {
@@ -629,15 +636,7 @@ extern "C" fn killer() {
 }
 
 extern "C" fn window_writer() {
-    let id = get_sampling_port_id("BIG").expect("BIG");
-    let mut msg = vec![0u8; BIG];
-    let mut k: u64 = 0;
-    loop {
-        k += 1;
-        let len = BIG - (k as usize % 1000);
-        msg[..len].fill(k as u8);
-        let _ = write_sampling_message(id, &msg[..len]);
-    }
+    write_big_messages(0)
 }
 
 extern "C" fn window_dst_process() {
