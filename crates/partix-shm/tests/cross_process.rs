@@ -146,6 +146,12 @@ fn torn_read_stress_between_processes_one_data_line() {
     torn_read_stress("torn_read_stress_between_processes_one_data_line", 56);
 }
 
+/// Messages of 1..=40 bytes: the compact slot layout, the whole message in one line.
+#[test]
+fn torn_read_stress_between_processes_compact() {
+    torn_read_stress("torn_read_stress_between_processes_compact", 40);
+}
+
 /// A writer process writes checksummable messages of up to `max` bytes as fast as it can while
 /// this process reads through a read-only mapping and checks every message it gets.
 fn torn_read_stress(test: &str, max: usize) {

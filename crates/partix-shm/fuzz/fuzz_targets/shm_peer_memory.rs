@@ -84,7 +84,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = c.try_pop(&mut buf);
         }
         1 => {
-            let layout = SamplingLayout::new(MAX as u32).expect("layout");
+            // Both slot shapes: a compact one (the whole message in one line) and one with
+            // `end` in a line of its own.
+            let max = if data[0] & 8 == 0 { MAX } else { 16 };
+            let layout = SamplingLayout::new(max as u32).expect("layout");
             let r = region(layout.size_bytes());
             drop(SamplingWriter::init(r.clone(), 0, layout).expect("init"));
             scribble(&r, start, body);
