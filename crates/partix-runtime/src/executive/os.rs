@@ -31,7 +31,7 @@ use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// File descriptor number of the module region in a partition process.
@@ -793,19 +793,22 @@ impl Switcher for OsSwitcher<'_> {
         let pid = self.pids[p];
         if pid > 0 {
             // The victim needs this CPU to die, and this thread outranks it: poll with short
-            // real sleeps instead of a blocking waitpid (at most 2 s; a process still alive
-            // then is left to PR_SET_PDEATHSIG).
-            // SAFETY: pid is our child; waitpid gets a valid status pointer.
+            // real sleeps instead of a blocking wait (at most 2 s; a process still alive then
+            // is left to PR_SET_PDEATHSIG). It is reaped by the reaper thread, not here.
+            // SAFETY: pid is our child; kill has no memory preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             let deadline = monotonic_ns() + 2_000_000_000;
             loop {
-                let mut st = 0;
-                // SAFETY: as above.
-                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-                if r != 0 || monotonic_ns() > deadline {
-                    break;
+                match peek_child(pid) {
+                    Child::Running if monotonic_ns() <= deadline => {
+                        nanosleep_abs(monotonic_ns() + 100_000);
+                    }
+                    Child::Ended(_) => {
+                        reap_later(pid);
+                        break;
+                    }
+                    Child::Running | Child::Gone => break,
                 }
-                nanosleep_abs(monotonic_ns() + 100_000);
             }
             self.forget(p);
         }
@@ -823,19 +826,117 @@ impl Switcher for OsSwitcher<'_> {
                 if pid <= 0 {
                     continue;
                 }
-                let mut st = 0;
-                // SAFETY: pid is our child; st is a valid out-pointer.
-                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-                if r == pid {
-                    if let Some(d) = Death::from_wait_status(st) {
-                        self.forget(p);
-                        self.deaths.push((p, d));
-                    }
+                if let Child::Ended(d) = peek_child(pid) {
+                    self.forget(p);
+                    self.deaths.push((p, d));
+                    reap_later(pid);
                 }
             }
             self.deaths.reverse();
         }
         self.deaths.pop()
+    }
+}
+
+/// What [`peek_child`] found.
+enum Child {
+    /// The child has not ended.
+    Running,
+    /// The child has ended (a zombie, not reaped yet).
+    Ended(Death),
+    /// Not a child of this process (any more).
+    Gone,
+}
+
+/// Look at child `pid` without reaping it (`waitid(WEXITED | WNOHANG | WNOWAIT)`).
+///
+/// The executive never reaps a partition itself. Reaping runs kernel work (`release_task`
+/// flushing the process's `/proc` entries) that can wait for other tasks of its CPU, which the
+/// executive at `SCHED_FIFO` 99 outranks: seen once (session 10, `edges_stop` two-sided test
+/// under CPU load) as a `waitpid` that spun in `shrink_dcache_parent` for over six minutes after
+/// a partition of about 1000 threads (one per STOPped incarnation) exited, while the other
+/// partition's runnable threads on the same CPU got nothing; moving the thread to
+/// `SCHED_OTHER` from outside (`chrt -o -p 0 TID`) ended it at once. So the executive only
+/// looks, and [`reap_later`] reaps in a normal thread.
+fn peek_child(pid: i32) -> Child {
+    // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: info is a valid out-pointer; waitid has no other memory preconditions.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        return Child::Gone;
+    }
+    // SAFETY: waitid filled `info` for a SIGCHLD, or left it zeroed (si_pid 0: still running).
+    let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if who == 0 {
+        return Child::Running;
+    }
+    match info.si_code {
+        libc::CLD_EXITED => Child::Ended(Death::Exited(status)),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Child::Ended(Death::Signaled(status)),
+        _ => Child::Running,
+    }
+}
+
+/// Reap child `pid`, which has ended, in the reaper thread: a `SCHED_OTHER` thread allowed on
+/// every CPU, started at the first call (see [`peek_child`]). If it cannot be started, reap
+/// here.
+fn reap_later(pid: i32) {
+    static REAPER: OnceLock<Option<Mutex<mpsc::Sender<i32>>>> = OnceLock::new();
+    let tx = REAPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<i32>();
+        std::thread::Builder::new()
+            .name("partix-reaper".into())
+            .spawn(move || {
+                become_normal_task();
+                for pid in rx {
+                    reap(pid, 0);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let sent = tx.as_ref().is_some_and(|tx| {
+        tx.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(pid)
+            .is_ok()
+    });
+    if !sent {
+        reap(pid, libc::WNOHANG);
+    }
+}
+
+/// `waitpid(pid, flags)`, retried after `EINTR`.
+fn reap(pid: i32, flags: libc::c_int) {
+    loop {
+        let mut st = 0;
+        // SAFETY: st is a valid out-pointer; waitpid has no other memory preconditions.
+        let r = unsafe { libc::waitpid(pid, &mut st, flags) };
+        if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// Make the calling thread a normal task: `SCHED_OTHER`, allowed on every CPU.
+fn become_normal_task() {
+    let normal = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain syscalls on the calling thread with valid pointers.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+        let mut all: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut all);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &all);
     }
 }
 
@@ -1263,6 +1364,68 @@ pub fn stop_on_signals() -> &'static AtomicBool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child of this test process that runs `sh -c SCRIPT`.
+    fn child(script: &str) -> i32 {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .spawn()
+            .expect("spawn sh")
+            .id() as i32
+    }
+
+    /// Wait (up to 10 s) until `pid` is no longer our child: the reaper took it.
+    fn reaped(pid: i32) -> bool {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if matches!(peek_child(pid), Child::Gone) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    #[test]
+    fn the_executive_looks_at_a_dead_partition_and_the_reaper_reaps_it() {
+        // An exit status, seen without reaping: a second look sees the same zombie.
+        let pid = child("exit 3");
+        let t0 = std::time::Instant::now();
+        let death = loop {
+            match peek_child(pid) {
+                Child::Ended(d) => break d,
+                Child::Running if t0.elapsed() < Duration::from_secs(10) => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => panic!("child {pid} did not end"),
+            }
+        };
+        assert_eq!(death, Death::Exited(3));
+        assert!(matches!(peek_child(pid), Child::Ended(Death::Exited(3))));
+        reap_later(pid);
+        assert!(reaped(pid), "the reaper did not reap {pid}");
+        // A running child, then killed.
+        let pid = child("sleep 30");
+        assert!(matches!(peek_child(pid), Child::Running));
+        // SAFETY: pid is our child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let t0 = std::time::Instant::now();
+        while matches!(peek_child(pid), Child::Running) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "SIGKILL did not end {pid}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(matches!(
+            peek_child(pid),
+            Child::Ended(Death::Signaled(libc::SIGKILL))
+        ));
+        reap_later(pid);
+        assert!(reaped(pid), "the reaper did not reap {pid}");
+        // Not a child at all.
+        assert!(matches!(peek_child(1), Child::Gone));
+    }
 
     fn rttime() -> libc::rlimit {
         let mut r = libc::rlimit {
