@@ -721,6 +721,10 @@ impl QueueRate {
 pub const RAW_UDP2: &str = "raw UDP 2 pairs";
 /// The raw TCP baseline with one connection per direction.
 pub const RAW_TCP2: &str = "raw TCP 2 conns";
+/// The raw UDP baseline (one socket pair both ways) between peers that have a second, idle
+/// thread, as a partition always has: the kernel then takes a file reference in every socket
+/// call (the file table is shared), which a single-threaded peer skips. Spin class only.
+pub const RAW_UDP_MT: &str = "raw UDP, threaded peers";
 
 /// Whether `t` is a socket transport (compared with raw sockets, not shared memory).
 fn is_socket(t: &str) -> bool {
@@ -996,8 +1000,10 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     let batched = args.transports.iter().any(|t| t == "one-sided");
     // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
     const RAW_QUEUE_ROWS: usize = 5;
+    let spin_mode = args.modes.iter().any(|m| m == "spin");
     let total = usize::from(spin) * 2 * n_sizes
         + n_sizes * n_raw_modes * 4
+        + usize::from(spin_mode) * n_sizes
         + n_sizes * args.transports.len() * n_modes * (1 + usize::from(args.queuing_rtt))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
@@ -1090,6 +1096,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                     let m = mode.clone();
                     jobs.push(Job::new(raw2, mode, size, move |a| {
                         samples_of(raw_socket(peer, a, &format!("{t}2"), size, &m))
+                    }));
+                }
+                if t == "udp" && mode == "spin" {
+                    jobs.push(Job::new(RAW_UDP_MT, mode, size, move |a| {
+                        samples_of(raw_socket(peer, a, "udpmt", size, "spin"))
                     }));
                 }
                 if args.transports.iter().any(|x| x == t) {
@@ -1496,6 +1507,21 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             }
                         }
                         lines.push(l);
+                    }
+                    if let (Some(b), "udp", "spin") = (s(RAW_UDP_MT), t.as_str(), mode.as_str()) {
+                        let rd = rep.rounds((t, mode), Some((RAW_UDP_MT, "spin")), size, |x, y| {
+                            (x as f64 - y as f64) / 1000.0
+                        });
+                        lines.push(format!(
+                            "udp spin {size} B vs {RAW_UDP_MT} (multi-threaded, as a partition \
+                             is): p50 {:.2}x ({:+.2} µs{})",
+                            ratio(ts.p50, b.p50),
+                            (ts.p50 as f64 - b.p50 as f64) / 1000.0,
+                            rd.map_or(String::new(), |s| format!(
+                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
+                                s.median, s.lo, s.hi
+                            ))
+                        ));
                     }
                     let base2 = if t == "udp" { RAW_UDP2 } else { RAW_TCP2 };
                     if let Some(b) = s(base2) {

@@ -399,7 +399,7 @@ pub fn main(args: &[String]) -> i32 {
         "apex" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
         "copy" => raw_prelude().and_then(|()| copy(&a)),
-        "udp" | "udp2" => raw_prelude().and_then(|()| udp(&a)),
+        "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
         k => Err(format!("unknown kind {k}")),
@@ -540,6 +540,16 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
 }
 
 fn udp(a: &PeerArgs) -> Result<(), String> {
+    if a.kind == "udpmt" {
+        // A second thread that never runs (kind `udpmt`): the process is multi-threaded, as
+        // every partition is, so the kernel takes a file reference in each socket call.
+        std::thread::Builder::new()
+            .name("idle".into())
+            .spawn(|| loop {
+                std::thread::park();
+            })
+            .map_err(io_err("spawn the idle thread"))?;
+    }
     // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket), and for `udp2`
     // PEER_RX_FD (another one), to this process only.
     let s = unsafe { UdpSocket::from_raw_fd(PEER_FD) };

@@ -49,6 +49,8 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("raw UDP 2 pairs", "block"),
         ("raw TCP 2 conns", "spin"),
         ("raw TCP 2 conns", "block"),
+        // Raw UDP between multi-threaded peers, as partitions are (spin only).
+        ("raw UDP, threaded peers", "spin"),
     ] {
         for size in [16, 64] {
             let c = rep
