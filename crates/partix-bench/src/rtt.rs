@@ -1508,40 +1508,33 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         }
                         lines.push(l);
                     }
-                    if let (Some(b), "udp", "spin") = (s(RAW_UDP_MT), t.as_str(), mode.as_str()) {
-                        let rd = rep.rounds((t, mode), Some((RAW_UDP_MT, "spin")), size, |x, y| {
-                            (x as f64 - y as f64) / 1000.0
-                        });
-                        lines.push(format!(
-                            "udp spin {size} B vs {RAW_UDP_MT} (multi-threaded, as a partition \
-                             is): p50 {:.2}x ({:+.2} µs{})",
-                            ratio(ts.p50, b.p50),
-                            (ts.p50 as f64 - b.p50 as f64) / 1000.0,
-                            rd.map_or(String::new(), |s| format!(
-                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
-                                s.median, s.lo, s.hi
-                            ))
-                        ));
-                    }
+                    // Informational baselines (no target): the raw pair per direction, and for
+                    // udp spin the raw pair between multi-threaded peers.
+                    let bm = if mode == "poll" {
+                        "spin"
+                    } else {
+                        mode.as_str()
+                    };
                     let base2 = if t == "udp" { RAW_UDP2 } else { RAW_TCP2 };
-                    if let Some(b) = s(base2) {
-                        let bm = if mode == "poll" {
-                            "spin"
-                        } else {
-                            mode.as_str()
-                        };
-                        let rd = rep.rounds((t, mode), Some((base2, bm)), size, |x, y| {
+                    // Opposite tcp sampling channels share one connection (the channel set
+                    // pairs them); udp channels each have their pair.
+                    let how2 = if t == "udp" {
+                        "one per direction, as two udp channels"
+                    } else {
+                        "one per direction, as unpaired tcp channels"
+                    };
+                    let mut extra = vec![];
+                    if t == "udp" && mode == "spin" {
+                        extra.push((RAW_UDP_MT, "multi-threaded, as a partition is"));
+                    }
+                    extra.push((base2, how2));
+                    for (base, how) in extra {
+                        let Some(b) = s(base) else { continue };
+                        let rd = rep.rounds((t, mode), Some((base, bm)), size, |x, y| {
                             (x as f64 - y as f64) / 1000.0
                         });
-                        // Opposite tcp sampling channels share one connection (the
-                        // channel set pairs them); udp channels each have their pair.
-                        let how = if t == "udp" {
-                            "one per direction, as two udp channels"
-                        } else {
-                            "one per direction, as unpaired tcp channels"
-                        };
                         lines.push(format!(
-                            "{t} {mode} {size} B vs {base2} ({how}): p50 {:.2}x ({:+.2} µs{})",
+                            "{t} {mode} {size} B vs {base} ({how}): p50 {:.2}x ({:+.2} µs{})",
                             ratio(ts.p50, b.p50),
                             (ts.p50 as f64 - b.p50 as f64) / 1000.0,
                             rd.map_or(String::new(), |s| format!(
