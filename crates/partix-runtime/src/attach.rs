@@ -225,6 +225,22 @@ pub fn note_parked_for_good() {
     }
 }
 
+/// The calling thread is about to exit (an abandoned incarnation, all signals blocked): if a park
+/// handler it is nested in counted it in `gate_parked`, take it out and hand the gate's wake-up
+/// on to the next parked thread, which that handler would have done on leaving. A close that
+/// comes before the thread is gone from the kernel's count finds one thread too few parked and
+/// takes the backstop (`SIGSTOP`): never a thread counted that runs. Async-signal-safe.
+pub fn note_thread_ends() {
+    if !PARKED.with(|c| c.replace(false)) {
+        return;
+    }
+    if let Some(Ok(ctx)) = CONTEXT.get() {
+        let p = ctx.partition();
+        p.gate_parked.fetch_sub(1, Ordering::AcqRel);
+        futex::wake(&p.gate, 1);
+    }
+}
+
 impl PartitionContext {
     /// Return this process's context, attaching on first use.
     ///

@@ -142,8 +142,8 @@ pub struct PartitionState {
     /// Executive: threads the park chain should reach at a close (the executive's last count of
     /// the process's threads).
     pub gate_expect: AtomicU32,
-    /// Partition: threads parked on the gate now, plus threads parked for good (abandoned
-    /// incarnations, which never run again).
+    /// Partition: threads parked on the gate now, plus threads parked for good (the main thread
+    /// after a mode change, which never runs again). An abandoned incarnation exits instead.
     pub gate_parked: AtomicU32,
     /// Partition: the closed `gate` value at which `gate_expect` threads were parked (the
     /// executive verifies it against the kernel's thread count before it trusts it).

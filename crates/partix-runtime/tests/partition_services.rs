@@ -170,6 +170,26 @@ fn stop_then_start_runs_the_entry_point_from_the_beginning() {
         ]);
 }
 
+/// A process stopped while waiting (sometimes while suspended too) and one that stops itself, each
+/// 3000 times: every stopped thread ends and is joined, so the partition's thread and mapping
+/// counts stay where they were (before, each STOP left a parked thread with two mappings behind).
+#[test]
+fn stop_and_start_forever_keeps_threads_and_mappings_bounded() {
+    let run = probe("churn").ok("churn");
+    assert_eq!(
+        run.lines[0], "churn:worker_begins=3001 quitter_begins=3000 worker=Waiting quitter=Dormant",
+        "stderr:\n{}",
+        run.stderr
+    );
+    let n = |k: &str| -> i64 { run.value(k).parse().expect("a number") };
+    let (t0, t1) = (n("threads_before"), n("threads_after"));
+    let (m0, m1) = (n("mappings_before"), n("mappings_after"));
+    // The main thread and the 3 processes; allow a thread or two that has not ended yet.
+    assert!(t0 >= 4 && t1 <= t0 + 2, "threads {t0} -> {t1}");
+    // 2900 rounds after the first count: a leak of even one mapping per STOP shows as thousands.
+    assert!(m1 <= m0 + 16, "mappings {m0} -> {m1}");
+}
+
 #[test]
 fn periodic_releases_follow_the_grid_and_jobs_are_recorded() {
     let run = probe("periodic").ok("periodic");

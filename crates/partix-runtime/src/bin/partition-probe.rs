@@ -208,6 +208,82 @@ fn scenario_restart_process() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- churn: STOP/START forever
+/// STOP/START rounds of the churn scenario (each ends two incarnations).
+const CHURN_ROUNDS: u32 = 3000;
+static CHURN_BEGINS: AtomicU32 = AtomicU32::new(0);
+static QUIT_BEGINS: AtomicU32 = AtomicU32::new(0);
+
+/// Return (threads, mappings, resident kB) of this process, from /proc.
+fn threads_and_mappings() -> (u32, usize, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |k: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {k} line"))
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    (
+        field("Threads:") as u32,
+        maps.lines().count(),
+        field("VmRSS:"),
+    )
+}
+extern "C" fn churn_worker() {
+    CHURN_BEGINS.fetch_add(1, Ordering::SeqCst);
+    // Waiting (in clock_nanosleep) when STOP comes: the control signal ends the thread.
+    let _ = timed_wait(10_000 * MS);
+    ev("churn-worker:never");
+}
+extern "C" fn churn_quitter() {
+    QUIT_BEGINS.fetch_add(1, Ordering::SeqCst);
+    stop_self();
+}
+extern "C" fn churn_boss() {
+    let (w, q) = (pid("churn-worker"), pid("churn-quitter"));
+    let mut before = (0, 0, 0);
+    for round in 0..CHURN_ROUNDS {
+        if round == 100 {
+            before = threads_and_mappings();
+        }
+        // Both run at once inside START (higher priority than this process).
+        start(w).unwrap();
+        start(q).unwrap();
+        if round % 3 == 0 {
+            // A suspended waiting process is stopped too: its thread leaves the suspension.
+            suspend(w).unwrap();
+        }
+        stop(w).unwrap();
+    }
+    // The last ended threads are joined by the next spawn: this start makes one.
+    start(w).unwrap();
+    let after = threads_and_mappings();
+    ev(&format!(
+        "churn:worker_begins={} quitter_begins={} worker={:?} quitter={:?}",
+        CHURN_BEGINS.load(Ordering::SeqCst),
+        QUIT_BEGINS.load(Ordering::SeqCst),
+        state("churn-worker"),
+        state("churn-quitter"),
+    ));
+    ev(&format!("threads_before={}", before.0));
+    ev(&format!("threads_after={}", after.0));
+    ev(&format!("mappings_before={}", before.1));
+    ev(&format!("mappings_after={}", after.1));
+    // Informational: what the ended threads' heap records cost (not asserted).
+    ev(&format!("rss_kb_before={}", before.2));
+    ev(&format!("rss_kb_after={}", after.2));
+    idle();
+}
+fn scenario_churn() -> ! {
+    create_process(&attrs("churn-worker", churn_worker, 30)).unwrap();
+    create_process(&attrs("churn-quitter", churn_quitter, 20)).unwrap();
+    create_process(&attrs("churn-boss", churn_boss, 10)).unwrap();
+    start(pid("churn-boss")).unwrap();
+    normal()
+}
+
 // ---------------------------------------------------------------- periodic + deadline + HM
 static EH_SEEN: AtomicU32 = AtomicU32::new(0);
 extern "C" fn dl_job() {
@@ -707,6 +783,7 @@ fn main() {
         "lock" => scenario_lock(),
         "suspend" => scenario_suspend(),
         "restart-process" => scenario_restart_process(),
+        "churn" => scenario_churn(),
         "deadline" => scenario_deadline(),
         "deadline-ignore" => scenario_deadline_ignore(),
         "app-error" => scenario_app_error(),

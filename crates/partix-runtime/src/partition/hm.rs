@@ -272,12 +272,12 @@ fn restart_self(idx: usize) -> ! {
         if r.replace_incarnation(inner, idx).is_ok()
             && super::process::start_locked(inner, idx, 0, now).is_ok()
         {
-            // Inside the lock: leaving it parks this (stopped) incarnation for good.
+            // Inside the lock: leaving it ends this (stopped) incarnation.
             futex::wake_all(&r.ctl[idx].gen);
             r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
         }
     });
-    rt::park_forever()
+    rt::end_incarnation()
 }
 
 /// Count a deadline miss of process `idx` (its deadline `deadline`) once and raise

@@ -640,7 +640,7 @@ pub fn wait_sampling_message(
     // A control request (STOP / SUSPEND) reaching this thread while it waits under the port lock
     // is deferred by the lock's section: the wait gives up at once (one thread-local load per
     // poll; a park is interrupted by the request's signal), the end of this iteration releases
-    // the port and honours the request (parks while suspended, for good when stopped), and a
+    // the port and honours the request (parks while suspended, ends the thread when stopped), and a
     // resumed process waits again for the rest of its time-out. Only when this call opens the
     // outermost section (always, for a process calling the service): otherwise the request
     // stays pending after the port is released and would end every slice at once.

@@ -319,7 +319,7 @@ pub(crate) fn start_locked(
 /// Stop another process (`STOP`): it becomes DORMANT at once, wherever it is; a later START runs
 /// its entry point from the beginning. A held preemption lock is released.
 ///
-/// The stopped thread is abandoned (parked forever with signals blocked) and a fresh thread takes
+/// The stopped thread is abandoned (it ends at once, with signals blocked) and a fresh thread takes
 /// its place; locks it held (stdout, allocator) stay held, as with any asynchronous stop.
 ///
 /// # Errors
@@ -354,7 +354,7 @@ pub fn stop_self() -> ! {
                 let replaced = r.replace_incarnation(inner, idx).is_ok();
                 if replaced && idx == EH_INDEX && !inner.errors.is_empty() {
                     // More errors pending: the next incarnation runs at once (woken inside the
-                    // lock: leaving it parks this incarnation for good).
+                    // lock: leaving it ends this incarnation).
                     if let Some(p) = inner.eh.as_mut() {
                         p.dormant = false;
                     }
@@ -362,7 +362,7 @@ pub fn stop_self() -> ! {
                     futex::wake_all(&r.ctl[idx].gen);
                 }
             });
-            rt::park_forever()
+            rt::end_incarnation()
         }
         None => rt::park_forever(),
     }

@@ -7,11 +7,19 @@
 //! - the NORMAL-mode gate and the release anchor.
 //!
 //! A process is a thread (an *incarnation*) that waits on `ProcCtl::gen` until START. STOP of
-//! another process and STOP_SELF abandon the incarnation: it parks forever with all signals
-//! blocked and a fresh incarnation (a new thread, parked until the next START) replaces it, so a
-//! later START runs the entry point from its beginning without unwinding foreign frames (forced
-//! unwinding through Rust and C frames is not sound). Each STOP therefore leaves one parked thread
-//! behind (its stack stays mapped; only the pages it touched are resident).
+//! another process and STOP_SELF abandon the incarnation: a fresh incarnation (a new thread,
+//! parked until the next START) replaces it, so a later START runs the entry point from its
+//! beginning without unwinding foreign frames (forced unwinding through Rust and C frames is not
+//! sound).
+//!
+//! The abandoned thread ends with a bare `exit` system call ([`end_incarnation`]): no unwinding,
+//! no thread-local destructors, so nothing of the application runs after the STOP. The kernel
+//! frees the task; the thread's glibc stack is taken back when the next spawn joins it
+//! (`pthread_tryjoin_np` on the abandoned `pthread_t`s). Process threads are made with
+//! `pthread_create` directly, not `std::thread`, because std gives each thread a signal alternate
+//! stack (its own mapping) that only its normal end frees. So a partition that STOPs and STARTs
+//! its processes forever keeps a bounded number of threads and mappings; what a stopped thread
+//! leaks is only its small heap records (Rust's per-thread data, an allocator cache).
 //!
 //! SUSPEND and STOP of another process reach it asynchronously through [`control_signal`]: its
 //! handler (futex syscalls and atomics only) parks the thread while it is suspended, or forever when
@@ -223,6 +231,8 @@ pub(crate) struct ProcCtl {
     pub ready: AtomicU32,
     /// Deadline (module ns) already reported as missed.
     pub reported_deadline: AtomicU64,
+    /// `pthread_t` of the current incarnation (0: none yet). Only touched under the runtime lock.
+    pub thread: AtomicU64,
 }
 
 impl ProcCtl {
@@ -234,6 +244,7 @@ impl ProcCtl {
             tid: AtomicI32::new(0),
             ready: AtomicU32::new(0),
             reported_deadline: AtomicU64::new(u64::MAX),
+            thread: AtomicU64::new(0),
         }
     }
 }
@@ -502,19 +513,103 @@ extern "C" fn on_control_signal(_sig: libc::c_int) {
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// Block every signal in this thread and sleep forever (an abandoned incarnation).
-pub(crate) fn park_forever() -> ! {
+/// Block every signal in the calling thread.
+fn block_all_signals() {
     // SAFETY: a filled sigset blocks everything blockable; rt_sigprocmask is async-signal-safe.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut set);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
+}
+
+/// End the calling thread, a stopped incarnation whose `pthread_t` its replacement queued for
+/// joining ([`Runtime::replace_incarnation`]): block every signal, leave the gate's count, and
+/// exit the thread with the bare system call (no unwinding, no destructors: nothing of the
+/// application runs any more). The main thread is never an incarnation; it parks forever
+/// instead. Async-signal-safe.
+pub(crate) fn end_incarnation() -> ! {
+    block_all_signals();
+    // SAFETY: getpid has no preconditions.
+    if gettid() == unsafe { libc::getpid() } {
+        park_forever();
+    }
+    crate::attach::note_thread_ends();
+    loop {
+        // SAFETY: SYS_exit ends only the calling thread; nothing on its stack is referenced by
+        // anybody else (the runtime's queues own their entries), and glibc frees the stack when
+        // the thread is joined after the kernel cleared its tid.
+        unsafe { libc::syscall(libc::SYS_exit, 0) };
+    }
+}
+
+/// Block every signal in this thread and sleep forever (the main thread after the partition's
+/// mode change, initialisation code that calls STOP_SELF).
+pub(crate) fn park_forever() -> ! {
+    block_all_signals();
     // It blocks the executive's park signal too: the gate must not wait for it.
     crate::attach::note_parked_for_good();
     static NEVER: AtomicU32 = AtomicU32::new(0);
     loop {
         futex::wait(&NEVER, 0, None);
+    }
+}
+
+/// Abandoned incarnations whose threads are not joined yet.
+fn abandoned() -> std::sync::MutexGuard<'static, Vec<libc::pthread_t>> {
+    static ABANDONED: std::sync::Mutex<Vec<libc::pthread_t>> = std::sync::Mutex::new(Vec::new());
+    ABANDONED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Join every abandoned incarnation that has ended (glibc takes its stack back); keep the rest
+/// for a later spawn. Called under the runtime lock.
+fn join_abandoned() {
+    abandoned().retain(|&t| {
+        // SAFETY: t came from pthread_create, is joinable and was joined by nobody: it leaves
+        // the list the first time a join succeeds. A thread still running (or the caller itself)
+        // makes tryjoin fail without side effects.
+        unsafe { libc::pthread_tryjoin_np(t, std::ptr::null_mut()) != 0 }
+    });
+}
+
+/// A process thread's body.
+type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
+
+extern "C" fn thread_start(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: arg is the Box<ThreadBody> leaked by spawn_thread for this thread alone.
+    let body = unsafe { Box::from_raw(arg.cast::<ThreadBody>()) };
+    // A panic ends this thread only, as in a std thread (the panic hook has reported it); the
+    // thread stays joinable and is joined when its process is stopped.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || (*body)()));
+    std::ptr::null_mut()
+}
+
+/// Start a joinable thread named `name` (at most 15 bytes) with a stack of `stack` bytes (at
+/// least `PTHREAD_STACK_MIN`) running `body`; return its `pthread_t`.
+fn spawn_thread(stack: usize, name: &str, body: ThreadBody) -> std::io::Result<libc::pthread_t> {
+    let arg = Box::into_raw(Box::new(body));
+    // SAFETY: attr is initialised before use and destroyed after; pthread_create gets a valid
+    // start routine and the leaked box, which the thread (or the error path) takes back.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        let mut e = libc::pthread_attr_init(&mut attr);
+        if e == 0 {
+            e = libc::pthread_attr_setstacksize(&mut attr, stack.max(libc::PTHREAD_STACK_MIN));
+        }
+        let mut t: libc::pthread_t = 0;
+        if e == 0 {
+            e = libc::pthread_create(&mut t, &attr, thread_start, arg.cast());
+        }
+        libc::pthread_attr_destroy(&mut attr);
+        if e != 0 {
+            drop(Box::from_raw(arg));
+            return Err(std::io::Error::from_raw_os_error(e));
+        }
+        let mut n = [0u8; 16];
+        let len = name.len().min(15);
+        n[..len].copy_from_slice(&name.as_bytes()[..len]);
+        libc::pthread_setname_np(t, n.as_ptr().cast());
+        Ok(t)
     }
 }
 
@@ -587,9 +682,9 @@ impl Runtime {
     }
 
     /// Run `f` on the process table. A process thread defers control signals meanwhile and honours
-    /// them on the way out; a stopped incarnation that reaches this parks forever instead (unless
-    /// it is inside another critical section, e.g. holds a port lock: it then parks when that
-    /// section ends).
+    /// them on the way out; a stopped incarnation that reaches this ends instead (unless it is
+    /// inside another critical section, e.g. holds a port lock: it then ends when that section
+    /// ends).
     pub fn with_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let outermost = !deferring();
         let section = defer_control();
@@ -597,7 +692,7 @@ impl Runtime {
             let mut g = self.inner.lock();
             if outermost && self.stale() {
                 drop(g);
-                park_forever();
+                end_incarnation();
             }
             f(&mut g)
         };
@@ -615,8 +710,8 @@ impl Runtime {
         })
     }
 
-    /// Honour pending control requests for the calling thread: park forever if its incarnation
-    /// was stopped, park while it is suspended by another process. Async-signal-safe.
+    /// Honour pending control requests for the calling thread: end it if its incarnation was
+    /// stopped, park while it is suspended by another process. Async-signal-safe.
     pub fn honour_commands(&self) {
         let i = SELF_IDX.with(|c| c.get());
         if i == NO_INDEX {
@@ -626,7 +721,7 @@ impl Runtime {
         let c = &self.ctl[i as usize];
         loop {
             if c.incarnation.load(Ordering::Acquire) != inc {
-                park_forever();
+                end_incarnation();
             }
             let s = c.suspend.load(Ordering::Acquire);
             if s & SUSP == 0 || s & SUSP_SELF != 0 {
@@ -737,16 +832,19 @@ impl Runtime {
         let inc = c.incarnation.load(Ordering::Acquire);
         let gen0 = c.gen.load(Ordering::Acquire);
         c.ready.store(0, Ordering::Release);
-        let mut b = std::thread::Builder::new().name(if idx == EH_INDEX {
-            "apex-error-handler".to_string()
+        join_abandoned();
+        let name = if idx == EH_INDEX {
+            "apex-error-hdlr".to_string()
         } else {
             format!("apex-{}", idx + 1)
-        });
-        if stack > 0 {
-            b = b.stack_size(stack);
-        }
-        b.spawn(move || self.process_main(idx, inc, gen0, prio))
-            .map_err(|_| ApexError::InvalidConfig)?;
+        };
+        let t = spawn_thread(
+            stack,
+            &name,
+            Box::new(move || self.process_main(idx, inc, gen0, prio)),
+        )
+        .map_err(|_| ApexError::InvalidConfig)?;
+        c.thread.store(t as u64, Ordering::Relaxed);
         while c.ready.load(Ordering::Acquire) == 0 {
             futex::wait(&c.ready, 0, None);
         }
@@ -758,7 +856,12 @@ impl Runtime {
         let c = &self.ctl[idx];
         let old_tid = c.tid.load(Ordering::Acquire);
         c.incarnation.fetch_add(1, Ordering::AcqRel);
-        // Clear any suspension so that a parked old thread re-checks and parks forever.
+        // The old thread ends itself (end_incarnation); a later spawn joins it.
+        let old = c.thread.swap(0, Ordering::Relaxed);
+        if old != 0 {
+            abandoned().push(old as libc::pthread_t);
+        }
+        // Clear any suspension so that a parked old thread re-checks and ends.
         let s = c.suspend.load(Ordering::Acquire);
         c.suspend
             .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);

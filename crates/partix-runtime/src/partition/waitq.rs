@@ -385,7 +385,7 @@ pub(crate) fn block<P>(t: Ticket, q: impl Fn(&mut Objects) -> &mut WaitQueue<P>)
             q(&mut objs).collect(inner, &t, now)
         });
         // The entry stays queued while this incarnation lives (only `collect` removes a live
-        // entry; a stopped incarnation parks forever inside `with_inner`).
+        // entry; a stopped incarnation ends inside `with_inner`).
         if let Some(res) = got {
             return res;
         }
