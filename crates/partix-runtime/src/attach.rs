@@ -106,9 +106,10 @@ extern "C" fn on_park(_sig: libc::c_int) {
 }
 
 /// While the gate is closed, wait on it. The thread that finds the gate closed counts itself in
-/// `gate_parked` and passes the park signal on to the process (the kernel delivers it to a
-/// thread that does not block it, i.e. one not parked yet) until `gate_expect` threads are
-/// parked, then acknowledges the close in `gate_acked`. A gate opened ahead of the window
+/// `gate_parked` and, unless the executive signalled every thread itself (`gate_broadcast`),
+/// passes the park signal on to the process (the kernel delivers it to a thread that does not
+/// block it, i.e. one not parked yet) until `gate_expect` threads are parked; the thread that
+/// completes the count acknowledges the close in `gate_acked`. A gate opened ahead of the window
 /// (`gate_open_at_ns` in the future) is left only at that time: the woken thread busy-waits for
 /// it here. On leaving, the first thread stamps the resume and each one wakes the next waiter
 /// (highest priority first: the kernel queues futex waiters of real-time threads by priority).
@@ -120,10 +121,14 @@ fn park_on_gate() {
         let g = p.gate.load(Ordering::Acquire);
         if g & 1 == 0 {
             PARKED.with(|c| c.set(true));
+            let slot = TID_SLOT.with(|c| c.get());
+            if slot != NO_TID_SLOT {
+                p.tid_parked[slot].store(1, Ordering::Release);
+            }
             let n = p.gate_parked.fetch_add(1, Ordering::AcqRel) + 1;
             if n >= p.gate_expect.load(Ordering::Acquire) {
                 p.gate_acked.store(g, Ordering::Release);
-            } else {
+            } else if p.gate_broadcast.load(Ordering::Acquire) == 0 {
                 // SAFETY: kill/getpid have no memory preconditions; the handler is installed.
                 unsafe { libc::kill(libc::getpid(), park_signal()) };
             }
@@ -144,6 +149,9 @@ fn park_on_gate() {
                 futex::wait(&p.gate, cur, None);
             }
             p.gate_parked.fetch_sub(1, Ordering::AcqRel);
+            if slot != NO_TID_SLOT {
+                p.tid_parked[slot].store(0, Ordering::Release);
+            }
             PARKED.with(|c| c.set(false));
             stamp_resume(p);
             futex::wake(&p.gate, 1);
@@ -213,9 +221,69 @@ fn park_held_off() {
     }
 }
 
+thread_local! {
+    /// This thread's entry in the partition's thread table (`NO_TID_SLOT`: none).
+    static TID_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(NO_TID_SLOT) };
+}
+const NO_TID_SLOT: usize = usize::MAX;
+
+/// Return the calling thread's kernel thread id.
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+fn enter_thread_table(p: &PartitionState) {
+    if TID_SLOT.with(|c| c.get()) != NO_TID_SLOT {
+        return;
+    }
+    let tid = gettid();
+    for (i, e) in p.tids.iter().enumerate() {
+        if e.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            TID_SLOT.with(|c| c.set(i));
+            return;
+        }
+    }
+    // Table full: the handlers' chain reaches this thread (the executive then never signals
+    // the threads one by one, since the table does not hold them all).
+}
+
+/// Enter the calling thread in the partition's thread table ([`PartitionState::tids`]), so the
+/// executive can send it the park signal itself at a close. Every thread the runtime starts
+/// calls this first thing (the attaching thread is entered at attach); call
+/// [`leave_thread_table`] before it ends. A thread the application starts itself need not: the
+/// handlers' chain reaches it.
+pub fn register_thread() {
+    if let Some(Ok(ctx)) = CONTEXT.get() {
+        enter_thread_table(ctx.partition());
+    }
+}
+
+/// Take the calling thread out of the thread table (it is about to end). Async-signal-safe.
+pub fn leave_thread_table() {
+    let i = TID_SLOT.with(|c| c.replace(NO_TID_SLOT));
+    if i == NO_TID_SLOT {
+        return;
+    }
+    if let Some(Ok(ctx)) = CONTEXT.get() {
+        ctx.partition().tid_parked[i].store(0, Ordering::Release);
+        ctx.partition().tids[i].store(0, Ordering::Release);
+    }
+}
+
 /// Count the calling thread as parked for good (it blocks every signal and never runs again):
-/// the gate's park chain does not wait for it. Async-signal-safe.
+/// the gate's park chain does not wait for it, and its thread-table entry turns negative so the
+/// executive counts it without signalling it (a blocked real-time signal would stay queued at
+/// every close). Async-signal-safe.
 pub fn note_parked_for_good() {
+    if let Some(Ok(ctx)) = CONTEXT.get() {
+        let i = TID_SLOT.with(|c| c.get());
+        if i != NO_TID_SLOT {
+            ctx.partition().tids[i].store(-gettid(), Ordering::Release);
+        }
+    }
     if PARKED.with(|c| c.replace(true)) {
         // Already counted by the park handler it is nested in, which will never return.
         return;
@@ -231,6 +299,7 @@ pub fn note_parked_for_good() {
 /// comes before the thread is gone from the kernel's count finds one thread too few parked and
 /// takes the backstop (`SIGSTOP`): never a thread counted that runs. Async-signal-safe.
 pub fn note_thread_ends() {
+    leave_thread_table();
     if !PARKED.with(|c| c.replace(false)) {
         return;
     }
@@ -252,6 +321,8 @@ impl PartitionContext {
             .get_or_init(|| {
                 let ctx = Self::attach().map_err(|e| e.to_string())?;
                 install_handlers();
+                // The attaching thread (the main thread, which becomes the monitor in NORMAL).
+                enter_thread_table(ctx.partition());
                 Ok(ctx)
             })
             .as_ref()

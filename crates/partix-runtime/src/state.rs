@@ -26,9 +26,12 @@ pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
+/// Entries of a partition's thread table ([`PartitionState::tids`]): every process and the error
+/// handler, the monitor, and the runtime's other threads.
+pub const MAX_TIDS: usize = 128;
 /// Bytes of a process name (`PROCESS_NAME_TYPE` is 30 characters, NUL-padded here).
 pub const NAME_LEN: usize = 32;
 
@@ -156,6 +159,21 @@ pub struct PartitionState {
     /// Partition: non-zero once the park handler is installed (until then the executive stops
     /// the partition with SIGSTOP: the park signal would end the process).
     pub gate_ready: AtomicU32,
+    /// Executive: 1 when at this close the executive sends the park signal to every thread of
+    /// the partition itself (the threads in `tids` are all the kernel counts), so the handlers
+    /// do not pass it on; 0 when it signals the process once and the handlers pass it from
+    /// thread to thread.
+    pub gate_broadcast: AtomicU32,
+    /// Partition: kernel thread ids of the runtime's threads (0: a free entry; negative: a
+    /// thread parked for good, counted in `gate_parked` already, never signalled). Each thread
+    /// enters itself when it starts and leaves when it ends. The executive signals these
+    /// threads at a close when they are all the process's threads (`tgkill` with the
+    /// partition's pid: an entry cannot name a thread of another process).
+    pub tids: [AtomicI32; MAX_TIDS],
+    /// Partition: 1 while the thread of the same `tids` entry is in the park handler with the
+    /// park signal blocked; the executive does not signal it then (a blocked real-time signal
+    /// queues: one more for every close it slept through).
+    pub tid_parked: [AtomicU32; MAX_TIDS],
     /// Partition: mode asked for by SET_PARTITION_MODE(IDLE/COLD_START/WARM_START) or an HM
     /// partition action; [`NO_REQUEST`] when none. The executive carries it out and resets it.
     pub requested_mode: AtomicU32,

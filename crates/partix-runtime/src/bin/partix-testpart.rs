@@ -4,9 +4,13 @@
 //! time initialising, sets NORMAL, then behaves as asked:
 //!
 //! ```text
-//! partix-testpart busy --out FILE        spin, appending "start end" (CLOCK_MONOTONIC ns) of every
+//! partix-testpart busy --out FILE [--threads K [--register]]
+//!                                        spin, appending "start end" (CLOCK_MONOTONIC ns) of every
 //!                                        stretch it ran without a gap > 20 µs to FILE (with
-//!                                        `--park forge`, also "forged T": the first forged park)
+//!                                        `--park forge`, also "forged T": the first forged park);
+//!                                        K threads do so (--register: the K − 1 extra ones enter
+//!                                        the runtime's thread table, so the executive signals
+//!                                        each of them itself at a close)
 //! partix-testpart crash --how H --after-ms N [--first-only]
 //!                                        spin; N ms (module time) after its start, die by H:
 //!                                        segv | abort | kill | exit | fpe | ill
@@ -108,14 +112,47 @@ fn main() {
     match cmd.as_str() {
         "busy" => {
             let out: String = arg(&args, "--out", String::new());
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&out)
-                .unwrap_or_else(|e| {
-                    eprintln!("partix-testpart: {out}: {e}");
-                    std::process::exit(2)
+            let open = || {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&out)
+                    .unwrap_or_else(|e| {
+                        eprintln!("partix-testpart: {out}: {e}");
+                        std::process::exit(2)
+                    })
+            };
+            // Extra threads spinning the same way (each line one write: lines do not mix).
+            let fifo = flag(&args, "--fifo");
+            let register = flag(&args, "--register");
+            let extra = arg(&args, "--threads", 1usize).saturating_sub(1);
+            // All threads exist (and are in the table) before any spins: a spinning FIFO thread
+            // would keep the others, at its priority, from ever starting.
+            let ready = std::sync::Arc::new(std::sync::Barrier::new(extra + 1));
+            for _ in 0..extra {
+                let mut f = open();
+                let ready = ready.clone();
+                std::thread::spawn(move || {
+                    if register {
+                        partix_runtime::attach::register_thread();
+                    }
+                    if fifo {
+                        set_fifo();
+                    }
+                    ready.wait();
+                    let (mut seg, mut last) = (monotonic_ns(), monotonic_ns());
+                    loop {
+                        let t = monotonic_ns();
+                        if t - last > 20_000 {
+                            let _ = f.write_all(format!("{seg} {last}\n").as_bytes());
+                            seg = t;
+                        }
+                        last = t;
+                    }
                 });
+            }
+            ready.wait();
+            let mut f = open();
             let gap = 20_000;
             let mut seg = monotonic_ns();
             let mut last = seg;

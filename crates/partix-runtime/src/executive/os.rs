@@ -23,7 +23,10 @@ use super::{
 use crate::attach::{monotonic_ns, park_signal};
 use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use crate::partition::hm::ENV_CONFIG;
-use crate::state::{ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, NAME_LEN};
+use crate::state::{
+    PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, MAX_TIDS,
+    NAME_LEN,
+};
 use crate::trace::Trace;
 use partix_config::model::Module;
 use partix_shm::futex;
@@ -240,6 +243,43 @@ struct GateState {
     check: Option<(u32, u64)>,
     /// `prepare_open` woke a parked thread (it parks again unless the gate opens).
     prewoken: bool,
+    /// The last close signalled every thread itself (`PartitionState::gate_broadcast`).
+    broadcast: bool,
+    /// `gate_parked` at the close or at the last verification, and the extensions granted.
+    parked_seen: u32,
+    extensions: u32,
+}
+
+/// Most extensions of `park_bound` for a close whose every thread was signalled and whose
+/// parked count keeps growing (threads waiting for the CPU behind higher-priority ones).
+const PARK_EXTENSIONS: u32 = 3;
+
+/// Copy the distinct entries of partition `st`'s thread table into `out` (negative: a thread
+/// parked for good or still in the park handler, not to be signalled); return how many. The table is the partition's own memory: whatever it holds,
+/// the executive only counts and signals entries with the partition's pid.
+fn thread_table(st: &PartitionState, out: &mut [i32; MAX_TIDS]) -> usize {
+    let mut n = 0;
+    for (e, parked) in st.tids.iter().zip(&st.tid_parked) {
+        let t = e.load(Ordering::Acquire);
+        if t != 0 && t != i32::MIN {
+            // A thread still in the park handler (signal blocked) counts but is not signalled.
+            out[n] = if parked.load(Ordering::Acquire) != 0 {
+                -t.abs()
+            } else {
+                t
+            };
+            n += 1;
+        }
+    }
+    out[..n].sort_unstable_by_key(|t| t.unsigned_abs());
+    let mut d = 0;
+    for i in 0..n {
+        if d == 0 || out[d - 1].unsigned_abs() != out[i].unsigned_abs() {
+            out[d] = out[i];
+            d += 1;
+        }
+    }
+    d
 }
 
 impl GateState {
@@ -252,6 +292,9 @@ impl GateState {
         stat_fd: -1,
         check: None,
         prewoken: false,
+        broadcast: false,
+        parked_seen: 0,
+        extensions: 0,
     };
 }
 
@@ -285,6 +328,9 @@ pub struct OsSwitcher<'s> {
     pub backstops: u64,
     /// [`OsSwitcher::backstops`] per partition.
     pub backstops_by_partition: Vec<u64>,
+    /// Gate closes per partition at which the executive sent the park signal to each of the
+    /// partition's threads itself (its thread table held them all).
+    pub direct_closes_by_partition: Vec<u64>,
     /// Partitions that ran while they claimed to be parked (see `audit`): stopped with SIGSTOP
     /// since.
     pub distrusted_by_partition: Vec<bool>,
@@ -391,6 +437,7 @@ impl<'s> OsSwitcher<'s> {
             parks: 0,
             backstops: 0,
             backstops_by_partition: vec![0; programs.len()],
+            direct_closes_by_partition: vec![0; programs.len()],
             distrusted_by_partition: vec![false; programs.len()],
         })
     }
@@ -507,6 +554,22 @@ impl<'s> OsSwitcher<'s> {
         let acked = st.gate_acked.load(Ordering::Acquire) == closed;
         let parked = st.gate_parked.load(Ordering::Acquire);
         let ok = acked && threads.is_some_and(|t| parked >= t);
+        let g = &mut self.gates[p];
+        if !ok
+            && !acked
+            && g.broadcast
+            && parked > g.parked_seen
+            && g.extensions < PARK_EXTENSIONS
+            && !g.sigstopped
+        {
+            // Every thread was signalled (none runs partition code before it parks, bar the
+            // end of a sampling write) and more parked since the last look: threads waiting
+            // for the CPU behind higher-priority ones. Look again one park bound later.
+            g.parked_seen = parked;
+            g.extensions += 1;
+            g.check = Some((closed, monotonic_ns() + self.park_bound_ns));
+            return;
+        }
         self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
         if !ok && !self.gates[p].sigstopped {
             self.signal(p, libc::SIGSTOP);
@@ -538,6 +601,21 @@ impl<'s> OsSwitcher<'s> {
 
     fn signal(&mut self, p: usize, sig: i32) {
         let pid = self.pids[p];
+        if pid > 0 && sig == libc::SIGSTOP {
+            // Also to each thread of the partition's thread table. A process-directed SIGSTOP is
+            // taken by one thread the kernel picks (the main thread first), and the group stops
+            // only when that thread runs: behind a spinning thread of the same SCHED_FIFO
+            // priority on the partition's CPU it never does. Sent to the thread that runs, it
+            // stops the group at once.
+            for e in self.shared.partition(p).tids.iter() {
+                let tid = e.load(Ordering::Acquire).unsigned_abs() as i32;
+                if tid > 0 {
+                    // SAFETY: tgkill has no memory preconditions; with the partition's pid it
+                    // reaches only the partition's own threads.
+                    unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGSTOP) };
+                }
+            }
+        }
         if pid > 0 {
             // SAFETY: kill has no memory-safety preconditions; pid is our own child.
             if unsafe { libc::kill(pid, sig) } != 0 {
@@ -558,6 +636,12 @@ impl Switcher for OsSwitcher<'_> {
         st.gate.store(1, Ordering::Relaxed);
         st.gate_expect.store(0, Ordering::Relaxed);
         st.gate_parked.store(0, Ordering::Relaxed);
+        st.gate_broadcast.store(0, Ordering::Relaxed);
+        // The previous process's threads are gone with it.
+        for (e, parked) in st.tids.iter().zip(&st.tid_parked) {
+            e.store(0, Ordering::Relaxed);
+            parked.store(0, Ordering::Relaxed);
+        }
         st.gate_acked.store(0, Ordering::Release);
         let pr = &self.prepared[p];
         let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
@@ -652,13 +736,8 @@ impl Switcher for OsSwitcher<'_> {
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             self.gates[p] = GateState {
                 sigstopped: true,
-                threads: 1,
-                counted: false,
-                cpu_at_park: None,
-                distrusted: false,
                 stat_fd: fd,
-                check: None,
-                prewoken: false,
+                ..GateState::NONE
             };
             Ok(pid)
         }
@@ -692,12 +771,42 @@ impl Switcher for OsSwitcher<'_> {
         } else {
             g.wrapping_add(2)
         };
+        // The partition's thread table, when it holds every thread the kernel counted: then the
+        // park signal goes to each thread at once, not along the handlers' chain (one thread
+        // after the other, each needing the CPU in turn: with 30 processes that chain outlasts
+        // the park bound when the next partition runs on the same CPU).
+        let mut tids = [0i32; MAX_TIDS];
+        let n = thread_table(st, &mut tids);
+        let broadcast = self.gates[p].counted && n == self.gates[p].threads as usize;
+        st.gate_broadcast
+            .store(u32::from(broadcast), Ordering::Relaxed);
+        self.gates[p].broadcast = broadcast;
+        self.gates[p].parked_seen = st.gate_parked.load(Ordering::Relaxed);
+        self.gates[p].extensions = 0;
         st.gate_expect
             .store(self.gates[p].threads, Ordering::Relaxed);
         // SYNC POINT: the Release store of the closed gate pairs with the park handler's Acquire
-        // load; gate_expect is visible with it.
+        // load; gate_expect and gate_broadcast are visible with it.
         st.gate.store(closed, Ordering::Release);
-        self.signal(p, park_signal());
+        if broadcast {
+            self.direct_closes_by_partition[p] += 1;
+            let pid = self.pids[p];
+            let mut missed = false;
+            // Negative entries (parked for good, or still parked from an earlier close, with
+            // the signal blocked) are counted in gate_parked already.
+            for &tid in tids[..n].iter().filter(|&&t| t > 0) {
+                // SAFETY: tgkill has no memory preconditions; with the partition's pid it can
+                // reach only the partition's own threads, and fails for a thread that ended.
+                missed |= unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, park_signal()) } != 0;
+            }
+            if missed {
+                // An entry of a thread that ended stood for one the table lacks (the counts
+                // matched): the process-directed signal reaches that one.
+                self.signal(p, park_signal());
+            }
+        } else {
+            self.signal(p, park_signal());
+        }
         self.gates[p].check = Some((closed, monotonic_ns() + self.park_bound_ns));
         self.parks += 1;
     }
@@ -1159,6 +1268,10 @@ pub struct PartitionReport {
     pub restarts: u32,
     /// Closes at which the partition did not park in time and was SIGSTOPped (gate backstop).
     pub backstops: u64,
+    /// Closes at which the executive sent the park signal to each of the partition's threads
+    /// itself (its thread table held every thread), not once to the process for the handlers'
+    /// chain.
+    pub direct_closes: u64,
     /// The partition ran while it claimed to be parked on its gate and is stopped with SIGSTOP
     /// since (the gate's CPU-time audit).
     pub distrusted: bool,
@@ -1284,6 +1397,7 @@ pub fn run_module(
     drop(rt);
     let (parks, backstops) = (sw.parks, sw.backstops);
     let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
+    let direct_closes_by_partition = std::mem::take(&mut sw.direct_closes_by_partition);
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     drop(sw);
     let mut processes = Vec::new();
@@ -1296,6 +1410,7 @@ pub fn run_module(
             mode: st.operating_mode.load(Ordering::Acquire),
             restarts: st.restarts.load(Ordering::Acquire),
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
+            direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
             distrusted: distrusted_by_partition.get(i).copied().unwrap_or(false),
         });
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
@@ -1364,6 +1479,31 @@ pub fn stop_on_signals() -> &'static AtomicBool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_thread_table_is_read_distinct_with_parked_threads_negative() {
+        let layout = std::alloc::Layout::new::<PartitionState>();
+        // SAFETY: PartitionState is atomics and plain integers, for which all-zero is valid.
+        let st = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<PartitionState>();
+        assert!(!st.is_null());
+        // SAFETY: st is a valid, zeroed, exclusively owned PartitionState.
+        let s = unsafe { &*st };
+        let mut out = [0i32; MAX_TIDS];
+        assert_eq!(thread_table(s, &mut out), 0);
+        // A thread entered twice (a forged table), one parked for good, one in the park
+        // handler, one running, a free entry in between, a nonsense entry.
+        s.tids[0].store(300, Ordering::Relaxed);
+        s.tids[2].store(-100, Ordering::Relaxed);
+        s.tids[3].store(200, Ordering::Relaxed);
+        s.tid_parked[3].store(1, Ordering::Relaxed);
+        s.tids[5].store(300, Ordering::Relaxed);
+        s.tids[MAX_TIDS - 1].store(400, Ordering::Relaxed);
+        s.tids[7].store(i32::MIN, Ordering::Relaxed);
+        let n = thread_table(s, &mut out);
+        assert_eq!(&out[..n], &[-100, -200, 300, 400]);
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(st.cast(), layout) };
+    }
 
     /// A child of this test process that runs `sh -c SCRIPT`.
     fn child(script: &str) -> i32 {

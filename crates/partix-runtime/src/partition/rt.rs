@@ -578,9 +578,11 @@ type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
 extern "C" fn thread_start(arg: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: arg is the Box<ThreadBody> leaked by spawn_thread for this thread alone.
     let body = unsafe { Box::from_raw(arg.cast::<ThreadBody>()) };
+    crate::attach::register_thread();
     // A panic ends this thread only, as in a std thread (the panic hook has reported it); the
     // thread stays joinable and is joined when its process is stopped.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || (*body)()));
+    crate::attach::leave_thread_table();
     std::ptr::null_mut()
 }
 

@@ -170,8 +170,10 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
     std::thread::Builder::new()
         .name(format!("partix-netmgr-{name}"))
         .spawn(move || {
+            crate::attach::register_thread();
             become_manager_priority();
-            f()
+            f();
+            crate::attach::leave_thread_table();
         })
         .map(|_| ())
         .map_err(|e| format!("cannot start the network manager thread: {e}"))
