@@ -6,30 +6,12 @@ mod exec_util;
 
 use exec_util::*;
 use partix_config::model::{
-    ErrorCode, ErrorLevel, Module, ModuleAction, ModuleHmEntry, PartitionAction, SystemHmEntry,
+    ErrorCode, ErrorLevel, ModuleAction, ModuleHmEntry, PartitionAction, SystemHmEntry,
 };
 use partix_runtime::executive::hm::{Action, Death};
-use partix_runtime::executive::os::{resolve_program, run_module, RunConfig, RunReport};
-use partix_runtime::executive::{EndReason, Options};
+use partix_runtime::executive::{EndReason, SwitchMechanism};
 use partix_runtime::state::mode;
 use partix_runtime::trace::RecordKind;
-use std::sync::atomic::AtomicBool;
-
-fn run(m: &Module, frames: u64) -> RunReport {
-    let programs = (0..m.partitions.len())
-        .map(|p| resolve_program(m, p).unwrap())
-        .collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: None,
-        options: Options {
-            max_frames: Some(frames),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    run_module(m, cfg, &AtomicBool::new(false)).unwrap()
-}
 
 #[test]
 fn crashing_partitions_are_handled_per_table_while_another_keeps_running() {
@@ -80,7 +62,7 @@ fn crashing_partitions_are_handled_per_table_while_another_keeps_running() {
             ],
         )],
     );
-    let r = run(&m, 30);
+    let r = run_frames(&m, 30, SwitchMechanism::default());
     assert_eq!(r.end, EndReason::Frames);
     let ev = |p: usize| r.hm_events.iter().filter(move |e| e.partition == p);
     // SEGV: MEMORY_VIOLATION → COLD_START, restarted once, NORMAL again.
@@ -161,7 +143,7 @@ fn module_level_hm_shutdown_ends_the_run() {
         error_id: 7,
         action: ModuleAction::Shutdown,
     }];
-    let r = run(&m, 500);
+    let r = run_frames(&m, 500, SwitchMechanism::default());
     assert_eq!(r.end, EndReason::HmShutdown);
     assert!(r.frames < 100, "{}", r.frames);
     assert_eq!(r.hm_events.len(), 1);
@@ -217,7 +199,7 @@ fn mode_requests_idle_and_restart_partitions() {
             &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0), (3, 3, 10.0, 4.0)],
         )],
     );
-    let r = run(&m, 20);
+    let r = run_frames(&m, 20, SwitchMechanism::default());
     assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
     assert_eq!(r.partitions[0].mode, mode::IDLE);
     assert!(r.partitions[0].stats.skipped >= 10);
@@ -264,7 +246,7 @@ fn system_partition_switches_the_module_schedule_at_a_frame_boundary() {
             schedule(3, 10, &[(31, 2, 0.0, 2.0)]),
         ],
     );
-    let r = run(&m, 10);
+    let r = run_frames(&m, 10, SwitchMechanism::default());
     let recs = r.trace.records();
     let req = recs
         .iter()
@@ -329,7 +311,7 @@ fn memory_limit_from_the_config_is_applied() {
         vec![small, big],
         vec![schedule(1, 10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)])],
     );
-    let r = run(&m, 20);
+    let r = run_frames(&m, 20, SwitchMechanism::default());
     // 4 MiB fit in 32 MiB; 256 MiB do not: the allocation fails and the program aborts.
     assert!(
         r.hm_events.iter().all(|e| e.partition == 1),

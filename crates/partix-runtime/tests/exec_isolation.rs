@@ -14,10 +14,9 @@
 mod exec_util;
 
 use exec_util::*;
-use partix_runtime::executive::os::{resolve_program, run_module, RunConfig, RunReport};
-use partix_runtime::executive::{EndReason, Options, SwitchMechanism};
+use partix_runtime::executive::os::RunReport;
+use partix_runtime::executive::{EndReason, SwitchMechanism};
 use partix_runtime::trace::RecordKind;
-use std::sync::atomic::AtomicBool;
 
 const TOLERANCE_NS: u64 = 2_000_000;
 
@@ -145,17 +144,7 @@ fn busy_partitions_never_run_outside_their_windows() {
             &[(1, 1, 0.0, 10.0), (2, 2, 12.0, 20.0), (3, 1, 35.0, 10.0)],
         )],
     );
-    let programs = (0..2).map(|p| resolve_program(&m, p).unwrap()).collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: None,
-        options: Options {
-            max_frames: Some(20),
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let r = run_frames(&m, 20, SwitchMechanism::default());
     assert_eq!(r.end, EndReason::Frames);
     assert!(r.realtime);
     let (s1, s2) = (segments(&f1), segments(&f2));
@@ -207,18 +196,7 @@ fn a_partition_of_many_threads_is_signalled_thread_by_thread() {
         // 40 ms frame, back to back: every open is also the other partition's close.
         vec![schedule(1, 40, &[(1, 1, 0.0, 20.0), (2, 2, 20.0, 20.0)])],
     );
-    let programs = (0..2).map(|p| resolve_program(&m, p).unwrap()).collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: None,
-        options: Options {
-            max_frames: Some(20),
-            switch: SwitchMechanism::Gate,
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let r = run_frames(&m, 20, SwitchMechanism::Gate);
     let segs = [segments(&f1), segments(&f2)];
     let _ = std::fs::remove_dir_all(&dir);
     for (i, p) in r.partitions.iter().enumerate() {
@@ -285,18 +263,7 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
             &[(1, 1, 0.0, 10.0), (2, 2, 15.0, 10.0), (3, 3, 30.0, 10.0)],
         )],
     );
-    let programs = (0..3).map(|p| resolve_program(&m, p).unwrap()).collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: None,
-        options: Options {
-            max_frames: Some(20),
-            switch: SwitchMechanism::Gate,
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let r = run_frames(&m, 20, SwitchMechanism::Gate);
     let segs: Vec<_> = files.iter().map(|f| segments(f)).collect();
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
@@ -379,18 +346,7 @@ fn a_partition_forging_its_park_is_caught_by_the_audit() {
         ],
         vec![schedule(1, 50, &[(1, 1, 0.0, 10.0), (2, 2, 20.0, 10.0)])],
     );
-    let programs = (0..2).map(|p| resolve_program(&m, p).unwrap()).collect();
-    let cfg = RunConfig {
-        programs,
-        cpu: None,
-        options: Options {
-            max_frames: Some(20),
-            switch: SwitchMechanism::Gate,
-            ..Options::default()
-        },
-        rt_unthrottle: false,
-    };
-    let r = run_module(&m, cfg, &AtomicBool::new(false)).unwrap();
+    let r = run_frames(&m, 20, SwitchMechanism::Gate);
     let (s1, s2) = (segments(&f1), segments(&f2));
     let forged_at = std::fs::read_to_string(&f1)
         .unwrap_or_default()

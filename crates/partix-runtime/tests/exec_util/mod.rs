@@ -2,7 +2,10 @@
 #![allow(dead_code)]
 
 use partix_config::model::*;
+use partix_runtime::executive::os::{resolve_program, run_module, RunConfig, RunReport};
+use partix_runtime::executive::{Options, SwitchMechanism};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// A partition with no ports; `exe` and `args` as given.
@@ -93,4 +96,23 @@ pub fn testpart() -> PathBuf {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Run module `m` (every partition's program resolved from it) for `frames` major frames on
+/// the default CPU with switch mechanism `switch`.
+pub fn run_frames(m: &Module, frames: u64, switch: SwitchMechanism) -> RunReport {
+    let programs = (0..m.partitions.len())
+        .map(|p| resolve_program(m, p).unwrap())
+        .collect();
+    let cfg = RunConfig {
+        programs,
+        cpu: None,
+        options: Options {
+            max_frames: Some(frames),
+            switch,
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    run_module(m, cfg, &AtomicBool::new(false)).unwrap()
 }
