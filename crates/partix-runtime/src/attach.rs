@@ -227,8 +227,8 @@ thread_local! {
 }
 const NO_TID_SLOT: usize = usize::MAX;
 
-/// Return the calling thread's kernel thread id.
-fn gettid() -> i32 {
+/// Return the calling thread's kernel thread id (async-signal-safe).
+pub(crate) fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }

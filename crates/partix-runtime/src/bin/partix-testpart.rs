@@ -56,6 +56,30 @@ fn set_fifo() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
 }
 
+/// The stretch a spinning thread has been running without a gap > 20 µs (`CLOCK_MONOTONIC` ns).
+struct Stretch {
+    start: u64,
+    last: u64,
+}
+
+impl Stretch {
+    fn new() -> Stretch {
+        let t = monotonic_ns();
+        Stretch { start: t, last: t }
+    }
+
+    /// Take the time; after a gap, append the finished stretch "start end" to `f` (one write,
+    /// so lines of several threads do not mix).
+    fn step(&mut self, f: &mut std::fs::File) {
+        let t = monotonic_ns();
+        if t - self.last > 20_000 {
+            let _ = f.write_all(format!("{} {}\n", self.start, self.last).as_bytes());
+            self.start = t;
+        }
+        self.last = t;
+    }
+}
+
 fn spin_for(ns: u64) {
     let end = monotonic_ns() + ns;
     while monotonic_ns() < end {
@@ -122,7 +146,7 @@ fn main() {
                         std::process::exit(2)
                     })
             };
-            // Extra threads spinning the same way (each line one write: lines do not mix).
+            // Extra threads spinning the same way.
             let fifo = flag(&args, "--fifo");
             let register = flag(&args, "--register");
             let extra = arg(&args, "--threads", 1usize).saturating_sub(1);
@@ -140,30 +164,18 @@ fn main() {
                         set_fifo();
                     }
                     ready.wait();
-                    let (mut seg, mut last) = (monotonic_ns(), monotonic_ns());
+                    let mut run = Stretch::new();
                     loop {
-                        let t = monotonic_ns();
-                        if t - last > 20_000 {
-                            let _ = f.write_all(format!("{seg} {last}\n").as_bytes());
-                            seg = t;
-                        }
-                        last = t;
+                        run.step(&mut f);
                     }
                 });
             }
             ready.wait();
             let mut f = open();
-            let gap = 20_000;
-            let mut seg = monotonic_ns();
-            let mut last = seg;
+            let mut run = Stretch::new();
             let mut forged_told = false;
             while !shutdown() {
-                let t = monotonic_ns();
-                if t - last > gap {
-                    let _ = writeln!(f, "{seg} {last}");
-                    seg = t;
-                }
-                last = t;
+                run.step(&mut f);
                 if !forged_told {
                     let at = FIRST_FORGED_NS.load(Ordering::Acquire);
                     if at != 0 {

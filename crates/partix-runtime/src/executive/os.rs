@@ -255,8 +255,9 @@ struct GateState {
 const PARK_EXTENSIONS: u32 = 3;
 
 /// Copy the distinct entries of partition `st`'s thread table into `out` (negative: a thread
-/// parked for good or still in the park handler, not to be signalled); return how many. The table is the partition's own memory: whatever it holds,
-/// the executive only counts and signals entries with the partition's pid.
+/// parked for good or still in the park handler, not to be signalled); return how many. The
+/// table is the partition's own memory: whatever it holds, the executive only counts and
+/// signals entries with the partition's pid.
 fn thread_table(st: &PartitionState, out: &mut [i32; MAX_TIDS]) -> usize {
     let mut n = 0;
     for (e, parked) in st.tids.iter().zip(&st.tid_parked) {

@@ -46,6 +46,7 @@
 use super::error::{ApexError, ApexResult};
 use super::hm::ErrorStatus;
 use super::process::ProcessAttributes;
+pub(crate) use crate::attach::gettid;
 use crate::attach::{monotonic_ns, PartitionContext};
 use crate::state::{process_state, ProcessSlot, MAX_PROCESSES};
 use partix_shm::futex;
@@ -613,12 +614,6 @@ fn spawn_thread(stack: usize, name: &str, body: ThreadBody) -> std::io::Result<l
         libc::pthread_setname_np(t, n.as_ptr().cast());
         Ok(t)
     }
-}
-
-/// Return the kernel thread id of the calling thread.
-pub(crate) fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
 /// Return the index of the calling process (`EH_INDEX` for the error handler), if it is one.
