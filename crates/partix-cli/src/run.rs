@@ -45,8 +45,9 @@ pub struct ExecOpts {
     /// Do not print HM events and mode changes as they happen.
     #[arg(long)]
     pub quiet: bool,
-    /// How partitions are kept off the CPU outside their windows: `gate` (futex gate, SIGSTOP
-    /// as the backstop; the default) or `signals` (SIGSTOP/SIGCONT). See docs/executive.md.
+    /// How partitions are kept off the CPU outside their windows: `gate` (futex gate, with the
+    /// partition's cgroup frozen as the backstop; the default) or `signals` (SIGSTOP/SIGCONT).
+    /// See docs/executive.md.
     #[arg(long, value_name = "gate|signals")]
     pub switch: Option<SwitchMechanism>,
     /// With the gate: wake this many µs before a point that opens a window and prepare the
@@ -62,8 +63,8 @@ pub struct ExecOpts {
     /// the early wake-up comes from a short idle (default 300; 0: off). See docs/executive.md.
     #[arg(long, value_name = "N")]
     pub prewarm_us: Option<u64>,
-    /// With the gate: a partition not parked this many µs after its window closed is stopped
-    /// with SIGSTOP (the backstop; default 500).
+    /// With the gate: a partition not parked this many µs after its window closed is held (its
+    /// cgroup frozen, or SIGSTOP without one: the backstop; default 500).
     #[arg(long, value_name = "N")]
     pub park_bound_us: Option<u64>,
 }

@@ -4,13 +4,15 @@
 //! time initialising, sets NORMAL, then behaves as asked:
 //!
 //! ```text
-//! partix-testpart busy --out FILE [--threads K [--register]]
+//! partix-testpart busy --out FILE [--threads K [--register]] [--fork]
 //!                                        spin, appending "start end" (CLOCK_MONOTONIC ns) of every
 //!                                        stretch it ran without a gap > 20 µs to FILE (with
 //!                                        `--park forge`, also "forged T": the first forged park);
 //!                                        K threads do so (--register: the K − 1 extra ones enter
 //!                                        the runtime's thread table, so the executive signals
-//!                                        each of them itself at a close)
+//!                                        each of them itself at a close; --fork: a child
+//!                                        process spins too, appending to the same FILE, after
+//!                                        a line "child PID"; it ignores the shutdown)
 //! partix-testpart crash --how H --after-ms N [--first-only]
 //!                                        spin; N ms (module time) after its start, die by H:
 //!                                        segv | abort | kill | exit | fpe | ill
@@ -146,6 +148,26 @@ fn main() {
                         std::process::exit(2)
                     })
             };
+            // A child process spinning the same way, forked before any thread exists: an
+            // application's worker process, outside the runtime's view (not a thread of the
+            // partition's process, so neither the park signal nor the thread count reaches it).
+            if flag(&args, "--fork") {
+                // SAFETY: fork of a process with one thread; the child only spins and writes.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // It tells its pid, and neither dies with its parent nor looks at the
+                    // module's shutdown: only the executive can end it (within 30 s it ends
+                    // itself, should that fail).
+                    let mut f = open();
+                    let _ = writeln!(f, "child {}", std::process::id());
+                    let end = monotonic_ns() + 30_000_000_000;
+                    let mut run = Stretch::new();
+                    while monotonic_ns() < end {
+                        run.step(&mut f);
+                    }
+                    std::process::exit(0);
+                }
+            }
             // Extra threads spinning the same way.
             let fifo = flag(&args, "--fifo");
             let register = flag(&args, "--register");

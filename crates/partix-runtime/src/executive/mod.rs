@@ -3,6 +3,7 @@
 //! - [`table`]: the schedule as a pure state machine ([`table::Planner`]).
 //! - [`hm`]: HM decisions from the configuration's tables (pure).
 //! - [`shared`]: the regions of the module state the executive creates.
+//! - [`cgroup`]: a cgroup per partition, frozen by the gate's backstop.
 //! - [`os`]: the Linux side: spawning partition processes, the futex gate and SIGSTOP/SIGCONT,
 //!   absolute-timer sleeps, SCHED_FIFO, and [`os::run_module`], which ties everything together.
 //! - [`summary`]: the end-of-run summary.
@@ -13,12 +14,14 @@
 //!
 //! # Bounded work per scheduling point
 //! One sleep (two with the gate's lead; with `Options::arm_ahead` one `timerfd_settime` more in
-//! the lead of an opening point), at most one park signal or `SIGSTOP` and one futex wake
-//! or `SIGCONT`, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
+//! the lead of an opening point), at most one park signal (one per thread of the partition's
+//! thread table), `SIGSTOP` or cgroup freeze and one futex wake, `SIGCONT` or thaw, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
 //! request words, and O(processes of the closing partition) loads for the CtswO sample; a gate
-//! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`). No allocation, except when an HM event is
+//! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`, one of the
+//! partition cgroup's `cgroup.procs`). No allocation, except when an HM event is
 //! logged or a partition is respawned (both inside the affected partition's own time budget).
 
+pub mod cgroup;
 pub mod hm;
 pub mod os;
 pub mod shared;
@@ -127,8 +130,9 @@ pub struct Options {
     pub log: bool,
     /// How partitions are stopped and resumed.
     pub switch: SwitchMechanism,
-    /// With the gate: how long after a close the partition may take to park before it is
-    /// SIGSTOPped (the backstop); it may run at most this long after its window.
+    /// With the gate: how long after a close the partition may take to park before it is held
+    /// (the backstop: its cgroup frozen, or SIGSTOP without one); it may run at most this long
+    /// after its window.
     pub park_bound: Duration,
     /// With the gate: before a point that opens a window, wake up this much early (default
     /// 100 µs, about 3× this VM's median timer latency) and switch then
@@ -141,8 +145,9 @@ pub struct Options {
     /// started on the partition-switch path). Only when the next sleep is predictable (no close
     /// at the point, no park verification pending); otherwise the point sleeps as before.
     /// Off by default and experimental: it only helps windows shorter than the tick period,
-    /// and with it on a partition held by the SIGSTOP backstop was seen running outside its
-    /// windows in a test (unexplained; `docs/executive.md`). Do not enable it in production.
+    /// and with it on a partition held by the SIGSTOP backstop (before partitions had cgroups)
+    /// was seen running outside its windows in a test (unexplained; `docs/executive.md`). Do
+    /// not enable it in production.
     pub arm_ahead: bool,
     /// With the gate's lead: carry out a point that opens a window entirely at the early
     /// wake-up — close the outgoing partition, do the point's bookkeeping, and open the
@@ -164,7 +169,8 @@ pub struct Options {
 pub enum SwitchMechanism {
     /// The futex gate: at a close every thread of the partition parks on a futex word in its
     /// region (through a signal handler of the runtime) and one `FUTEX_WAKE` lets it run again;
-    /// a partition not parked within [`Options::park_bound`] is SIGSTOPped (`os::OsSwitcher`).
+    /// a partition not parked within [`Options::park_bound`] is held: its cgroup frozen
+    /// ([`cgroup`]), or SIGSTOPped without one (`os::OsSwitcher`).
     #[default]
     Gate,
     /// `SIGSTOP` at a close, `SIGCONT` at an open.

@@ -14,6 +14,7 @@
 //! is `SIGSTOP`/`SIGCONT`. `docs/executive.md` has the numbers and the alternatives.
 #![allow(unsafe_code)]
 
+use super::cgroup::PartitionCgroup;
 use super::hm::Death;
 use super::shared::SharedState;
 use super::{
@@ -227,8 +228,11 @@ struct Prepared {
 /// The switcher's view of one partition process for the gate mechanism.
 #[derive(Debug, Clone, Copy)]
 struct GateState {
-    /// The process is SIGSTOPped (its pre-exec stop, a backstop, or the signals mechanism).
-    sigstopped: bool,
+    /// The process is held: SIGSTOPped (its pre-exec stop, or the signals mechanism) or, as a
+    /// backstop, frozen in its cgroup (SIGSTOPped where it has none).
+    held: bool,
+    /// The hold is a SIGSTOP (a `SIGCONT` ends it).
+    by_signal: bool,
     /// Threads of the process at the last count (`/proc/PID/stat`).
     threads: u32,
     /// `threads` was counted (not the initial guess).
@@ -285,7 +289,8 @@ fn thread_table(st: &PartitionState, out: &mut [i32; MAX_TIDS]) -> usize {
 
 impl GateState {
     const NONE: GateState = GateState {
-        sigstopped: false,
+        held: false,
+        by_signal: false,
         threads: 1,
         counted: false,
         cpu_at_park: None,
@@ -307,10 +312,12 @@ impl GateState {
 /// process. The partition's handler (installed by `PartitionContext::get`) parks the thread on
 /// the gate with `FUTEX_WAIT` and passes the signal on until every thread is parked, then sets
 /// `gate_acked`. `park_bound` after the close the executive verifies the acknowledgement against
-/// the kernel's thread count; a partition that did not park by then (signal blocked or ignored,
-/// threads that never got the CPU, a handler replaced) is stopped with `SIGSTOP` — the backstop.
+/// the kernel's thread count and that the partition's cgroup holds no process it forked; a
+/// partition that did not park by then (signal blocked or ignored, threads that never got the
+/// CPU, a handler replaced, a forked process) is held — the backstop: its cgroup frozen
+/// ([`super::cgroup`]), or `SIGSTOP` where it has none.
 /// Open: the gate is made odd and one `FUTEX_WAKE` wakes the highest-priority parked thread,
-/// which stamps the resume and wakes the next; a SIGSTOPped process also gets `SIGCONT`.
+/// which stamps the resume and wakes the next; a held process is thawed (or gets `SIGCONT`).
 pub struct OsSwitcher<'s> {
     prepared: Vec<Prepared>,
     pids: Vec<i32>,
@@ -325,16 +332,23 @@ pub struct OsSwitcher<'s> {
     pub signal_errors: u64,
     /// Closes done through the gate.
     pub parks: u64,
-    /// Gate closes that were not acknowledged in time and ended with SIGSTOP.
+    /// Gate closes that were not acknowledged in time and ended with a hold.
     pub backstops: u64,
     /// [`OsSwitcher::backstops`] per partition.
     pub backstops_by_partition: Vec<u64>,
     /// Gate closes per partition at which the executive sent the park signal to each of the
     /// partition's threads itself (its thread table held them all).
     pub direct_closes_by_partition: Vec<u64>,
-    /// Partitions that ran while they claimed to be parked (see `audit`): stopped with SIGSTOP
+    /// Partitions that ran while they claimed to be parked (see `audit`): held at every close
     /// since.
     pub distrusted_by_partition: Vec<bool>,
+    /// Each partition's cgroup (`None`: none could be made; its holds are SIGSTOPs).
+    cgroups: Vec<Option<PartitionCgroup>>,
+    /// Why partitions have no cgroup, if they have none.
+    pub cgroup_error: Option<String>,
+    /// Verified closes per partition at which its cgroup held another process than the
+    /// partition's own (one it forked): held at once.
+    pub strays_by_partition: Vec<u64>,
 }
 
 /// CPU time a partition may use between the verification of its park and its next open (the
@@ -424,7 +438,18 @@ impl<'s> OsSwitcher<'s> {
                 port_fds: Vec::new(),
             });
         }
+        let mut cgroup_error = None;
+        let cgroups = (0..prepared.len())
+            .map(|i| {
+                PartitionCgroup::create(i)
+                    .map_err(|e| cgroup_error = Some(e.to_string()))
+                    .ok()
+            })
+            .collect();
         Ok(OsSwitcher {
+            cgroups,
+            cgroup_error,
+            strays_by_partition: vec![0; programs.len()],
             pids: vec![0; prepared.len()],
             gates: vec![GateState::NONE; prepared.len()],
             prepared,
@@ -466,8 +491,11 @@ impl<'s> OsSwitcher<'s> {
         stat_threads(&buf[..n as usize])
     }
 
-    /// Forget partition `p`'s process (it ended).
+    /// Forget partition `p`'s process (it ended); processes it forked end with it.
     fn forget(&mut self, p: usize) {
+        if let Some(cg) = self.cgroups[p].as_mut() {
+            cg.kill();
+        }
         let fd = self.gates[p].stat_fd;
         if fd >= 0 {
             // SAFETY: closing our own descriptor once.
@@ -519,7 +547,7 @@ impl<'s> OsSwitcher<'s> {
         }
         // A close still waiting for its check is moot: the window opens now.
         self.gates[p].check = None;
-        if !self.gates[p].prewoken && !self.gates[p].sigstopped {
+        if !self.gates[p].prewoken && !self.gates[p].held {
             // Not audited in prepare_open (no lead, or an early switch): audit now.
             self.audit(p);
         }
@@ -537,14 +565,42 @@ impl<'s> OsSwitcher<'s> {
             }
         }
         self.gates[p].prewoken = false;
-        if self.gates[p].sigstopped {
-            self.gates[p].sigstopped = false;
-            self.signal(p, libc::SIGCONT);
+        if self.gates[p].held {
+            self.release(p);
         }
     }
 
+    /// Hold partition `p` outside its windows whatever its threads do (the backstop): freeze
+    /// its cgroup, or `SIGSTOP` it where it has none (or the freeze failed).
+    fn hold(&mut self, p: usize) {
+        if self.pids[p] <= 0 || self.gates[p].held {
+            return;
+        }
+        let frozen = self.cgroups[p]
+            .as_mut()
+            .is_some_and(|cg| cg.freeze().is_ok());
+        if !frozen {
+            self.signal(p, libc::SIGSTOP);
+            self.gates[p].by_signal = true;
+        }
+        self.gates[p].held = true;
+    }
+
+    /// End the hold of partition `p`: thaw its cgroup and `SIGCONT` it if it was SIGSTOPped.
+    fn release(&mut self, p: usize) {
+        if let Some(cg) = self.cgroups[p].as_mut() {
+            cg.thaw();
+        }
+        if self.gates[p].by_signal {
+            self.signal(p, libc::SIGCONT);
+        }
+        self.gates[p].held = false;
+        self.gates[p].by_signal = false;
+    }
+
     /// Verify the close of partition `p` (closed gate value `closed`): every thread the kernel
-    /// counts is parked and the partition acknowledged this close. Otherwise SIGSTOP it.
+    /// counts is parked, the partition acknowledged this close, and its cgroup holds no other
+    /// process. Otherwise hold it (freeze or SIGSTOP).
     fn verify(&mut self, p: usize, closed: u32) {
         let st = self.shared.partition(p);
         let threads = self.count_threads(p);
@@ -554,14 +610,23 @@ impl<'s> OsSwitcher<'s> {
         }
         let acked = st.gate_acked.load(Ordering::Acquire) == closed;
         let parked = st.gate_parked.load(Ordering::Acquire);
-        let ok = acked && threads.is_some_and(|t| parked >= t);
+        // A process the partition forked: no park reaches it.
+        let stray = self.cgroups[p]
+            .as_ref()
+            .and_then(|cg| cg.holds_only(self.pids[p]))
+            == Some(false);
+        if stray {
+            self.strays_by_partition[p] += 1;
+        }
+        let ok = acked && !stray && threads.is_some_and(|t| parked >= t);
         let g = &mut self.gates[p];
         if !ok
+            && !stray
             && !acked
             && g.broadcast
             && parked > g.parked_seen
             && g.extensions < PARK_EXTENSIONS
-            && !g.sigstopped
+            && !g.held
         {
             // Every thread was signalled (none runs partition code before it parks, bar the
             // end of a sampling write) and more parked since the last look: threads waiting
@@ -572,9 +637,8 @@ impl<'s> OsSwitcher<'s> {
             return;
         }
         self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
-        if !ok && !self.gates[p].sigstopped {
-            self.signal(p, libc::SIGSTOP);
-            self.gates[p].sigstopped = true;
+        if !ok && !self.gates[p].held {
+            self.hold(p);
             self.backstops += 1;
             self.backstops_by_partition[p] += 1;
         }
@@ -733,10 +797,20 @@ impl Switcher for OsSwitcher<'_> {
                 ));
             }
             self.pids[p] = pid;
+            // Into the partition's cgroup before exec: every thread and process it makes later
+            // is born there.
+            if let Some(cg) = self.cgroups[p].as_mut() {
+                cg.thaw();
+                if let Err(e) = cg.add(pid) {
+                    self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
+                    self.cgroups[p] = None;
+                }
+            }
             let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             self.gates[p] = GateState {
-                sigstopped: true,
+                held: true,
+                by_signal: true,
                 stat_fd: fd,
                 ..GateState::NONE
             };
@@ -746,16 +820,18 @@ impl Switcher for OsSwitcher<'_> {
 
     fn stop(&mut self, p: usize) {
         self.gates[p].prewoken = false;
-        if self.pids[p] <= 0 || self.gates[p].sigstopped {
+        if self.pids[p] <= 0 || self.gates[p].held {
             return;
         }
         let st = self.shared.partition(p);
-        if self.mechanism == SwitchMechanism::Signals
-            || self.gates[p].distrusted
-            || st.gate_ready.load(Ordering::Acquire) == 0
-        {
+        if self.mechanism == SwitchMechanism::Signals {
             self.signal(p, libc::SIGSTOP);
-            self.gates[p].sigstopped = true;
+            self.gates[p].held = true;
+            self.gates[p].by_signal = true;
+            return;
+        }
+        if self.gates[p].distrusted || st.gate_ready.load(Ordering::Acquire) == 0 {
+            self.hold(p);
             return;
         }
         if !self.gates[p].counted {
@@ -816,10 +892,9 @@ impl Switcher for OsSwitcher<'_> {
         // Close the gate as usual (its threads park when they run again), but do not let the
         // partition run for the grace of a park: stop it now.
         self.stop(p);
-        if self.pids[p] > 0 && !self.gates[p].sigstopped {
+        if self.pids[p] > 0 && !self.gates[p].held {
             self.gates[p].check = None;
-            self.signal(p, libc::SIGSTOP);
-            self.gates[p].sigstopped = true;
+            self.hold(p);
             self.backstops += 1;
             self.backstops_by_partition[p] += 1;
         }
@@ -833,7 +908,7 @@ impl Switcher for OsSwitcher<'_> {
         let g = &self.gates[p];
         self.mechanism == SwitchMechanism::Gate
             && self.pids[p] > 0
-            && !g.sigstopped
+            && !g.held
             && !g.distrusted
             && self.shared.partition(p).gate_ready.load(Ordering::Acquire) != 0
     }
@@ -847,7 +922,7 @@ impl Switcher for OsSwitcher<'_> {
 
     fn prepare_open(&mut self, p: usize) {
         let g = &self.gates[p];
-        if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || g.sigstopped {
+        if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || g.held {
             return;
         }
         self.audit(p);
@@ -883,7 +958,7 @@ impl Switcher for OsSwitcher<'_> {
             let Some(before) = g.cpu_at_park else {
                 continue;
             };
-            if self.pids[p] <= 0 || g.sigstopped || g.distrusted {
+            if self.pids[p] <= 0 || g.held || g.distrusted {
                 continue;
             }
             if self
@@ -893,8 +968,7 @@ impl Switcher for OsSwitcher<'_> {
                 self.gates[p].distrusted = true;
                 self.distrusted_by_partition[p] = true;
                 self.gates[p].cpu_at_park = None;
-                self.signal(p, libc::SIGSTOP);
-                self.gates[p].sigstopped = true;
+                self.hold(p);
             }
         }
     }
@@ -1267,13 +1341,17 @@ pub struct PartitionReport {
     pub mode: u32,
     /// Restarts recorded in shared memory.
     pub restarts: u32,
-    /// Closes at which the partition did not park in time and was SIGSTOPped (gate backstop).
+    /// Closes at which the partition did not park in time and was held (gate backstop: its
+    /// cgroup frozen, or SIGSTOP).
     pub backstops: u64,
+    /// Verified closes at which the partition's cgroup held a process other than its own (one
+    /// it forked), which no park reaches: held at once.
+    pub strays: u64,
     /// Closes at which the executive sent the park signal to each of the partition's threads
     /// itself (its thread table held every thread), not once to the process for the handlers'
     /// chain.
     pub direct_closes: u64,
-    /// The partition ran while it claimed to be parked on its gate and is stopped with SIGSTOP
+    /// The partition ran while it claimed to be parked on its gate and is held at every close
     /// since (the gate's CPU-time audit).
     pub distrusted: bool,
 }
@@ -1312,8 +1390,11 @@ pub struct RunReport {
     pub switch: SwitchMechanism,
     /// Closes done through the gate.
     pub parks: u64,
-    /// Gate closes that were not acknowledged in time and ended with SIGSTOP (the backstop).
+    /// Gate closes that were not acknowledged in time and ended with a hold (the backstop).
     pub backstops: u64,
+    /// Why the partitions ran without cgroups, their holds being SIGSTOPs (`None`: each ran in
+    /// its own, see [`super::cgroup`]).
+    pub cgroup_error: Option<String>,
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
@@ -1400,6 +1481,8 @@ pub fn run_module(
     let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
     let direct_closes_by_partition = std::mem::take(&mut sw.direct_closes_by_partition);
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
+    let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
+    let cgroup_error = sw.cgroup_error.take();
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -1412,6 +1495,7 @@ pub fn run_module(
             restarts: st.restarts.load(Ordering::Acquire),
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
             direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
+            strays: strays_by_partition.get(i).copied().unwrap_or(0),
             distrusted: distrusted_by_partition.get(i).copied().unwrap_or(false),
         });
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
@@ -1448,6 +1532,7 @@ pub fn run_module(
         switch,
         parks,
         backstops,
+        cgroup_error,
         armed_sleeps: clock.armed_sleeps,
     })
 }

@@ -69,10 +69,16 @@ pub fn render(r: &RunReport) -> String {
         r.switch.name(),
         if r.switch == super::SwitchMechanism::Gate {
             format!(
-                " ({} closes, {} SIGSTOP backstops, {} partitions distrusted by the CPU-time audit)",
+                " ({} closes, {} backstops ({}), {} partitions distrusted by the CPU-time audit, \
+                 {} closes with a forked process)",
                 r.parks,
                 r.backstops,
-                r.partitions.iter().filter(|p| p.distrusted).count()
+                match &r.cgroup_error {
+                    None => "cgroup freezes".to_string(),
+                    Some(e) => format!("SIGSTOPs: no partition cgroups: {e}"),
+                },
+                r.partitions.iter().filter(|p| p.distrusted).count(),
+                r.partitions.iter().map(|p| p.strays).sum::<u64>()
             )
         } else {
             String::new()
