@@ -323,3 +323,65 @@ fn memory_limit_from_the_config_is_applied() {
     assert_eq!(e.death, Some(Death::Signaled(libc::SIGABRT)));
     assert_eq!(r.partitions[1].mode, mode::IDLE);
 }
+
+/// Shared memory the partition creates itself (a memfd, mapped shared) is not private data, so
+/// `RLIMIT_DATA` does not count it; the partition's memory cgroup does: 256 MiB of it in a
+/// partition of 32 MiB ends with the kernel killing the partition (SIGKILL, PARTITION_CRASH,
+/// IDLE by default), while 4 MiB in another are fine.
+#[test]
+fn shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup: needs root"
+        );
+        return;
+    }
+    use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement};
+    let tp = Some(testpart());
+    let limit = |p: &mut partix_config::model::Partition| {
+        p.memory = vec![MemoryRequirement {
+            name: Some("data".into()),
+            kind: MemoryKind::Data,
+            size_bytes: 32 << 20,
+            access: MemoryAccess::ReadWrite,
+        }];
+    };
+    let args = |mb: &'static str| ["alloc", "--shm", "--mb", mb, "--after-ms", "5"];
+    let mut small = partition(1, "SMALL", tp.clone(), &args("4"));
+    limit(&mut small);
+    let mut big = partition(2, "BIG", tp, &args("256"));
+    limit(&mut big);
+    let m = module(
+        vec![small, big],
+        vec![schedule(1, 10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)])],
+    );
+    let r = run_frames(&m, 40, SwitchMechanism::default());
+    if let Some(why) = &r.memory_error {
+        eprintln!(
+            "SKIPPED shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup: no memory \
+             cgroup ({why})"
+        );
+        return;
+    }
+    eprintln!(
+        "memory cgroups {:?}, OOM kills {:?}, HM {:?}",
+        r.partitions
+            .iter()
+            .map(|p| p.memory_cgroup)
+            .collect::<Vec<_>>(),
+        r.partitions.iter().map(|p| p.oom_kills).collect::<Vec<_>>(),
+        r.hm_events
+    );
+    assert!(r.partitions.iter().all(|p| p.memory_cgroup.is_some()));
+    assert!(
+        r.hm_events.iter().all(|e| e.partition == 1),
+        "{:?}",
+        r.hm_events
+    );
+    assert_eq!(r.partitions[0].mode, mode::NORMAL);
+    assert_eq!(r.partitions[0].oom_kills, 0);
+    let e = r.hm_events.first().expect("BIG was not stopped");
+    assert_eq!(e.death, Some(Death::Signaled(libc::SIGKILL)));
+    assert_eq!(r.partitions[1].oom_kills, 1);
+    assert_eq!(r.partitions[1].mode, mode::IDLE);
+}

@@ -23,9 +23,11 @@
 //!                                        sleep; after N ms ask for module schedule S
 //! partix-testpart periodic --threads K --period-us P --work-us W
 //!                                        K threads: every P µs spin W µs (bench load)
-//! partix-testpart alloc --mb N --after-ms T
+//! partix-testpart alloc --mb N --after-ms T [--shm]
 //!                                        after T ms allocate and touch N MiB, then sleep
-//!                                        (an allocation over the partition's memory limit aborts)
+//!                                        (an allocation over the partition's memory limit aborts;
+//!                                        --shm: shared memory of a memfd, which RLIMIT_DATA does
+//!                                        not count: only a memory cgroup stops it)
 //! partix-testpart sleep                  do nothing
 //! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads),
 //!         --park block|ignore|forge (block or ignore the executive's park signal, or claim to
@@ -295,8 +297,14 @@ fn main() {
             let mb: usize = arg(&args, "--mb", 1);
             let ms: u64 = arg(&args, "--after-ms", 0);
             let mut held: Vec<u8> = Vec::new();
+            let shm = flag(&args, "--shm");
+            let mut shm_done = false;
             while !shutdown() {
-                if held.is_empty() && after(ms) {
+                if shm && !shm_done && after(ms) {
+                    touch_shared(mb << 20);
+                    shm_done = true;
+                }
+                if !shm && held.is_empty() && after(ms) {
                     // Abort at once on failure, as a C program's unchecked malloc would crash
                     // (Rust's OOM handler would first print a backtrace, slowly, in windows).
                     if held.try_reserve_exact(mb << 20).is_err() {
@@ -316,6 +324,33 @@ fn main() {
         other => {
             eprintln!("partix-testpart: unknown command {other:?}");
             std::process::exit(2);
+        }
+    }
+}
+
+/// Create a memfd of `bytes`, map it shared and touch every page (the mapping stays).
+fn touch_shared(bytes: usize) {
+    // SAFETY: plain syscalls with checked results; the mapping is `bytes` long and written only
+    // inside it; it is never unmapped (the partition holds it until it ends).
+    unsafe {
+        let fd = libc::memfd_create(c"partix-testpart-shm".as_ptr(), libc::MFD_CLOEXEC);
+        if fd < 0 || libc::ftruncate(fd, bytes as libc::off_t) != 0 {
+            std::process::abort();
+        }
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            std::process::abort();
+        }
+        let base = p.cast::<u8>();
+        for off in (0..bytes).step_by(4096) {
+            std::ptr::write_volatile(base.add(off), 1);
         }
     }
 }

@@ -19,6 +19,10 @@
 //! cgroup). The executive also kills a partition with `cgroup.kill` (its forked processes too)
 //! and verifies at every close that the cgroup holds no process but the partition's own.
 //!
+//! A partition's memory limit is given to the kernel's memory controller as well
+//! ([`PartitionCgroup::limit_memory`]): `RLIMIT_DATA` counts neither shared memory the partition
+//! creates nor, per process, what it forks.
+//!
 //! Where no writable cgroup v2 hierarchy exists (no `cgroup2` mount, or a container that
 //! mounts it read-only), [`PartitionCgroup::create`] fails and the executive falls back to
 //! `SIGSTOP`, with the holes above; `PartitionReport::cgroup` says which one a run had.
@@ -56,6 +60,67 @@ fn own_path(text: &str) -> Option<PathBuf> {
         .map(|p| PathBuf::from(p.trim_start_matches('/')))
 }
 
+/// The mount point of the cgroup v1 hierarchy that has the memory controller, in a `mountinfo`
+/// text.
+fn v1_memory_mount(info: &str) -> Option<PathBuf> {
+    info.lines().find_map(|l| {
+        // "40 35 0:34 / /sys/fs/cgroup/memory rw,relatime shared:15 - cgroup cgroup rw,memory"
+        let (left, right) = l.split_once(" - ")?;
+        let mut r = right.split_whitespace();
+        if r.next()? != "cgroup" {
+            return None;
+        }
+        let opts = r.nth(1)?;
+        if !opts.split(',').any(|o| o == "memory") {
+            return None;
+        }
+        left.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
+/// The calling process's cgroup in the v1 memory hierarchy (the `N:…memory…:` line of a
+/// `/proc/self/cgroup` text), relative to the hierarchy's root.
+fn own_v1_memory_path(text: &str) -> Option<PathBuf> {
+    text.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let (_, ctrl, path) = (it.next()?, it.next()?, it.next()?);
+        ctrl.split(',')
+            .any(|c| c == "memory")
+            .then(|| PathBuf::from(path.trim_start_matches('/')))
+    })
+}
+
+/// Where the kernel enforces a partition's memory limit.
+#[derive(Debug)]
+enum MemoryLimit {
+    /// `memory.max` of the partition cgroup itself (cgroup v2 with the memory controller).
+    Unified,
+    /// A cgroup of the partition's own in the v1 memory hierarchy (`memory.limit_in_bytes`),
+    /// for hosts that keep the memory controller on v1; removed on drop.
+    V1 { dir: PathBuf, procs: File },
+}
+
+/// Write `value` into the control file `dir/name`.
+fn write_control(dir: &Path, name: &str, value: &str) -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(name))?
+        .write_all(value.as_bytes())
+}
+
+/// Remove cgroup directory `dir`, waiting up to 200 ms for its processes to leave (a killed
+/// task leaves at its exit).
+fn remove_cgroup_dir(dir: &Path) {
+    for _ in 0..200 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            _ => return,
+        }
+    }
+}
+
 /// Remove the partition cgroups an executive that died without cleaning up left under `base`
 /// (named after a pid that no longer exists; `rmdir` fails on one still populated).
 fn sweep_stale(base: &Path) {
@@ -89,6 +154,7 @@ pub struct PartitionCgroup {
     freeze: File,
     kill: Option<File>,
     frozen: bool,
+    memory: Option<MemoryLimit>,
 }
 
 impl PartitionCgroup {
@@ -129,6 +195,7 @@ impl PartitionCgroup {
                 freeze,
                 kill,
                 frozen: false,
+                memory: None,
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir(&dir);
@@ -142,12 +209,84 @@ impl PartitionCgroup {
         &self.dir
     }
 
-    /// Move process `pid` (all its threads) into the cgroup; what it forks later stays there.
+    /// Move process `pid` (all its threads) into the cgroup (and into its v1 memory cgroup, if
+    /// it has one); what it forks later stays there.
     ///
     /// # Errors
-    /// The error of the write to `cgroup.procs`.
+    /// The error of a write to `cgroup.procs`.
     pub fn add(&self, pid: i32) -> io::Result<()> {
-        (&self.procs).write_all(pid.to_string().as_bytes())
+        let v = pid.to_string();
+        (&self.procs).write_all(v.as_bytes())?;
+        if let Some(MemoryLimit::V1 { procs, .. }) = &self.memory {
+            (&*procs).write_all(v.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Have the kernel hold everything the partition's processes use — heap, stacks, shared
+    /// memory they create, page cache they fill, what processes they fork use — to `bytes`:
+    /// beyond it the kernel reclaims, then kills a process of the partition (`SIGKILL`, which
+    /// the health monitor sees as the partition's death). Return which control file holds the
+    /// limit: `memory.max` of this cgroup where the unified hierarchy has the memory controller,
+    /// else `memory.limit_in_bytes` of a cgroup of the v1 memory hierarchy. Swap is limited
+    /// too where the kernel has it (so the limit cannot be escaped by swapping out). Call it
+    /// before [`PartitionCgroup::add`].
+    ///
+    /// # Errors
+    /// No memory controller is available to this process (neither enabled for the executive's
+    /// unified cgroup nor mounted as v1), or a write was refused.
+    pub fn limit_memory(&mut self, bytes: u64) -> io::Result<&'static str> {
+        let v = bytes.to_string();
+        if self.dir.join("memory.max").exists() {
+            write_control(&self.dir, "memory.max", &v)?;
+            let _ = write_control(&self.dir, "memory.swap.max", "0");
+            self.memory = Some(MemoryLimit::Unified);
+            return Ok("memory.max");
+        }
+        let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+        let own = std::fs::read_to_string("/proc/self/cgroup")?;
+        let (Some(mount), Some(path)) = (v1_memory_mount(&info), own_v1_memory_path(&own)) else {
+            return Err(io::Error::other(
+                "no memory controller: not enabled for the executive's cgroup v2 \
+                 (cgroup.subtree_control of its parent) and no cgroup v1 memory hierarchy",
+            ));
+        };
+        let base = mount.join(path);
+        sweep_stale(&base);
+        let name = self.dir.file_name().unwrap_or_default();
+        let dir = base.join(name);
+        std::fs::create_dir(&dir)?;
+        let set = || -> io::Result<File> {
+            write_control(&dir, "memory.limit_in_bytes", &v)?;
+            // memsw is memory + swap: the same value leaves no swap.
+            let _ = write_control(&dir, "memory.memsw.limit_in_bytes", &v);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))
+        };
+        match set() {
+            Ok(procs) => {
+                self.memory = Some(MemoryLimit::V1 { dir, procs });
+                Ok("memory.limit_in_bytes (cgroup v1)")
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Return how many times the kernel killed a process of the partition for its memory limit
+    /// (`oom_kill` in `memory.events`, or in v1 `memory.oom_control`); `None` without a limit.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let (dir, file) = match self.memory.as_ref()? {
+            MemoryLimit::Unified => (&self.dir, "memory.events"),
+            MemoryLimit::V1 { dir, .. } => (dir, "memory.oom_control"),
+        };
+        let text = std::fs::read_to_string(dir.join(file)).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|v| v.trim().parse().ok())
     }
 
     /// Freeze every task of the cgroup (they stop on their way back to user space).
@@ -216,14 +355,9 @@ impl PartitionCgroup {
 impl Drop for PartitionCgroup {
     fn drop(&mut self) {
         self.kill();
-        // The processes need a moment to leave (a killed task leaves at its exit).
-        for _ in 0..200 {
-            match std::fs::remove_dir(&self.dir) {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-                _ => return,
-            }
+        remove_cgroup_dir(&self.dir);
+        if let Some(MemoryLimit::V1 { dir, .. }) = &self.memory {
+            remove_cgroup_dir(dir);
         }
     }
 }
@@ -248,6 +382,18 @@ mod tests {
         );
         assert_eq!(own_path("0::/\n"), Some(PathBuf::new()));
         assert_eq!(own_path("1:cpu:/\n"), None);
+        let v1 = "37 35 0:31 / /sys/fs/cgroup/cpu rw shared:11 - cgroup cgroup rw,cpu\n\
+                  40 35 0:34 / /sys/fs/cgroup/memory rw shared:15 - cgroup cgroup rw,memory\n";
+        assert_eq!(
+            v1_memory_mount(v1),
+            Some(PathBuf::from("/sys/fs/cgroup/memory"))
+        );
+        assert_eq!(v1_memory_mount(info), None);
+        assert_eq!(
+            own_v1_memory_path("5:devices:/\n4:memory:/a/b\n0::/\n"),
+            Some(PathBuf::from("a/b"))
+        );
+        assert_eq!(own_v1_memory_path("0::/\n"), None);
     }
 
     /// A real cgroup (as root, where a cgroup v2 hierarchy is writable): a spinning child is

@@ -349,6 +349,11 @@ pub struct OsSwitcher<'s> {
     /// Verified closes per partition at which its cgroup held another process than the
     /// partition's own (one it forked): held at once.
     pub strays_by_partition: Vec<u64>,
+    /// Per partition with a memory limit: the control file of the memory cgroup that enforces
+    /// it (`None`: only `RLIMIT_DATA` does; see [`PartitionCgroup::limit_memory`]).
+    pub memory_cgroups: Vec<Option<&'static str>>,
+    /// Why a partition's memory limit has no memory cgroup, if one has none.
+    pub memory_error: Option<String>,
 }
 
 /// CPU time a partition may use between the verification of its park and its next open (the
@@ -439,16 +444,30 @@ impl<'s> OsSwitcher<'s> {
             });
         }
         let mut cgroup_error = None;
-        let cgroups = (0..prepared.len())
+        let mut cgroups: Vec<Option<PartitionCgroup>> = (0..prepared.len())
             .map(|i| {
                 PartitionCgroup::create(i)
                     .map_err(|e| cgroup_error = Some(e.to_string()))
                     .ok()
             })
             .collect();
+        let mut memory_error = None;
+        let mut memory_cgroups = vec![None; prepared.len()];
+        for ((cg, pr), mem) in cgroups.iter_mut().zip(&prepared).zip(&mut memory_cgroups) {
+            let Some(bytes) = pr.mem_limit else {
+                continue;
+            };
+            match cg.as_mut().map(|cg| cg.limit_memory(bytes)) {
+                Some(Ok(how)) => *mem = Some(how),
+                Some(Err(e)) => memory_error = Some(e.to_string()),
+                None => memory_error = cgroup_error.clone(),
+            }
+        }
         Ok(OsSwitcher {
             cgroups,
             cgroup_error,
+            memory_cgroups,
+            memory_error,
             strays_by_partition: vec![0; programs.len()],
             pids: vec![0; prepared.len()],
             gates: vec![GateState::NONE; prepared.len()],
@@ -657,6 +676,18 @@ impl<'s> OsSwitcher<'s> {
             pr.port_fds = channels.child_fds(p);
         }
         self
+    }
+
+    /// Processes of each partition the kernel killed for its memory limit.
+    pub fn oom_kills(&self) -> Vec<u64> {
+        self.cgroups
+            .iter()
+            .map(|cg| {
+                cg.as_ref()
+                    .and_then(PartitionCgroup::oom_kills)
+                    .unwrap_or(0)
+            })
+            .collect()
     }
 
     /// Return the pid of partition `p`'s process (0 if none).
@@ -1347,6 +1378,11 @@ pub struct PartitionReport {
     /// Verified closes at which the partition's cgroup held a process other than its own (one
     /// it forked), which no park reaches: held at once.
     pub strays: u64,
+    /// The control file of the memory cgroup that enforced the partition's memory limit
+    /// (`None`: no limit, or only `RLIMIT_DATA`).
+    pub memory_cgroup: Option<&'static str>,
+    /// Processes of the partition the kernel killed for its memory limit.
+    pub oom_kills: u64,
     /// Closes at which the executive sent the park signal to each of the partition's threads
     /// itself (its thread table held every thread), not once to the process for the handlers'
     /// chain.
@@ -1395,6 +1431,9 @@ pub struct RunReport {
     /// Why the partitions ran without cgroups, their holds being SIGSTOPs (`None`: each ran in
     /// its own, see [`super::cgroup`]).
     pub cgroup_error: Option<String>,
+    /// Why a partition's memory limit was enforced by `RLIMIT_DATA` only (`None`: every limit
+    /// had a memory cgroup, or no partition had one).
+    pub memory_error: Option<String>,
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
@@ -1483,6 +1522,9 @@ pub fn run_module(
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
     let cgroup_error = sw.cgroup_error.take();
+    let memory_error = sw.memory_error.take();
+    let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
+    let oom_kills = sw.oom_kills();
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -1496,6 +1538,8 @@ pub fn run_module(
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
             direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
             strays: strays_by_partition.get(i).copied().unwrap_or(0),
+            memory_cgroup: memory_cgroups.get(i).copied().flatten(),
+            oom_kills: oom_kills.get(i).copied().unwrap_or(0),
             distrusted: distrusted_by_partition.get(i).copied().unwrap_or(false),
         });
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
@@ -1533,6 +1577,7 @@ pub fn run_module(
         parks,
         backstops,
         cgroup_error,
+        memory_error,
         armed_sleeps: clock.armed_sleeps,
     })
 }

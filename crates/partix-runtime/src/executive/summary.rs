@@ -92,7 +92,7 @@ pub fn render(r: &RunReport) -> String {
     for p in &r.partitions {
         let _ = writeln!(
             s,
-            "  {:<16} mode={:<10} windows={:<6} skipped={:<5} late={:<4} overruns={:<4} restarts={:<3} hm_events={}",
+            "  {:<16} mode={:<10} windows={:<6} skipped={:<5} late={:<4} overruns={:<4} restarts={:<3} hm_events={:<3} backstops={}",
             p.name,
             mode_name(p.mode),
             p.stats.windows,
@@ -100,7 +100,21 @@ pub fn render(r: &RunReport) -> String {
             p.stats.late,
             p.stats.overruns,
             p.restarts,
-            p.stats.hm_events
+            p.stats.hm_events,
+            p.backstops
+        );
+        if let Some(how) = p.memory_cgroup {
+            let _ = writeln!(
+                s,
+                "  {:<16} memory limit held by the kernel ({how}); processes killed for it: {}",
+                "", p.oom_kills
+            );
+        }
+    }
+    if let Some(e) = &r.memory_error {
+        let _ = writeln!(
+            s,
+            "  memory limits: RLIMIT_DATA only (shared memory and forked processes not counted): {e}"
         );
     }
     if !r.hm_events.is_empty() {
