@@ -282,22 +282,25 @@ fn system_partition_switches_the_module_schedule_at_a_frame_boundary() {
         .any(|x| x.kind == RecordKind::Window && x.window == 21));
 }
 
+/// Give partition `p` one DATA region of 32 MiB: a memory limit of 32 MiB.
+fn limit_32_mib(p: &mut partix_config::model::Partition) {
+    use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement};
+    p.memory = vec![MemoryRequirement {
+        name: Some("data".into()),
+        kind: MemoryKind::Data,
+        size_bytes: 32 << 20,
+        access: MemoryAccess::ReadWrite,
+    }];
+}
+
 #[test]
 fn memory_limit_from_the_config_is_applied() {
     if !is_root() {
         eprintln!("SKIPPED memory_limit_from_the_config_is_applied: needs root");
         return;
     }
-    use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement};
     let tp = Some(testpart());
-    let limit = |p: &mut partix_config::model::Partition| {
-        p.memory = vec![MemoryRequirement {
-            name: Some("data".into()),
-            kind: MemoryKind::Data,
-            size_bytes: 32 << 20,
-            access: MemoryAccess::ReadWrite,
-        }];
-    };
+    let limit = limit_32_mib;
     let mut small = partition(
         1,
         "SMALL",
@@ -336,16 +339,8 @@ fn shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup() {
         );
         return;
     }
-    use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement};
     let tp = Some(testpart());
-    let limit = |p: &mut partix_config::model::Partition| {
-        p.memory = vec![MemoryRequirement {
-            name: Some("data".into()),
-            kind: MemoryKind::Data,
-            size_bytes: 32 << 20,
-            access: MemoryAccess::ReadWrite,
-        }];
-    };
+    let limit = limit_32_mib;
     let args = |mb: &'static str| ["alloc", "--shm", "--mb", mb, "--after-ms", "5"];
     let mut small = partition(1, "SMALL", tp.clone(), &args("4"));
     limit(&mut small);
