@@ -113,13 +113,33 @@ extern "C" fn on_park(_sig: libc::c_int) {
 /// (`gate_open_at_ns` in the future) is left only at that time: the woken thread busy-waits for
 /// it here. On leaving, the first thread stamps the resume and each one wakes the next waiter
 /// (highest priority first: the kernel queues futex waiters of real-time threads by priority).
+/// A thread that comes here only after the gate opened again — its park signal was pending
+/// while it waited for the CPU behind another partition's threads, and the executive accepted
+/// that as a park — also leaves only at the window's start.
 /// Async-signal-safe; called with the park signal blocked (in its handler, or by
 /// [`ParkHoldOff`]'s end), so a thread is never counted twice.
 fn park_on_gate() {
     if let Some(Ok(ctx)) = CONTEXT.get() {
         let p = ctx.partition();
-        let g = p.gate.load(Ordering::Acquire);
-        if g & 1 == 0 {
+        let mut g = p.gate.load(Ordering::Acquire);
+        while g & 1 == 1 {
+            // Open, perhaps ahead of the window: hold the CPU here until its start, unless the
+            // gate changes meanwhile (closed again: park).
+            let at = p.gate_open_at_ns.load(Ordering::Acquire);
+            if monotonic_ns() >= at {
+                return;
+            }
+            while monotonic_ns() < at && p.gate.load(Ordering::Acquire) == g {
+                std::hint::spin_loop();
+            }
+            let now = p.gate.load(Ordering::Acquire);
+            if now == g {
+                stamp_resume(p);
+                return;
+            }
+            g = now;
+        }
+        {
             PARKED.with(|c| c.set(true));
             let slot = TID_SLOT.with(|c| c.get());
             if slot != NO_TID_SLOT {

@@ -235,6 +235,55 @@ fn a_partition_of_many_threads_is_signalled_thread_by_thread() {
     );
 }
 
+/// A partition whose threads wait for the CPU at the close: P2 spins at SCHED_FIFO 50 through
+/// its whole window, so P1's thread (FIFO 1), signalled at its close, cannot run to park before
+/// the verification. Its park signal is still pending then, which proves it has not run since:
+/// the close is accepted (a pending park, under the CPU-time audit), not held. Before, every
+/// close of P1 ended in the backstop (as every close of the demo's VSP partition did).
+#[test]
+fn threads_waiting_for_the_cpu_at_a_close_are_not_held() {
+    if !is_root() {
+        eprintln!("SKIPPED threads_waiting_for_the_cpu_at_a_close_are_not_held: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("exec-pending-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (f1, f2) = (dir.join("p1.txt"), dir.join("p2.txt"));
+    let (o1, o2) = (f1.to_str().unwrap(), f2.to_str().unwrap());
+    let m = module(
+        vec![
+            partition(1, "P1", Some(testpart()), &["busy", "--fifo", "--out", o1]),
+            partition(
+                2,
+                "P2",
+                Some(testpart()),
+                &["busy", "--fifo", "--prio", "50", "--out", o2],
+            ),
+        ],
+        vec![schedule(1, 40, &[(1, 1, 0.0, 20.0), (2, 2, 20.0, 20.0)])],
+    );
+    let r = run_frames(&m, 20, SwitchMechanism::Gate);
+    let segs = [segments(&f1), segments(&f2)];
+    let _ = std::fs::remove_dir_all(&dir);
+    let p1 = &r.partitions[0];
+    eprintln!(
+        "P1: pending parks {} backstops {} distrusted {}",
+        p1.pending_parks, p1.backstops, p1.distrusted
+    );
+    assert_isolated(&r, &segs);
+    assert!(
+        p1.pending_parks >= 15,
+        "pending parks: {}",
+        p1.pending_parks
+    );
+    assert!(p1.backstops <= 2, "backstops: {}", p1.backstops);
+    assert!(
+        !p1.distrusted,
+        "P1 parked when it got the CPU: the audit must not object"
+    );
+}
+
 /// Threads the application started itself, outside the runtime's thread table: the executive
 /// signals the process, and the backstop holds every thread, the ones the signal never reached
 /// included. (A process-directed `SIGSTOP` alone did not: it is taken by one thread, which never

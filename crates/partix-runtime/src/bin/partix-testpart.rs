@@ -29,7 +29,8 @@
 //!                                        --shm: shared memory of a memfd, which RLIMIT_DATA does
 //!                                        not count: only a memory cgroup stops it)
 //! partix-testpart sleep                  do nothing
-//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads),
+//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads;
+//!         --prio N: N instead of 1),
 //!         --park block|ignore|forge (block or ignore the executive's park signal, or claim to
 //!         be parked without parking: a partition that does not cooperate with the gate)
 //! ```
@@ -54,8 +55,13 @@ fn flag(args: &[String], name: &str) -> bool {
     args.iter().any(|a| a == name)
 }
 
+/// The SCHED_FIFO priority of `--fifo` (`--prio N`, default 1).
+static FIFO_PRIO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+
 fn set_fifo() {
-    let p = libc::sched_param { sched_priority: 1 };
+    let p = libc::sched_param {
+        sched_priority: FIFO_PRIO.load(Ordering::Relaxed),
+    };
     // SAFETY: plain syscall on the calling thread.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
 }
@@ -101,6 +107,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    FIFO_PRIO.store(arg(&args, "--prio", 1), Ordering::Relaxed);
     if flag(&args, "--fifo") {
         set_fifo();
     }

@@ -339,6 +339,10 @@ pub struct OsSwitcher<'s> {
     /// Gate closes per partition at which the executive sent the park signal to each of the
     /// partition's threads itself (its thread table held them all).
     pub direct_closes_by_partition: Vec<u64>,
+    /// Verified closes per partition that found threads not parked yet but with the park
+    /// signal still pending (they had not run since the close: waiting for the CPU behind
+    /// higher-priority threads): accepted, with the CPU-time audit, instead of a hold.
+    pub pending_parks_by_partition: Vec<u64>,
     /// Partitions that ran while they claimed to be parked (see `audit`): held at every close
     /// since.
     pub distrusted_by_partition: Vec<bool>,
@@ -359,6 +363,22 @@ pub struct OsSwitcher<'s> {
 /// CPU time a partition may use between the verification of its park and its next open (the
 /// last parked thread finishing its `FUTEX_WAIT` call) before the audit distrusts it.
 const AUDIT_SLACK_NS: u64 = 100_000;
+
+/// Return whether signal `sig` is pending for the thread and not blocked by it, in a
+/// `/proc/PID/task/TID/status` text (`SigPnd`, `SigBlk`: hexadecimal masks, bit `sig − 1`).
+fn pending_unblocked(status: &[u8], sig: i32) -> bool {
+    let mask = |key: &[u8]| -> Option<u64> {
+        let at = status.windows(key.len()).position(|w| w == key)? + key.len();
+        let rest = &status[at..];
+        let v = rest.split(|&b| b == b'\n').next()?;
+        u64::from_str_radix(std::str::from_utf8(v).ok()?.trim(), 16).ok()
+    };
+    let bit = 1u64 << (sig - 1);
+    matches!(
+        (mask(b"\nSigPnd:"), mask(b"\nSigBlk:")),
+        (Some(p), Some(b)) if p & bit != 0 && b & bit == 0
+    )
+}
 
 /// Return the number of threads in a `/proc/PID/stat` text (field 20), if it parses.
 fn stat_threads(text: &[u8]) -> Option<u32> {
@@ -483,6 +503,7 @@ impl<'s> OsSwitcher<'s> {
             backstops: 0,
             backstops_by_partition: vec![0; programs.len()],
             direct_closes_by_partition: vec![0; programs.len()],
+            pending_parks_by_partition: vec![0; programs.len()],
             distrusted_by_partition: vec![false; programs.len()],
         })
     }
@@ -655,12 +676,60 @@ impl<'s> OsSwitcher<'s> {
             g.check = Some((closed, monotonic_ns() + self.park_bound_ns));
             return;
         }
+        if !ok && !stray && g.broadcast && !g.held && self.parks_pending(p) {
+            // Every thread not parked still has its park signal pending: none has been back in
+            // user space since the close (the kernel delivers a pending, unblocked signal on
+            // every return to it), so each parks before it runs partition code again. Accepted
+            // like a park, under the same CPU-time audit before the next open.
+            self.pending_parks_by_partition[p] += 1;
+            self.gates[p].cpu_at_park = self.cpu_time(p);
+            return;
+        }
         self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
         if !ok && !self.gates[p].held {
             self.hold(p);
             self.backstops += 1;
             self.backstops_by_partition[p] += 1;
         }
+    }
+
+    /// Return whether every thread of partition `p` not parked (by its thread table, which must
+    /// hold exactly the threads the kernel counted) has the park signal pending and unblocked:
+    /// one `pread` of `/proc/PID/task/TID/status` per such thread, on a verification that found
+    /// the close not acknowledged. The table is the partition's memory: a tid that is not one of
+    /// the partition's threads fails the read; a thread it marks parked while it runs is the
+    /// CPU-time audit's to catch, as a forged `gate_parked` is.
+    fn parks_pending(&self, p: usize) -> bool {
+        use std::io::Write as _;
+        let st = self.shared.partition(p);
+        let mut tids = [0i32; MAX_TIDS];
+        let n = thread_table(st, &mut tids);
+        if !self.gates[p].counted || n != self.gates[p].threads as usize {
+            return false;
+        }
+        let pid = self.pids[p];
+        let sig = park_signal();
+        tids[..n].iter().filter(|&&t| t > 0).all(|&tid| {
+            // The path in a stack buffer, NUL-terminated (no allocation on the executive's path).
+            let mut path = [0u8; 64];
+            let mut w = &mut path[..];
+            if write!(w, "/proc/{pid}/task/{tid}/status\0").is_err() {
+                return false;
+            }
+            let mut buf = [0u8; 2048];
+            // SAFETY: path is NUL-terminated, buf a writable buffer of its length; the
+            // descriptor is closed before returning.
+            let n = unsafe {
+                let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return false;
+                }
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                libc::close(fd);
+                n
+            };
+            n > 0 && pending_unblocked(&buf[..n as usize], sig)
+        })
     }
 
     /// Hand each partition exactly its ports' channel regions (descriptors and
@@ -1378,6 +1447,10 @@ pub struct PartitionReport {
     /// Verified closes at which the partition's cgroup held a process other than its own (one
     /// it forked), which no park reaches: held at once.
     pub strays: u64,
+    /// Verified closes whose threads had not parked yet but had not run since the close either
+    /// (the park signal still pending: they wait for the CPU behind higher-priority threads of
+    /// the next partition); accepted under the CPU-time audit instead of a hold.
+    pub pending_parks: u64,
     /// The control file of the memory cgroup that enforced the partition's memory limit
     /// (`None`: no limit, or only `RLIMIT_DATA`).
     pub memory_cgroup: Option<&'static str>,
@@ -1519,6 +1592,7 @@ pub fn run_module(
     let (parks, backstops) = (sw.parks, sw.backstops);
     let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
     let direct_closes_by_partition = std::mem::take(&mut sw.direct_closes_by_partition);
+    let pending_parks_by_partition = std::mem::take(&mut sw.pending_parks_by_partition);
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
     let cgroup_error = sw.cgroup_error.take();
@@ -1537,6 +1611,7 @@ pub fn run_module(
             restarts: st.restarts.load(Ordering::Acquire),
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
             direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
+            pending_parks: pending_parks_by_partition.get(i).copied().unwrap_or(0),
             strays: strays_by_partition.get(i).copied().unwrap_or(0),
             memory_cgroup: memory_cgroups.get(i).copied().flatten(),
             oom_kills: oom_kills.get(i).copied().unwrap_or(0),
@@ -1706,6 +1781,32 @@ mod tests {
         // SAFETY: r is a valid out-pointer.
         unsafe { libc::getrlimit(libc::RLIMIT_RTTIME, &mut r) };
         r
+    }
+
+    #[test]
+    fn a_pending_unblocked_signal_is_read_from_the_status_masks() {
+        let status = |pnd: &str, blk: &str| {
+            format!(
+                "Name:\tapex-1\nState:\tR (running)\nSigQ:\t1/96365\nSigPnd:\t{pnd}\n\
+                 ShdPnd:\t0000000000000000\nSigBlk:\t{blk}\nSigIgn:\t0000000000000000\n"
+            )
+        };
+        // Signal 37 (SIGRTMIN+3 with glibc's SIGRTMIN 34) is bit 36.
+        let bit = "0000001000000000";
+        let none = "0000000000000000";
+        assert!(pending_unblocked(status(bit, none).as_bytes(), 37));
+        assert!(!pending_unblocked(status(bit, bit).as_bytes(), 37));
+        assert!(!pending_unblocked(status(none, none).as_bytes(), 37));
+        assert!(!pending_unblocked(status(bit, none).as_bytes(), 36));
+        assert!(!pending_unblocked(b"Name:\tx\nSigPnd:\tzz\n", 37));
+        assert!(!pending_unblocked(b"", 37));
+        // The real file of this thread: nothing pending.
+        let own = std::fs::read(format!(
+            "/proc/self/task/{}/status",
+            crate::attach::gettid()
+        ))
+        .unwrap();
+        assert!(!pending_unblocked(&own, 37));
     }
 
     #[test]

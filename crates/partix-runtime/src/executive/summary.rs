@@ -69,9 +69,10 @@ pub fn render(r: &RunReport) -> String {
         r.switch.name(),
         if r.switch == super::SwitchMechanism::Gate {
             format!(
-                " ({} closes, {} backstops ({}), {} partitions distrusted by the CPU-time audit, \
-                 {} closes with a forked process)",
+                " ({} closes, {} with parks still pending, {} backstops ({}), {} partitions \
+                 distrusted by the CPU-time audit, {} closes with a forked process)",
                 r.parks,
+                r.partitions.iter().map(|p| p.pending_parks).sum::<u64>(),
                 r.backstops,
                 match &r.cgroup_error {
                     None => "cgroup freezes".to_string(),
