@@ -867,9 +867,11 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         println!("  {}", p.ratio_to(floor_of(m)));
         if m.mech == SwitchMechanism::Gate {
             println!(
-                "    gate closes {}, SIGSTOP backstops {} (park bound {} µs), partitions distrusted by the CPU-time audit: {}, sleeps on a pre-armed timer: {}",
+                "    gate closes {}, with parks still pending {}, backstops {} ({}; park bound {} µs), partitions distrusted by the CPU-time audit: {}, sleeps on a pre-armed timer: {}",
                 r.parks,
+                r.partitions.iter().map(|p| p.pending_parks).sum::<u64>(),
                 r.backstops,
+                if r.cgroup_error.is_none() { "cgroup freezes" } else { "SIGSTOP" },
                 Options::default().park_bound.as_micros(),
                 r.partitions.iter().filter(|p| p.distrusted).count(),
                 r.armed_sleeps
