@@ -430,8 +430,8 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
             r.hm_events
         );
     }
-    // Every close of P1 and P2 needed the backstop (except the startup stop, which is a
-    // SIGSTOP before the gate is known to work); P3 parked on its gate.
+    // Every close of P1 and P2 needed the backstop (except the startup stop, a hold before the
+    // gate is known to work); P3 parked on its gate.
     let b: Vec<u64> = r.partitions.iter().map(|p| p.backstops).collect();
     assert!(b[0] >= 18 && b[1] >= 18, "backstops per partition: {b:?}");
     assert!(
@@ -439,6 +439,15 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
         "the cooperating partition needed the backstop: {b:?}"
     );
     assert!(r.parks >= 3 * 19, "gate closes: {}", r.parks);
+    // P1 blocks the park signal: after the first, each close finds it still queued and sends
+    // none (real-time signals would pile up, one per close). P2 ignores it: nothing queues.
+    let w: Vec<u64> = r.partitions.iter().map(|p| p.withheld_signals).collect();
+    assert!(w[0] >= 15, "park signals withheld per partition: {w:?}");
+    assert_eq!(
+        (w[1], w[2]),
+        (0, 0),
+        "park signals withheld per partition: {w:?}"
+    );
 }
 
 /// The gate's CPU-time audit: a partition that claims to be parked (forges the acknowledgement)

@@ -252,6 +252,9 @@ struct GateState {
     /// `gate_parked` at the close or at the last verification, and the extensions granted.
     parked_seen: u32,
     extensions: u32,
+    /// The last verified close found its park signal still queued (blocked): the next close
+    /// sends none ([`OsSwitcher::park_signal_queued`]).
+    withhold: bool,
 }
 
 /// Most extensions of `park_bound` for a close whose every thread was signalled and whose
@@ -301,6 +304,7 @@ impl GateState {
         broadcast: false,
         parked_seen: 0,
         extensions: 0,
+        withhold: false,
     };
 }
 
@@ -343,6 +347,9 @@ pub struct OsSwitcher<'s> {
     /// signal still pending (they had not run since the close: waiting for the CPU behind
     /// higher-priority threads): accepted, with the CPU-time audit, instead of a hold.
     pub pending_parks_by_partition: Vec<u64>,
+    /// Closes per partition at which no park signal was sent, the last one still being queued
+    /// (blocked by the partition; see [`OsSwitcher::park_signal_queued`]).
+    pub withheld_by_partition: Vec<u64>,
     /// Partitions that ran while they claimed to be parked (see `audit`): held at every close
     /// since.
     pub distrusted_by_partition: Vec<bool>,
@@ -367,17 +374,53 @@ const AUDIT_SLACK_NS: u64 = 100_000;
 /// Return whether signal `sig` is pending for the thread and not blocked by it, in a
 /// `/proc/PID/task/TID/status` text (`SigPnd`, `SigBlk`: hexadecimal masks, bit `sig − 1`).
 fn pending_unblocked(status: &[u8], sig: i32) -> bool {
-    let mask = |key: &[u8]| -> Option<u64> {
-        let at = status.windows(key.len()).position(|w| w == key)? + key.len();
-        let rest = &status[at..];
-        let v = rest.split(|&b| b == b'\n').next()?;
-        u64::from_str_radix(std::str::from_utf8(v).ok()?.trim(), 16).ok()
-    };
-    let bit = 1u64 << (sig - 1);
     matches!(
-        (mask(b"\nSigPnd:"), mask(b"\nSigBlk:")),
-        (Some(p), Some(b)) if p & bit != 0 && b & bit == 0
+        (
+            has_signal(status, b"SigPnd", sig),
+            has_signal(status, b"SigBlk", sig)
+        ),
+        (Some(true), Some(false))
     )
+}
+
+/// Whether the signal mask `key` (`SigPnd`, `ShdPnd`, `SigBlk`, …) of a `/proc/…/status` text
+/// holds `sig` (`None`: no such line).
+fn has_signal(status: &[u8], key: &[u8], sig: i32) -> Option<bool> {
+    let at = status
+        .windows(key.len() + 2)
+        .position(|w| w[0] == b'\n' && &w[1..=key.len()] == key && w[key.len() + 1] == b':')?
+        + key.len()
+        + 2;
+    let v = status[at..].split(|&b| b == b'\n').next()?;
+    let mask = u64::from_str_radix(std::str::from_utf8(v).ok()?.trim(), 16).ok()?;
+    Some(mask & (1u64 << (sig - 1)) != 0)
+}
+
+/// Read `/proc/{pid}/status` (`tid` 0) or `/proc/{pid}/task/{tid}/status` into `buf` without
+/// allocating; return the bytes read (`None`: no such process or thread).
+fn read_status(pid: i32, tid: i32, buf: &mut [u8; 2048]) -> Option<usize> {
+    use std::io::Write as _;
+    // The path in a stack buffer, NUL-terminated (no allocation on the executive's path).
+    let mut path = [0u8; 64];
+    let mut w = &mut path[..];
+    let ok = if tid == 0 {
+        write!(w, "/proc/{pid}/status\0")
+    } else {
+        write!(w, "/proc/{pid}/task/{tid}/status\0")
+    };
+    ok.ok()?;
+    // SAFETY: path is NUL-terminated, buf a writable buffer of its length; the descriptor is
+    // closed before returning.
+    let n = unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        n
+    };
+    (n > 0).then_some(n as usize)
 }
 
 /// Return the number of threads in a `/proc/PID/stat` text (field 20), if it parses.
@@ -504,6 +547,7 @@ impl<'s> OsSwitcher<'s> {
             backstops_by_partition: vec![0; programs.len()],
             direct_closes_by_partition: vec![0; programs.len()],
             pending_parks_by_partition: vec![0; programs.len()],
+            withheld_by_partition: vec![0; programs.len()],
             distrusted_by_partition: vec![false; programs.len()],
         })
     }
@@ -687,6 +731,7 @@ impl<'s> OsSwitcher<'s> {
         }
         self.gates[p].cpu_at_park = if ok { self.cpu_time(p) } else { None };
         if !ok && !self.gates[p].held {
+            self.gates[p].withhold = self.park_signal_queued(p);
             self.hold(p);
             self.backstops += 1;
             self.backstops_by_partition[p] += 1;
@@ -700,7 +745,13 @@ impl<'s> OsSwitcher<'s> {
     /// the partition's threads fails the read; a thread it marks parked while it runs is the
     /// CPU-time audit's to catch, as a forged `gate_parked` is.
     fn parks_pending(&self, p: usize) -> bool {
-        use std::io::Write as _;
+        self.each_unparked_thread(p, |status| pending_unblocked(status, park_signal()))
+    }
+
+    /// Return whether `f` holds for the `/proc/PID/task/TID/status` of every thread of partition
+    /// `p` not parked, by its thread table, which must hold exactly the threads the kernel
+    /// counted (false otherwise, or if a status cannot be read).
+    fn each_unparked_thread(&self, p: usize, mut f: impl FnMut(&[u8]) -> bool) -> bool {
         let st = self.shared.partition(p);
         let mut tids = [0i32; MAX_TIDS];
         let n = thread_table(st, &mut tids);
@@ -708,28 +759,28 @@ impl<'s> OsSwitcher<'s> {
             return false;
         }
         let pid = self.pids[p];
-        let sig = park_signal();
         tids[..n].iter().filter(|&&t| t > 0).all(|&tid| {
-            // The path in a stack buffer, NUL-terminated (no allocation on the executive's path).
-            let mut path = [0u8; 64];
-            let mut w = &mut path[..];
-            if write!(w, "/proc/{pid}/task/{tid}/status\0").is_err() {
-                return false;
-            }
             let mut buf = [0u8; 2048];
-            // SAFETY: path is NUL-terminated, buf a writable buffer of its length; the
-            // descriptor is closed before returning.
-            let n = unsafe {
-                let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return false;
-                }
-                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-                libc::close(fd);
-                n
-            };
-            n > 0 && pending_unblocked(&buf[..n as usize], sig)
+            read_status(pid, tid, &mut buf).is_some_and(|n| f(&buf[..n]))
         })
+    }
+
+    /// Return whether partition `p`'s park signal is still queued from the close just verified
+    /// and not taken: for each unparked thread (a close that signalled them one by one), or
+    /// for the process (the handlers' chain). Sending another would only queue a second one:
+    /// real-time signals queue one entry each, against the limit of pending signals that every
+    /// process of the same user shares (`RLIMIT_SIGPENDING`, 96365 here), so a partition that
+    /// blocks the park signal would otherwise use up, one close at a time, what other
+    /// partitions' park signals need.
+    fn park_signal_queued(&self, p: usize) -> bool {
+        let sig = park_signal();
+        if self.gates[p].broadcast {
+            self.each_unparked_thread(p, |status| has_signal(status, b"SigPnd", sig) == Some(true))
+        } else {
+            let mut buf = [0u8; 2048];
+            read_status(self.pids[p], 0, &mut buf)
+                .is_some_and(|n| has_signal(&buf[..n], b"ShdPnd", sig) == Some(true))
+        }
     }
 
     /// Hand each partition exactly its ports' channel regions (descriptors and
@@ -965,7 +1016,11 @@ impl Switcher for OsSwitcher<'_> {
         // SYNC POINT: the Release store of the closed gate pairs with the park handler's Acquire
         // load; gate_expect and gate_broadcast are visible with it.
         st.gate.store(closed, Ordering::Release);
-        if broadcast {
+        if std::mem::take(&mut self.gates[p].withhold) {
+            // The last close's park signal is still queued, blocked: it parks the partition
+            // when taken (the gate is closed again), and the backstop holds it meanwhile.
+            self.withheld_by_partition[p] += 1;
+        } else if broadcast {
             self.direct_closes_by_partition[p] += 1;
             let pid = self.pids[p];
             let mut missed = false;
@@ -1451,6 +1506,10 @@ pub struct PartitionReport {
     /// (the park signal still pending: they wait for the CPU behind higher-priority threads of
     /// the next partition); accepted under the CPU-time audit instead of a hold.
     pub pending_parks: u64,
+    /// Closes at which the executive sent no park signal because the partition had not taken
+    /// the last one (it blocks it): real-time signals queue, against a limit every process of
+    /// the same user shares.
+    pub withheld_signals: u64,
     /// The control file of the memory cgroup that enforced the partition's memory limit
     /// (`None`: no limit, or only `RLIMIT_DATA`).
     pub memory_cgroup: Option<&'static str>,
@@ -1593,6 +1652,7 @@ pub fn run_module(
     let backstops_by_partition = std::mem::take(&mut sw.backstops_by_partition);
     let direct_closes_by_partition = std::mem::take(&mut sw.direct_closes_by_partition);
     let pending_parks_by_partition = std::mem::take(&mut sw.pending_parks_by_partition);
+    let withheld_by_partition = std::mem::take(&mut sw.withheld_by_partition);
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
     let cgroup_error = sw.cgroup_error.take();
@@ -1612,6 +1672,7 @@ pub fn run_module(
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
             direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
             pending_parks: pending_parks_by_partition.get(i).copied().unwrap_or(0),
+            withheld_signals: withheld_by_partition.get(i).copied().unwrap_or(0),
             strays: strays_by_partition.get(i).copied().unwrap_or(0),
             memory_cgroup: memory_cgroups.get(i).copied().flatten(),
             oom_kills: oom_kills.get(i).copied().unwrap_or(0),
