@@ -439,6 +439,14 @@ fn partitions_ignoring_the_park_request_are_stopped_in_time() {
         "the cooperating partition needed the backstop: {b:?}"
     );
     assert!(r.parks >= 3 * 19, "gate closes: {}", r.parks);
+    // The windows that open after a hold still measure their PtswO (the thaw is followed by a
+    // SIGCONT whose handler stamps the resume): about one sample per window of every partition.
+    let opens: u64 = r.partitions.iter().map(|p| p.stats.windows).sum();
+    assert!(
+        r.overheads.ptswo.len() + 6 >= opens,
+        "PtswO samples {} for {opens} windows",
+        r.overheads.ptswo.len()
+    );
     // P1 blocks the park signal: after the first, each close finds it still queued and sends
     // none (real-time signals would pile up, one per close). P2 ignores it: nothing queues.
     let w: Vec<u64> = r.partitions.iter().map(|p| p.withheld_signals).collect();

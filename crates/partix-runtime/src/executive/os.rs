@@ -348,7 +348,7 @@ pub struct OsSwitcher<'s> {
     /// higher-priority threads): accepted, with the CPU-time audit, instead of a hold.
     pub pending_parks_by_partition: Vec<u64>,
     /// Closes per partition at which no park signal was sent, the last one still being queued
-    /// (blocked by the partition; see [`OsSwitcher::park_signal_queued`]).
+    /// (blocked by the partition; see `OsSwitcher::park_signal_queued`).
     pub withheld_by_partition: Vec<u64>,
     /// Partitions that ran while they claimed to be parked (see `audit`): held at every close
     /// since.
@@ -670,12 +670,16 @@ impl<'s> OsSwitcher<'s> {
         self.gates[p].held = true;
     }
 
-    /// End the hold of partition `p`: thaw its cgroup and `SIGCONT` it if it was SIGSTOPped.
+    /// End the hold of partition `p`: thaw its cgroup, and `SIGCONT` it. After a `SIGSTOP` the
+    /// `SIGCONT` resumes it; after a freeze it only runs the runtime's handler, which stamps the
+    /// resume (a thread that never parked passes no gate to stamp it), so that the windows that
+    /// open after a hold still have their PtswO sample.
     fn release(&mut self, p: usize) {
+        let frozen = self.cgroups[p].as_ref().is_some_and(|cg| cg.is_frozen());
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.thaw();
         }
-        if self.gates[p].by_signal {
+        if self.gates[p].by_signal || frozen {
             self.signal(p, libc::SIGCONT);
         }
         self.gates[p].held = false;
