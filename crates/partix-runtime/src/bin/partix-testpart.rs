@@ -28,11 +28,16 @@
 //!                                        (an allocation over the partition's memory limit aborts;
 //!                                        --shm: shared memory of a memfd, which RLIMIT_DATA does
 //!                                        not count: only a memory cgroup stops it)
+//! partix-testpart populate --mb N        fault in and drop N MiB of anonymous memory, over and
+//!                                        over (MADV_POPULATE_WRITE, MADV_DONTNEED): most of its
+//!                                        time in long system calls that a pending signal does
+//!                                        not interrupt
 //! partix-testpart sleep                  do nothing
 //! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads;
 //!         --prio N: N instead of 1),
-//!         --park block|ignore|forge (block or ignore the executive's park signal, or claim to
-//!         be parked without parking: a partition that does not cooperate with the gate)
+//!         --park block|ignore|forge|noop (block or ignore the executive's park signal, claim to
+//!         be parked without parking, or take the signal and run on: a partition that does not
+//!         cooperate with the gate)
 //! ```
 //! It exits when the module shuts down.
 #![allow(unsafe_code)]
@@ -126,6 +131,10 @@ fn main() {
         "ignore" => {
             // SAFETY: replacing the runtime's park handler by SIG_IGN.
             unsafe { libc::signal(park_signal(), libc::SIG_IGN) };
+        }
+        "noop" => {
+            // SAFETY: replacing the runtime's park handler by one that does nothing.
+            unsafe { libc::signal(park_signal(), noop_park as *const () as libc::sighandler_t) };
         }
         "forge" => {
             // SAFETY: replacing the runtime's park handler by one that only atomics-writes.
@@ -323,6 +332,28 @@ fn main() {
                 std::thread::sleep(Duration::from_micros(500));
             }
         }
+        "populate" => {
+            let len = arg::<usize>(&args, "--mb", 64) << 20;
+            // SAFETY: an anonymous private mapping of `len` bytes, only passed to madvise; it
+            // stays mapped until the process ends.
+            unsafe {
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if p == libc::MAP_FAILED {
+                    std::process::abort();
+                }
+                while !shutdown() {
+                    libc::madvise(p, len, libc::MADV_POPULATE_WRITE);
+                    libc::madvise(p, len, libc::MADV_DONTNEED);
+                }
+            }
+        }
         "sleep" | "" => {
             while !shutdown() {
                 std::thread::sleep(Duration::from_millis(1));
@@ -364,6 +395,9 @@ fn touch_shared(bytes: usize) {
 
 /// `CLOCK_MONOTONIC` ns of the first park request [`forge_park`] answered falsely (0: none yet).
 static FIRST_FORGED_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A park handler that neither parks nor claims to: the signal is taken, and the thread runs on.
+extern "C" fn noop_park(_: libc::c_int) {}
 
 /// A park handler that claims every thread parked without parking (a partition written to
 /// defeat the gate; the executive's CPU-time audit must catch it).

@@ -69,10 +69,12 @@ pub fn render(r: &RunReport) -> String {
         r.switch.name(),
         if r.switch == super::SwitchMechanism::Gate {
             format!(
-                " ({} closes, {} with parks still pending, {} backstops ({}), {} partitions \
-                 distrusted by the CPU-time audit, {} closes with a forked process)",
+                " ({} closes, {} with parks still pending ({} partitions with them turned off), \
+                 {} backstops ({}), {} partitions distrusted by the CPU-time audit, {} closes \
+                 with a forked process)",
                 r.parks,
                 r.partitions.iter().map(|p| p.pending_parks).sum::<u64>(),
+                r.partitions.iter().filter(|p| p.pending_off).count(),
                 r.backstops,
                 match &r.cgroup_error {
                     None => "cgroup freezes".to_string(),
