@@ -164,16 +164,27 @@ fn busy_partitions_never_run_outside_their_windows() {
 /// (SCHED_FIFO 1) back to back in 40 ms frames, 20 frames; return the report and the segments
 /// both recorded, and P1's whole output. Every open is also the other partition's close.
 fn back_to_back(tag: &str, p1_args: &[&str]) -> (RunReport, [Vec<(u64, u64)>; 2], String) {
+    back_to_back_with(tag, p1_args, &["busy", "--fifo"])
+}
+
+/// [`back_to_back`] with P2 running `partix-testpart` with `p2_args` (and `--out`).
+fn back_to_back_with(
+    tag: &str,
+    p1_args: &[&str],
+    p2_args: &[&str],
+) -> (RunReport, [Vec<(u64, u64)>; 2], String) {
     let dir = std::env::temp_dir().join(format!("exec-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (f1, f2) = (dir.join("p1.txt"), dir.join("p2.txt"));
     let (o1, o2) = (f1.to_str().unwrap(), f2.to_str().unwrap());
     let mut a1 = p1_args.to_vec();
     a1.extend(["--out", o1]);
+    let mut a2 = p2_args.to_vec();
+    a2.extend(["--out", o2]);
     let m = module(
         vec![
             partition(1, "P1", Some(testpart()), &a1),
-            partition(2, "P2", Some(testpart()), &["busy", "--fifo", "--out", o2]),
+            partition(2, "P2", Some(testpart()), &a2),
         ],
         vec![schedule(1, 40, &[(1, 1, 0.0, 20.0), (2, 2, 20.0, 20.0)])],
     );
@@ -247,25 +258,11 @@ fn threads_waiting_for_the_cpu_at_a_close_are_not_held() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("exec-pending-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (f1, f2) = (dir.join("p1.txt"), dir.join("p2.txt"));
-    let (o1, o2) = (f1.to_str().unwrap(), f2.to_str().unwrap());
-    let m = module(
-        vec![
-            partition(1, "P1", Some(testpart()), &["busy", "--fifo", "--out", o1]),
-            partition(
-                2,
-                "P2",
-                Some(testpart()),
-                &["busy", "--fifo", "--prio", "50", "--out", o2],
-            ),
-        ],
-        vec![schedule(1, 40, &[(1, 1, 0.0, 20.0), (2, 2, 20.0, 20.0)])],
+    let (r, segs, _) = back_to_back_with(
+        "pending",
+        &["busy", "--fifo"],
+        &["busy", "--fifo", "--prio", "50"],
     );
-    let r = run_frames(&m, 20, SwitchMechanism::Gate);
-    let segs = [segments(&f1), segments(&f2)];
-    let _ = std::fs::remove_dir_all(&dir);
     let p1 = &r.partitions[0];
     eprintln!(
         "P1: pending parks {} backstops {} distrusted {}",
@@ -298,46 +295,22 @@ fn a_pending_park_that_runs_on_turns_pending_parks_off() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("exec-noop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f1 = dir.join("p1.txt");
-    let m = module(
-        vec![
-            partition(
-                1,
-                "P1",
-                Some(testpart()),
-                &[
-                    "busy",
-                    "--fifo",
-                    "--park",
-                    "noop",
-                    "--out",
-                    f1.to_str().unwrap(),
-                ],
-            ),
-            partition(
-                2,
-                "P2",
-                Some(testpart()),
-                &[
-                    "periodic",
-                    "--threads",
-                    "1",
-                    "--period-us",
-                    "1000",
-                    "--work-us",
-                    "700",
-                    "--fifo",
-                    "--prio",
-                    "50",
-                ],
-            ),
+    let (r, _, _) = back_to_back_with(
+        "noop",
+        &["busy", "--fifo", "--park", "noop"],
+        &[
+            "periodic",
+            "--threads",
+            "1",
+            "--period-us",
+            "1000",
+            "--work-us",
+            "700",
+            "--fifo",
+            "--prio",
+            "50",
         ],
-        vec![schedule(1, 40, &[(1, 1, 0.0, 20.0), (2, 2, 20.0, 20.0)])],
     );
-    let r = run_frames(&m, 20, SwitchMechanism::Gate);
-    let _ = std::fs::remove_dir_all(&dir);
     let p1 = &r.partitions[0];
     eprintln!(
         "P1: pending parks {} off {} backstops {} distrusted {}",
