@@ -140,6 +140,11 @@ fn park_on_gate() {
             g = now;
         }
         {
+            // The flag and the count change together: a control signal that ends this thread
+            // (STOP, nested in this handler) between the two would take it out of the count
+            // once too often (`note_thread_ends`), and the count would wrap. It waits for the
+            // end of the section, as inside a port lock.
+            let counting = crate::partition::defer_control();
             PARKED.with(|c| c.set(true));
             let slot = TID_SLOT.with(|c| c.get());
             if slot != NO_TID_SLOT {
@@ -152,6 +157,7 @@ fn park_on_gate() {
                 // SAFETY: kill/getpid have no memory preconditions; the handler is installed.
                 unsafe { libc::kill(libc::getpid(), park_signal()) };
             }
+            drop(counting);
             'wait: loop {
                 let cur = p.gate.load(Ordering::Acquire);
                 if cur & 1 == 1 {
@@ -168,11 +174,14 @@ fn park_on_gate() {
                 }
                 futex::wait(&p.gate, cur, None);
             }
+            // As on the way in: the count and the flag together.
+            let counting = crate::partition::defer_control();
             p.gate_parked.fetch_sub(1, Ordering::AcqRel);
             if slot != NO_TID_SLOT {
                 p.tid_parked[slot].store(0, Ordering::Release);
             }
             PARKED.with(|c| c.set(false));
+            drop(counting);
             stamp_resume(p);
             futex::wake(&p.gate, 1);
         }
