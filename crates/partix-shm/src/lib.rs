@@ -11,6 +11,8 @@
 //! - [`twoqueue`]: the two-sided design for queuing channels (TX ring, manager, RX ring,
 //!   cumulative acknowledgements as credits).
 //! - [`notifier`]: wake-ups for parked receivers and the [`RecvMode`] wait strategies.
+//! - [`barrier`]: asymmetric store-load barriers (a compiler fence on the message path, a
+//!   `membarrier(2)` on the side about to sleep).
 //! - [`sync`]: the atomics the algorithms use (`std`, or `loom` under `--cfg loom`).
 //!
 //! The memory-level algorithms are written against [`sync`] views of atomic words
@@ -40,6 +42,8 @@
 #![warn(missing_docs)]
 
 pub mod sync;
+
+pub mod barrier;
 
 pub mod ring;
 pub mod sampling;

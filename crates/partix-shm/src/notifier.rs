@@ -18,14 +18,24 @@
 //! writer:   publish data;  fence(SeqCst) [X];  if waiters != 0 { epoch += 1 (Release); futex_wake(epoch) }
 //! receiver: waiters += 1;  fence(SeqCst) [Y];  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
 //! ```
-//! A spinning receiver never registers, so the writer pays one fence and one load, never a
-//! system call. A parked receiver is never missed: the two `SeqCst` fences are totally ordered.
+//! A spinning receiver never registers, so the writer pays one fence (or less, below) and one
+//! load, never a system call. A parked receiver is never missed: the two `SeqCst` fences are totally ordered.
 //! - If X precedes Y, the receiver's `ready()` (after Y) observes the publication (C++
 //!   \[atomics.fences\]: a store sequenced before X is visible to loads sequenced after Y).
 //! - If Y precedes X, the writer's load of `waiters` (after X) observes the increment (before Y),
 //!   so it bumps `epoch` and wakes. The receiver either loaded `e` before the bump (then
 //!   `futex_wait` returns at once because the word changed, or the wake finds it queued) or after
 //!   it (then, by the `Release` bump / `Acquire` load pair, `ready()` sees the publication).
+//!
+//! **Asymmetric fences** ([`crate::barrier`]). In a process that enabled them, X is a compiler
+//! fence (no instruction on the message path) and Y is a `SeqCst` fence followed by an expedited
+//! global `membarrier(2)`: every CPU that runs a registered process executes a full barrier
+//! before it returns. The same two cases hold with that barrier in place of the fence order:
+//! the writer's publication is either before the barrier on its CPU (so visible to the
+//! receiver's `ready()` after Y) or its load of `waiters` is after it (so it sees the
+//! increment). The loom model checks the symmetric form (`loom` has no `membarrier`); the
+//! asymmetric form is checked by `tests/notifier_asym.rs`, which parks and wakes across
+//! processes hundreds of thousands of times.
 //!
 //! A receiver killed while registered leaves `waiters` too high: writers then make needless
 //! `futex_wake` calls, nothing worse.
@@ -39,7 +49,7 @@
 //! loses a wake-up.
 #![allow(unsafe_code)]
 
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 use std::time::Instant;
 
 /// The two futex operations the notifier needs.
@@ -66,8 +76,9 @@ impl<'a> NotifierView<'a> {
     /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
     #[inline]
     pub fn notify(&self, futex: &impl Futex) {
-        // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`).
-        fence(Ordering::SeqCst);
+        // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`): light, a
+        // compiler fence where the receiver's fence Y is a `membarrier` (crate::barrier).
+        crate::barrier::light();
         if self.waiters.load(Ordering::Relaxed) != 0 {
             // SYNC POINT: Release bump, acquired by the receiver's epoch load.
             self.epoch.fetch_add(1, Ordering::Release);
@@ -103,8 +114,9 @@ impl<'a> NotifierView<'a> {
                 return true;
             }
             self.waiters.fetch_add(1, Ordering::Relaxed);
-            // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`).
-            fence(Ordering::SeqCst);
+            // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`): heavy, a
+            // `SeqCst` fence and, where the kernel has it, an expedited global `membarrier`.
+            crate::barrier::heavy_global();
             let e = self.epoch.load(Ordering::Acquire);
             if ready() {
                 self.waiters.fetch_sub(1, Ordering::Relaxed);

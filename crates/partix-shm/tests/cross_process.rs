@@ -286,6 +286,85 @@ fn spsc_queue_million_messages_between_processes() {
     assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
 }
 
+/// One side of the ping-pong of `asymmetric_barriers_lose_no_wake_up_between_processes`: wait
+/// for message `i` on `rx` with a random number of spins before parking (so the park lands
+/// before, at and after the moment the peer publishes), then answer on `tx`. A wake-up lost
+/// shows as a 5 s time-out. Return how many waits parked (took longer than `PARKED`).
+fn ping_pong_side(
+    rx: &mut RingConsumer,
+    tx: &mut RingProducer,
+    n: u64,
+    first: bool,
+    seed: u64,
+) -> u64 {
+    const PARKED: Duration = Duration::from_micros(15);
+    let mut buf = [0u8; 8];
+    let mut parked = 0;
+    for i in 0..n {
+        if first {
+            tx.try_push(&i.to_le_bytes()).unwrap();
+        }
+        // A quarter parks at once; the rest spin up to 255 times first.
+        let r = splitmix(seed ^ i);
+        let spins = if r.is_multiple_of(4) {
+            0
+        } else {
+            (r >> 8) as u32 % 256
+        };
+        let t = Instant::now();
+        match rx.pop_wait(
+            &mut buf,
+            RecvMode::SpinThenPark { spins },
+            Some(Duration::from_secs(5)),
+        ) {
+            Ok(8) => {}
+            r => panic!("round trip {i}: {r:?} (a lost wake-up times out)"),
+        }
+        if t.elapsed() > PARKED {
+            parked += 1;
+        }
+        assert_eq!(u64::from_le_bytes(buf), i, "lost or reordered message");
+        if !first {
+            tx.try_push(&i.to_le_bytes()).unwrap();
+        }
+    }
+    parked
+}
+
+/// The notifier with asymmetric barriers (`partix_shm::barrier`: the writer's fence a compiler
+/// fence, the parker's a `membarrier`) between two processes: a ping-pong in which both sides
+/// park at random moments around the other's publication loses no wake-up.
+#[test]
+fn asymmetric_barriers_lose_no_wake_up_between_processes() {
+    const TEST: &str = "asymmetric_barriers_lose_no_wake_up_between_processes";
+    const N: u64 = 20_000;
+    let layout = RingLayout::new(4, 8).unwrap();
+    let ring = layout.size_bytes().next_multiple_of(4096);
+    if role().as_deref() == Some("pong") {
+        let asym = partix_shm::barrier::enable();
+        let r = inherited(Access::ReadWrite);
+        let mut rx = RingConsumer::attach(r.clone(), 0).unwrap();
+        let mut tx = RingProducer::attach(r, ring).unwrap();
+        let parked = ping_pong_side(&mut rx, &mut tx, N, false, 2);
+        println!("pong parked {parked} asymmetric {asym}");
+        std::process::exit(0);
+    }
+    let asym = partix_shm::barrier::enable();
+    let region = Arc::new(Region::create("partix-shm-asym", 2 * ring).unwrap());
+    layout.init(&region, 0).unwrap();
+    layout.init(&region, ring).unwrap();
+    let mut tx = RingProducer::attach(region.clone(), 0).unwrap();
+    let mut rx = RingConsumer::attach(region.clone(), ring).unwrap();
+    let mut child = spawn(TEST, "pong", &region);
+    let parked = ping_pong_side(&mut rx, &mut tx, N, true, 1);
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "pong: {status:?} {out}");
+    println!("ping parked {parked} asymmetric {asym}; {}", out.trim());
+    assert_eq!(asym, partix_shm::barrier::asymmetric());
+}
+
 #[test]
 fn writer_killed_mid_write_never_yields_a_torn_message() {
     const TEST: &str = "writer_killed_mid_write_never_yields_a_torn_message";

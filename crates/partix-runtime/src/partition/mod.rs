@@ -60,6 +60,7 @@
 //! }
 //! ```
 
+mod biased;
 pub mod blackboard;
 pub mod buffer;
 pub mod error;

@@ -55,6 +55,7 @@
 //! port is released and the request honoured; a resumed process waits again for the rest of its
 //! time-out. In every receive mode and on every transport.
 
+use super::biased::{BiasedGuard, BiasedLock};
 use super::error::{ApexError, ApexResult};
 use super::rt::{self, rt, Deferral, EH_INDEX};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
@@ -175,7 +176,7 @@ struct SamplingPort {
     mode: ModeCell,
     /// Longest time [`wait_sampling_message`] holds the port at a time (ns, positive).
     slice_ns: AtomicU64,
-    inner: Mutex<SamplingInner>,
+    inner: BiasedLock<SamplingInner>,
 }
 
 struct Waiter {
@@ -211,7 +212,7 @@ struct QueuingPort {
     /// Changes whenever the set of waiters changes (a parked head re-checks its place).
     gen: AtomicU64,
     mode: ModeCell,
-    state: Mutex<QueuingState>,
+    state: BiasedLock<QueuingState>,
     /// Futex word the processes queued behind the head wait on (bumped when one leaves).
     wake: AtomicU32,
 }
@@ -280,32 +281,43 @@ fn registry() -> &'static Registry {
     })
 }
 
-/// A port lock held with control signals deferred (see the module docs).
-struct PortGuard<'a, T> {
+/// A port lock (or a registry lock) held with control signals deferred (see the module docs).
+struct PortGuard<G> {
     /// Dropped first: the lock is released before the deferral ends.
-    guard: MutexGuard<'a, T>,
+    guard: G,
     _defer: Deferral,
 }
 
-impl<T> std::ops::Deref for PortGuard<'_, T> {
-    type Target = T;
+impl<G: std::ops::Deref> std::ops::Deref for PortGuard<G> {
+    type Target = G::Target;
     #[inline]
-    fn deref(&self) -> &T {
+    fn deref(&self) -> &G::Target {
         &self.guard
     }
 }
 
-impl<T> std::ops::DerefMut for PortGuard<'_, T> {
+impl<G: std::ops::DerefMut> std::ops::DerefMut for PortGuard<G> {
     #[inline]
-    fn deref_mut(&mut self) -> &mut T {
+    fn deref_mut(&mut self) -> &mut G::Target {
         &mut self.guard
     }
 }
 
-/// Lock a mutex of a port with control signals deferred until the lock is released, ignoring
-/// poisoning (a panicking process must not take the port down).
+/// Lock a port with control signals deferred until the lock is released. The port lock is
+/// biased to the thread that uses the port ([`BiasedLock`]): its calls take no locked
+/// instruction while no other thread uses the port.
 #[inline]
-fn lock<T>(m: &Mutex<T>) -> PortGuard<'_, T> {
+fn lock<T>(m: &BiasedLock<T>) -> PortGuard<BiasedGuard<'_, T>> {
+    let defer = rt::defer_control();
+    PortGuard {
+        guard: m.lock(),
+        _defer: defer,
+    }
+}
+
+/// Lock a registry table with control signals deferred until the lock is released, ignoring
+/// poisoning (a panicking process must not take the ports down).
+fn lock_registry<T>(m: &Mutex<T>) -> PortGuard<MutexGuard<'_, T>> {
     let defer = rt::defer_control();
     PortGuard {
         guard: m.lock().unwrap_or_else(|e| e.into_inner()),
@@ -390,7 +402,7 @@ pub fn create_sampling_port(
     refresh_period: SystemTime,
 ) -> ApexResult<SamplingPortId> {
     let cfg = configured(name, ChannelKind::Sampling)?;
-    let mut ports = lock(&registry().sampling);
+    let mut ports = lock_registry(&registry().sampling);
     if ports.iter().any(|p| p.name == name) {
         return Err(ApexError::NoAction);
     }
@@ -417,7 +429,7 @@ pub fn create_sampling_port(
         refresh_ns: cfg.desc.param,
         mode: ModeCell::new(cfg.desc.recv_mode.unwrap_or(DEFAULT_RECV_MODE)),
         slice_ns: AtomicU64::new(DEFAULT_WAIT_SLICE as u64),
-        inner: Mutex::new(SamplingInner {
+        inner: BiasedLock::new(SamplingInner {
             source,
             dest,
             scratch: vec![0; max_message_size as usize],
@@ -760,7 +772,7 @@ pub fn sampling_port_recv_mode(id: SamplingPortId) -> ApexResult<RecvMode> {
 /// # Errors
 /// `InvalidConfig`: no sampling port of that name was created.
 pub fn get_sampling_port_id(name: &str) -> ApexResult<SamplingPortId> {
-    let ports = lock(&registry().sampling);
+    let ports = lock_registry(&registry().sampling);
     ports
         .iter()
         .position(|p| p.name == name)
@@ -801,7 +813,7 @@ pub fn create_queuing_port(
     discipline: QueuingDiscipline,
 ) -> ApexResult<QueuingPortId> {
     let cfg = configured(name, ChannelKind::Queuing)?;
-    let mut ports = lock(&registry().queuing);
+    let mut ports = lock_registry(&registry().queuing);
     if ports.iter().any(|p| p.name == name) {
         return Err(ApexError::NoAction);
     }
@@ -834,7 +846,7 @@ pub fn create_queuing_port(
         waiter,
         gen: AtomicU64::new(0),
         mode: ModeCell::new(cfg.desc.recv_mode.unwrap_or(DEFAULT_RECV_MODE)),
-        state: Mutex::new(QueuingState {
+        state: BiasedLock::new(QueuingState {
             source,
             dest,
             waiters: Vec::new(),
@@ -952,7 +964,7 @@ impl QueuingPort {
     /// spinning; only ever outside the port lock, since it takes the runtime lock).
     fn wait_queued<'a>(
         &'a self,
-        mut st: PortGuard<'a, QueuingState>,
+        mut st: PortGuard<BiasedGuard<'a, QueuingState>>,
         ticket: u64,
         deadline: Option<Instant>,
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
@@ -1199,7 +1211,7 @@ pub fn receive_queuing_messages(
 /// # Errors
 /// `InvalidConfig`: no queuing port of that name was created.
 pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
-    let ports = lock(&registry().queuing);
+    let ports = lock_registry(&registry().queuing);
     ports
         .iter()
         .position(|p| p.name == name)

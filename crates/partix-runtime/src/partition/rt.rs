@@ -109,7 +109,7 @@ thread_local! {
     static TID: Cell<u32> = const { Cell::new(0) };
 }
 
-fn cached_tid() -> u32 {
+pub(crate) fn cached_tid() -> u32 {
     TID.with(|c| {
         if c.get() == 0 {
             c.set(gettid() as u32);
@@ -426,6 +426,9 @@ pub(crate) fn rt() -> &'static Runtime {
             }
         };
         install_control_handler();
+        // Light store-load barriers on the message paths (the notifier's, the port lock's);
+        // before any process thread starts (partix_shm::barrier).
+        partix_shm::barrier::enable();
         // The message paths' clock measures its TSC rate over the process's first millisecond
         // (partix_shm::clock): here, once, rather than by reading clock_gettime on the first
         // millisecond of messages.
