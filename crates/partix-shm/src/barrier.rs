@@ -95,33 +95,16 @@ pub fn enable() -> bool {
     if !global_supported() {
         return false;
     }
-    if !register() {
+    if membarrier(CMD_REGISTER_GLOBAL_EXPEDITED) != 0
+        || membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) != 0
+    {
         return false;
     }
-    // A forked child has a fresh memory map, not registered, but inherits `LIGHT`: its
-    // handler registers it again, or makes its barriers full fences.
-    static AT_FORK: std::sync::Once = std::sync::Once::new();
-    AT_FORK.call_once(|| {
-        // SAFETY: `reregister_child` only makes system calls and stores an atomic, which is
-        // async-signal-safe as the child of a multi-threaded fork requires.
-        unsafe { libc::pthread_atfork(None, None, Some(reregister_child)) };
-    });
+    // A forked child keeps both the registration (the kernel copies it with the memory map:
+    // `MEMBARRIER_CMD_GET_REGISTRATIONS` in the child answers the same, kernel 6.18) and this
+    // flag; `exec` clears both.
     LIGHT.store(1, Ordering::Relaxed);
     true
-}
-
-/// Register this process as a target of both expedited barriers.
-#[cfg(not(loom))]
-fn register() -> bool {
-    membarrier(CMD_REGISTER_GLOBAL_EXPEDITED) == 0
-        && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-}
-
-#[cfg(not(loom))]
-extern "C" fn reregister_child() {
-    if LIGHT.load(Ordering::Relaxed) != 0 && !register() {
-        LIGHT.store(0, Ordering::Relaxed);
-    }
 }
 
 /// Loom models check the symmetric protocol: nothing to enable.
@@ -190,5 +173,35 @@ mod tests {
         light();
         heavy_global();
         heavy_private();
+    }
+
+    #[test]
+    fn a_forked_child_keeps_the_registration() {
+        if !enable() {
+            eprintln!("skipped: no expedited membarrier here");
+            return;
+        }
+        /// `MEMBARRIER_CMD_GET_REGISTRATIONS` (Linux 6.3).
+        const CMD_GET_REGISTRATIONS: libc::c_int = 1 << 9;
+        let want =
+            libc::c_long::from(CMD_REGISTER_GLOBAL_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED);
+        let here = membarrier(CMD_GET_REGISTRATIONS);
+        if here < 0 {
+            eprintln!("skipped: the kernel cannot list registrations");
+            return;
+        }
+        assert_eq!(here & want, want);
+        // SAFETY: the child only makes system calls and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let ok = membarrier(CMD_GET_REGISTRATIONS) & want == want && asymmetric();
+            // SAFETY: _exit ends the child without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
 }
