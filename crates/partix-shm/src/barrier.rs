@@ -87,9 +87,8 @@ fn global_supported() -> bool {
 /// global and private barriers and, if both registrations succeed, make [`light`] a compiler
 /// fence. Return whether it did.
 ///
-/// Call it before the process starts the threads that use [`light`] and [`heavy_private`]: a
-/// [`heavy_private`] that still saw the barriers symmetric while another thread's [`light`]
-/// already saw them light would not pair with it. ([`heavy_global`] does not depend on it.)
+/// Neither heavy side depends on whether the calling process enabled them, so threads may
+/// run while this is called.
 #[cfg(not(loom))]
 pub fn enable() -> bool {
     if !global_supported() {
@@ -150,11 +149,14 @@ pub fn heavy_global() {
 }
 
 /// The rare side's barrier against [`light`] barriers of *this process's* threads: a `SeqCst`
-/// fence, then, if [`enable`] succeeded, an expedited private `membarrier`.
+/// fence, then, if the kernel has them, an expedited private `membarrier` (which fails
+/// harmlessly in a process that did not register: its [`light`] barriers are full fences). It
+/// does not look at whether [`enable`] succeeded, so a thread that has not seen that yet still
+/// pairs with one whose [`light`] has.
 pub fn heavy_private() {
     fence(Ordering::SeqCst);
     #[cfg(not(loom))]
-    if LIGHT.load(Ordering::Relaxed) != 0 {
+    if global_supported() {
         membarrier(CMD_PRIVATE_EXPEDITED);
     }
 }
