@@ -13,6 +13,8 @@
 //! - [`notifier`]: wake-ups for parked receivers and the [`RecvMode`] wait strategies.
 //! - [`barrier`]: asymmetric store-load barriers (a compiler fence on the message path, a
 //!   `membarrier(2)` on the side about to sleep).
+//! - [`bias`]: the protocol of a lock biased to one thread (the port lock's fast path and its
+//!   revocation).
 //! - [`sync`]: the atomics the algorithms use (`std`, or `loom` under `--cfg loom`).
 //!
 //! The memory-level algorithms are written against [`sync`] views of atomic words
@@ -44,6 +46,7 @@
 pub mod sync;
 
 pub mod barrier;
+pub mod bias;
 
 pub mod ring;
 pub mod sampling;

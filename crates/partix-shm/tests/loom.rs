@@ -467,3 +467,88 @@ fn two_sided_queue_credits_no_loss_in_order() {
         assert_eq!(got, (1..=N).collect::<Vec<_>>());
     });
 }
+
+/// The biased lock (`partix_shm::bias`, the port lock of `partix-runtime`): its slow path is a
+/// mutex, its fast path the owner's `inside` flag. Two threads each take the lock `ops` times;
+/// inside, each counts itself in (a second thread inside fails the model) and increments a
+/// counter in a `loom` cell (a lost increment or an unordered access fails it too). Thread 1 starts as the owner, and thread 2 revokes the bias on its first slow path.
+/// With `dead_owner`, the designated owner is a third thread that has ended: thread 2 then takes
+/// the bias at the end of its slow path, and thread 1 must revoke it in turn. Without it,
+/// thread 2's `give_to` must be refused (thread 1, the designated owner, is alive): a first
+/// version that gave the bias to any thread failed this model (thread 1, preempted between
+/// its first load of `bias` and its store to `inside`, overwrote thread 2's `inside`).
+fn bias_model(ops: usize, dead_owner: bool) {
+    use loom::cell::UnsafeCell;
+    use partix_shm::bias::BiasView;
+    loom::model(move || {
+        struct Lock {
+            bias: AtomicU32,
+            inside: AtomicU32,
+            designated: AtomicU32,
+            slow: Mutex<()>,
+            futex: ModelFutex,
+            count: UnsafeCell<usize>,
+            /// Threads inside, counted with `Relaxed` read-modify-writes (a total order per
+            /// word, and no happens-before edge that could hide a missing one).
+            in_cs: AtomicU32,
+        }
+        let (bias, designated) = if dead_owner { (0, 3) } else { (1, 1) };
+        let lock = Arc::new(Lock {
+            bias: AtomicU32::new(bias),
+            inside: AtomicU32::new(0),
+            designated: AtomicU32::new(designated),
+            slow: Mutex::new(()),
+            futex: ModelFutex {
+                lock: Mutex::new(()),
+                queue: Condvar::new(),
+            },
+            count: UnsafeCell::new(0),
+            in_cs: AtomicU32::new(0),
+        });
+        let critical = |l: &Lock| {
+            assert_eq!(
+                l.in_cs.fetch_add(1, Ordering::Relaxed),
+                0,
+                "two threads inside"
+            );
+            // SAFETY: the lock makes this the only access (what the model checks).
+            l.count.with_mut(|c| unsafe { *c += 1 });
+            l.in_cs.fetch_sub(1, Ordering::Relaxed);
+        };
+        let run = move |l: Arc<Lock>, me: u32| {
+            let view = BiasView::new(&l.bias, &l.inside, &l.designated);
+            for _ in 0..ops {
+                if view.enter(me, &l.futex) {
+                    critical(&l);
+                    view.leave(me, &l.futex);
+                } else {
+                    let g = l.slow.lock().unwrap();
+                    view.revoke(me, &l.futex, None);
+                    critical(&l);
+                    if me == 2 && view.owner() == 0 {
+                        // Thread 3 is the dead one.
+                        let given = view.give_to(me, |t| t != 3);
+                        assert_eq!(given, dead_owner);
+                    }
+                    drop(g);
+                }
+            }
+        };
+        let l2 = lock.clone();
+        let t = thread::spawn(move || run(l2, 2));
+        run(lock.clone(), 1);
+        t.join().unwrap();
+        // SAFETY: both threads have been joined.
+        assert_eq!(lock.count.with(|c| unsafe { *c }), 2 * ops);
+    });
+}
+
+#[test]
+fn bias_revocation_keeps_mutual_exclusion() {
+    bias_model(2, false);
+}
+
+#[test]
+fn bias_moving_between_threads_keeps_mutual_exclusion() {
+    bias_model(2, true);
+}

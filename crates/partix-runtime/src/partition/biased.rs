@@ -8,34 +8,32 @@
 //! mutex and the notifier's fence, 51 M without (`docs/bench-rtt.md`, session 13).
 //!
 //! # Protocol
-//! - `bias` names the thread (by kernel thread id) the lock is biased to, or 0. It changes only
-//!   under `inner`, a [`PiMutex`].
-//! - **Fast path** (the bias owner): `inside = 1`; [`barrier::light`]; if `bias` still names
-//!   the caller, it is in; otherwise `inside = 0` and it takes the slow path. To leave: `inside
-//!   = 0` (`Release`); [`barrier::light`]; if `bias` no longer names it, wake the revoker.
-//! - **Slow path** (everyone else, and the owner once revoked): lock `inner`. If `bias` names
-//!   another thread, revoke it: `bias = 0`; [`barrier::heavy_private`]; wait until `inside` is
-//!   0 (a futex wait with a short time-out, so a lost wake-up costs a millisecond, never a
-//!   hang). Then it is in; it leaves by unlocking `inner`.
-//! - **Dekker**: the owner stores `inside` then loads `bias`; the revoker stores `bias` then
-//!   loads `inside`, with a `membarrier` between (or, without asymmetric barriers, both with
-//!   `SeqCst` fences). Either the revoker sees the owner inside (and waits for it to leave) or
-//!   the owner sees the bias gone (and does not enter). The owner's `Release` store of
-//!   `inside = 0` and the revoker's `Acquire` load of it order the owner's critical section
-//!   before the revoker's; `inner` orders the slow paths.
-//! - **Re-bias**: a thread that takes the slow path [`REBIAS_AFTER`] times in a row, with no
-//!   other thread between, gets the bias (under `inner`, where it is the only one in). A
-//!   revocation costs a `membarrier` (0.3 µs here with the other CPU idle, about 9.5 µs when it
-//!   runs a process of this partition), so two threads that take turns never bias the lock,
-//!   and a thread that takes it over pays at most one revocation per [`REBIAS_AFTER`] calls.
+//! The fast path and the revocation are `partix_shm::bias::BiasView` (module docs there: the
+//! Dekker pairs, and a loom model of this lock in `partix-shm`'s `tests/loom.rs`). Here:
+//! - `bias` and `inside` are the view's words; `inner`, a [`PiMutex`], is the slow path's lock,
+//!   under which `bias` changes.
+//! - **Fast path**: the bias owner enters with a store, a compiler fence and a load, and leaves
+//!   with a store and a load.
+//! - **Slow path**: lock `inner`; if the lock is biased to another thread, revoke the bias (a
+//!   private `membarrier`, then a futex wait with a 1 ms slice until the owner is out).
+//! - **Bias**: a thread that takes the slow path [`REBIAS_AFTER`] times in a row, with no
+//!   other thread between, gets the bias (under `inner`, where it is the only one in) if it is
+//!   the lock's designated owner: the first thread to earn the bias, or any thread once the
+//!   designated one is dead (`tgkill` with signal 0 answers `ESRCH`). The bias never moves
+//!   between two live threads (`partix_shm::bias` says why). A revocation costs a `membarrier`
+//!   (0.3 µs here with the other CPU idle, about 9.5 µs when it runs a process of this
+//!   partition), so two threads that take turns never bias the lock, and its owner pays at most
+//!   one revocation per [`REBIAS_AFTER`] calls when another thread uses the port meanwhile
+//!   (a status call, say). A port that a second live process takes over for good stays on the
+//!   slow path.
 //!
 //! Control signals stay deferred inside the lock ([`crate::partition::ports`] wraps it), so a
 //! process is never stopped while it is inside.
 #![allow(unsafe_code)]
 
 use super::rt::{cached_tid, PiGuard, PiMutex};
-use partix_shm::barrier;
-use partix_shm::futex;
+use partix_shm::bias::BiasView;
+use partix_shm::notifier::SysFutex;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -56,6 +54,8 @@ struct Streak {
 /// A lock biased to the thread that uses it (see the module docs).
 pub(crate) struct BiasedLock<T> {
     bias: AtomicU32,
+    /// The only thread the lock may be biased to while it lives (`partix_shm::bias`).
+    designated: AtomicU32,
     /// 1 while the owner is inside by the fast path (a futex word for the revoker).
     inside: AtomicU32,
     inner: PiMutex<Streak>,
@@ -84,6 +84,7 @@ impl<T> BiasedLock<T> {
     pub(crate) fn new(v: T) -> BiasedLock<T> {
         BiasedLock {
             bias: AtomicU32::new(0),
+            designated: AtomicU32::new(0),
             inside: AtomicU32::new(0),
             inner: PiMutex::new(Streak { tid: 0, n: 0 }),
             data: UnsafeCell::new(v),
@@ -91,24 +92,19 @@ impl<T> BiasedLock<T> {
         }
     }
 
+    fn view(&self) -> BiasView<'_> {
+        BiasView::new(&self.bias, &self.inside, &self.designated)
+    }
+
     /// Lock: the fast path for the bias owner, the slow path otherwise.
     #[inline]
     pub(crate) fn lock(&self) -> BiasedGuard<'_, T> {
         let tid = cached_tid();
-        if self.bias.load(Ordering::Relaxed) == tid {
-            self.inside.store(1, Ordering::Relaxed);
-            // SYNC POINT: the owner's store-load barrier (pairs with the revoker's heavy
-            // barrier in `lock_slow`).
-            barrier::light();
-            // SYNC POINT: Acquire pairs with nothing new (the owner set the bias itself, under
-            // `inner`), but keeps the critical section's loads after this check.
-            if self.bias.load(Ordering::Acquire) == tid {
-                return BiasedGuard {
-                    lock: self,
-                    slow: None,
-                };
-            }
-            self.leave_fast(tid);
+        if self.view().enter(tid, &SysFutex) {
+            return BiasedGuard {
+                lock: self,
+                slow: None,
+            };
         }
         self.lock_slow(tid)
     }
@@ -116,19 +112,9 @@ impl<T> BiasedLock<T> {
     #[cold]
     fn lock_slow(&self, tid: u32) -> BiasedGuard<'_, T> {
         let mut g = self.inner.lock();
-        let b = self.bias.load(Ordering::Relaxed);
-        if b != 0 && b != tid {
-            self.bias.store(0, Ordering::Relaxed);
-            // SYNC POINT: the revoker's store-load barrier (pairs with the owner's light one).
-            barrier::heavy_private();
-            // SYNC POINT: Acquire pairs with the owner's Release store of `inside = 0`.
-            while self.inside.load(Ordering::Acquire) != 0 {
-                futex::wait(&self.inside, 1, Some(REVOKE_SLICE));
-            }
+        if self.view().revoke(tid, &SysFutex, Some(REVOKE_SLICE)) {
             self.revocations.fetch_add(1, Ordering::Relaxed);
         }
-        // (`b == tid` cannot be: only a thread on the slow path biases the lock, to itself,
-        // and its fast path failed only because the bias was gone. `inside` is 0 either way.)
         if g.tid == tid {
             g.n = g.n.saturating_add(1);
         } else {
@@ -141,17 +127,6 @@ impl<T> BiasedLock<T> {
         }
     }
 
-    #[inline]
-    fn leave_fast(&self, tid: u32) {
-        // SYNC POINT: Release pairs with the revoker's Acquire load of `inside`.
-        self.inside.store(0, Ordering::Release);
-        // SYNC POINT: the owner's store-load barrier, as on entry.
-        barrier::light();
-        if self.bias.load(Ordering::Relaxed) != tid {
-            futex::wake_all(&self.inside);
-        }
-    }
-
     /// Return how many times the bias was revoked.
     #[cfg(test)]
     pub(crate) fn revocations(&self) -> u32 {
@@ -161,7 +136,7 @@ impl<T> BiasedLock<T> {
     /// Return whether the lock is biased to the calling thread.
     #[cfg(test)]
     pub(crate) fn biased_to_me(&self) -> bool {
-        self.bias.load(Ordering::Relaxed) == cached_tid()
+        self.view().owner() == cached_tid()
     }
 }
 
@@ -169,20 +144,35 @@ impl<T> Drop for BiasedGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         match self.slow.as_mut() {
-            None => self.lock.leave_fast(cached_tid()),
+            None => self.lock.view().leave(cached_tid(), &SysFutex),
             Some(g) => {
-                if g.n >= REBIAS_AFTER && self.lock.bias.load(Ordering::Relaxed) == 0 {
+                if g.n >= REBIAS_AFTER && self.lock.view().owner() == 0 {
                     // We hold `inner` and nobody is inside by the fast path (the bias is 0):
-                    // the bias can go to us. Our critical section is ordered before our own
-                    // later fast paths by program order, and every other thread's before ours
-                    // by `inner`.
-                    self.lock.bias.store(g.tid, Ordering::Release);
+                    // the bias can go to us if we are the designated owner or it is dead. Our
+                    // critical section is ordered before our own later fast paths by program
+                    // order, and every other thread's before ours by `inner`. Refused or not,
+                    // the next try comes after another streak.
+                    self.lock.view().give_to(g.tid, thread_alive);
                     g.n = 0;
                 }
                 // Dropping `g` unlocks `inner`.
             }
         }
     }
+}
+
+/// Return whether thread `tid` of this process still exists (`tgkill` with signal 0).
+fn thread_alive(tid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the thread exists; no memory is passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            tid as libc::pid_t,
+            0 as libc::c_int,
+        )
+    };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 impl<T> std::ops::Deref for BiasedGuard<'_, T> {
@@ -240,7 +230,7 @@ mod tests {
 
     #[test]
     fn one_thread_gets_the_bias_and_keeps_its_count() {
-        barrier::enable();
+        partix_shm::barrier::enable();
         let lock = BiasedLock::new(0u64);
         for _ in 0..REBIAS_AFTER + 10 {
             *lock.lock() += 1;
@@ -252,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_revocation_while_the_owner_is_inside_loses_no_update() {
-        barrier::enable();
+        partix_shm::barrier::enable();
         let lock = Arc::new(BiasedLock::new(0u64));
         let stop = Arc::new(AtomicU32::new(0));
         // The owner: long critical sections back to back, so it is inside most of the time
@@ -296,7 +286,7 @@ mod tests {
 
     #[test]
     fn threads_that_take_the_lock_over_lose_no_update() {
-        barrier::enable();
+        partix_shm::barrier::enable();
         let lock = Arc::new(BiasedLock::new(0u64));
         // Long runs: the bias moves (each run is longer than REBIAS_AFTER).
         let per = 20_000;
@@ -304,8 +294,49 @@ mod tests {
     }
 
     #[test]
+    fn the_bias_moves_to_another_thread_only_once_its_owner_is_dead() {
+        partix_shm::barrier::enable();
+        let lock = Arc::new(BiasedLock::new(0u64));
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (done, owned) = std::sync::mpsc::channel::<bool>();
+        let owner = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                for _ in 0..2 * REBIAS_AFTER {
+                    *lock.lock() += 1;
+                }
+                done.send(lock.biased_to_me()).unwrap();
+                // Alive, not using the lock, until told to end.
+                wait.recv().unwrap();
+            })
+        };
+        assert!(
+            owned.recv().unwrap(),
+            "the first thread did not get the bias"
+        );
+        for _ in 0..4 * REBIAS_AFTER {
+            *lock.lock() += 1;
+        }
+        assert!(
+            !lock.biased_to_me(),
+            "the bias moved to a second live thread"
+        );
+        assert_eq!(lock.revocations(), 1);
+        go.send(()).unwrap();
+        owner.join().unwrap();
+        for _ in 0..2 * REBIAS_AFTER {
+            *lock.lock() += 1;
+        }
+        assert!(
+            lock.biased_to_me(),
+            "the bias did not move after its owner ended"
+        );
+        assert_eq!(*lock.lock(), 8 * u64::from(REBIAS_AFTER));
+    }
+
+    #[test]
     fn threads_that_take_turns_lose_no_update() {
-        barrier::enable();
+        partix_shm::barrier::enable();
         let lock = Arc::new(BiasedLock::new(0u64));
         let per = 50_000;
         assert_eq!(hammer(&lock, 4, per, 1), 4 * per);
