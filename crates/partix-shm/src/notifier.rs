@@ -19,7 +19,8 @@
 //! receiver: waiters += 1;  fence(SeqCst) [Y];  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
 //! ```
 //! A spinning receiver never registers, so the writer pays one fence (or less, below) and one
-//! load, never a system call. A parked receiver is never missed: the two `SeqCst` fences are totally ordered.
+//! load, never a system call. A parked receiver is never missed: the two `SeqCst` fences are
+//! totally ordered.
 //! - If X precedes Y, the receiver's `ready()` (after Y) observes the publication (C++
 //!   \[atomics.fences\]: a store sequenced before X is visible to loads sequenced after Y).
 //! - If Y precedes X, the writer's load of `waiters` (after X) observes the increment (before Y),
@@ -34,8 +35,9 @@
 //! the writer's publication is either before the barrier on its CPU (so visible to the
 //! receiver's `ready()` after Y) or its load of `waiters` is after it (so it sees the
 //! increment). The loom model checks the symmetric form (`loom` has no `membarrier`); the
-//! asymmetric form is checked by `tests/notifier_asym.rs`, which parks and wakes across
-//! processes hundreds of thousands of times.
+//! asymmetric form is exercised by `tests/cross_process.rs`
+//! (`asymmetric_barriers_lose_no_wake_up_between_processes`: 20 000 round trips between two
+//! registered processes that park after a random number of spins).
 //!
 //! A receiver killed while registered leaves `waiters` too high: writers then make needless
 //! `futex_wake` calls, nothing worse.
@@ -193,22 +195,25 @@ mod shm {
             Notifier { area }
         }
 
+        #[inline]
         fn epoch(&self) -> &AtomicU32 {
             self.area.u32_at(0)
         }
 
+        #[inline]
         fn waiters(&self) -> &AtomicU32 {
             self.area.u32_at(4)
         }
 
+        #[inline]
         fn view(&self) -> NotifierView<'_> {
             NotifierView::new(self.epoch(), self.waiters())
         }
 
         /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
         ///
-        /// Costs a `SeqCst` fence and a load when nobody is parked; a `futex_wake` system call
-        /// otherwise.
+        /// Costs a fence (a compiler fence with [`crate::barrier`] enabled) and a load when
+        /// nobody is parked; a `futex_wake` system call otherwise.
         #[inline]
         pub fn notify(&self) {
             self.view().notify(&SysFutex);

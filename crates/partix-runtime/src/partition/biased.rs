@@ -206,8 +206,9 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut i = 0;
                     while i < per {
-                        // Runs of `run` acquisitions in a row, so the bias moves between
-                        // threads and revocations happen while the owner is inside.
+                        // Runs of `run` acquisitions in a row: the first thread to make a run
+                        // longer than REBIAS_AFTER gets the bias, and the others revoke it,
+                        // sometimes while it is inside.
                         for _ in 0..run.min(per - i) {
                             let mut g = lock.lock();
                             let v = std::hint::black_box(*g);
@@ -288,7 +289,8 @@ mod tests {
     fn threads_that_take_the_lock_over_lose_no_update() {
         partix_shm::barrier::enable();
         let lock = Arc::new(BiasedLock::new(0u64));
-        // Long runs: the bias moves (each run is longer than REBIAS_AFTER).
+        // Long runs (each longer than REBIAS_AFTER): the first thread to finish one owns the
+        // bias, the others revoke it and it comes back.
         let per = 20_000;
         assert_eq!(hammer(&lock, 3, per, 2_000), 3 * per);
     }
