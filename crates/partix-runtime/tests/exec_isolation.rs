@@ -275,8 +275,10 @@ fn threads_waiting_for_the_cpu_at_a_close_are_not_held() {
         p1.pending_parks
     );
     // Held: the stop at the end of its initialisation, and the first close it waited at (the
-    // executive reads the CPU time at a close only for a partition seen waiting before).
-    assert!(p1.backstops <= 3, "backstops: {}", p1.backstops);
+    // executive reads the CPU time at a close only for a partition seen waiting before); on a
+    // loaded machine one or two more (4 seen once, with both CPUs compiling beside the test).
+    // Before, every close was held (about 20 here).
+    assert!(p1.backstops <= 5, "backstops: {}", p1.backstops);
     assert!(
         !p1.distrusted,
         "P1 parked when it got the CPU: the audit must not object"

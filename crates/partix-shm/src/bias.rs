@@ -6,12 +6,13 @@
 //! # Protocol
 //! - `bias` names the thread the lock is biased to (a non-zero id), or 0; it changes only under
 //!   the slow path's lock.
-//! - **Fast path** ([`BiasView::enter`], the owner `me`): `inside = 1`; [`barrier::light`]; if
+//! - **Fast path** ([`BiasView::enter`], the owner `me`): `inside = me`; [`barrier::light`]; if
 //!   `bias` still is `me` it is in, else it leaves ([`BiasView::leave`]) and takes the slow path.
-//!   To leave: `inside = 0` (`Release`); [`barrier::light`]; if `bias` is no longer `me`, wake
-//!   the revoker.
+//!   To leave: `inside = 0` (`Release`); [`barrier::light`]; if `bias` is no longer `me`, hand
+//!   `inside` over to the revoker (below).
 //! - **Revocation** ([`BiasView::revoke`], under the slow lock, by a thread other than the
-//!   owner): `bias = 0`; [`barrier::heavy_private`]; wait until `inside` is 0 (`Acquire`).
+//!   owner): `bias = 0`; [`barrier::heavy_private`]; if `inside` is not 0, wait until it is, by
+//!   taking `inside` as a priority-inheritance lock (below).
 //! - **Dekker**: the owner stores `inside` and then loads `bias`; the revoker stores `bias` and
 //!   then loads `inside`, with a store-load barrier on each side (a compiler fence on the owner's
 //!   side and a `membarrier` on the revoker's with asymmetric barriers, `SeqCst` fences
@@ -27,15 +28,50 @@
 //!   whose bias was revoked may be anywhere between its first load of `bias` (still its own)
 //!   and its store to `inside`, preempted there for as long as the scheduler likes. Had the
 //!   bias moved on to a second thread meanwhile, that store would overwrite the second thread's
-//!   `inside = 1`, its `inside = 0` would then clear it, and a third thread would revoke and
+//!   `inside`, its `inside = 0` would then clear it, and a third thread would revoke and
 //!   enter while the second one is inside. The loom model `bias_moving_between_threads_*` of
 //!   `tests/loom.rs` found exactly this interleaving in a first version that re-biased to any
 //!   thread. A dead thread cannot be in that window; neither can the designated thread be
 //!   there while it is inside.
+//!
+//! # Priority inheritance for the revoker
+//! A revoker that waits for the owner to leave must not wait on a low-priority owner that a
+//! medium-priority thread keeps from running (unbounded priority inversion). So `inside` holds
+//! the owner's thread id while it is inside: to the kernel, that is a priority-inheritance
+//! futex (`FUTEX_LOCK_PI`) held by the owner. The revoker takes it ([`PiFutex::lock_pi`]): the
+//! kernel raises the owner to the revoker's priority until it lets go, and the revoker gets
+//! the word only once it is 0, that is once the owner is out. It lets go at once
+//! ([`PiFutex::unlock_pi`]).
+//! - The owner leaves with a plain store of 0, not the compare-and-swap of a PI unlock (no
+//!   locked instruction on the fast path). That store may overwrite the `FUTEX_WAITERS` bit the
+//!   kernel set for a revoker it has queued; the kernel does not look at the word again until
+//!   someone unlocks it. So an owner that finds the bias gone on its way out (the revoker's
+//!   barrier guarantees it does whenever the revoker found it inside) *hands over*
+//!   ([`BiasView::leave`]): it puts `me | FUTEX_WAITERS` back if the word is still 0 (a
+//!   compare-and-swap) and unlocks it, and the kernel passes the word to the queued revoker or,
+//!   if none is queued yet, clears it. If the word is no longer 0, the revoker already took it.
+//! - An owner that never comes back leaves `inside = 0`, and the revoker does not wait.
+//! - The loom model of `tests/loom.rs` runs the protocol against a model of the kernel's PI
+//!   futex (`ModelPiFutex`), in which a queued waiter only ever gets the word by a hand-over.
 
 use crate::barrier;
-use crate::notifier::Futex;
 use crate::sync::{AtomicU32, Ordering};
+
+/// The kernel's "waiters queued" bit of a priority-inheritance futex word.
+pub const FUTEX_WAITERS: u32 = 0x8000_0000;
+/// The owner's thread id in a priority-inheritance futex word.
+pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+
+/// A priority-inheritance futex (`FUTEX_LOCK_PI` / `FUTEX_UNLOCK_PI`): the word holds 0 or its
+/// owner's thread id, plus [`FUTEX_WAITERS`] while the kernel queues waiters.
+pub trait PiFutex {
+    /// Take `word` for `me`: at once if its owner id is 0, else queue behind its owner, which
+    /// runs at `me`'s priority meanwhile, until the owner hands it over.
+    fn lock_pi(&self, word: &AtomicU32, me: u32);
+    /// Let go of `word`, which holds `me` (and maybe [`FUTEX_WAITERS`]): hand it to the first
+    /// queued waiter, or clear it.
+    fn unlock_pi(&self, word: &AtomicU32, me: u32);
+}
 
 /// The two words of a biased lock (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -46,8 +82,8 @@ pub struct BiasView<'a> {
 }
 
 impl<'a> BiasView<'a> {
-    /// Make a view of the bias word, the owner's `inside` word (also a futex word) and the
-    /// designated owner (only used under the slow lock).
+    /// Make a view of the bias word, the owner's `inside` word (a priority-inheritance futex
+    /// word) and the designated owner (only used under the slow lock).
     pub fn new(
         bias: &'a AtomicU32,
         inside: &'a AtomicU32,
@@ -60,14 +96,14 @@ impl<'a> BiasView<'a> {
         }
     }
 
-    /// Fast path: enter if the lock is biased to `me` (non-zero); `false` means take the slow
-    /// path.
+    /// Fast path: enter if the lock is biased to `me` (a thread id, non-zero, at most
+    /// [`FUTEX_TID_MASK`]); `false` means take the slow path.
     #[inline]
-    pub fn enter(&self, me: u32, futex: &impl Futex) -> bool {
+    pub fn enter(&self, me: u32, futex: &impl PiFutex) -> bool {
         if self.bias.load(Ordering::Relaxed) != me {
             return false;
         }
-        self.inside.store(1, Ordering::Relaxed);
+        self.store_inside(me, Ordering::Relaxed);
         // SYNC POINT: the owner's store-load barrier (pairs with the revoker's in `revoke`).
         barrier::light();
         // SYNC POINT: Acquire keeps the critical section's accesses after the check.
@@ -80,20 +116,48 @@ impl<'a> BiasView<'a> {
 
     /// Leave after a successful [`BiasView::enter`] by `me`.
     #[inline]
-    pub fn leave(&self, me: u32, futex: &impl Futex) {
-        // SYNC POINT: Release pairs with the revoker's Acquire load of `inside`.
-        self.inside.store(0, Ordering::Release);
+    pub fn leave(&self, me: u32, futex: &impl PiFutex) {
+        // SYNC POINT: Release pairs with the revoker's Acquire load of `inside` (or with the
+        // kernel's taking of the word for it).
+        self.store_inside(0, Ordering::Release);
         // SYNC POINT: the owner's store-load barrier, as on entry.
         barrier::light();
         if self.bias.load(Ordering::Relaxed) != me {
-            futex.wake_all(self.inside);
+            self.hand_over(me, futex);
+        }
+    }
+
+    /// The owner's store to `inside`. Under loom it is a swap: loom orders a plain store and
+    /// another thread's read-modify-write of the same word (the kernel's compare-and-swap on
+    /// the PI word) only partially, and then lets a later compare-and-swap read a value that
+    /// store had already overwritten, which the total modification order of C++ (and x86)
+    /// rules out. As a swap the store takes its place in that order.
+    #[inline]
+    fn store_inside(&self, v: u32, order: Ordering) {
+        #[cfg(loom)]
+        self.inside.swap(v, order);
+        #[cfg(not(loom))]
+        self.inside.store(v, order);
+    }
+
+    /// The bias is gone: a revoker may be queued on `inside` behind `me`, with our store of 0
+    /// having overwritten the kernel's waiters bit. Restore the word as the kernel left it and
+    /// unlock it (module docs, "Priority inheritance").
+    #[cold]
+    fn hand_over(&self, me: u32, futex: &impl PiFutex) {
+        if self
+            .inside
+            .compare_exchange(0, me | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            futex.unlock_pi(self.inside, me);
         }
     }
 
     /// Slow path, under the slow lock, by `me`: if the lock is biased to another thread, revoke
-    /// the bias and wait until that thread is not inside; return whether it revoked.
-    /// `slice` bounds each futex wait (a wake-up lost to a bug then costs a slice, not a hang).
-    pub fn revoke(&self, me: u32, futex: &impl Futex, slice: Option<std::time::Duration>) -> bool {
+    /// the bias and wait, with priority inheritance, until that thread is not inside; return
+    /// whether it revoked.
+    pub fn revoke(&self, me: u32, futex: &impl PiFutex) -> bool {
         let b = self.bias.load(Ordering::Relaxed);
         if b == 0 || b == me {
             // (`b == me` cannot be: only a thread on the slow path biases the lock, to itself,
@@ -104,8 +168,11 @@ impl<'a> BiasView<'a> {
         // SYNC POINT: the revoker's store-load barrier (pairs with the owner's light ones).
         barrier::heavy_private();
         // SYNC POINT: Acquire pairs with the owner's Release store of `inside = 0`.
-        while self.inside.load(Ordering::Acquire) != 0 {
-            futex.wait(self.inside, 1, slice.map(|s| std::time::Instant::now() + s));
+        if self.inside.load(Ordering::Acquire) != 0 {
+            // The owner is inside (or on its way out): the kernel raises it to our priority
+            // and gives us the word once it is out.
+            futex.lock_pi(self.inside, me);
+            futex.unlock_pi(self.inside, me);
         }
         true
     }

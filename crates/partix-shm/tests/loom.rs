@@ -290,6 +290,88 @@ impl Futex for ModelFutex {
     }
 }
 
+/// The kernel's priority-inheritance futex, as the biased lock's revoker and owner see it
+/// (`kernel/futex/pi.c`): `lock_pi` takes a word whose owner id is 0 with a compare-and-swap,
+/// else sets `FUTEX_WAITERS` (compare-and-swap) and queues; a queued waiter gets the word only
+/// from `unlock_pi`, never by the word changing under it (the kernel does not look at the word
+/// of a queued waiter). `unlock_pi` fails (here: panics) unless the word holds the caller's id.
+/// A mutex plays the futex hash-bucket lock.
+struct ModelPiFutex {
+    lock: Mutex<PiQueue>,
+    queue: Condvar,
+}
+
+#[derive(Default)]
+struct PiQueue {
+    waiters: std::collections::VecDeque<u32>,
+    handed_to: Option<u32>,
+}
+
+impl partix_shm::bias::PiFutex for ModelPiFutex {
+    fn lock_pi(&self, word: &AtomicU32, me: u32) {
+        use partix_shm::bias::{FUTEX_TID_MASK, FUTEX_WAITERS};
+        let mut q = self.lock.lock().unwrap();
+        loop {
+            let v = word.load(Ordering::Relaxed);
+            if v & FUTEX_TID_MASK == 0 {
+                let w = if q.waiters.is_empty() {
+                    0
+                } else {
+                    FUTEX_WAITERS
+                };
+                if word
+                    .compare_exchange(v, me | w, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return;
+                }
+            } else if word
+                .compare_exchange(v, v | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        q.waiters.push_back(me);
+        loop {
+            q = self.queue.wait(q).unwrap();
+            if q.handed_to == Some(me) {
+                q.handed_to = None;
+                return;
+            }
+        }
+    }
+
+    fn unlock_pi(&self, word: &AtomicU32, me: u32) {
+        use partix_shm::bias::{FUTEX_TID_MASK, FUTEX_WAITERS};
+        let mut q = self.lock.lock().unwrap();
+        loop {
+            let v = word.load(Ordering::Relaxed);
+            assert_eq!(
+                v & FUTEX_TID_MASK,
+                me,
+                "unlock_pi of a word the caller does not hold"
+            );
+            let (next, to) = match q.waiters.front() {
+                Some(&w) if q.waiters.len() > 1 => (w | FUTEX_WAITERS, Some(w)),
+                Some(&w) => (w, Some(w)),
+                None => (0, None),
+            };
+            if word
+                .compare_exchange(v, next, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                if to.is_some() {
+                    q.waiters.pop_front();
+                    q.handed_to = to;
+                    self.queue.notify_all();
+                }
+                return;
+            }
+        }
+    }
+}
+
 /// The notifier never loses a wake-up: a receiver parking while the writer publishes and
 /// notifies always returns (a lost wake-up leaves it blocked forever, which loom reports as a
 /// deadlock). The writer publishes `n` values; the receiver waits for each in turn.
@@ -486,7 +568,7 @@ fn bias_model(ops: usize, dead_owner: bool) {
             inside: AtomicU32,
             designated: AtomicU32,
             slow: Mutex<()>,
-            futex: ModelFutex,
+            futex: ModelPiFutex,
             count: UnsafeCell<usize>,
             /// Threads inside, counted with `Relaxed` read-modify-writes (a total order per
             /// word, and no happens-before edge that could hide a missing one).
@@ -498,8 +580,8 @@ fn bias_model(ops: usize, dead_owner: bool) {
             inside: AtomicU32::new(0),
             designated: AtomicU32::new(designated),
             slow: Mutex::new(()),
-            futex: ModelFutex {
-                lock: Mutex::new(()),
+            futex: ModelPiFutex {
+                lock: Mutex::new(PiQueue::default()),
                 queue: Condvar::new(),
             },
             count: UnsafeCell::new(0),
@@ -523,7 +605,7 @@ fn bias_model(ops: usize, dead_owner: bool) {
                     view.leave(me, &l.futex);
                 } else {
                     let g = l.slow.lock().unwrap();
-                    view.revoke(me, &l.futex, None);
+                    view.revoke(me, &l.futex);
                     critical(&l);
                     if me == 2 && view.owner() == 0 {
                         // Thread 3 is the dead one.

@@ -15,7 +15,9 @@
 //! - **Fast path**: the bias owner enters with a store, a compiler fence and a load, and leaves
 //!   with a store and a load.
 //! - **Slow path**: lock `inner`; if the lock is biased to another thread, revoke the bias (a
-//!   private `membarrier`, then a futex wait with a 1 ms slice until the owner is out).
+//!   private `membarrier`; then, if the owner is inside, take its `inside` word as a
+//!   priority-inheritance futex, which the kernel gives us once the owner is out, running the
+//!   owner at our priority meanwhile).
 //! - **Bias**: a thread that takes the slow path [`REBIAS_AFTER`] times in a row, with no
 //!   other thread between, gets the bias (under `inner`, where it is the only one in) if it is
 //!   the lock's designated owner: the first thread to earn the bias, or any thread once the
@@ -32,17 +34,71 @@
 #![allow(unsafe_code)]
 
 use super::rt::{cached_tid, PiGuard, PiMutex};
-use partix_shm::bias::BiasView;
-use partix_shm::notifier::SysFutex;
+use partix_shm::bias::{BiasView, PiFutex};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 /// Slow-path acquisitions in a row by one thread after which the lock is biased to it.
 pub(crate) const REBIAS_AFTER: u32 = 256;
 
-/// How long a revoker waits on `inside` before it looks again.
-const REVOKE_SLICE: Duration = Duration::from_millis(1);
+/// The kernel's priority-inheritance futexes, private to this process (a port lock lives in
+/// the partition's own memory).
+struct SysPiFutex;
+
+/// `futex(2)` with operation `op` on `word`, no timeout; return the raw result.
+fn futex_pi(word: &AtomicU32, op: i32) -> libc::c_long {
+    // SAFETY: the word is a live, aligned u32 used only with the PI futex protocol; no timeout
+    // and no second word are passed.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            0u32,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    }
+}
+
+impl PiFutex for SysPiFutex {
+    fn lock_pi(&self, word: &AtomicU32, me: u32) {
+        // SYNC POINT: Acquire on taking the word pairs with the owner's Release of `inside = 0`.
+        while word
+            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if futex_pi(word, libc::FUTEX_LOCK_PI) == 0 {
+                return;
+            }
+            // EINTR / EAGAIN (the owner was leaving): look again. ESRCH, an owner that no
+            // longer exists, should not be (an owner is never stopped inside: control signals
+            // are deferred there); should it be, the word is ours to take.
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+                let v = word.load(Ordering::Relaxed);
+                if v != 0
+                    && word
+                        .compare_exchange(v, me, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    return;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn unlock_pi(&self, word: &AtomicU32, me: u32) {
+        if word
+            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // Waiters queued (FUTEX_WAITERS): the kernel hands the word over.
+            futex_pi(word, libc::FUTEX_UNLOCK_PI);
+        }
+    }
+}
 
 /// The slow path's bookkeeping (under `inner`): who took the slow path last, how many times
 /// in a row.
@@ -56,7 +112,8 @@ pub(crate) struct BiasedLock<T> {
     bias: AtomicU32,
     /// The only thread the lock may be biased to while it lives (`partix_shm::bias`).
     designated: AtomicU32,
-    /// 1 while the owner is inside by the fast path (a futex word for the revoker).
+    /// The owner's thread id while it is inside by the fast path, else 0 (a priority-inheritance
+    /// futex word for the revoker).
     inside: AtomicU32,
     inner: PiMutex<Streak>,
     data: UnsafeCell<T>,
@@ -100,7 +157,7 @@ impl<T> BiasedLock<T> {
     #[inline]
     pub(crate) fn lock(&self) -> BiasedGuard<'_, T> {
         let tid = cached_tid();
-        if self.view().enter(tid, &SysFutex) {
+        if self.view().enter(tid, &SysPiFutex) {
             return BiasedGuard {
                 lock: self,
                 slow: None,
@@ -112,7 +169,7 @@ impl<T> BiasedLock<T> {
     #[cold]
     fn lock_slow(&self, tid: u32) -> BiasedGuard<'_, T> {
         let mut g = self.inner.lock();
-        if self.view().revoke(tid, &SysFutex, Some(REVOKE_SLICE)) {
+        if self.view().revoke(tid, &SysPiFutex) {
             self.revocations.fetch_add(1, Ordering::Relaxed);
         }
         if g.tid == tid {
@@ -144,7 +201,7 @@ impl<T> Drop for BiasedGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         match self.slow.as_mut() {
-            None => self.lock.view().leave(cached_tid(), &SysFutex),
+            None => self.lock.view().leave(cached_tid(), &SysPiFutex),
             Some(g) => {
                 if g.n >= REBIAS_AFTER && self.lock.view().owner() == 0 {
                     // We hold `inner` and nobody is inside by the fast path (the bias is 0):
@@ -196,6 +253,7 @@ impl<T> std::ops::DerefMut for BiasedGuard<'_, T> {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::time::Duration;
 
     /// A counter incremented without atomics inside the lock: a lost update shows a broken
     /// exclusion.
@@ -334,6 +392,116 @@ mod tests {
             "the bias did not move after its owner ended"
         );
         assert_eq!(*lock.lock(), 8 * u64::from(REBIAS_AFTER));
+    }
+
+    /// Put the calling thread under SCHED_FIFO at `prio` (first, so that it preempts whatever
+    /// runs there), then on CPU `cpu` alone; return whether both worked.
+    fn fifo_on(cpu: usize, prio: i32) -> bool {
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: valid sched_param and cpu_set_t; 0 names the calling thread.
+        unsafe {
+            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                return false;
+            }
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    /// Spin until `flag` is set, at most `limit`; return whether it was.
+    fn wait_flag(flag: &AtomicU32, limit: Duration) -> bool {
+        let t0 = std::time::Instant::now();
+        while flag.load(Ordering::Acquire) == 0 {
+            if t0.elapsed() > limit {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+        true
+    }
+
+    /// Priority inheritance for the revoker: a low-priority owner inside, a middle-priority
+    /// thread spinning on the same CPU, and a high-priority revoker. The kernel must run the
+    /// owner at the revoker's priority, ahead of the spinner, so the revoker gets in while the
+    /// spinner still spins. Without inheritance the owner cannot run until the spinner gives
+    /// up (after 3 s here), and the spinner never sees the revoker in.
+    #[test]
+    fn a_revoker_is_not_held_up_by_a_thread_of_middle_priority() {
+        partix_shm::barrier::enable();
+        // SAFETY: no arguments.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        if cpus < 2 {
+            eprintln!("skipped a_revoker_is_not_held_up_by_a_thread_of_middle_priority: one CPU");
+            return;
+        }
+        let lock = Arc::new(BiasedLock::new(0u64));
+        // inside, spinning, revoking, revoker in, owner refused (no SCHED_FIFO)
+        let flags: Arc<[AtomicU32; 5]> = Arc::new(Default::default());
+        let (inside, spinning, revoking, revoker_in, refused) = (0, 1, 2, 3, 4);
+        let owner = {
+            let (lock, flags) = (lock.clone(), flags.clone());
+            std::thread::spawn(move || {
+                if !fifo_on(0, 10) {
+                    flags[refused].store(1, Ordering::Release);
+                    return;
+                }
+                for _ in 0..=REBIAS_AFTER {
+                    *lock.lock() += 1;
+                }
+                assert!(lock.biased_to_me());
+                let mut g = lock.lock();
+                *g += 1;
+                flags[inside].store(1, Ordering::Release);
+                // Inside until the revoker has started; from then on only inheritance lets
+                // this thread run.
+                assert!(wait_flag(&flags[revoking], Duration::from_secs(10)));
+                drop(g);
+            })
+        };
+        while flags[inside].load(Ordering::Acquire) == 0 {
+            if flags[refused].load(Ordering::Acquire) != 0 {
+                owner.join().unwrap();
+                eprintln!(
+                    "skipped a_revoker_is_not_held_up_by_a_thread_of_middle_priority: \
+                     SCHED_FIFO or CPU affinity refused"
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let spinner = {
+            let flags = flags.clone();
+            std::thread::spawn(move || {
+                assert!(fifo_on(0, 20));
+                flags[spinning].store(1, Ordering::Release);
+                // Whether the revoker got in while this thread was still spinning.
+                wait_flag(&flags[revoker_in], Duration::from_secs(3))
+            })
+        };
+        while flags[spinning].load(Ordering::Acquire) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let revoker = {
+            let (lock, flags) = (lock.clone(), flags.clone());
+            std::thread::spawn(move || {
+                assert!(fifo_on(0, 30));
+                flags[revoking].store(1, Ordering::Release);
+                *lock.lock() += 1;
+                flags[revoker_in].store(1, Ordering::Release);
+            })
+        };
+        revoker.join().unwrap();
+        let in_time = spinner.join().unwrap();
+        owner.join().unwrap();
+        assert!(
+            in_time,
+            "the revoker got in only after the middle-priority thread stopped spinning"
+        );
+        assert_eq!(lock.revocations(), 1);
+        assert_eq!(*lock.lock(), u64::from(REBIAS_AFTER) + 3);
     }
 
     #[test]
