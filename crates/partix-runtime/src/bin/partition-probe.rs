@@ -214,6 +214,12 @@ const CHURN_ROUNDS: u32 = 3000;
 static CHURN_BEGINS: AtomicU32 = AtomicU32::new(0);
 static QUIT_BEGINS: AtomicU32 = AtomicU32::new(0);
 
+/// Bytes of heap in use (every malloc arena), from `mallinfo2`.
+fn heap_in_use() -> usize {
+    // SAFETY: mallinfo2 has no preconditions.
+    unsafe { libc::mallinfo2() }.uordblks
+}
+
 /// Return (threads, mappings, resident kB) of this process, from /proc.
 fn threads_and_mappings() -> (u32, usize, u64) {
     let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
@@ -244,9 +250,11 @@ extern "C" fn churn_quitter() {
 extern "C" fn churn_boss() {
     let (w, q) = (pid("churn-worker"), pid("churn-quitter"));
     let mut before = (0, 0, 0);
+    let mut heap_before = 0;
     for round in 0..CHURN_ROUNDS {
         if round == 100 {
             before = threads_and_mappings();
+            heap_before = heap_in_use();
         }
         // Both run at once inside START (higher priority than this process).
         start(w).unwrap();
@@ -260,6 +268,7 @@ extern "C" fn churn_boss() {
     // The last ended threads are joined by the next spawn: this start makes one.
     start(w).unwrap();
     let after = threads_and_mappings();
+    let heap_after = heap_in_use();
     ev(&format!(
         "churn:worker_begins={} quitter_begins={} worker={:?} quitter={:?}",
         CHURN_BEGINS.load(Ordering::SeqCst),
@@ -274,6 +283,8 @@ extern "C" fn churn_boss() {
     // Informational: what the ended threads' heap records cost (not asserted).
     ev(&format!("rss_kb_before={}", before.2));
     ev(&format!("rss_kb_after={}", after.2));
+    ev(&format!("heap_before={heap_before}"));
+    ev(&format!("heap_after={heap_after}"));
     idle();
 }
 fn scenario_churn() -> ! {
