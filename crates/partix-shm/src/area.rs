@@ -121,7 +121,7 @@ impl Area {
     ///
     /// # Panics
     /// If `off` is misaligned or out of the window (a layout bug, never input-dependent).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
         assert!(
             off.is_multiple_of(8) && off + 8 <= self.len,
@@ -147,7 +147,7 @@ impl Area {
     ///
     /// # Panics
     /// If `off` is misaligned or out of the window (a layout bug).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
         assert!(
             off.is_multiple_of(4) && off + 4 <= self.len,
@@ -167,7 +167,7 @@ impl Area {
     ///
     /// # Panics
     /// If the words are misaligned or out of the window (a layout bug).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn words(&self, off: usize, n: usize) -> &[AtomicU64] {
         assert!(
             off.is_multiple_of(8) && off + 8 * n <= self.len,

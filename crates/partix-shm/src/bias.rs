@@ -98,7 +98,7 @@ impl<'a> BiasView<'a> {
 
     /// Fast path: enter if the lock is biased to `me` (a thread id, non-zero, at most
     /// [`FUTEX_TID_MASK`]); `false` means take the slow path.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self, me: u32, futex: &impl PiFutex) -> bool {
         if self.bias.load(Ordering::Relaxed) != me {
             return false;
@@ -115,7 +115,7 @@ impl<'a> BiasView<'a> {
     }
 
     /// Leave after a successful [`BiasView::enter`] by `me`.
-    #[inline]
+    #[inline(always)]
     pub fn leave(&self, me: u32, futex: &impl PiFutex) {
         // SYNC POINT: Release pairs with the revoker's Acquire load of `inside` (or with the
         // kernel's taking of the word for it).
@@ -123,7 +123,7 @@ impl<'a> BiasView<'a> {
         // SYNC POINT: the owner's store-load barrier, as on entry.
         barrier::light();
         if self.bias.load(Ordering::Relaxed) != me {
-            self.hand_over(me, futex);
+            Self::hand_over(self.inside, me, futex);
         }
     }
 
@@ -132,7 +132,7 @@ impl<'a> BiasView<'a> {
     /// the PI word) only partially, and then lets a later compare-and-swap read a value that
     /// store had already overwritten, which the total modification order of C++ (and x86)
     /// rules out. As a swap the store takes its place in that order.
-    #[inline]
+    #[inline(always)]
     fn store_inside(&self, v: u32, order: Ordering) {
         #[cfg(loom)]
         self.inside.swap(v, order);
@@ -143,14 +143,16 @@ impl<'a> BiasView<'a> {
     /// The bias is gone: a revoker may be queued on `inside` behind `me`, with our store of 0
     /// having overwritten the kernel's waiters bit. Restore the word as the kernel left it and
     /// unlock it (module docs, "Priority inheritance").
+    /// (A function of the word, not of the view: the fast path then never needs the view in
+    /// memory.)
     #[cold]
-    fn hand_over(&self, me: u32, futex: &impl PiFutex) {
-        if self
-            .inside
+    #[inline(never)]
+    fn hand_over(inside: &AtomicU32, me: u32, futex: &impl PiFutex) {
+        if inside
             .compare_exchange(0, me | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
         {
-            futex.unlock_pi(self.inside, me);
+            futex.unlock_pi(inside, me);
         }
     }
 

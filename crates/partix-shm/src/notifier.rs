@@ -76,7 +76,7 @@ impl<'a> NotifierView<'a> {
     }
 
     /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
-    #[inline]
+    #[inline(always)]
     pub fn notify(&self, futex: &impl Futex) {
         // SYNC POINT: fence X of the protocol (pairs with fence Y in `park_until`): light, a
         // compiler fence where the receiver's fence Y is a `membarrier` (crate::barrier).
@@ -205,7 +205,7 @@ mod shm {
             self.area.u32_at(4)
         }
 
-        #[inline]
+        #[inline(always)]
         fn view(&self) -> NotifierView<'_> {
             NotifierView::new(self.epoch(), self.waiters())
         }
@@ -214,7 +214,7 @@ mod shm {
         ///
         /// Costs a fence (a compiler fence with [`crate::barrier`] enabled) and a load when
         /// nobody is parked; a `futex_wake` system call otherwise.
-        #[inline]
+        #[inline(always)]
         pub fn notify(&self) {
             self.view().notify(&SysFutex);
         }

@@ -242,7 +242,7 @@ impl<'a> RingView<'a> {
     ///
     /// # Errors
     /// As [`RingView::push`].
-    #[inline]
+    #[inline(always)]
     pub fn push_within(
         &self,
         st: &mut ProducerState,
@@ -326,7 +326,7 @@ impl<'a> RingView<'a> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_slot(&self, i: u64, data: &[u8]) {
         let slot = self.slot(i);
         slot[0].store(data.len() as u64, Ordering::Relaxed);
@@ -338,7 +338,7 @@ impl<'a> RingView<'a> {
     /// # Errors
     /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (message kept), [`PopError::Corrupt`]
     /// (an impossible length: that message is dropped; impossible counters: nothing changes).
-    #[inline]
+    #[inline(always)]
     pub fn pop(&self, st: &mut ConsumerState, buf: &mut [u8]) -> Result<usize, PopError> {
         if st.head == st.cached_tail {
             // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
@@ -681,7 +681,7 @@ mod shm {
             })
         }
 
-        #[inline]
+        #[inline(always)]
         fn view(&self) -> RingView<'_> {
             RingView::with_stride(
                 self.head.u64_at(self.head_off),
@@ -795,7 +795,7 @@ mod shm {
         ///
         /// # Errors
         /// As [`RingProducer::try_push`] ([`PushError::Full`] at `limit`).
-        #[inline]
+        #[inline(always)]
         pub fn try_push_quiet_within(
             &mut self,
             data: &[u8],
@@ -930,7 +930,7 @@ mod shm {
         ///
         /// # Errors
         /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (kept), [`PopError::Corrupt`].
-        #[inline]
+        #[inline(always)]
         pub fn try_pop(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
             self.ring.view().pop(&mut self.st, buf)
         }

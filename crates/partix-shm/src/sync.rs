@@ -27,7 +27,7 @@ pub fn spin_hint() {
 ///
 /// # Panics
 /// If `words` is shorter than `data.len().div_ceil(8)` (callers check lengths first).
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_in(words: &[AtomicU64], data: &[u8]) {
     let full = data.len() / 8;
     let (words, rest) = words.split_at(full);
@@ -48,7 +48,7 @@ pub(crate) fn copy_in(words: &[AtomicU64], data: &[u8]) {
 ///
 /// # Panics
 /// If `words` is shorter than `buf.len().div_ceil(8)` (callers check lengths first).
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_out(words: &[AtomicU64], buf: &mut [u8]) {
     let full = buf.len() / 8;
     let (words, rest) = words.split_at(full);

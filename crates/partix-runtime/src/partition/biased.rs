@@ -154,7 +154,7 @@ impl<T> BiasedLock<T> {
     }
 
     /// Lock: the fast path for the bias owner, the slow path otherwise.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock(&self) -> BiasedGuard<'_, T> {
         let tid = cached_tid();
         if self.view().enter(tid, &SysPiFutex) {
@@ -198,22 +198,43 @@ impl<T> BiasedLock<T> {
 }
 
 impl<T> Drop for BiasedGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         match self.slow.as_mut() {
             None => self.lock.view().leave(cached_tid(), &SysPiFutex),
-            Some(g) => {
-                if g.n >= REBIAS_AFTER && self.lock.view().owner() == 0 {
-                    // We hold `inner` and nobody is inside by the fast path (the bias is 0):
-                    // the bias can go to us if we are the designated owner or it is dead. Our
-                    // critical section is ordered before our own later fast paths by program
-                    // order, and every other thread's before ours by `inner`. Refused or not,
-                    // the next try comes after another streak.
-                    self.lock.view().give_to(g.tid, thread_alive);
-                    g.n = 0;
-                }
-                // Dropping `g` unlocks `inner`.
+            Some(_) => self.unlock_slow(),
+        }
+    }
+}
+
+impl<T> BiasedGuard<'_, T> {
+    /// Unlock now, inline (what dropping does; the compiler keeps drop glue out of line).
+    #[inline(always)]
+    pub(crate) fn release(mut self) {
+        if self.slow.is_none() {
+            self.lock.view().leave(cached_tid(), &SysPiFutex);
+        } else {
+            self.unlock_slow();
+        }
+        std::mem::forget(self);
+    }
+
+    /// Unlock the slow path (out of line: the fast path's frame stays small).
+    #[cold]
+    #[inline(never)]
+    fn unlock_slow(&mut self) {
+        if let Some(mut g) = self.slow.take() {
+            if g.n >= REBIAS_AFTER && self.lock.view().owner() == 0 {
+                // We hold `inner` and nobody is inside by the fast path (the bias is 0): the
+                // bias can go to us if we are the designated owner or it is dead. Our critical
+                // section is ordered before our own later fast paths by program order, and
+                // every other thread's before ours by `inner`. Refused or not, the next try
+                // comes after another streak.
+                self.lock.view().give_to(g.tid, thread_alive);
+                g.n = 0;
             }
+            // Dropping `g` unlocks `inner`.
+            drop(g);
         }
     }
 }

@@ -70,6 +70,7 @@ use partix_shm::futex;
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -284,8 +285,48 @@ fn registry() -> &'static Registry {
 /// A port lock (or a registry lock) held with control signals deferred (see the module docs).
 struct PortGuard<G> {
     /// Dropped first: the lock is released before the deferral ends.
-    guard: G,
-    _defer: Deferral,
+    guard: ManuallyDrop<G>,
+    defer: ManuallyDrop<Deferral>,
+}
+
+impl<G> PortGuard<G> {
+    #[inline(always)]
+    fn new(guard: G, defer: Deferral) -> PortGuard<G> {
+        PortGuard {
+            guard: ManuallyDrop::new(guard),
+            defer: ManuallyDrop::new(defer),
+        }
+    }
+}
+
+impl<T> PortGuard<BiasedGuard<'_, T>> {
+    /// Unlock and end the deferral here, inline (the compiler keeps drop glue out of line).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn release(mut self) {
+        // SAFETY: each field is taken or dropped exactly once, here; `forget` keeps `Drop` from
+        // running.
+        unsafe {
+            ManuallyDrop::take(&mut self.guard).release();
+            ManuallyDrop::drop(&mut self.defer);
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl<G> Drop for PortGuard<G> {
+    /// Release the lock, then end the deferral, inline: the drop glue the compiler would make
+    /// of the two fields is a function of its own, and every call on a queuing call's path is
+    /// stores (see [`QueuingPort::wait_for`]).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: each field is dropped exactly once, here, and never used after.
+        unsafe {
+            ManuallyDrop::drop(&mut self.guard);
+            ManuallyDrop::drop(&mut self.defer);
+        }
+    }
 }
 
 impl<G: std::ops::Deref> std::ops::Deref for PortGuard<G> {
@@ -306,23 +347,17 @@ impl<G: std::ops::DerefMut> std::ops::DerefMut for PortGuard<G> {
 /// Lock a port with control signals deferred until the lock is released. The port lock is
 /// biased to the thread that uses the port ([`BiasedLock`]): its calls take no locked
 /// instruction while no other thread uses the port.
-#[inline]
+#[inline(always)]
 fn lock<T>(m: &BiasedLock<T>) -> PortGuard<BiasedGuard<'_, T>> {
     let defer = rt::defer_control();
-    PortGuard {
-        guard: m.lock(),
-        _defer: defer,
-    }
+    PortGuard::new(m.lock(), defer)
 }
 
 /// Lock a registry table with control signals deferred until the lock is released, ignoring
 /// poisoning (a panicking process must not take the ports down).
 fn lock_registry<T>(m: &Mutex<T>) -> PortGuard<MutexGuard<'_, T>> {
     let defer = rt::defer_control();
-    PortGuard {
-        guard: m.lock().unwrap_or_else(|e| e.into_inner()),
-        _defer: defer,
-    }
+    PortGuard::new(m.lock().unwrap_or_else(|e| e.into_inner()), defer)
 }
 
 fn direction_of(d: CfgDirection) -> PortDirection {
@@ -915,6 +950,11 @@ impl QueuingPort {
     }
 
     /// Wait in this partition's order for `op` to succeed, until `deadline`.
+    ///
+    /// The services try once before they call this, inline, with no closure, no `dyn` call and
+    /// no frame of their own (`send_queuing_message`): every push and call on the way is a
+    /// store, and a producer whose store buffer is full of ring stores waits for each (see
+    /// `docs/bench-rtt.md`, session 14). This tries again first.
     fn wait_for(
         &self,
         timeout: SystemTime,
@@ -1078,18 +1118,35 @@ pub fn send_queuing_message(
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    let mut op = |st: &mut QueuingState| {
-        let Some(p) = st.source.as_mut() else {
-            return Try::Fail(ApexError::InvalidMode);
-        };
-        // The endpoint never queues more than MaxNbMessages and wakes the receiver.
-        match p.try_send(message) {
-            Ok(()) => Try::Done(message.len()),
-            Err(PushError::Full) => Try::Again,
-            Err(_) => Try::Fail(ApexError::InvalidParam),
-        }
+    // The first attempt inline (see [`QueuingPort::wait_for`]).
+    let mut st = lock(&port.state);
+    let first = if st.waiters.is_empty() {
+        send_op(&mut st, message)
+    } else {
+        Try::Again
     };
-    port.wait_for(timeout, &mut op).map(|_| ())
+    st.release();
+    match first {
+        Try::Done(_) => return Ok(()),
+        Try::Fail(e) => return Err(e),
+        Try::Again => {}
+    }
+    port.wait_for(timeout, &mut |st| send_op(st, message))
+        .map(|_| ())
+}
+
+/// One attempt of [`send_queuing_message`].
+#[inline(always)]
+fn send_op(st: &mut QueuingState, message: &[u8]) -> Try {
+    let Some(p) = st.source.as_mut() else {
+        return Try::Fail(ApexError::InvalidMode);
+    };
+    // The endpoint never queues more than MaxNbMessages and wakes the receiver.
+    match p.try_send(message) {
+        Ok(()) => Try::Done(message.len()),
+        Err(PushError::Full) => Try::Again,
+        Err(_) => Try::Fail(ApexError::InvalidParam),
+    }
 }
 
 /// Receive the oldest message of a destination queuing port (`RECEIVE_QUEUING_MESSAGE`) into
@@ -1113,19 +1170,35 @@ pub fn receive_queuing_message(
     if port.direction != PortDirection::Destination {
         return Err(ApexError::InvalidMode);
     }
-    let mut op = |st: &mut QueuingState| {
-        let Some(c) = st.dest.as_mut() else {
-            return Try::Fail(ApexError::InvalidMode);
-        };
-        // The endpoint returns the room to the sender (and wakes it).
-        match c.try_recv(buf) {
-            Ok(n) => Try::Done(n),
-            Err(PopError::Empty) => Try::Again,
-            Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
-            Err(_) => Try::Fail(ApexError::InvalidConfig),
-        }
+    // The first attempt inline (see [`QueuingPort::wait_for`]).
+    let mut st = lock(&port.state);
+    let first = if st.waiters.is_empty() {
+        receive_op(&mut st, buf)
+    } else {
+        Try::Again
     };
-    port.wait_for(timeout, &mut op)
+    st.release();
+    match first {
+        Try::Done(n) => return Ok(n),
+        Try::Fail(e) => return Err(e),
+        Try::Again => {}
+    }
+    port.wait_for(timeout, &mut |st| receive_op(st, buf))
+}
+
+/// One attempt of [`receive_queuing_message`].
+#[inline(always)]
+fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
+    let Some(c) = st.dest.as_mut() else {
+        return Try::Fail(ApexError::InvalidMode);
+    };
+    // The endpoint returns the room to the sender (and wakes it).
+    match c.try_recv(buf) {
+        Ok(n) => Try::Done(n),
+        Err(PopError::Empty) => Try::Again,
+        Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
+        Err(_) => Try::Fail(ApexError::InvalidConfig),
+    }
 }
 
 /// Send several messages on a source queuing port in order (partix extension): as many as there

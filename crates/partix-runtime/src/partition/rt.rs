@@ -109,13 +109,24 @@ thread_local! {
     static TID: Cell<u32> = const { Cell::new(0) };
 }
 
+/// The calling thread's kernel thread id, cached in a thread-local (one `%fs`-relative load
+/// once known: it is on every port call's path).
+#[inline(always)]
 pub(crate) fn cached_tid() -> u32 {
-    TID.with(|c| {
-        if c.get() == 0 {
-            c.set(gettid() as u32);
-        }
-        c.get()
-    })
+    let t = TID.get();
+    if t != 0 {
+        t
+    } else {
+        cache_tid()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn cache_tid() -> u32 {
+    let t = gettid() as u32;
+    TID.set(t);
+    t
 }
 
 impl<T> PiMutex<T> {
@@ -342,7 +353,7 @@ pub(crate) struct Deferral {
 }
 
 /// Enter a critical section (see [`Deferral`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn defer_control() -> Deferral {
     DEFER_DEPTH.with(|c| c.set(c.get() + 1));
     // The handler runs on this thread: the compiler must not move the section's memory accesses
@@ -354,7 +365,7 @@ pub(crate) fn defer_control() -> Deferral {
 }
 
 impl Drop for Deferral {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         compiler_fence(Ordering::SeqCst);
         let depth = DEFER_DEPTH.with(|c| {

@@ -724,7 +724,7 @@ impl QueueSource {
     /// # Errors
     /// [`PushError::Full`] (`MaxNbMessages` queued or no credit), [`PushError::TooLarge`],
     /// [`PushError::ZeroLength`].
-    #[inline]
+    #[inline(always)]
     pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
         match self {
             QueueSource::OneSided(p, data_notifier, limit) => {
@@ -867,7 +867,7 @@ impl QueueDestination {
     /// # Errors
     /// [`PopError::Empty`], [`PopError::BufferTooSmall`] (the message stays),
     /// [`PopError::Corrupt`].
-    #[inline]
+    #[inline(always)]
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
         match self {
             QueueDestination::OneSided(c, space) => {
