@@ -68,14 +68,15 @@ struct Anchor {
     rate: u64,
     /// TSC ticks after `tsc` at which to take a new anchor.
     span: u64,
-    /// The last value returned (monotonic per thread).
-    last: u64,
 }
 
 thread_local! {
+    /// Changed only when a new anchor is taken: a read stores nothing to it.
     static ANCHOR: Cell<Anchor> = const {
-        Cell::new(Anchor { tsc: 0, ns: 0, rate: 0, span: 0, last: 0 })
+        Cell::new(Anchor { tsc: 0, ns: 0, rate: 0, span: 0 })
     };
+    /// The last value returned on this thread (monotonic per thread): a read's one store.
+    static LAST: Cell<u64> = const { Cell::new(0) };
 }
 
 const UNKNOWN: u8 = 0;
@@ -88,20 +89,24 @@ pub fn uses_tsc() -> bool {
     source() == TSC
 }
 
-#[inline]
+#[inline(always)]
 fn source() -> u8 {
     match SOURCE.load(Ordering::Relaxed) {
-        UNKNOWN => {
-            let s = if cfg!(target_arch = "x86_64") && kernel_uses_tsc() {
-                TSC
-            } else {
-                SYSCALL
-            };
-            SOURCE.store(s, Ordering::Relaxed);
-            s
-        }
+        UNKNOWN => detect_source(),
         s => s,
     }
+}
+
+#[cold]
+#[inline(never)]
+fn detect_source() -> u8 {
+    let s = if cfg!(target_arch = "x86_64") && kernel_uses_tsc() {
+        TSC
+    } else {
+        SYSCALL
+    };
+    SOURCE.store(s, Ordering::Relaxed);
+    s
 }
 
 fn kernel_uses_tsc() -> bool {
@@ -124,25 +129,38 @@ fn tsc() -> u64 {
 
 /// Return `CLOCK_MONOTONIC` in nanoseconds, from the TSC where the kernel keeps time with it
 /// (see the module docs); never below the last value returned on this thread.
-#[inline]
+///
+/// Inline, with one thread-local store: it is on every sampling message's path twice (the
+/// writer's stamp, the reader's validity), and each call and each store there is time on the
+/// round trip (session 14: the read had been a call of its own that stored the whole anchor).
+#[inline(always)]
 pub fn now_ns() -> u64 {
     if source() != TSC {
         return monotonic_ns();
     }
-    ANCHOR.with(|c| {
-        let mut a = c.get();
-        let t = tsc();
-        let d = t.wrapping_sub(a.tsc);
-        let ns = if a.rate != 0 && d < a.span {
-            a.ns + ((u128::from(d) * u128::from(a.rate)) >> 32) as u64
-        } else {
-            reanchor(&mut a)
-        };
-        let ns = ns.max(a.last);
-        a.last = ns;
-        c.set(a);
+    let a = ANCHOR.get();
+    let d = tsc().wrapping_sub(a.tsc);
+    let ns = if a.rate != 0 && d < a.span {
+        a.ns + ((u128::from(d) * u128::from(a.rate)) >> 32) as u64
+    } else {
+        now_reanchored()
+    };
+    // (`with`, not `LocalKey::set`, which is a call of its own.)
+    LAST.with(|last| {
+        let ns = ns.max(last.get());
+        last.set(ns);
         ns
     })
+}
+
+/// [`now_ns`] when a new anchor is due (or there is no rate yet).
+#[cold]
+#[inline(never)]
+fn now_reanchored() -> u64 {
+    let mut a = ANCHOR.get();
+    let ns = reanchor(&mut a);
+    ANCHOR.set(a);
+    ns
 }
 
 /// Measure the process's TSC rate now if that is not done yet (see the module docs): the
