@@ -120,12 +120,15 @@ impl Area {
     /// Return the 64-bit word at byte offset `off` of the window.
     ///
     /// # Panics
-    /// If `off` is misaligned or out of the window (a layout bug, never input-dependent).
+    /// If `off` is misaligned or out of the window (a layout bug, never input-dependent). The
+    /// messages of these checks name no values: formatting arguments made the compiler store
+    /// the offsets on the stack on every call, stores that a queuing call's producer, whose
+    /// store buffer is full of ring stores, waits for (`docs/bench-rtt.md`, session 14).
     #[inline(always)]
     pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
         assert!(
             off.is_multiple_of(8) && off + 8 <= self.len,
-            "layout bug: u64 at {off}"
+            "layout bug: a u64 outside its window"
         );
         // SAFETY: the region is mapped for at least offset + len bytes (checked in `new`) and
         // stays mapped while `self.region` is alive; the base is page-aligned and offset + off is
@@ -151,7 +154,7 @@ impl Area {
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
         assert!(
             off.is_multiple_of(4) && off + 4 <= self.len,
-            "layout bug: u32 at {off}"
+            "layout bug: a u32 outside its window"
         );
         // SAFETY: as in `u64_at`, with 4-byte alignment.
         unsafe {
@@ -171,7 +174,7 @@ impl Area {
     pub(crate) fn words(&self, off: usize, n: usize) -> &[AtomicU64] {
         assert!(
             off.is_multiple_of(8) && off + 8 * n <= self.len,
-            "layout bug: {n} words at {off}"
+            "layout bug: words outside their window"
         );
         // SAFETY: as in `u64_at`; the n words lie inside the mapped window and AtomicU64 has the
         // size and alignment of u64, so they form a valid slice.
