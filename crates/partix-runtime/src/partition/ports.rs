@@ -511,12 +511,16 @@ pub fn write_sampling_message(id: SamplingPortId, message: &[u8]) -> ApexResult<
     }
     let stamp = now_ns();
     let mut inner = lock(&port.inner);
-    inner
-        .source
-        .as_mut()
-        .ok_or(ApexError::InvalidMode)?
-        .write(message, stamp);
-    Ok(())
+    let r = match inner.source.as_mut() {
+        Some(source) => {
+            source.write(message, stamp);
+            Ok(())
+        }
+        None => Err(ApexError::InvalidMode),
+    };
+    // Released inline (see [`PortGuard::release`]).
+    inner.release();
+    r
 }
 
 /// Read the latest message of a destination sampling port (`READ_SAMPLING_MESSAGE`) into `buf`
@@ -533,7 +537,19 @@ pub fn read_sampling_message(id: SamplingPortId, buf: &mut [u8]) -> ApexResult<(
         return Err(ApexError::InvalidMode);
     }
     let mut guard = lock(&port.inner);
-    let inner = &mut *guard;
+    let r = read_locked(port, &mut guard, buf);
+    // Released inline (see [`PortGuard::release`]).
+    guard.release();
+    r
+}
+
+/// [`read_sampling_message`] under the port lock.
+#[inline(always)]
+fn read_locked(
+    port: &SamplingPort,
+    inner: &mut SamplingInner,
+    buf: &mut [u8],
+) -> ApexResult<(usize, Validity)> {
     let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
     // A poll that finds the message it already holds (one-sided: one load of the slot's `end`
     // word) answers from the private copy without touching the slot's payload lines, which the
@@ -557,6 +573,7 @@ impl SamplingInner {
     /// fall back on), and the port keeps only its flags and stamp. One copy of the payload less
     /// per message (udp 4 KiB round trip over raw UDP, alternated builds: +0.63/+0.75 µs with
     /// the port's copy, +0.44/+0.54 µs without).
+    #[inline(always)]
     fn answer_direct(
         &mut self,
         port: &SamplingPort,
@@ -591,6 +608,7 @@ impl SamplingInner {
 
     /// Keep a good read as the last message (a failed one leaves the last good copy), copy the
     /// last message into `buf`, and return its length and validity.
+    #[inline(always)]
     fn answer(
         &mut self,
         port: &SamplingPort,
@@ -614,7 +632,7 @@ impl SamplingInner {
     }
 
     /// Copy the last good message into `buf`; return its length and validity.
-    #[inline]
+    #[inline(always)]
     fn answer_last(
         &mut self,
         port: &SamplingPort,
@@ -720,32 +738,21 @@ pub fn wait_sampling_message(
         if !marked {
             slice = slice.min(UNMARKED_SPIN);
         }
-        let mut guard = lock(&port.inner);
-        let inner = &mut *guard;
-        let Some(reader) = inner.dest.as_mut() else {
-            break Err(ApexError::InvalidMode);
-        };
-        let direct = reader.keeps_last();
-        let into = if direct {
-            &mut *buf
-        } else {
-            &mut inner.scratch
-        };
         let slice_mode = if marked { mode } else { RecvMode::Spin };
-        match reader.wait_newer_or(into, last_seq, slice_mode, Some(slice), stop) {
-            Ok(ok) if direct => break inner.answer_direct(port, Ok(ok)),
-            Err(WaitError::Read(e)) if direct => break inner.answer_direct(port, Err(e)),
-            Ok(ok) => break inner.answer(port, Ok(ok), buf),
-            // The slice ended, or a control request came (honoured when `guard` drops).
-            Err(WaitError::TimedOut) => {
+        let mut guard = lock(&port.inner);
+        let got = wait_slice(port, &mut guard, buf, last_seq, slice_mode, slice, &stop);
+        // Released inline (see [`PortGuard::release`]); a control request that came while
+        // waiting is honoured here.
+        guard.release();
+        match got {
+            Some(r) => break r,
+            // The slice ended, or a control request came.
+            None => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break Err(ApexError::TimedOut);
                 }
             }
-            Err(WaitError::Read(e)) => break inner.answer(port, Err(e), buf),
-            Err(_) => break Err(ApexError::InvalidConfig),
         }
-        drop(guard);
         if !marked {
             // Outside the port lock (it takes the runtime lock).
             rt().set_resource_wait(true);
@@ -756,6 +763,39 @@ pub fn wait_sampling_message(
         rt().set_resource_wait(false);
     }
     r
+}
+
+/// One slice of [`wait_sampling_message`]'s wait, under the port lock: the answer, or `None`
+/// when the slice ended (or a control request came) with nothing newer.
+#[inline(always)]
+fn wait_slice(
+    port: &SamplingPort,
+    inner: &mut SamplingInner,
+    buf: &mut [u8],
+    last_seq: Option<u32>,
+    mode: RecvMode,
+    slice: Duration,
+    stop: &impl Fn() -> bool,
+) -> Option<ApexResult<(usize, Validity)>> {
+    let Some(reader) = inner.dest.as_mut() else {
+        return Some(Err(ApexError::InvalidMode));
+    };
+    let direct = reader.keeps_last();
+    let into = if direct {
+        &mut *buf
+    } else {
+        &mut inner.scratch
+    };
+    Some(
+        match reader.wait_newer_or(into, last_seq, mode, Some(slice), stop) {
+            Ok(ok) if direct => inner.answer_direct(port, Ok(ok)),
+            Err(WaitError::Read(e)) if direct => inner.answer_direct(port, Err(e)),
+            Ok(ok) => inner.answer(port, Ok(ok), buf),
+            Err(WaitError::TimedOut) => return None,
+            Err(WaitError::Read(e)) => inner.answer(port, Err(e), buf),
+            Err(_) => Err(ApexError::InvalidConfig),
+        },
+    )
 }
 
 /// How long a spinning [`wait_sampling_message`] spins before it shows the caller WAITING.
