@@ -782,6 +782,13 @@ mod shm {
             (e.0 != 0).then_some(e)
         }
 
+        /// Return the address of the slot's payload (in this process's mapping), for a caller
+        /// that places its own copy of it (see `partix-runtime`'s sampling port).
+        #[inline]
+        pub fn payload_addr(&self) -> usize {
+            self.slot.view().payload.as_ptr() as usize
+        }
+
         /// Return whether a write is in progress, or was cut off by the writer's death
         /// (`begin != end`; diagnostics).
         pub fn write_in_progress(&self) -> bool {

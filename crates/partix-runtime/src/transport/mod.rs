@@ -553,6 +553,16 @@ impl SamplingDestination {
         matches!(self, SamplingDestination::Socket(_))
     }
 
+    /// The address a read copies the payload from, where it is fixed (one-sided: the slot's
+    /// payload), so that the port can place its private copy well against it.
+    #[inline]
+    pub fn source_addr(&self) -> Option<usize> {
+        match self {
+            SamplingDestination::OneSided(r) => Some(r.payload_addr()),
+            _ => None,
+        }
+    }
+
     /// Return whether the newest message is known to be the one of flags `(seq, len)` without
     /// reading it: one-sided, one load of the slot's `end` word; other transports cannot tell
     /// without receiving, and answer `false`.
