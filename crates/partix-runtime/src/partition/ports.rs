@@ -70,7 +70,6 @@ use partix_shm::futex;
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -292,47 +291,18 @@ fn registry() -> &'static Registry {
 /// A port lock (or a registry lock) held with control signals deferred (see the module docs).
 struct PortGuard<G> {
     /// Dropped first: the lock is released before the deferral ends.
-    guard: ManuallyDrop<G>,
-    defer: ManuallyDrop<Deferral>,
-}
-
-impl<G> PortGuard<G> {
-    #[inline(always)]
-    fn new(guard: G, defer: Deferral) -> PortGuard<G> {
-        PortGuard {
-            guard: ManuallyDrop::new(guard),
-            defer: ManuallyDrop::new(defer),
-        }
-    }
+    guard: G,
+    defer: Deferral,
 }
 
 impl<T> PortGuard<BiasedGuard<'_, T>> {
-    /// Unlock and end the deferral here, inline (the compiler keeps drop glue out of line).
+    /// Unlock, then end the deferral, here and inline: the compiler keeps drop glue out of line,
+    /// and every call on a port call's path is stores (see [`QueuingPort::wait_for`]).
     #[inline(always)]
-    #[allow(unsafe_code)]
-    fn release(mut self) {
-        // SAFETY: each field is taken or dropped exactly once, here; `forget` keeps `Drop` from
-        // running.
-        unsafe {
-            ManuallyDrop::take(&mut self.guard).release();
-            ManuallyDrop::drop(&mut self.defer);
-        }
-        std::mem::forget(self);
-    }
-}
-
-impl<G> Drop for PortGuard<G> {
-    /// Release the lock, then end the deferral, inline: the drop glue the compiler would make
-    /// of the two fields is a function of its own, and every call on a queuing call's path is
-    /// stores (see [`QueuingPort::wait_for`]).
-    #[inline(always)]
-    #[allow(unsafe_code)]
-    fn drop(&mut self) {
-        // SAFETY: each field is dropped exactly once, here, and never used after.
-        unsafe {
-            ManuallyDrop::drop(&mut self.guard);
-            ManuallyDrop::drop(&mut self.defer);
-        }
+    fn release(self) {
+        let PortGuard { guard, defer } = self;
+        guard.release();
+        drop(defer);
     }
 }
 
@@ -357,14 +327,20 @@ impl<G: std::ops::DerefMut> std::ops::DerefMut for PortGuard<G> {
 #[inline(always)]
 fn lock<T>(m: &BiasedLock<T>) -> PortGuard<BiasedGuard<'_, T>> {
     let defer = rt::defer_control();
-    PortGuard::new(m.lock(), defer)
+    PortGuard {
+        guard: m.lock(),
+        defer,
+    }
 }
 
 /// Lock a registry table with control signals deferred until the lock is released, ignoring
 /// poisoning (a panicking process must not take the ports down).
 fn lock_registry<T>(m: &Mutex<T>) -> PortGuard<MutexGuard<'_, T>> {
     let defer = rt::defer_control();
-    PortGuard::new(m.lock().unwrap_or_else(|e| e.into_inner()), defer)
+    PortGuard {
+        guard: m.lock().unwrap_or_else(|e| e.into_inner()),
+        defer,
+    }
 }
 
 fn direction_of(d: CfgDirection) -> PortDirection {
