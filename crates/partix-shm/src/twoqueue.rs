@@ -386,6 +386,17 @@ impl QueueManager {
         )
     }
 
+    /// The TX ring's doorbell, which the sender rings after every push.
+    pub fn doorbell(&self) -> &Notifier {
+        &self.doorbell
+    }
+
+    /// Whether the last [`QueueManager::run_once`] stopped at a full RX ring (messages left in
+    /// TX that only a pop makes room for).
+    pub fn rx_full(&self) -> bool {
+        self.rx_full
+    }
+
     /// Move every message the TX ring holds (bounded by the ring's capacity); return how many.
     pub fn run_once(&mut self) -> usize {
         let mut n = 0;

@@ -893,6 +893,21 @@ mod shm {
             Ok(TwoSidedReceiver { rx, st })
         }
 
+        /// Return whether a message other than `last_seq` has been delivered (`Acquire` load of
+        /// the RX tail; a read then finds it).
+        #[inline]
+        pub fn has_newer(&self, last_seq: Option<u32>) -> bool {
+            let view = self.rx.view();
+            let t = view.delivered();
+            if t == 0 {
+                return false;
+            }
+            // The manager's RX tail is published after the slot, so reading the flags of the
+            // newest slot here is ordered; they only decide whether to stop waiting.
+            let flags = Flags(view.slot(t - 1)[0].load(Ordering::Relaxed));
+            Some(flags.seq()) != last_seq
+        }
+
         /// Copy the newest delivered message into `buf` (it stays readable until a newer one
         /// arrives). Never retries: delivered buffers are not written while held.
         ///
@@ -946,17 +961,7 @@ mod shm {
             timeout: Option<Duration>,
             stop: impl FnMut() -> bool,
         ) -> Result<ReadOk, WaitError> {
-            let view = self.rx.view();
-            let ready = || {
-                let t = view.delivered();
-                if t == 0 {
-                    return false;
-                }
-                // The manager's RX tail is published after the slot, so reading the flags of
-                // the newest slot here is ordered; they only decide whether to stop waiting.
-                let flags = Flags(view.slot(t - 1)[0].load(Ordering::Relaxed));
-                Some(flags.seq()) != last_seq
-            };
+            let ready = || self.has_newer(last_seq);
             if !wait_with_or(mode, Some(&self.rx.data), timeout, ready, stop) {
                 return Err(WaitError::TimedOut);
             }
@@ -1026,6 +1031,12 @@ mod shm {
                 st,
                 stats: ManagerStats::default(),
             })
+        }
+
+        /// The TX area's doorbell, which the sender rings after every message (a reader that
+        /// waits in the manager's place parks on it).
+        pub fn doorbell(&self) -> &Notifier {
+            &self.tx.doorbell
         }
 
         /// Return the counters.

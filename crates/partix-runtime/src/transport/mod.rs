@@ -27,7 +27,9 @@ use partix_shm::sampling::{Flags, ReadError, ReadOk, SamplingReader, SamplingWri
 use partix_shm::twoqueue::{
     run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
-use partix_shm::twosided::{run_shared_with, NetworkManager, TwoSidedReceiver, TwoSidedSender};
+use partix_shm::twosided::{
+    run_shared_with, NetworkManager, Progress, TwoSidedReceiver, TwoSidedSender,
+};
 use partix_shm::{Notifier, RecvMode, Region};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
@@ -188,13 +190,22 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 /// itself (no thread hop). When the receiver stops polling (a slice without help) or goes to
 /// sleep (it kicks the manager), the manager parks on the doorbell again: messages are then
 /// delivered event-driven, by the manager.
+///
+/// A two-sided sampling reader that waits in a parking mode *watches* the doorbell in the
+/// manager's place (`Helped::watch`): the sender's doorbell wakes the reader itself, which
+/// moves the message and reads it, so a hop costs one wake-up, not two in a row (the manager's,
+/// then the reader's). The manager meanwhile sleeps locally, as while a reader polls.
 #[derive(Debug)]
 pub struct Helped<M> {
     manager: Mutex<M>,
+    /// The sender's doorbell (a copy of the manager's).
+    doorbell: Notifier,
     /// Help calls so far.
     helps: AtomicU64,
     /// Readers asleep in a blocking wait (the manager must watch the doorbell).
     parked: AtomicU32,
+    /// Readers watching the doorbell in the manager's place.
+    watching: AtomicU32,
     /// Local futex word the helped manager sleeps on; a reader going to sleep bumps it.
     kick: AtomicU32,
 }
@@ -202,34 +213,71 @@ pub struct Helped<M> {
 /// How long a helped manager sleeps before it checks whether the reader still polls.
 pub const HELPED_SLICE: Duration = Duration::from_micros(500);
 
+/// How long a manager sleeps locally while a reader watches the doorbell in its place (a reader
+/// waiting long must not cost the partition a manager wake-up every [`HELPED_SLICE`]). Messages
+/// sent after the watcher left wait at most this long in the TX ring for the manager, which
+/// no one sees: every read moves the newest message first.
+pub const WATCHED_SLICE: Duration = Duration::from_millis(20);
+
 /// The manager's one round of moving, which a helping receiver runs too.
 pub trait MoveOnce {
-    /// Move what can be moved now.
-    fn move_once(&mut self);
+    /// Move what can be moved now; return whether everything sent so far was moved (else the
+    /// manager waits for the receiver's credit, or the sender kept overwriting the message).
+    fn move_once(&mut self) -> bool;
+    /// The sender's doorbell.
+    fn doorbell(&self) -> &Notifier;
 }
 
 impl MoveOnce for NetworkManager {
     #[inline]
-    fn move_once(&mut self) {
-        self.run_once();
+    fn move_once(&mut self) -> bool {
+        self.run_once() == Progress::Idle
+    }
+    fn doorbell(&self) -> &Notifier {
+        NetworkManager::doorbell(self)
     }
 }
 
 impl MoveOnce for QueueManager {
     #[inline]
-    fn move_once(&mut self) {
+    fn move_once(&mut self) -> bool {
         self.run_once();
+        !self.rx_full()
+    }
+    fn doorbell(&self) -> &Notifier {
+        QueueManager::doorbell(self)
     }
 }
 
 impl<M: MoveOnce> Helped<M> {
     fn new(manager: M) -> Helped<M> {
         Helped {
+            doorbell: manager.doorbell().clone(),
             manager: Mutex::new(manager),
             helps: AtomicU64::new(0),
             parked: AtomicU32::new(0),
+            watching: AtomicU32::new(0),
             kick: AtomicU32::new(0),
         }
+    }
+
+    /// Move what can be moved now, waiting for the manager's lock if its thread is moving;
+    /// return [`MoveOnce::move_once`]'s answer. After it, whatever was sent before is in the RX
+    /// ring (unless it returned `false`).
+    fn help_locked(&self) -> bool {
+        self.helps.fetch_add(1, Ordering::Relaxed);
+        let _section = crate::partition::defer_control();
+        let mut m = self.manager.lock().unwrap_or_else(|e| e.into_inner());
+        m.move_once()
+    }
+
+    /// Run `wait`, a reader's wait that parks on the doorbell and moves messages itself, with
+    /// the manager thread sleeping locally meanwhile (it need not watch the doorbell too).
+    fn watch<T>(&self, wait: impl FnOnce() -> T) -> T {
+        self.watching.fetch_add(1, Ordering::SeqCst);
+        let r = wait();
+        self.watching.fetch_sub(1, Ordering::SeqCst);
+        r
     }
 
     /// Move what can be moved now, if the manager's lock is free.
@@ -260,7 +308,8 @@ impl<M: MoveOnce> Helped<M> {
     /// The manager's idle hook: sleep a slice locally while the reader polls and helps.
     fn idle(&self, seen: &mut u64) -> bool {
         let now = self.helps.load(Ordering::Relaxed);
-        if now == *seen || self.parked.load(Ordering::SeqCst) != 0 {
+        let watched = self.watching.load(Ordering::SeqCst) != 0;
+        if (now == *seen && !watched) || self.parked.load(Ordering::SeqCst) != 0 {
             *seen = now;
             return false;
         }
@@ -269,7 +318,8 @@ impl<M: MoveOnce> Helped<M> {
         if self.parked.load(Ordering::SeqCst) != 0 {
             return false;
         }
-        futex::wait(&self.kick, k, Some(HELPED_SLICE));
+        let slice = if watched { WATCHED_SLICE } else { HELPED_SLICE };
+        futex::wait(&self.kick, k, Some(slice));
         true
     }
 }
@@ -637,11 +687,7 @@ impl SamplingDestination {
                         return Err(WaitError::TimedOut);
                     }
                     if i >= spins {
-                        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                        // Going to sleep: the manager must watch the doorbell again.
-                        return h.asleep(|| {
-                            r.wait_newer_or(buf, last_seq, RecvMode::Blocking, left, stop)
-                        });
+                        return wait_watching(r, h, buf, last_seq, deadline, stop);
                     }
                     i += 1;
                     if i.is_multiple_of(1024) && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -653,6 +699,51 @@ impl SamplingDestination {
             SamplingDestination::Socket(a) => a
                 .receiver()
                 .wait_newer_or(buf, last_seq, mode, timeout, stop),
+        }
+    }
+}
+
+/// The parking part of a two-sided sampling reader's wait: it parks on the sender's doorbell in
+/// the manager's place ([`Helped::watch`]) and, woken, moves the message itself and reads it
+/// (one wake-up per message). If the manager cannot move everything (no credit: the RX ring is
+/// full of messages not yet acknowledged; or a sender overwriting the message being copied), the
+/// reader leaves delivery to the manager thread and parks on the RX ring's data notifier, as a
+/// reader that does not watch does.
+fn wait_watching(
+    r: &mut TwoSidedReceiver,
+    h: &Helped<NetworkManager>,
+    buf: &mut [u8],
+    last_seq: Option<u32>,
+    deadline: Option<Instant>,
+    mut stop: impl FnMut() -> bool,
+) -> Result<ReadOk, WaitError> {
+    let watched = h.watch(|| loop {
+        let moved_all = h.help_locked();
+        match r.read(buf) {
+            Ok(ok) if Some(ok.seq) != last_seq => return Some(Ok(ok)),
+            Ok(_) | Err(ReadError::Empty) => {}
+            Err(e) => return Some(Err(WaitError::Read(e))),
+        }
+        // The read may have made room (its cumulative ack); a manager still stuck after it is
+        // left to its thread.
+        if !moved_all {
+            if !h.help_locked() {
+                return None;
+            }
+            continue;
+        }
+        // Woken (or a move left something behind, which the next round sees), go round again.
+        let ready = || !h.help_locked() || r.has_newer(last_seq);
+        if !h.doorbell.park_until_or(deadline, ready, &mut stop) {
+            return Some(Err(WaitError::TimedOut));
+        }
+    });
+    match watched {
+        Some(r) => r,
+        None => {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            // The manager must watch the doorbell again, and the ack notifier.
+            h.asleep(|| r.wait_newer_or(buf, last_seq, RecvMode::Blocking, left, stop))
         }
     }
 }
@@ -1084,6 +1175,7 @@ impl QueueWaiter {
 mod tests {
     use super::*;
     use partix_shm::twoqueue::QueueShape;
+    use partix_shm::twosided::RingShape;
 
     /// A two-sided queue's regions, its source, and its destination with a manager that no
     /// thread runs: whatever moves a message must be the receiver's own help.
@@ -1106,6 +1198,84 @@ mod tests {
             QueueDestination::TwoSided(r, h),
             w,
         )
+    }
+
+    /// A two-sided sampling channel's sender and its destination, with a manager that no thread
+    /// runs (whatever moves a message is the reader's own work).
+    fn unmanaged_two_sided_sampling() -> (TwoSidedSender, SamplingDestination) {
+        let shape = RingShape::new(64, 4).unwrap();
+        let tx = Arc::new(Region::create("partix-watch-tx", shape.tx_size_bytes()).unwrap());
+        let rx = Arc::new(Region::create("partix-watch-rx", shape.rx_size_bytes()).unwrap());
+        let s = TwoSidedSender::init(tx.clone(), 0, shape).unwrap();
+        let r = TwoSidedReceiver::init(rx.clone(), 0, shape).unwrap();
+        let h = Arc::new(Helped::new(NetworkManager::attach(tx, 0, rx, 0).unwrap()));
+        (s, SamplingDestination::TwoSided(r, h))
+    }
+
+    /// A reader blocked in a parking mode is woken by the sender's doorbell itself and moves
+    /// the message (no manager thread runs here: a reader parked on the RX ring's notifier, as
+    /// before, would time out); it watches only while it waits.
+    #[test]
+    fn a_blocked_two_sided_sampling_reader_watches_the_doorbell_in_the_managers_place() {
+        for mode in [RecvMode::Blocking, RecvMode::SpinThenPark { spins: 10 }] {
+            let (mut s, mut d) = unmanaged_two_sided_sampling();
+            let SamplingDestination::TwoSided(_, h) = &d else {
+                unreachable!()
+            };
+            let h = h.clone();
+            let mut buf = [0u8; 64];
+            let mut last = None;
+            std::thread::scope(|sc| {
+                let watcher = h.clone();
+                let writer = sc.spawn(move || {
+                    for i in 1..=20u8 {
+                        // Send only once the reader watches: the wake-up is the doorbell's.
+                        let t0 = Instant::now();
+                        while watcher.watching.load(Ordering::SeqCst) == 0 {
+                            assert!(t0.elapsed() < Duration::from_secs(10), "never watched");
+                            std::thread::yield_now();
+                        }
+                        std::thread::sleep(Duration::from_millis(2));
+                        s.write(&[i; 20]).unwrap();
+                    }
+                });
+                for i in 1..=20u8 {
+                    let ok = d
+                        .wait_newer(&mut buf, last, mode, Some(Duration::from_secs(10)))
+                        .unwrap_or_else(|e| panic!("{mode:?}, message {i}: {e:?}"));
+                    assert_eq!(&buf[..ok.len], &[i; 20], "{mode:?}");
+                    last = Some(ok.seq);
+                }
+                writer.join().unwrap();
+            });
+            assert_eq!(h.watching.load(Ordering::SeqCst), 0, "{mode:?}");
+            assert_eq!(h.parked.load(Ordering::SeqCst), 0, "{mode:?}");
+            // A time-out while watching leaves the count as it was.
+            let e = d.wait_newer(&mut buf, last, mode, Some(Duration::from_millis(20)));
+            assert!(matches!(e, Err(WaitError::TimedOut)), "{mode:?}: {e:?}");
+            assert_eq!(h.watching.load(Ordering::SeqCst), 0, "{mode:?}");
+        }
+    }
+
+    /// While a reader watches the doorbell, the manager thread sleeps locally and does not move
+    /// what the reader moves; once nobody watches or helps, it parks on the doorbell again.
+    #[test]
+    fn the_manager_sleeps_locally_while_a_reader_watches() {
+        let (_s, d) = unmanaged_two_sided_sampling();
+        let SamplingDestination::TwoSided(_, h) = &d else {
+            unreachable!()
+        };
+        let mut seen = h.helps.load(Ordering::Relaxed);
+        // No help and nobody watching: park on the doorbell.
+        assert!(!h.idle(&mut seen));
+        let slept = h.watch(|| {
+            let t0 = Instant::now();
+            let local = h.idle(&mut seen);
+            (local, t0.elapsed())
+        });
+        assert!(slept.0, "watched: the manager must sleep locally");
+        assert!(slept.1 >= HELPED_SLICE / 2, "slept {:?}", slept.1);
+        assert!(!h.idle(&mut seen), "nobody watches any more");
     }
 
     /// A receive moves what the sender queued itself (no thread hop to the manager), in order,
