@@ -106,7 +106,7 @@ pub use process::{
     ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
 };
 pub use rt::control_signal;
-pub(crate) use rt::defer_control;
+pub(crate) use rt::{control_pending, defer_control, outside_sections};
 pub use semaphore::{
     create_semaphore, get_semaphore_id, get_semaphore_status, signal_semaphore, wait_semaphore,
     SemaphoreId, SemaphoreStatus, SemaphoreValue, MAX_NUMBER_OF_SEMAPHORES, MAX_SEMAPHORE_VALUE,

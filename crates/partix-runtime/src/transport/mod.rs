@@ -769,6 +769,47 @@ fn wait_watching(
 // ------------------------------------------------------------------------------------------
 // Queuing
 
+/// Longest park of a two-sided queuing waiter that watches the doorbell: its caller re-checks
+/// and parks again (a park must have a time-out for a control signal to interrupt it).
+const WATCH_SLICE: Duration = Duration::from_millis(20);
+
+/// The park of a two-sided queuing port's head waiter: it watches the doorbell in the manager's
+/// place ([`Helped::watch`], as a two-sided sampling reader does in [`wait_watching`]): its
+/// readiness check moves what the sender pushed, so the sender's doorbell wakes the waiter
+/// itself, one wake-up per message. The watch runs in a critical section of the partition
+/// runtime, so that a STOP or SUSPEND takes effect only after it ends (the park gives up at
+/// once on one, and the section's end honours it) and never leaves a watcher counted. A waiter
+/// already inside a section (it could not honour a request at once), or one whose move cannot
+/// complete (the RX ring full), parks on the RX ring's notifier with the manager watching.
+fn park_watching(
+    helped: &Helped<QueueManager>,
+    notifier: &Notifier,
+    deadline: Option<Instant>,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    if crate::partition::outside_sections() {
+        let _section = crate::partition::defer_control();
+        let slice_end = Instant::now() + WATCH_SLICE;
+        let until = Some(deadline.map_or(slice_end, |d| d.min(slice_end)));
+        let mut stuck = false;
+        let got = helped.watch(|| {
+            helped.doorbell.park_until_or(
+                until,
+                || {
+                    stuck = !helped.help_locked();
+                    stuck || ready()
+                },
+                crate::partition::control_pending,
+            )
+        });
+        if !stuck {
+            return got;
+        }
+    }
+    // Going to sleep: the manager must watch the doorbell again.
+    helped.asleep(|| notifier.park_until(deadline, ready))
+}
+
 /// The source end of a queuing channel.
 #[derive(Debug)]
 pub enum QueueSource {
@@ -1168,10 +1209,9 @@ impl QueueWaiter {
     pub fn park_until(&self, deadline: Option<Instant>, ready: impl FnMut() -> bool) -> bool {
         match self {
             QueueWaiter::Ring { notifier, .. } => notifier.park_until(deadline, ready),
-            // Going to sleep: the manager must watch the doorbell again.
             QueueWaiter::Helped {
                 notifier, helped, ..
-            } => helped.asleep(|| notifier.park_until(deadline, ready)),
+            } => park_watching(helped, notifier, deadline, ready),
             QueueWaiter::Credit(p) => p.space().park_until(deadline, ready),
             QueueWaiter::Socket(s) => s.park_until(deadline, ready),
         }
@@ -1180,8 +1220,13 @@ impl QueueWaiter {
     /// Wake a parked waiter of this side so it re-checks (sockets re-check every slice).
     pub fn kick(&self) {
         match self {
-            QueueWaiter::Ring { notifier, .. } | QueueWaiter::Helped { notifier, .. } => {
-                notifier.notify()
+            QueueWaiter::Ring { notifier, .. } => notifier.notify(),
+            // The head waiter parks on the doorbell while it watches ([`park_watching`]).
+            QueueWaiter::Helped {
+                notifier, helped, ..
+            } => {
+                notifier.notify();
+                helped.doorbell.notify();
             }
             QueueWaiter::Credit(p) => p.space().notify(),
             QueueWaiter::Socket(_) => {}
@@ -1230,6 +1275,20 @@ mod tests {
         (s, SamplingDestination::TwoSided(r, h))
     }
 
+    /// Send messages 1..=20 with `send`, each only once a reader watches `h` (and 2 ms later),
+    /// so that what wakes the reader is the doorbell.
+    fn send_when_watched<M>(h: &Helped<M>, mut send: impl FnMut(u8)) {
+        for i in 1..=20u8 {
+            let t0 = Instant::now();
+            while h.watching.load(Ordering::SeqCst) == 0 {
+                assert!(t0.elapsed() < Duration::from_secs(10), "never watched");
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            send(i);
+        }
+    }
+
     /// A reader blocked in a parking mode is woken by the sender's doorbell itself and moves
     /// the message (no manager thread runs here: a reader parked on the RX ring's notifier, as
     /// before, would time out); it watches only while it waits.
@@ -1246,16 +1305,9 @@ mod tests {
             std::thread::scope(|sc| {
                 let watcher = h.clone();
                 let writer = sc.spawn(move || {
-                    for i in 1..=20u8 {
-                        // Send only once the reader watches: the wake-up is the doorbell's.
-                        let t0 = Instant::now();
-                        while watcher.watching.load(Ordering::SeqCst) == 0 {
-                            assert!(t0.elapsed() < Duration::from_secs(10), "never watched");
-                            std::thread::yield_now();
-                        }
-                        std::thread::sleep(Duration::from_millis(2));
+                    send_when_watched(&watcher, |i| {
                         s.write(&[i; 20]).unwrap();
-                    }
+                    })
                 });
                 for i in 1..=20u8 {
                     let ok = d
@@ -1338,6 +1390,36 @@ mod tests {
         // Nothing came: a park with a deadline returns false, and leaves no sleeper counted.
         let t0 = Instant::now();
         assert!(!w.park_until(Some(t0 + Duration::from_millis(20)), || w.ready()));
+        assert_eq!(helped.parked.load(Ordering::SeqCst), 0);
+        assert_eq!(helped.watching.load(Ordering::SeqCst), 0);
+    }
+
+    /// A parking two-sided queuing waiter is woken by the sender's doorbell itself and moves the
+    /// messages (no manager thread runs here: a waiter parked on the RX ring's notifier, as
+    /// before, would never see them), in order, and is counted as a watcher only while it parks.
+    #[test]
+    fn a_parked_two_sided_queuing_waiter_watches_the_doorbell_in_the_managers_place() {
+        let (mut s, mut d, w) = unmanaged_two_sided_queue();
+        let QueueWaiter::Helped { helped, .. } = &w else {
+            unreachable!()
+        };
+        let watcher = helped.clone();
+        let mut buf = [0u8; 64];
+        std::thread::scope(|sc| {
+            let sender =
+                sc.spawn(move || send_when_watched(&watcher, |i| s.try_send(&[i; 10]).unwrap()));
+            for i in 1..=20u8 {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                // As the port's head waiter does: park (a slice at a time) until ready.
+                while !w.park_until(Some(deadline), || w.ready()) {
+                    assert!(Instant::now() < deadline, "message {i} never came");
+                }
+                assert_eq!(d.try_recv(&mut buf), Ok(10));
+                assert_eq!(&buf[..10], &[i; 10]);
+            }
+            sender.join().unwrap();
+        });
+        assert_eq!(helped.watching.load(Ordering::SeqCst), 0);
         assert_eq!(helped.parked.load(Ordering::SeqCst), 0);
     }
 }
