@@ -1420,12 +1420,16 @@ mod tests {
         assert_eq!(h.watching.load(Ordering::SeqCst), 0);
     }
 
-    /// Send messages 1..=20 with `send`, each only once a reader watches `h` (and 2 ms later),
-    /// so that what wakes the reader is the doorbell.
-    fn send_when_watched<M>(h: &Helped<M>, mut send: impl FnMut(u8)) {
+    /// Send messages 1..=20 with `send`, each only once the reader took the one before (it
+    /// stores its number in `taken`) and watches `h` again (then 2 ms later), so that what
+    /// wakes the reader is the doorbell, and a reader slowed down by a loaded machine never
+    /// finds two new messages at once.
+    fn send_when_watched<M>(h: &Helped<M>, taken: &AtomicU32, mut send: impl FnMut(u8)) {
         for i in 1..=20u8 {
             let t0 = Instant::now();
-            while h.watching.load(Ordering::SeqCst) == 0 {
+            while taken.load(Ordering::SeqCst) + 1 != u32::from(i)
+                || h.watching.load(Ordering::SeqCst) == 0
+            {
                 assert!(t0.elapsed() < Duration::from_secs(10), "never watched");
                 std::thread::yield_now();
             }
@@ -1443,10 +1447,11 @@ mod tests {
             let (mut s, mut d, h) = unmanaged_two_sided_sampling();
             let mut buf = [0u8; 64];
             let mut last = None;
+            let taken = AtomicU32::new(0);
             std::thread::scope(|sc| {
-                let watcher = h.clone();
+                let (watcher, taken) = (h.clone(), &taken);
                 let writer = sc.spawn(move || {
-                    send_when_watched(&watcher, |i| {
+                    send_when_watched(&watcher, taken, |i| {
                         s.write(&[i; 20]).unwrap();
                     })
                 });
@@ -1456,6 +1461,7 @@ mod tests {
                         .unwrap_or_else(|e| panic!("{mode:?}, message {i}: {e:?}"));
                     assert_eq!(&buf[..ok.len], &[i; 20], "{mode:?}");
                     last = Some(ok.seq);
+                    taken.store(u32::from(i), Ordering::SeqCst);
                 }
                 writer.join().unwrap();
             });
@@ -1543,9 +1549,12 @@ mod tests {
         };
         let watcher = helped.clone();
         let mut buf = [0u8; 64];
+        let taken = AtomicU32::new(0);
         std::thread::scope(|sc| {
-            let sender =
-                sc.spawn(move || send_when_watched(&watcher, |i| s.try_send(&[i; 10]).unwrap()));
+            let taken = &taken;
+            let sender = sc.spawn(move || {
+                send_when_watched(&watcher, taken, |i| s.try_send(&[i; 10]).unwrap())
+            });
             for i in 1..=20u8 {
                 let deadline = Instant::now() + Duration::from_secs(10);
                 // As the port's head waiter does: park (a slice at a time) until ready.
@@ -1554,6 +1563,7 @@ mod tests {
                 }
                 assert_eq!(d.try_recv(&mut buf), Ok(10));
                 assert_eq!(&buf[..10], &[i; 10]);
+                taken.store(u32::from(i), Ordering::SeqCst);
             }
             sender.join().unwrap();
         });
