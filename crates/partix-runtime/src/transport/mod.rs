@@ -187,9 +187,10 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 /// While the receiver polls (it calls `Helped::help` on every poll), the manager thread does not
 /// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the sender then finds
 /// nobody parked on the doorbell and makes no system call, and the receiver moves each message
-/// itself (no thread hop). When the receiver stops polling (a slice without help) or goes to
-/// sleep (it kicks the manager), the manager parks on the doorbell again: messages are then
-/// delivered event-driven, by the manager.
+/// itself (no thread hop). When the receiver stops polling (a slice without help), or goes to
+/// sleep without watching (it kicks the manager: `Helped::asleep`, the fallback below), the
+/// manager parks on the doorbell again: messages are then delivered event-driven, by the
+/// manager.
 ///
 /// A two-sided sampling reader that waits in a parking mode *watches* the doorbell in the
 /// manager's place (`Helped::watch`): the sender's doorbell wakes the reader itself, which
