@@ -702,28 +702,26 @@ pub fn wait_sampling_message(
     // First look without waiting.
     let last_seq = {
         let mut guard = lock(&port.inner);
-        let inner = &mut *guard;
-        let last_seq = inner.last_seq;
-        let at = inner.place(buf);
-        let max = inner.max;
-        let reader = inner.dest.as_mut().ok_or(ApexError::InvalidMode)?;
+        let last_seq = guard.last_seq;
         // A new call: what earlier calls saw of a socket says nothing about its queue now.
-        reader.new_call();
-        let direct = reader.keeps_last();
-        let into = if direct {
-            &mut *buf
-        } else {
-            &mut inner.scratch[at..at + max]
-        };
-        let r = reader.wait_newer(into, last_seq, RecvMode::Spin, Some(Duration::ZERO));
-        match r {
-            Ok(ok) if direct => return inner.answer_direct(port, Ok(ok)),
-            Ok(ok) => return inner.answer(port, Ok(ok), buf),
-            Err(WaitError::TimedOut) if timeout == 0 => return Err(ApexError::NotAvailable),
-            Err(WaitError::TimedOut) => last_seq,
-            Err(WaitError::Read(e)) if direct => return inner.answer_direct(port, Err(e)),
-            Err(WaitError::Read(e)) => return inner.answer(port, Err(e), buf),
-            Err(_) => return Err(ApexError::InvalidConfig),
+        if let Some(reader) = guard.dest.as_mut() {
+            reader.new_call();
+        }
+        // A zero slice is one look.
+        let got = wait_slice(
+            port,
+            &mut guard,
+            buf,
+            last_seq,
+            RecvMode::Spin,
+            Duration::ZERO,
+            &|| false,
+        );
+        guard.release();
+        match got {
+            Some(r) => return r,
+            None if timeout == 0 => return Err(ApexError::NotAvailable),
+            None => last_seq,
         }
     };
     waiting_caller()?;
