@@ -1190,6 +1190,11 @@ macro_rules! first_then_wait {
 ///   caller is the error handler, holds the preemption lock, or is not a process.
 /// - `NotAvailable`: full and `timeout` is 0.
 /// - `TimedOut`: still full after `timeout`.
+// Inlined into its caller (the C wrapper, or a Rust process's loop): the call's own frame (six
+// register pushes, its spills, the return address) was stores that wait behind the ring's
+// stores in a producer's full store buffer. One-sided, 64 B one way, one message per call:
+// 22-25 -> 30-33 M msg/s, alternated builds (`docs/bench-rtt.md`, session 16).
+#[inline(always)]
 pub fn send_queuing_message(
     id: QueuingPortId,
     message: &[u8],
@@ -1234,6 +1239,8 @@ fn send_op(st: &mut QueuingState, message: &[u8]) -> Try {
 ///   caller is the error handler, holds the preemption lock, or is not a process.
 /// - `NotAvailable`: empty and `timeout` is 0.
 /// - `TimedOut`: still empty after `timeout`.
+// Inlined into its caller, as `send_queuing_message` is.
+#[inline(always)]
 pub fn receive_queuing_message(
     id: QueuingPortId,
     buf: &mut [u8],
