@@ -667,6 +667,12 @@ impl SamplingDestination {
     ///
     /// # Errors
     /// As [`SamplingDestination::wait_newer`].
+    // Inline, with the socket wait and its receive (`SampleRx::wait_newer_or`,
+    // `FrameSocket::recv_frame`): after a system call, each return into a frame made before it
+    // costs a mispredicted return on this VM (the kernel leaves the return stack buffer filled
+    // for itself: SRSO "Safe RET", RSB filling), about 20 cycles; a udp message came back from
+    // its `recv` through six returns to the caller (`docs/bench-rtt.md`, session 16).
+    #[inline(always)]
     pub fn wait_newer_or(
         &mut self,
         buf: &mut [u8],

@@ -322,6 +322,8 @@ impl FrameSocket {
     }
 
     /// Receive one frame into `out` (at least `HEADER_LEN + max` bytes) without waiting.
+    // Inline (see `SamplingDestination::wait_newer_or`): fewer returns after the `recv`.
+    #[inline(always)]
     pub fn recv_frame(&mut self, out: &mut [u8]) -> Recv {
         loop {
             match &mut self.io {
@@ -488,6 +490,7 @@ fn kernel_tick() -> Duration {
 }
 
 /// `recv(2)` with `flags` into `out`.
+#[inline(always)]
 fn recv_flags(s: &UdpSocket, out: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: `out` is writable for `out.len()` bytes; the socket is open.
     let r = unsafe { libc::recv(s.as_raw_fd(), out.as_mut_ptr().cast(), out.len(), flags) };
@@ -665,6 +668,8 @@ impl SampleRx {
     ///
     /// # Errors
     /// [`WaitError::TimedOut`] or [`WaitError::Read`].
+    // Inline (see `SamplingDestination::wait_newer_or`): fewer returns after the `recv`.
+    #[inline(always)]
     pub fn wait_newer_or(
         &mut self,
         buf: &mut [u8],
