@@ -193,8 +193,8 @@ pub extern "C" fn WRITE_SAMPLING_MESSAGE(
 ) {
     service("WRITE_SAMPLING_MESSAGE", RETURN_CODE, || {
         let id = SamplingPortId(SAMPLING_PORT_ID);
-        let st = apex::get_sampling_port_status(id)?;
-        let len = message_len(LENGTH, st.max_message_size)?;
+        let max = apex::sampling_port_max_message_size(id)?;
+        let len = message_len(LENGTH, max)?;
         let msg = message_in(MESSAGE_ADDR, len)?;
         Ok(apex::write_sampling_message(id, msg)?)
     });
@@ -213,8 +213,8 @@ pub extern "C" fn READ_SAMPLING_MESSAGE(
         non_null(LENGTH)?;
         non_null(VALIDITY)?;
         let id = SamplingPortId(SAMPLING_PORT_ID);
-        let st = apex::get_sampling_port_status(id)?;
-        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        let max = apex::sampling_port_max_message_size(id)?;
+        let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
         let (n, v) = apex::read_sampling_message(id, buf)?;
         put(LENGTH, n as MESSAGE_SIZE_TYPE)?;
@@ -292,11 +292,11 @@ pub extern "C" fn SEND_QUEUING_MESSAGE(
 ) {
     service("SEND_QUEUING_MESSAGE", RETURN_CODE, || {
         let id = QueuingPortId(QUEUING_PORT_ID);
-        let st = apex::get_queuing_port_status(id)?;
+        let max = apex::queuing_port_max_message_size(id)?;
         if TIME_OUT < 0 && TIME_OUT != apex::INFINITE_TIME_VALUE {
             return Err(BAD_PARAM);
         }
-        let len = message_len(LENGTH, st.max_message_size)?;
+        let len = message_len(LENGTH, max)?;
         let msg = message_in(MESSAGE_ADDR, len)?;
         Ok(apex::send_queuing_message(id, msg, TIME_OUT)?)
     });
@@ -314,8 +314,8 @@ pub extern "C" fn RECEIVE_QUEUING_MESSAGE(
     service("RECEIVE_QUEUING_MESSAGE", RETURN_CODE, || {
         non_null(LENGTH)?;
         let id = QueuingPortId(QUEUING_PORT_ID);
-        let st = apex::get_queuing_port_status(id)?;
-        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        let max = apex::queuing_port_max_message_size(id)?;
+        let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
         let n = apex::receive_queuing_message(id, buf, TIME_OUT)?;
         put(LENGTH, n as MESSAGE_SIZE_TYPE)
@@ -344,7 +344,7 @@ pub extern "C" fn PARTIX_SEND_QUEUING_MESSAGES(
         non_null(MESSAGE_ADDRS)?;
         non_null(LENGTHS)?;
         let id = QueuingPortId(QUEUING_PORT_ID);
-        let st = apex::get_queuing_port_status(id)?;
+        let max = apex::queuing_port_max_message_size(id)?;
         if TIME_OUT < 0 && TIME_OUT != apex::INFINITE_TIME_VALUE {
             return Err(BAD_PARAM);
         }
@@ -362,7 +362,7 @@ pub extern "C" fn PARTIX_SEND_QUEUING_MESSAGES(
         };
         let mut msgs: [&[u8]; BATCH_MAX] = [&[]; BATCH_MAX];
         for i in 0..n {
-            let len = message_len(lens[i], st.max_message_size)?;
+            let len = message_len(lens[i], max)?;
             msgs[i] = message_in(addrs[i], len)?;
         }
         let sent = apex::send_queuing_messages(id, &msgs[..n], TIME_OUT)?;
@@ -389,7 +389,7 @@ pub extern "C" fn PARTIX_RECEIVE_QUEUING_MESSAGES(
         non_null(LENGTHS)?;
         non_null(MESSAGE_ADDR)?;
         let id = QueuingPortId(QUEUING_PORT_ID);
-        let st = apex::get_queuing_port_status(id)?;
+        let max = apex::queuing_port_max_message_size(id)?;
         let n = usize::try_from(COUNT)
             .ok()
             .filter(|&n| n > 0)
@@ -397,9 +397,7 @@ pub extern "C" fn PARTIX_RECEIVE_QUEUING_MESSAGES(
             .min(BATCH_MAX);
         // SAFETY: MESSAGE_ADDR is non-null and the caller passes COUNT (>= n) buffers of the
         // port's MAX_MESSAGE_SIZE bytes back to back; nothing else refers to them during the call.
-        let buf = unsafe {
-            std::slice::from_raw_parts_mut(MESSAGE_ADDR, n * st.max_message_size as usize)
-        };
+        let buf = unsafe { std::slice::from_raw_parts_mut(MESSAGE_ADDR, n * max as usize) };
         let mut lens = [0usize; BATCH_MAX];
         let got = apex::receive_queuing_messages(id, buf, &mut lens[..n], TIME_OUT)?;
         for (i, &len) in lens.iter().enumerate().take(got) {
@@ -571,8 +569,8 @@ pub extern "C" fn PARTIX_WAIT_SAMPLING_MESSAGE(
         non_null(LENGTH)?;
         non_null(VALIDITY)?;
         let id = SamplingPortId(SAMPLING_PORT_ID);
-        let st = apex::get_sampling_port_status(id)?;
-        let buf = message_out(MESSAGE_ADDR, st.max_message_size)?;
+        let max = apex::sampling_port_max_message_size(id)?;
+        let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
         let (n, v) = apex::wait_sampling_message(id, TIME_OUT, buf)?;
         put(LENGTH, n as MESSAGE_SIZE_TYPE)?;

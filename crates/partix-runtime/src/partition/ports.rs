@@ -897,6 +897,18 @@ pub fn get_sampling_port_status(id: SamplingPortId) -> ApexResult<SamplingPortSt
     })
 }
 
+/// The maximum message size of sampling port `id`: GET_SAMPLING_PORT_STATUS's
+/// `MAX_MESSAGE_SIZE`, without taking the port (partix extension). For a caller that checks a
+/// message's length on every message (the C API's WRITE / READ wrappers), where the status call
+/// would lock the port a second time.
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+#[inline]
+pub fn sampling_port_max_message_size(id: SamplingPortId) -> ApexResult<u32> {
+    Ok(sampling(id)?.max)
+}
+
 // ------------------------------------------------------------------------------------------
 // Queuing ports
 
@@ -1345,6 +1357,17 @@ pub fn receive_queuing_messages(
         }
     };
     port.wait_for(timeout, &mut op)
+}
+
+/// The maximum message size of queuing port `id`: GET_QUEUING_PORT_STATUS's
+/// `MAX_MESSAGE_SIZE`, without taking the port (partix extension; see
+/// [`sampling_port_max_message_size`]).
+///
+/// # Errors
+/// `InvalidParam`: no such port.
+#[inline]
+pub fn queuing_port_max_message_size(id: QueuingPortId) -> ApexResult<u32> {
+    Ok(queuing(id)?.max)
 }
 
 /// Return the id of the created queuing port `name` (`GET_QUEUING_PORT_ID`).
