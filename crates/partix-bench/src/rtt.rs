@@ -56,6 +56,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The suffix of the classes measured through the C API (`--c-api`).
+pub const C_API: &str = "(C API)";
+
 /// The transports a channel can name (`partix:Transport`).
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
@@ -99,6 +102,11 @@ pub struct RttArgs {
     /// RECEIVE_QUEUING_MESSAGE; rows `<transport> queuing`), in every class.
     #[arg(long)]
     pub queuing_rtt: bool,
+    /// Also measure every transport's sampling ping-pong through the C API (the `extern "C"`
+    /// services a C partition calls: WRITE_SAMPLING_MESSAGE, PARTIX_WAIT_SAMPLING_MESSAGE,
+    /// READ_SAMPLING_MESSAGE; rows `<transport> (C API)`), in every class.
+    #[arg(long)]
+    pub c_api: bool,
     /// Write the RTT-vs-size plot and the 16 B CDF (SVG) into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -129,6 +137,7 @@ impl Default for RttArgs {
             modes: MODES.iter().map(|s| s.to_string()).collect(),
             gap_us: 0,
             queuing_rtt: false,
+            c_api: false,
             plot: None,
             no_iceoryx2: false,
             queue_messages: 2_000_000,
@@ -1004,7 +1013,10 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     let total = usize::from(spin) * 2 * n_sizes
         + n_sizes * n_raw_modes * 4
         + usize::from(spin_mode) * n_sizes
-        + n_sizes * args.transports.len() * n_modes * (1 + usize::from(args.queuing_rtt))
+        + n_sizes
+            * args.transports.len()
+            * n_modes
+            * (1 + usize::from(args.queuing_rtt) + usize::from(args.c_api))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
             RAW_QUEUE_ROWS + args.transports.len() + usize::from(batched)
@@ -1039,9 +1051,12 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
         // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
         // `queuing`: the same ping-pong through queuing ports (class `<transport> queuing`).
-        let port_job = |t: &str, mode: &str, queuing: bool| {
+        // `c_api`: the sampling ping-pong through the C API (class `<transport> (C API)`).
+        let port_job = |t: &str, mode: &str, queuing: bool, c_api: bool| {
             let name = if queuing {
                 format!("{t} queuing")
+            } else if c_api {
+                format!("{t} {C_API}")
             } else {
                 t.to_string()
             };
@@ -1050,6 +1065,8 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 move |a: &RttArgs| {
                     let (xml, kind) = if queuing {
                         (queuing_rtt_module_xml(&t, size), "qrtt")
+                    } else if c_api {
+                        (sampling_module_xml(&t, size), "apexc")
                     } else {
                         (sampling_module_xml(&t, size), "apex")
                     };
@@ -1065,9 +1082,12 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             job
         };
         let apex_jobs = |t: &str, mode: &str| {
-            let mut v = vec![port_job(t, mode, false)];
+            let mut v = vec![port_job(t, mode, false, false)];
             if args.queuing_rtt {
-                v.push(port_job(t, mode, true));
+                v.push(port_job(t, mode, true, false));
+            }
+            if args.c_api {
+                v.push(port_job(t, mode, false, true));
             }
             v
         };
@@ -1586,6 +1606,23 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         }
                     }
                 }
+                // The same ping-pong through the C API: against the Rust API's class.
+                let cn = format!("{t} {C_API}");
+                if let Some(c) = s(&cn) {
+                    let rd = rep.rounds((&cn, mode), Some((t, mode)), size, |x, y| {
+                        (x as f64 - y as f64) / 1000.0
+                    });
+                    lines.push(format!(
+                        "{cn} {mode} {size} B vs {t} (Rust API): p50 {:.2}x ({:+.2} µs{}), p99 {:.2}x",
+                        ratio(c.p50, ts.p50),
+                        (c.p50 as f64 - ts.p50 as f64) / 1000.0,
+                        rd.map_or(String::new(), |s| format!(
+                            "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
+                            s.median, s.lo, s.hi
+                        )),
+                        ratio(c.p99, ts.p99)
+                    ));
+                }
                 for l in lines {
                     let _ = writeln!(o, "  {l}");
                 }
@@ -1646,6 +1683,9 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
     let mut names: Vec<String> = args.transports.clone();
     if args.queuing_rtt {
         names.extend(args.transports.iter().map(|t| format!("{t} queuing")));
+    }
+    if args.c_api {
+        names.extend(args.transports.iter().map(|t| format!("{t} {C_API}")));
     }
     names.extend(
         [

@@ -6,6 +6,9 @@
 //!                [--mode spin|poll|park|block] [--gap-us G]
 //!   KIND apex   sampling ports PING (A→B) and PONG (B→A) through `partix_runtime::partition`
 //!               services only (the transport is whatever the configuration says)
+//!        apexc  the `apex` ping-pong through the C API: the `extern "C"` services of
+//!               `partix-apex` that a C partition calls (WRITE_SAMPLING_MESSAGE,
+//!               PARTIX_WAIT_SAMPLING_MESSAGE, READ_SAMPLING_MESSAGE)
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
 //!        udp    a connected UDP socket on descriptor 600 (loopback)
 //!        tcp    a connected TCP socket (TCP_NODELAY) on descriptor 600 (loopback)
@@ -157,8 +160,8 @@ impl Wait {
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`, `qrawk`,
-    /// `qrawf`, `qraws`.
+    /// `apex`, `apexc`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
+    /// `qrawk`, `qrawf`, `qraws`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
     pub role: String,
@@ -396,7 +399,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let r = pin_to_cpu(a.cpu).and_then(|()| match a.kind.as_str() {
-        "apex" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
+        "apex" | "apexc" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
         "copy" => raw_prelude().and_then(|()| copy(&a)),
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
@@ -857,6 +860,7 @@ fn apex_err(what: &str) -> impl Fn(ApexError) -> String + '_ {
 fn apex_main(a: PeerArgs) -> Result<(), String> {
     let _ = ARGS.set(a.clone());
     let q = a.kind.starts_with("qapex");
+    debug_assert!(q || a.kind == "apex" || a.kind == "apexc");
     if a.kind == "qrtt" {
         return qrtt_main(a);
     }
@@ -946,8 +950,10 @@ fn start_process_and_run() -> Result<(), String> {
 extern "C" fn apex_process() {
     let a = ARGS.get().expect("set before NORMAL").clone();
     let r = match (a.kind.as_str(), a.role.as_str()) {
-        ("apex", "ping") => apex_ping(&a).and_then(|s| print_samples(&s)),
-        ("apex", "pong") => apex_pong(&a),
+        ("apex", "ping") => apex_ping(&a, Api::Rust).and_then(|s| print_samples(&s)),
+        ("apex", "pong") => apex_pong(&a, Api::Rust),
+        ("apexc", "ping") => apex_ping(&a, Api::C).and_then(|s| print_samples(&s)),
+        ("apexc", "pong") => apex_pong(&a, Api::C),
         ("qrtt", "ping") => qrtt_ping(&a).and_then(|s| print_samples(&s)),
         ("qrtt", "pong") => qrtt_pong(&a),
         ("qapex", "send") => apex_send(&a),
@@ -969,59 +975,168 @@ extern "C" fn apex_process() {
     }
 }
 
+/// Which API a partition's process calls the port services through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// `partix_runtime::partition` (what a Rust partition calls).
+    Rust,
+    /// The `extern "C"` functions of `partix-apex` (what a C partition calls).
+    C,
+}
+
+/// The C API's sampling services, called as a C partition calls them: through the `extern "C"`
+/// functions of `partix-apex` (`include/arinc653/sampling.h`, `partix_ports.h`), which check
+/// their arguments, map the errors to return codes and catch panics.
+mod c_api {
+    use partix_apex as _;
+
+    /// `RETURN_CODE_TYPE` values the ping-pong expects.
+    pub const NO_ERROR: u32 = 0;
+    pub const NO_ACTION: u32 = 1;
+    pub const TIMED_OUT: u32 = 6;
+
+    extern "C" {
+        fn WRITE_SAMPLING_MESSAGE(id: i32, addr: *mut u8, len: i32, rc: *mut u32);
+        fn READ_SAMPLING_MESSAGE(
+            id: i32,
+            addr: *mut u8,
+            len: *mut i32,
+            validity: *mut u32,
+            rc: *mut u32,
+        );
+        fn PARTIX_WAIT_SAMPLING_MESSAGE(
+            id: i32,
+            timeout: i64,
+            addr: *mut u8,
+            len: *mut i32,
+            validity: *mut u32,
+            rc: *mut u32,
+        );
+    }
+
+    /// WRITE_SAMPLING_MESSAGE; the return code.
+    pub fn write(id: i32, msg: &[u8]) -> u32 {
+        let mut rc = u32::MAX;
+        // SAFETY: the service reads `msg.len()` bytes of `msg` (it does not write through the
+        // pointer: the C prototype's MESSAGE_ADDR_TYPE is not const) and writes `rc`.
+        unsafe { WRITE_SAMPLING_MESSAGE(id, msg.as_ptr().cast_mut(), msg.len() as i32, &mut rc) };
+        rc
+    }
+
+    /// READ_SAMPLING_MESSAGE (`timeout` None) or PARTIX_WAIT_SAMPLING_MESSAGE into `buf`,
+    /// which holds the port's maximum message size; the length, or the return code.
+    pub fn read(id: i32, timeout: Option<i64>, buf: &mut [u8]) -> Result<usize, u32> {
+        let (mut rc, mut len, mut validity) = (u32::MAX, 0i32, 0u32);
+        // SAFETY: `buf` holds the port's maximum message size (the bench creates the port with
+        // the buffer's size), which is all the service writes; the out-parameters are valid.
+        unsafe {
+            match timeout {
+                None => {
+                    READ_SAMPLING_MESSAGE(id, buf.as_mut_ptr(), &mut len, &mut validity, &mut rc)
+                }
+                Some(t) => PARTIX_WAIT_SAMPLING_MESSAGE(
+                    id,
+                    t,
+                    buf.as_mut_ptr(),
+                    &mut len,
+                    &mut validity,
+                    &mut rc,
+                ),
+            }
+        }
+        if rc == NO_ERROR {
+            Ok(len as usize)
+        } else {
+            Err(rc)
+        }
+    }
+}
+
+/// WRITE_SAMPLING_MESSAGE through `api`.
+fn port_write(api: Api, port: SamplingPortId, msg: &[u8]) -> Result<(), String> {
+    match api {
+        Api::Rust => write_sampling_message(port, msg).map_err(apex_err("WRITE_SAMPLING_MESSAGE")),
+        Api::C => match c_api::write(port.0, msg) {
+            c_api::NO_ERROR => Ok(()),
+            rc => Err(format!("WRITE_SAMPLING_MESSAGE (C): RETURN_CODE {rc}")),
+        },
+    }
+}
+
 /// Wait for a message on `port` whose sequence number is `want`: READ_SAMPLING_MESSAGE in a loop
-/// (`poll`), or the runtime's wait in the port's mode (`spin`, `block`).
+/// (`poll`), or the runtime's wait in the port's mode (`spin`, `block`), through `api`.
 fn await_seq(
     a: &PeerArgs,
+    api: Api,
     port: SamplingPortId,
     buf: &mut [u8],
     want: u64,
 ) -> Result<usize, String> {
     loop {
-        let r = if a.wait == Wait::Poll {
-            read_sampling_message(port, buf).map(|(n, _)| n)
-        } else {
-            wait_read(port, buf)
+        let r = match api {
+            Api::Rust => {
+                let r = if a.wait == Wait::Poll {
+                    read_sampling_message(port, buf).map(|(n, _)| n)
+                } else {
+                    wait_read(port, buf)
+                };
+                match r {
+                    Ok(n) => Ok(n),
+                    Err(ApexError::NoAction) | Err(ApexError::TimedOut) => Err(None),
+                    Err(e) => Err(Some(apex_err("READ_SAMPLING_MESSAGE")(e))),
+                }
+            }
+            Api::C => {
+                let timeout = (a.wait != Wait::Poll).then_some(WAIT_TIMEOUT_NS);
+                match c_api::read(port.0, timeout, buf) {
+                    Ok(n) => Ok(n),
+                    Err(c_api::NO_ACTION | c_api::TIMED_OUT) => Err(None),
+                    Err(rc) => Err(Some(format!("READ_SAMPLING_MESSAGE (C): RETURN_CODE {rc}"))),
+                }
+            }
         };
         match r {
             Ok(n) if n >= 8 && seq_of(buf) == want => return Ok(n),
-            Ok(_) | Err(ApexError::NoAction) | Err(ApexError::TimedOut) => std::hint::spin_loop(),
-            Err(e) => return Err(apex_err("READ_SAMPLING_MESSAGE")(e)),
+            Ok(_) | Err(None) => std::hint::spin_loop(),
+            Err(Some(e)) => return Err(e),
         }
     }
 }
+
+/// Time-out of one wait of the `spin`, `park` and `block` classes.
+const WAIT_TIMEOUT_NS: i64 = 1_000_000_000;
 
 /// The `spin` and `block` classes on ports: the partix extension WAIT_SAMPLING_MESSAGE (a message
 /// newer than the last one returned) in the port's receive mode ([`RecvMode::Spin`] or
 /// [`RecvMode::Blocking`], so the caller sleeps in the kernel meanwhile), 1 s timeout per call.
 fn wait_read(port: SamplingPortId, buf: &mut [u8]) -> ApexResult<usize> {
-    wait_sampling_message(port, 1_000_000_000, buf).map(|(n, _)| n)
+    wait_sampling_message(port, WAIT_TIMEOUT_NS, buf).map(|(n, _)| n)
 }
 
-fn apex_ping(a: &PeerArgs) -> Result<Vec<u64>, String> {
+fn apex_ping(a: &PeerArgs, api: Api) -> Result<Vec<u64>, String> {
     let ping = get_sampling_port_id("PING").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let pong = get_sampling_port_id("PONG").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size];
-    await_seq(a, pong, &mut buf, 0)?;
+    await_seq(a, api, pong, &mut buf, 0)?;
     time_rounds(a, |i| {
         put_seq(&mut msg, i);
-        write_sampling_message(ping, &msg).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
-        await_seq(a, pong, &mut buf, i).map(|_| ())
+        port_write(api, ping, &msg)?;
+        await_seq(a, api, pong, &mut buf, i).map(|_| ())
     })
 }
 
-fn apex_pong(a: &PeerArgs) -> Result<(), String> {
+fn apex_pong(a: &PeerArgs, api: Api) -> Result<(), String> {
     let ping = get_sampling_port_id("PING").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let pong = get_sampling_port_id("PONG").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let mut buf = vec![0u8; a.size];
     put_seq(&mut buf, 0);
-    write_sampling_message(pong, &buf).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+    port_write(api, pong, &buf)?;
     let mut sw = EchoSwitches::new(a);
     for i in 1..=a.warmup + a.iters {
         sw.before(i);
-        let n = await_seq(a, ping, &mut buf, i)?;
-        write_sampling_message(pong, &buf[..n]).map_err(apex_err("WRITE_SAMPLING_MESSAGE"))?;
+        let n = await_seq(a, api, ping, &mut buf, i)?;
+        port_write(api, pong, &buf[..n])?;
     }
     sw.print()
 }

@@ -14,6 +14,7 @@ fn args() -> RttArgs {
         modes: vec!["spin".into(), "poll".into(), "park".into(), "block".into()],
         gap_us: 0,
         queuing_rtt: true,
+        c_api: true,
         plot: None,
         no_iceoryx2: true,
         queue_messages: 5_000,
@@ -36,6 +37,11 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("one-sided queuing", "poll"),
         ("one-sided queuing", "park"),
         ("one-sided queuing", "block"),
+        // The same sampling ping-pong through the C API's `extern "C"` services.
+        ("one-sided (C API)", "spin"),
+        ("one-sided (C API)", "poll"),
+        ("one-sided (C API)", "park"),
+        ("one-sided (C API)", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
         ("raw UDP", "spin"),
@@ -90,6 +96,12 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         rep.text
     );
     assert!(rep.text.contains("[target p99 ≤ 700 ns: "), "{}", rep.text);
+    assert!(
+        rep.text
+            .contains("one-sided (C API) spin 16 B vs one-sided (Rust API): p50"),
+        "{}",
+        rep.text
+    );
     // The poll class (READ_SAMPLING_MESSAGE in a loop) is compared with the spin baselines.
     assert!(
         rep.text
@@ -163,6 +175,7 @@ fn with_a_gap_the_park_class_parks() {
     a.modes = vec!["park".into()];
     a.queue_messages = 0;
     a.queuing_rtt = false;
+    a.c_api = false;
     // Far longer than 2000 polls take even in a debug build on a loaded machine (~2 ms).
     a.gap_us = 20_000;
     let rep = measure(&a).expect("bench runs");
