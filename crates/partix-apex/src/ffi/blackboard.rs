@@ -69,7 +69,7 @@ pub extern "C" fn DISPLAY_BLACKBOARD(
 ) {
     service("DISPLAY_BLACKBOARD", RETURN_CODE, || {
         let id = BlackboardId(BLACKBOARD_ID);
-        let max = apex::get_blackboard_status(id)?.max_message_size;
+        let max = apex::blackboard_max_message_size(id)?;
         if LENGTH <= 0 || LENGTH as u32 > max {
             return Err(BAD_PARAM);
         }
@@ -90,7 +90,7 @@ pub extern "C" fn READ_BLACKBOARD(
     service("READ_BLACKBOARD", RETURN_CODE, || {
         non_null(LENGTH)?;
         let id = BlackboardId(BLACKBOARD_ID);
-        let max = apex::get_blackboard_status(id)?.max_message_size;
+        let max = apex::blackboard_max_message_size(id)?;
         let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
         let n = apex::read_blackboard(id, TIME_OUT, buf)?;

@@ -69,7 +69,7 @@ pub extern "C" fn SEND_BUFFER(
 ) {
     service("SEND_BUFFER", RETURN_CODE, || {
         let id = BufferId(BUFFER_ID);
-        let max = apex::get_buffer_status(id)?.max_message_size;
+        let max = apex::buffer_max_message_size(id)?;
         if LENGTH <= 0 || LENGTH as u32 > max {
             return Err(BAD_PARAM);
         }
@@ -90,7 +90,7 @@ pub extern "C" fn RECEIVE_BUFFER(
     service("RECEIVE_BUFFER", RETURN_CODE, || {
         non_null(LENGTH)?;
         let id = BufferId(BUFFER_ID);
-        let max = apex::get_buffer_status(id)?.max_message_size;
+        let max = apex::buffer_max_message_size(id)?;
         let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
         let n = apex::receive_buffer(id, TIME_OUT, buf)?;

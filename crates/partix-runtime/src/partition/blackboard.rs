@@ -88,8 +88,23 @@ pub fn create_blackboard(name: &str, max_message_size: u32) -> ApexResult<Blackb
             occupied: false,
             queue: WaitQueue::new(QueuingDiscipline::Fifo),
         });
-        Ok(BlackboardId(objs.blackboards.len() as i32))
+        let id = objs.blackboards.len() as i32;
+        MAX_SIZES.set(id, max_message_size);
+        Ok(BlackboardId(id))
     })
+}
+
+/// Each blackboard's maximum message size, for [`blackboard_max_message_size`].
+static MAX_SIZES: waitq::MaxSizes<MAX_NUMBER_OF_BLACKBOARDS> = waitq::MaxSizes::new();
+
+/// The maximum message size of blackboard `id`: GET_BLACKBOARD_STATUS's `MAX_MESSAGE_SIZE`,
+/// without the runtime lock (partix extension; the C API's DISPLAY_BLACKBOARD and
+/// READ_BLACKBOARD check every message's length against it).
+///
+/// # Errors
+/// `InvalidParam`: no such blackboard.
+pub fn blackboard_max_message_size(id: BlackboardId) -> ApexResult<u32> {
+    MAX_SIZES.get(id.0)
 }
 
 /// Display a message on a blackboard (`DISPLAY_BLACKBOARD`): it replaces the previous one and

@@ -136,8 +136,23 @@ pub fn create_buffer(
             senders: WaitQueue::new(discipline),
             receivers: WaitQueue::new(discipline),
         });
-        Ok(BufferId(objs.buffers.len() as i32))
+        let id = objs.buffers.len() as i32;
+        MAX_SIZES.set(id, max_message_size);
+        Ok(BufferId(id))
     })
+}
+
+/// Each buffer's maximum message size, for [`buffer_max_message_size`].
+static MAX_SIZES: waitq::MaxSizes<MAX_NUMBER_OF_BUFFERS> = waitq::MaxSizes::new();
+
+/// The maximum message size of buffer `id`: GET_BUFFER_STATUS's `MAX_MESSAGE_SIZE`, without
+/// the runtime lock (partix extension; the C API's SEND_BUFFER and RECEIVE_BUFFER check every
+/// message's length against it).
+///
+/// # Errors
+/// `InvalidParam`: no such buffer.
+pub fn buffer_max_message_size(id: BufferId) -> ApexResult<u32> {
+    MAX_SIZES.get(id.0)
 }
 
 /// Send a message to a buffer (`SEND_BUFFER`), waiting up to `timeout` ns while it is full (0: do

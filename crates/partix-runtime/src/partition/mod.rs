@@ -76,13 +76,13 @@ pub mod time;
 mod waitq;
 
 pub use blackboard::{
-    clear_blackboard, create_blackboard, display_blackboard, get_blackboard_id,
-    get_blackboard_status, read_blackboard, BlackboardId, BlackboardStatus, EmptyIndicator,
-    MAX_INTRA_MESSAGE_SIZE, MAX_NUMBER_OF_BLACKBOARDS,
+    blackboard_max_message_size, clear_blackboard, create_blackboard, display_blackboard,
+    get_blackboard_id, get_blackboard_status, read_blackboard, BlackboardId, BlackboardStatus,
+    EmptyIndicator, MAX_INTRA_MESSAGE_SIZE, MAX_NUMBER_OF_BLACKBOARDS,
 };
 pub use buffer::{
-    create_buffer, get_buffer_id, get_buffer_status, receive_buffer, send_buffer, BufferId,
-    BufferStatus, MAX_NUMBER_OF_BUFFERS, MAX_NUMBER_OF_MESSAGES,
+    buffer_max_message_size, create_buffer, get_buffer_id, get_buffer_status, receive_buffer,
+    send_buffer, BufferId, BufferStatus, MAX_NUMBER_OF_BUFFERS, MAX_NUMBER_OF_MESSAGES,
 };
 pub use error::{return_code_of, ApexError, ApexResult, NO_ERROR};
 pub use event::{

@@ -282,6 +282,43 @@ pub(crate) fn may_wait(inner: &Inner, timeout: SystemTime, now: u64) -> ApexResu
     }
 }
 
+/// The maximum message sizes of one kind of intra-partition object (entry `id - 1`), readable
+/// without the runtime lock: each entry is written once, under the lock, when its object is
+/// created (0: no such object). For a caller that checks a message's length on every message
+/// (the C API's wrappers), where the status call would take the runtime lock a second time.
+pub(crate) struct MaxSizes<const N: usize>([AtomicU32; N]);
+
+impl<const N: usize> MaxSizes<N> {
+    pub(crate) const fn new() -> Self {
+        MaxSizes([const { AtomicU32::new(0) }; N])
+    }
+
+    /// Record the maximum of object `id` (1..=N), just created.
+    pub(crate) fn set(&self, id: i32, max: u32) {
+        if let Some(e) = Self::index(id).map(|i| &self.0[i]) {
+            e.store(max, Ordering::Release);
+        }
+    }
+
+    /// The maximum of object `id`.
+    ///
+    /// # Errors
+    /// `InvalidParam`: no such object.
+    pub(crate) fn get(&self, id: i32) -> ApexResult<u32> {
+        match Self::index(id).map(|i| self.0[i].load(Ordering::Acquire)) {
+            Some(m) if m != 0 => Ok(m),
+            _ => Err(ApexError::InvalidParam),
+        }
+    }
+
+    fn index(id: i32) -> Option<usize> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .filter(|&i| i < N)
+    }
+}
+
 /// Return the object of id `id` (index + 1) in `v`.
 ///
 /// # Errors
@@ -399,6 +436,23 @@ pub(crate) fn block<P>(t: Ticket, q: impl Fn(&mut Objects) -> &mut WaitQueue<P>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_sizes_answer_only_for_created_objects() {
+        let t: MaxSizes<3> = MaxSizes::new();
+        for id in [-1, 0, 1, 3, 4, i32::MAX] {
+            assert_eq!(t.get(id), Err(ApexError::InvalidParam), "{id}");
+        }
+        t.set(1, 64);
+        t.set(3, 8);
+        // Out of range: ignored (creation refuses more objects than the table holds).
+        t.set(4, 9);
+        t.set(0, 9);
+        assert_eq!(t.get(1), Ok(64));
+        assert_eq!(t.get(2), Err(ApexError::InvalidParam));
+        assert_eq!(t.get(3), Ok(8));
+        assert_eq!(t.get(4), Err(ApexError::InvalidParam));
+    }
 
     #[test]
     fn ids_names_and_timeouts_are_checked() {
