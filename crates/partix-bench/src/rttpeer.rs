@@ -860,7 +860,6 @@ fn apex_err(what: &str) -> impl Fn(ApexError) -> String + '_ {
 fn apex_main(a: PeerArgs) -> Result<(), String> {
     let _ = ARGS.set(a.clone());
     let q = a.kind.starts_with("qapex");
-    debug_assert!(q || a.kind == "apex" || a.kind == "apexc");
     if a.kind == "qrtt" {
         return qrtt_main(a);
     }
