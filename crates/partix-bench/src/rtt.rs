@@ -1652,7 +1652,10 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         q.min / 1e6,
                         q.max / 1e6
                     );
-                    if let (Some(b), false) = (raw, name.starts_with("raw")) {
+                    // The shared-memory ring is no baseline for a port over sockets (its rate
+                    // is the system calls'): no ratio for udp and tcp.
+                    let socket = name.starts_with("udp") || name.starts_with("tcp");
+                    if let (Some(b), false) = (raw, name.starts_with("raw") || socket) {
                         l += &format!("  ({:.2}x raw ring)", q.median / b);
                         if name.starts_with("one-sided") {
                             l += &format!(
