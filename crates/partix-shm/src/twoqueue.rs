@@ -134,6 +134,10 @@ pub struct QueueSender {
     ack: Area,
     doorbell: Notifier,
     limit: u64,
+    /// The receiver's cumulative ack as last read (it only grows): a send reads the shared
+    /// ack again only when this one leaves no credit, so the ack's line, which the receiver
+    /// stores to on every message, is not pulled across on every send.
+    acked: u64,
 }
 
 impl QueueSender {
@@ -147,6 +151,7 @@ impl QueueSender {
             ack: ack_area(&tx)?,
             doorbell: Notifier::new(tx, TX_DOORBELL)?,
             limit: u64::from(limit),
+            acked: 0,
         })
     }
 
@@ -164,8 +169,13 @@ impl QueueSender {
     /// [`PushError::Full`] (no credit), [`PushError::TooLarge`], [`PushError::ZeroLength`].
     #[inline]
     pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
-        if self.in_flight() >= self.limit {
-            return Err(PushError::Full);
+        let pushed = self.prod.pushed();
+        if pushed.wrapping_sub(self.acked) >= self.limit {
+            // SYNC POINT: pairs with the receiver's Release store of the ack (as `in_flight`).
+            self.acked = self.ack.u64_at(0).load(Ordering::Acquire);
+            if pushed.wrapping_sub(self.acked) >= self.limit {
+                return Err(PushError::Full);
+            }
         }
         self.prod.try_push_quiet(data)?;
         self.doorbell.notify();
@@ -676,6 +686,13 @@ mod tests {
             assert_eq!(buf[0], want);
         }
         assert_eq!(s.in_flight(), 0);
+        // The sender's ack as last read is stale (it read it with one message consumed): the
+        // whole window is its again once it reads the ack anew, and not one message more.
+        for i in 4..7u8 {
+            s.try_send(&[i]).unwrap();
+        }
+        assert_eq!(s.try_send(&[9]), Err(PushError::Full));
+        assert_eq!(s.in_flight(), 3);
     }
 
     #[test]

@@ -471,10 +471,19 @@ fn two_sided_queue_credits_no_loss_in_order() {
         let tx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
         let rx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
         let ack = Arc::new(AtomicU64::new(0));
-        let send = |view: &RingView<'_>, st: &mut _, sent: &mut u64, ack: &AtomicU64| -> bool {
-            // The credit check, Acquire on the cumulative ack.
-            if *sent - ack.load(Ordering::Acquire) >= LIMIT {
-                return false;
+        let send = |view: &RingView<'_>,
+                    st: &mut _,
+                    sent: &mut u64,
+                    acked: &mut u64,
+                    ack: &AtomicU64|
+         -> bool {
+            // The credit check on the ack as last read (`QueueSender::acked`), read again
+            // (Acquire) only when that leaves no credit.
+            if *sent - *acked >= LIMIT {
+                *acked = ack.load(Ordering::Acquire);
+                if *sent - *acked >= LIMIT {
+                    return false;
+                }
             }
             let seq = *sent as u32 + 1;
             assert_eq!(
@@ -515,8 +524,8 @@ fn two_sided_queue_credits_no_loss_in_order() {
         let sender = thread::spawn(move || {
             let view = RingView::new(&t.0, &t.1, &t.2, CAP);
             let mut st = view.producer_state();
-            let mut sent = 0u64;
-            while sent < u64::from(N) && send(&view, &mut st, &mut sent, &a) {}
+            let (mut sent, mut acked) = (0u64, 0u64);
+            while sent < u64::from(N) && send(&view, &mut st, &mut sent, &mut acked, &a) {}
             sent
         });
         let (t, r) = (tx.clone(), rx.clone());
@@ -540,8 +549,11 @@ fn two_sided_queue_credits_no_loss_in_order() {
             txv.consumer_state(),
             rxv.producer_state(),
         );
+        // A fresh sender handle has read no ack yet (`QueueSender::attach`).
+        let mut acked = 0u64;
         while got.len() < N as usize {
-            let progress = (sent < u64::from(N) && send(&txv, &mut sst, &mut sent, &ack))
+            let progress = (sent < u64::from(N)
+                && send(&txv, &mut sst, &mut sent, &mut acked, &ack))
                 | step(&txv, &mut cs, &rxv, &mut ps)
                 | take(&rxv, &mut st, &mut got, &ack);
             assert!(progress, "stuck with {got:?} received, {sent} sent");

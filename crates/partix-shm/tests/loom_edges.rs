@@ -94,9 +94,17 @@ impl Chan {
 }
 
 /// The sender: send the next message if the credit allows (`QueueSender::try_send`).
-fn send(c: &Chan, st: &mut ProducerState, sent: &mut u32) -> bool {
-    if *sent == N || u64::from(*sent) - c.ack.load(Ordering::Acquire) >= LIMIT {
+/// `acked`: the ack as last read (`QueueSender::acked`), read again only when it leaves no
+/// credit.
+fn send(c: &Chan, st: &mut ProducerState, sent: &mut u32, acked: &mut u64) -> bool {
+    if *sent == N {
         return false;
+    }
+    if u64::from(*sent) - *acked >= LIMIT {
+        *acked = c.ack.load(Ordering::Acquire);
+        if u64::from(*sent) - *acked >= LIMIT {
+            return false;
+        }
     }
     let head_before = c.tx_head.load(Ordering::Acquire);
     match c.tx().push(st, &payload(*sent + 1)) {
@@ -151,8 +159,8 @@ fn crash_model(whole: usize, crash: Crash) {
         let c1 = c.clone();
         let sender = thread::spawn(move || {
             let mut st = c1.tx().producer_state();
-            let mut sent = 0;
-            while send(&c1, &mut st, &mut sent) {}
+            let (mut sent, mut acked) = (0, 0);
+            while send(&c1, &mut st, &mut sent, &mut acked) {}
             sent
         });
         let c2 = c.clone();
@@ -193,12 +201,14 @@ fn crash_model(whole: usize, crash: Crash) {
         let c4 = c.clone();
         let sender = thread::spawn(move || {
             let mut st = c4.tx().producer_state();
-            let _ = send(&c4, &mut st, &mut sent);
-            (st, sent)
+            // A fresh sender handle has read no ack yet (`QueueSender::attach`).
+            let mut acked = 0;
+            let _ = send(&c4, &mut st, &mut sent, &mut acked);
+            (st, sent, acked)
         });
         let _ = take(&c, &mut rst, &mut got);
         let mut mst = restarted.join().unwrap();
-        let (mut sst, mut sent) = sender.join().unwrap();
+        let (mut sst, mut sent, mut acked) = sender.join().unwrap();
 
         // The rest, sequentially.
         let peek_head = AtomicU64::new(0);
@@ -207,7 +217,8 @@ fn crash_model(whole: usize, crash: Crash) {
         peek_head.store(c.tx_head.load(Ordering::Relaxed), Ordering::Relaxed);
         while got.len() < N as usize {
             let moved = matches!(v.move_one(&mut mst, &mut buf), QueueMove::Moved(_));
-            let progress = send(&c, &mut sst, &mut sent) | moved | take(&c, &mut rst, &mut got);
+            let progress =
+                send(&c, &mut sst, &mut sent, &mut acked) | moved | take(&c, &mut rst, &mut got);
             assert!(progress, "stuck with {got:?} received, {sent} sent");
         }
         assert_eq!(
