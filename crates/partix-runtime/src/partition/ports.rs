@@ -1205,7 +1205,7 @@ macro_rules! first_then_wait {
 // Inlined into its caller (the C wrapper, or a Rust process's loop): the call's own frame (six
 // register pushes, its spills, the return address) was stores that wait behind the ring's
 // stores in a producer's full store buffer. One-sided, 64 B one way, one message per call:
-// 22-25 -> 30-33 M msg/s, alternated builds (`docs/bench-rtt.md`, session 16).
+// 22-25 -> 32-33 M msg/s, alternated builds (`docs/bench-rtt.md`, session 16).
 #[inline(always)]
 pub fn send_queuing_message(
     id: QueuingPortId,
