@@ -776,6 +776,16 @@ impl Spread {
         })
     }
 
+    /// `; rounds: median +0.31 µs, +0.20…+0.45` (differences in µs), or nothing.
+    fn diff_text(s: Option<Spread>) -> String {
+        s.map_or(String::new(), |s| {
+            format!(
+                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
+                s.median, s.lo, s.hi
+            )
+        })
+    }
+
     /// ` (rounds: median 1.71x, 1.60–1.93x)`, or nothing.
     fn ratio_text(s: Option<Spread>) -> String {
         s.map_or(String::new(), |s| {
@@ -1415,6 +1425,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                 // A target is judged on the median over the rounds of the per-round p50 ratio
                 // (or difference) when there are rounds, else on the pooled p50s.
                 let by_ratio = |x: u64, y: u64| ratio(x, y);
+                let by_diff = |x: u64, y: u64| (x as f64 - y as f64) / 1000.0;
                 if t == "one-sided" || t == "two-sided" {
                     if let Some(c) = &cache {
                         let rr =
@@ -1493,17 +1504,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         } else {
                             mode.as_str()
                         };
-                        let rd = rep.rounds((t, mode), Some((base, bm)), size, |x, y| {
-                            (x as f64 - y as f64) / 1000.0
-                        });
+                        let rd = rep.rounds((t, mode), Some((base, bm)), size, by_diff);
                         let mut l = format!(
                             "{t} {mode} {size} B vs {base}: p50 {:.2}x ({:+.2} µs{}), p99 {:.2}x",
                             ratio(ts.p50, b.p50),
                             d as f64 / 1000.0,
-                            rd.map_or(String::new(), |s| format!(
-                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
-                                s.median, s.lo, s.hi
-                            )),
+                            Spread::diff_text(rd),
                             ratio(ts.p99, b.p99)
                         );
                         // The udp target is for spin; partix also holds its block class
@@ -1550,17 +1556,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     extra.push((base2, how2));
                     for (base, how) in extra {
                         let Some(b) = s(base) else { continue };
-                        let rd = rep.rounds((t, mode), Some((base, bm)), size, |x, y| {
-                            (x as f64 - y as f64) / 1000.0
-                        });
+                        let rd = rep.rounds((t, mode), Some((base, bm)), size, by_diff);
                         lines.push(format!(
                             "{t} {mode} {size} B vs {base} ({how}): p50 {:.2}x ({:+.2} µs{})",
                             ratio(ts.p50, b.p50),
                             (ts.p50 as f64 - b.p50 as f64) / 1000.0,
-                            rd.map_or(String::new(), |s| format!(
-                                "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
-                                s.median, s.lo, s.hi
-                            ))
+                            Spread::diff_text(rd)
                         ));
                     }
                 }
@@ -1609,17 +1610,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                 // The same ping-pong through the C API: against the Rust API's class.
                 let cn = format!("{t} {C_API}");
                 if let Some(c) = s(&cn) {
-                    let rd = rep.rounds((&cn, mode), Some((t, mode)), size, |x, y| {
-                        (x as f64 - y as f64) / 1000.0
-                    });
+                    let rd = rep.rounds((&cn, mode), Some((t, mode)), size, by_diff);
                     lines.push(format!(
                         "{cn} {mode} {size} B vs {t} (Rust API): p50 {:.2}x ({:+.2} µs{}), p99 {:.2}x",
                         ratio(c.p50, ts.p50),
                         (c.p50 as f64 - ts.p50 as f64) / 1000.0,
-                        rd.map_or(String::new(), |s| format!(
-                            "; rounds: median {:+.2} µs, {:+.2}…{:+.2}",
-                            s.median, s.lo, s.hi
-                        )),
+                        Spread::diff_text(rd),
                         ratio(c.p99, ts.p99)
                     ));
                 }
