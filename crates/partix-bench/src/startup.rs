@@ -47,6 +47,7 @@ fn module(n: u32) -> Module {
             executable: Some(PathBuf::from("partix-benchpart")),
             args: vec!["--processes".into(), "1".into()],
             affinity: None,
+            descriptor_table: Default::default(),
             memory: Vec::new(),
             sampling_ports: Vec::new(),
             queuing_ports: Vec::new(),

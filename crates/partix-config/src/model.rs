@@ -108,6 +108,21 @@ pub enum Criticality {
     LevelE,
 }
 
+/// partix extension `DescriptorTable`: whether the APEX processes of a partition share one file
+/// descriptor table (POSIX semantics for threads) or each has its own copy, made when the process
+/// first runs in NORMAL mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum DescriptorTable {
+    /// One table for the whole partition (the default).
+    #[default]
+    Shared,
+    /// Each process copies the partition's table when it first runs in NORMAL mode
+    /// (`unshare(CLONE_FILES)`): it keeps every descriptor open then (the ports' sockets
+    /// included), and what it opens or closes later is its own. The kernel then takes no file
+    /// reference in its socket calls (about 70 ns each on the 2-vCPU VM); see `docs/ports.md`.
+    PerProcess,
+}
+
 /// One partition (`Partition` plus its `Partition_Memory` and `Partition_HM_Table`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partition {
@@ -133,6 +148,9 @@ pub struct Partition {
     /// partix extension: CPUs the partition's process may run on (`Affinity="0,1"`); `None` = the
     /// executive's default.
     pub affinity: Option<Vec<usize>>,
+    /// partix extension: one descriptor table for the partition's processes, or one each
+    /// (`DescriptorTable="per-process"`).
+    pub descriptor_table: DescriptorTable,
     /// `Partition_Memory/Memory_Requirements`.
     pub memory: Vec<MemoryRequirement>,
     /// Sampling ports (`Sampling_Port`), names unique within the partition.

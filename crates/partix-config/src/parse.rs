@@ -12,9 +12,9 @@ use roxmltree::{Attribute, Document, Node};
 
 use crate::error::ConfigError;
 use crate::model::{
-    Criticality, ErrorCode, ErrorLevel, Location, MemoryAccess, MemoryKind, MemoryRequirement,
-    ModuleAction, PartitionAction, PortDirection, QueuingPortConfig, ReceiveMode,
-    SamplingPortConfig,
+    Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess, MemoryKind,
+    MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
+    ReceiveMode, SamplingPortConfig,
 };
 use crate::value::{self, ValueError};
 
@@ -60,6 +60,7 @@ pub(crate) struct RawPartition {
     pub executable: Option<Loc<String>>,
     pub args: Vec<String>,
     pub affinity: Option<Vec<usize>>,
+    pub descriptor_table: DescriptorTable,
     pub sampling: Vec<SamplingPortConfig>,
     pub queuing: Vec<QueuingPortConfig>,
     pub loc: Location,
@@ -164,6 +165,12 @@ pub(crate) struct RawPartitionHmEntry {
     pub action: PartitionAction,
 }
 
+/// The values of `partix:DescriptorTable`.
+const DESCRIPTOR_TABLES: &[(&str, DescriptorTable)] = &[
+    ("shared", DescriptorTable::Shared),
+    ("per-process", DescriptorTable::PerProcess),
+];
+
 const CRITICALITIES: &[(&str, Criticality)] = &[
     ("LEVEL_A", Criticality::LevelA),
     ("LEVEL_B", Criticality::LevelB),
@@ -252,13 +259,14 @@ const KNOWN_ELEMENTS: &[&str] = &[
 ];
 
 /// Every partix extension attribute name, per element, for the "put it in the namespace" hint.
-const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity"];
+const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity", "DescriptorTable"];
 const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
 const PARTIX_ATTRS_PORT: &[&str] = &["ReceiveMode"];
 const ALL_PARTIX_ATTRS: &[&str] = &[
     "Executable",
     "Arguments",
     "Affinity",
+    "DescriptorTable",
     "Transport",
     "ReceiveMode",
 ];
@@ -609,7 +617,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 self.err(
                     loc,
                     format!("unknown partix element <partix:{name}>"),
-                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
+                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
                 );
             }
             // Elements of other namespaces are implementer extensions: ignored.
@@ -892,6 +900,13 @@ impl<'a, 'i> Parser<'a, 'i> {
                 .map(|l| Some(l.v)),
             None => Ok(None),
         };
+        let descriptor_table = match self.pattr(node, "DescriptorTable") {
+            Some(a) => self
+                .typed(node, a, Self::enumeration(DESCRIPTOR_TABLES))
+                .ok_or(())
+                .map(|l| l.v),
+            None => Ok(DescriptorTable::Shared),
+        };
         let mut sampling = Vec::new();
         let mut queuing = Vec::new();
         for c in self.children(node, &["Sampling_Port", "Queuing_Port", "Process"]) {
@@ -924,6 +939,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             executable: executable.ok()?,
             args,
             affinity: affinity.ok()?,
+            descriptor_table: descriptor_table.ok()?,
             sampling,
             queuing,
             loc,

@@ -110,6 +110,7 @@ pub fn summary(m: &Module) -> String {
         "criticality".into(),
         "system".into(),
         "affinity".into(),
+        "fds".into(),
         "memory".into(),
         "executable".into(),
     ]];
@@ -136,6 +137,11 @@ pub fn summary(m: &Module) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             }),
+            match p.descriptor_table {
+                DescriptorTable::Shared => "shared",
+                DescriptorTable::PerProcess => "per-process",
+            }
+            .into(),
             p.memory_limit_bytes().map_or("-".into(), bytes),
             exe,
         ]);

@@ -256,6 +256,7 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
             executable,
             args: rp.args.clone(),
             affinity: rp.affinity.clone(),
+            descriptor_table: rp.descriptor_table,
             memory: Vec::new(),
             sampling_ports: rp.sampling.clone(),
             queuing_ports: rp.queuing.clone(),

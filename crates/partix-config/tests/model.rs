@@ -300,6 +300,8 @@ fn pok_style_configuration_is_accepted() {
     );
     assert_eq!(logger.args, vec!["--verbose", "--out", "/tmp/log"]);
     assert_eq!(logger.affinity, Some(vec![1, 0]));
+    assert_eq!(logger.descriptor_table, DescriptorTable::PerProcess);
+    assert_eq!(sensors.descriptor_table, DescriptorTable::Shared);
     assert_eq!(m.system_hm[1].code, ErrorCode::PowerFail);
     assert_eq!(m.system_hm[0].code, ErrorCode::NumericError);
     assert_eq!(m.system_hm[0].error_id, 16);

@@ -889,6 +889,7 @@ mod tests {
             executable: None,
             args: Vec::new(),
             affinity: None,
+            descriptor_table: Default::default(),
             memory: Vec::new(),
             sampling_ports: Vec::new(),
             queuing_ports: Vec::new(),

@@ -9,7 +9,8 @@
 //!   partition only (its mode, its windows, its requests, its process table).
 //!
 //! A partition process finds its regions through environment variables set by the executive:
-//! [`ENV_MODULE_FD`], [`ENV_PARTITION_FD`] (inherited file descriptors) and [`ENV_PARTITION_ID`].
+//! [`ENV_MODULE_FD`], [`ENV_PARTITION_FD`] (inherited file descriptors) and [`ENV_PARTITION_ID`];
+//! [`ENV_DESCRIPTOR_TABLE`] carries the partition's `partix:DescriptorTable`.
 //!
 //! All fields are atomics or written once before the partition starts; every field is `repr(C)`
 //! so the layout does not depend on the compiler (C tools may read it).
@@ -22,6 +23,10 @@ pub const ENV_MODULE_FD: &str = "PARTIX_MODULE_FD";
 pub const ENV_PARTITION_FD: &str = "PARTIX_PARTITION_FD";
 /// Environment variable holding the partition's `PartitionIdentifier`.
 pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
+/// Environment variable telling a partition how its processes hold file descriptors:
+/// `per-process` (each process copies the partition's table when it first runs in NORMAL mode,
+/// `partix:DescriptorTable="per-process"`) or `shared` (one table, the default when unset).
+pub const ENV_DESCRIPTOR_TABLE: &str = "PARTIX_DESCRIPTOR_TABLE";
 
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");

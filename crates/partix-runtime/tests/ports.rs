@@ -67,6 +67,30 @@ fn sampling_latest_wins_not_consumed_turns_invalid_multicast_read_only() {
     }
 }
 
+/// `partix:DescriptorTable="per-process"`: each process of DST1 copies the partition's
+/// descriptor table when it first runs in NORMAL mode (what it opens or closes later is its
+/// own), and its udp port, whose socket came before, still receives; DST2 (the default) keeps
+/// one table for all its processes.
+#[test]
+fn per_process_descriptor_tables_keep_the_ports_and_separate_later_descriptors() {
+    let m = load("fds.xml");
+    let out = run(
+        &m,
+        "fds",
+        &[
+            ("sampling-src", &[], true),
+            ("fds-dst", &["per-process"], true),
+            ("fds-dst", &["shared"], true),
+        ],
+        Duration::from_secs(90),
+    );
+    all_pass("SRC", &out[0]);
+    for (i, who) in [(1, "DST1"), (2, "DST2")] {
+        let n = all_pass(who, &out[i]);
+        assert_eq!(n, 4, "{who}: {:#?}", out[i]);
+    }
+}
+
 #[test]
 fn queuing_thousands_of_messages_in_order_without_loss_or_duplicates() {
     let m = load("queue.xml");

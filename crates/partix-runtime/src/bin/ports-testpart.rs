@@ -23,6 +23,11 @@
 //!   order-dst D    processes of priority 7, 5, 10, 15 wait on QIN (discipline D: fifo|priority)
 //!                  in that order; when all 4 wait, STOP the first, write "ready" on RDY; report
 //!                  who got what
+//!   fds-dst MODE   (MODE: per-process | shared, the partition's partix:DescriptorTable) a
+//!                  descriptor opened at init; in NORMAL mode process "opener" opens another and
+//!                  closes the first, then process "checker" looks at both: per-process, it
+//!                  still has the first and not the second; shared, the other way round. The
+//!                  checker then receives on the udp port IN (its socket was inherited)
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
@@ -31,6 +36,7 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::OnceLock;
 use testpart_common::{
     attrs, check, create_with, expect, expect_dbg, idle_forever, normal, out, MS,
@@ -840,6 +846,95 @@ extern "C" fn order_send() {
     idle_forever();
 }
 
+// ----------------------------------------------------------------------------------------- fds
+
+static FDS_PER_PROCESS: OnceLock<bool> = OnceLock::new();
+/// The descriptor opened at initialisation, before NORMAL mode.
+static FDS_INIT: AtomicI32 = AtomicI32::new(-1);
+/// The descriptor the opener process opened in NORMAL mode (-1: not yet).
+static FDS_LATE: AtomicI32 = AtomicI32::new(-1);
+
+fn open_dev_null() -> i32 {
+    // SAFETY: a NUL-terminated path; the descriptor is the test's (never closed but by the test).
+    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    assert!(
+        fd >= 0,
+        "open /dev/null: {}",
+        std::io::Error::last_os_error()
+    );
+    fd
+}
+
+/// Whether `fd` is open in the calling thread's descriptor table.
+fn is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD reads the descriptor's flags; no memory is passed.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// Open a descriptor, close the one opened at initialisation, then publish the new one. Writes
+/// nothing (a write to OUT opens a file, which could take the closed descriptor's number).
+extern "C" fn fds_opener() {
+    let late = open_dev_null();
+    // SAFETY: closes the test's own descriptor.
+    unsafe { libc::close(FDS_INIT.load(Ordering::Acquire)) };
+    FDS_LATE.store(late, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn fds_checker() {
+    let per_process = *FDS_PER_PROCESS.get().expect("set at init");
+    let mut late = FDS_LATE.load(Ordering::Acquire);
+    for _ in 0..2_000 {
+        if late >= 0 {
+            break;
+        }
+        let _ = timed_wait(MS);
+        late = FDS_LATE.load(Ordering::Acquire);
+    }
+    // Both looks first: a write to OUT opens a file.
+    let init = FDS_INIT.load(Ordering::Acquire);
+    let (init_open, late_open) = (is_open(init), is_open(late));
+    expect(
+        "the opener ran",
+        late >= 0,
+        "no descriptor published in 2 s",
+    );
+    if per_process {
+        expect(
+            "per-process: a descriptor another process opened in NORMAL mode is not in this one's table",
+            !late_open,
+            format!("descriptor {late} is open here"),
+        );
+        expect(
+            "per-process: a descriptor another process closed in NORMAL mode stays open in this one's table",
+            init_open,
+            format!("descriptor {init} is closed here"),
+        );
+    } else {
+        expect(
+            "shared: a descriptor another process opened is in this one's table",
+            late_open,
+            format!("descriptor {late} is not open here"),
+        );
+        expect(
+            "shared: a descriptor another process closed is closed here",
+            !init_open,
+            format!("descriptor {init} is open here"),
+        );
+    }
+    let id = get_sampling_port_id("IN").expect("IN");
+    let mut buf = [0u8; 32];
+    let r = wait_sampling_message(id, 2_000 * MS, &mut buf).map(|(n, _)| buf[..n].to_vec());
+    expect_dbg(
+        "a message arrives on the udp port (its socket was inherited)",
+        r.as_ref()
+            .is_ok_and(|m| m.starts_with(b"tick") || m == b"final" || m == b"first"),
+        &r,
+    );
+    out("END fds-dst");
+    idle_forever();
+}
+
 fn main() {
     let (role, rest) = testpart_common::init();
     N.set(testpart_common::number(rest.first(), 1000))
@@ -922,6 +1017,18 @@ fn main() {
             process("r10", order_r10, 10, INFINITE_TIME_VALUE);
             process("r15", order_r15, 15, INFINITE_TIME_VALUE);
             process("watch", order_watch, 20, INFINITE_TIME_VALUE);
+        }
+        "fds-dst" => {
+            let per_process = match rest.first().map(String::as_str) {
+                Some("per-process") => true,
+                Some("shared") => false,
+                m => panic!("fds-dst: mode {m:?} is not per-process or shared"),
+            };
+            create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
+            FDS_PER_PROCESS.set(per_process).expect("once");
+            FDS_INIT.store(open_dev_null(), Ordering::Release);
+            process("opener", fds_opener, 20, INFINITE_TIME_VALUE);
+            process("checker", fds_checker, 10, INFINITE_TIME_VALUE);
         }
         other => {
             eprintln!("ports-testpart: unknown role {other:?}");

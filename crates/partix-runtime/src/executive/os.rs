@@ -25,11 +25,11 @@ use crate::attach::{monotonic_ns, park_signal};
 use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use crate::partition::hm::ENV_CONFIG;
 use crate::state::{
-    PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID, MAX_PROCESSES, MAX_TIDS,
-    NAME_LEN,
+    PartitionState, ENV_DESCRIPTOR_TABLE, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
+    MAX_PROCESSES, MAX_TIDS, NAME_LEN,
 };
 use crate::trace::Trace;
-use partix_config::model::Module;
+use partix_config::model::{DescriptorTable, Module};
 use partix_shm::futex;
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -476,6 +476,7 @@ impl<'s> OsSwitcher<'s> {
                 k != ENV_MODULE_FD
                     && k != ENV_PARTITION_FD
                     && k != ENV_PARTITION_ID
+                    && k != ENV_DESCRIPTOR_TABLE
                     && k != ENV_CONFIG
             })
             .collect();
@@ -496,7 +497,7 @@ impl<'s> OsSwitcher<'s> {
             for a in &prog.args {
                 argv.push(cstr(OsStr::new(a))?);
             }
-            let mut envp = Vec::with_capacity(base_env.len() + 3);
+            let mut envp = Vec::with_capacity(base_env.len() + 5);
             for (k, v) in &base_env {
                 let mut kv = k.as_bytes().to_vec();
                 kv.push(b'=');
@@ -510,6 +511,11 @@ impl<'s> OsSwitcher<'s> {
                 CString::new(format!("{ENV_PARTITION_FD}={PARTITION_FD_NUM}")).expect("no NUL"),
             );
             envp.push(CString::new(format!("{ENV_PARTITION_ID}={}", part.id.0)).expect("no NUL"));
+            if part.descriptor_table == DescriptorTable::PerProcess {
+                envp.push(
+                    CString::new(format!("{ENV_DESCRIPTOR_TABLE}=per-process")).expect("no NUL"),
+                );
+            }
             if let Some(c) = &config_env {
                 envp.push(c.clone());
             }

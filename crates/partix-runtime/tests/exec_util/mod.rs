@@ -19,6 +19,7 @@ pub fn partition(id: u32, name: &str, exe: Option<PathBuf>, args: &[&str]) -> Pa
         executable: exe,
         args: args.iter().map(|s| s.to_string()).collect(),
         affinity: None,
+        descriptor_table: Default::default(),
         memory: Vec::new(),
         sampling_ports: Vec::new(),
         queuing_ports: Vec::new(),
