@@ -44,6 +44,7 @@ use crate::rttpeer::{
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use partix_runtime::state::ENV_DESCRIPTOR_TABLE;
 use partix_shm::ring::RingLayout;
 use partix_shm::Region;
 use std::collections::BTreeMap;
@@ -121,6 +122,11 @@ pub struct RttArgs {
     /// rounds, and every ratio also shows its range over the rounds.
     #[arg(long, default_value_t = 4)]
     pub rounds: u64,
+    /// How the partitions' processes hold file descriptors (`partix:DescriptorTable`):
+    /// `per-process` (each process its own copy of the table: no file reference per socket
+    /// call) or `shared` (one table, the configuration's default).
+    #[arg(long, default_value = "per-process", value_parser = ["per-process", "shared"])]
+    pub descriptor_table: String,
     /// The peer program (default: `partix-rttpart` beside this program, `PARTIX_RTTPART`, or
     /// this program's hidden `bench rtt-peer` subcommand).
     #[arg(long, hide = true)]
@@ -142,6 +148,7 @@ impl Default for RttArgs {
             no_iceoryx2: false,
             queue_messages: 2_000_000,
             rounds: 4,
+            descriptor_table: "per-process".into(),
             peer_exe: None,
         }
     }
@@ -194,7 +201,7 @@ fn spawn_peer(
     peer: &Peer,
     a: &PeerArgs,
     fds: Vec<(RawFd, RawFd)>,
-    env: Option<(&str, String)>,
+    env: Vec<(&str, String)>,
 ) -> anyhow::Result<Child> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(&peer.program);
@@ -203,7 +210,7 @@ fn spawn_peer(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some((k, v)) = env {
+    for (k, v) in env {
         cmd.env(k, v);
     }
     // SAFETY: between fork and exec the closure only calls async-signal-safe functions (prctl,
@@ -240,12 +247,12 @@ fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String
     })
 }
 
-/// One end of a pair: its arguments, the descriptors it inherits (`(ours, its number)`) and one
-/// environment variable.
+/// One end of a pair: its arguments, the descriptors it inherits (`(ours, its number)`) and its
+/// environment variables.
 struct End<'a> {
     args: &'a PeerArgs,
     fds: Vec<(RawFd, RawFd)>,
-    env: Option<(&'a str, String)>,
+    env: Vec<(&'a str, String)>,
 }
 
 impl<'a> End<'a> {
@@ -253,7 +260,7 @@ impl<'a> End<'a> {
         End {
             args,
             fds: vec![(fd, PEER_FD)],
-            env: None,
+            env: Vec::new(),
         }
     }
 
@@ -262,15 +269,20 @@ impl<'a> End<'a> {
         End {
             args,
             fds: vec![(tx, PEER_FD), (rx, PEER_RX_FD)],
-            env: None,
+            env: Vec::new(),
         }
     }
 
-    fn partition(args: &'a PeerArgs, set: &ChannelSet, p: usize) -> End<'a> {
+    /// Partition `p` of `set`, its processes holding descriptors as `table` says
+    /// (`partix:DescriptorTable`).
+    fn partition(args: &'a PeerArgs, set: &ChannelSet, p: usize, table: &str) -> End<'a> {
         End {
             args,
             fds: set.child_fds(p),
-            env: Some((ENV_PORT_FDS, set.env_value(p))),
+            env: vec![
+                (ENV_PORT_FDS, set.env_value(p)),
+                (ENV_DESCRIPTOR_TABLE, table.to_string()),
+            ],
         }
     }
 }
@@ -501,15 +513,15 @@ fn apex_pair(
         let (recv_p, send_p) = (1, 0);
         return run_pair(
             peer,
-            End::partition(&a, &set, recv_p),
-            End::partition(&b, &set, send_p),
+            End::partition(&a, &set, recv_p, &args.descriptor_table),
+            End::partition(&b, &set, send_p, &args.descriptor_table),
             pair_timeout(args) + Duration::from_secs(30),
         );
     }
     run_pair(
         peer,
-        End::partition(&a, &set, 0),
-        End::partition(&b, &set, 1),
+        End::partition(&a, &set, 0, &args.descriptor_table),
+        End::partition(&b, &set, 1, &args.descriptor_table),
         pair_timeout(args),
     )
 }
@@ -1331,6 +1343,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         crate::rttpeer::PEER_FIFO,
         crate::rttpeer::APEX_PRIORITY
     );
+    let _ = writeln!(
+        o,
+        "partition processes' descriptor tables: {} (partix:DescriptorTable; `--descriptor-table {}` for the other)",
+        args.descriptor_table,
+        if args.descriptor_table == "shared" { "per-process" } else { "shared" }
+    );
     if args.gap_us > 0 {
         let _ = writeln!(
             o,
@@ -1551,7 +1569,10 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     };
                     let mut extra = vec![];
                     if t == "udp" && mode == "spin" {
-                        extra.push((RAW_UDP_MT, "multi-threaded, as a partition is"));
+                        extra.push((
+                            RAW_UDP_MT,
+                            "multi-threaded: one descriptor table for two threads",
+                        ));
                     }
                     extra.push((base2, how2));
                     for (base, how) in extra {

@@ -19,6 +19,7 @@ fn args() -> RttArgs {
         no_iceoryx2: true,
         queue_messages: 5_000,
         rounds: 2,
+        descriptor_table: "per-process".into(),
         peer_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_partix-rttpart"))),
     }
 }
@@ -161,6 +162,45 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The udp rows come out with the partitions' processes sharing one descriptor table (the
+/// configuration's default) and with one table each (the bench's default), and the report says
+/// which.
+#[test]
+fn udp_rows_with_either_descriptor_table() {
+    for table in ["shared", "per-process"] {
+        let mut a = args();
+        a.sizes = vec![16];
+        a.transports = vec!["udp".into()];
+        a.modes = vec!["spin".into()];
+        a.queuing_rtt = false;
+        a.c_api = false;
+        a.queue_messages = 0;
+        a.descriptor_table = table.into();
+        let rep = measure(&a).expect("bench runs");
+        let c = rep
+            .classes
+            .iter()
+            .find(|c| c.name == "udp" && c.mode == "spin" && c.size == 16)
+            .expect("udp spin 16 B");
+        assert_eq!(
+            c.result.as_ref().map(|r| r.len()).ok(),
+            Some(200),
+            "{table}"
+        );
+        assert!(
+            rep.text
+                .contains(&format!("partition processes' descriptor tables: {table} ")),
+            "{}",
+            rep.text
+        );
+        assert!(
+            rep.text.contains("udp spin 16 B vs raw UDP: p50"),
+            "{}",
+            rep.text
+        );
+    }
 }
 
 /// With a gap far longer than a park wait's spins between the round trips, the echo side of the
