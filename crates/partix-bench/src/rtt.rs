@@ -60,6 +60,9 @@ use std::time::{Duration, Instant};
 /// The suffix of the classes measured through the C API (`--c-api`).
 pub const C_API: &str = "(C API)";
 
+/// The class of the one-sided protocol without the port layer (`rttpeer` kind `slot`).
+pub const RAW_SLOT: &str = "raw one-sided slot";
+
 /// The transports a channel can name (`partix:Transport`).
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
@@ -537,6 +540,15 @@ fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> 
     let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
     let r = Region::create("partix-rtt-copy", len).map_err(|e| e.to_string())?;
     let (a, b) = pair_args("copy", size, args, "spin");
+    let fd = r.raw_fd();
+    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
+}
+
+/// The one-sided protocol without the port layer (kind `slot`).
+fn raw_slot(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
+    let len = crate::rttpeer::slot_region_len(size);
+    let r = Region::create("partix-rtt-slot", len).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args("slot", size, args, "spin");
     let fd = r.raw_fd();
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
@@ -1029,10 +1041,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
     let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
+    let one_sided = batched;
     // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
     const RAW_QUEUE_ROWS: usize = 5;
     let spin_mode = args.modes.iter().any(|m| m == "spin");
-    let total = usize::from(spin) * 2 * n_sizes
+    let total = usize::from(spin) * (2 + usize::from(one_sided)) * n_sizes
         + n_sizes * n_raw_modes * 4
         + usize::from(spin_mode) * n_sizes
         + n_sizes
@@ -1069,6 +1082,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             jobs.push(Job::new("raw copy", "spin", size, move |a| {
                 samples_of(raw_copy(peer, a, size))
             }));
+            if one_sided {
+                jobs.push(Job::new(RAW_SLOT, "spin", size, move |a| {
+                    samples_of(raw_slot(peer, a, size))
+                }));
+            }
         }
         // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
         // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
@@ -1437,6 +1455,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             let copy = rep
                 .get("raw copy", "spin", size)
                 .map(|r| r.summary("raw copy"));
+            let slot = rep.get(RAW_SLOT, "spin", size).map(|r| r.summary(RAW_SLOT));
             for t in &args.transports {
                 let Some(ts) = s(t) else { continue };
                 let mut lines = Vec::new();
@@ -1485,6 +1504,19 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                                 by_ratio
                             )),
                             ratio(ts.p99, c.p99)
+                        ));
+                    }
+                    if let (Some(c), "one-sided") = (&slot, t.as_str()) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs {RAW_SLOT} (what the APEX services add): p50 {:+.2} µs{}, p99 {:+.2} µs",
+                            (ts.p50 as f64 - c.p50 as f64) / 1000.0,
+                            Spread::diff_text(rep.rounds(
+                                (t, mode),
+                                Some((RAW_SLOT, "spin")),
+                                size,
+                                by_diff
+                            )),
+                            (ts.p99 as f64 - c.p99 as f64) / 1000.0
                         ));
                     }
                     if t == "one-sided" && size == 4096 && mode == "spin" {

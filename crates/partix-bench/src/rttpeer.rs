@@ -10,6 +10,10 @@
 //!               `partix-apex` that a C partition calls (WRITE_SAMPLING_MESSAGE,
 //!               PARTIX_WAIT_SAMPLING_MESSAGE, READ_SAMPLING_MESSAGE)
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
+//!        slot   the one-sided protocol without the port layer: a `partix_shm::sampling` slot
+//!               each way (SamplingWriter / SamplingReader, begin/end flags, stamp) in a region
+//!               on descriptor 600, each slot on a page of its own (as each channel has its own
+//!               region)
 //!        udp    a connected UDP socket on descriptor 600 (loopback)
 //!        tcp    a connected TCP socket (TCP_NODELAY) on descriptor 600 (loopback)
 //!        qrtt   queuing ports QPING (A→B) and QPONG (B→A): the ping-pong of `apex` through
@@ -402,6 +406,7 @@ pub fn main(args: &[String]) -> i32 {
         "apex" | "apexc" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a)),
         "copy" => raw_prelude().and_then(|()| copy(&a)),
+        "slot" => raw_prelude().and_then(|()| slot(&a)),
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
@@ -460,6 +465,96 @@ fn cache(a: &PeerArgs) -> Result<(), String> {
                     std::hint::spin_loop();
                 }
                 pong.store(i, Ordering::Release);
+            }
+            sw.print()
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// Bytes of the region of the `slot` kind: one page-aligned slot of `size` bytes per direction.
+pub fn slot_region_len(size: usize) -> usize {
+    2 * slot_stride(size)
+}
+
+fn slot_stride(size: usize) -> usize {
+    partix_shm::sampling::SamplingLayout::new(size as u32)
+        .map_or(4096, |l| l.size_bytes())
+        .div_ceil(4096)
+        * 4096
+}
+
+/// The one-sided protocol without the port layer: the ping writes its slot (`write_stamped`,
+/// stamped with the clock the ports use), the pong waits for a newer message in it
+/// (`wait_newer`, spinning) and writes it back in its own slot. What the APEX services add on
+/// top (port lookup, lock, the last good copy, validity) is the difference to the one-sided
+/// port's class.
+fn slot(a: &PeerArgs) -> Result<(), String> {
+    use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
+    use partix_shm::RecvMode;
+    let r = inherited_region()?;
+    let stride = slot_stride(a.size);
+    if r.len() < 2 * stride {
+        return Err("region too small".into());
+    }
+    let layout = SamplingLayout::new(a.size as u32).map_err(|e| format!("slot: {e}"))?;
+    // The ports' clock, calibrated as the partition runtime does at its start.
+    partix_shm::clock::calibrate();
+    let (mine, theirs) = if a.role == "ping" {
+        (0, stride)
+    } else {
+        (stride, 0)
+    };
+    let mut w = SamplingWriter::init(r.clone(), mine, layout).map_err(|e| format!("slot: {e}"))?;
+    let started = Instant::now();
+    let rd = loop {
+        // The other end initialises its slot when it starts.
+        match SamplingReader::attach(r.clone(), theirs) {
+            Ok(rd) => break rd,
+            Err(_) if started.elapsed().as_secs() < 10 => std::thread::yield_now(),
+            Err(e) => return Err(format!("slot: {e}")),
+        }
+    };
+    let mut msg = vec![0x5au8; a.size];
+    let mut buf = vec![0u8; a.size];
+    let mut last: Option<u32> = None;
+    let recv = |buf: &mut [u8], last: &mut Option<u32>| -> Result<(), String> {
+        let ok = rd
+            .wait_newer(buf, *last, RecvMode::Spin, None)
+            .map_err(|e| format!("slot: {e}"))?;
+        *last = Some(ok.seq);
+        Ok(())
+    };
+    let write = |w: &mut SamplingWriter, m: &[u8]| {
+        w.write_stamped(m, partix_shm::clock::now_ns())
+            .map(|_| ())
+            .map_err(|e| format!("slot: {e}"))
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let s = time_rounds(a, |i| {
+                put_seq(&mut msg, i);
+                write(&mut w, &msg)?;
+                loop {
+                    recv(&mut buf, &mut last)?;
+                    if seq_of(&buf) == i {
+                        return Ok(());
+                    }
+                }
+            })?;
+            print_samples(&s)
+        }
+        "pong" => {
+            let mut sw = EchoSwitches::new(a);
+            for i in 1..=a.warmup + a.iters {
+                sw.before(i);
+                loop {
+                    recv(&mut buf, &mut last)?;
+                    if seq_of(&buf) == i {
+                        break;
+                    }
+                }
+                write(&mut w, &buf)?;
             }
             sw.print()
         }

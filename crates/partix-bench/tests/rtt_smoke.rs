@@ -4,6 +4,14 @@
 
 use partix_bench::rtt::{measure, RttArgs};
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// One bench at a time: the tests run in parallel threads, and two benches would pin their
+/// spinning SCHED_FIFO peers to the same two CPUs, where one starves the other.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static BENCH: Mutex<()> = Mutex::new(());
+    BENCH.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn args() -> RttArgs {
     RttArgs {
@@ -26,6 +34,7 @@ fn args() -> RttArgs {
 
 #[test]
 fn one_sided_rows_baselines_queue_and_plots_come_out() {
+    let _one = one_at_a_time();
     let a = args();
     let rep = measure(&a).expect("bench runs");
     for (name, mode) in [
@@ -45,6 +54,8 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("one-sided (C API)", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
+        // The one-sided protocol without the port layer.
+        ("raw one-sided slot", "spin"),
         ("raw UDP", "spin"),
         ("raw UDP", "park"),
         ("raw UDP", "block"),
@@ -130,6 +141,13 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     assert!(rep.text.contains("one-sided queuing port, batches of"));
     assert!(rep.text.contains("one-sided spin 16 B vs raw copy: p50"));
     assert!(
+        rep.text.contains(
+            "one-sided spin 16 B vs raw one-sided slot (what the APEX services add): p50 "
+        ),
+        "{}",
+        rep.text
+    );
+    assert!(
         rep.text
             .contains("one-sided queuing spin 16 B vs one-sided (sampling): p50"),
         "{}",
@@ -169,6 +187,7 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
 /// which.
 #[test]
 fn udp_rows_with_either_descriptor_table() {
+    let _one = one_at_a_time();
     for table in ["shared", "per-process"] {
         let mut a = args();
         a.sizes = vec![16];
@@ -207,6 +226,7 @@ fn udp_rows_with_either_descriptor_table() {
 /// park class sleeps once per message (and the back-to-back targets are not judged).
 #[test]
 fn with_a_gap_the_park_class_parks() {
+    let _one = one_at_a_time();
     let mut a = args();
     a.sizes = vec![16];
     a.iters = 10;
@@ -238,6 +258,7 @@ fn with_a_gap_the_park_class_parks() {
 
 #[test]
 fn a_missing_peer_program_is_a_clear_error() {
+    let _one = one_at_a_time();
     // A peer program that does not exist: refused before anything runs, naming it.
     let mut a = args();
     a.sizes = vec![16];
