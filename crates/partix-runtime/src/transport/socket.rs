@@ -30,7 +30,7 @@
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 use partix_shm::RecvMode;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -252,10 +252,14 @@ impl FrameSocket {
                 self.tx_off = self.tx_len;
                 break;
             };
-            match s.write(&self.tx[self.tx_off..self.tx_len]) {
+            match sys::send(
+                s.as_raw_fd(),
+                &self.tx[self.tx_off..self.tx_len],
+                libc::MSG_NOSIGNAL,
+            ) {
                 Ok(0) => return false,
                 Ok(n) => self.tx_off += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(libc::EINTR) => {}
                 Err(_) => return false,
             }
         }
@@ -290,8 +294,8 @@ impl FrameSocket {
                 hdr.emit(&mut frame[..HEADER_LEN]);
                 frame[HEADER_LEN..].copy_from_slice(payload);
                 loop {
-                    match s.send(&self.tx[at..at + n]) {
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    match sys::send(s.as_raw_fd(), &self.tx[at..at + n], libc::MSG_NOSIGNAL) {
+                        Err(libc::EINTR) => {}
                         r => break r.is_ok_and(|k| k == n),
                     }
                 }
@@ -300,9 +304,9 @@ impl FrameSocket {
                 hdr.emit(&mut self.tx[..HEADER_LEN]);
                 self.tx[HEADER_LEN..n].copy_from_slice(payload);
                 let sent = loop {
-                    match s.write(&self.tx[..n]) {
+                    match sys::send(s.as_raw_fd(), &self.tx[..n], libc::MSG_NOSIGNAL) {
                         Ok(k) => break k,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(libc::EINTR) => {}
                         Err(_) => break 0,
                     }
                 };
@@ -332,7 +336,7 @@ impl FrameSocket {
                     // `recv_frame_wait`.
                     let n = match recv_flags(s, out, libc::MSG_DONTWAIT) {
                         Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(libc::EINTR) => continue,
                         Err(_) => return Recv::Nothing,
                     };
                     if let Some(h) = self.datagram(out, n) {
@@ -356,13 +360,13 @@ impl FrameSocket {
                         }
                     }
                     let room = self.rx.len() - self.rx_len;
-                    match s.read(&mut self.rx[self.rx_len..]) {
+                    match sys::recv(s.as_raw_fd(), &mut self.rx[self.rx_len..], 0) {
                         Ok(0) => return Recv::Nothing,
                         Ok(k) => {
                             self.rx_len += k;
                             self.short_read = k < room;
                         }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(libc::EINTR) => {}
                         Err(_) => return Recv::Nothing,
                     }
                 }
@@ -489,15 +493,117 @@ fn kernel_tick() -> Duration {
     })
 }
 
-/// `recv(2)` with `flags` into `out`.
+/// `recv(2)` with `flags` into `out`; the error is the `errno` value.
 #[inline(always)]
-fn recv_flags(s: &UdpSocket, out: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    // SAFETY: `out` is writable for `out.len()` bytes; the socket is open.
-    let r = unsafe { libc::recv(s.as_raw_fd(), out.as_mut_ptr().cast(), out.len(), flags) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
+fn recv_flags(s: &UdpSocket, out: &mut [u8], flags: libc::c_int) -> Result<usize, i32> {
+    sys::recv(s.as_raw_fd(), out, flags)
+}
+
+/// `recv(2)` and `send(2)` on the message path, as system calls made right here.
+///
+/// glibc's `recv` and `send` are cancellation points: each call sets and clears the thread's
+/// asynchronous-cancellation state with an atomic compare-and-swap before and after the system
+/// call (partix never cancels a thread: STOP has its own signal), its failure goes through the
+/// thread-local `errno` into an `io::Error`, and the wrapper is one more frame to return from
+/// after the system call, a mispredicted return on this VM (see `SampleRx::wait_newer_or`). A
+/// spinning udp wait makes one such call per look, and every message one `send` and one `recv`
+/// that returns it. On x86-64 these are the `syscall` instruction inline, answering `-errno`;
+/// elsewhere the libc functions.
+mod sys {
+    /// Receive into `buf` from descriptor `fd`: the length, or the `errno` value.
+    #[inline(always)]
+    pub(super) fn recv(fd: i32, buf: &mut [u8], flags: libc::c_int) -> Result<usize, i32> {
+        // SAFETY: `buf` is writable for `buf.len()` bytes for the duration of the call; the
+        // kernel writes at most that many; the two address arguments are null.
+        let r = unsafe {
+            syscall6(
+                libc::SYS_recvfrom,
+                [
+                    fd as usize,
+                    buf.as_mut_ptr() as usize,
+                    buf.len(),
+                    flags as usize,
+                    0,
+                    0,
+                ],
+            )
+        };
+        answer(r)
+    }
+
+    /// Send `buf` on the connected descriptor `fd`: the length sent, or the `errno` value.
+    #[inline(always)]
+    pub(super) fn send(fd: i32, buf: &[u8], flags: libc::c_int) -> Result<usize, i32> {
+        // SAFETY: `buf` is readable for `buf.len()` bytes for the duration of the call; the
+        // destination address is null (a connected socket).
+        let r = unsafe {
+            syscall6(
+                libc::SYS_sendto,
+                [
+                    fd as usize,
+                    buf.as_ptr() as usize,
+                    buf.len(),
+                    flags as usize,
+                    0,
+                    0,
+                ],
+            )
+        };
+        answer(r)
+    }
+
+    #[inline(always)]
+    fn answer(r: isize) -> Result<usize, i32> {
+        if r < 0 {
+            Err((-r) as i32)
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// A system call of six arguments; the result is `-errno` on failure.
+    ///
+    /// # Safety
+    /// The arguments must be valid for system call `nr` (pointers to memory the kernel may
+    /// read or write as that call does).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn syscall6(nr: libc::c_long, a: [usize; 6]) -> isize {
+        let r: isize;
+        // SAFETY: the x86-64 Linux system call convention: number in rax, arguments in rdi,
+        // rsi, rdx, r10, r8, r9, result in rax; the instruction clobbers rcx and r11. Memory is
+        // not marked untouched: the kernel may write the buffer. No stack is used.
+        unsafe {
+            core::arch::asm!(
+                "syscall",
+                inlateout("rax") nr as isize => r,
+                in("rdi") a[0],
+                in("rsi") a[1],
+                in("rdx") a[2],
+                in("r10") a[3],
+                in("r8") a[4],
+                in("r9") a[5],
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        r
+    }
+
+    /// Elsewhere: through libc (`-errno` on failure, as the instruction answers).
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    unsafe fn syscall6(nr: libc::c_long, a: [usize; 6]) -> isize {
+        // SAFETY: as the caller guarantees.
+        let r = unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+        if r < 0 {
+            -(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO) as isize)
+        } else {
+            r as isize
+        }
     }
 }
 
@@ -1114,6 +1220,35 @@ mod tests {
             FrameSocket::new(a, kind, max),
             FrameSocket::new(b, kind, max),
         )
+    }
+
+    /// The direct system calls answer as `recv(2)` and `send(2)` do, with `errno` as the error.
+    #[test]
+    fn direct_system_calls_answer_as_recv_and_send() {
+        let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            sys::recv(b.as_raw_fd(), &mut buf, libc::MSG_DONTWAIT),
+            Err(libc::EAGAIN)
+        );
+        assert_eq!(
+            sys::send(a.as_raw_fd(), b"seventeen", libc::MSG_NOSIGNAL),
+            Ok(9)
+        );
+        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(sys::recv(b.as_raw_fd(), &mut buf, 0), Ok(9));
+        assert_eq!(&buf[..9], b"seventeen");
+        // A datagram longer than the buffer is cut to it, as recv(2) does.
+        assert_eq!(sys::send(a.as_raw_fd(), &[7u8; 40], 0), Ok(40));
+        assert_eq!(sys::recv(b.as_raw_fd(), &mut buf[..16], 0), Ok(16));
+        assert_eq!(sys::recv(-1, &mut buf, 0), Err(libc::EBADF));
+        assert_eq!(sys::send(-1, b"x", 0), Err(libc::EBADF));
+        // A read time-out ends a blocking receive with EAGAIN.
+        b.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        assert_eq!(sys::recv(b.as_raw_fd(), &mut buf, 0), Err(libc::EAGAIN));
     }
 
     #[test]
