@@ -1506,7 +1506,9 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             ratio(ts.p99, c.p99)
                         ));
                     }
-                    if let (Some(c), "one-sided") = (&slot, t.as_str()) {
+                    // A busy-waiting class only: a blocking wait adds its wake-up, which is not
+                    // the services' cost.
+                    if let (Some(c), "one-sided", false) = (&slot, t.as_str(), mode == "block") {
                         lines.push(format!(
                             "{t} {mode} {size} B vs {RAW_SLOT} (what the APEX services add): p50 {:+.2} µs{}, p99 {:+.2} µs",
                             (ts.p50 as f64 - c.p50 as f64) / 1000.0,
