@@ -1745,6 +1745,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
         [
             "raw cache-line",
             "raw copy",
+            RAW_SLOT,
             "raw UDP",
             "raw TCP",
             "iceoryx2",
@@ -1763,6 +1764,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
                         let m = if n == "iceoryx2"
                             || n == "raw cache-line"
                             || n == "raw copy"
+                            || n == RAW_SLOT
                             || (mode == "poll" && n.starts_with("raw"))
                         {
                             "spin"
@@ -1793,6 +1795,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
                 let m = if n == "iceoryx2"
                     || n == "raw cache-line"
                     || n == "raw copy"
+                    || n == RAW_SLOT
                     || (mode == "poll" && n.starts_with("raw"))
                 {
                     "spin"

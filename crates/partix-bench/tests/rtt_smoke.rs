@@ -174,7 +174,9 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     for f in &files {
         let svg = std::fs::read_to_string(f).unwrap();
         assert!(
-            svg.starts_with("<svg") && svg.contains("one-sided"),
+            svg.starts_with("<svg")
+                && svg.contains("one-sided")
+                && svg.contains("raw one-sided slot"),
             "{}",
             f.display()
         );
