@@ -530,25 +530,36 @@ fn apex_pair(
 }
 
 fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
-    let r = Region::create("partix-rtt-cache", 4096).map_err(|e| e.to_string())?;
-    let (a, b) = pair_args("cache", 8, args, "spin");
-    let fd = r.raw_fd();
-    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
+    raw_shm_pair(peer, args, "cache", 8, 4096)
 }
 
 fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
     let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
-    let r = Region::create("partix-rtt-copy", len).map_err(|e| e.to_string())?;
-    let (a, b) = pair_args("copy", size, args, "spin");
-    let fd = r.raw_fd();
-    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
+    raw_shm_pair(peer, args, "copy", size, len)
 }
 
 /// The one-sided protocol without the port layer (kind `slot`).
 fn raw_slot(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
-    let len = crate::rttpeer::slot_region_len(size);
-    let r = Region::create("partix-rtt-slot", len).map_err(|e| e.to_string())?;
-    let (a, b) = pair_args("slot", size, args, "spin");
+    raw_shm_pair(
+        peer,
+        args,
+        "slot",
+        size,
+        crate::rttpeer::slot_region_len(size),
+    )
+}
+
+/// A raw pair of `kind` at `size` sharing a fresh memfd region of `len` bytes (descriptor
+/// `PEER_FD` in both).
+fn raw_shm_pair(
+    peer: &Peer,
+    args: &RttArgs,
+    kind: &str,
+    size: usize,
+    len: usize,
+) -> Result<String, String> {
+    let r = Region::create(&format!("partix-rtt-{kind}"), len).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args(kind, size, args, "spin");
     let fd = r.raw_fd();
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }

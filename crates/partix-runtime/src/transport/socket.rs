@@ -514,46 +514,33 @@ mod sys {
     #[inline(always)]
     pub(super) fn recv(fd: i32, buf: &mut [u8], flags: libc::c_int) -> Result<usize, i32> {
         // SAFETY: `buf` is writable for `buf.len()` bytes for the duration of the call; the
-        // kernel writes at most that many; the two address arguments are null.
-        let r = unsafe {
-            syscall6(
-                libc::SYS_recvfrom,
-                [
-                    fd as usize,
-                    buf.as_mut_ptr() as usize,
-                    buf.len(),
-                    flags as usize,
-                    0,
-                    0,
-                ],
-            )
-        };
-        answer(r)
+        // kernel writes at most that many.
+        unsafe { transfer(libc::SYS_recvfrom, fd, buf.as_mut_ptr(), buf.len(), flags) }
     }
 
     /// Send `buf` on the connected descriptor `fd`: the length sent, or the `errno` value.
     #[inline(always)]
     pub(super) fn send(fd: i32, buf: &[u8], flags: libc::c_int) -> Result<usize, i32> {
-        // SAFETY: `buf` is readable for `buf.len()` bytes for the duration of the call; the
-        // destination address is null (a connected socket).
-        let r = unsafe {
-            syscall6(
-                libc::SYS_sendto,
-                [
-                    fd as usize,
-                    buf.as_ptr() as usize,
-                    buf.len(),
-                    flags as usize,
-                    0,
-                    0,
-                ],
-            )
-        };
-        answer(r)
+        // SAFETY: `buf` is readable for `buf.len()` bytes for the duration of the call.
+        unsafe { transfer(libc::SYS_sendto, fd, buf.as_ptr(), buf.len(), flags) }
     }
 
+    /// `recvfrom` or `sendto` (`nr`) of `len` bytes at `buf` with no address (a connected
+    /// socket): the length, or the `errno` value.
+    ///
+    /// # Safety
+    /// `buf` must be valid for `len` bytes as call `nr` uses them (written by `recvfrom`, read
+    /// by `sendto`) for the duration of the call.
     #[inline(always)]
-    fn answer(r: isize) -> Result<usize, i32> {
+    unsafe fn transfer(
+        nr: libc::c_long,
+        fd: i32,
+        buf: *const u8,
+        len: usize,
+        flags: libc::c_int,
+    ) -> Result<usize, i32> {
+        // SAFETY: as the caller guarantees; the two address arguments are null.
+        let r = unsafe { syscall6(nr, [fd as usize, buf as usize, len, flags as usize, 0, 0]) };
         if r < 0 {
             Err((-r) as i32)
         } else {
