@@ -193,6 +193,9 @@ pub struct FrameSocket {
     blocking: bool,
     /// UDP: the receive time-out last set (`SO_RCVTIMEO`).
     rcvtimeo: Duration,
+    /// Unit tests: non-blocking UDP `recv` system calls made (looks).
+    #[cfg(test)]
+    looks: u64,
 }
 
 #[derive(Debug)]
@@ -242,7 +245,15 @@ impl FrameSocket {
             dropped: 0,
             blocking: false,
             rcvtimeo: Duration::ZERO,
+            #[cfg(test)]
+            looks: 0,
         }
+    }
+
+    /// Whether [`FrameSocket::recv_frame_wait`] can wait in `recv` itself (UDP).
+    #[inline]
+    fn waits_in_recv(&self) -> bool {
+        matches!(self.io, Io::Udp(_))
     }
 
     /// Try to finish a partial TCP write; return whether nothing is left.
@@ -334,6 +345,10 @@ impl FrameSocket {
                 Io::Udp(s) => {
                     // MSG_DONTWAIT: the descriptor may have been switched to blocking mode by
                     // `recv_frame_wait`.
+                    #[cfg(test)]
+                    {
+                        self.looks += 1;
+                    }
                     let n = match recv_flags(s, out, libc::MSG_DONTWAIT) {
                         Ok(n) => n,
                         Err(libc::EINTR) => continue,
@@ -786,8 +801,18 @@ impl SampleRx {
         // `new_call`; a frame taken without draining ends it.
         let mut seen_empty = self.looked_empty;
         self.dst = buf.as_ptr() as usize;
+        // udp, parking after a look that found the socket empty: the blocking `recv` of the
+        // park is the look (it returns at once when a datagram is queued), so the non-blocking
+        // one before it would only answer `EAGAIN`, a system call more per message received.
+        // Cleared when the park falls back to `poll` (too little time left), after which a look
+        // must take what `poll` saw.
+        let parks_in_recv = self.sock.waits_in_recv() && !probe;
+        let mut recv_looks = true;
         loop {
-            if seen_empty {
+            if seen_empty && i >= spins && parks_in_recv && recv_looks {
+                // The park below looks.
+            } else if seen_empty {
+                recv_looks = true;
                 let at = self.place();
                 if let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch[at..]) {
                     self.looked_empty = false;
@@ -847,6 +872,7 @@ impl SampleRx {
                     Some(Recv::Nothing) => {}
                     None => {
                         readable(&self.sock, left);
+                        recv_looks = false;
                     }
                 }
             }
@@ -1382,6 +1408,58 @@ mod tests {
             assert_eq!((ok.seq, ok.len, buf[0]), (2, 21, 8), "{kind:?}");
             drop(sender.join().unwrap());
         }
+    }
+
+    #[test]
+    fn a_udp_park_after_an_empty_look_receives_in_one_system_call() {
+        let (a, b) = pair(SocketKind::Udp, 64, 8);
+        let mut rx = SampleRx::new(b);
+        let mut buf = [0u8; 64];
+        let (go, went) = std::sync::mpsc::channel::<Duration>();
+        let sender = std::thread::spawn(move || {
+            let mut tx = SampleTx::new(vec![a]);
+            for (i, pause) in went.iter().enumerate() {
+                std::thread::sleep(pause);
+                tx.write(&[i as u8 + 1; 10], 1);
+            }
+        });
+        let blocking = |rx: &mut SampleRx, buf: &mut [u8], last, t| {
+            rx.wait_newer(buf, last, RecvMode::Blocking, Some(t))
+        };
+        // The call's first look finds the socket empty (a zero time-out is that look alone).
+        rx.new_call();
+        let probe = blocking(&mut rx, &mut buf, None, Duration::ZERO);
+        assert!(matches!(probe, Err(WaitError::TimedOut)));
+        // The wait parks in `recv` (for two ticks at a time), which brings the datagram: no
+        // look before it.
+        let before = rx.sock.looks;
+        go.send(Duration::from_millis(30)).unwrap();
+        let ok = blocking(&mut rx, &mut buf, None, Duration::from_secs(5)).unwrap();
+        assert_eq!((ok.seq, ok.len, buf[0]), (1, 10, 1));
+        assert_eq!(rx.sock.looks, before, "the park's recv is the look");
+        // A datagram queued after the empty look and before the park: the park's `recv`
+        // returns it at once.
+        rx.new_call();
+        let probe = blocking(&mut rx, &mut buf, Some(1), Duration::ZERO);
+        assert!(matches!(probe, Err(WaitError::TimedOut)));
+        go.send(Duration::ZERO).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let before = rx.sock.looks;
+        let t = Instant::now();
+        let ok = blocking(&mut rx, &mut buf, Some(1), Duration::from_secs(5)).unwrap();
+        assert_eq!((ok.seq, buf[0]), (2, 2));
+        assert_eq!(rx.sock.looks, before);
+        assert!(t.elapsed() < kernel_tick(), "waited {:?}", t.elapsed());
+        // A time-out under four kernel ticks parks in `poll`; the look after it takes the
+        // datagram `poll` saw.
+        rx.new_call();
+        let probe = blocking(&mut rx, &mut buf, Some(2), Duration::ZERO);
+        assert!(matches!(probe, Err(WaitError::TimedOut)));
+        go.send(Duration::from_millis(1)).unwrap();
+        let ok = blocking(&mut rx, &mut buf, Some(2), 3 * kernel_tick()).unwrap();
+        assert_eq!((ok.seq, buf[0]), (3, 3));
+        drop(go);
+        sender.join().unwrap();
     }
 
     #[test]
