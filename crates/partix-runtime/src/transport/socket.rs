@@ -193,9 +193,11 @@ pub struct FrameSocket {
     blocking: bool,
     /// UDP: the receive time-out last set (`SO_RCVTIMEO`).
     rcvtimeo: Duration,
-    /// Unit tests: non-blocking UDP `recv` system calls made (looks).
+    /// Unit tests: non-blocking `recv` system calls made (looks), and parks in `poll`.
     #[cfg(test)]
     looks: u64,
+    #[cfg(test)]
+    polls: u64,
 }
 
 #[derive(Debug)]
@@ -247,13 +249,9 @@ impl FrameSocket {
             rcvtimeo: Duration::ZERO,
             #[cfg(test)]
             looks: 0,
+            #[cfg(test)]
+            polls: 0,
         }
-    }
-
-    /// Whether [`FrameSocket::recv_frame_wait`] can wait in `recv` itself (UDP).
-    #[inline]
-    fn waits_in_recv(&self) -> bool {
-        matches!(self.io, Io::Udp(_))
     }
 
     /// Try to finish a partial TCP write; return whether nothing is left.
@@ -375,6 +373,10 @@ impl FrameSocket {
                         }
                     }
                     let room = self.rx.len() - self.rx_len;
+                    #[cfg(test)]
+                    {
+                        self.looks += 1;
+                    }
                     match sys::recv(s.as_raw_fd(), &mut self.rx[self.rx_len..], 0) {
                         Ok(0) => return Recv::Nothing,
                         Ok(k) => {
@@ -801,18 +803,17 @@ impl SampleRx {
         // `new_call`; a frame taken without draining ends it.
         let mut seen_empty = self.looked_empty;
         self.dst = buf.as_ptr() as usize;
-        // udp, parking after a look that found the socket empty: the blocking `recv` of the
-        // park is the look (it returns at once when a datagram is queued), so the non-blocking
-        // one before it would only answer `EAGAIN`, a system call more per message received.
-        // Cleared when the park falls back to `poll` (too little time left), after which a look
-        // must take what `poll` saw.
-        let parks_in_recv = self.sock.waits_in_recv() && !probe;
-        let mut recv_looks = true;
+        // Parking after a look that found the socket empty (in this wait or earlier in the
+        // call), no look is made before the park: it would only answer `EAGAIN`, a system call
+        // more per message received. A park returns at once when a frame is queued: udp's
+        // blocking `recv` takes the datagram itself, and after a `poll` the next look takes what
+        // `poll` saw.
+        let mut after_poll = false;
         loop {
-            if seen_empty && i >= spins && parks_in_recv && recv_looks {
-                // The park below looks.
+            if seen_empty && i >= spins && !probe && !after_poll {
+                // The park below is the look.
             } else if seen_empty {
-                recv_looks = true;
+                after_poll = false;
                 let at = self.place();
                 if let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch[at..]) {
                     self.looked_empty = false;
@@ -872,7 +873,11 @@ impl SampleRx {
                     Some(Recv::Nothing) => {}
                     None => {
                         readable(&self.sock, left);
-                        recv_looks = false;
+                        after_poll = true;
+                        #[cfg(test)]
+                        {
+                            self.sock.polls += 1;
+                        }
                     }
                 }
             }
@@ -1411,55 +1416,71 @@ mod tests {
     }
 
     #[test]
-    fn a_udp_park_after_an_empty_look_receives_in_one_system_call() {
-        let (a, b) = pair(SocketKind::Udp, 64, 8);
-        let mut rx = SampleRx::new(b);
-        let mut buf = [0u8; 64];
-        let (go, went) = std::sync::mpsc::channel::<Duration>();
-        let sender = std::thread::spawn(move || {
-            let mut tx = SampleTx::new(vec![a]);
-            for (i, pause) in went.iter().enumerate() {
-                std::thread::sleep(pause);
-                tx.write(&[i as u8 + 1; 10], 1);
+    fn a_park_after_an_empty_look_makes_no_look_before_it() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 64, 8);
+            let mut rx = SampleRx::new(b);
+            let mut buf = [0u8; 64];
+            let (go, went) = std::sync::mpsc::channel::<Duration>();
+            let sender = std::thread::spawn(move || {
+                let mut tx = SampleTx::new(vec![a]);
+                for (i, pause) in went.iter().enumerate() {
+                    std::thread::sleep(pause);
+                    tx.write(&[i as u8 + 1; 10], 1);
+                }
+            });
+            let blocking = |rx: &mut SampleRx, buf: &mut [u8], last, t| {
+                rx.wait_newer(buf, last, RecvMode::Blocking, Some(t))
+            };
+            // The looks a wait made beyond one per `poll` it parked in: udp parks in `recv`,
+            // which takes the datagram itself (no look at all); tcp parks in `poll`, and the
+            // look after each takes what it saw.
+            let extra_looks =
+                |rx: &SampleRx, (l0, p0): (u64, u64)| (rx.sock.looks - l0) - (rx.sock.polls - p0);
+            let counts = |rx: &SampleRx| (rx.sock.looks, rx.sock.polls);
+            for (call, pause) in [Duration::from_millis(5), Duration::ZERO]
+                .into_iter()
+                .enumerate()
+            {
+                let last = (call > 0).then_some(call as u32);
+                // The call's first look finds the socket empty (a zero time-out is that look
+                // alone).
+                rx.new_call();
+                let probe = blocking(&mut rx, &mut buf, last, Duration::ZERO);
+                assert!(matches!(probe, Err(WaitError::TimedOut)), "{kind:?}");
+                // Call 0: the frame comes while the wait parks; call 1: it is queued before.
+                go.send(pause).unwrap();
+                if pause.is_zero() {
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+                let c = counts(&rx);
+                let ok = blocking(&mut rx, &mut buf, last, Duration::from_secs(5)).unwrap();
+                assert_eq!(
+                    (ok.seq, ok.len, buf[0]),
+                    (call as u32 + 1, 10, call as u8 + 1)
+                );
+                assert_eq!(
+                    extra_looks(&rx, c),
+                    0,
+                    "{kind:?} call {call}: a look before a park"
+                );
+                if kind == SocketKind::Udp {
+                    assert_eq!(rx.sock.polls, c.1, "udp parks in recv");
+                }
             }
-        });
-        let blocking = |rx: &mut SampleRx, buf: &mut [u8], last, t| {
-            rx.wait_newer(buf, last, RecvMode::Blocking, Some(t))
-        };
-        // The call's first look finds the socket empty (a zero time-out is that look alone).
-        rx.new_call();
-        let probe = blocking(&mut rx, &mut buf, None, Duration::ZERO);
-        assert!(matches!(probe, Err(WaitError::TimedOut)));
-        // The wait parks in `recv` (for two ticks at a time), which brings the datagram: no
-        // look before it.
-        let before = rx.sock.looks;
-        go.send(Duration::from_millis(30)).unwrap();
-        let ok = blocking(&mut rx, &mut buf, None, Duration::from_secs(5)).unwrap();
-        assert_eq!((ok.seq, ok.len, buf[0]), (1, 10, 1));
-        assert_eq!(rx.sock.looks, before, "the park's recv is the look");
-        // A datagram queued after the empty look and before the park: the park's `recv`
-        // returns it at once.
-        rx.new_call();
-        let probe = blocking(&mut rx, &mut buf, Some(1), Duration::ZERO);
-        assert!(matches!(probe, Err(WaitError::TimedOut)));
-        go.send(Duration::ZERO).unwrap();
-        std::thread::sleep(Duration::from_millis(30));
-        let before = rx.sock.looks;
-        let t = Instant::now();
-        let ok = blocking(&mut rx, &mut buf, Some(1), Duration::from_secs(5)).unwrap();
-        assert_eq!((ok.seq, buf[0]), (2, 2));
-        assert_eq!(rx.sock.looks, before);
-        assert!(t.elapsed() < kernel_tick(), "waited {:?}", t.elapsed());
-        // A time-out under four kernel ticks parks in `poll`; the look after it takes the
-        // datagram `poll` saw.
-        rx.new_call();
-        let probe = blocking(&mut rx, &mut buf, Some(2), Duration::ZERO);
-        assert!(matches!(probe, Err(WaitError::TimedOut)));
-        go.send(Duration::from_millis(1)).unwrap();
-        let ok = blocking(&mut rx, &mut buf, Some(2), 3 * kernel_tick()).unwrap();
-        assert_eq!((ok.seq, buf[0]), (3, 3));
-        drop(go);
-        sender.join().unwrap();
+            // A time-out under four kernel ticks parks in `poll` over udp too; the look after it
+            // takes the datagram `poll` saw.
+            rx.new_call();
+            let probe = blocking(&mut rx, &mut buf, Some(2), Duration::ZERO);
+            assert!(matches!(probe, Err(WaitError::TimedOut)), "{kind:?}");
+            go.send(Duration::from_millis(1)).unwrap();
+            let c = counts(&rx);
+            let ok = blocking(&mut rx, &mut buf, Some(2), 3 * kernel_tick()).unwrap();
+            assert_eq!((ok.seq, buf[0]), (3, 3), "{kind:?}");
+            assert!(rx.sock.polls > c.1, "{kind:?}");
+            drop(go);
+            sender.join().unwrap();
+        }
     }
 
     #[test]
