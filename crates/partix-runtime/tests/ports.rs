@@ -186,6 +186,21 @@ fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
 }
 
 #[test]
+fn a_process_stopped_while_waiting_holds_no_place_in_line() {
+    // Nobody else waits on the port after the STOP, so only the calls that must not wait
+    // (TIME_OUT 0, the preemption lock) meet the stopped process's entry.
+    let m = load("order.xml");
+    let out = run(
+        &m,
+        "stale",
+        &[("order-src", &[], true), ("stale-dst", &[], true)],
+        Duration::from_secs(60),
+    );
+    all_pass("ORDER_SRC", &out[0]);
+    assert_eq!(all_pass("STALE_DST", &out[1]), 3, "{:#?}", out[1]);
+}
+
+#[test]
 fn a_restarted_partition_sees_the_last_message() {
     let m = load("restart.xml");
     let out = run(

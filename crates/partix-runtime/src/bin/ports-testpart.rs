@@ -23,6 +23,9 @@
 //!   order-dst D    processes of priority 7, 5, 10, 15 wait on QIN (discipline D: fifo|priority)
 //!                  in that order; when all 4 wait, STOP the first, write "ready" on RDY; report
 //!                  who got what
+//!   stale-dst      process "w" waits on QIN and is stopped there; when the 3 messages of
+//!                  order-src are queued, RECEIVE with TIME_OUT 0, and with a time-out under the
+//!                  preemption lock, return them (the stopped process holds no place in line)
 //!   fds-dst MODE   (MODE: per-process | shared, the partition's partix:DescriptorTable) a
 //!                  descriptor opened at init; in NORMAL mode process "opener" opens another and
 //!                  closes the first, then process "checker" looks at both: per-process, it
@@ -846,6 +849,56 @@ extern "C" fn order_send() {
     idle_forever();
 }
 
+// --------------------------------------------------------------------- a waiter stopped in line
+
+extern "C" fn stale_waiter() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, INFINITE_TIME_VALUE);
+    out(&format!("FAIL the stopped waiter returned: {r:?}"));
+    idle_forever();
+}
+
+extern "C" fn stale_check() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let s = get_sampling_port_id("RDY").expect("RDY");
+    while get_queuing_port_status(q)
+        .expect("status")
+        .waiting_processes
+        < 1
+    {
+        let _ = timed_wait(MS);
+    }
+    stop(get_process_id("w").expect("w")).expect("stop w");
+    write_sampling_message(s, b"ready").expect("write ready");
+    while get_queuing_port_status(q).expect("status").nb_message < 3 {
+        let _ = timed_wait(MS);
+    }
+    let mut buf = [0u8; 8];
+    let got = receive_queuing_message(q, &mut buf, 0);
+    expect_dbg(
+        "TIME_OUT 0 receives past a waiter stopped in line",
+        got == Ok(4) && buf[0] == 0,
+        (got, buf[0]),
+    );
+    lock_preemption().expect("lock");
+    let got = receive_queuing_message(q, &mut buf, 10 * MS);
+    unlock_preemption().expect("unlock");
+    expect_dbg(
+        "a time-out under the preemption lock receives a queued message",
+        got == Ok(4) && buf[0] == 1,
+        (got, buf[0]),
+    );
+    let got = receive_queuing_message(q, &mut buf, 0);
+    expect_dbg(
+        "the third message",
+        got == Ok(4) && buf[0] == 2,
+        (got, buf[0]),
+    );
+    out("END stale-dst");
+    idle_forever();
+}
+
 // ----------------------------------------------------------------------------------------- fds
 
 static FDS_PER_PROCESS: OnceLock<bool> = OnceLock::new();
@@ -1017,6 +1070,14 @@ fn main() {
             process("r10", order_r10, 10, INFINITE_TIME_VALUE);
             process("r15", order_r15, 15, INFINITE_TIME_VALUE);
             process("watch", order_watch, 20, INFINITE_TIME_VALUE);
+        }
+        "stale-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("RDY", 8, s, 1_000 * MS).expect("RDY");
+            let q = get_queuing_port_id("QIN").expect("QIN");
+            set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
+            process("w", stale_waiter, 10, INFINITE_TIME_VALUE);
+            process("check", stale_check, 20, INFINITE_TIME_VALUE);
         }
         "fds-dst" => {
             let per_process = match rest.first().map(String::as_str) {

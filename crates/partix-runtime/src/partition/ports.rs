@@ -1017,6 +1017,23 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
+    /// Drop the entries of processes stopped while they waited (their threads ended without
+    /// leaving the queue), and tell the remaining waiters when that changed the head: without
+    /// this, a call that must not wait (`TIME_OUT` 0, the preemption lock held) would find the
+    /// queue occupied by the dead and answer `NOT_AVAILABLE` or `INVALID_MODE` although a
+    /// message or room is there.
+    fn prune(&self, st: &mut QueuingState) {
+        let n = st.waiters.len();
+        st.waiters.retain(Waiter::alive);
+        if st.waiters.len() != n {
+            self.gen.fetch_add(1, Ordering::SeqCst);
+            self.wake.fetch_add(1, Ordering::Release);
+            if !st.waiters.is_empty() {
+                futex::wake_all(&self.wake);
+            }
+        }
+    }
+
     fn leave(&self, st: &mut QueuingState, ticket: u64) {
         st.waiters.retain(|w| w.ticket != ticket);
         self.gen.fetch_add(1, Ordering::SeqCst);
@@ -1040,6 +1057,9 @@ impl QueuingPort {
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
     ) -> ApexResult<usize> {
         let mut st = lock(&self.state);
+        if !st.waiters.is_empty() {
+            self.prune(&mut st);
+        }
         if st.waiters.is_empty() {
             match op(&mut st) {
                 Try::Done(n) => return Ok(n),
@@ -1178,6 +1198,9 @@ impl QueuingPort {
 macro_rules! first_then_wait {
     ($port:expr, $timeout:expr, $op:ident($($arg:expr),*)) => {{
         let mut st = lock(&$port.state);
+        if !st.waiters.is_empty() {
+            $port.prune(&mut st);
+        }
         let first = if st.waiters.is_empty() {
             $op(&mut st, $($arg),*)
         } else {
