@@ -97,11 +97,11 @@ const _: () = {
     assert!(offset_of!(QUEUING_PORT_STATUS_TYPE, WAITING_PROCESSES) == 16);
 };
 
-fn direction(d: PORT_DIRECTION_TYPE) -> Result<PortDirection, Rc> {
+fn direction(d: PORT_DIRECTION_TYPE) -> Option<PortDirection> {
     match d {
-        SOURCE => Ok(PortDirection::Source),
-        DESTINATION => Ok(PortDirection::Destination),
-        _ => Err(BAD_PARAM),
+        SOURCE => Some(PortDirection::Source),
+        DESTINATION => Some(PortDirection::Destination),
+        _ => None,
     }
 }
 
@@ -119,20 +119,29 @@ fn validity_type(v: Validity) -> VALIDITY_TYPE {
     }
 }
 
-fn discipline(d: QUEUING_DISCIPLINE_TYPE) -> Result<QueuingDiscipline, Rc> {
+fn discipline(d: QUEUING_DISCIPLINE_TYPE) -> Option<QueuingDiscipline> {
     match d {
-        FIFO => Ok(QueuingDiscipline::Fifo),
-        PRIORITY => Ok(QueuingDiscipline::Priority),
-        _ => Err(BAD_PARAM),
+        FIFO => Some(QueuingDiscipline::Fifo),
+        PRIORITY => Some(QueuingDiscipline::Priority),
+        _ => None,
     }
 }
 
 /// A configured size from C: negative or zero sizes match no configuration.
-fn size(n: APEX_INTEGER) -> Result<u32, Rc> {
-    u32::try_from(n)
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or(Rc::from(ApexError::InvalidConfig))
+fn size(n: APEX_INTEGER) -> Option<u32> {
+    u32::try_from(n).ok().filter(|&n| n > 0)
+}
+
+/// The answer of `CREATE_*_PORT` to an argument that no configuration can match (a direction or
+/// queuing discipline that is none of its type's values, a size ≤ 0): `INVALID_CONFIG`, as for
+/// any argument that differs from the configuration, unless the port is already created
+/// (`created`), which the standard checks first: `NO_ACTION`.
+fn unmatched(created: bool) -> Rc {
+    if created {
+        ApexError::NoAction.into()
+    } else {
+        ApexError::InvalidConfig.into()
+    }
 }
 
 /// Borrow the `len` bytes of a message the caller passes in (`len` already checked: 1..=max).
@@ -176,8 +185,9 @@ pub extern "C" fn CREATE_SAMPLING_PORT(
     service("CREATE_SAMPLING_PORT", RETURN_CODE, || {
         non_null(SAMPLING_PORT_ID)?;
         let name = read_name(SAMPLING_PORT_NAME)?;
-        let dir = direction(PORT_DIRECTION)?;
-        let max = size(MAX_MESSAGE_SIZE)?;
+        let unmatched = || unmatched(apex::get_sampling_port_id(&name).is_ok());
+        let dir = direction(PORT_DIRECTION).ok_or_else(unmatched)?;
+        let max = size(MAX_MESSAGE_SIZE).ok_or_else(unmatched)?;
         let id = apex::create_sampling_port(&name, max, dir, REFRESH_PERIOD)?;
         put(SAMPLING_PORT_ID, id.0)
     });
@@ -215,7 +225,9 @@ pub extern "C" fn READ_SAMPLING_MESSAGE(
         let id = SamplingPortId(SAMPLING_PORT_ID);
         let max = apex::sampling_port_max_message_size(id)?;
         let buf = message_out(MESSAGE_ADDR, max)?;
+        // What an empty port answers (with NO_ACTION), as the standard gives them.
         put(LENGTH, 0)?;
+        put(VALIDITY, INVALID)?;
         let (n, v) = apex::read_sampling_message(id, buf)?;
         put(LENGTH, n as MESSAGE_SIZE_TYPE)?;
         put(VALIDITY, validity_type(v))
@@ -272,10 +284,11 @@ pub extern "C" fn CREATE_QUEUING_PORT(
     service("CREATE_QUEUING_PORT", RETURN_CODE, || {
         non_null(QUEUING_PORT_ID)?;
         let name = read_name(QUEUING_PORT_NAME)?;
-        let dir = direction(PORT_DIRECTION)?;
-        let disc = discipline(QUEUING_DISCIPLINE)?;
-        let max = size(MAX_MESSAGE_SIZE)?;
-        let nb = size(MAX_NB_MESSAGE)?;
+        let unmatched = || unmatched(apex::get_queuing_port_id(&name).is_ok());
+        let dir = direction(PORT_DIRECTION).ok_or_else(unmatched)?;
+        let disc = discipline(QUEUING_DISCIPLINE).ok_or_else(unmatched)?;
+        let max = size(MAX_MESSAGE_SIZE).ok_or_else(unmatched)?;
+        let nb = size(MAX_NB_MESSAGE).ok_or_else(unmatched)?;
         let id = apex::create_queuing_port(&name, max, nb, dir, disc)?;
         put(QUEUING_PORT_ID, id.0)
     });
@@ -572,6 +585,7 @@ pub extern "C" fn PARTIX_WAIT_SAMPLING_MESSAGE(
         let max = apex::sampling_port_max_message_size(id)?;
         let buf = message_out(MESSAGE_ADDR, max)?;
         put(LENGTH, 0)?;
+        put(VALIDITY, INVALID)?;
         let (n, v) = apex::wait_sampling_message(id, TIME_OUT, buf)?;
         put(LENGTH, n as MESSAGE_SIZE_TYPE)?;
         put(VALIDITY, validity_type(v))
@@ -649,23 +663,31 @@ int main(void) {
         assert_eq!(message_len(0, 8), Err(BAD_PARAM));
         assert_eq!(message_len(-3, 8), Err(BAD_PARAM));
         assert_eq!(message_len(8, 8), Ok(8));
-        assert_eq!(size(0), Err(Rc(INVALID_CONFIG)));
-        assert_eq!(direction(7), Err(BAD_PARAM));
-        assert_eq!(discipline(2), Err(BAD_PARAM));
+        assert_eq!(size(0), None);
+        assert_eq!(size(-4), None);
+        assert_eq!(size(16), Some(16));
+        assert_eq!(direction(7), None);
+        assert_eq!(discipline(2), None);
+        assert_eq!(unmatched(false), Rc(INVALID_CONFIG));
+        assert_eq!(unmatched(true), Rc(NO_ACTION));
     }
 
+    /// A null output pointer is refused before anything is looked up (the null message buffers
+    /// of READ and RECEIVE on real ports are in `tests/c/ports_codes.c`).
     #[test]
-    fn services_without_ports_answer_without_touching_null_pointers() {
+    fn null_output_pointers_are_refused_first() {
         let mut rc: RETURN_CODE_TYPE = 99;
-        let mut id: SAMPLING_PORT_ID_TYPE = 0;
-        CREATE_SAMPLING_PORT(c"X".as_ptr(), 8, 7, 0, &mut id, &mut rc);
-        assert_eq!(rc, INVALID_PARAM);
         CREATE_SAMPLING_PORT(c"X".as_ptr(), 8, SOURCE, 0, std::ptr::null_mut(), &mut rc);
         assert_eq!(rc, INVALID_PARAM);
-        WRITE_SAMPLING_MESSAGE(1, std::ptr::null_mut(), 4, &mut rc);
-        assert_eq!(rc, INVALID_PARAM);
-        let mut len = 0;
-        RECEIVE_QUEUING_MESSAGE(1, 0, std::ptr::null_mut(), &mut len, &mut rc);
+        CREATE_QUEUING_PORT(
+            c"X".as_ptr(),
+            8,
+            4,
+            SOURCE,
+            FIFO,
+            std::ptr::null_mut(),
+            &mut rc,
+        );
         assert_eq!(rc, INVALID_PARAM);
         CLEAR_QUEUING_PORT(42, &mut rc);
         assert_eq!(rc, INVALID_PARAM);

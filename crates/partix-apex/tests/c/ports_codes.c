@@ -12,6 +12,7 @@
 
 #include <arinc653/apex.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,11 @@ int main(int argc, char **argv)
           CREATE_SAMPLING_PORT("S_SRC", 16, SOURCE, 100 * MS, &s_src, &rc));
     CHECK("CREATE_SAMPLING_PORT", "twice",
           CREATE_SAMPLING_PORT("S_SRC", 16, SOURCE, 100 * MS, &sid, &rc));
+    /* Already created comes first, whatever else is wrong. */
+    CHECK("CREATE_SAMPLING_PORT", "twice_bad_direction",
+          CREATE_SAMPLING_PORT("S_SRC", 16, (PORT_DIRECTION_TYPE)7, 100 * MS, &sid, &rc));
+    CHECK("CREATE_SAMPLING_PORT", "twice_negative_size",
+          CREATE_SAMPLING_PORT("S_SRC", -1, SOURCE, 100 * MS, &sid, &rc));
     CHECK("CREATE_SAMPLING_PORT", "destination",
           CREATE_SAMPLING_PORT("S_DST", 16, DESTINATION, 100 * MS, &s_dst, &rc));
 
@@ -142,9 +148,16 @@ int main(int argc, char **argv)
           READ_SAMPLING_MESSAGE(s_src, buf, &len, &validity, &rc));
     CHECK("READ_SAMPLING_MESSAGE", "null_length",
           READ_SAMPLING_MESSAGE(s_dst, buf, NULL, &validity, &rc));
+    CHECK("READ_SAMPLING_MESSAGE", "null_message",
+          READ_SAMPLING_MESSAGE(s_dst, NULL, &len, &validity, &rc));
+    len = 5;
+    validity = VALID;
     CHECK("READ_SAMPLING_MESSAGE", "empty",
           READ_SAMPLING_MESSAGE(s_dst, buf, &len, &validity, &rc));
     VALUE("LENGTH_empty", len);
+    VALUE("VALIDITY_empty", validity);
+    CHECK("WRITE_SAMPLING_MESSAGE", "id_INT32_MIN",
+          WRITE_SAMPLING_MESSAGE(INT32_MIN, buf, 1, &rc));
 
     /* GET_SAMPLING_PORT_ID / STATUS */
     CHECK("GET_SAMPLING_PORT_ID", "unknown", GET_SAMPLING_PORT_ID("NOPE", &sid, &rc));
@@ -173,6 +186,10 @@ int main(int argc, char **argv)
           CREATE_QUEUING_PORT("Q_SRC", 8, 4, SOURCE, FIFO, &q_src, &rc));
     CHECK("CREATE_QUEUING_PORT", "twice",
           CREATE_QUEUING_PORT("Q_SRC", 8, 4, SOURCE, FIFO, &qid, &rc));
+    CHECK("CREATE_QUEUING_PORT", "twice_bad_discipline",
+          CREATE_QUEUING_PORT("Q_SRC", 8, 4, SOURCE, (QUEUING_DISCIPLINE_TYPE)5, &qid, &rc));
+    CHECK("CREATE_QUEUING_PORT", "twice_bad_direction",
+          CREATE_QUEUING_PORT("Q_SRC", 8, 4, (PORT_DIRECTION_TYPE)9, FIFO, &qid, &rc));
     CHECK("CREATE_QUEUING_PORT", "destination",
           CREATE_QUEUING_PORT("Q_DST", 8, 4, DESTINATION, PRIORITY, &q_dst, &rc));
 
@@ -208,6 +225,8 @@ int main(int argc, char **argv)
           RECEIVE_QUEUING_MESSAGE(q_dst, -7, buf, &len, &rc));
     CHECK("RECEIVE_QUEUING_MESSAGE", "null_length",
           RECEIVE_QUEUING_MESSAGE(q_dst, 0, buf, NULL, &rc));
+    CHECK("RECEIVE_QUEUING_MESSAGE", "null_message",
+          RECEIVE_QUEUING_MESSAGE(q_dst, 0, NULL, &len, &rc));
     CHECK("RECEIVE_QUEUING_MESSAGE", "empty_timeout_0",
           RECEIVE_QUEUING_MESSAGE(q_dst, 0, buf, &len, &rc));
     CHECK("RECEIVE_QUEUING_MESSAGE", "empty_from_init_timeout_10ms",
@@ -216,6 +235,7 @@ int main(int argc, char **argv)
     /* CLEAR_QUEUING_PORT */
     CHECK("CLEAR_QUEUING_PORT", "source", CLEAR_QUEUING_PORT(q_src, &rc));
     CHECK("CLEAR_QUEUING_PORT", "bad_id", CLEAR_QUEUING_PORT(99, &rc));
+    CHECK("CLEAR_QUEUING_PORT", "id_INT32_MIN", CLEAR_QUEUING_PORT(INT32_MIN, &rc));
     CHECK("CLEAR_QUEUING_PORT", "destination", CLEAR_QUEUING_PORT(q_dst, &rc));
 
     {

@@ -471,8 +471,8 @@ pub fn create_sampling_port(
 /// Return the port of `id` (no lock: the table is filled once per port).
 #[inline]
 fn sampling(id: SamplingPortId) -> ApexResult<&'static SamplingPort> {
-    usize::try_from(id.0 - 1)
-        .ok()
+    id.0.checked_sub(1)
+        .and_then(|i| usize::try_from(i).ok())
         .and_then(|i| registry().sampling_by_id.get(i))
         .and_then(OnceLock::get)
         .map(|p| &**p)
@@ -976,8 +976,8 @@ pub fn create_queuing_port(
 /// Return the port of `id` (no lock: the table is filled once per port).
 #[inline]
 fn queuing(id: QueuingPortId) -> ApexResult<&'static QueuingPort> {
-    usize::try_from(id.0 - 1)
-        .ok()
+    id.0.checked_sub(1)
+        .and_then(|i| usize::try_from(i).ok())
         .and_then(|i| registry().queuing_by_id.get(i))
         .and_then(OnceLock::get)
         .map(|p| &**p)
