@@ -202,6 +202,21 @@ fn stop_and_start_forever_keeps_threads_and_mappings_bounded() {
     );
 }
 
+/// SUSPENDs that reach a process inside SIGNAL_SEMAPHORE take effect at the end of the call:
+/// the process it handed the semaphore to must have been woken by then (300 SUSPENDs at
+/// pseudo-random moments; before the fix some left the taker READY and asleep for good).
+#[test]
+fn a_releaser_suspended_inside_the_release_has_woken_the_released() {
+    let run = probe("released").ok("released");
+    assert_eq!(
+        run.value("released:trials"),
+        "300 stuck=0",
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.value("released:takes_grew"), "true");
+}
+
 #[test]
 fn periodic_releases_follow_the_grid_and_jobs_are_recorded() {
     let run = probe("periodic").ok("periodic");

@@ -295,6 +295,74 @@ fn scenario_churn() -> ! {
     normal()
 }
 
+// ------------------------------------------- released: a releaser suspended inside the release
+//
+// "taker" (priority 20) waits on semaphore RS forever, again and again; "giver" (10) signals RS
+// whenever the taker waits; "boss" (30) suspends the giver at pseudo-random moments, so some
+// SUSPENDs reach it inside SIGNAL_SEMAPHORE (deferred to the end of the call). A taker handed
+// the semaphore must run and wait again while the giver stays suspended: found READY for 500 ms
+// instead, it was never woken (the giver honoured the SUSPEND before its futex wake).
+static TAKES: AtomicU32 = AtomicU32::new(0);
+fn rs() -> SemaphoreId {
+    get_semaphore_id("RS").expect("RS")
+}
+extern "C" fn rel_taker() {
+    let s = rs();
+    loop {
+        wait_semaphore(s, INFINITE_TIME_VALUE).unwrap();
+        TAKES.fetch_add(1, Ordering::SeqCst);
+    }
+}
+extern "C" fn rel_giver() {
+    let s = rs();
+    loop {
+        if get_semaphore_status(s).unwrap().waiting_processes > 0 {
+            signal_semaphore(s).unwrap();
+        }
+    }
+}
+extern "C" fn rel_boss() {
+    let (giver, taker) = (pid("giver"), pid("taker"));
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (mut stuck, mut trials) = (0, 0);
+    let t0 = TAKES.load(Ordering::SeqCst);
+    for _ in 0..300 {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        timed_wait(((seed >> 33) % 1_000_000) as i64 + 20_000).unwrap();
+        suspend(giver).unwrap();
+        trials += 1;
+        // While the giver is suspended nothing signals RS: the taker ends up WAITING on it.
+        let mut waited = 0;
+        while get_process_status(taker).unwrap().process_state != ProcessState::Waiting {
+            if waited >= 500 {
+                stuck += 1;
+                break;
+            }
+            timed_wait(MS).unwrap();
+            waited += 1;
+        }
+        resume(giver).unwrap();
+    }
+    ev(&format!("released:trials={trials} stuck={stuck}"));
+    ev(&format!(
+        "released:takes_grew={}",
+        TAKES.load(Ordering::SeqCst) > t0 + 100
+    ));
+    idle();
+}
+fn scenario_released() -> ! {
+    create_semaphore("RS", 0, 1, QueuingDiscipline::Fifo).unwrap();
+    create_process(&attrs("taker", rel_taker, 20)).unwrap();
+    create_process(&attrs("giver", rel_giver, 10)).unwrap();
+    create_process(&attrs("boss", rel_boss, 30)).unwrap();
+    for p in ["taker", "giver", "boss"] {
+        start(pid(p)).unwrap();
+    }
+    normal()
+}
+
 // ---------------------------------------------------------------- periodic + deadline + HM
 static EH_SEEN: AtomicU32 = AtomicU32::new(0);
 extern "C" fn dl_job() {
@@ -795,6 +863,7 @@ fn main() {
         "suspend" => scenario_suspend(),
         "restart-process" => scenario_restart_process(),
         "churn" => scenario_churn(),
+        "released" => scenario_released(),
         "deadline" => scenario_deadline(),
         "deadline-ignore" => scenario_deadline_ignore(),
         "app-error" => scenario_app_error(),

@@ -188,21 +188,26 @@ pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh:
                 failed_process_id: ProcessId(failed.map_or(0, |i| i as i32 + 1)),
                 failed_address: 0,
             };
-            r.with_inner(|inner| {
-                if inner.errors.len() >= MAX_PENDING_ERRORS {
-                    inner.errors.pop_front();
-                    inner.errors_dropped += 1;
-                }
-                inner.errors.push_back(status);
-                if let Some(eh) = inner.eh.as_mut() {
-                    if eh.dormant {
-                        eh.dormant = false;
-                        r.ctl[EH_INDEX].gen.fetch_add(1, Ordering::AcqRel);
+            // After the lock (the error handler preempts the caller there) and before a STOP or
+            // SUSPEND of the caller takes effect.
+            r.with_inner_then(
+                |inner| {
+                    if inner.errors.len() >= MAX_PENDING_ERRORS {
+                        inner.errors.pop_front();
+                        inner.errors_dropped += 1;
                     }
-                }
-            });
-            // After the lock: the error handler preempts the caller here.
-            futex::wake_all(&r.ctl[EH_INDEX].gen);
+                    inner.errors.push_back(status);
+                    if let Some(eh) = inner.eh.as_mut() {
+                        if eh.dormant {
+                            eh.dormant = false;
+                            r.ctl[EH_INDEX].gen.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                },
+                |()| {
+                    futex::wake_all(&r.ctl[EH_INDEX].gen);
+                },
+            );
         }
         Decision::Partition(action) => {
             log(&format!(

@@ -246,11 +246,17 @@ pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
         return Err(ApexError::InvalidParam);
     }
     let now = r.now();
-    r.with_inner(|inner| start_locked(inner, idx, delay, now))?;
-    // Wake the process after releasing the lock: a higher-priority one preempts us here.
-    futex::wake_all(&r.ctl[idx].gen);
-    r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
-    Ok(())
+    // Wake the process after releasing the lock (a higher-priority one preempts us here), and
+    // before a STOP or SUSPEND of the caller takes effect.
+    r.with_inner_then(
+        |inner| start_locked(inner, idx, delay, now),
+        |started| {
+            if started.is_ok() {
+                futex::wake_all(&r.ctl[idx].gen);
+                r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
+            }
+        },
+    )
 }
 
 /// The body of DELAYED_START for process `idx`, with the runtime lock held. The caller wakes the
@@ -485,24 +491,30 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
     if rt::self_index() == Some(idx) {
         return Err(ApexError::InvalidParam);
     }
-    r.with_inner(|inner| {
-        let p = &mut inner.procs[idx];
-        if p.dormant || p.attrs.period != INFINITE_TIME_VALUE {
-            return Err(ApexError::InvalidMode);
-        }
-        if p.reasons & W_SUSPEND == 0 {
-            return Err(ApexError::NoAction);
-        }
-        p.reasons &= !W_SUSPEND;
-        r.publish(idx, p);
-        let c = &r.ctl[idx];
-        let s = c.suspend.load(Ordering::Acquire);
-        c.suspend
-            .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
-        Ok(())
-    })?;
-    futex::wake_all(&r.ctl[idx].suspend);
-    Ok(())
+    // The wake comes before a STOP or SUSPEND of the caller takes effect.
+    r.with_inner_then(
+        |inner| {
+            let p = &mut inner.procs[idx];
+            if p.dormant || p.attrs.period != INFINITE_TIME_VALUE {
+                return Err(ApexError::InvalidMode);
+            }
+            if p.reasons & W_SUSPEND == 0 {
+                return Err(ApexError::NoAction);
+            }
+            p.reasons &= !W_SUSPEND;
+            r.publish(idx, p);
+            let c = &r.ctl[idx];
+            let s = c.suspend.load(Ordering::Acquire);
+            c.suspend
+                .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
+            Ok(())
+        },
+        |resumed| {
+            if resumed.is_ok() {
+                futex::wake_all(&r.ctl[idx].suspend);
+            }
+        },
+    )
 }
 
 /// Set the current priority of a process (`SET_PRIORITY`); it moves behind the other ready

@@ -734,6 +734,15 @@ impl Runtime {
     /// inside another critical section, e.g. holds a port lock: it then ends when that section
     /// ends).
     pub fn with_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        self.with_inner_then(f, |_| {})
+    }
+
+    /// [`Rt::with_inner`], then `after(&result)` once the lock is released but before a control
+    /// request that reached the caller meanwhile is honoured: the futex wakes of the processes
+    /// `f` made READY (a resource handed over, a START, a RESUME) go there. Woken after, they
+    /// would sleep on while the caller is suspended, or for good once it is stopped, READY in
+    /// the process table all the while.
+    pub fn with_inner_then<R>(&self, f: impl FnOnce(&mut Inner) -> R, after: impl FnOnce(&R)) -> R {
         let outermost = !deferring();
         let section = defer_control();
         let r = {
@@ -744,6 +753,7 @@ impl Runtime {
             }
             f(&mut g)
         };
+        after(&r);
         drop(section);
         if outermost {
             self.honour_commands();

@@ -373,18 +373,21 @@ pub(crate) enum Step<T> {
 }
 
 /// Run `f` on the object table and the process table (under the runtime lock) at module time
-/// `now`; wake the processes it released once the lock is released.
+/// `now`; wake the processes it released once the lock is released, before a STOP or SUSPEND of
+/// the caller that came meanwhile takes effect ([`rt::Rt::with_inner_then`]).
 pub(crate) fn with_objects<R>(
     f: impl FnOnce(&mut Objects, &mut Inner, u64, &mut WakeSet) -> R,
 ) -> R {
     let r = rt();
     let now = r.now();
-    let mut wake = WakeSet::default();
-    let out = r.with_inner(|inner| {
-        let mut objs = objects();
-        f(&mut objs, inner, now, &mut wake)
-    });
-    wake.wake();
+    let (out, _) = r.with_inner_then(
+        |inner| {
+            let mut wake = WakeSet::default();
+            let mut objs = objects();
+            (f(&mut objs, inner, now, &mut wake), wake)
+        },
+        |&(_, wake)| wake.wake(),
+    );
     out
 }
 
