@@ -48,6 +48,13 @@
 //! ever sees the ports of its own configuration entry, so it cannot open another partition's
 //! port.
 //!
+//! A region granted `r` is handed over as an `O_RDONLY` descriptor of the memfd
+//! ([`Region::read_only_fd`]), not the memfd itself: the destination can neither map it writable
+//! nor `mprotect` its mapping to writable (`EACCES`), nor `ftruncate` it. Every region's size is
+//! sealed when it is created ([`partix_shm::region::REGION_SEALS`]), so no partition, not even
+//! one holding a region read-write, can shrink it under another partition's mapping (SIGBUS) or
+//! grow it.
+//!
 //! # Transports
 //! `partix:Transport` = `one-sided` (the default), `two-sided`, `udp` or `tcp`;
 //! [`ChannelSet::create`] refuses any other value (possible only for a module built in memory),
@@ -189,15 +196,40 @@ type End = (usize, String, Vec<(usize, Access)>);
 /// A shared region or a socket of a channel (executive side).
 #[derive(Debug)]
 enum Resource {
-    Region(Region),
+    /// A region, with its read-only descriptor ([`Region::read_only_fd`]) once a grant maps it
+    /// read-only.
+    Region {
+        region: Region,
+        read_only: Option<OwnedFd>,
+    },
     Socket(OwnedFd),
 }
 
 impl Resource {
-    fn raw_fd(&self) -> RawFd {
-        match self {
-            Resource::Region(r) => r.raw_fd(),
-            Resource::Socket(s) => s.as_raw_fd(),
+    fn region(region: Region) -> Resource {
+        Resource::Region {
+            region,
+            read_only: None,
+        }
+    }
+
+    /// Return the descriptor to hand to a partition that maps this resource with `access`: for
+    /// a read-only grant of a region, the read-only descriptor (so the partition cannot map the
+    /// region writable, nor `mprotect` its mapping to writable); otherwise the memfd or socket.
+    ///
+    /// # Panics
+    /// For a read-only grant of a region whose read-only descriptor was not opened
+    /// ([`ChannelSet::create`] opens one for every read-only grant).
+    fn fd_for(&self, access: Access) -> RawFd {
+        match (self, access) {
+            (Resource::Region { region, .. }, Access::ReadWrite) => region.raw_fd(),
+            (Resource::Region { read_only, .. }, Access::ReadOnly) => read_only
+                .as_ref()
+                .expect(
+                    "ChannelSet::create opens the read-only descriptor of every read-only grant",
+                )
+                .as_raw_fd(),
+            (Resource::Socket(s), _) => s.as_raw_fd(),
         }
     }
 }
@@ -373,6 +405,28 @@ impl ChannelSet {
         self.regions.len() - 1
     }
 
+    /// Open the read-only descriptor of every region that `regions` grants read-only (once per
+    /// region; `port` names the port in an error).
+    fn open_read_only(
+        &mut self,
+        regions: &[(usize, Access)],
+        port: &str,
+    ) -> Result<(), ChannelError> {
+        for &(ri, access) in regions {
+            if let (
+                Access::ReadOnly,
+                Resource::Region {
+                    region,
+                    read_only: ro @ None,
+                },
+            ) = (access, &mut self.regions[ri])
+            {
+                *ro = Some(region.read_only_fd().map_err(region_err(port))?);
+            }
+        }
+        Ok(())
+    }
+
     /// Create the regions and sockets of every channel (and of every unconnected port) of
     /// `module`.
     ///
@@ -427,16 +481,16 @@ impl ChannelSet {
                             Transport::OneSided => {
                                 let slot = sampling_region(&name, &port, max)?;
                                 let n = notifier_region(&format!("{name}-wake"), &port)?;
-                                let si = set.push(Resource::Region(slot));
-                                let ni = set.push(Resource::Region(n));
+                                let si = set.push(Resource::region(slot));
+                                let ni = set.push(Resource::region(n));
                                 src_res.push((si, Access::ReadWrite));
                                 src_res.push((ni, Access::ReadWrite));
                                 vec![(si, Access::ReadOnly), (ni, Access::ReadWrite)]
                             }
                             Transport::TwoSided => {
                                 let (tx, rx) = two_sided_sampling(&name, &port, max)?;
-                                let ti = set.push(Resource::Region(tx));
-                                let ri = set.push(Resource::Region(rx));
+                                let ti = set.push(Resource::region(tx));
+                                let ri = set.push(Resource::region(rx));
                                 src_res.push((ti, Access::ReadWrite));
                                 vec![(ti, Access::ReadWrite), (ri, Access::ReadWrite)]
                             }
@@ -493,8 +547,8 @@ impl ChannelSet {
                     let (src_res, dst_res) = match transport {
                         Transport::OneSided => {
                             let (data, ctrl) = queuing_regions(&name, &plabel, max, nb)?;
-                            let di = set.push(Resource::Region(data));
-                            let ci = set.push(Resource::Region(ctrl));
+                            let di = set.push(Resource::region(data));
+                            let ci = set.push(Resource::region(ctrl));
                             (
                                 vec![(di, Access::ReadWrite), (ci, Access::ReadWrite)],
                                 vec![(di, Access::ReadOnly), (ci, Access::ReadWrite)],
@@ -502,8 +556,8 @@ impl ChannelSet {
                         }
                         Transport::TwoSided => {
                             let (tx, rx) = two_sided_queuing(&name, &plabel, max, nb)?;
-                            let ti = set.push(Resource::Region(tx));
-                            let ri = set.push(Resource::Region(rx));
+                            let ti = set.push(Resource::region(tx));
+                            let ri = set.push(Resource::region(rx));
                             (
                                 vec![(ti, Access::ReadWrite)],
                                 vec![(ti, Access::ReadWrite), (ri, Access::ReadWrite)],
@@ -547,8 +601,8 @@ impl ChannelSet {
                         let name = format!("partix-unconnected-{}/{}", part.name, sp.name);
                         let r = sampling_region(&name, &sp.name, sp.max_message_size)?;
                         let n = notifier_region(&format!("{name}-wake"), &sp.name)?;
-                        let ri = set.push(Resource::Region(r));
-                        let ni = set.push(Resource::Region(n));
+                        let ri = set.push(Resource::region(r));
+                        let ni = set.push(Resource::region(n));
                         let access = match sp.direction {
                             PortDirection::Source => Access::ReadWrite,
                             PortDirection::Destination => Access::ReadOnly,
@@ -559,6 +613,7 @@ impl ChannelSet {
                         )
                     }
                 };
+                set.open_read_only(&regions, &format!("{}/{}", part.name, sp.name))?;
                 set.grants[pi].push(Grant {
                     desc: PortDesc {
                         name: sp.name.clone(),
@@ -584,8 +639,8 @@ impl ChannelSet {
                             qp.max_message_size,
                             qp.max_nb_messages,
                         )?;
-                        let di = set.push(Resource::Region(data));
-                        let ci = set.push(Resource::Region(ctrl));
+                        let di = set.push(Resource::region(data));
+                        let ci = set.push(Resource::region(ctrl));
                         let access = match qp.direction {
                             PortDirection::Source => Access::ReadWrite,
                             PortDirection::Destination => Access::ReadOnly,
@@ -596,6 +651,7 @@ impl ChannelSet {
                         )
                     }
                 };
+                set.open_read_only(&regions, &format!("{}/{}", part.name, qp.name))?;
                 set.grants[pi].push(Grant {
                     desc: PortDesc {
                         name: qp.name.clone(),
@@ -620,13 +676,15 @@ impl ChannelSet {
     }
 
     /// Return the descriptors partition `p` inherits: `(descriptor in the executive, descriptor
-    /// number in the partition)`, numbered from [`PORT_FD_BASE`].
+    /// number in the partition)`, numbered from [`PORT_FD_BASE`]. A region granted read-only is
+    /// handed over as its `O_RDONLY` descriptor ([`Region::read_only_fd`]), never as the
+    /// read-write memfd.
     pub fn child_fds(&self, p: usize) -> Vec<(RawFd, RawFd)> {
         let mut out = Vec::new();
         for g in self.grants.get(p).map(Vec::as_slice).unwrap_or(&[]) {
-            for &(ri, _) in &g.regions {
+            for &(ri, access) in &g.regions {
                 let n = PORT_FD_BASE + out.len() as RawFd;
-                out.push((self.regions[ri].raw_fd(), n));
+                out.push((self.regions[ri].fd_for(access), n));
             }
         }
         out
@@ -1345,6 +1403,60 @@ mod tests {
         // Each end still reads only its own channel's newest message.
         let n = inp.read(&mut buf).unwrap().len;
         assert_eq!(&buf[..n], b"ping 199");
+    }
+
+    /// The descriptors handed over for read-only grants are `O_RDONLY` (so the partition can
+    /// never map them writable), those for read-write grants `O_RDWR`; every region's size is
+    /// sealed.
+    #[test]
+    fn read_only_grants_are_read_only_descriptors_and_sizes_are_sealed() {
+        let mut m = module();
+        m.channels.push(Channel {
+            id: ChannelId(3),
+            name: None,
+            source: pref(2, "BACK"),
+            destinations: vec![pref(1, "BACKIN")],
+            kind: ChannelKind::Sampling,
+            transport: Some("two-sided".into()),
+            location: Location::default(),
+        });
+        m.partitions[1]
+            .sampling_ports
+            .push(sp("BACK", PortDirection::Source));
+        m.partitions[0]
+            .sampling_ports
+            .push(sp("BACKIN", PortDirection::Destination));
+        let set = ChannelSet::create(&m).unwrap();
+        let (mut ro, mut rw) = (0, 0);
+        for p in 0..m.partitions.len() {
+            let grants = set.ports_of(p).into_iter().flat_map(|d| d.fds);
+            for (&(fd, _), (_, access)) in set.child_fds(p).iter().zip(grants) {
+                // SAFETY: fd is open in this process; F_GETFL takes no argument.
+                let mode = unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE;
+                // SAFETY: as above, with F_GET_SEALS.
+                let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+                assert_eq!(
+                    seals,
+                    partix_shm::region::REGION_SEALS,
+                    "partition {p} fd {fd}"
+                );
+                match access {
+                    Access::ReadOnly => {
+                        assert_eq!(mode, libc::O_RDONLY, "partition {p} fd {fd}");
+                        ro += 1;
+                    }
+                    Access::ReadWrite => {
+                        assert_eq!(mode, libc::O_RDWR, "partition {p} fd {fd}");
+                        rw += 1;
+                    }
+                }
+            }
+        }
+        // B's and C's slots, B's queued data, A's unconnected LONELY slot.
+        assert_eq!(ro, 4);
+        // A: 2 slots + 2 notifiers, ring data + control, LONELY's notifier, BACKIN's TX + RX;
+        // B: IN's notifier, QIN's control, BACK's TX; C: IN's notifier.
+        assert_eq!(rw, 9 + 3 + 1);
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub enum RegionError {
     Create(io::Error),
     /// `ftruncate` failed.
     Resize(io::Error),
+    /// Sealing the size of the memfd (`F_ADD_SEALS`) failed.
+    Seal(io::Error),
+    /// Opening a read-only descriptor of the memfd (through `/proc/self/fd`) failed.
+    Reopen(io::Error),
     /// `fstat` failed or the file is smaller than asked for.
     Size(io::Error),
     /// `mmap` failed.
@@ -34,6 +38,10 @@ impl fmt::Display for RegionError {
         match self {
             RegionError::Create(e) => write!(f, "memfd_create failed: {e}"),
             RegionError::Resize(e) => write!(f, "ftruncate of shared region failed: {e}"),
+            RegionError::Seal(e) => write!(f, "sealing the size of shared region failed: {e}"),
+            RegionError::Reopen(e) => {
+                write!(f, "read-only reopen of shared region failed: {e}")
+            }
             RegionError::Size(e) => write!(f, "shared region has the wrong size: {e}"),
             RegionError::Map(e) => write!(f, "mmap of shared region failed: {e}"),
         }
@@ -42,10 +50,22 @@ impl fmt::Display for RegionError {
 
 impl std::error::Error for RegionError {}
 
+/// The seals [`Region::create`] puts on every memfd: its size is fixed for good, and no other
+/// seal can be added. Not `F_SEAL_WRITE`: the writers of a region must write.
+pub const REGION_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
 /// A mapping of a memfd shared between processes.
 ///
 /// The mapping is page-aligned and zero-filled when created. It is unmapped on drop; the memfd is
 /// closed on drop too (other processes keep their own mappings).
+///
+/// # Isolation
+/// A created region's size is sealed ([`REGION_SEALS`]): no process holding a descriptor of it,
+/// read-write or not, can shrink it (which would make every other process's accesses past the new
+/// end fault with SIGBUS) or grow it. A process that must only read a region gets a descriptor
+/// of [`Region::read_only_fd`], not the memfd itself: on it a `PROT_WRITE` shared mapping, and an
+/// `mprotect` of a read-only one to `PROT_WRITE`, fail with `EACCES`, and `ftruncate` with
+/// `EINVAL`. (The memfd itself is read-write: a read-only *mapping* of it can be made writable.)
 #[derive(Debug)]
 pub struct Region {
     fd: OwnedFd,
@@ -66,14 +86,18 @@ impl Region {
     /// `/proc/PID/maps` and `/proc/PID/fd`).
     ///
     /// The file descriptor is close-on-exec; hand it to a child with
-    /// [`Region::raw_fd`] and `dup2` in `pre_exec`.
+    /// [`Region::raw_fd`] (read-write) or [`Region::read_only_fd`] and `dup2` in `pre_exec`.
+    /// Once sized, the memfd is sealed with [`REGION_SEALS`]: its size never changes again.
     ///
     /// # Errors
-    /// [`RegionError::Create`], [`RegionError::Resize`] or [`RegionError::Map`].
+    /// [`RegionError::Create`], [`RegionError::Resize`], [`RegionError::Seal`] or
+    /// [`RegionError::Map`].
     pub fn create(name: &str, len: usize) -> Result<Region, RegionError> {
         let cname = CString::new(name.replace('\0', "_")).expect("no NUL after replace");
         // SAFETY: cname is a valid NUL-terminated string; flags are valid.
-        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+        };
         if fd < 0 {
             return Err(RegionError::Create(io::Error::last_os_error()));
         }
@@ -82,6 +106,12 @@ impl Region {
         // SAFETY: fd is a valid memfd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(RegionError::Resize(io::Error::last_os_error()));
+        }
+        // The contents are initialised through the mapping afterwards, which the seals allow;
+        // only the size is frozen, before any other process can see the memfd.
+        // SAFETY: fd is a valid memfd created with MFD_ALLOW_SEALING; F_ADD_SEALS takes an int.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, REGION_SEALS) } != 0 {
+            return Err(RegionError::Seal(io::Error::last_os_error()));
         }
         Self::map(fd, len, Access::ReadWrite)
     }
@@ -162,9 +192,29 @@ impl Region {
         self.access
     }
 
-    /// Return the memfd (to pass to a child process).
+    /// Return the memfd (to pass to a child process that may write the region).
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Open a new read-only descriptor of this region's file (close-on-exec), for a process
+    /// that must only read it: an `O_RDONLY` open of `/proc/self/fd/N`, a new open file
+    /// description of the same memfd. Mappings of it can never be writable (`mmap` with
+    /// `PROT_WRITE` and `MAP_SHARED`, or `mprotect` to `PROT_WRITE`, fail with `EACCES`), and
+    /// `ftruncate` on it fails with `EINVAL`.
+    ///
+    /// # Errors
+    /// [`RegionError::Reopen`] if `/proc` is not mounted or the open fails.
+    pub fn read_only_fd(&self) -> Result<OwnedFd, RegionError> {
+        let path = CString::new(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+            .expect("no NUL in a number");
+        // SAFETY: path is a valid C string; the returned fd (if any) is owned by nobody else.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(RegionError::Reopen(io::Error::last_os_error()));
+        }
+        // SAFETY: fd was just opened and is owned by nothing else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 }
 
@@ -194,6 +244,87 @@ mod tests {
         // SAFETY: in bounds.
         assert_eq!(unsafe { ro.as_ptr().add(10).read() }, 42);
         assert_eq!(ro.access(), Access::ReadOnly);
+    }
+
+    fn errno_of(ret: libc::c_int) -> Option<i32> {
+        (ret != 0).then(|| io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    #[test]
+    fn a_created_region_refuses_resizing_through_any_descriptor() {
+        let r = Region::create("partix-test-sealed", 8192).unwrap();
+        // SAFETY: the memfd is open; F_GET_SEALS takes no argument.
+        let seals = unsafe { libc::fcntl(r.raw_fd(), libc::F_GET_SEALS) };
+        assert_eq!(seals, REGION_SEALS);
+        // SAFETY: dup gives a fresh fd we own (a second read-write descriptor, as a partition
+        // holds).
+        let dup = unsafe { OwnedFd::from_raw_fd(libc::dup(r.raw_fd())) };
+        for fd in [r.raw_fd(), dup.as_raw_fd()] {
+            for len in [0, 4096, 8191, 8193, 1 << 20] {
+                // SAFETY: ftruncate on an open descriptor; the seals refuse it.
+                let e = errno_of(unsafe { libc::ftruncate(fd, len) });
+                assert_eq!(e, Some(libc::EPERM), "ftruncate to {len}");
+            }
+        }
+        // The size cannot be unsealed or the contents frozen either (F_SEAL_SEAL).
+        // SAFETY: as above, with F_ADD_SEALS.
+        let e = errno_of(unsafe { libc::fcntl(r.raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_WRITE) });
+        assert_eq!(e, Some(libc::EPERM));
+        // SAFETY: an all-zero stat is a valid out-parameter; the fd is open.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: st is a valid out-pointer.
+        assert_eq!(unsafe { libc::fstat(r.raw_fd(), &mut st) }, 0);
+        assert_eq!(st.st_size, 8192);
+        // Writing through the mapping is still allowed.
+        // SAFETY: in bounds of the read-write mapping.
+        unsafe { r.as_ptr().add(8191).write(7) };
+    }
+
+    #[test]
+    fn a_read_only_descriptor_never_maps_writable() {
+        let r = Region::create("partix-test-ro-fd", 4096).unwrap();
+        // SAFETY: in bounds of the read-write mapping.
+        unsafe { r.as_ptr().add(10).write(42) };
+        let ro = r.read_only_fd().unwrap();
+        // A shared writable mapping of it is refused.
+        // SAFETY: a fresh mapping request; nothing is mapped if it fails.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                ro.as_raw_fd(),
+                0,
+            )
+        };
+        assert_eq!(p, libc::MAP_FAILED);
+        assert_eq!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EACCES)
+        );
+        // SAFETY: ftruncate on an open descriptor; an O_RDONLY one refuses it.
+        let e = errno_of(unsafe { libc::ftruncate(ro.as_raw_fd(), 0) });
+        assert_eq!(e, Some(libc::EINVAL));
+        let mapped = |fd: RawFd| {
+            // SAFETY: dup gives a fresh fd we own.
+            let d = unsafe { libc::dup(fd) };
+            // SAFETY: d is fresh and unowned.
+            unsafe { Region::from_raw_fd(d, 4096, Access::ReadOnly) }.unwrap()
+        };
+        let m = mapped(ro.as_raw_fd());
+        // SAFETY: in bounds.
+        assert_eq!(unsafe { m.as_ptr().add(10).read() }, 42);
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: mprotect of exactly our own mapping; it is refused, so nothing changes.
+        let e = errno_of(unsafe { libc::mprotect(m.as_ptr().cast(), 4096, rw) });
+        assert_eq!(e, Some(libc::EACCES));
+        // What it protects against: a read-only mapping of the memfd itself can be made
+        // writable.
+        let m2 = mapped(r.raw_fd());
+        // SAFETY: mprotect of exactly our own mapping, which nobody else uses.
+        let e = errno_of(unsafe { libc::mprotect(m2.as_ptr().cast(), 4096, rw) });
+        assert_eq!(e, None);
     }
 
     #[test]

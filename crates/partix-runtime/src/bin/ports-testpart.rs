@@ -4,12 +4,17 @@
 //! ports-testpart ROLE OUT [N]
 //!   codes          every return code of every port service (ports of tests/ports/codes.xml)
 //!   idle           create nothing, enter NORMAL
-//!   sampling-src   write "first" at init, then "tick K" (K = 0..19) each period, then "final"
+//!   sampling-src   write "first" at init, then "tick K" (K = 0..19) each period, then "final";
+//!                  no region descriptor it holds can be resized
 //!   sampling-dst   read until "final": latest wins, reads do not consume, validity turns
-//!                  INVALID after the refresh period; the slot is mapped read-only (a write faults)
-//!   queue-src N    send N numbered messages (INFINITE timeout)
+//!                  INVALID after the refresh period; the slot is mapped read-only (a write
+//!                  faults) and cannot be made writable (mprotect, a new writable mapping of its
+//!                  descriptor); no region descriptor it holds can be resized
+//!   queue-src N    send N numbered messages (INFINITE timeout); no region descriptor it holds
+//!                  can be resized
 //!   queue-dst N    receive N messages, check order and content (no loss, no duplicate); the
-//!                  queued data is mapped read-only (a store faults)
+//!                  queued data is mapped read-only (a store faults) and cannot be made writable;
+//!                  no region descriptor it holds can be resized
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
 //!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
@@ -386,6 +391,7 @@ extern "C" fn sampling_src_process() {
         let _ = periodic_wait();
     }
     write_sampling_message(id, b"final").expect("write final");
+    check_regions_refuse_resizing();
     out("END sampling-src");
     idle_forever();
 }
@@ -398,6 +404,139 @@ fn channel_maps() -> Vec<String> {
         .filter(|l| l.contains("partix-ch"))
         .map(str::to_owned)
         .collect()
+}
+
+/// Return the address range of a `/proc/self/maps` line.
+fn maps_range(line: &str) -> Option<(usize, usize)> {
+    let (a, b) = line.split_whitespace().next()?.split_once('-')?;
+    Some((
+        usize::from_str_radix(a, 16).ok()?,
+        usize::from_str_radix(b, 16).ok()?,
+    ))
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Return the descriptors of this partition's shared-memory regions and how the executive
+/// granted each: the module region (read-only), the partition's own region (read-write), and the
+/// regions of every shared-memory port (as listed in `PARTIX_PORT_FDS`, which must be there).
+fn region_fds() -> Result<Vec<(i32, partix_shm::Access)>, String> {
+    use partix_runtime::channels::{decode_ports, ENV_PORT_FDS};
+    use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
+    let mut fds = vec![
+        (MODULE_FD_NUM, partix_shm::Access::ReadOnly),
+        (PARTITION_FD_NUM, partix_shm::Access::ReadWrite),
+    ];
+    let v = std::env::var(ENV_PORT_FDS).map_err(|e| format!("{ENV_PORT_FDS}: {e}"))?;
+    for p in decode_ports(&v)? {
+        if p.transport.socket_kind().is_none() {
+            fds.extend(p.fds);
+        }
+    }
+    Ok(fds)
+}
+
+/// Check that no region descriptor this partition holds, read-only or read-write, can be
+/// resized (a shrink would make the other partitions' accesses past the new end die of
+/// SIGBUS): growing it by a page and shrinking it by a byte fail with EPERM (the size seals), or
+/// with EINVAL / EBADF on a read-only descriptor. (If one can be resized, its size is put back.)
+fn check_regions_refuse_resizing() {
+    let fds = match region_fds() {
+        Ok(fds) => fds,
+        Err(e) => return expect("no region descriptor can be resized", false, e),
+    };
+    let mut bad = Vec::new();
+    for &(fd, _) in &fds {
+        // SAFETY: an all-zero stat is a valid out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat only writes into st; a bad fd yields EBADF.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            bad.push(format!("fd {fd}: fstat: errno {}", errno()));
+            continue;
+        }
+        // SAFETY: F_GETFL on a descriptor takes no argument.
+        let read_only =
+            unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE == libc::O_RDONLY;
+        for len in [st.st_size + 4096, st.st_size - 1] {
+            // SAFETY: ftruncate of a descriptor of this process; if it succeeds, the size is
+            // put back at once.
+            if unsafe { libc::ftruncate(fd, len) } == 0 {
+                bad.push(format!("fd {fd}: resized from {} to {len}", st.st_size));
+                // SAFETY: as above.
+                unsafe { libc::ftruncate(fd, st.st_size) };
+                continue;
+            }
+            let e = errno();
+            if !(e == libc::EPERM || (read_only && (e == libc::EINVAL || e == libc::EBADF))) {
+                bad.push(format!("fd {fd}: resize to {len}: errno {e}"));
+            }
+        }
+    }
+    expect(
+        "no region descriptor can be resized",
+        bad.is_empty(),
+        format!("{fds:?}: {bad:?}"),
+    );
+}
+
+/// Check that the read-only mapping `line` (of `/proc/self/maps`) cannot be made writable with
+/// `mprotect` (EACCES), and that no region descriptor granted read-only can be mapped shared and
+/// writable (EACCES). (A mapping that could be made writable is put back to read-only.)
+fn check_read_only_stays_read_only(what: &str, line: Option<&String>) {
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    let protect = match line.and_then(|l| maps_range(l)) {
+        None => Err(format!("no mapping in {line:?}")),
+        Some((start, end)) => {
+            // SAFETY: exactly one of this process's own read-only mappings; if the call succeeds
+            // the protection is put back at once and nothing stores meanwhile.
+            if unsafe { libc::mprotect(start as *mut libc::c_void, end - start, rw) } == 0 {
+                // SAFETY: as above.
+                unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) };
+                Err("mprotect to PROT_READ|PROT_WRITE succeeded".to_owned())
+            } else {
+                match errno() {
+                    libc::EACCES => Ok(()),
+                    e => Err(format!("mprotect: errno {e}")),
+                }
+            }
+        }
+    };
+    expect(
+        &format!("{what}: mprotect of the read-only mapping to writable fails with EACCES"),
+        protect.is_ok(),
+        format!("{protect:?}"),
+    );
+    // The module region is read-only as well, but only the ports' descriptors count here.
+    let ro: Vec<i32> = region_fds()
+        .unwrap_or_default()
+        .into_iter()
+        .skip(2)
+        .filter(|&(_, a)| a == partix_shm::Access::ReadOnly)
+        .map(|(fd, _)| fd)
+        .collect();
+    let mut bad = Vec::new();
+    for &fd in &ro {
+        // SAFETY: a new mapping request of one page of an open descriptor; a mapping made is
+        // unmapped at once.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, rw, libc::MAP_SHARED, fd, 0) };
+        if p != libc::MAP_FAILED {
+            bad.push(format!("fd {fd}: mapped writable"));
+            // SAFETY: p is the page just mapped, used by nothing.
+            unsafe { libc::munmap(p, 4096) };
+        } else {
+            let e = errno();
+            if e != libc::EACCES {
+                bad.push(format!("fd {fd}: mmap: errno {e}"));
+            }
+        }
+    }
+    expect(
+        &format!("{what}: a writable shared mapping of a read-only descriptor fails with EACCES"),
+        !ro.is_empty() && bad.is_empty(),
+        format!("{ro:?}: {bad:?}"),
+    );
 }
 
 /// Fork a child that stores into `addr`; return whether it died of SIGSEGV.
@@ -509,6 +648,8 @@ extern "C" fn sampling_dst_process() {
             "no SIGSEGV",
         );
     }
+    check_read_only_stays_read_only("sampling slot", maps.first());
+    check_regions_refuse_resizing();
     out("END sampling-dst");
     idle_forever();
 }
@@ -531,6 +672,7 @@ extern "C" fn queue_src_process() {
             break;
         }
     }
+    check_regions_refuse_resizing();
     out(&format!("END queue-src {n}"));
     idle_forever();
 }
@@ -589,6 +731,8 @@ extern "C" fn queue_dst_process() {
             "no SIGSEGV",
         );
     }
+    check_read_only_stays_read_only("queued data", data.first().copied());
+    check_regions_refuse_resizing();
     out(&format!("END queue-dst {n}"));
     idle_forever();
 }

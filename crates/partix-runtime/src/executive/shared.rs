@@ -5,7 +5,7 @@ use crate::attach::{init_module_state, init_partition_state};
 use crate::state::{ModuleState, PartitionState, MODULE_REGION_LEN, PARTITION_REGION_LEN};
 use partix_config::model::Module;
 use partix_shm::{Region, RegionError};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// The module region and one region per partition, created and initialised by the executive.
 #[derive(Debug)]
@@ -34,15 +34,7 @@ impl SharedState {
         }
         // A read-only open file description of the module memfd: a partition given this one
         // cannot map the module state writable.
-        let path = std::ffi::CString::new(format!("/proc/self/fd/{}", m.raw_fd()))
-            .expect("no NUL in a number");
-        // SAFETY: path is a valid C string; the returned fd (if any) is owned by nobody else.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(RegionError::Create(std::io::Error::last_os_error()));
-        }
-        // SAFETY: fd was just opened and is owned by nothing else.
-        let module_ro = unsafe { OwnedFd::from_raw_fd(fd) };
+        let module_ro = m.read_only_fd()?;
         let s = SharedState {
             module: m,
             module_ro,
