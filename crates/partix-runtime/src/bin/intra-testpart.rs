@@ -118,6 +118,16 @@ fn codes_init() {
         Ok(()),
     );
     check(
+        "create_semaphore maximum 0",
+        create_semaphore("Z", 0, 0, Fifo),
+        Ok(()),
+    );
+    check(
+        "signal_semaphore maximum 0",
+        signal_semaphore(sem("Z")),
+        Err(NoAction),
+    );
+    check(
         "get_semaphore_id",
         get_semaphore_id("S").map(|i| assert_eq!(i, s)),
         Ok(()),
@@ -580,6 +590,17 @@ fn w1_results() -> Vec<u32> {
     W1_RESULTS.lock().unwrap().clone()
 }
 
+/// Set when w2 returns from its wait on "Z" (it never should: it is stopped while waiting).
+static W2_RETURNED: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn codes_w2() {
+    // "Z" has MAXIMUM_VALUE 0: nothing can release this wait.
+    let r = wait_semaphore(sem("Z"), INFINITE_TIME_VALUE);
+    W2_RETURNED.store(1, Ordering::Release);
+    out(&format!("FAIL w2 returned from its wait on Z: {r:?}"));
+    idle_forever();
+}
+
 extern "C" fn codes_driver() {
     use ApexError::*;
     use QueuingDiscipline::*;
@@ -811,6 +832,28 @@ extern "C" fn codes_driver() {
     expect_dbg("the stopped process did not take the unit", st == Ok(1), st);
     let _ = timed_wait(20 * MS);
     expect_dbg("w1 never returned", w1_results().len() == 3, w1_results());
+
+    // MAXIMUM_VALUE 0: the count (0) equals the maximum, so SIGNAL is NO_ACTION, checked before
+    // the waiters (ARINC 653 Part 1): the waiter is not released.
+    let z = sem("Z");
+    let w2 = pid("w2");
+    check("start w2", start(w2), Ok(()));
+    let z_waiting = || get_semaphore_status(z).map(|x| x.waiting_processes) == Ok(1);
+    expect_dbg("w2 waits on Z", until(z_waiting), get_semaphore_status(z));
+    check(
+        "signal_semaphore maximum 0, a process waits",
+        signal_semaphore(z),
+        Err(NoAction),
+    );
+    let st = get_semaphore_status(z).map(|x| (x.current_value, x.waiting_processes));
+    expect_dbg("the waiter on Z is still queued", st == Ok((0, 1)), st);
+    let _ = timed_wait(20 * MS);
+    expect_dbg(
+        "w2 still WAITING",
+        state(w2) == ProcessState::Waiting && W2_RETURNED.load(Ordering::Acquire) == 0,
+        (state(w2), W2_RETURNED.load(Ordering::Acquire)),
+    );
+    check("stop waiting w2", stop(w2), Ok(()));
 
     // Counting: CNT starts at 3 of 5.
     let c = sem("CNT");
@@ -1122,6 +1165,7 @@ fn main() {
             codes_init();
             create_error_handler(codes_error_handler, 0).expect("error handler");
             new_process("w1", codes_w1, 10);
+            new_process("w2", codes_w2, 10);
             start(new_process("driver", codes_driver, 20)).expect("start driver");
         }
         "order" => order_init(),

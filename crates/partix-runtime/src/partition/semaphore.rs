@@ -128,18 +128,23 @@ pub fn wait_semaphore(id: SemaphoreId, timeout: SystemTime) -> ApexResult<()> {
 /// semaphore's discipline) gets it and becomes ready (it preempts the caller if its priority is
 /// higher); without waiters the count grows.
 ///
+/// The count is checked first, as ARINC 653 Part 1 does: a semaphore whose count is at its
+/// maximum answers `NO_ACTION` even when processes wait. Waiters imply a count of 0, so this
+/// matters only for a semaphore of `MAXIMUM_VALUE` 0, whose waiters are never released (they
+/// wait until their time-out).
+///
 /// # Errors
 /// - `InvalidParam`: no such semaphore.
-/// - `NoAction`: no process waits and the count is at its maximum.
+/// - `NoAction`: the count is at its maximum (for a maximum of 0: even if processes wait).
 pub fn signal_semaphore(id: SemaphoreId) -> ApexResult<()> {
     waitq::with_objects(|objs, inner, now, wake| {
         let i = index(id, objs.semaphores.len())?;
         let s = &mut objs.semaphores[i];
-        if s.queue.grant_next(inner, now, wake, |_| {}) {
-            return Ok(());
-        }
         if s.value >= s.max {
             return Err(ApexError::NoAction);
+        }
+        if s.queue.grant_next(inner, now, wake, |_| {}) {
+            return Ok(());
         }
         s.value += 1;
         Ok(())
