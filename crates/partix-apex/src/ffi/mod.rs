@@ -110,12 +110,14 @@ fn non_null<T>(p: *const T) -> Result<(), Rc> {
     }
 }
 
-/// Translate a C `QUEUING_DISCIPLINE_TYPE`; an out-of-range value is `INVALID_PARAM`.
-fn discipline(d: ports::QUEUING_DISCIPLINE_TYPE) -> Result<QueuingDiscipline, Rc> {
+/// Translate a C `QUEUING_DISCIPLINE_TYPE`; `None` for an out-of-range value, which the runtime
+/// refuses with `INVALID_PARAM` in the standard's order of checks (CREATE_SEMAPHORE,
+/// CREATE_BUFFER: after the table, name and value checks).
+fn discipline_or_none(d: ports::QUEUING_DISCIPLINE_TYPE) -> Option<QueuingDiscipline> {
     match d {
-        ports::FIFO => Ok(QueuingDiscipline::Fifo),
-        ports::PRIORITY => Ok(QueuingDiscipline::Priority),
-        _ => Err(BAD_PARAM),
+        ports::FIFO => Some(QueuingDiscipline::Fifo),
+        ports::PRIORITY => Some(QueuingDiscipline::Priority),
+        _ => None,
     }
 }
 

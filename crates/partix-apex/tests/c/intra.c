@@ -147,6 +147,7 @@ static void driver(void)
     BUFFER_ID_TYPE q2;
 
     CHECK("CREATE_SEMAPHORE", "normal", CREATE_SEMAPHORE("S2", 0, 1, FIFO, &s2, &rc));
+    CHECK("CREATE_SEMAPHORE", "normal_bad_discipline", CREATE_SEMAPHORE("S2", 0, 1, (QUEUING_DISCIPLINE_TYPE)7, &s2, &rc));
     CHECK("CREATE_EVENT", "normal", CREATE_EVENT("E2", &e2, &rc));
     CHECK("CREATE_BLACKBOARD", "normal_full", CREATE_BLACKBOARD("B2", 8, &b2, &rc));
     CHECK("CREATE_BUFFER", "normal_full", CREATE_BUFFER("Q2", 8, 1, FIFO, &q2, &rc));
@@ -232,6 +233,8 @@ int main(void)
     CHECK("CREATE_SEMAPHORE", "negative", CREATE_SEMAPHORE("S1", -1, 2, FIFO, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "max_too_big", CREATE_SEMAPHORE("S1", 0, MAX_SEMAPHORE_VALUE + 1, FIFO, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "bad_discipline", CREATE_SEMAPHORE("S1", 0, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
+    /* The standard's order: an existing name (NO_ACTION) before the discipline (INVALID_PARAM). */
+    CHECK("CREATE_SEMAPHORE", "same_name_bad_discipline", CREATE_SEMAPHORE("S", 0, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "null_id", CREATE_SEMAPHORE("S1", 0, 2, FIFO, NULL, &rc));
     CHECK("GET_SEMAPHORE_ID", "ok", GET_SEMAPHORE_ID("S", &id, &rc));
     value("same_semaphore_id", id == sem);
@@ -309,6 +312,7 @@ int main(void)
     CHECK("CREATE_BUFFER", "nb_0", CREATE_BUFFER("Q1", 8, 0, FIFO, &id, &rc));
     CHECK("CREATE_BUFFER", "nb_too_big", CREATE_BUFFER("Q1", 8, SYSTEM_LIMIT_NUMBER_OF_MESSAGES + 1, FIFO, &id, &rc));
     CHECK("CREATE_BUFFER", "bad_discipline", CREATE_BUFFER("Q1", 8, 2, (QUEUING_DISCIPLINE_TYPE)2, &id, &rc));
+    CHECK("CREATE_BUFFER", "same_name_bad_discipline", CREATE_BUFFER("Q", 8, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
     CHECK("GET_BUFFER_ID", "ok", GET_BUFFER_ID("Q", &id, &rc));
     CHECK("GET_BUFFER_ID", "unknown", GET_BUFFER_ID("nope", &id, &rc));
     CHECK("RECEIVE_BUFFER", "empty", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
@@ -348,6 +352,7 @@ int main(void)
     CHECK("CREATE_BLACKBOARD", "full", CREATE_BLACKBOARD("extra", 4, &id, &rc));
     CHECK("CREATE_BLACKBOARD", "full_same_name", CREATE_BLACKBOARD("B", 16, &id, &rc));
     CHECK("CREATE_BUFFER", "full", CREATE_BUFFER("extra", 4, 1, FIFO, &id, &rc));
+    CHECK("CREATE_BUFFER", "full_bad_discipline", CREATE_BUFFER("extra", 4, 1, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
 
     create_process("driver", driver, 20, &driver_id);
     create_process("waiter", waiter, 10, &waiter_id);

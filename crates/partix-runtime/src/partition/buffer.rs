@@ -109,6 +109,22 @@ pub fn create_buffer(
     max_nb_message: u32,
     discipline: QueuingDiscipline,
 ) -> ApexResult<BufferId> {
+    create_buffer_with(name, max_message_size, max_nb_message, Some(discipline))
+}
+
+/// [`create_buffer`] with a discipline that may be out of range (`None`: a C
+/// `QUEUING_DISCIPLINE_TYPE` that is neither FIFO nor PRIORITY), refused with `InvalidParam` in
+/// the standard's order: after the table, name and size checks, before the mode check (partix
+/// extension, for the C API's CREATE_BUFFER).
+///
+/// # Errors
+/// Those of [`create_buffer`]; `InvalidParam` also for a `None` discipline.
+pub fn create_buffer_with(
+    name: &str,
+    max_message_size: u32,
+    max_nb_message: u32,
+    discipline: Option<QueuingDiscipline>,
+) -> ApexResult<BufferId> {
     waitq::with_objects(|objs, _, _, _| {
         if objs.buffers.len() >= MAX_NUMBER_OF_BUFFERS {
             return Err(ApexError::InvalidConfig);
@@ -124,6 +140,7 @@ pub fn create_buffer(
         {
             return Err(ApexError::InvalidParam);
         }
+        let discipline = discipline.ok_or(ApexError::InvalidParam)?;
         waitq::creation_mode()?;
         objs.buffers.push(Buffer {
             name: name.to_owned(),

@@ -63,6 +63,22 @@ pub fn create_semaphore(
     maximum_value: SemaphoreValue,
     discipline: QueuingDiscipline,
 ) -> ApexResult<SemaphoreId> {
+    create_semaphore_with(name, current_value, maximum_value, Some(discipline))
+}
+
+/// [`create_semaphore`] with a discipline that may be out of range (`None`: a C
+/// `QUEUING_DISCIPLINE_TYPE` that is neither FIFO nor PRIORITY), refused with `InvalidParam` in
+/// the standard's order: after the table, name and value checks, before the mode check (partix
+/// extension, for the C API's CREATE_SEMAPHORE).
+///
+/// # Errors
+/// Those of [`create_semaphore`]; `InvalidParam` also for a `None` discipline.
+pub fn create_semaphore_with(
+    name: &str,
+    current_value: SemaphoreValue,
+    maximum_value: SemaphoreValue,
+    discipline: Option<QueuingDiscipline>,
+) -> ApexResult<SemaphoreId> {
     waitq::with_objects(|objs, _, _, _| {
         if objs.semaphores.len() >= MAX_NUMBER_OF_SEMAPHORES {
             return Err(ApexError::InvalidConfig);
@@ -78,6 +94,7 @@ pub fn create_semaphore(
         {
             return Err(ApexError::InvalidParam);
         }
+        let discipline = discipline.ok_or(ApexError::InvalidParam)?;
         waitq::creation_mode()?;
         objs.semaphores.push(Semaphore {
             name: name.to_owned(),
