@@ -138,8 +138,11 @@ fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc
 }
 
 /// Read a `NAME_TYPE` parameter: up to [`MAX_NAME_LENGTH`] bytes, stopping at the first NUL (so a
-/// short string literal is not read past its end). Invalid UTF-8 is replaced (a name that no
-/// object has).
+/// short string literal is not read past its end).
+///
+/// The bytes must be UTF-8 (ASCII, as ARINC 653 names are in practice), else `INVALID_PARAM`,
+/// like a null pointer: so distinct byte strings stay distinct names (a lossy conversion would
+/// map every invalid byte to U+FFFD) and a name is at most 30 bytes however it is converted.
 fn read_name(p: *const c_char) -> Result<String, Rc> {
     non_null(p)?;
     let mut bytes = Vec::with_capacity(MAX_NAME_LENGTH);
@@ -152,7 +155,7 @@ fn read_name(p: *const c_char) -> Result<String, Rc> {
         }
         bytes.push(b);
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    String::from_utf8(bytes).map_err(|_| BAD_PARAM)
 }
 
 /// Build a `NAME_TYPE`: the name's bytes (at most 30), NUL-padded.
@@ -316,5 +319,19 @@ mod tests {
             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"
         );
         assert_eq!(read_name(std::ptr::null()), Err(BAD_PARAM));
+    }
+
+    #[test]
+    fn names_must_be_utf8() {
+        // 15 two-byte characters: 30 bytes, accepted as they are.
+        let e_acute = name_type(&"é".repeat(15));
+        assert_eq!(read_name(e_acute.as_ptr()).unwrap(), "é".repeat(15));
+        for bad in [c"\xff", c"\xfe", c"A\xe9", c"\xc3"] {
+            assert_eq!(read_name(bad.as_ptr()), Err(BAD_PARAM), "{bad:?}");
+        }
+        // A 30-byte field that cuts a two-byte character in half is not UTF-8 either.
+        let mut cut = name_type(&"x".repeat(29));
+        cut[29] = 0xc3_u8 as c_char;
+        assert_eq!(read_name(cut.as_ptr()), Err(BAD_PARAM));
     }
 }

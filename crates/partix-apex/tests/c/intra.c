@@ -276,6 +276,25 @@ int main(void)
     CHECK("WAIT_EVENT", "bad_id", WAIT_EVENT(42, 0, &rc));
     CHECK("GET_EVENT_STATUS", "bad_id", GET_EVENT_STATUS(42, &est, &rc));
 
+    /* ---- names are UTF-8 bytes: a 30-byte UTF-8 name is kept as it is; bytes that are not UTF-8
+     * are INVALID_PARAM (so two different ones never name the same object) */
+    {
+        char e_acute[MAX_NAME_LENGTH]; /* 15 x U+00E9: 30 bytes, not NUL-terminated */
+        EVENT_ID_TYPE e30 = -1;
+        for (i = 0; i < MAX_NAME_LENGTH; i += 2) {
+            e_acute[i] = (char)0xc3;
+            e_acute[i + 1] = (char)0xa9;
+        }
+        CHECK("CREATE_EVENT", "utf8_30_bytes", CREATE_EVENT(e_acute, &e30, &rc));
+        CHECK("GET_EVENT_ID", "utf8_30_bytes", GET_EVENT_ID(e_acute, &id, &rc));
+        value("utf8_30_bytes_same_id", id == e30);
+        CHECK("CREATE_EVENT", "not_utf8", CREATE_EVENT("\xff", &id, &rc));
+        CHECK("CREATE_EVENT", "other_not_utf8", CREATE_EVENT("\xfe", &id, &rc));
+        CHECK("GET_EVENT_ID", "not_utf8", GET_EVENT_ID("\xfe", &id, &rc));
+        CHECK("CREATE_SEMAPHORE", "not_utf8", CREATE_SEMAPHORE("S\xe9", 0, 1, FIFO, &id, &rc));
+        CHECK("GET_SEMAPHORE_ID", "not_utf8", GET_SEMAPHORE_ID("S\xe8", &id, &rc));
+    }
+
     /* ---- blackboards */
     CHECK("CREATE_BLACKBOARD", "ok", CREATE_BLACKBOARD("B", 16, &bb, &rc));
     CHECK("CREATE_BLACKBOARD", "same_name", CREATE_BLACKBOARD("B", 16, &id, &rc));
