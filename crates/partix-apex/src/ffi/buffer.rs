@@ -2,7 +2,7 @@
 //!
 //! `MESSAGE_ADDR` of SEND_BUFFER is read for `LENGTH` bytes only after `LENGTH` was checked
 //! against the buffer's maximum; that of RECEIVE_BUFFER must hold the buffer's
-//! `MAX_MESSAGE_SIZE` bytes, as the standard requires.
+//! `MAX_MESSAGE_SIZE` bytes, as `buffer.h` documents (ARINC 653 states no size).
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 use super::ports::{MESSAGE_RANGE_TYPE, QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};

@@ -130,10 +130,15 @@ fn message_in<'a>(addr: MESSAGE_ADDR_TYPE, len: usize) -> Result<&'a [u8], Rc> {
 }
 
 /// Borrow the caller's buffer of the object's `max` bytes for a message to be copied into.
+///
+/// The whole `max` bytes are borrowed (the message's length is not known yet), so the caller's
+/// buffer must be that large: blackboard.h and buffer.h require it of READ_BLACKBOARD and
+/// RECEIVE_BUFFER (ARINC 653 itself states no size for MESSAGE_ADDR).
 fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc> {
     non_null(addr)?;
-    // SAFETY: addr is non-null and the standard requires the buffer to hold MAX_MESSAGE_SIZE
-    // bytes of the object; nothing else refers to it during the call.
+    // SAFETY: addr is non-null, and the partix headers (blackboard.h, buffer.h) require
+    // MESSAGE_ADDR to point to at least the object's MAX_MESSAGE_SIZE (= max) writable bytes;
+    // nothing else refers to them during the call.
     Ok(unsafe { std::slice::from_raw_parts_mut(addr, max as usize) })
 }
 
