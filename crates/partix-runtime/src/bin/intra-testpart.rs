@@ -9,6 +9,8 @@
 //!   order   processes of priority 7, 5, 10, 15 wait in that order on semaphores, buffers
 //!           (receivers and senders), a blackboard and an event; FIFO and PRIORITY release
 //!           orders, DISPLAY_BLACKBOARD and SET_EVENT release everyone
+//!   storage (run with a small memory limit) create buffers and blackboards until the
+//!           partition's memory is full: INVALID_CONFIG, and the partition keeps running
 //!   bench   N uncontended WAIT/SIGNAL_SEMAPHORE pairs and DISPLAY/READ_BLACKBOARD pairs,
 //!           timed with GET_TIME (percentiles in ns; noisy, not asserted)
 //! ```
@@ -1101,6 +1103,131 @@ fn order_init() {
     }
 }
 
+// -------------------------------------------------------------------------------------- storage
+
+/// Memory held while the partition's memory is being filled and freed right after, so that what
+/// follows (the report lines, NORMAL mode) has room.
+const BALLAST: usize = 4 << 20;
+
+/// Create objects with `create(k)` (k = 0, 1, ...) until it fails or `max` exist; return how many
+/// were created and the error. Allocates nothing itself (the memory is about to run out).
+fn fill_until_error(
+    max: usize,
+    mut create: impl FnMut(usize) -> ApexResult<()>,
+) -> (usize, Option<ApexError>) {
+    for k in 0..max {
+        if let Err(e) = create(k) {
+            return (k, Some(e));
+        }
+    }
+    (max, None)
+}
+
+/// The `VmData` line of /proc/self/status (what RLIMIT_DATA limits).
+fn vm_data() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmData"))
+        .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Fill the partition's memory with buffers of 4 MiB, then of 128 KiB, then with blackboards of
+/// 8 KiB: each kind ends with INVALID_CONFIG (the storage ran out, not the table) and the
+/// partition process lives on.
+fn storage_init() {
+    use QueuingDiscipline::*;
+    let max = MAX_INTRA_MESSAGE_SIZE;
+    let nb_big = MAX_NUMBER_OF_MESSAGES;
+    // The names, before the memory is full.
+    let names: Vec<String> = (0..MAX_NUMBER_OF_BUFFERS.max(MAX_NUMBER_OF_BLACKBOARDS))
+        .map(|k| format!("m{k}"))
+        .collect();
+    let before = vm_data();
+    let ballast = std::hint::black_box(vec![1u8; BALLAST]);
+    let big = fill_until_error(MAX_NUMBER_OF_BUFFERS, |k| {
+        create_buffer(&names[k], max, nb_big, Fifo).map(|_| ())
+    });
+    let mid = fill_until_error(MAX_NUMBER_OF_BUFFERS - big.0, |k| {
+        create_buffer(&names[big.0 + k], max, 16, Priority).map(|_| ())
+    });
+    let boards = fill_until_error(MAX_NUMBER_OF_BLACKBOARDS, |k| {
+        create_blackboard(&names[k], max).map(|_| ())
+    });
+    let full = vm_data();
+    drop(ballast);
+    out(&format!(
+        "INFO VmData {before} at start, {full} when full; created {} buffers of {} KiB, {} of \
+         128 KiB, {} blackboards of 8 KiB",
+        big.0,
+        (max as usize * nb_big as usize) >> 10,
+        mid.0,
+        boards.0
+    ));
+    let ran_out = |(n, e): (usize, Option<ApexError>), table: usize| {
+        e == Some(ApexError::InvalidConfig) && n < table
+    };
+    expect_dbg(
+        "create_buffer of 4 MiB until the memory is full: INVALID_CONFIG",
+        ran_out(big, MAX_NUMBER_OF_BUFFERS) && big.0 > 0,
+        big,
+    );
+    expect_dbg(
+        "create_buffer of 128 KiB until the memory is full: INVALID_CONFIG",
+        ran_out(mid, MAX_NUMBER_OF_BUFFERS - big.0),
+        mid,
+    );
+    expect_dbg(
+        "create_blackboard of 8 KiB until the memory is full: INVALID_CONFIG",
+        ran_out(boards, MAX_NUMBER_OF_BLACKBOARDS),
+        boards,
+    );
+    // The ballast is free again: small objects fit.
+    check(
+        "create_buffer after the failures",
+        create_buffer("after", 8, 4, Fifo),
+        Ok(()),
+    );
+    check(
+        "create_blackboard after the failures",
+        create_blackboard("after", 8),
+        Ok(()),
+    );
+}
+
+/// In NORMAL mode: the objects created before the memory ran out work.
+extern "C" fn storage_driver() {
+    let q = get_buffer_id("m0").expect("m0");
+    let msg = vec![7u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    let mut m = vec![0u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    check(
+        "send_buffer to a 4 MiB buffer",
+        send_buffer(q, &msg, 0),
+        Ok(()),
+    );
+    let r = receive_buffer(q, 0, &mut m);
+    expect_dbg(
+        "receive_buffer from a 4 MiB buffer",
+        r == Ok(msg.len()) && m == msg,
+        r,
+    );
+    let b = get_blackboard_id("m0").expect("m0");
+    check(
+        "display_blackboard of 8 KiB",
+        display_blackboard(b, &msg),
+        Ok(()),
+    );
+    let r = read_blackboard(b, 0, &mut m);
+    expect_dbg(
+        "read_blackboard of 8 KiB",
+        r == Ok(msg.len()) && m == msg,
+        r,
+    );
+    out("END storage");
+    idle_forever();
+}
+
 // ---------------------------------------------------------------------------------------- bench
 
 fn percentiles(what: &str, mut v: Vec<u64>) {
@@ -1172,6 +1299,12 @@ fn main() {
         "full" => {
             full_init();
             start(new_process("driver", full_driver, 20)).expect("start driver");
+        }
+        "storage" => {
+            // Created (its thread and stack) before the memory is full.
+            let driver = new_process("driver", storage_driver, 20);
+            storage_init();
+            start(driver).expect("start driver");
         }
         "bench" => {
             create_semaphore("BENCH", 1, 1, QueuingDiscipline::Fifo).expect("BENCH");

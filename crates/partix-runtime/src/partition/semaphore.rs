@@ -52,7 +52,8 @@ fn index(id: SemaphoreId, n: usize) -> ApexResult<usize> {
 /// Create a semaphore (`CREATE_SEMAPHORE`) in COLD_START or WARM_START mode.
 ///
 /// # Errors
-/// - `InvalidConfig`: [`MAX_NUMBER_OF_SEMAPHORES`] semaphores exist already.
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_SEMAPHORES`] semaphores exist already; no memory is left for
+///   it (checked after the parameters, before the mode).
 /// - `NoAction`: a semaphore of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `current_value` or `maximum_value`
 ///   outside 0..=[`MAX_SEMAPHORE_VALUE`]; `current_value` > `maximum_value`.
@@ -95,9 +96,11 @@ pub fn create_semaphore_with(
             return Err(ApexError::InvalidParam);
         }
         let discipline = discipline.ok_or(ApexError::InvalidParam)?;
+        let name = waitq::try_name(name)?;
+        waitq::try_room(&mut objs.semaphores)?;
         waitq::creation_mode()?;
         objs.semaphores.push(Semaphore {
-            name: name.to_owned(),
+            name,
             value: current_value,
             max: maximum_value,
             queue: WaitQueue::new(discipline),
