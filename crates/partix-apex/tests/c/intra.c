@@ -67,6 +67,27 @@ static void value(const char *name, long long v)
 
 #define MS 1000000LL
 
+/*
+ * CHECK a wait that must time out after TO ns, then print "VALUE SERVICE_not_before_timeout 1" if
+ * it returned no earlier than TO after the call (GET_TIME before and after: the clock the time-out
+ * runs on; a lower bound only, how late it returns depends on the scheduling), else 0 and the
+ * time it waited.
+ */
+#define CHECK_TIMES_OUT(SERVICE, CASE, TO, ...)                                       \
+    do {                                                                             \
+        SYSTEM_TIME_TYPE t0_ = 0, t1_ = 0;                                           \
+        RETURN_CODE_TYPE trc_;                                                       \
+        GET_TIME(&t0_, &trc_);                                                       \
+        CHECK(SERVICE, CASE, __VA_ARGS__);                                           \
+        GET_TIME(&t1_, &trc_);                                                       \
+        if (t1_ - t0_ >= (TO))                                                       \
+            printf("VALUE %s_not_before_timeout 1\n", SERVICE);                      \
+        else                                                                         \
+            printf("VALUE %s_not_before_timeout 0 (waited %lld ns of %lld)\n",       \
+                   SERVICE, (long long)(t1_ - t0_), (long long)(TO));                \
+        fflush(stdout);                                                              \
+    } while (0)
+
 static SEMAPHORE_ID_TYPE sem;
 static EVENT_ID_TYPE ev;
 static BLACKBOARD_ID_TYPE bb;
@@ -152,13 +173,13 @@ static void driver(void)
     CHECK("CREATE_BLACKBOARD", "normal_full", CREATE_BLACKBOARD("B2", 8, &b2, &rc));
     CHECK("CREATE_BUFFER", "normal_full", CREATE_BUFFER("Q2", 8, 1, FIFO, &q2, &rc));
 
-    CHECK("WAIT_SEMAPHORE", "timeout", WAIT_SEMAPHORE(sem, 20 * MS, &rc));
-    CHECK("WAIT_EVENT", "timeout", WAIT_EVENT(ev, 20 * MS, &rc));
-    CHECK("READ_BLACKBOARD", "timeout", READ_BLACKBOARD(bb, 20 * MS, m, &len, &rc));
-    CHECK("RECEIVE_BUFFER", "timeout", RECEIVE_BUFFER(buf, 20 * MS, m, &len, &rc));
+    CHECK_TIMES_OUT("WAIT_SEMAPHORE", "timeout", 20 * MS, WAIT_SEMAPHORE(sem, 20 * MS, &rc));
+    CHECK_TIMES_OUT("WAIT_EVENT", "timeout", 20 * MS, WAIT_EVENT(ev, 20 * MS, &rc));
+    CHECK_TIMES_OUT("READ_BLACKBOARD", "timeout", 20 * MS, READ_BLACKBOARD(bb, 20 * MS, m, &len, &rc));
+    CHECK_TIMES_OUT("RECEIVE_BUFFER", "timeout", 20 * MS, RECEIVE_BUFFER(buf, 20 * MS, m, &len, &rc));
     CHECK("SEND_BUFFER", "fill", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f1", 2, 0, &rc));
     CHECK("SEND_BUFFER", "fill", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f2", 2, 0, &rc));
-    CHECK("SEND_BUFFER", "full_timeout", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f3", 2, 20 * MS, &rc));
+    CHECK_TIMES_OUT("SEND_BUFFER", "full_timeout", 20 * MS, SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f3", 2, 20 * MS, &rc));
     CHECK("RECEIVE_BUFFER", "drain", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
     CHECK("RECEIVE_BUFFER", "drain", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
 

@@ -23,7 +23,9 @@ mod testpart_common;
 use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use testpart_common::{check, expect_dbg, idle_forever, new_process, normal, out, state, MS};
+use testpart_common::{
+    check, expect, expect_dbg, idle_forever, new_process, normal, out, state, MS,
+};
 
 static N: OnceLock<usize> = OnceLock::new();
 
@@ -588,6 +590,24 @@ extern "C" fn codes_w1() {
     idle_forever();
 }
 
+/// `PASS what` if `call` returns TIMED_OUT no earlier than `timeout` ns after it was made (both
+/// instants read with GET_TIME, the clock the time-out runs on); else `FAIL`. A lower bound only:
+/// how late the wait returns depends on the scheduling.
+fn times_out<T: std::fmt::Debug>(
+    what: &str,
+    timeout: SystemTime,
+    call: impl FnOnce() -> ApexResult<T>,
+) {
+    let t0 = get_time();
+    let r = call();
+    let waited = get_time() - t0;
+    expect_dbg(
+        what,
+        matches!(r, Err(ApexError::TimedOut)) && waited >= timeout,
+        format_args!("{r:?} after {waited} ns (time-out {timeout} ns)"),
+    );
+}
+
 fn w1_results() -> Vec<u32> {
     W1_RESULTS.lock().unwrap().clone()
 }
@@ -639,34 +659,22 @@ extern "C" fn codes_driver() {
         Err(NoAction),
     );
 
-    // Finite time-outs expire.
-    check(
-        "wait_semaphore times out",
-        wait_semaphore(s, 20 * MS),
-        Err(TimedOut),
-    );
-    check(
-        "wait_event times out",
-        wait_event(e, 20 * MS),
-        Err(TimedOut),
-    );
-    check(
-        "read_blackboard times out",
-        read_blackboard(b, 20 * MS, &mut m),
-        Err(TimedOut),
-    );
-    check(
-        "receive_buffer times out",
-        receive_buffer(q, 20 * MS, &mut m),
-        Err(TimedOut),
-    );
+    // Finite time-outs expire, and not before their time.
+    times_out("wait_semaphore times out", 20 * MS, || {
+        wait_semaphore(s, 20 * MS)
+    });
+    times_out("wait_event times out", 20 * MS, || wait_event(e, 20 * MS));
+    times_out("read_blackboard times out", 20 * MS, || {
+        read_blackboard(b, 20 * MS, &mut m)
+    });
+    times_out("receive_buffer times out", 20 * MS, || {
+        receive_buffer(q, 20 * MS, &mut m)
+    });
     check("send_buffer fill 1", send_buffer(q, b"1", 0), Ok(()));
     check("send_buffer fill 2", send_buffer(q, b"2", 0), Ok(()));
-    check(
-        "send_buffer times out",
-        send_buffer(q, b"3", 20 * MS),
-        Err(TimedOut),
-    );
+    times_out("send_buffer times out", 20 * MS, || {
+        send_buffer(q, b"3", 20 * MS)
+    });
     let st = get_buffer_status(q).map(|s| (s.nb_message, s.waiting_processes));
     expect_dbg(
         "a timed-out sender left nothing behind",
@@ -1258,20 +1266,36 @@ extern "C" fn bench_process() {
         let t1 = get_time();
         clock.push((t1 - t0) as u64);
     }
+    // Every service call must succeed (a failing call would be timed as a fast one).
+    let mut pair_ok = 0;
     for _ in 0..n {
         let t0 = get_time();
-        let _ = wait_semaphore(s, 0);
-        let _ = signal_semaphore(s);
+        let w = wait_semaphore(s, 0);
+        let g = signal_semaphore(s);
         let t1 = get_time();
         pair.push((t1 - t0) as u64);
+        pair_ok += usize::from(w.is_ok() && g.is_ok());
     }
+    let mut bb_ok = 0;
     for i in 0..n {
+        let msg = (i as u64).to_le_bytes();
         let t0 = get_time();
-        let _ = display_blackboard(b, &(i as u64).to_le_bytes());
-        let _ = read_blackboard(b, 0, &mut m);
+        let d = display_blackboard(b, &msg);
+        let r = read_blackboard(b, 0, &mut m);
         let t1 = get_time();
         bb.push((t1 - t0) as u64);
+        bb_ok += usize::from(d.is_ok() && r == Ok(msg.len()) && m == msg);
     }
+    expect(
+        "bench: every WAIT_SEMAPHORE(0) + SIGNAL_SEMAPHORE succeeded",
+        pair_ok == n,
+        format_args!("{} of {n} pairs failed", n - pair_ok),
+    );
+    expect(
+        "bench: every DISPLAY_BLACKBOARD + READ_BLACKBOARD(0) succeeded and read what was displayed",
+        bb_ok == n,
+        format_args!("{} of {n} pairs failed", n - bb_ok),
+    );
     percentiles("clock_read_pair", clock);
     percentiles("wait_signal_semaphore", pair);
     percentiles("display_read_blackboard", bb);
