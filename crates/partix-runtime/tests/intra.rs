@@ -5,15 +5,21 @@
 mod common;
 
 use common::all_pass;
+use partix_config::model::{MemoryAccess, MemoryKind, MemoryRequirement, Module};
 use std::time::Duration;
 
 /// Run the module with `intra-testpart ROLE OUT [extra]` until the program writes `END` (or
 /// `limit` passes); return its lines.
 fn run(role: &str, extra: &[&str], limit: Duration) -> Vec<String> {
+    run_module(common::load("tests/intra/intra.xml"), role, extra, limit)
+}
+
+/// [`run`] with the module `module`.
+fn run_module(module: Module, role: &str, extra: &[&str], limit: Duration) -> Vec<String> {
     let dir = common::out_dir(&format!("intra-{role}"));
     let mut out = common::run_roles(
         role,
-        common::load("tests/intra/intra.xml"),
+        module,
         env!("CARGO_BIN_EXE_intra-testpart"),
         &dir,
         &[(role, extra, true)],
@@ -31,7 +37,7 @@ fn every_return_code_waiting_state_suspend_and_stop() {
     let lines = run("codes", &[], Duration::from_secs(90));
     let passes = all_pass("codes", &lines);
     // Every check ran (keep in step with intra-testpart.rs).
-    assert_eq!(passes, 157, "{lines:#?}");
+    assert_eq!(passes, 165, "{lines:#?}");
 }
 
 /// The implementation maxima: one object more than the maximum is INVALID_CONFIG (even with an
@@ -40,6 +46,24 @@ fn every_return_code_waiting_state_suspend_and_stop() {
 fn object_tables_are_bounded() {
     let lines = run("full", &[], Duration::from_secs(60));
     assert_eq!(all_pass("full", &lines), 9, "{lines:#?}");
+}
+
+/// Insufficient storage is INVALID_CONFIG: with a memory requirement of 64 MiB (the executive
+/// sets RLIMIT_DATA to it), buffers and blackboards are created until the memory is full; the
+/// last creation of each kind is INVALID_CONFIG and the partition keeps running (an allocation
+/// failure would abort the partition process).
+#[test]
+fn creation_beyond_the_partition_memory_is_invalid_config() {
+    let mut module = common::load("tests/intra/intra.xml");
+    module.partitions[0].memory = vec![MemoryRequirement {
+        name: Some("data".into()),
+        kind: MemoryKind::Data,
+        size_bytes: 64 << 20,
+        access: MemoryAccess::ReadWrite,
+    }];
+    let lines = run_module(module, "storage", &[], Duration::from_secs(60));
+    common::print_info("storage", &lines);
+    assert_eq!(all_pass("storage", &lines), 9, "{lines:#?}");
 }
 
 /// FIFO and PRIORITY release orders (PRIORITY = current priority, FIFO among equals) of
@@ -75,11 +99,12 @@ fn release_orders_and_wake_all() {
 }
 
 /// A tiny loop of uncontended WAIT/SIGNAL_SEMAPHORE and DISPLAY/READ_BLACKBOARD pairs; prints the
-/// percentiles (noisy; not asserted) and checks that every loop completed.
+/// percentiles (noisy; not asserted) and checks that every loop completed and every call in it
+/// succeeded.
 #[test]
 fn uncontended_pairs_complete() {
     let lines = run("bench", &["20000"], Duration::from_secs(60));
-    all_pass("bench", &lines);
+    assert_eq!(all_pass("bench", &lines), 2, "{lines:#?}");
     let bench: Vec<&String> = lines.iter().filter(|l| l.starts_with("BENCH")).collect();
     for l in &bench {
         eprintln!("{l}");

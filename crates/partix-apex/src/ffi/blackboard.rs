@@ -3,7 +3,7 @@
 //!
 //! `MESSAGE_ADDR` of DISPLAY_BLACKBOARD is read for `LENGTH` bytes only after `LENGTH` was checked
 //! against the blackboard's maximum; that of READ_BLACKBOARD must hold the blackboard's
-//! `MAX_MESSAGE_SIZE` bytes, as the standard requires.
+//! `MAX_MESSAGE_SIZE` bytes, as `blackboard.h` documents (ARINC 653 states no size).
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 use super::ports::WAITING_RANGE_TYPE;

@@ -2,12 +2,14 @@
 //!
 //! `MESSAGE_ADDR` of SEND_BUFFER is read for `LENGTH` bytes only after `LENGTH` was checked
 //! against the buffer's maximum; that of RECEIVE_BUFFER must hold the buffer's
-//! `MAX_MESSAGE_SIZE` bytes, as the standard requires.
+//! `MAX_MESSAGE_SIZE` bytes, as `buffer.h` documents (ARINC 653 states no size).
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 use super::ports::{MESSAGE_RANGE_TYPE, QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};
 use super::types::*;
-use super::{discipline, message_in, message_out, non_null, put, read_name, service, BAD_PARAM};
+use super::{
+    discipline_or_none, message_in, message_out, non_null, put, read_name, service, BAD_PARAM,
+};
 use partix_runtime::partition::{self as apex, BufferId};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -50,11 +52,12 @@ pub extern "C" fn CREATE_BUFFER(
     service("CREATE_BUFFER", RETURN_CODE, || {
         non_null(BUFFER_ID)?;
         let name = read_name(BUFFER_NAME)?;
-        let d = discipline(QUEUING_DISCIPLINE)?;
+        // An out-of-range discipline is INVALID_PARAM after the table, name and size checks.
+        let d = discipline_or_none(QUEUING_DISCIPLINE);
         // Negative sizes are out of range like 0 (INVALID_PARAM, after the earlier checks).
         let max = u32::try_from(MAX_MESSAGE_SIZE).unwrap_or(0);
         let nb = u32::try_from(MAX_NB_MESSAGE).unwrap_or(0);
-        put(BUFFER_ID, apex::create_buffer(&name, max, nb, d)?.0)
+        put(BUFFER_ID, apex::create_buffer_with(&name, max, nb, d)?.0)
     });
 }
 

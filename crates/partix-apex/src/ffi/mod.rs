@@ -110,12 +110,14 @@ fn non_null<T>(p: *const T) -> Result<(), Rc> {
     }
 }
 
-/// Translate a C `QUEUING_DISCIPLINE_TYPE`; an out-of-range value is `INVALID_PARAM`.
-fn discipline(d: ports::QUEUING_DISCIPLINE_TYPE) -> Result<QueuingDiscipline, Rc> {
+/// Translate a C `QUEUING_DISCIPLINE_TYPE`; `None` for an out-of-range value, which the runtime
+/// refuses with `INVALID_PARAM` in the standard's order of checks (CREATE_SEMAPHORE,
+/// CREATE_BUFFER: after the table, name and value checks).
+fn discipline_or_none(d: ports::QUEUING_DISCIPLINE_TYPE) -> Option<QueuingDiscipline> {
     match d {
-        ports::FIFO => Ok(QueuingDiscipline::Fifo),
-        ports::PRIORITY => Ok(QueuingDiscipline::Priority),
-        _ => Err(BAD_PARAM),
+        ports::FIFO => Some(QueuingDiscipline::Fifo),
+        ports::PRIORITY => Some(QueuingDiscipline::Priority),
+        _ => None,
     }
 }
 
@@ -128,16 +130,24 @@ fn message_in<'a>(addr: MESSAGE_ADDR_TYPE, len: usize) -> Result<&'a [u8], Rc> {
 }
 
 /// Borrow the caller's buffer of the object's `max` bytes for a message to be copied into.
+///
+/// The whole `max` bytes are borrowed (the message's length is not known yet), so the caller's
+/// buffer must be that large: blackboard.h and buffer.h require it of READ_BLACKBOARD and
+/// RECEIVE_BUFFER (ARINC 653 itself states no size for MESSAGE_ADDR).
 fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc> {
     non_null(addr)?;
-    // SAFETY: addr is non-null and the standard requires the buffer to hold MAX_MESSAGE_SIZE
-    // bytes of the object; nothing else refers to it during the call.
+    // SAFETY: addr is non-null, and the partix headers (blackboard.h, buffer.h) require
+    // MESSAGE_ADDR to point to at least the object's MAX_MESSAGE_SIZE (= max) writable bytes;
+    // nothing else refers to them during the call.
     Ok(unsafe { std::slice::from_raw_parts_mut(addr, max as usize) })
 }
 
 /// Read a `NAME_TYPE` parameter: up to [`MAX_NAME_LENGTH`] bytes, stopping at the first NUL (so a
-/// short string literal is not read past its end). Invalid UTF-8 is replaced (a name that no
-/// object has).
+/// short string literal is not read past its end).
+///
+/// The bytes must be UTF-8 (ASCII, as ARINC 653 names are in practice), else `INVALID_PARAM`,
+/// like a null pointer: so distinct byte strings stay distinct names (a lossy conversion would
+/// map every invalid byte to U+FFFD) and a name is at most 30 bytes however it is converted.
 fn read_name(p: *const c_char) -> Result<String, Rc> {
     non_null(p)?;
     let mut bytes = Vec::with_capacity(MAX_NAME_LENGTH);
@@ -150,7 +160,7 @@ fn read_name(p: *const c_char) -> Result<String, Rc> {
         }
         bytes.push(b);
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    String::from_utf8(bytes).map_err(|_| BAD_PARAM)
 }
 
 /// Build a `NAME_TYPE`: the name's bytes (at most 30), NUL-padded.
@@ -314,5 +324,19 @@ mod tests {
             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"
         );
         assert_eq!(read_name(std::ptr::null()), Err(BAD_PARAM));
+    }
+
+    #[test]
+    fn names_must_be_utf8() {
+        // 15 two-byte characters: 30 bytes, accepted as they are.
+        let e_acute = name_type(&"é".repeat(15));
+        assert_eq!(read_name(e_acute.as_ptr()).unwrap(), "é".repeat(15));
+        for bad in [c"\xff", c"\xfe", c"A\xe9", c"\xc3"] {
+            assert_eq!(read_name(bad.as_ptr()), Err(BAD_PARAM), "{bad:?}");
+        }
+        // A 30-byte field that cuts a two-byte character in half is not UTF-8 either.
+        let mut cut = name_type(&"x".repeat(29));
+        cut[29] = 0xc3_u8 as c_char;
+        assert_eq!(read_name(cut.as_ptr()), Err(BAD_PARAM));
     }
 }

@@ -3,7 +3,7 @@
 
 use super::ports::{QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};
 use super::types::*;
-use super::{discipline, non_null, put, read_name, service};
+use super::{discipline_or_none, non_null, put, read_name, service};
 use partix_runtime::partition::{self as apex, SemaphoreId};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -45,8 +45,9 @@ pub extern "C" fn CREATE_SEMAPHORE(
     service("CREATE_SEMAPHORE", RETURN_CODE, || {
         non_null(SEMAPHORE_ID)?;
         let name = read_name(SEMAPHORE_NAME)?;
-        let d = discipline(QUEUING_DISCIPLINE)?;
-        let id = apex::create_semaphore(&name, CURRENT_VALUE, MAXIMUM_VALUE, d)?;
+        // An out-of-range discipline is INVALID_PARAM after the table, name and value checks.
+        let d = discipline_or_none(QUEUING_DISCIPLINE);
+        let id = apex::create_semaphore_with(&name, CURRENT_VALUE, MAXIMUM_VALUE, d)?;
         put(SEMAPHORE_ID, id.0)
     });
 }

@@ -67,6 +67,27 @@ static void value(const char *name, long long v)
 
 #define MS 1000000LL
 
+/*
+ * CHECK a wait that must time out after TO ns, then print "VALUE SERVICE_not_before_timeout 1" if
+ * it returned no earlier than TO after the call (GET_TIME before and after: the clock the time-out
+ * runs on; a lower bound only, how late it returns depends on the scheduling), else 0 and the
+ * time it waited.
+ */
+#define CHECK_TIMES_OUT(SERVICE, CASE, TO, ...)                                       \
+    do {                                                                             \
+        SYSTEM_TIME_TYPE t0_ = 0, t1_ = 0;                                           \
+        RETURN_CODE_TYPE trc_;                                                       \
+        GET_TIME(&t0_, &trc_);                                                       \
+        CHECK(SERVICE, CASE, __VA_ARGS__);                                           \
+        GET_TIME(&t1_, &trc_);                                                       \
+        if (t1_ - t0_ >= (TO))                                                       \
+            printf("VALUE %s_not_before_timeout 1\n", SERVICE);                      \
+        else                                                                         \
+            printf("VALUE %s_not_before_timeout 0 (waited %lld ns of %lld)\n",       \
+                   SERVICE, (long long)(t1_ - t0_), (long long)(TO));                \
+        fflush(stdout);                                                              \
+    } while (0)
+
 static SEMAPHORE_ID_TYPE sem;
 static EVENT_ID_TYPE ev;
 static BLACKBOARD_ID_TYPE bb;
@@ -147,17 +168,18 @@ static void driver(void)
     BUFFER_ID_TYPE q2;
 
     CHECK("CREATE_SEMAPHORE", "normal", CREATE_SEMAPHORE("S2", 0, 1, FIFO, &s2, &rc));
+    CHECK("CREATE_SEMAPHORE", "normal_bad_discipline", CREATE_SEMAPHORE("S2", 0, 1, (QUEUING_DISCIPLINE_TYPE)7, &s2, &rc));
     CHECK("CREATE_EVENT", "normal", CREATE_EVENT("E2", &e2, &rc));
     CHECK("CREATE_BLACKBOARD", "normal_full", CREATE_BLACKBOARD("B2", 8, &b2, &rc));
     CHECK("CREATE_BUFFER", "normal_full", CREATE_BUFFER("Q2", 8, 1, FIFO, &q2, &rc));
 
-    CHECK("WAIT_SEMAPHORE", "timeout", WAIT_SEMAPHORE(sem, 20 * MS, &rc));
-    CHECK("WAIT_EVENT", "timeout", WAIT_EVENT(ev, 20 * MS, &rc));
-    CHECK("READ_BLACKBOARD", "timeout", READ_BLACKBOARD(bb, 20 * MS, m, &len, &rc));
-    CHECK("RECEIVE_BUFFER", "timeout", RECEIVE_BUFFER(buf, 20 * MS, m, &len, &rc));
+    CHECK_TIMES_OUT("WAIT_SEMAPHORE", "timeout", 20 * MS, WAIT_SEMAPHORE(sem, 20 * MS, &rc));
+    CHECK_TIMES_OUT("WAIT_EVENT", "timeout", 20 * MS, WAIT_EVENT(ev, 20 * MS, &rc));
+    CHECK_TIMES_OUT("READ_BLACKBOARD", "timeout", 20 * MS, READ_BLACKBOARD(bb, 20 * MS, m, &len, &rc));
+    CHECK_TIMES_OUT("RECEIVE_BUFFER", "timeout", 20 * MS, RECEIVE_BUFFER(buf, 20 * MS, m, &len, &rc));
     CHECK("SEND_BUFFER", "fill", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f1", 2, 0, &rc));
     CHECK("SEND_BUFFER", "fill", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f2", 2, 0, &rc));
-    CHECK("SEND_BUFFER", "full_timeout", SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f3", 2, 20 * MS, &rc));
+    CHECK_TIMES_OUT("SEND_BUFFER", "full_timeout", 20 * MS, SEND_BUFFER(buf, (MESSAGE_ADDR_TYPE)"f3", 2, 20 * MS, &rc));
     CHECK("RECEIVE_BUFFER", "drain", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
     CHECK("RECEIVE_BUFFER", "drain", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
 
@@ -232,6 +254,8 @@ int main(void)
     CHECK("CREATE_SEMAPHORE", "negative", CREATE_SEMAPHORE("S1", -1, 2, FIFO, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "max_too_big", CREATE_SEMAPHORE("S1", 0, MAX_SEMAPHORE_VALUE + 1, FIFO, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "bad_discipline", CREATE_SEMAPHORE("S1", 0, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
+    /* The standard's order: an existing name (NO_ACTION) before the discipline (INVALID_PARAM). */
+    CHECK("CREATE_SEMAPHORE", "same_name_bad_discipline", CREATE_SEMAPHORE("S", 0, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
     CHECK("CREATE_SEMAPHORE", "null_id", CREATE_SEMAPHORE("S1", 0, 2, FIFO, NULL, &rc));
     CHECK("GET_SEMAPHORE_ID", "ok", GET_SEMAPHORE_ID("S", &id, &rc));
     value("same_semaphore_id", id == sem);
@@ -273,6 +297,25 @@ int main(void)
     CHECK("WAIT_EVENT", "bad_id", WAIT_EVENT(42, 0, &rc));
     CHECK("GET_EVENT_STATUS", "bad_id", GET_EVENT_STATUS(42, &est, &rc));
 
+    /* ---- names are UTF-8 bytes: a 30-byte UTF-8 name is kept as it is; bytes that are not UTF-8
+     * are INVALID_PARAM (so two different ones never name the same object) */
+    {
+        char e_acute[MAX_NAME_LENGTH]; /* 15 x U+00E9: 30 bytes, not NUL-terminated */
+        EVENT_ID_TYPE e30 = -1;
+        for (i = 0; i < MAX_NAME_LENGTH; i += 2) {
+            e_acute[i] = (char)0xc3;
+            e_acute[i + 1] = (char)0xa9;
+        }
+        CHECK("CREATE_EVENT", "utf8_30_bytes", CREATE_EVENT(e_acute, &e30, &rc));
+        CHECK("GET_EVENT_ID", "utf8_30_bytes", GET_EVENT_ID(e_acute, &id, &rc));
+        value("utf8_30_bytes_same_id", id == e30);
+        CHECK("CREATE_EVENT", "not_utf8", CREATE_EVENT("\xff", &id, &rc));
+        CHECK("CREATE_EVENT", "other_not_utf8", CREATE_EVENT("\xfe", &id, &rc));
+        CHECK("GET_EVENT_ID", "not_utf8", GET_EVENT_ID("\xfe", &id, &rc));
+        CHECK("CREATE_SEMAPHORE", "not_utf8", CREATE_SEMAPHORE("S\xe9", 0, 1, FIFO, &id, &rc));
+        CHECK("GET_SEMAPHORE_ID", "not_utf8", GET_SEMAPHORE_ID("S\xe8", &id, &rc));
+    }
+
     /* ---- blackboards */
     CHECK("CREATE_BLACKBOARD", "ok", CREATE_BLACKBOARD("B", 16, &bb, &rc));
     CHECK("CREATE_BLACKBOARD", "same_name", CREATE_BLACKBOARD("B", 16, &id, &rc));
@@ -309,6 +352,7 @@ int main(void)
     CHECK("CREATE_BUFFER", "nb_0", CREATE_BUFFER("Q1", 8, 0, FIFO, &id, &rc));
     CHECK("CREATE_BUFFER", "nb_too_big", CREATE_BUFFER("Q1", 8, SYSTEM_LIMIT_NUMBER_OF_MESSAGES + 1, FIFO, &id, &rc));
     CHECK("CREATE_BUFFER", "bad_discipline", CREATE_BUFFER("Q1", 8, 2, (QUEUING_DISCIPLINE_TYPE)2, &id, &rc));
+    CHECK("CREATE_BUFFER", "same_name_bad_discipline", CREATE_BUFFER("Q", 8, 2, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
     CHECK("GET_BUFFER_ID", "ok", GET_BUFFER_ID("Q", &id, &rc));
     CHECK("GET_BUFFER_ID", "unknown", GET_BUFFER_ID("nope", &id, &rc));
     CHECK("RECEIVE_BUFFER", "empty", RECEIVE_BUFFER(buf, 0, m, &len, &rc));
@@ -348,6 +392,7 @@ int main(void)
     CHECK("CREATE_BLACKBOARD", "full", CREATE_BLACKBOARD("extra", 4, &id, &rc));
     CHECK("CREATE_BLACKBOARD", "full_same_name", CREATE_BLACKBOARD("B", 16, &id, &rc));
     CHECK("CREATE_BUFFER", "full", CREATE_BUFFER("extra", 4, 1, FIFO, &id, &rc));
+    CHECK("CREATE_BUFFER", "full_bad_discipline", CREATE_BUFFER("extra", 4, 1, (QUEUING_DISCIPLINE_TYPE)7, &id, &rc));
 
     create_process("driver", driver, 20, &driver_id);
     create_process("waiter", waiter, 10, &waiter_id);

@@ -9,6 +9,8 @@
 //!   order   processes of priority 7, 5, 10, 15 wait in that order on semaphores, buffers
 //!           (receivers and senders), a blackboard and an event; FIFO and PRIORITY release
 //!           orders, DISPLAY_BLACKBOARD and SET_EVENT release everyone
+//!   storage (run with a small memory limit) create buffers and blackboards until the
+//!           partition's memory is full: INVALID_CONFIG, and the partition keeps running
 //!   bench   N uncontended WAIT/SIGNAL_SEMAPHORE pairs and DISPLAY/READ_BLACKBOARD pairs,
 //!           timed with GET_TIME (percentiles in ns; noisy, not asserted)
 //! ```
@@ -21,7 +23,9 @@ mod testpart_common;
 use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use testpart_common::{check, expect_dbg, idle_forever, new_process, normal, out, state, MS};
+use testpart_common::{
+    check, expect, expect_dbg, idle_forever, new_process, normal, out, state, MS,
+};
 
 static N: OnceLock<usize> = OnceLock::new();
 
@@ -116,6 +120,16 @@ fn codes_init() {
         "create_semaphore CNT",
         create_semaphore("CNT", 3, 5, Priority),
         Ok(()),
+    );
+    check(
+        "create_semaphore maximum 0",
+        create_semaphore("Z", 0, 0, Fifo),
+        Ok(()),
+    );
+    check(
+        "signal_semaphore maximum 0",
+        signal_semaphore(sem("Z")),
+        Err(NoAction),
     );
     check(
         "get_semaphore_id",
@@ -576,8 +590,37 @@ extern "C" fn codes_w1() {
     idle_forever();
 }
 
+/// `PASS what` if `call` returns TIMED_OUT no earlier than `timeout` ns after it was made (both
+/// instants read with GET_TIME, the clock the time-out runs on); else `FAIL`. A lower bound only:
+/// how late the wait returns depends on the scheduling.
+fn times_out<T: std::fmt::Debug>(
+    what: &str,
+    timeout: SystemTime,
+    call: impl FnOnce() -> ApexResult<T>,
+) {
+    let t0 = get_time();
+    let r = call();
+    let waited = get_time() - t0;
+    expect_dbg(
+        what,
+        matches!(r, Err(ApexError::TimedOut)) && waited >= timeout,
+        format_args!("{r:?} after {waited} ns (time-out {timeout} ns)"),
+    );
+}
+
 fn w1_results() -> Vec<u32> {
     W1_RESULTS.lock().unwrap().clone()
+}
+
+/// Set when w2 returns from its wait on "Z" (it never should: it is stopped while waiting).
+static W2_RETURNED: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn codes_w2() {
+    // "Z" has MAXIMUM_VALUE 0: nothing can release this wait.
+    let r = wait_semaphore(sem("Z"), INFINITE_TIME_VALUE);
+    W2_RETURNED.store(1, Ordering::Release);
+    out(&format!("FAIL w2 returned from its wait on Z: {r:?}"));
+    idle_forever();
 }
 
 extern "C" fn codes_driver() {
@@ -616,34 +659,22 @@ extern "C" fn codes_driver() {
         Err(NoAction),
     );
 
-    // Finite time-outs expire.
-    check(
-        "wait_semaphore times out",
-        wait_semaphore(s, 20 * MS),
-        Err(TimedOut),
-    );
-    check(
-        "wait_event times out",
-        wait_event(e, 20 * MS),
-        Err(TimedOut),
-    );
-    check(
-        "read_blackboard times out",
-        read_blackboard(b, 20 * MS, &mut m),
-        Err(TimedOut),
-    );
-    check(
-        "receive_buffer times out",
-        receive_buffer(q, 20 * MS, &mut m),
-        Err(TimedOut),
-    );
+    // Finite time-outs expire, and not before their time.
+    times_out("wait_semaphore times out", 20 * MS, || {
+        wait_semaphore(s, 20 * MS)
+    });
+    times_out("wait_event times out", 20 * MS, || wait_event(e, 20 * MS));
+    times_out("read_blackboard times out", 20 * MS, || {
+        read_blackboard(b, 20 * MS, &mut m)
+    });
+    times_out("receive_buffer times out", 20 * MS, || {
+        receive_buffer(q, 20 * MS, &mut m)
+    });
     check("send_buffer fill 1", send_buffer(q, b"1", 0), Ok(()));
     check("send_buffer fill 2", send_buffer(q, b"2", 0), Ok(()));
-    check(
-        "send_buffer times out",
-        send_buffer(q, b"3", 20 * MS),
-        Err(TimedOut),
-    );
+    times_out("send_buffer times out", 20 * MS, || {
+        send_buffer(q, b"3", 20 * MS)
+    });
     let st = get_buffer_status(q).map(|s| (s.nb_message, s.waiting_processes));
     expect_dbg(
         "a timed-out sender left nothing behind",
@@ -811,6 +842,28 @@ extern "C" fn codes_driver() {
     expect_dbg("the stopped process did not take the unit", st == Ok(1), st);
     let _ = timed_wait(20 * MS);
     expect_dbg("w1 never returned", w1_results().len() == 3, w1_results());
+
+    // MAXIMUM_VALUE 0: the count (0) equals the maximum, so SIGNAL is NO_ACTION, checked before
+    // the waiters (ARINC 653 Part 1): the waiter is not released.
+    let z = sem("Z");
+    let w2 = pid("w2");
+    check("start w2", start(w2), Ok(()));
+    let z_waiting = || get_semaphore_status(z).map(|x| x.waiting_processes) == Ok(1);
+    expect_dbg("w2 waits on Z", until(z_waiting), get_semaphore_status(z));
+    check(
+        "signal_semaphore maximum 0, a process waits",
+        signal_semaphore(z),
+        Err(NoAction),
+    );
+    let st = get_semaphore_status(z).map(|x| (x.current_value, x.waiting_processes));
+    expect_dbg("the waiter on Z is still queued", st == Ok((0, 1)), st);
+    let _ = timed_wait(20 * MS);
+    expect_dbg(
+        "w2 still WAITING",
+        state(w2) == ProcessState::Waiting && W2_RETURNED.load(Ordering::Acquire) == 0,
+        (state(w2), W2_RETURNED.load(Ordering::Acquire)),
+    );
+    check("stop waiting w2", stop(w2), Ok(()));
 
     // Counting: CNT starts at 3 of 5.
     let c = sem("CNT");
@@ -1058,6 +1111,131 @@ fn order_init() {
     }
 }
 
+// -------------------------------------------------------------------------------------- storage
+
+/// Memory held while the partition's memory is being filled and freed right after, so that what
+/// follows (the report lines, NORMAL mode) has room.
+const BALLAST: usize = 4 << 20;
+
+/// Create objects with `create(k)` (k = 0, 1, ...) until it fails or `max` exist; return how many
+/// were created and the error. Allocates nothing itself (the memory is about to run out).
+fn fill_until_error(
+    max: usize,
+    mut create: impl FnMut(usize) -> ApexResult<()>,
+) -> (usize, Option<ApexError>) {
+    for k in 0..max {
+        if let Err(e) = create(k) {
+            return (k, Some(e));
+        }
+    }
+    (max, None)
+}
+
+/// The `VmData` line of /proc/self/status (what RLIMIT_DATA limits).
+fn vm_data() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmData"))
+        .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Fill the partition's memory with buffers of 4 MiB, then of 128 KiB, then with blackboards of
+/// 8 KiB: each kind ends with INVALID_CONFIG (the storage ran out, not the table) and the
+/// partition process lives on.
+fn storage_init() {
+    use QueuingDiscipline::*;
+    let max = MAX_INTRA_MESSAGE_SIZE;
+    let nb_big = MAX_NUMBER_OF_MESSAGES;
+    // The names, before the memory is full.
+    let names: Vec<String> = (0..MAX_NUMBER_OF_BUFFERS.max(MAX_NUMBER_OF_BLACKBOARDS))
+        .map(|k| format!("m{k}"))
+        .collect();
+    let before = vm_data();
+    let ballast = std::hint::black_box(vec![1u8; BALLAST]);
+    let big = fill_until_error(MAX_NUMBER_OF_BUFFERS, |k| {
+        create_buffer(&names[k], max, nb_big, Fifo).map(|_| ())
+    });
+    let mid = fill_until_error(MAX_NUMBER_OF_BUFFERS - big.0, |k| {
+        create_buffer(&names[big.0 + k], max, 16, Priority).map(|_| ())
+    });
+    let boards = fill_until_error(MAX_NUMBER_OF_BLACKBOARDS, |k| {
+        create_blackboard(&names[k], max).map(|_| ())
+    });
+    let full = vm_data();
+    drop(ballast);
+    out(&format!(
+        "INFO VmData {before} at start, {full} when full; created {} buffers of {} KiB, {} of \
+         128 KiB, {} blackboards of 8 KiB",
+        big.0,
+        (max as usize * nb_big as usize) >> 10,
+        mid.0,
+        boards.0
+    ));
+    let ran_out = |(n, e): (usize, Option<ApexError>), table: usize| {
+        e == Some(ApexError::InvalidConfig) && n < table
+    };
+    expect_dbg(
+        "create_buffer of 4 MiB until the memory is full: INVALID_CONFIG",
+        ran_out(big, MAX_NUMBER_OF_BUFFERS) && big.0 > 0,
+        big,
+    );
+    expect_dbg(
+        "create_buffer of 128 KiB until the memory is full: INVALID_CONFIG",
+        ran_out(mid, MAX_NUMBER_OF_BUFFERS - big.0),
+        mid,
+    );
+    expect_dbg(
+        "create_blackboard of 8 KiB until the memory is full: INVALID_CONFIG",
+        ran_out(boards, MAX_NUMBER_OF_BLACKBOARDS),
+        boards,
+    );
+    // The ballast is free again: small objects fit.
+    check(
+        "create_buffer after the failures",
+        create_buffer("after", 8, 4, Fifo),
+        Ok(()),
+    );
+    check(
+        "create_blackboard after the failures",
+        create_blackboard("after", 8),
+        Ok(()),
+    );
+}
+
+/// In NORMAL mode: the objects created before the memory ran out work.
+extern "C" fn storage_driver() {
+    let q = get_buffer_id("m0").expect("m0");
+    let msg = vec![7u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    let mut m = vec![0u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    check(
+        "send_buffer to a 4 MiB buffer",
+        send_buffer(q, &msg, 0),
+        Ok(()),
+    );
+    let r = receive_buffer(q, 0, &mut m);
+    expect_dbg(
+        "receive_buffer from a 4 MiB buffer",
+        r == Ok(msg.len()) && m == msg,
+        r,
+    );
+    let b = get_blackboard_id("m0").expect("m0");
+    check(
+        "display_blackboard of 8 KiB",
+        display_blackboard(b, &msg),
+        Ok(()),
+    );
+    let r = read_blackboard(b, 0, &mut m);
+    expect_dbg(
+        "read_blackboard of 8 KiB",
+        r == Ok(msg.len()) && m == msg,
+        r,
+    );
+    out("END storage");
+    idle_forever();
+}
+
 // ---------------------------------------------------------------------------------------- bench
 
 fn percentiles(what: &str, mut v: Vec<u64>) {
@@ -1088,20 +1266,36 @@ extern "C" fn bench_process() {
         let t1 = get_time();
         clock.push((t1 - t0) as u64);
     }
+    // Every service call must succeed (a failing call would be timed as a fast one).
+    let mut pair_ok = 0;
     for _ in 0..n {
         let t0 = get_time();
-        let _ = wait_semaphore(s, 0);
-        let _ = signal_semaphore(s);
+        let w = wait_semaphore(s, 0);
+        let g = signal_semaphore(s);
         let t1 = get_time();
         pair.push((t1 - t0) as u64);
+        pair_ok += usize::from(w.is_ok() && g.is_ok());
     }
+    let mut bb_ok = 0;
     for i in 0..n {
+        let msg = (i as u64).to_le_bytes();
         let t0 = get_time();
-        let _ = display_blackboard(b, &(i as u64).to_le_bytes());
-        let _ = read_blackboard(b, 0, &mut m);
+        let d = display_blackboard(b, &msg);
+        let r = read_blackboard(b, 0, &mut m);
         let t1 = get_time();
         bb.push((t1 - t0) as u64);
+        bb_ok += usize::from(d.is_ok() && r == Ok(msg.len()) && m == msg);
     }
+    expect(
+        "bench: every WAIT_SEMAPHORE(0) + SIGNAL_SEMAPHORE succeeded",
+        pair_ok == n,
+        format_args!("{} of {n} pairs failed", n - pair_ok),
+    );
+    expect(
+        "bench: every DISPLAY_BLACKBOARD + READ_BLACKBOARD(0) succeeded and read what was displayed",
+        bb_ok == n,
+        format_args!("{} of {n} pairs failed", n - bb_ok),
+    );
     percentiles("clock_read_pair", clock);
     percentiles("wait_signal_semaphore", pair);
     percentiles("display_read_blackboard", bb);
@@ -1122,12 +1316,19 @@ fn main() {
             codes_init();
             create_error_handler(codes_error_handler, 0).expect("error handler");
             new_process("w1", codes_w1, 10);
+            new_process("w2", codes_w2, 10);
             start(new_process("driver", codes_driver, 20)).expect("start driver");
         }
         "order" => order_init(),
         "full" => {
             full_init();
             start(new_process("driver", full_driver, 20)).expect("start driver");
+        }
+        "storage" => {
+            // Created (its thread and stack) before the memory is full.
+            let driver = new_process("driver", storage_driver, 20);
+            storage_init();
+            start(driver).expect("start driver");
         }
         "bench" => {
             create_semaphore("BENCH", 1, 1, QueuingDiscipline::Fifo).expect("BENCH");

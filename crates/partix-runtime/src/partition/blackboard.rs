@@ -63,7 +63,9 @@ fn index(id: BlackboardId, n: usize) -> ApexResult<usize> {
 /// (`CREATE_BLACKBOARD`), in COLD_START or WARM_START mode.
 ///
 /// # Errors
-/// - `InvalidConfig`: [`MAX_NUMBER_OF_BLACKBOARDS`] blackboards exist already.
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_BLACKBOARDS`] blackboards exist already; the partition's
+///   memory cannot hold the blackboard's `max_message_size` bytes (checked after the parameters,
+///   before the mode).
 /// - `NoAction`: a blackboard of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `max_message_size` is 0 or larger
 ///   than [`MAX_INTRA_MESSAGE_SIZE`].
@@ -80,11 +82,15 @@ pub fn create_blackboard(name: &str, max_message_size: u32) -> ApexResult<Blackb
         if max_message_size == 0 || max_message_size > MAX_INTRA_MESSAGE_SIZE {
             return Err(ApexError::InvalidParam);
         }
+        // Insufficient storage is INVALID_CONFIG, not an abort of the partition.
+        let message = waitq::try_capacity(max_message_size as usize)?;
+        let name = waitq::try_name(name)?;
+        waitq::try_room(&mut objs.blackboards)?;
         waitq::creation_mode()?;
         objs.blackboards.push(Blackboard {
-            name: name.to_owned(),
+            name,
             max: max_message_size,
-            message: Vec::with_capacity(max_message_size as usize),
+            message,
             occupied: false,
             queue: WaitQueue::new(QueuingDiscipline::Fifo),
         });

@@ -3,7 +3,7 @@
 //!
 //! A buffer is a FIFO of at most `MAX_NB_MESSAGE` messages of at most `MAX_MESSAGE_SIZE` bytes,
 //! stored in one array allocated at creation (no allocation when a message is sent or received
-//! without waiting). A receiver finding it empty, or a sender finding it full, is queued in the
+//! without waiting; a creation the partition's memory cannot hold is INVALID_CONFIG). A receiver finding it empty, or a sender finding it full, is queued in the
 //! buffer's discipline (FIFO, or PRIORITY: current priority, FIFO among equals):
 //! - SEND_BUFFER with receivers waiting hands the message to the first of them;
 //! - RECEIVE_BUFFER that frees a place moves the message of the first waiting sender into the
@@ -97,7 +97,9 @@ fn index(id: BufferId, n: usize) -> ApexResult<usize> {
 /// Create an empty buffer (`CREATE_BUFFER`) in COLD_START or WARM_START mode.
 ///
 /// # Errors
-/// - `InvalidConfig`: [`MAX_NUMBER_OF_BUFFERS`] buffers exist already.
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_BUFFERS`] buffers exist already; the partition's memory
+///   cannot hold the buffer's `max_message_size` × `max_nb_message` bytes (checked after the
+///   parameters, before the mode).
 /// - `NoAction`: a buffer of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `max_message_size` is 0 or larger
 ///   than [`MAX_INTRA_MESSAGE_SIZE`]; `max_nb_message` is 0 or larger than
@@ -108,6 +110,22 @@ pub fn create_buffer(
     max_message_size: u32,
     max_nb_message: u32,
     discipline: QueuingDiscipline,
+) -> ApexResult<BufferId> {
+    create_buffer_with(name, max_message_size, max_nb_message, Some(discipline))
+}
+
+/// [`create_buffer`] with a discipline that may be out of range (`None`: a C
+/// `QUEUING_DISCIPLINE_TYPE` that is neither FIFO nor PRIORITY), refused with `InvalidParam` in
+/// the standard's order: after the table, name and size checks, before the mode check (partix
+/// extension, for the C API's CREATE_BUFFER).
+///
+/// # Errors
+/// Those of [`create_buffer`]; `InvalidParam` also for a `None` discipline.
+pub fn create_buffer_with(
+    name: &str,
+    max_message_size: u32,
+    max_nb_message: u32,
+    discipline: Option<QueuingDiscipline>,
 ) -> ApexResult<BufferId> {
     waitq::with_objects(|objs, _, _, _| {
         if objs.buffers.len() >= MAX_NUMBER_OF_BUFFERS {
@@ -124,13 +142,19 @@ pub fn create_buffer(
         {
             return Err(ApexError::InvalidParam);
         }
+        let discipline = discipline.ok_or(ApexError::InvalidParam)?;
+        // Insufficient storage is INVALID_CONFIG, not an abort of the partition.
+        let data = waitq::try_storage(max_message_size as usize * max_nb_message as usize)?;
+        let lens = waitq::try_storage(max_nb_message as usize)?;
+        let name = waitq::try_name(name)?;
+        waitq::try_room(&mut objs.buffers)?;
         waitq::creation_mode()?;
         objs.buffers.push(Buffer {
-            name: name.to_owned(),
+            name,
             max: max_message_size,
             max_nb: max_nb_message,
-            data: vec![0; max_message_size as usize * max_nb_message as usize],
-            lens: vec![0; max_nb_message as usize],
+            data,
+            lens,
             head: 0,
             count: 0,
             senders: WaitQueue::new(discipline),

@@ -52,7 +52,8 @@ fn index(id: EventId, n: usize) -> ApexResult<usize> {
 /// Create an event, DOWN (`CREATE_EVENT`), in COLD_START or WARM_START mode.
 ///
 /// # Errors
-/// - `InvalidConfig`: [`MAX_NUMBER_OF_EVENTS`] events exist already.
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_EVENTS`] events exist already; no memory is left for it
+///   (checked after the name, before the mode).
 /// - `NoAction`: an event of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes.
 /// - `InvalidMode`: the partition is in NORMAL mode.
@@ -65,9 +66,11 @@ pub fn create_event(name: &str) -> ApexResult<EventId> {
             return Err(ApexError::NoAction);
         }
         check_name(name)?;
+        let name = waitq::try_name(name)?;
+        waitq::try_room(&mut objs.events)?;
         waitq::creation_mode()?;
         objs.events.push(Event {
-            name: name.to_owned(),
+            name,
             up: false,
             queue: WaitQueue::new(QueuingDiscipline::Fifo),
         });

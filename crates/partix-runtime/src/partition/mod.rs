@@ -81,8 +81,9 @@ pub use blackboard::{
     EmptyIndicator, MAX_INTRA_MESSAGE_SIZE, MAX_NUMBER_OF_BLACKBOARDS,
 };
 pub use buffer::{
-    buffer_max_message_size, create_buffer, get_buffer_id, get_buffer_status, receive_buffer,
-    send_buffer, BufferId, BufferStatus, MAX_NUMBER_OF_BUFFERS, MAX_NUMBER_OF_MESSAGES,
+    buffer_max_message_size, create_buffer, create_buffer_with, get_buffer_id, get_buffer_status,
+    receive_buffer, send_buffer, BufferId, BufferStatus, MAX_NUMBER_OF_BUFFERS,
+    MAX_NUMBER_OF_MESSAGES,
 };
 pub use error::{return_code_of, ApexError, ApexResult, NO_ERROR};
 pub use event::{
@@ -108,8 +109,9 @@ pub use process::{
 pub use rt::control_signal;
 pub(crate) use rt::{control_pending, defer_control, outside_sections};
 pub use semaphore::{
-    create_semaphore, get_semaphore_id, get_semaphore_status, signal_semaphore, wait_semaphore,
-    SemaphoreId, SemaphoreStatus, SemaphoreValue, MAX_NUMBER_OF_SEMAPHORES, MAX_SEMAPHORE_VALUE,
+    create_semaphore, create_semaphore_with, get_semaphore_id, get_semaphore_status,
+    signal_semaphore, wait_semaphore, SemaphoreId, SemaphoreStatus, SemaphoreValue,
+    MAX_NUMBER_OF_SEMAPHORES, MAX_SEMAPHORE_VALUE,
 };
 pub use time::{
     get_time, periodic_wait, replenish, thread_cpu_ns, timed_wait, SystemTime, INFINITE_TIME_VALUE,

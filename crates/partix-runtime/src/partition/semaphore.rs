@@ -52,7 +52,8 @@ fn index(id: SemaphoreId, n: usize) -> ApexResult<usize> {
 /// Create a semaphore (`CREATE_SEMAPHORE`) in COLD_START or WARM_START mode.
 ///
 /// # Errors
-/// - `InvalidConfig`: [`MAX_NUMBER_OF_SEMAPHORES`] semaphores exist already.
+/// - `InvalidConfig`: [`MAX_NUMBER_OF_SEMAPHORES`] semaphores exist already; no memory is left for
+///   it (checked after the parameters, before the mode).
 /// - `NoAction`: a semaphore of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `current_value` or `maximum_value`
 ///   outside 0..=[`MAX_SEMAPHORE_VALUE`]; `current_value` > `maximum_value`.
@@ -62,6 +63,22 @@ pub fn create_semaphore(
     current_value: SemaphoreValue,
     maximum_value: SemaphoreValue,
     discipline: QueuingDiscipline,
+) -> ApexResult<SemaphoreId> {
+    create_semaphore_with(name, current_value, maximum_value, Some(discipline))
+}
+
+/// [`create_semaphore`] with a discipline that may be out of range (`None`: a C
+/// `QUEUING_DISCIPLINE_TYPE` that is neither FIFO nor PRIORITY), refused with `InvalidParam` in
+/// the standard's order: after the table, name and value checks, before the mode check (partix
+/// extension, for the C API's CREATE_SEMAPHORE).
+///
+/// # Errors
+/// Those of [`create_semaphore`]; `InvalidParam` also for a `None` discipline.
+pub fn create_semaphore_with(
+    name: &str,
+    current_value: SemaphoreValue,
+    maximum_value: SemaphoreValue,
+    discipline: Option<QueuingDiscipline>,
 ) -> ApexResult<SemaphoreId> {
     waitq::with_objects(|objs, _, _, _| {
         if objs.semaphores.len() >= MAX_NUMBER_OF_SEMAPHORES {
@@ -78,9 +95,12 @@ pub fn create_semaphore(
         {
             return Err(ApexError::InvalidParam);
         }
+        let discipline = discipline.ok_or(ApexError::InvalidParam)?;
+        let name = waitq::try_name(name)?;
+        waitq::try_room(&mut objs.semaphores)?;
         waitq::creation_mode()?;
         objs.semaphores.push(Semaphore {
-            name: name.to_owned(),
+            name,
             value: current_value,
             max: maximum_value,
             queue: WaitQueue::new(discipline),
@@ -128,18 +148,23 @@ pub fn wait_semaphore(id: SemaphoreId, timeout: SystemTime) -> ApexResult<()> {
 /// semaphore's discipline) gets it and becomes ready (it preempts the caller if its priority is
 /// higher); without waiters the count grows.
 ///
+/// The count is checked first, as ARINC 653 Part 1 does: a semaphore whose count is at its
+/// maximum answers `NO_ACTION` even when processes wait. Waiters imply a count of 0, so this
+/// matters only for a semaphore of `MAXIMUM_VALUE` 0, whose waiters are never released (they
+/// wait until their time-out).
+///
 /// # Errors
 /// - `InvalidParam`: no such semaphore.
-/// - `NoAction`: no process waits and the count is at its maximum.
+/// - `NoAction`: the count is at its maximum (for a maximum of 0: even if processes wait).
 pub fn signal_semaphore(id: SemaphoreId) -> ApexResult<()> {
     waitq::with_objects(|objs, inner, now, wake| {
         let i = index(id, objs.semaphores.len())?;
         let s = &mut objs.semaphores[i];
-        if s.queue.grant_next(inner, now, wake, |_| {}) {
-            return Ok(());
-        }
         if s.value >= s.max {
             return Err(ApexError::NoAction);
+        }
+        if s.queue.grant_next(inner, now, wake, |_| {}) {
+            return Ok(());
         }
         s.value += 1;
         Ok(())

@@ -355,6 +355,54 @@ pub(crate) fn check_name(name: &str) -> ApexResult<()> {
     }
 }
 
+/// Allocate the storage of a new object: `n` zeroed elements.
+///
+/// The partition's memory is limited (`RLIMIT_DATA` = its configured memory, set by the
+/// executive), and an allocation that fails would abort the whole partition process; ARINC 653
+/// answers "insufficient storage capacity" with INVALID_CONFIG instead.
+///
+/// # Errors
+/// `InvalidConfig`: the memory cannot be allocated.
+pub(crate) fn try_storage<T: Clone + Default>(n: usize) -> ApexResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| ApexError::InvalidConfig)?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// An empty vector with room for `n` elements (the message of a blackboard), allocated now.
+///
+/// # Errors
+/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
+pub(crate) fn try_capacity<T>(n: usize) -> ApexResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| ApexError::InvalidConfig)?;
+    Ok(v)
+}
+
+/// A copy of a new object's name (checked by [`check_name`]: at most 30 bytes).
+///
+/// # Errors
+/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
+pub(crate) fn try_name(name: &str) -> ApexResult<String> {
+    let mut s = String::new();
+    s.try_reserve_exact(name.len())
+        .map_err(|_| ApexError::InvalidConfig)?;
+    s.push_str(name);
+    Ok(s)
+}
+
+/// Make room for one more object in its table, so that the `push` that adds it allocates
+/// nothing.
+///
+/// # Errors
+/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
+pub(crate) fn try_room<T>(table: &mut Vec<T>) -> ApexResult<()> {
+    table.try_reserve(1).map_err(|_| ApexError::InvalidConfig)
+}
+
 /// Fail with `InvalidMode` in NORMAL mode (objects are created during initialisation only).
 pub(crate) fn creation_mode() -> ApexResult<()> {
     if rt().mode() == mode::NORMAL {
