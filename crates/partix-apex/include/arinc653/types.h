@@ -65,8 +65,9 @@ typedef enum {
 /*
  * A name is read up to its first NUL or MAX_NAME_LENGTH bytes, and these bytes must be UTF-8
  * (ASCII names, as ARINC 653 names are in practice, always are): a name parameter that is not
- * (e.g. Latin-1 "\xe9") is INVALID_PARAM for every service that takes one (CREATE_*, GET_*_ID,
- * ...), checked like a null pointer, before the service's own checks.
+ * (e.g. Latin-1 "\xe9") is INVALID_PARAM for the services that create by name (CREATE_*),
+ * checked like a null pointer, before the service's own checks, and INVALID_CONFIG for GET_*_ID
+ * (no object has that name).
  */
 typedef char              NAME_TYPE[MAX_NAME_LENGTH];
 

@@ -8,7 +8,7 @@
 
 use super::ports::WAITING_RANGE_TYPE;
 use super::types::*;
-use super::{message_in, message_out, non_null, put, read_name, service, BAD_PARAM};
+use super::{lookup_name, message_in, message_out, non_null, put, read_name, service, BAD_PARAM};
 use partix_runtime::partition::{self as apex, BlackboardId, EmptyIndicator};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -118,7 +118,7 @@ pub extern "C" fn GET_BLACKBOARD_ID(
 ) {
     service("GET_BLACKBOARD_ID", RETURN_CODE, || {
         non_null(BLACKBOARD_ID)?;
-        let name = read_name(BLACKBOARD_NAME)?;
+        let name = lookup_name(BLACKBOARD_NAME)?;
         put(BLACKBOARD_ID, apex::get_blackboard_id(&name)?.0)
     });
 }

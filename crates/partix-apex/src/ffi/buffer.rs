@@ -8,7 +8,8 @@
 use super::ports::{MESSAGE_RANGE_TYPE, QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};
 use super::types::*;
 use super::{
-    discipline_or_none, message_in, message_out, non_null, put, read_name, service, BAD_PARAM,
+    discipline_or_none, lookup_name, message_in, message_out, non_null, put, read_name, service,
+    BAD_PARAM,
 };
 use partix_runtime::partition::{self as apex, BufferId};
 use std::ffi::c_char;
@@ -110,7 +111,7 @@ pub extern "C" fn GET_BUFFER_ID(
 ) {
     service("GET_BUFFER_ID", RETURN_CODE, || {
         non_null(BUFFER_ID)?;
-        let name = read_name(BUFFER_NAME)?;
+        let name = lookup_name(BUFFER_NAME)?;
         put(BUFFER_ID, apex::get_buffer_id(&name)?.0)
     });
 }

@@ -3,7 +3,7 @@
 
 use super::ports::WAITING_RANGE_TYPE;
 use super::types::*;
-use super::{non_null, put, read_name, service};
+use super::{lookup_name, non_null, put, read_name, service};
 use partix_runtime::partition::{self as apex, EventId, EventState};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -84,7 +84,7 @@ pub extern "C" fn GET_EVENT_ID(
 ) {
     service("GET_EVENT_ID", RETURN_CODE, || {
         non_null(EVENT_ID)?;
-        let name = read_name(EVENT_NAME)?;
+        let name = lookup_name(EVENT_NAME)?;
         put(EVENT_ID, apex::get_event_id(&name)?.0)
     });
 }

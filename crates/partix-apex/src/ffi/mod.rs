@@ -163,6 +163,14 @@ fn read_name(p: *const c_char) -> Result<String, Rc> {
     String::from_utf8(bytes).map_err(|_| BAD_PARAM)
 }
 
+/// Read the `NAME_TYPE` parameter of a `GET_*_ID` service: as [`read_name`], but a name that is
+/// not UTF-8 names no object, which those services answer with `INVALID_CONFIG` (the standard's
+/// code for "no object of that name"; `INVALID_PARAM` is not among their codes).
+fn lookup_name(p: *const c_char) -> Result<String, Rc> {
+    non_null(p)?;
+    read_name(p).map_err(|_| Rc::from(ApexError::InvalidConfig))
+}
+
 /// Build a `NAME_TYPE`: the name's bytes (at most 30), NUL-padded.
 fn name_type(name: &str) -> NAME_TYPE {
     let mut out: NAME_TYPE = [0; MAX_NAME_LENGTH];
@@ -338,5 +346,12 @@ mod tests {
         let mut cut = name_type(&"x".repeat(29));
         cut[29] = 0xc3_u8 as c_char;
         assert_eq!(read_name(cut.as_ptr()), Err(BAD_PARAM));
+        // A lookup by such a name finds nothing: INVALID_CONFIG; a null name stays INVALID_PARAM.
+        assert_eq!(
+            lookup_name(c"\xff".as_ptr()),
+            Err(Rc::from(ApexError::InvalidConfig))
+        );
+        assert_eq!(lookup_name(std::ptr::null()), Err(BAD_PARAM));
+        assert_eq!(lookup_name(c"ok".as_ptr()).unwrap(), "ok");
     }
 }

@@ -9,7 +9,7 @@
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 use super::types::*;
-use super::{non_null, put, read_name, service, Rc, BAD_PARAM};
+use super::{lookup_name, non_null, put, read_name, service, Rc, BAD_PARAM};
 use partix_runtime::partition::{
     self as apex, ApexError, PortDirection, QueuingDiscipline, QueuingPortId, RecvMode,
     SamplingPortId, Validity,
@@ -243,7 +243,7 @@ pub extern "C" fn GET_SAMPLING_PORT_ID(
 ) {
     service("GET_SAMPLING_PORT_ID", RETURN_CODE, || {
         non_null(SAMPLING_PORT_ID)?;
-        let name = read_name(SAMPLING_PORT_NAME)?;
+        let name = lookup_name(SAMPLING_PORT_NAME)?;
         put(SAMPLING_PORT_ID, apex::get_sampling_port_id(&name)?.0)
     });
 }
@@ -430,7 +430,7 @@ pub extern "C" fn GET_QUEUING_PORT_ID(
 ) {
     service("GET_QUEUING_PORT_ID", RETURN_CODE, || {
         non_null(QUEUING_PORT_ID)?;
-        let name = read_name(QUEUING_PORT_NAME)?;
+        let name = lookup_name(QUEUING_PORT_NAME)?;
         put(QUEUING_PORT_ID, apex::get_queuing_port_id(&name)?.0)
     });
 }

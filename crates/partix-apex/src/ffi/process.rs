@@ -1,7 +1,7 @@
 //! `include/arinc653/process.h`: process management services.
 
 use super::types::*;
-use super::{name_type, non_null, put, read_name, service, Rc, BAD_PARAM};
+use super::{lookup_name, name_type, non_null, put, read_name, service, Rc, BAD_PARAM};
 use partix_runtime::partition::{
     self as apex, Deadline, EntryPoint, ProcessAttributes, ProcessId, ProcessState, ProcessStatus,
 };
@@ -73,7 +73,7 @@ pub extern "C" fn GET_PROCESS_ID(
     RETURN_CODE: *mut RETURN_CODE_TYPE,
 ) {
     service("GET_PROCESS_ID", RETURN_CODE, || {
-        let name = read_name(PROCESS_NAME)?;
+        let name = lookup_name(PROCESS_NAME)?;
         non_null(PROCESS_ID)?;
         let id = apex::get_process_id(&name)?;
         put(PROCESS_ID, id.0)

@@ -1,7 +1,7 @@
 //! `include/arinc653/schedules.h`: ARINC 653 Part 2 multiple module schedules.
 
 use super::types::*;
-use super::{non_null, put, read_name, service};
+use super::{lookup_name, non_null, put, service};
 use partix_runtime::partition::{self as apex, ScheduleId};
 use std::ffi::c_char;
 
@@ -43,7 +43,7 @@ pub extern "C" fn GET_MODULE_SCHEDULE_ID(
     RETURN_CODE: *mut RETURN_CODE_TYPE,
 ) {
     service("GET_MODULE_SCHEDULE_ID", RETURN_CODE, || {
-        let name = read_name(SCHEDULE_NAME)?;
+        let name = lookup_name(SCHEDULE_NAME)?;
         non_null(SCHEDULE_ID)?;
         let id = apex::get_module_schedule_id(&name)?;
         put(SCHEDULE_ID, id.0)

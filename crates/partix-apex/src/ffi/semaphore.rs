@@ -3,7 +3,7 @@
 
 use super::ports::{QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};
 use super::types::*;
-use super::{discipline_or_none, non_null, put, read_name, service};
+use super::{discipline_or_none, lookup_name, non_null, put, read_name, service};
 use partix_runtime::partition::{self as apex, SemaphoreId};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -84,7 +84,7 @@ pub extern "C" fn GET_SEMAPHORE_ID(
 ) {
     service("GET_SEMAPHORE_ID", RETURN_CODE, || {
         non_null(SEMAPHORE_ID)?;
-        let name = read_name(SEMAPHORE_NAME)?;
+        let name = lookup_name(SEMAPHORE_NAME)?;
         put(SEMAPHORE_ID, apex::get_semaphore_id(&name)?.0)
     });
 }
