@@ -155,8 +155,9 @@ fn message_in<'a>(addr: MESSAGE_ADDR_TYPE, len: usize) -> Result<&'a [u8], Rc> {
 /// Borrow the caller's buffer of the port's `max` bytes for a message to be copied into.
 fn message_out<'a>(addr: MESSAGE_ADDR_TYPE, max: u32) -> Result<&'a mut [u8], Rc> {
     non_null(addr)?;
-    // SAFETY: addr is non-null and the standard requires the buffer to hold MAX_MESSAGE_SIZE
-    // bytes of the port; nothing else refers to it during the call.
+    // SAFETY: addr is non-null, and the partix headers (sampling.h, queueing.h) require
+    // MESSAGE_ADDR to point to at least the port's MAX_MESSAGE_SIZE (= max) writable bytes (the
+    // standard itself states no size); nothing else refers to them during the call.
     Ok(unsafe { std::slice::from_raw_parts_mut(addr, max as usize) })
 }
 
