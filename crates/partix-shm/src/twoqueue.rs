@@ -42,10 +42,10 @@
 //! `docs/shm-channels.md` ("Crash-safe move").
 
 use crate::area::{Area, AreaError};
-use crate::notifier::{Notifier, RecvMode, NOTIFIER_LEN};
+use crate::notifier::{Notifier, RecvMode, SysFutex, NOTIFIER_LEN};
 use crate::region::Region;
 use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer, RingView};
-use crate::twosided::{QueueMove, QueueMoveState, QueueMoveViews};
+use crate::twosided::{QueueMoveState, QueueMoveViews};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -217,8 +217,9 @@ impl QueueSenderProbe {
     }
 
     /// Return whether a send would find credit, and room in the TX ring, now. (Within the
-    /// credit the TX ring has room, except while a killed manager's last move is delivered and
-    /// consumed but not committed: until the next manager commits it and wakes this notifier.)
+    /// credit the TX ring has room, except while a move is delivered and consumed but not yet
+    /// committed: the manager wakes [`QueueSenderProbe::space`] after its commit, and a manager
+    /// that replaces a killed one after committing its predecessor's last move.)
     #[inline]
     pub fn has_credit(&self) -> bool {
         self.in_flight() < self.limit && self.prod.len() < self.prod.capacity()
@@ -275,6 +276,8 @@ pub struct QueueManager {
     rx_full: bool,
     doorbell: Notifier,
     data: Notifier,
+    /// The sender's space notifier: woken after every round that committed a TX message.
+    space: Notifier,
     scratch: Vec<u8>,
     moved: u64,
     recovered: u64,
@@ -367,8 +370,9 @@ impl QueueManager {
             peek_head,
             st,
             rx_full: false,
-            doorbell: Notifier::new(tx, TX_DOORBELL)?,
+            doorbell: Notifier::new(tx.clone(), TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
+            space: Notifier::new(tx, TX_SPACE)?,
             scratch,
             moved: 0,
             recovered,
@@ -376,9 +380,7 @@ impl QueueManager {
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
-            if let Ok(space) = Notifier::new(m.tx_region.clone(), TX_SPACE) {
-                space.notify();
-            }
+            m.space.notify();
         }
         Ok(m)
     }
@@ -408,8 +410,15 @@ impl QueueManager {
     }
 
     /// Move every message the TX ring holds (bounded by the ring's capacity); return how many.
+    /// Wakes the receiver when it moved one, and a sender waiting for TX room when it committed
+    /// one ([`QueueMoveViews::move_all`] says why the latter is needed).
     pub fn run_once(&mut self) -> usize {
-        let mut n = 0;
+        self.run_once_with(|| {})
+    }
+
+    /// [`QueueManager::run_once`] calling `delivered()` between each move's RX publish and its TX
+    /// commit (for tests).
+    fn run_once_with(&mut self, delivered: impl FnMut()) -> usize {
         let cap = self.capacity;
         let v = move_views(
             &self.tx_ring,
@@ -420,20 +429,16 @@ impl QueueManager {
             self.tx_words,
             self.rx_words,
         );
-        let mut tries = 0;
-        self.rx_full = false;
-        while n < cap && tries < 2 * cap {
-            tries += 1;
-            match v.move_one(&mut self.st, &mut self.scratch) {
-                QueueMove::Moved(_) => n += 1,
-                QueueMove::Dropped => {}
-                QueueMove::RxFull => {
-                    self.rx_full = true;
-                    break;
-                }
-                QueueMove::Empty | QueueMove::Corrupt => break,
-            }
-        }
+        let round = v.move_all_with(
+            &mut self.st,
+            &mut self.scratch,
+            cap,
+            &self.space.view(),
+            &SysFutex,
+            delivered,
+        );
+        self.rx_full = round.rx_full;
+        let n = round.moved;
         if n > 0 {
             self.moved += n as u64;
             self.data.notify();
@@ -486,7 +491,12 @@ impl QueueManager {
             self.tx_words,
             self.rx_words,
         );
-        v.clear(&mut self.st)
+        let n = v.clear(&mut self.st);
+        if n > 0 {
+            // The TX slots are free (the credit comes with the receiver's ack, which wakes too).
+            self.space.notify();
+        }
+        n
     }
 
     /// Return whether the TX ring holds a message.
@@ -811,6 +821,89 @@ mod tests {
             rxp.popped()
         );
         assert_eq!(probe.popped(), 7);
+    }
+
+    /// The kernel's futex, recording each wait: how many so far and the epoch it expected.
+    struct RecordingFutex {
+        waits: std::sync::atomic::AtomicU32,
+        expected: std::sync::atomic::AtomicU32,
+    }
+
+    impl crate::notifier::Futex for RecordingFutex {
+        fn wait(
+            &self,
+            word: &std::sync::atomic::AtomicU32,
+            expected: u32,
+            deadline: Option<Instant>,
+        ) {
+            self.expected.store(expected, Ordering::SeqCst);
+            self.waits.fetch_add(1, Ordering::SeqCst);
+            SysFutex.wait(word, expected, deadline);
+        }
+
+        fn wake_all(&self, word: &std::sync::atomic::AtomicU32) {
+            SysFutex.wake_all(word);
+        }
+    }
+
+    /// The lost wake-up between a move's deliver and its commit: with `MaxNbMessages` 1 the
+    /// sender waits for room; the receiver takes the delivered message and acks it before the
+    /// manager commits, which wakes the sender to a full TX ring, so it parks again; the commit
+    /// must wake it.
+    #[test]
+    fn a_sender_woken_before_the_commit_is_woken_again_by_it() {
+        use std::sync::atomic::AtomicU32;
+        let (mut s, mut r, m) = chan(8, 1);
+        let tx = m.lock().unwrap().tx_region.clone();
+        s.try_send(b"m0").unwrap();
+        assert_eq!(s.try_send(b"m1"), Err(PushError::Full));
+        let futex = Arc::new(RecordingFutex {
+            waits: AtomicU32::new(0),
+            expected: AtomicU32::new(0),
+        });
+        let space = Area::new(tx.clone(), TX_SPACE, NOTIFIER_LEN).unwrap();
+        let epoch = || space.u32_at(0).load(Ordering::SeqCst);
+        // Generous: only a lost wake-up lets the park run into it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let sender = {
+            let (futex, probe) = (
+                futex.clone(),
+                QueueSenderProbe::attach(tx.clone(), 1).unwrap(),
+            );
+            std::thread::spawn(move || {
+                let ok = probe
+                    .space()
+                    .view()
+                    .park_until(&*futex, Some(deadline), || probe.has_credit());
+                (ok, Instant::now() < deadline)
+            })
+        };
+        // Wait until the sender sleeps on the current epoch (it found no credit).
+        let asleep = |after: u32| loop {
+            let (w, e) = (
+                futex.waits.load(Ordering::SeqCst),
+                futex.expected.load(Ordering::SeqCst),
+            );
+            if w > after && e == epoch() {
+                return w;
+            }
+            std::thread::yield_now();
+        };
+        let waits = asleep(0);
+        let probe = QueueSenderProbe::attach(tx, 1).unwrap();
+        let mut buf = [0u8; 8];
+        let moved = m.lock().unwrap().run_once_with(|| {
+            // The manager published m0 in the RX ring and has not committed it.
+            assert_eq!(r.try_recv(&mut buf), Ok(2));
+            assert_eq!(probe.in_flight(), 0, "the credit is back");
+            assert!(!probe.has_credit(), "the TX slot is not free yet");
+            // The ack woke the sender; it found the TX ring full and sleeps again.
+            asleep(waits);
+        });
+        assert_eq!(moved, 1);
+        let (ok, before_deadline) = sender.join().unwrap();
+        assert!(ok && before_deadline, "the commit did not wake the sender");
+        s.try_send(b"m1").unwrap();
     }
 
     /// CPU time (user + system, clock ticks) of thread `tid` of this process.

@@ -48,6 +48,7 @@
 //! TX copies use the seqlock argument of [`crate::sampling`]: the manager's copy is kept only if
 //! `begin` equals the expected flags after an `Acquire` fence.
 
+use crate::notifier::{Futex, NotifierView};
 use crate::ring::{ConsumerState, PopError, ProducerState, PushError, RingView};
 use crate::sampling::Flags;
 use crate::sync::{copy_out, fence, AtomicU64, Ordering};
@@ -521,6 +522,70 @@ impl QueueMoveViews<'_> {
         }
     }
 
+    /// Move what the TX ring holds, at most `max` messages (one round of the manager): peek,
+    /// deliver and commit each in turn, stopping at an empty TX ring, a full RX ring or impossible
+    /// TX counters (and after `2 * max` attempts, dropped messages included). Then, if the round
+    /// committed any TX message (moved or dropped), wake `space`: the sender waiting there for
+    /// room in the TX ring.
+    ///
+    /// The wake-up is needed even though the receiver wakes `space` after every ack: between a
+    /// move's deliver and its commit the receiver may take the message and ack it, and a sender
+    /// woken by that ack finds its credit back but the TX slot still occupied (the commit frees
+    /// it), so it parks again; only this wake-up, after the commit, tells it the slot is free.
+    /// It costs a fence and a load when nobody waits (see [`NotifierView::notify`]), once a
+    /// round.
+    pub fn move_all(
+        &self,
+        st: &mut QueueMoveState,
+        scratch: &mut [u8],
+        max: usize,
+        space: &NotifierView<'_>,
+        futex: &impl Futex,
+    ) -> MoveRound {
+        self.move_all_with(st, scratch, max, space, futex, || {})
+    }
+
+    /// [`QueueMoveViews::move_all`] that calls `delivered()` after each deliver, before its
+    /// commit: a test stops there as a manager preempted at that point would be.
+    pub(crate) fn move_all_with(
+        &self,
+        st: &mut QueueMoveState,
+        scratch: &mut [u8],
+        max: usize,
+        space: &NotifierView<'_>,
+        futex: &impl Futex,
+        mut delivered: impl FnMut(),
+    ) -> MoveRound {
+        let mut round = MoveRound::default();
+        let mut tries = 0;
+        while round.moved < max && tries < 2 * max {
+            tries += 1;
+            match self.peek(st, scratch) {
+                Ok(n) => {
+                    if self.deliver(st, &scratch[..n]).is_err() {
+                        round.rx_full = true;
+                        break;
+                    }
+                    delivered();
+                    self.commit(st);
+                    round.moved += 1;
+                }
+                Err(PeekError::Dropped) => round.dropped += 1,
+                Err(PeekError::Empty) => break,
+                Err(PeekError::Corrupt) => {
+                    round.corrupt = true;
+                    break;
+                }
+            }
+        }
+        if round.moved + round.dropped > 0 {
+            // After the commits' Release stores of the TX head, which the sender's readiness
+            // check (`QueueSenderProbe::has_credit`) loads with Acquire.
+            space.notify(futex);
+        }
+        round
+    }
+
     /// Discard every message in the TX ring (CLEAR on the destination): count them as dropped,
     /// then commit them; return how many.
     pub fn clear(&self, st: &mut QueueMoveState) -> u64 {
@@ -560,6 +625,19 @@ impl QueueMoveViews<'_> {
         self.peek_head.store(st.committed, Ordering::Relaxed);
         st.peek = self.peek.consumer_state();
     }
+}
+
+/// What one round of [`QueueMoveViews::move_all`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MoveRound {
+    /// Messages moved into the RX ring.
+    pub moved: usize,
+    /// Messages with an impossible length dropped (counted in `dropped` and committed).
+    pub dropped: usize,
+    /// The round stopped at a full RX ring (only with a sender ignoring its credits).
+    pub rx_full: bool,
+    /// The round stopped at impossible TX counters (a broken sender).
+    pub corrupt: bool,
 }
 
 /// Outcome of [`QueueMoveViews::move_one`].
