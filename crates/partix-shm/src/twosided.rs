@@ -533,7 +533,8 @@ impl QueueMoveViews<'_> {
     /// woken by that ack finds its credit back but the TX slot still occupied (the commit frees
     /// it), so it parks again; only this wake-up, after the commit, tells it the slot is free.
     /// It costs a fence and a load when nobody waits (see [`NotifierView::notify`]), once a
-    /// round.
+    /// round. The loom model `two_sided_queue_credits_no_loss_in_order` (`tests/loom.rs`) finds
+    /// the lost wake-up (a deadlock) without it.
     pub fn move_all(
         &self,
         st: &mut QueueMoveState,
