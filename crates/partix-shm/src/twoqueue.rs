@@ -274,6 +274,10 @@ pub struct QueueManager {
     st: QueueMoveState,
     /// The last move found the RX ring full (only with a sender ignoring its credits).
     rx_full: bool,
+    /// The last round found impossible TX counters (a broken sender).
+    tx_corrupt: bool,
+    /// Rounds that found impossible TX counters.
+    corrupt_rounds: u64,
     doorbell: Notifier,
     data: Notifier,
     /// The sender's space notifier: woken after every round that committed a TX message.
@@ -370,6 +374,8 @@ impl QueueManager {
             peek_head,
             st,
             rx_full: false,
+            tx_corrupt: false,
+            corrupt_rounds: 0,
             doorbell: Notifier::new(tx.clone(), TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
             space: Notifier::new(tx, TX_SPACE)?,
@@ -409,6 +415,18 @@ impl QueueManager {
         self.rx_full
     }
 
+    /// Whether the last [`QueueManager::run_once`] stopped at impossible TX counters (the tail
+    /// more than the ring's capacity ahead of the head, or behind it: a broken sender). Nothing
+    /// moves until the sender stores another tail; [`run_manager`] parks until then.
+    pub fn tx_corrupt(&self) -> bool {
+        self.tx_corrupt
+    }
+
+    /// Return the rounds ([`QueueManager::run_once`]) that found impossible TX counters.
+    pub fn corrupt_rounds(&self) -> u64 {
+        self.corrupt_rounds
+    }
+
     /// Move every message the TX ring holds (bounded by the ring's capacity); return how many.
     /// Wakes the receiver when it moved one, and a sender waiting for TX room when it committed
     /// one ([`QueueMoveViews::move_all`] says why the latter is needed).
@@ -438,6 +456,10 @@ impl QueueManager {
             delivered,
         );
         self.rx_full = round.rx_full;
+        self.tx_corrupt = round.corrupt;
+        if round.corrupt {
+            self.corrupt_rounds += 1;
+        }
         let n = round.moved;
         if n > 0 {
             self.moved += n as u64;
@@ -512,7 +534,7 @@ impl QueueManager {
 
 /// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; a
 /// message held back for lack of RX room (a sender ignoring its credits) is retried every
-/// millisecond).
+/// millisecond; after impossible TX counters it parks until the sender stores another tail).
 pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
     run_manager_with(manager, stop, || false)
 }
@@ -534,10 +556,13 @@ pub fn run_manager_with(
         (m.doorbell.clone(), probe)
     };
     while !stop.load(Ordering::Acquire) {
-        let pending = {
+        // The TX tail before the round: if the round finds the counters impossible, nothing moves
+        // until the sender stores another tail (one it stored since is seen at once).
+        let tail = probe.as_ref().map(RingConsumer::pushed);
+        let (pending, corrupt) = {
             let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
             m.run_once();
-            m.rx_full
+            (m.rx_full, m.tx_corrupt)
         };
         if pending {
             std::thread::sleep(Duration::from_millis(1));
@@ -547,7 +572,15 @@ pub fn run_manager_with(
             continue;
         }
         doorbell.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
-            probe.as_ref().is_none_or(|p| !p.is_empty()) || stop.load(Ordering::Acquire)
+            // Not "not empty" after impossible counters: the ring never looks empty then, and
+            // the manager would spin.
+            probe.as_ref().is_none_or(|p| {
+                if corrupt {
+                    Some(p.pushed()) != tail
+                } else {
+                    !p.is_empty()
+                }
+            }) || stop.load(Ordering::Acquire)
         });
     }
 }
@@ -658,6 +691,7 @@ pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::{gettid, thread_ticks};
 
     fn chan(max: u32, limit: u32) -> (QueueSender, QueueReceiver, Arc<Mutex<QueueManager>>) {
         let shape = QueueShape::new(max, limit).unwrap();
@@ -906,17 +940,7 @@ mod tests {
         s.try_send(b"m1").unwrap();
     }
 
-    /// CPU time (user + system, clock ticks) of thread `tid` of this process.
-    fn thread_ticks(tid: i32) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-        // Fields after the parenthesised name: state is field 3; utime 14, stime 15.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-    }
-
     #[test]
-    #[allow(unsafe_code)]
     fn an_idle_manager_thread_sleeps_instead_of_polling() {
         let (s, _r, m) = chan(8, 4);
         let stop = Arc::new(AtomicBool::new(false));
@@ -924,8 +948,7 @@ mod tests {
         let t = {
             let (m, stop) = (m.clone(), stop.clone());
             std::thread::spawn(move || {
-                // SAFETY: gettid has no preconditions.
-                tid_tx.send(unsafe { libc::gettid() }).unwrap();
+                tid_tx.send(gettid()).unwrap();
                 run_manager(&m, &stop)
             })
         };
@@ -936,6 +959,53 @@ mod tests {
         let used = thread_ticks(tid) - before;
         // A polling thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
         assert!(used <= 10, "the idle manager used {used} ticks in 500 ms");
+        stop.store(true, Ordering::Release);
+        s.doorbell.notify();
+        t.join().unwrap();
+    }
+
+    /// A broken sender's TX tail more than the capacity ahead of the head: the manager cannot
+    /// move anything and must sleep (not retry at full speed) until the tail changes.
+    #[test]
+    fn a_manager_facing_impossible_tx_counters_sleeps_until_the_tail_changes() {
+        let (mut s, mut r, m) = chan(8, 4);
+        s.try_send(b"m0").unwrap();
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        // Head 0, capacity 4: a tail of 6 is impossible.
+        tx_ring.u64_at(RING_TAIL).store(6, Ordering::Release);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = {
+            let (m, stop) = (m.clone(), stop.clone());
+            std::thread::spawn(move || {
+                tid_tx.send(gettid()).unwrap();
+                run_manager(&m, &stop)
+            })
+        };
+        let tid = tid_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let before = thread_ticks(tid);
+        std::thread::sleep(Duration::from_millis(500));
+        let used = thread_ticks(tid) - before;
+        // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
+        assert!(used <= 10, "the manager used {used} ticks in 500 ms");
+        {
+            let g = m.lock().unwrap();
+            assert!(g.tx_corrupt());
+            assert!(g.corrupt_rounds() >= 1);
+        }
+        assert!(r.is_empty());
+        // A valid tail again (and the doorbell): the manager wakes and moves the message.
+        tx_ring.u64_at(RING_TAIL).store(1, Ordering::Release);
+        s.doorbell.notify();
+        assert!(wait_delivered(
+            &r,
+            RecvMode::Blocking,
+            Duration::from_secs(20)
+        ));
+        let mut buf = [0u8; 8];
+        assert_eq!(r.try_recv(&mut buf), Ok(2));
+        assert_eq!(&buf[..2], b"m0");
         stop.store(true, Ordering::Release);
         s.doorbell.notify();
         t.join().unwrap();
