@@ -133,11 +133,15 @@ pub struct RingView<'a> {
     slots: &'a [AtomicU64],
     capacity: u64,
     stride: usize,
+    /// The largest message in bytes (at most the slot's payload, `(stride - 1) * 8`): a length
+    /// word above it is impossible (the message is dropped as corrupt).
+    max: usize,
 }
 
 impl<'a> RingView<'a> {
     /// Make a view of `capacity` slots (a power of two) laid out in `slots`, each
-    /// `slots.len() / capacity` words: a length word and the payload.
+    /// `slots.len() / capacity` words: a length word and the payload. Messages may fill the
+    /// payload; [`RingView::with_max_message_size`] sets a smaller maximum.
     ///
     /// # Panics
     /// If `capacity` is not a power of two or the slots are not at least 2 words each.
@@ -159,7 +163,23 @@ impl<'a> RingView<'a> {
             slots,
             capacity: capacity as u64,
             stride,
+            max: (stride - 1) * 8,
         }
+    }
+
+    /// Return this view with messages of at most `max` bytes, the ring's configured maximum
+    /// (the slots hold it rounded up to whole words): a push of more is refused, and a queued
+    /// length word above it is impossible, so that message is dropped with
+    /// [`PopError::Corrupt`] rather than kept for a buffer of the maximum that it never fits.
+    ///
+    /// # Panics
+    /// If `max` is 0 or larger than a slot's payload.
+    pub fn with_max_message_size(self, max: usize) -> RingView<'a> {
+        assert!(
+            max > 0 && max <= (self.stride - 1) * 8,
+            "the maximum must fit a slot"
+        );
+        RingView { max, ..self }
     }
 
     /// Make a view whose shape was validated already (no division on the hot path).
@@ -171,21 +191,24 @@ impl<'a> RingView<'a> {
         slots: &'a [AtomicU64],
         capacity: usize,
         stride: usize,
+        max: usize,
     ) -> RingView<'a> {
         debug_assert!(capacity.is_power_of_two() && stride >= 2);
         debug_assert_eq!(slots.len(), capacity * stride);
+        debug_assert!(max > 0 && max <= (stride - 1) * 8);
         RingView {
             head,
             tail,
             slots,
             capacity: capacity as u64,
             stride,
+            max,
         }
     }
 
     /// Return the largest message in bytes.
     pub fn max_message_size(&self) -> usize {
-        (self.stride - 1) * 8
+        self.max
     }
 
     /// Return the number of slots.
@@ -689,6 +712,7 @@ mod shm {
                 self.area.words(SLOTS, self.words),
                 self.capacity,
                 self.stride,
+                self.max as usize,
             )
         }
     }
@@ -1122,6 +1146,44 @@ mod shm {
             ring.area.u64_at(TAIL).store(1000, Ordering::Release);
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
             assert_eq!(c.len(), 2);
+        }
+
+        /// A length word above the configured maximum but within the slot (13 bytes round up to
+        /// 16) is impossible: the message is dropped, not kept for a buffer it never fits.
+        #[test]
+        fn a_length_above_the_configured_maximum_is_dropped() {
+            let l = RingLayout::new(4, 13).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-max", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0).unwrap();
+            let stride = 8 * ring.stride;
+            for len in 14..=16u64 {
+                p.try_push(b"bad").unwrap();
+                p.try_push(b"next").unwrap();
+                let slot = SLOTS + stride * ((p.pushed() as usize - 2) % 4);
+                ring.area.u64_at(slot).store(len, Ordering::Relaxed);
+                // The C API's buffer is exactly the maximum.
+                let mut buf = [0u8; 13];
+                assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt), "length {len}");
+                assert_eq!(c.try_pop(&mut buf), Ok(4));
+                assert_eq!(&buf[..4], b"next");
+            }
+            // The same in a batch: dropped when first, and a batch stops before it.
+            p.try_push(b"bad").unwrap();
+            p.try_push(b"next").unwrap();
+            let slot = SLOTS + stride * ((p.pushed() as usize - 2) % 4);
+            ring.area.u64_at(slot).store(14, Ordering::Relaxed);
+            let mut out = [0u8; 2 * 13];
+            let mut lens = [0usize; 2];
+            assert_eq!(
+                c.try_pop_many(&mut out, 13, &mut lens),
+                Err(PopError::Corrupt)
+            );
+            assert_eq!(c.try_pop_many(&mut out, 13, &mut lens), Ok(1));
+            assert_eq!(&out[..4], b"next");
+            assert!(c.is_empty());
         }
 
         #[test]

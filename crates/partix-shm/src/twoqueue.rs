@@ -268,6 +268,9 @@ pub struct QueueManager {
     /// Words of slots of each ring (capacity x stride).
     tx_words: usize,
     rx_words: usize,
+    /// The rings' configured maximum message sizes.
+    tx_max: usize,
+    rx_max: usize,
     /// The head of the manager's peek view of the TX ring (private; boxed so its address is
     /// stable if the manager moves).
     peek_head: Box<AtomicU64>,
@@ -296,8 +299,8 @@ fn move_views<'a>(
     ack: &'a Area,
     peek_head: &'a AtomicU64,
     capacity: usize,
-    tx_words: usize,
-    rx_words: usize,
+    (tx_words, tx_max): (usize, usize),
+    (rx_words, rx_max): (usize, usize),
 ) -> QueueMoveViews<'a> {
     QueueMoveViews {
         peek: RingView::new(
@@ -305,7 +308,8 @@ fn move_views<'a>(
             tx_ring.u64_at(RING_TAIL),
             tx_ring.words(RING_SLOTS, tx_words),
             capacity,
-        ),
+        )
+        .with_max_message_size(tx_max),
         peek_head,
         tx_head: tx_ring.u64_at(RING_HEAD),
         tx_tail: tx_ring.u64_at(RING_TAIL),
@@ -314,7 +318,8 @@ fn move_views<'a>(
             rx_ring.u64_at(RING_TAIL),
             rx_ring.words(RING_SLOTS, rx_words),
             capacity,
-        ),
+        )
+        .with_max_message_size(rx_max),
         rx_tail: rx_ring.u64_at(RING_TAIL),
         dropped: ack.u64_at(ACK_DROPPED),
     }
@@ -357,9 +362,17 @@ impl QueueManager {
         let scratch = vec![0u8; txc.max_message_size() as usize];
         let ack = ack_area(&tx)?;
         let peek_head = Box::new(AtomicU64::new(0));
+        let tx_max = txc.max_message_size() as usize;
+        let rx_max = rxp.max_message_size() as usize;
         let (recovered, st) = {
             let v = move_views(
-                &tx_ring, &rx_ring, &ack, &peek_head, capacity, tx_words, rx_words,
+                &tx_ring,
+                &rx_ring,
+                &ack,
+                &peek_head,
+                capacity,
+                (tx_words, tx_max),
+                (rx_words, rx_max),
             );
             (v.recover(), v.state())
         };
@@ -371,6 +384,8 @@ impl QueueManager {
             capacity,
             tx_words,
             rx_words,
+            tx_max,
+            rx_max,
             peek_head,
             st,
             rx_full: false,
@@ -399,8 +414,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         )
     }
 
@@ -444,8 +459,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             cap,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
         let round = v.move_all_with(
             &mut self.st,
@@ -478,8 +493,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
         let Ok(n) = v.peek(&mut self.st, &mut self.scratch) else {
             return false;
@@ -510,8 +525,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
         let n = v.clear(&mut self.st);
         if n > 0 {
@@ -797,6 +812,30 @@ mod tests {
             assert_eq!(r2.try_recv(&mut buf), Ok(2));
             assert_eq!(&buf[..2], b"m5");
         }
+    }
+
+    /// A TX length word above the configured maximum but within the slot (13 bytes round up
+    /// to 16): the manager's scratch is the maximum, so the message could never move; it is
+    /// dropped and counted, and the queue goes on.
+    #[test]
+    fn a_tx_length_above_the_configured_maximum_is_dropped() {
+        let (mut s, mut r, m) = chan(13, 4);
+        s.try_send(b"bad").unwrap();
+        s.try_send(b"next").unwrap();
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        tx_ring.u64_at(RING_SLOTS).store(14, Ordering::Relaxed);
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        let mut buf = [0u8; 13];
+        assert_eq!(r.try_recv(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], b"next");
+        assert_eq!(s.in_flight(), 0, "the dropped message's credit is back");
+        assert_eq!(
+            ack_area(&tx_ring.region().clone())
+                .unwrap()
+                .u64_at(ACK_DROPPED)
+                .load(Ordering::Relaxed),
+            1
+        );
     }
 
     #[test]
