@@ -512,9 +512,11 @@ mod shm {
     const HDR_MAX: usize = 16;
     const HDR_STRIDE: usize = 20;
     const NOTIFIER: usize = 64;
-    const HEAD: usize = 128;
-    const TAIL: usize = 192;
-    const SLOTS: usize = 256;
+    /// Offsets of `head`, `tail` and slot 0 in a ring's area (`crate::twoqueue`'s manager
+    /// addresses them itself; its unit test checks its copies against these).
+    pub(crate) const HEAD: usize = 128;
+    pub(crate) const TAIL: usize = 192;
+    pub(crate) const SLOTS: usize = 256;
 
     /// Shape of a ring: `capacity` slots of up to `max_message_size` bytes.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -239,7 +239,9 @@ impl QueueSenderProbe {
 /// Offsets inside a ring of [`crate::ring`] (its `head`, `tail` and slots), which the manager
 /// addresses itself to peek at the TX head and commit separately. [`QueueManager::attach`]
 /// opens both rings with [`RingConsumer`] / [`RingProducer`] first (header validation) and
-/// checks these offsets against their counters.
+/// checks these offsets against their counters; the unit test
+/// `the_manager_offsets_match_the_ring_layout` checks them against `ring`'s own constants and
+/// against counters and slots that differ (head != tail on both rings).
 const RING_HEAD: usize = 128;
 const RING_TAIL: usize = 192;
 const RING_SLOTS: usize = 256;
@@ -865,6 +867,10 @@ mod tests {
 
     #[test]
     fn the_manager_offsets_match_the_ring_layout() {
+        assert_eq!(
+            (RING_HEAD, RING_TAIL, RING_SLOTS),
+            (crate::ring::HEAD, crate::ring::TAIL, crate::ring::SLOTS)
+        );
         let (mut s, mut r, m) = chan(24, 2);
         let mut buf = [0u8; 24];
         // Non-zero counters on both rings, through several wraps.
@@ -874,26 +880,26 @@ mod tests {
             assert_eq!(r.try_recv(&mut buf), Ok(20));
             assert_eq!(buf[..20], [i; 20]);
         }
+        // Head != tail on both rings (swapped offsets would show): message 7 delivered and not
+        // consumed, message 8 sent and not moved.
+        s.try_send(&[7; 20]).unwrap();
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        s.try_send(&[8; 19]).unwrap();
         let g = m.lock().unwrap();
-        let probe = RingConsumer::attach(g.tx_region.clone(), TX_RING).unwrap();
-        assert_eq!(
-            g.tx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
-            probe.popped()
-        );
-        assert_eq!(
-            g.tx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
-            probe.pushed()
-        );
+        let txp = RingConsumer::attach(g.tx_region.clone(), TX_RING).unwrap();
         let rxp = RingConsumer::attach(g.rx_ring.region().clone(), RX_RING).unwrap();
-        assert_eq!(
-            g.rx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
-            rxp.pushed()
-        );
-        assert_eq!(
-            g.rx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
-            rxp.popped()
-        );
-        assert_eq!(probe.popped(), 7);
+        assert_eq!((txp.popped(), txp.pushed()), (8, 9));
+        assert_eq!((rxp.popped(), rxp.pushed()), (7, 8));
+        let word = |a: &Area, off: usize| a.u64_at(off).load(Ordering::Relaxed);
+        assert_eq!(word(&g.tx_ring, RING_HEAD), 8);
+        assert_eq!(word(&g.tx_ring, RING_TAIL), 9);
+        assert_eq!(word(&g.rx_ring, RING_HEAD), 7);
+        assert_eq!(word(&g.rx_ring, RING_TAIL), 8);
+        // The length words of the queued messages: TX message 8 in slot 0, RX message 7 in
+        // slot 1 (slots of 1 + 24 / 8 words).
+        let slot = |k: usize| RING_SLOTS + 8 * 4 * k;
+        assert_eq!(word(&g.tx_ring, slot(0)), 19);
+        assert_eq!(word(&g.rx_ring, slot(1)), 20);
     }
 
     /// The kernel's futex, recording each wait: how many so far and the epoch it expected.
