@@ -34,11 +34,15 @@
 //! ```text
 //! producer (try_push):                          consumer (try_pop):
 //!   if tail - cached_head == cap:                 if head == cached_tail:
-//!     cached_head = head.load(Acquire)  (P1)        cached_tail = tail.load(Acquire)  (C1)
+//!     cached_head = head.load(Acquire)  (P1)        cached_tail = tail.load(Acquire)  (C1)*
 //!     if still full: Full                           if still equal: Empty
 //!   slot[tail]: len, payload (Relaxed)            len, payload of slot[head] (Relaxed)
 //!   tail.store(tail + 1, Release)       (P2)      head.store(head + 1, Release)       (C2)
 //! ```
+//!
+//! (*) A `Relaxed` load followed by an `Acquire` fence, which orders the same way: the consumer
+//! of a split ring maps `tail` and the slots read-only (see `RingView::load_tail`).
+//!
 //! - *No loss, no torn message:* the consumer reads slot `i` only after C1 read a `tail > i`;
 //!   P2 (Release) → C1 (Acquire) makes all of message `i`'s stores happen-before the reads.
 //! - *No overwrite of unread data:* the producer writes message `i + cap` (same slot as `i`) only
@@ -58,7 +62,7 @@
 //! producer may keep pushing concurrently; later messages stay). The producer cannot clear:
 //! it does not own `head`.
 
-use crate::sync::{copy_in, copy_out, AtomicU64, Ordering};
+use crate::sync::{copy_in, copy_out, fence, AtomicU64, Ordering};
 
 /// Failure of a push.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,14 +232,29 @@ impl<'a> RingView<'a> {
     pub fn consumer_state(&self) -> ConsumerState {
         ConsumerState {
             head: self.head.load(Ordering::Relaxed),
-            cached_tail: self.tail.load(Ordering::Acquire),
+            cached_tail: self.load_tail(),
         }
+    }
+
+    /// Load `tail` with acquire semantics: a `Relaxed` load followed by an `Acquire` fence, not
+    /// an `Acquire` load. The consumer of a split ring maps `tail` and the slots **read-only**,
+    /// where only `Relaxed` atomic loads of at most 8 bytes are guaranteed to work (std docs,
+    /// "Atomic accesses to read-only memory"), as the sampling reader does. The fence gives the
+    /// same ordering: a `Release` store read by a load sequenced before an `Acquire` fence
+    /// synchronises with the fence (C++ \[atomics.fences\]), and the fence orders every later
+    /// load after it. On x86-64 both forms are a plain load; on AArch64 a load and `dmb ishld`
+    /// rather than `ldar`.
+    #[inline(always)]
+    fn load_tail(&self) -> u64 {
+        let tail = self.tail.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        tail
     }
 
     /// Return the number of queued messages (a snapshot when the other side is active).
     pub fn len(&self) -> usize {
         let head = self.head.load(Ordering::Acquire);
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.load_tail();
         tail.wrapping_sub(head).min(self.capacity) as usize
     }
 
@@ -364,8 +383,9 @@ impl<'a> RingView<'a> {
     #[inline(always)]
     pub fn pop(&self, st: &mut ConsumerState, buf: &mut [u8]) -> Result<usize, PopError> {
         if st.head == st.cached_tail {
-            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
-            st.cached_tail = self.tail.load(Ordering::Acquire);
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail` (a load and an
+            // Acquire fence: the data may be mapped read-only).
+            st.cached_tail = self.load_tail();
             if st.head == st.cached_tail {
                 return Err(PopError::Empty);
             }
@@ -410,8 +430,9 @@ impl<'a> RingView<'a> {
             return self.pop(st, &mut []).map(|_| 0);
         }
         if st.cached_tail.wrapping_sub(st.head) < room as u64 {
-            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
-            st.cached_tail = self.tail.load(Ordering::Acquire);
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail` (a load and an
+            // Acquire fence: the data may be mapped read-only).
+            st.cached_tail = self.load_tail();
         }
         let avail = st.cached_tail.wrapping_sub(st.head);
         if avail == 0 {
@@ -464,15 +485,15 @@ impl<'a> RingView<'a> {
         self.head.store(st.head, Ordering::Release);
     }
 
-    /// Return whether a message is ready for the consumer (one `Acquire` load).
+    /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
     #[inline]
     pub fn has_message(&self, st: &ConsumerState) -> bool {
-        self.tail.load(Ordering::Acquire) != st.head
+        self.load_tail() != st.head
     }
 
     /// Discard every message published so far (consumer only; see the module docs).
     pub fn clear(&self, st: &mut ConsumerState) {
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.load_tail();
         // A broken producer may have published an impossible tail; never move head past what a
         // correct producer could have written.
         let n = tail.wrapping_sub(st.head).min(self.capacity);
@@ -662,7 +683,10 @@ mod shm {
             if ctrl.is_none() && !hdr.writable() {
                 return Err(AreaError::ReadOnly);
             }
-            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+            // SYNC POINT: pairs with the Release magic store of `init` / `init_split`: a load and
+            // an Acquire fence, the data area may be mapped read-only (see `RingView::load_tail`).
+            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
             let want = if ctrl.is_some() { MAGIC_SPLIT } else { MAGIC };
             if magic != want {
                 return Err(AreaError::BadMagic { found: magic });
@@ -756,9 +780,9 @@ mod shm {
         }
 
         /// Return the number of messages published since the ring was initialised (the shared
-        /// `tail`, `Acquire`).
+        /// `tail`, acquiring).
         pub fn pushed(&self) -> u64 {
-            self.ring.view().tail.load(Ordering::Acquire)
+            self.ring.view().load_tail()
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
@@ -918,9 +942,9 @@ mod shm {
         }
 
         /// Return the number of messages published since the ring was initialised (the shared
-        /// `tail`, `Acquire`).
+        /// `tail`, acquiring).
         pub fn pushed(&self) -> u64 {
-            self.ring.view().tail.load(Ordering::Acquire)
+            self.ring.view().load_tail()
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
