@@ -135,8 +135,9 @@ impl Area {
         // a multiple of 8, so the pointer is aligned for AtomicU64. Shared memory may be changed
         // by other processes at any time, which `AtomicU64` (an UnsafeCell) permits. On a
         // read-only mapping only `Relaxed` loads of at most 8 bytes are allowed (std docs,
-        // "Atomic accesses to read-only memory"): the read-only role (sampling readers) does
-        // only those, with separate Acquire fences; roles that store check `writable()` first.
+        // "Atomic accesses to read-only memory"): the read-only roles (sampling readers, the
+        // consumer of a split ring on its data area) do only those, with separate Acquire
+        // fences; roles that store check `writable()` first.
         unsafe {
             &*self
                 .region

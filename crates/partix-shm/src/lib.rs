@@ -64,6 +64,9 @@ pub mod region;
 #[cfg(not(loom))]
 pub mod twoqueue;
 
+#[cfg(all(test, not(loom)))]
+mod test_util;
+
 #[cfg(not(loom))]
 pub use area::AreaError;
 #[cfg(not(loom))]

@@ -205,8 +205,9 @@ mod shm {
             self.area.u32_at(4)
         }
 
+        /// The protocol's view of this notifier's words (with [`SysFutex`]).
         #[inline(always)]
-        fn view(&self) -> NotifierView<'_> {
+        pub(crate) fn view(&self) -> NotifierView<'_> {
             NotifierView::new(self.epoch(), self.waiters())
         }
 

@@ -34,11 +34,15 @@
 //! ```text
 //! producer (try_push):                          consumer (try_pop):
 //!   if tail - cached_head == cap:                 if head == cached_tail:
-//!     cached_head = head.load(Acquire)  (P1)        cached_tail = tail.load(Acquire)  (C1)
+//!     cached_head = head.load(Acquire)  (P1)        cached_tail = tail.load(Acquire)  (C1)*
 //!     if still full: Full                           if still equal: Empty
 //!   slot[tail]: len, payload (Relaxed)            len, payload of slot[head] (Relaxed)
 //!   tail.store(tail + 1, Release)       (P2)      head.store(head + 1, Release)       (C2)
 //! ```
+//!
+//! (*) A `Relaxed` load followed by an `Acquire` fence, which orders the same way: the consumer
+//! of a split ring maps `tail` and the slots read-only (see `RingView::load_tail`).
+//!
 //! - *No loss, no torn message:* the consumer reads slot `i` only after C1 read a `tail > i`;
 //!   P2 (Release) → C1 (Acquire) makes all of message `i`'s stores happen-before the reads.
 //! - *No overwrite of unread data:* the producer writes message `i + cap` (same slot as `i`) only
@@ -58,7 +62,7 @@
 //! producer may keep pushing concurrently; later messages stay). The producer cannot clear:
 //! it does not own `head`.
 
-use crate::sync::{copy_in, copy_out, AtomicU64, Ordering};
+use crate::sync::{copy_in, copy_out, fence, AtomicU64, Ordering};
 
 /// Failure of a push.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,11 +137,15 @@ pub struct RingView<'a> {
     slots: &'a [AtomicU64],
     capacity: u64,
     stride: usize,
+    /// The largest message in bytes (at most the slot's payload, `(stride - 1) * 8`): a length
+    /// word above it is impossible (the message is dropped as corrupt).
+    max: usize,
 }
 
 impl<'a> RingView<'a> {
     /// Make a view of `capacity` slots (a power of two) laid out in `slots`, each
-    /// `slots.len() / capacity` words: a length word and the payload.
+    /// `slots.len() / capacity` words: a length word and the payload. Messages may fill the
+    /// payload; [`RingView::with_max_message_size`] sets a smaller maximum.
     ///
     /// # Panics
     /// If `capacity` is not a power of two or the slots are not at least 2 words each.
@@ -159,7 +167,23 @@ impl<'a> RingView<'a> {
             slots,
             capacity: capacity as u64,
             stride,
+            max: (stride - 1) * 8,
         }
+    }
+
+    /// Return this view with messages of at most `max` bytes, the ring's configured maximum
+    /// (the slots hold it rounded up to whole words): a push of more is refused, and a queued
+    /// length word above it is impossible, so that message is dropped with
+    /// [`PopError::Corrupt`] rather than kept for a buffer of the maximum that it never fits.
+    ///
+    /// # Panics
+    /// If `max` is 0 or larger than a slot's payload.
+    pub fn with_max_message_size(self, max: usize) -> RingView<'a> {
+        assert!(
+            max > 0 && max <= (self.stride - 1) * 8,
+            "the maximum must fit a slot"
+        );
+        RingView { max, ..self }
     }
 
     /// Make a view whose shape was validated already (no division on the hot path).
@@ -171,21 +195,24 @@ impl<'a> RingView<'a> {
         slots: &'a [AtomicU64],
         capacity: usize,
         stride: usize,
+        max: usize,
     ) -> RingView<'a> {
         debug_assert!(capacity.is_power_of_two() && stride >= 2);
         debug_assert_eq!(slots.len(), capacity * stride);
+        debug_assert!(max > 0 && max <= (stride - 1) * 8);
         RingView {
             head,
             tail,
             slots,
             capacity: capacity as u64,
             stride,
+            max,
         }
     }
 
     /// Return the largest message in bytes.
     pub fn max_message_size(&self) -> usize {
-        (self.stride - 1) * 8
+        self.max
     }
 
     /// Return the number of slots.
@@ -205,14 +232,29 @@ impl<'a> RingView<'a> {
     pub fn consumer_state(&self) -> ConsumerState {
         ConsumerState {
             head: self.head.load(Ordering::Relaxed),
-            cached_tail: self.tail.load(Ordering::Acquire),
+            cached_tail: self.load_tail(),
         }
+    }
+
+    /// Load `tail` with acquire semantics: a `Relaxed` load followed by an `Acquire` fence, not
+    /// an `Acquire` load. The consumer of a split ring maps `tail` and the slots **read-only**,
+    /// where only `Relaxed` atomic loads of at most 8 bytes are guaranteed to work (std docs,
+    /// "Atomic accesses to read-only memory"), as the sampling reader does. The fence gives the
+    /// same ordering: a `Release` store read by a load sequenced before an `Acquire` fence
+    /// synchronises with the fence (C++ \[atomics.fences\]), and the fence orders every later
+    /// load after it. On x86-64 both forms are a plain load; on AArch64 a load and `dmb ishld`
+    /// rather than `ldar`.
+    #[inline(always)]
+    fn load_tail(&self) -> u64 {
+        let tail = self.tail.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        tail
     }
 
     /// Return the number of queued messages (a snapshot when the other side is active).
     pub fn len(&self) -> usize {
         let head = self.head.load(Ordering::Acquire);
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.load_tail();
         tail.wrapping_sub(head).min(self.capacity) as usize
     }
 
@@ -341,8 +383,9 @@ impl<'a> RingView<'a> {
     #[inline(always)]
     pub fn pop(&self, st: &mut ConsumerState, buf: &mut [u8]) -> Result<usize, PopError> {
         if st.head == st.cached_tail {
-            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
-            st.cached_tail = self.tail.load(Ordering::Acquire);
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail` (a load and an
+            // Acquire fence: the data may be mapped read-only).
+            st.cached_tail = self.load_tail();
             if st.head == st.cached_tail {
                 return Err(PopError::Empty);
             }
@@ -387,8 +430,9 @@ impl<'a> RingView<'a> {
             return self.pop(st, &mut []).map(|_| 0);
         }
         if st.cached_tail.wrapping_sub(st.head) < room as u64 {
-            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail`.
-            st.cached_tail = self.tail.load(Ordering::Acquire);
+            // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail` (a load and an
+            // Acquire fence: the data may be mapped read-only).
+            st.cached_tail = self.load_tail();
         }
         let avail = st.cached_tail.wrapping_sub(st.head);
         if avail == 0 {
@@ -441,15 +485,15 @@ impl<'a> RingView<'a> {
         self.head.store(st.head, Ordering::Release);
     }
 
-    /// Return whether a message is ready for the consumer (one `Acquire` load).
+    /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
     #[inline]
     pub fn has_message(&self, st: &ConsumerState) -> bool {
-        self.tail.load(Ordering::Acquire) != st.head
+        self.load_tail() != st.head
     }
 
     /// Discard every message published so far (consumer only; see the module docs).
     pub fn clear(&self, st: &mut ConsumerState) {
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.load_tail();
         // A broken producer may have published an impossible tail; never move head past what a
         // correct producer could have written.
         let n = tail.wrapping_sub(st.head).min(self.capacity);
@@ -489,9 +533,11 @@ mod shm {
     const HDR_MAX: usize = 16;
     const HDR_STRIDE: usize = 20;
     const NOTIFIER: usize = 64;
-    const HEAD: usize = 128;
-    const TAIL: usize = 192;
-    const SLOTS: usize = 256;
+    /// Offsets of `head`, `tail` and slot 0 in a ring's area (`crate::twoqueue`'s manager
+    /// addresses them itself; its unit test checks its copies against these).
+    pub(crate) const HEAD: usize = 128;
+    pub(crate) const TAIL: usize = 192;
+    pub(crate) const SLOTS: usize = 256;
 
     /// Shape of a ring: `capacity` slots of up to `max_message_size` bytes.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,7 +683,10 @@ mod shm {
             if ctrl.is_none() && !hdr.writable() {
                 return Err(AreaError::ReadOnly);
             }
-            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
+            // SYNC POINT: pairs with the Release magic store of `init` / `init_split`: a load and
+            // an Acquire fence, the data area may be mapped read-only (see `RingView::load_tail`).
+            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
             let want = if ctrl.is_some() { MAGIC_SPLIT } else { MAGIC };
             if magic != want {
                 return Err(AreaError::BadMagic { found: magic });
@@ -689,6 +738,7 @@ mod shm {
                 self.area.words(SLOTS, self.words),
                 self.capacity,
                 self.stride,
+                self.max as usize,
             )
         }
     }
@@ -730,9 +780,9 @@ mod shm {
         }
 
         /// Return the number of messages published since the ring was initialised (the shared
-        /// `tail`, `Acquire`).
+        /// `tail`, acquiring).
         pub fn pushed(&self) -> u64 {
-            self.ring.view().tail.load(Ordering::Acquire)
+            self.ring.view().load_tail()
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
@@ -892,9 +942,9 @@ mod shm {
         }
 
         /// Return the number of messages published since the ring was initialised (the shared
-        /// `tail`, `Acquire`).
+        /// `tail`, acquiring).
         pub fn pushed(&self) -> u64 {
-            self.ring.view().tail.load(Ordering::Acquire)
+            self.ring.view().load_tail()
         }
 
         /// Return the number of messages consumed (or cleared) since the ring was initialised
@@ -1122,6 +1172,44 @@ mod shm {
             ring.area.u64_at(TAIL).store(1000, Ordering::Release);
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
             assert_eq!(c.len(), 2);
+        }
+
+        /// A length word above the configured maximum but within the slot (13 bytes round up to
+        /// 16) is impossible: the message is dropped, not kept for a buffer it never fits.
+        #[test]
+        fn a_length_above_the_configured_maximum_is_dropped() {
+            let l = RingLayout::new(4, 13).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-max", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0).unwrap();
+            let stride = 8 * ring.stride;
+            for len in 14..=16u64 {
+                p.try_push(b"bad").unwrap();
+                p.try_push(b"next").unwrap();
+                let slot = SLOTS + stride * ((p.pushed() as usize - 2) % 4);
+                ring.area.u64_at(slot).store(len, Ordering::Relaxed);
+                // The C API's buffer is exactly the maximum.
+                let mut buf = [0u8; 13];
+                assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt), "length {len}");
+                assert_eq!(c.try_pop(&mut buf), Ok(4));
+                assert_eq!(&buf[..4], b"next");
+            }
+            // The same in a batch: dropped when first, and a batch stops before it.
+            p.try_push(b"bad").unwrap();
+            p.try_push(b"next").unwrap();
+            let slot = SLOTS + stride * ((p.pushed() as usize - 2) % 4);
+            ring.area.u64_at(slot).store(14, Ordering::Relaxed);
+            let mut out = [0u8; 2 * 13];
+            let mut lens = [0usize; 2];
+            assert_eq!(
+                c.try_pop_many(&mut out, 13, &mut lens),
+                Err(PopError::Corrupt)
+            );
+            assert_eq!(c.try_pop_many(&mut out, 13, &mut lens), Ok(1));
+            assert_eq!(&out[..4], b"next");
+            assert!(c.is_empty());
         }
 
         #[test]

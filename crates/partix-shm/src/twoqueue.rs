@@ -42,10 +42,10 @@
 //! `docs/shm-channels.md` ("Crash-safe move").
 
 use crate::area::{Area, AreaError};
-use crate::notifier::{Notifier, RecvMode, NOTIFIER_LEN};
+use crate::notifier::{Notifier, RecvMode, SysFutex, NOTIFIER_LEN};
 use crate::region::Region;
 use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer, RingView};
-use crate::twosided::{QueueMove, QueueMoveState, QueueMoveViews};
+use crate::twosided::{QueueMoveState, QueueMoveViews};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -217,8 +217,9 @@ impl QueueSenderProbe {
     }
 
     /// Return whether a send would find credit, and room in the TX ring, now. (Within the
-    /// credit the TX ring has room, except while a killed manager's last move is delivered and
-    /// consumed but not committed: until the next manager commits it and wakes this notifier.)
+    /// credit the TX ring has room, except while a move is delivered and consumed but not yet
+    /// committed: the manager wakes [`QueueSenderProbe::space`] after its commit, and a manager
+    /// that replaces a killed one after committing its predecessor's last move.)
     #[inline]
     pub fn has_credit(&self) -> bool {
         self.in_flight() < self.limit && self.prod.len() < self.prod.capacity()
@@ -238,7 +239,9 @@ impl QueueSenderProbe {
 /// Offsets inside a ring of [`crate::ring`] (its `head`, `tail` and slots), which the manager
 /// addresses itself to peek at the TX head and commit separately. [`QueueManager::attach`]
 /// opens both rings with [`RingConsumer`] / [`RingProducer`] first (header validation) and
-/// checks these offsets against their counters.
+/// checks these offsets against their counters; the unit test
+/// `the_manager_offsets_match_the_ring_layout` checks them against `ring`'s own constants and
+/// against counters and slots that differ (head != tail on both rings).
 const RING_HEAD: usize = 128;
 const RING_TAIL: usize = 192;
 const RING_SLOTS: usize = 256;
@@ -267,14 +270,23 @@ pub struct QueueManager {
     /// Words of slots of each ring (capacity x stride).
     tx_words: usize,
     rx_words: usize,
+    /// The rings' configured maximum message sizes.
+    tx_max: usize,
+    rx_max: usize,
     /// The head of the manager's peek view of the TX ring (private; boxed so its address is
     /// stable if the manager moves).
     peek_head: Box<AtomicU64>,
     st: QueueMoveState,
     /// The last move found the RX ring full (only with a sender ignoring its credits).
     rx_full: bool,
+    /// The last round found impossible TX counters (a broken sender).
+    tx_corrupt: bool,
+    /// Rounds that found impossible TX counters.
+    corrupt_rounds: u64,
     doorbell: Notifier,
     data: Notifier,
+    /// The sender's space notifier: woken after every round that committed a TX message.
+    space: Notifier,
     scratch: Vec<u8>,
     moved: u64,
     recovered: u64,
@@ -289,8 +301,8 @@ fn move_views<'a>(
     ack: &'a Area,
     peek_head: &'a AtomicU64,
     capacity: usize,
-    tx_words: usize,
-    rx_words: usize,
+    (tx_words, tx_max): (usize, usize),
+    (rx_words, rx_max): (usize, usize),
 ) -> QueueMoveViews<'a> {
     QueueMoveViews {
         peek: RingView::new(
@@ -298,7 +310,8 @@ fn move_views<'a>(
             tx_ring.u64_at(RING_TAIL),
             tx_ring.words(RING_SLOTS, tx_words),
             capacity,
-        ),
+        )
+        .with_max_message_size(tx_max),
         peek_head,
         tx_head: tx_ring.u64_at(RING_HEAD),
         tx_tail: tx_ring.u64_at(RING_TAIL),
@@ -307,7 +320,8 @@ fn move_views<'a>(
             rx_ring.u64_at(RING_TAIL),
             rx_ring.words(RING_SLOTS, rx_words),
             capacity,
-        ),
+        )
+        .with_max_message_size(rx_max),
         rx_tail: rx_ring.u64_at(RING_TAIL),
         dropped: ack.u64_at(ACK_DROPPED),
     }
@@ -350,9 +364,17 @@ impl QueueManager {
         let scratch = vec![0u8; txc.max_message_size() as usize];
         let ack = ack_area(&tx)?;
         let peek_head = Box::new(AtomicU64::new(0));
+        let tx_max = txc.max_message_size() as usize;
+        let rx_max = rxp.max_message_size() as usize;
         let (recovered, st) = {
             let v = move_views(
-                &tx_ring, &rx_ring, &ack, &peek_head, capacity, tx_words, rx_words,
+                &tx_ring,
+                &rx_ring,
+                &ack,
+                &peek_head,
+                capacity,
+                (tx_words, tx_max),
+                (rx_words, rx_max),
             );
             (v.recover(), v.state())
         };
@@ -364,11 +386,16 @@ impl QueueManager {
             capacity,
             tx_words,
             rx_words,
+            tx_max,
+            rx_max,
             peek_head,
             st,
             rx_full: false,
-            doorbell: Notifier::new(tx, TX_DOORBELL)?,
+            tx_corrupt: false,
+            corrupt_rounds: 0,
+            doorbell: Notifier::new(tx.clone(), TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
+            space: Notifier::new(tx, TX_SPACE)?,
             scratch,
             moved: 0,
             recovered,
@@ -376,9 +403,7 @@ impl QueueManager {
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
-            if let Ok(space) = Notifier::new(m.tx_region.clone(), TX_SPACE) {
-                space.notify();
-            }
+            m.space.notify();
         }
         Ok(m)
     }
@@ -391,8 +416,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         )
     }
 
@@ -407,9 +432,28 @@ impl QueueManager {
         self.rx_full
     }
 
+    /// Whether the last [`QueueManager::run_once`] stopped at impossible TX counters (the tail
+    /// more than the ring's capacity ahead of the head, or behind it: a broken sender). Nothing
+    /// moves until the sender stores another tail; [`run_manager`] parks until then.
+    pub fn tx_corrupt(&self) -> bool {
+        self.tx_corrupt
+    }
+
+    /// Return the rounds ([`QueueManager::run_once`]) that found impossible TX counters.
+    pub fn corrupt_rounds(&self) -> u64 {
+        self.corrupt_rounds
+    }
+
     /// Move every message the TX ring holds (bounded by the ring's capacity); return how many.
+    /// Wakes the receiver when it moved one, and a sender waiting for TX room when it committed
+    /// one ([`QueueMoveViews::move_all`] says why the latter is needed).
     pub fn run_once(&mut self) -> usize {
-        let mut n = 0;
+        self.run_once_with(|| {})
+    }
+
+    /// [`QueueManager::run_once`] calling `delivered()` between each move's RX publish and its TX
+    /// commit (for tests).
+    fn run_once_with(&mut self, delivered: impl FnMut()) -> usize {
         let cap = self.capacity;
         let v = move_views(
             &self.tx_ring,
@@ -417,23 +461,23 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             cap,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
-        let mut tries = 0;
-        self.rx_full = false;
-        while n < cap && tries < 2 * cap {
-            tries += 1;
-            match v.move_one(&mut self.st, &mut self.scratch) {
-                QueueMove::Moved(_) => n += 1,
-                QueueMove::Dropped => {}
-                QueueMove::RxFull => {
-                    self.rx_full = true;
-                    break;
-                }
-                QueueMove::Empty | QueueMove::Corrupt => break,
-            }
+        let round = v.move_all_with(
+            &mut self.st,
+            &mut self.scratch,
+            cap,
+            &self.space.view(),
+            &SysFutex,
+            delivered,
+        );
+        self.rx_full = round.rx_full;
+        self.tx_corrupt = round.corrupt;
+        if round.corrupt {
+            self.corrupt_rounds += 1;
         }
+        let n = round.moved;
         if n > 0 {
             self.moved += n as u64;
             self.data.notify();
@@ -451,8 +495,8 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
         let Ok(n) = v.peek(&mut self.st, &mut self.scratch) else {
             return false;
@@ -483,10 +527,15 @@ impl QueueManager {
             &self.ack,
             &self.peek_head,
             self.capacity,
-            self.tx_words,
-            self.rx_words,
+            (self.tx_words, self.tx_max),
+            (self.rx_words, self.rx_max),
         );
-        v.clear(&mut self.st)
+        let n = v.clear(&mut self.st);
+        if n > 0 {
+            // The TX slots are free (the credit comes with the receiver's ack, which wakes too).
+            self.space.notify();
+        }
+        n
     }
 
     /// Return whether the TX ring holds a message.
@@ -502,7 +551,7 @@ impl QueueManager {
 
 /// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; a
 /// message held back for lack of RX room (a sender ignoring its credits) is retried every
-/// millisecond).
+/// millisecond; after impossible TX counters it parks until the sender stores another tail).
 pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
     run_manager_with(manager, stop, || false)
 }
@@ -524,10 +573,13 @@ pub fn run_manager_with(
         (m.doorbell.clone(), probe)
     };
     while !stop.load(Ordering::Acquire) {
-        let pending = {
+        // The TX tail before the round: if the round finds the counters impossible, nothing moves
+        // until the sender stores another tail (one it stored since is seen at once).
+        let tail = probe.as_ref().map(RingConsumer::pushed);
+        let (pending, corrupt) = {
             let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
             m.run_once();
-            m.rx_full
+            (m.rx_full, m.tx_corrupt)
         };
         if pending {
             std::thread::sleep(Duration::from_millis(1));
@@ -537,7 +589,15 @@ pub fn run_manager_with(
             continue;
         }
         doorbell.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
-            probe.as_ref().is_none_or(|p| !p.is_empty()) || stop.load(Ordering::Acquire)
+            // Not "not empty" after impossible counters: the ring never looks empty then, and
+            // the manager would spin.
+            probe.as_ref().is_none_or(|p| {
+                if corrupt {
+                    Some(p.pushed()) != tail
+                } else {
+                    !p.is_empty()
+                }
+            }) || stop.load(Ordering::Acquire)
         });
     }
 }
@@ -648,6 +708,7 @@ pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::{gettid, thread_ticks};
 
     fn chan(max: u32, limit: u32) -> (QueueSender, QueueReceiver, Arc<Mutex<QueueManager>>) {
         let shape = QueueShape::new(max, limit).unwrap();
@@ -755,6 +816,30 @@ mod tests {
         }
     }
 
+    /// A TX length word above the configured maximum but within the slot (13 bytes round up
+    /// to 16): the manager's scratch is the maximum, so the message could never move; it is
+    /// dropped and counted, and the queue goes on.
+    #[test]
+    fn a_tx_length_above_the_configured_maximum_is_dropped() {
+        let (mut s, mut r, m) = chan(13, 4);
+        s.try_send(b"bad").unwrap();
+        s.try_send(b"next").unwrap();
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        tx_ring.u64_at(RING_SLOTS).store(14, Ordering::Relaxed);
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        let mut buf = [0u8; 13];
+        assert_eq!(r.try_recv(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], b"next");
+        assert_eq!(s.in_flight(), 0, "the dropped message's credit is back");
+        assert_eq!(
+            ack_area(&tx_ring.region().clone())
+                .unwrap()
+                .u64_at(ACK_DROPPED)
+                .load(Ordering::Relaxed),
+            1
+        );
+    }
+
     #[test]
     fn a_clear_cut_short_is_completed_by_the_next_manager() {
         let (mut s, mut r, m) = chan(16, 4);
@@ -782,6 +867,10 @@ mod tests {
 
     #[test]
     fn the_manager_offsets_match_the_ring_layout() {
+        assert_eq!(
+            (RING_HEAD, RING_TAIL, RING_SLOTS),
+            (crate::ring::HEAD, crate::ring::TAIL, crate::ring::SLOTS)
+        );
         let (mut s, mut r, m) = chan(24, 2);
         let mut buf = [0u8; 24];
         // Non-zero counters on both rings, through several wraps.
@@ -791,39 +880,112 @@ mod tests {
             assert_eq!(r.try_recv(&mut buf), Ok(20));
             assert_eq!(buf[..20], [i; 20]);
         }
+        // Head != tail on both rings (swapped offsets would show): message 7 delivered and not
+        // consumed, message 8 sent and not moved.
+        s.try_send(&[7; 20]).unwrap();
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        s.try_send(&[8; 19]).unwrap();
         let g = m.lock().unwrap();
-        let probe = RingConsumer::attach(g.tx_region.clone(), TX_RING).unwrap();
-        assert_eq!(
-            g.tx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
-            probe.popped()
-        );
-        assert_eq!(
-            g.tx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
-            probe.pushed()
-        );
+        let txp = RingConsumer::attach(g.tx_region.clone(), TX_RING).unwrap();
         let rxp = RingConsumer::attach(g.rx_ring.region().clone(), RX_RING).unwrap();
-        assert_eq!(
-            g.rx_ring.u64_at(RING_TAIL).load(Ordering::Relaxed),
-            rxp.pushed()
-        );
-        assert_eq!(
-            g.rx_ring.u64_at(RING_HEAD).load(Ordering::Relaxed),
-            rxp.popped()
-        );
-        assert_eq!(probe.popped(), 7);
+        assert_eq!((txp.popped(), txp.pushed()), (8, 9));
+        assert_eq!((rxp.popped(), rxp.pushed()), (7, 8));
+        let word = |a: &Area, off: usize| a.u64_at(off).load(Ordering::Relaxed);
+        assert_eq!(word(&g.tx_ring, RING_HEAD), 8);
+        assert_eq!(word(&g.tx_ring, RING_TAIL), 9);
+        assert_eq!(word(&g.rx_ring, RING_HEAD), 7);
+        assert_eq!(word(&g.rx_ring, RING_TAIL), 8);
+        // The length words of the queued messages: TX message 8 in slot 0, RX message 7 in
+        // slot 1 (slots of 1 + 24 / 8 words).
+        let slot = |k: usize| RING_SLOTS + 8 * 4 * k;
+        assert_eq!(word(&g.tx_ring, slot(0)), 19);
+        assert_eq!(word(&g.rx_ring, slot(1)), 20);
     }
 
-    /// CPU time (user + system, clock ticks) of thread `tid` of this process.
-    fn thread_ticks(tid: i32) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-        // Fields after the parenthesised name: state is field 3; utime 14, stime 15.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    /// The kernel's futex, recording each wait: how many so far and the epoch it expected.
+    struct RecordingFutex {
+        waits: std::sync::atomic::AtomicU32,
+        expected: std::sync::atomic::AtomicU32,
+    }
+
+    impl crate::notifier::Futex for RecordingFutex {
+        fn wait(
+            &self,
+            word: &std::sync::atomic::AtomicU32,
+            expected: u32,
+            deadline: Option<Instant>,
+        ) {
+            self.expected.store(expected, Ordering::SeqCst);
+            self.waits.fetch_add(1, Ordering::SeqCst);
+            SysFutex.wait(word, expected, deadline);
+        }
+
+        fn wake_all(&self, word: &std::sync::atomic::AtomicU32) {
+            SysFutex.wake_all(word);
+        }
+    }
+
+    /// The lost wake-up between a move's deliver and its commit: with `MaxNbMessages` 1 the
+    /// sender waits for room; the receiver takes the delivered message and acks it before the
+    /// manager commits, which wakes the sender to a full TX ring, so it parks again; the commit
+    /// must wake it.
+    #[test]
+    fn a_sender_woken_before_the_commit_is_woken_again_by_it() {
+        use std::sync::atomic::AtomicU32;
+        let (mut s, mut r, m) = chan(8, 1);
+        let tx = m.lock().unwrap().tx_region.clone();
+        s.try_send(b"m0").unwrap();
+        assert_eq!(s.try_send(b"m1"), Err(PushError::Full));
+        let futex = Arc::new(RecordingFutex {
+            waits: AtomicU32::new(0),
+            expected: AtomicU32::new(0),
+        });
+        let space = Area::new(tx.clone(), TX_SPACE, NOTIFIER_LEN).unwrap();
+        let epoch = || space.u32_at(0).load(Ordering::SeqCst);
+        // Generous: only a lost wake-up lets the park run into it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let sender = {
+            let (futex, probe) = (
+                futex.clone(),
+                QueueSenderProbe::attach(tx.clone(), 1).unwrap(),
+            );
+            std::thread::spawn(move || {
+                let ok = probe
+                    .space()
+                    .view()
+                    .park_until(&*futex, Some(deadline), || probe.has_credit());
+                (ok, Instant::now() < deadline)
+            })
+        };
+        // Wait until the sender sleeps on the current epoch (it found no credit).
+        let asleep = |after: u32| loop {
+            let (w, e) = (
+                futex.waits.load(Ordering::SeqCst),
+                futex.expected.load(Ordering::SeqCst),
+            );
+            if w > after && e == epoch() {
+                return w;
+            }
+            std::thread::yield_now();
+        };
+        let waits = asleep(0);
+        let probe = QueueSenderProbe::attach(tx, 1).unwrap();
+        let mut buf = [0u8; 8];
+        let moved = m.lock().unwrap().run_once_with(|| {
+            // The manager published m0 in the RX ring and has not committed it.
+            assert_eq!(r.try_recv(&mut buf), Ok(2));
+            assert_eq!(probe.in_flight(), 0, "the credit is back");
+            assert!(!probe.has_credit(), "the TX slot is not free yet");
+            // The ack woke the sender; it found the TX ring full and sleeps again.
+            asleep(waits);
+        });
+        assert_eq!(moved, 1);
+        let (ok, before_deadline) = sender.join().unwrap();
+        assert!(ok && before_deadline, "the commit did not wake the sender");
+        s.try_send(b"m1").unwrap();
     }
 
     #[test]
-    #[allow(unsafe_code)]
     fn an_idle_manager_thread_sleeps_instead_of_polling() {
         let (s, _r, m) = chan(8, 4);
         let stop = Arc::new(AtomicBool::new(false));
@@ -831,8 +993,7 @@ mod tests {
         let t = {
             let (m, stop) = (m.clone(), stop.clone());
             std::thread::spawn(move || {
-                // SAFETY: gettid has no preconditions.
-                tid_tx.send(unsafe { libc::gettid() }).unwrap();
+                tid_tx.send(gettid()).unwrap();
                 run_manager(&m, &stop)
             })
         };
@@ -843,6 +1004,53 @@ mod tests {
         let used = thread_ticks(tid) - before;
         // A polling thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
         assert!(used <= 10, "the idle manager used {used} ticks in 500 ms");
+        stop.store(true, Ordering::Release);
+        s.doorbell.notify();
+        t.join().unwrap();
+    }
+
+    /// A broken sender's TX tail more than the capacity ahead of the head: the manager cannot
+    /// move anything and must sleep (not retry at full speed) until the tail changes.
+    #[test]
+    fn a_manager_facing_impossible_tx_counters_sleeps_until_the_tail_changes() {
+        let (mut s, mut r, m) = chan(8, 4);
+        s.try_send(b"m0").unwrap();
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        // Head 0, capacity 4: a tail of 6 is impossible.
+        tx_ring.u64_at(RING_TAIL).store(6, Ordering::Release);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = {
+            let (m, stop) = (m.clone(), stop.clone());
+            std::thread::spawn(move || {
+                tid_tx.send(gettid()).unwrap();
+                run_manager(&m, &stop)
+            })
+        };
+        let tid = tid_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let before = thread_ticks(tid);
+        std::thread::sleep(Duration::from_millis(500));
+        let used = thread_ticks(tid) - before;
+        // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
+        assert!(used <= 10, "the manager used {used} ticks in 500 ms");
+        {
+            let g = m.lock().unwrap();
+            assert!(g.tx_corrupt());
+            assert!(g.corrupt_rounds() >= 1);
+        }
+        assert!(r.is_empty());
+        // A valid tail again (and the doorbell): the manager wakes and moves the message.
+        tx_ring.u64_at(RING_TAIL).store(1, Ordering::Release);
+        s.doorbell.notify();
+        assert!(wait_delivered(
+            &r,
+            RecvMode::Blocking,
+            Duration::from_secs(20)
+        ));
+        let mut buf = [0u8; 8];
+        assert_eq!(r.try_recv(&mut buf), Ok(2));
+        assert_eq!(&buf[..2], b"m0");
         stop.store(true, Ordering::Release);
         s.doorbell.notify();
         t.join().unwrap();

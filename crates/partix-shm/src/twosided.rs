@@ -48,6 +48,7 @@
 //! TX copies use the seqlock argument of [`crate::sampling`]: the manager's copy is kept only if
 //! `begin` equals the expected flags after an `Acquire` fence.
 
+use crate::notifier::{Futex, NotifierView};
 use crate::ring::{ConsumerState, PopError, ProducerState, PushError, RingView};
 use crate::sampling::Flags;
 use crate::sync::{copy_out, fence, AtomicU64, Ordering};
@@ -521,6 +522,71 @@ impl QueueMoveViews<'_> {
         }
     }
 
+    /// Move what the TX ring holds, at most `max` messages (one round of the manager): peek,
+    /// deliver and commit each in turn, stopping at an empty TX ring, a full RX ring or impossible
+    /// TX counters (and after `2 * max` attempts, dropped messages included). Then, if the round
+    /// committed any TX message (moved or dropped), wake `space`: the sender waiting there for
+    /// room in the TX ring.
+    ///
+    /// The wake-up is needed even though the receiver wakes `space` after every ack: between a
+    /// move's deliver and its commit the receiver may take the message and ack it, and a sender
+    /// woken by that ack finds its credit back but the TX slot still occupied (the commit frees
+    /// it), so it parks again; only this wake-up, after the commit, tells it the slot is free.
+    /// It costs a fence and a load when nobody waits (see [`NotifierView::notify`]), once a
+    /// round. The loom model `two_sided_queue_credits_no_loss_in_order` (`tests/loom.rs`) finds
+    /// the lost wake-up (a deadlock) without it.
+    pub fn move_all(
+        &self,
+        st: &mut QueueMoveState,
+        scratch: &mut [u8],
+        max: usize,
+        space: &NotifierView<'_>,
+        futex: &impl Futex,
+    ) -> MoveRound {
+        self.move_all_with(st, scratch, max, space, futex, || {})
+    }
+
+    /// [`QueueMoveViews::move_all`] that calls `delivered()` after each deliver, before its
+    /// commit: a test stops there as a manager preempted at that point would be.
+    pub(crate) fn move_all_with(
+        &self,
+        st: &mut QueueMoveState,
+        scratch: &mut [u8],
+        max: usize,
+        space: &NotifierView<'_>,
+        futex: &impl Futex,
+        mut delivered: impl FnMut(),
+    ) -> MoveRound {
+        let mut round = MoveRound::default();
+        let mut tries = 0;
+        while round.moved < max && tries < 2 * max {
+            tries += 1;
+            match self.peek(st, scratch) {
+                Ok(n) => {
+                    if self.deliver(st, &scratch[..n]).is_err() {
+                        round.rx_full = true;
+                        break;
+                    }
+                    delivered();
+                    self.commit(st);
+                    round.moved += 1;
+                }
+                Err(PeekError::Dropped) => round.dropped += 1,
+                Err(PeekError::Empty) => break,
+                Err(PeekError::Corrupt) => {
+                    round.corrupt = true;
+                    break;
+                }
+            }
+        }
+        if round.moved + round.dropped > 0 {
+            // After the commits' Release stores of the TX head, which the sender's readiness
+            // check (`QueueSenderProbe::has_credit`) loads with Acquire.
+            space.notify(futex);
+        }
+        round
+    }
+
     /// Discard every message in the TX ring (CLEAR on the destination): count them as dropped,
     /// then commit them; return how many.
     pub fn clear(&self, st: &mut QueueMoveState) -> u64 {
@@ -560,6 +626,19 @@ impl QueueMoveViews<'_> {
         self.peek_head.store(st.committed, Ordering::Relaxed);
         st.peek = self.peek.consumer_state();
     }
+}
+
+/// What one round of [`QueueMoveViews::move_all`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MoveRound {
+    /// Messages moved into the RX ring.
+    pub moved: usize,
+    /// Messages with an impossible length dropped (counted in `dropped` and committed).
+    pub dropped: usize,
+    /// The round stopped at a full RX ring (only with a sender ignoring its credits).
+    pub rx_full: bool,
+    /// The round stopped at impossible TX counters (a broken sender).
+    pub corrupt: bool,
 }
 
 /// Outcome of [`QueueMoveViews::move_one`].
@@ -980,6 +1059,8 @@ mod shm {
         pub retries: u64,
         /// Times the manager found no credit.
         pub starved: u64,
+        /// Rounds that ended [`Progress::Corrupt`] (a broken sender).
+        pub corrupt: u64,
     }
 
     /// What [`NetworkManager::run_once`] stopped at.
@@ -991,6 +1072,16 @@ mod shm {
         Starved,
         /// The sender kept overwriting the message being copied (bounded retries spent).
         Contended,
+        /// Every copy of the bounded retries failed while the TX tail stayed at `tail`: the
+        /// newest message's buffer is invalid for that tail (its end flags name another message
+        /// or an impossible length). A correct sender never leaves a tail so: it writes a slot
+        /// before it publishes the tail, and overwrites it only after publishing a newer tail.
+        /// So the sender is broken, and nothing can move until it publishes another tail; the
+        /// manager parks on the doorbell until then (instead of retrying at full speed).
+        Corrupt {
+            /// The TX tail found throughout.
+            tail: u64,
+        },
     }
 
     /// Moves messages from a TX ring to an RX ring; event-driven (parks on futexes, never polls).
@@ -1052,6 +1143,7 @@ mod shm {
         /// [`MANAGER_MAX_RETRIES`] copies).
         pub fn run_once(&mut self) -> Progress {
             let (tx, rx) = (self.tx.view(), self.rx.view());
+            let mut retried = None;
             for _ in 0..MANAGER_MAX_RETRIES {
                 match self.st.move_once(&tx, &rx) {
                     Move::Idle => return Progress::Idle,
@@ -1059,15 +1151,29 @@ mod shm {
                         self.stats.starved += 1;
                         return Progress::Starved;
                     }
-                    Move::Retry => self.stats.retries += 1,
-                    Move::Moved { .. } => self.rx.data.notify(),
+                    Move::Retry => {
+                        self.stats.retries += 1;
+                        // The tail when the retries began (read on this slow path only).
+                        retried.get_or_insert_with(|| tx.written());
+                    }
+                    Move::Moved { .. } => {
+                        retried = None;
+                        self.rx.data.notify();
+                    }
                 }
             }
-            Progress::Contended
+            match retried {
+                Some(tail) if tx.written() == tail => {
+                    self.stats.corrupt += 1;
+                    Progress::Corrupt { tail }
+                }
+                _ => Progress::Contended,
+            }
         }
 
-        /// Run until `stop` is set: deliver, then park on the doorbell (when idle) or on the
-        /// ack notifier (when starved). Checks `stop` at least every `stop_poll`.
+        /// Run until `stop` is set: deliver, then park on the doorbell (when idle, or until the
+        /// TX tail changes after [`Progress::Corrupt`]) or on the ack notifier (when starved).
+        /// Checks `stop` at least every `stop_poll`.
         pub fn run_until(&mut self, stop: &AtomicBool, stop_poll: Duration) {
             while !stop.load(Ordering::Acquire) {
                 let progress = self.run_once();
@@ -1091,6 +1197,15 @@ mod shm {
                         });
                     }
                     Progress::Contended => std::thread::yield_now(),
+                    Progress::Corrupt { tail } => {
+                        let tx = self.tx.view();
+                        wait_with(
+                            RecvMode::Blocking,
+                            Some(&self.tx.doorbell),
+                            deadline,
+                            || tx.written() != tail || stop.load(Ordering::Acquire),
+                        );
+                    }
                 }
             }
         }
@@ -1148,6 +1263,15 @@ mod shm {
                     });
                 }
                 Progress::Contended => std::thread::yield_now(),
+                Progress::Corrupt { tail } => {
+                    let txv = tx.view();
+                    wait_with(
+                        RecvMode::Blocking,
+                        Some(&tx.doorbell),
+                        Some(stop_poll),
+                        || txv.written() != tail || stop.load(Ordering::Acquire),
+                    );
+                }
             }
         }
     }
@@ -1250,6 +1374,53 @@ mod shm {
             stop.store(true, Ordering::Release);
             let stats = t.join().unwrap();
             assert_eq!(stats.sent, 200);
+        }
+
+        /// A TX tail published without a valid buffer (a broken sender): every copy fails for
+        /// the same tail, and the manager must sleep (not retry at full speed) until the tail
+        /// changes; a restarted sender then continues at that tail and is delivered.
+        #[test]
+        fn a_manager_facing_an_invalid_tx_buffer_sleeps_until_the_tail_changes() {
+            use crate::test_util::{gettid, thread_ticks};
+            let Chan { s, mut r, mut m } = chan(16, 4);
+            // Message 0's buffer was never written.
+            s.tx.area.u64_at(TX_TAIL).store(1, Ordering::Release);
+            s.tx.doorbell.notify();
+            let txr = s.tx.area.region().clone();
+            let stop = Arc::new(AtomicBool::new(false));
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+            let t = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    tid_tx.send(gettid()).unwrap();
+                    m.run_until(&stop, Duration::from_millis(20));
+                    m.stats()
+                })
+            };
+            let tid = tid_rx.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let before = thread_ticks(tid);
+            std::thread::sleep(Duration::from_millis(500));
+            let used = thread_ticks(tid) - before;
+            // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
+            assert!(used <= 10, "the manager used {used} ticks in 500 ms");
+            let mut buf = [0u8; 16];
+            assert_eq!(r.read(&mut buf), Err(ReadError::Empty));
+            let mut s = TwoSidedSender::attach(txr, 0).unwrap();
+            assert_eq!(s.write(b"again").unwrap(), 2);
+            let ok = r
+                .wait_newer(
+                    &mut buf,
+                    None,
+                    RecvMode::Blocking,
+                    Some(Duration::from_secs(20)),
+                )
+                .unwrap();
+            assert_eq!((&buf[..ok.len], ok.seq), (&b"again"[..], 2));
+            stop.store(true, Ordering::Release);
+            let stats = t.join().unwrap();
+            assert_eq!(stats.sent, 1);
+            assert!(stats.corrupt >= 1, "{stats:?}");
         }
 
         #[test]

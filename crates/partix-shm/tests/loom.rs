@@ -11,7 +11,9 @@ use loom::thread;
 use partix_shm::notifier::{Futex, NotifierView};
 use partix_shm::ring::{PopError, PushError, RingView};
 use partix_shm::sampling::{Attempt, Flags, SlotView};
-use partix_shm::twosided::{ManagerState, Move, ReceiverState, RxError, RxView, TxView};
+use partix_shm::twosided::{
+    ManagerState, Move, QueueMoveViews, ReceiverState, RxError, RxView, TxView,
+};
 
 /// Payload of message `seq`: `WORDS` words, each equal to `seq` (a torn copy mixes values).
 const WORDS: usize = 2;
@@ -455,111 +457,242 @@ fn ring_split_control_area_no_loss_in_order() {
     });
 }
 
-/// The two-sided queuing design (`partix_shm::twoqueue`): sender → TX ring → manager → RX ring
-/// → receiver, with the receiver's cumulative ack as the sender's credit (`LIMIT` messages in
-/// flight). The three run concurrently for a bounded number of steps each (a sender without
-/// credit stops instead of spinning), then the rest of the stream is run to the end: no torn
-/// message, no loss, no duplication, FIFO order, and neither ring is ever found full by the side
-/// the credit rule says always has room (the manager never starves).
-#[test]
-fn two_sided_queue_credits_no_loss_in_order() {
-    loom::model(|| {
-        const CAP: usize = 2;
-        const LIMIT: u64 = 2;
-        const N: u32 = 3;
-        let stride = 1 + WORDS;
-        let tx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
-        let rx = Arc::new((AtomicU64::new(0), AtomicU64::new(0), words(CAP * stride)));
-        let ack = Arc::new(AtomicU64::new(0));
-        let send = |view: &RingView<'_>,
-                    st: &mut _,
-                    sent: &mut u64,
-                    acked: &mut u64,
-                    ack: &AtomicU64|
-         -> bool {
-            // The credit check on the ack as last read (`QueueSender::acked`), read again
-            // (Acquire) only when that leaves no credit.
-            if *sent - *acked >= LIMIT {
-                *acked = ack.load(Ordering::Acquire);
-                if *sent - *acked >= LIMIT {
-                    return false;
+/// Payload words of a message in the two-sided queue model (one: a whole-message check needs
+/// more, and the ring's own model checks that; the queue model is about the wake-ups).
+const QUEUE_WORDS: usize = 1;
+
+fn queue_payload(seq: u32) -> [u8; 8 * QUEUE_WORDS] {
+    u64::from(seq).to_ne_bytes()
+}
+
+/// A notifier's words and the model futex it parks on.
+struct ModelNotifier {
+    epoch: AtomicU32,
+    waiters: AtomicU32,
+    futex: ModelFutex,
+}
+
+impl ModelNotifier {
+    fn new() -> ModelNotifier {
+        ModelNotifier {
+            epoch: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+            futex: ModelFutex {
+                lock: Mutex::new(()),
+                queue: Condvar::new(),
+            },
+        }
+    }
+
+    fn view(&self) -> NotifierView<'_> {
+        NotifierView::new(&self.epoch, &self.waiters)
+    }
+
+    fn notify(&self) {
+        self.view().notify(&self.futex);
+    }
+
+    /// Park until `ready()` (no time-out: a lost wake-up is a deadlock, which loom reports).
+    fn park_until(&self, ready: impl FnMut() -> bool) {
+        assert!(self.view().park_until(&self.futex, None, ready));
+    }
+}
+
+/// The shared words of a two-sided queuing channel (`partix_shm::twoqueue`'s regions).
+struct QueueChan {
+    tx_head: AtomicU64,
+    tx_tail: AtomicU64,
+    tx_slots: Vec<AtomicU64>,
+    rx_head: AtomicU64,
+    rx_tail: AtomicU64,
+    rx_slots: Vec<AtomicU64>,
+    /// The receiver's cumulative ack (messages consumed + dropped).
+    ack: AtomicU64,
+    /// TX messages dropped undelivered (the manager's).
+    dropped: AtomicU64,
+    /// The manager parks here; the sender rings it.
+    doorbell: ModelNotifier,
+    /// The sender parks here for credit and TX room; the receiver and the manager wake it.
+    space: ModelNotifier,
+    /// The receiver parks here; the manager wakes it.
+    data: ModelNotifier,
+    cap: usize,
+}
+
+impl QueueChan {
+    fn new(cap: usize) -> QueueChan {
+        QueueChan {
+            tx_head: AtomicU64::new(0),
+            tx_tail: AtomicU64::new(0),
+            tx_slots: words(cap * (1 + QUEUE_WORDS)),
+            rx_head: AtomicU64::new(0),
+            rx_tail: AtomicU64::new(0),
+            rx_slots: words(cap * (1 + QUEUE_WORDS)),
+            ack: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            doorbell: ModelNotifier::new(),
+            space: ModelNotifier::new(),
+            data: ModelNotifier::new(),
+            cap,
+        }
+    }
+
+    fn tx(&self) -> RingView<'_> {
+        RingView::new(&self.tx_head, &self.tx_tail, &self.tx_slots, self.cap)
+    }
+
+    fn rx(&self) -> RingView<'_> {
+        RingView::new(&self.rx_head, &self.rx_tail, &self.rx_slots, self.cap)
+    }
+
+    /// The manager's views (`QueueManager`'s), with its private peek word.
+    fn manager<'a>(&'a self, peek_head: &'a AtomicU64) -> QueueMoveViews<'a> {
+        QueueMoveViews {
+            peek: RingView::new(peek_head, &self.tx_tail, &self.tx_slots, self.cap),
+            peek_head,
+            tx_head: &self.tx_head,
+            tx_tail: &self.tx_tail,
+            rx: self.rx(),
+            rx_tail: &self.rx_tail,
+            dropped: &self.dropped,
+        }
+    }
+}
+
+/// The two-sided queuing design (`partix_shm::twoqueue`) with the production manager step
+/// (`QueueMoveViews::move_all`: peek, deliver, commit, then wake the sender's space notifier)
+/// and the production ack (`RX popped + dropped`, Release, then the space notifier). Three
+/// threads, each parking on its notifier as in partix:
+/// - the sender (`QueueSender::try_send`; waiting: `QueueSenderProbe::has_credit` on the space
+///   notifier) sends `n` messages within `limit` messages in flight, ringing the doorbell;
+/// - the manager (`run_manager`) runs rounds, waking the receiver after a move, and parks on
+///   the doorbell while the TX ring is empty;
+/// - the receiver (`QueueReceiver::try_recv`) pops, acks, and parks on the data notifier.
+///
+/// No torn message, no loss, no duplication, FIFO order, the manager never finds the RX ring
+/// full (the credit rule bounds the messages in flight by `limit <= cap`), the sender finds the
+/// TX ring full within its credit only while a move is delivered and not committed, and nobody
+/// is left parked: a lost wake-up is a deadlock, which loom reports. Without the manager's
+/// wake-up after its commit the model deadlocks (`limit = cap = 1`: the receiver takes and acks
+/// the message between its deliver and its commit; the sender, woken by the ack, finds the TX
+/// slot still occupied and parks again).
+///
+/// The first `queued` messages are sent before the threads start (fewer interleavings: the
+/// ring's own models check a concurrent push).
+fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
+    assert!(u64::from(queued) <= limit);
+    loom::model(move || {
+        let c = Arc::new(QueueChan::new(cap));
+        let mut st = c.tx().producer_state();
+        for seq in 1..=queued {
+            c.tx().push(&mut st, &queue_payload(seq)).unwrap();
+        }
+
+        let c1 = c.clone();
+        let sender = thread::spawn(move || {
+            let c = &*c1;
+            let tx = c.tx();
+            // The ack as last read (`QueueSender::acked`): read again only when it leaves no
+            // credit.
+            let mut acked = 0u64;
+            let has_credit = || {
+                let in_flight = c
+                    .tx_tail
+                    .load(Ordering::Acquire)
+                    .wrapping_sub(c.ack.load(Ordering::Acquire));
+                in_flight < limit && tx.len() < tx.capacity()
+            };
+            for seq in queued + 1..=n {
+                let sent = u64::from(seq - 1);
+                loop {
+                    if sent - acked >= limit {
+                        acked = c.ack.load(Ordering::Acquire);
+                    }
+                    if sent - acked < limit {
+                        let head_before = c.tx_head.load(Ordering::Acquire);
+                        match tx.push(&mut st, &queue_payload(seq)) {
+                            Ok(()) => {
+                                c.doorbell.notify();
+                                break;
+                            }
+                            Err(PushError::Full) => {
+                                // Within the credit only while a move is delivered and not
+                                // committed.
+                                let accounted = c.rx_tail.load(Ordering::Acquire)
+                                    + c.dropped.load(Ordering::Relaxed);
+                                assert!(accounted > head_before, "TX ring full within the credit");
+                            }
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                    c.space.park_until(has_credit);
                 }
             }
-            let seq = *sent as u32 + 1;
-            assert_eq!(
-                view.push(st, &payload(seq)),
-                Ok(()),
-                "TX full within credit"
-            );
-            *sent += 1;
-            true
-        };
-        let step = |txv: &RingView<'_>, cs: &mut _, rxv: &RingView<'_>, ps: &mut _| -> bool {
-            let mut buf = [0u8; 8 * WORDS];
-            match txv.pop(cs, &mut buf) {
-                Ok(n) => {
-                    assert_eq!(rxv.push(ps, &buf[..n]), Ok(()), "manager starved");
-                    true
+        });
+
+        let c2 = c.clone();
+        let manager = thread::spawn(move || {
+            let c = &*c2;
+            let peek_head = AtomicU64::new(0);
+            let v = c.manager(&peek_head);
+            v.recover();
+            let mut st = v.state();
+            let mut scratch = [0u8; 8 * QUEUE_WORDS];
+            let tx = c.tx();
+            let mut moved = 0;
+            loop {
+                let round = v.move_all(
+                    &mut st,
+                    &mut scratch,
+                    c.cap,
+                    &c.space.view(),
+                    &c.space.futex,
+                );
+                assert!(!round.rx_full, "manager starved");
+                assert!(!round.corrupt && round.dropped == 0, "{round:?}");
+                if round.moved > 0 {
+                    c.data.notify();
                 }
-                Err(PopError::Empty) => false,
-                Err(e) => panic!("{e:?}"),
+                moved += round.moved;
+                if moved == n as usize {
+                    break;
+                }
+                c.doorbell.park_until(|| !tx.is_empty());
             }
-        };
-        let take = |rxv: &RingView<'_>, st: &mut _, got: &mut Vec<u32>, ack: &AtomicU64| -> bool {
-            let mut buf = [0u8; 8 * WORDS];
-            match rxv.pop(st, &mut buf) {
-                Ok(_) => {
+        });
+
+        let c = &*c;
+        let rx = c.rx();
+        let mut st = rx.consumer_state();
+        let mut got = Vec::new();
+        while got.len() < n as usize {
+            let mut buf = [0u8; 8 * QUEUE_WORDS];
+            match rx.pop(&mut st, &mut buf) {
+                Ok(len) => {
+                    assert_eq!(len, 8 * QUEUE_WORDS);
                     let seq = u64::from_ne_bytes(buf[..8].try_into().unwrap()) as u32;
                     assert_whole(&buf, seq);
                     got.push(seq);
-                    // The cumulative ack: messages consumed, Release after the copy.
-                    ack.store(got.len() as u64, Ordering::Release);
-                    true
+                    // The cumulative ack: consumed + dropped, Release after the copy.
+                    let ack = (got.len() as u64).wrapping_add(c.dropped.load(Ordering::Relaxed));
+                    c.ack.store(ack, Ordering::Release);
+                    c.space.notify();
                 }
-                Err(PopError::Empty) => false,
+                Err(PopError::Empty) => c.data.park_until(|| !rx.is_empty()),
                 Err(e) => panic!("{e:?}"),
             }
-        };
-        let (t, a) = (tx.clone(), ack.clone());
-        let sender = thread::spawn(move || {
-            let view = RingView::new(&t.0, &t.1, &t.2, CAP);
-            let mut st = view.producer_state();
-            let (mut sent, mut acked) = (0u64, 0u64);
-            while sent < u64::from(N) && send(&view, &mut st, &mut sent, &mut acked, &a) {}
-            sent
-        });
-        let (t, r) = (tx.clone(), rx.clone());
-        let manager = thread::spawn(move || {
-            let txv = RingView::new(&t.0, &t.1, &t.2, CAP);
-            let rxv = RingView::new(&r.0, &r.1, &r.2, CAP);
-            let (mut cs, mut ps) = (txv.consumer_state(), rxv.producer_state());
-            let _ = step(&txv, &mut cs, &rxv, &mut ps);
-            let _ = step(&txv, &mut cs, &rxv, &mut ps);
-        });
-        let rxv = RingView::new(&rx.0, &rx.1, &rx.2, CAP);
-        let mut st = rxv.consumer_state();
-        let mut got = Vec::new();
-        let _ = take(&rxv, &mut st, &mut got, &ack);
-        let mut sent = sender.join().unwrap();
-        manager.join().unwrap();
-        // Run the rest sequentially (fresh handles continue at the shared counters).
-        let txv = RingView::new(&tx.0, &tx.1, &tx.2, CAP);
-        let (mut sst, mut cs, mut ps) = (
-            txv.producer_state(),
-            txv.consumer_state(),
-            rxv.producer_state(),
-        );
-        // A fresh sender handle has read no ack yet (`QueueSender::attach`).
-        let mut acked = 0u64;
-        while got.len() < N as usize {
-            let progress = (sent < u64::from(N)
-                && send(&txv, &mut sst, &mut sent, &mut acked, &ack))
-                | step(&txv, &mut cs, &rxv, &mut ps)
-                | take(&rxv, &mut st, &mut got, &ack);
-            assert!(progress, "stuck with {got:?} received, {sent} sent");
         }
-        assert_eq!(got, (1..=N).collect::<Vec<_>>());
+        sender.join().unwrap();
+        manager.join().unwrap();
+        assert_eq!(got, (1..=n).collect::<Vec<_>>());
     });
+}
+
+/// `MaxNbMessages = 1` (one TX slot), two messages: the lost wake-up between the manager's
+/// deliver and commit.
+#[test]
+fn two_sided_queue_credits_no_loss_in_order() {
+    two_sided_queue_model(1, 1, 1, 2);
 }
 
 /// The biased lock (`partix_shm::bias`, the port lock of `partix-runtime`): its slow path is a
