@@ -8,7 +8,9 @@
 //! a child process (this program with `pong ...`, pinned to CPU 1) echoes every sample it
 //! receives. Both spin on receive and run at SCHED_FIFO 51 when allowed, like the peers of
 //! `partix bench rtt`. The payload is a `[u8]` slice of the message size whose first 8 bytes
-//! are a sequence number; the ping side waits for the echo of exactly that number.
+//! are a sequence number; the ping side waits for the echo of exactly that number. Both sides
+//! copy every received payload out whole into their own buffer (the ping side reads the
+//! sequence number from the copy), as a READ_SAMPLING_MESSAGE copies into the caller's buffer.
 //!
 //! Prints one line per measured round trip: `<size> <ns>`.
 #![allow(unsafe_code)]
@@ -151,13 +153,20 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
         let _ = e.subscriber.receive()?;
     }
     let mut out = Vec::with_capacity(iters as usize);
+    // The echo is copied out whole before its sequence number is read, as an APEX read copies
+    // the message into the caller's buffer (and as the pong side and every other class do).
+    let mut buf = vec![0u8; size];
     for i in 1..=total {
         msg[..8].copy_from_slice(&i.to_le_bytes());
         let t = Instant::now();
         send(&e, &msg)?;
         loop {
             if let Some(s) = e.subscriber.receive()? {
-                if seq_of(s.payload()) == i {
+                let p = s.payload();
+                let n = p.len().min(size);
+                buf[..n].copy_from_slice(&p[..n]);
+                drop(s);
+                if n >= 8 && seq_of(&buf) == i {
                     break;
                 }
             } else {
