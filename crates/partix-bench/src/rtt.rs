@@ -1700,10 +1700,17 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
             "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {c0} → CPU {c1}), {} messages, depth {QUEUE_DEPTH}",
             args.queue_messages
         );
-        let raw = rep
-            .queue
-            .first()
-            .and_then(|(_, r)| r.as_ref().ok().map(|q| q.median));
+        // A port row is compared with the raw ring that moves messages the same way: one per
+        // call with `raw SPSC ring`, batches with the ring in batches of the same size.
+        let batches = format!(", batches of {QUEUE_BATCH}");
+        let raw_rate = |n: &str| {
+            rep.queue
+                .iter()
+                .find(|(name, _)| name == n)
+                .and_then(|(_, r)| r.as_ref().ok().map(|q| q.median))
+        };
+        let raw = raw_rate("raw SPSC ring");
+        let raw_batched = raw_rate(&format!("raw SPSC ring{batches}"));
         for (name, r) in &rep.queue {
             match r {
                 Ok(q) => {
@@ -1717,8 +1724,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     // The shared-memory ring is no baseline for a port over sockets (its rate
                     // is the system calls'): no ratio for udp and tcp.
                     let socket = name.starts_with("udp") || name.starts_with("tcp");
-                    if let (Some(b), false) = (raw, name.starts_with("raw") || socket) {
-                        l += &format!("  ({:.2}x raw ring)", q.median / b);
+                    let (base, what) = if name.ends_with(&batches) {
+                        (raw_batched, format!("raw ring{batches}"))
+                    } else {
+                        (raw, "raw ring".to_string())
+                    };
+                    if let (Some(b), false) = (base, name.starts_with("raw") || socket) {
+                        l += &format!("  ({:.2}x {what})", q.median / b);
                         if name.starts_with("one-sided") {
                             l += &format!(
                                 "  {}",
