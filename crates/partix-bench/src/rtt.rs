@@ -1343,6 +1343,38 @@ fn target(tally: &mut Tally, desc: &str, ok: bool, detail: &str) -> String {
     )
 }
 
+impl Tally {
+    /// `[target ...: not judged, <why>]` (or not judged with `--gap-us` while `skip`).
+    fn not_judged(&mut self, desc: &str, why: &str) -> String {
+        if self.skip {
+            return format!("[target {desc}: not judged with --gap-us]");
+        }
+        format!("[target {desc}: not judged, {why}]")
+    }
+}
+
+/// Why the udp target cannot be judged in the block class of `size`, if it cannot: it compares
+/// two waits that sleep in the kernel, so both the udp port's and raw UDP's measuring side must
+/// have slept (at least 0.5 voluntary context switches per round trip); a wait that spun is a
+/// spin-class number, not the block class's.
+fn udp_block_unjudged(rep: &RttReport, size: usize) -> Option<String> {
+    let slept = |name: &str| {
+        rep.class(name, "block", size)
+            .and_then(|c| c.switches_per_round)
+            .map(|v| v >= 0.5)
+    };
+    match (slept("udp"), slept("raw UDP")) {
+        (Some(true), Some(true)) => None,
+        (Some(false), Some(false)) => {
+            Some("neither the udp port's wait nor raw UDP's slept".into())
+        }
+        (Some(false), _) => Some("the udp port's wait did not sleep".into()),
+        (_, Some(false)) => Some("raw UDP's wait did not sleep".into()),
+        (None, _) => Some("the udp port reported no context switches".into()),
+        (_, None) => Some("raw UDP reported no context switches".into()),
+    }
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         f64::NAN
@@ -1585,22 +1617,20 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         // The issue's udp target is for spin; partix also holds its block class
                         // to it (park is spin or block, depending on the gap).
                         if t == "udp" && (mode == "spin" || mode == "block") {
-                            let slept = rep
-                                .classes
-                                .iter()
-                                .find(|c| c.name == *t && &c.mode == mode && c.size == size)
-                                .and_then(|c| c.switches_per_round)
-                                .is_none_or(|v| v >= 0.5);
-                            if mode == "block" && !slept {
-                                l += "  [target p50 ≤ raw UDP + 0.3 µs: not judged, the udp \
-                                      port's wait did not sleep while raw UDP's did]";
+                            let desc = "p50 ≤ raw UDP + 0.3 µs";
+                            let why_not = if mode == "block" {
+                                udp_block_unjudged(rep, size)
                             } else {
-                                let dd = rd.map_or(d as f64 / 1000.0, |s| s.median);
-                                l += &format!(
-                                    "  {}",
-                                    target(&mut tally, "p50 ≤ raw UDP + 0.3 µs", dd <= 0.3, "")
-                                );
-                            }
+                                None
+                            };
+                            let dd = rd.map_or(d as f64 / 1000.0, |s| s.median);
+                            l += &format!(
+                                "  {}",
+                                match why_not {
+                                    Some(why) => tally.not_judged(desc, &why),
+                                    None => target(&mut tally, desc, dd <= 0.3, ""),
+                                }
+                            );
                         }
                         lines.push(l);
                     }
