@@ -964,8 +964,9 @@ pub struct RttReport {
     pub queue: Vec<(String, Result<QueueRate, String>)>,
     /// The report printed on stdout.
     pub text: String,
-    /// Targets met / missed.
-    pub targets: (u32, u32),
+    /// Targets met / missed / not judged (a baseline missing, or a block class whose waits did
+    /// not sleep; the targets of a `--gap-us` run are stated but not counted).
+    pub targets: (u32, u32, u32),
 }
 
 impl RttReport {
@@ -1312,13 +1313,48 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     Ok(rep)
 }
 
-/// Targets met and missed so far; `skip`: judge none now (they are stated for back-to-back
-/// round trips, and a `--gap-us` run is not that).
+/// Targets met, missed and not judged so far; `skip`: judge none now (they are stated for
+/// back-to-back round trips, and a `--gap-us` run is not that; such targets are not counted).
 #[derive(Debug, Default)]
 struct Tally {
     met: u32,
     missed: u32,
+    not_judged: u32,
     skip: bool,
+}
+
+/// The targets of the issue, as the report names them.
+const T_CACHE: &str = "p50 ≤ 1.6x raw cache-line";
+const T_P99: &str = "p99 ≤ 700 ns";
+const T_4K: &str = "4 KiB p50 ≤ 2 µs";
+const T_ICE: &str = "≤ 0.6x iceoryx2";
+const T_TWO: &str = "≤ 2x one-sided";
+const T_UDP: &str = "p50 ≤ raw UDP + 0.3 µs";
+const T_QUEUE: &str = "≥ 30 M msg/s";
+
+/// The targets of transport `t`'s sampling class in `mode` at `size`: one-sided spin ≤ 56 B
+/// p50 and p99, one-sided spin 4 KiB p50, one-sided spin against iceoryx2 (unless the run
+/// skips iceoryx2), two-sided against one-sided in every mode, udp against raw UDP in spin and
+/// block.
+fn class_targets(t: &str, mode: &str, size: usize, iceoryx2: bool) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    match (t, mode) {
+        ("one-sided", "spin") => {
+            if size <= 56 {
+                v.extend([T_CACHE, T_P99]);
+            }
+            if size == 4096 {
+                v.push(T_4K);
+            }
+            if iceoryx2 {
+                v.push(T_ICE);
+            }
+        }
+        ("two-sided", _) => v.push(T_TWO),
+        ("udp", "spin" | "block") => v.push(T_UDP),
+        _ => {}
+    }
+    v
 }
 
 /// One target line: `[target ...: met]`, counted into `tally` (or `not judged` while
@@ -1344,12 +1380,28 @@ fn target(tally: &mut Tally, desc: &str, ok: bool, detail: &str) -> String {
 }
 
 impl Tally {
-    /// `[target ...: not judged, <why>]` (or not judged with `--gap-us` while `skip`).
+    /// `[target ...: not judged, <why>]`, counted as not judged (or not judged with `--gap-us`
+    /// while `skip`).
     fn not_judged(&mut self, desc: &str, why: &str) -> String {
         if self.skip {
             return format!("[target {desc}: not judged with --gap-us]");
         }
+        self.not_judged += 1;
         format!("[target {desc}: not judged, {why}]")
+    }
+
+    /// A target whose baseline has no result: not judged.
+    fn no_baseline(&mut self, desc: &str) -> String {
+        self.not_judged(desc, "baseline missing")
+    }
+
+    /// A target whose measured class has no result (it failed): missed.
+    fn unavailable(&mut self, desc: &str) -> String {
+        if self.skip {
+            return format!("[target {desc}: not judged with --gap-us]");
+        }
+        self.missed += 1;
+        format!("[target {desc}: MISSED, class not available]")
     }
 }
 
@@ -1383,7 +1435,7 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u32)) {
+fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u32, u32)) {
     let mut o = String::new();
     let mut tally = Tally {
         skip: args.gap_us > 0,
@@ -1501,13 +1553,49 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                 .map(|r| r.summary("raw copy"));
             let slot = rep.get(RAW_SLOT, "spin", size).map(|r| r.summary(RAW_SLOT));
             for t in &args.transports {
-                let Some(ts) = s(t) else { continue };
+                let Some(ts) = s(t) else {
+                    // The class failed (its row says why): each of its targets is missed.
+                    let v: Vec<String> = class_targets(t, mode, size, !args.no_iceoryx2)
+                        .into_iter()
+                        .map(|d| tally.unavailable(d))
+                        .collect();
+                    if !v.is_empty() {
+                        let _ = writeln!(o, "  {t} {mode} {size} B:  {}", v.join("  "));
+                    }
+                    continue;
+                };
                 let mut lines = Vec::new();
                 // A target is judged on the median over the rounds of the per-round p50 ratio
                 // (or difference) when there are rounds, else on the pooled p50s.
                 let by_ratio = |x: u64, y: u64| ratio(x, y);
                 let by_diff = |x: u64, y: u64| (x as f64 - y as f64) / 1000.0;
                 if t == "one-sided" || t == "two-sided" {
+                    let judged = t == "one-sided" && mode == "spin" && size <= 56;
+                    // The pooled p99 (the table's): a median of per-round p99s would drop the
+                    // bad round this target is there to catch.
+                    let p99_target = |tally: &mut Tally| {
+                        let p99 = rep.rounds_p99(t, mode, size);
+                        target(
+                            tally,
+                            T_P99,
+                            ts.p99 <= 700,
+                            &format!(
+                                "pooled p99 {} ns{}",
+                                ts.p99,
+                                p99.map_or(String::new(), |s| format!(
+                                    " (rounds' p99 {:.0}–{:.0} ns)",
+                                    s.lo, s.hi
+                                ))
+                            ),
+                        )
+                    };
+                    if let (None, true) = (&cache, judged) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs raw cache-line: baseline not available  {}  {}",
+                            tally.no_baseline(T_CACHE),
+                            p99_target(&mut tally)
+                        ));
+                    }
                     if let Some(c) = &cache {
                         let rr =
                             rep.rounds((t, mode), Some(("raw cache-line", "spin")), size, by_ratio);
@@ -1517,28 +1605,12 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             Spread::ratio_text(rr),
                             ratio(ts.p99, c.p99)
                         );
-                        if t == "one-sided" && mode == "spin" && size <= 56 {
+                        if judged {
                             let r = rr.map_or(ratio(ts.p50, c.p50), |s| s.median);
-                            // The tail target is judged on the pooled p99 (the table's): a
-                            // median of per-round p99s would drop the bad round it is there
-                            // to catch.
-                            let p99 = rep.rounds_p99(t, mode, size);
                             l += &format!(
                                 "  {}  {}",
-                                target(&mut tally, "p50 ≤ 1.6x raw cache-line", r <= 1.6, ""),
-                                target(
-                                    &mut tally,
-                                    "p99 ≤ 700 ns",
-                                    ts.p99 <= 700,
-                                    &format!(
-                                        "pooled p99 {} ns{}",
-                                        ts.p99,
-                                        p99.map_or(String::new(), |s| format!(
-                                            " (rounds' p99 {:.0}–{:.0} ns)",
-                                            s.lo, s.hi
-                                        ))
-                                    )
-                                )
+                                target(&mut tally, T_CACHE, r <= 1.6, ""),
+                                p99_target(&mut tally)
                             );
                         }
                         lines.push(l);
@@ -1581,7 +1653,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                                 " (rounds: median {:.0} ns, {:.0}–{:.0})",
                                 s.median, s.lo, s.hi
                             )),
-                            target(&mut tally, "4 KiB p50 ≤ 2 µs", p50 <= 2000.0, "")
+                            target(&mut tally, T_4K, p50 <= 2000.0, "")
                         ));
                     }
                 }
@@ -1593,12 +1665,26 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             "two-sided {mode} {size} B vs one-sided: p50 {:.2}x{}  {}",
                             ratio(ts.p50, one.p50),
                             Spread::ratio_text(rr),
-                            target(&mut tally, "≤ 2x one-sided", r <= 2.0, "")
+                            target(&mut tally, T_TWO, r <= 2.0, "")
+                        ));
+                    } else {
+                        lines.push(format!(
+                            "two-sided {mode} {size} B vs one-sided: baseline not available  {}",
+                            tally.no_baseline(T_TWO)
                         ));
                     }
                 }
                 if t == "udp" || t == "tcp" {
                     let base = if t == "udp" { "raw UDP" } else { "raw TCP" };
+                    if let (None, true) = (
+                        s(base),
+                        class_targets(t, mode, size, false).contains(&T_UDP),
+                    ) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs {base}: baseline not available  {}",
+                            tally.no_baseline(T_UDP)
+                        ));
+                    }
                     if let Some(b) = s(base) {
                         let d = ts.p50 as i64 - b.p50 as i64;
                         let bm = if mode == "poll" {
@@ -1617,7 +1703,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         // The issue's udp target is for spin; partix also holds its block class
                         // to it (park is spin or block, depending on the gap).
                         if t == "udp" && (mode == "spin" || mode == "block") {
-                            let desc = "p50 ≤ raw UDP + 0.3 µs";
+                            let desc = T_UDP;
                             let why_not = if mode == "block" {
                                 udp_block_unjudged(rep, size)
                             } else {
@@ -1678,9 +1764,14 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         ratio(ts.p99, i.p99)
                     );
                     if t == "one-sided" && mode == "spin" {
-                        l += &format!("  {}", target(&mut tally, "≤ 0.6x iceoryx2", r <= 0.6, ""));
+                        l += &format!("  {}", target(&mut tally, T_ICE, r <= 0.6, ""));
                     }
                     lines.push(l);
+                } else if class_targets(t, mode, size, !args.no_iceoryx2).contains(&T_ICE) {
+                    lines.push(format!(
+                        "{t} {mode} {size} B vs iceoryx2: baseline not available  {}",
+                        tally.no_baseline(T_ICE)
+                    ));
                 }
                 // The same ping-pong through queuing ports: against the sampling class and
                 // against the transport's raw baseline (same rounds).
@@ -1768,24 +1859,30 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     };
                     if let (Some(b), false) = (base, name.starts_with("raw") || socket) {
                         l += &format!("  ({:.2}x {what})", q.median / b);
-                        if name.starts_with("one-sided") {
-                            l += &format!(
-                                "  {}",
-                                target(&mut tally, "≥ 30 M msg/s", q.median >= 30e6, "")
-                            );
-                        }
+                    }
+                    // The target needs no baseline: judged whether or not the raw ring ran.
+                    if name.starts_with("one-sided") {
+                        l += &format!("  {}", target(&mut tally, T_QUEUE, q.median >= 30e6, ""));
                     }
                     let _ = writeln!(o, "{l}");
                 }
                 Err(e) => {
-                    let _ = writeln!(o, "{name:<34} not available: {e}");
+                    let mut l = format!("{name:<34} not available: {e}");
+                    if name.starts_with("one-sided") {
+                        l += &format!("  {}", tally.unavailable(T_QUEUE));
+                    }
+                    let _ = writeln!(o, "{l}");
                 }
             }
         }
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "targets: {} met, {} missed", tally.met, tally.missed);
-    (o, (tally.met, tally.missed))
+    let _ = writeln!(
+        o,
+        "targets: {} met, {} missed, {} not judged",
+        tally.met, tally.missed, tally.not_judged
+    );
+    (o, (tally.met, tally.missed, tally.not_judged))
 }
 
 /// Write fig. 2a (p50 RTT vs size, p99 as error bars) and fig. 2b (RTT CDF at the smallest size).
