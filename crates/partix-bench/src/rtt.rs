@@ -2072,4 +2072,302 @@ mod tests {
         assert_eq!((t.met, t.missed), (1, 1));
         assert!(c.contains("not judged"), "{c}");
     }
+
+    /// A class measured in one round per element of `rounds`, each round's samples given as
+    /// `(ns, count)` pairs: the pooled recorder and the per-round p50 / p99, as `measure` builds
+    /// them.
+    fn class(name: &str, mode: &str, size: usize, rounds: &[&[(u64, u64)]]) -> Class {
+        let mut pooled = Recorder::new();
+        let (mut round_p50, mut round_p99) = (Vec::new(), Vec::new());
+        for round in rounds {
+            let mut rec = Recorder::new();
+            for &(ns, n) in *round {
+                for _ in 0..n {
+                    rec.record(ns);
+                }
+            }
+            let sum = rec.summary("");
+            round_p50.push(sum.p50);
+            round_p99.push(sum.p99);
+            pooled.merge(&rec);
+        }
+        Class {
+            name: name.into(),
+            mode: mode.into(),
+            size,
+            result: Ok(pooled),
+            switches_per_round: None,
+            echo_switches_per_round: None,
+            round_p50,
+            round_p99,
+        }
+    }
+
+    /// A class of four rounds of 100 samples of `ns` each.
+    fn flat(name: &str, mode: &str, size: usize, ns: u64) -> Class {
+        let round: &[(u64, u64)] = &[(ns, 100)];
+        class(name, mode, size, &[round; 4])
+    }
+
+    /// A class that failed.
+    fn failed(name: &str, mode: &str, size: usize) -> Class {
+        Class {
+            result: Err("peer exited with exit status: 1".into()),
+            round_p50: Vec::new(),
+            round_p99: Vec::new(),
+            ..flat(name, mode, size, 1)
+        }
+    }
+
+    fn rtt_args(sizes: &[usize], transports: &[&str], modes: &[&str]) -> RttArgs {
+        RttArgs {
+            sizes: sizes.to_vec(),
+            transports: transports.iter().map(|t| t.to_string()).collect(),
+            modes: modes.iter().map(|m| m.to_string()).collect(),
+            no_iceoryx2: true,
+            ..RttArgs::default()
+        }
+    }
+
+    fn rendered(
+        args: &RttArgs,
+        classes: Vec<Class>,
+        queue: Vec<(&str, Result<f64, &str>)>,
+    ) -> (String, (u32, u32, u32)) {
+        let rep = RttReport {
+            classes,
+            queue: queue
+                .into_iter()
+                .map(|(n, r)| {
+                    let r = r.map(|v| QueueRate::of(vec![v; 4])).map_err(String::from);
+                    (n.to_string(), r)
+                })
+                .collect(),
+            ..RttReport::default()
+        };
+        render(args, &rep, false)
+    }
+
+    /// The report's line that starts with `start` (after its indentation).
+    fn line<'a>(text: &'a str, start: &str) -> &'a str {
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in\n{text}"))
+    }
+
+    #[test]
+    fn the_p99_target_is_judged_on_the_pooled_p99_so_one_bad_round_misses_it() {
+        let a = rtt_args(&[16], &["one-sided"], &["spin"]);
+        let good: &[(u64, u64)] = &[(300, 100)];
+        // Half the samples of the last round at 2 µs: its p99 is 2000 ns, the pooled p99 too
+        // (50 of 400 samples), while the median of the rounds' p99s is 300 ns.
+        let bad: &[(u64, u64)] = &[(300, 50), (2000, 50)];
+        let classes = vec![
+            flat("raw cache-line", "spin", 16, 250),
+            class("one-sided", "spin", 16, &[good, good, good, bad]),
+        ];
+        let (text, tally) = rendered(&a, classes, vec![]);
+        assert_eq!(
+            line(&text, "one-sided spin 16 B vs raw cache-line:"),
+            "one-sided spin 16 B vs raw cache-line: p50 1.20x (rounds: median 1.20x, 1.20–1.20x), \
+             p99 8.00x  [target p50 ≤ 1.6x raw cache-line: met]  [target p99 ≤ 700 ns: MISSED, \
+             pooled p99 2000 ns (rounds' p99 300–2000 ns)]"
+        );
+        assert_eq!(tally, (1, 1, 0));
+        assert!(
+            text.ends_with("targets: 1 met, 1 missed, 0 not judged\n"),
+            "{text}"
+        );
+        // Only the sizes asked for have targets: no 4 KiB one here.
+        assert!(!text.contains(T_4K), "{text}");
+    }
+
+    #[test]
+    fn a_missing_baseline_is_not_judged_and_counted_apart() {
+        let a = RttArgs {
+            no_iceoryx2: false,
+            ..rtt_args(&[16], &["one-sided", "two-sided"], &["spin"])
+        };
+        let classes = vec![
+            failed("raw cache-line", "spin", 16),
+            flat("one-sided", "spin", 16, 400),
+            flat("two-sided", "spin", 16, 600),
+        ];
+        // iceoryx2 was asked for but is not there (not built).
+        let (text, tally) = rendered(&a, classes, vec![]);
+        assert_eq!(
+            line(&text, "one-sided spin 16 B vs raw cache-line:"),
+            "one-sided spin 16 B vs raw cache-line: baseline not available  [target p50 ≤ 1.6x \
+             raw cache-line: not judged, baseline missing]  [target p99 ≤ 700 ns: met, pooled \
+             p99 400 ns (rounds' p99 400–400 ns)]"
+        );
+        assert_eq!(
+            line(&text, "one-sided spin 16 B vs iceoryx2:"),
+            "one-sided spin 16 B vs iceoryx2: baseline not available  [target ≤ 0.6x iceoryx2: \
+             not judged, baseline missing]"
+        );
+        assert_eq!(
+            line(&text, "two-sided spin 16 B vs one-sided:"),
+            "two-sided spin 16 B vs one-sided: p50 1.50x (rounds: median 1.50x, 1.50–1.50x)  \
+             [target ≤ 2x one-sided: met]"
+        );
+        assert_eq!(tally, (2, 0, 2));
+        assert!(
+            text.ends_with("targets: 2 met, 0 missed, 2 not judged\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_failed_class_misses_its_targets() {
+        let a = rtt_args(&[16, 4096], &["one-sided", "two-sided"], &["spin"]);
+        let classes = vec![
+            flat("raw cache-line", "spin", 16, 250),
+            failed("one-sided", "spin", 16),
+            flat("two-sided", "spin", 16, 600),
+            flat("raw cache-line", "spin", 4096, 250),
+            failed("one-sided", "spin", 4096),
+            failed("two-sided", "spin", 4096),
+        ];
+        let queue = vec![
+            ("raw SPSC ring", Ok(20e6)),
+            (
+                "one-sided queuing port",
+                Err("peer exited with exit status: 1"),
+            ),
+        ];
+        let (text, tally) = rendered(&a, classes.clone(), queue.clone());
+        assert_eq!(
+            line(&text, "one-sided spin 16 B:"),
+            "one-sided spin 16 B:  [target p50 ≤ 1.6x raw cache-line: MISSED, class not \
+             available]  [target p99 ≤ 700 ns: MISSED, class not available]"
+        );
+        assert_eq!(
+            line(&text, "one-sided spin 4096 B:"),
+            "one-sided spin 4096 B:  [target 4 KiB p50 ≤ 2 µs: MISSED, class not available]"
+        );
+        assert_eq!(
+            line(&text, "two-sided spin 4096 B:"),
+            "two-sided spin 4096 B:  [target ≤ 2x one-sided: MISSED, class not available]"
+        );
+        // Its baseline failed, not the class: not judged.
+        assert_eq!(
+            line(&text, "two-sided spin 16 B vs one-sided:"),
+            "two-sided spin 16 B vs one-sided: baseline not available  [target ≤ 2x one-sided: \
+             not judged, baseline missing]"
+        );
+        assert!(
+            line(&text, "one-sided queuing port ")
+                .ends_with("not available: peer exited with exit status: 1  [target ≥ 30 M msg/s: MISSED, class not available]"),
+            "{text}"
+        );
+        assert_eq!(tally, (0, 5, 1));
+        assert!(
+            text.ends_with("targets: 0 met, 5 missed, 1 not judged\n"),
+            "{text}"
+        );
+        // With --gap-us the round-trip targets are stated, not judged, and not counted; the
+        // throughput target is judged whatever the gap.
+        let gap = RttArgs { gap_us: 100, ..a };
+        let (text, tally) = rendered(&gap, classes, queue);
+        assert_eq!(
+            line(&text, "one-sided spin 4096 B:"),
+            "one-sided spin 4096 B:  [target 4 KiB p50 ≤ 2 µs: not judged with --gap-us]"
+        );
+        assert_eq!(tally, (0, 1, 0));
+    }
+
+    #[test]
+    fn the_batched_queuing_port_is_compared_with_the_batched_raw_ring() {
+        // The throughput rows only: no round-trip class.
+        let a = rtt_args(&[16], &["one-sided"], &[]);
+        let batched_port = format!("one-sided queuing port, batches of {QUEUE_BATCH}");
+        let batched_ring = format!("raw SPSC ring, batches of {QUEUE_BATCH}");
+        let queue = vec![
+            ("raw SPSC ring", Ok(20e6)),
+            (batched_ring.as_str(), Ok(60e6)),
+            ("one-sided queuing port", Ok(10e6)),
+            (batched_port.as_str(), Ok(45e6)),
+        ];
+        let (text, tally) = rendered(&a, vec![], queue.clone());
+        assert!(
+            line(&text, "one-sided queuing port ")
+                .ends_with("(0.50x raw ring)  [target ≥ 30 M msg/s: MISSED]"),
+            "{text}"
+        );
+        assert!(
+            line(&text, &batched_port).ends_with(&format!(
+                "(0.75x raw ring, batches of {QUEUE_BATCH})  [target ≥ 30 M msg/s: met]"
+            )),
+            "{text}"
+        );
+        assert_eq!(tally, (1, 1, 0));
+        // Without the raw rings there is no ratio, but the rate is still judged.
+        let queue = vec![
+            ("raw SPSC ring", Err("no")),
+            (batched_ring.as_str(), Err("no")),
+            ("one-sided queuing port", Ok(10e6)),
+            (batched_port.as_str(), Ok(45e6)),
+        ];
+        let (text, tally) = rendered(&a, vec![], queue);
+        assert!(
+            line(&text, &batched_port).ends_with(")  [target ≥ 30 M msg/s: met]"),
+            "{text}"
+        );
+        assert!(!text.contains("x raw ring"), "{text}");
+        assert_eq!(tally, (1, 1, 0));
+    }
+
+    #[test]
+    fn the_udp_block_target_is_judged_only_when_both_waits_slept() {
+        let a = rtt_args(&[16], &["udp"], &["spin", "block"]);
+        let with = |udp: f64, raw: f64| {
+            let sw = |mut c: Class, v: f64| {
+                c.switches_per_round = Some(v);
+                c
+            };
+            vec![
+                // The spin class never sleeps, and its target is judged.
+                sw(flat("raw UDP", "spin", 16, 9_800), 0.0),
+                sw(flat("udp", "spin", 16, 10_000), 0.0),
+                sw(flat("raw UDP", "block", 16, 19_000), raw),
+                sw(flat("udp", "block", 16, 19_500), udp),
+            ]
+        };
+        let block = "udp block 16 B vs raw UDP:";
+        let judged = "p50 1.03x (+0.50 µs; rounds: median +0.50 µs, +0.50…+0.50), p99 1.03x  \
+                      [target p50 ≤ raw UDP + 0.3 µs: MISSED]";
+        let (text, tally) = rendered(&a, with(1.0, 1.0), vec![]);
+        assert_eq!(line(&text, block), format!("{block} {judged}"));
+        assert!(
+            line(&text, "udp spin 16 B vs raw UDP:")
+                .ends_with("[target p50 ≤ raw UDP + 0.3 µs: met]"),
+            "{text}"
+        );
+        assert_eq!(tally, (1, 1, 0));
+        for (udp, raw, why) in [
+            (1.0, 0.0, "raw UDP's wait did not sleep"),
+            (0.0, 1.0, "the udp port's wait did not sleep"),
+            (0.2, 0.3, "neither the udp port's wait nor raw UDP's slept"),
+        ] {
+            let (text, tally) = rendered(&a, with(udp, raw), vec![]);
+            assert!(
+                line(&text, block).ends_with(&format!(
+                    "p99 1.03x  [target p50 ≤ raw UDP + 0.3 µs: not judged, {why}]"
+                )),
+                "{text}"
+            );
+            assert_eq!(tally, (1, 0, 1), "{udp} {raw}");
+        }
+        // Raw UDP failed in the block class: the udp block target has no baseline.
+        let mut classes = with(1.0, 1.0);
+        classes[2] = failed("raw UDP", "block", 16);
+        let (text, tally) = rendered(&a, classes, vec![]);
+        assert_eq!(
+            line(&text, block),
+            format!("{block} baseline not available  [target p50 ≤ raw UDP + 0.3 µs: not judged, baseline missing]")
+        );
+        assert_eq!(tally, (1, 0, 1));
+    }
 }
