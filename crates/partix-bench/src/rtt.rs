@@ -1911,27 +1911,37 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
     );
     let mut out = Vec::new();
     for mode in &args.modes {
+        // The class of `n` drawn in `mode`'s plots, and its legend: the busy-waiting baselines
+        // (and every raw baseline in `poll`) are their spin rows, labelled so.
+        let class_mode = |n: &str| {
+            if n == "iceoryx2"
+                || n == "raw cache-line"
+                || n == "raw copy"
+                || n == RAW_SLOT
+                || (mode == "poll" && n.starts_with("raw"))
+            {
+                "spin"
+            } else {
+                mode.as_str()
+            }
+        };
+        let legend = |n: &str| {
+            if class_mode(n) == mode {
+                n.to_string()
+            } else {
+                format!("{n} (spin)")
+            }
+        };
         let series: Vec<(String, Vec<(usize, Summary)>)> = names
             .iter()
             .map(|n| {
+                let m = class_mode(n);
                 let pts = args
                     .sizes
                     .iter()
-                    .filter_map(|&s| {
-                        let m = if n == "iceoryx2"
-                            || n == "raw cache-line"
-                            || n == "raw copy"
-                            || n == RAW_SLOT
-                            || (mode == "poll" && n.starts_with("raw"))
-                        {
-                            "spin"
-                        } else {
-                            mode
-                        };
-                        rep.get(n, m, s).map(|r| (s, r.summary(n)))
-                    })
+                    .filter_map(|&s| rep.get(n, m, s).map(|r| (s, r.summary(n))))
                     .collect();
-                (n.clone(), pts)
+                (legend(n), pts)
             })
             .filter(|(_, p): &(String, Vec<_>)| !p.is_empty())
             .collect();
@@ -1948,19 +1958,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
         let small = args.sizes.iter().copied().min().unwrap_or(16);
         let cdf: Vec<(String, &Recorder)> = names
             .iter()
-            .filter_map(|n| {
-                let m = if n == "iceoryx2"
-                    || n == "raw cache-line"
-                    || n == "raw copy"
-                    || n == RAW_SLOT
-                    || (mode == "poll" && n.starts_with("raw"))
-                {
-                    "spin"
-                } else {
-                    mode
-                };
-                rep.get(n, m, small).map(|r| (n.clone(), r))
-            })
+            .filter_map(|n| rep.get(n, class_mode(n), small).map(|r| (legend(n), r)))
             .collect();
         let refs: Vec<(&str, &Recorder)> = cdf.iter().map(|(n, r)| (n.as_str(), *r)).collect();
         let path = dir.join(format!("rtt-cdf-{small}B-{mode}.svg"));
@@ -2369,5 +2367,46 @@ mod tests {
             format!("{block} baseline not available  [target p50 ≤ raw UDP + 0.3 µs: not judged, baseline missing]")
         );
         assert_eq!(tally, (1, 0, 1));
+    }
+
+    #[test]
+    fn the_spin_baselines_are_labelled_spin_in_the_other_modes_plots() {
+        let a = rtt_args(&[16, 64], &["one-sided"], &["spin", "block"]);
+        let mut classes = Vec::new();
+        for size in [16, 64] {
+            classes.extend([
+                flat("raw cache-line", "spin", size, 250),
+                flat("raw copy", "spin", size, 260),
+                flat(RAW_SLOT, "spin", size, 280),
+                flat("iceoryx2", "spin", size, 900),
+                flat("one-sided", "spin", size, 400),
+                flat("one-sided", "block", size, 9_000),
+                flat("raw UDP", "block", size, 19_000),
+            ]);
+        }
+        let rep = RttReport {
+            classes,
+            ..RttReport::default()
+        };
+        let dir = std::env::temp_dir().join(format!("partix-rtt-labels-{}", std::process::id()));
+        let files = plot(&dir, &a, &rep).unwrap();
+        assert_eq!(files.len(), 4, "{files:?}");
+        for f in &files {
+            let svg = std::fs::read_to_string(f).unwrap();
+            let block = f.to_string_lossy().contains("block");
+            for n in ["raw cache-line", "raw copy", RAW_SLOT, "iceoryx2"] {
+                assert_eq!(
+                    svg.contains(&format!("{n} (spin)")),
+                    block,
+                    "{n} in {}",
+                    f.display()
+                );
+                assert!(svg.contains(n), "{n} in {}", f.display());
+            }
+            // A block-class row keeps its name.
+            assert!(!svg.contains("raw UDP (spin)"), "{}", f.display());
+            assert_eq!(svg.contains("raw UDP"), block, "{}", f.display());
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
