@@ -10,7 +10,8 @@
 //! ```
 //! A UDP datagram holds exactly one frame; over TCP the `len` field delimits frames in the
 //! stream. A frame with `len = 0` going back from the destination is a **cumulative
-//! acknowledgement** (queuing): `stamp` = messages consumed so far.
+//! acknowledgement** (queuing): `seq` = the destination's incarnation, `stamp` = messages it
+//! consumed so far. A destination announces each incarnation with an ack of 0 when it starts.
 //!
 //! - **Sampling**: the source sends one frame per destination and never waits (a frame the
 //!   socket cannot take now is dropped: a newer one replaces it anyway); the destination drains
@@ -930,7 +931,8 @@ impl QueueTx {
             match self.sock.recv_frame(&mut self.scratch) {
                 Recv::Frame(h) if h.len == 0 => {
                     if self.peer == 0 && h.stamp <= self.sent {
-                        // The first ack: learn the destination's incarnation.
+                        // The first ack (normally the destination's announcement, of 0): learn
+                        // the destination's incarnation.
                         self.peer = h.seq;
                     }
                     if h.seq != self.peer || h.stamp > self.sent {
@@ -1025,6 +1027,8 @@ pub struct QueueRx {
     head: usize,
     count: usize,
     consumed: u64,
+    /// The count last acknowledged; [`QueueRx::UNANNOUNCED`] until this incarnation's first
+    /// ack (its announcement) went out.
     acked_sent: u64,
     batch: u64,
     scratch: Vec<u8>,
@@ -1032,7 +1036,19 @@ pub struct QueueRx {
 }
 
 impl QueueRx {
+    /// `acked_sent` before the announcement went out: differs from every count `consumed` takes
+    /// (so [`QueueRx::send_ack`] sends it), and `consumed - UNANNOUNCED` (wrapping) is
+    /// `consumed + 1`, so a receive retries it within a batch.
+    const UNANNOUNCED: u64 = u64::MAX;
+
     /// Use the inherited socket; `limit` is `MaxNbMessages`.
+    ///
+    /// Announces the new incarnation at once: an ack of 0 messages with its `seq`. The socket
+    /// outlives a restart, so the source may be waiting for credit that a killed incarnation
+    /// owed it (messages it had taken from the socket but not yet acknowledged die with it, and
+    /// this one may find the socket empty and never consume, so never ack); an ack from an
+    /// incarnation it has not seen re-bases the source on that count, with nothing in flight.
+    /// (An announcement the socket cannot take now is sent by a later call.)
     pub fn new(sock: FrameSocket, limit: u32) -> QueueRx {
         let limit = limit.max(1) as usize;
         let max = sock.max;
@@ -1041,20 +1057,22 @@ impl QueueRx {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        QueueRx {
+        let mut rx = QueueRx {
             incarnation: (pid.rotate_left(16) ^ t) | 1,
             slots: vec![0u8; limit * max],
             lens: vec![0; limit],
             head: 0,
             count: 0,
             consumed: 0,
-            acked_sent: 0,
+            acked_sent: QueueRx::UNANNOUNCED,
             batch: (limit as u64 / 2).max(1),
             scratch: vec![0u8; max + HEADER_LEN],
             counters: Arc::new(Counters::default()),
             limit,
             sock,
-        }
+        };
+        rx.send_ack();
+        rx
     }
 
     fn drain(&mut self) {
@@ -1125,7 +1143,7 @@ impl QueueRx {
         self.count -= 1;
         self.counters.a.store(self.count as u64, Ordering::Release);
         self.consumed += 1;
-        if self.consumed - self.acked_sent >= self.batch {
+        if self.consumed.wrapping_sub(self.acked_sent) >= self.batch {
             self.send_ack();
         }
         Ok(len)
@@ -1687,6 +1705,48 @@ mod tests {
             assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), i));
         }
         assert!(!w.ready());
+    }
+
+    /// A destination restarted after it took messages from the socket but before it
+    /// acknowledged them (tcp: one read brought all four frames into its stream buffer; udp: a
+    /// status query drained them) must not leave the source without credit for good: the new
+    /// incarnation finds the socket empty, consumes nothing, and so never acks on its own.
+    #[test]
+    fn a_destination_restarted_before_it_acked_gives_the_source_credit_again() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            let b2 = b.try_clone_fd().unwrap();
+            let mut tx = QueueTx::new(a, 4);
+            let mut rx = QueueRx::new(b, 4);
+            for i in 0..4u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            let w = rx.waiter().unwrap();
+            assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
+            std::thread::sleep(Duration::from_millis(50));
+            if kind == SocketKind::Udp {
+                assert_eq!(rx.len(), 4);
+            }
+            let mut buf = [0u8; 8];
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0), "{kind:?}");
+            // The other three are in the destination's memory (below the ack batch of 2: no ack).
+            assert_eq!(rx.count, 3, "{kind:?}");
+            drop(rx);
+            let mut rx = QueueRx::new(FrameSocket::new(b2, kind, 8), 4);
+            assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty), "{kind:?}");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                match tx.try_send(&[9]) {
+                    Ok(()) => break,
+                    Err(PushError::Full) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(e) => panic!("{kind:?}: the source never got credit again: {e:?}"),
+                }
+            }
+            assert_eq!(pump(&mut tx, &mut rx), [9], "{kind:?}");
+        }
     }
 
     #[test]
