@@ -22,6 +22,13 @@
 //!   it reports an empty queue (so a sender waiting for credit is never left waiting on a batch).
 //!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
 //!
+//! No send waits: over TCP a frame the socket takes only part of is committed, and its rest
+//! waits in the endpoint's buffer until a later call of that endpoint sends it (meanwhile new
+//! frames are refused: Full); a hard error (`EPIPE`, `ECONNRESET`, ...) is counted and marks the
+//! connection dead for good (sends answer Full, receives nothing). The waiters poll for what the
+//! endpoint can still get (room to send the rest of a frame, acks, messages), and on a dead
+//! connection sleep their slice.
+//!
 //! Waiting maps to `poll(2)` on the socket (bounded slices of [`PARK_SLICE`] so a process that
 //! joins the port's wait queue is noticed); spinning polls it with a zero timeout. A udp sampling
 //! destination with at least four kernel ticks to wait waits in `recv` itself instead
@@ -164,15 +171,43 @@ pub fn readable(fd: &impl AsFd, timeout: Duration) -> bool {
     r > 0 && p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0
 }
 
-fn poll_out(fd: &impl AsFd, timeout: Duration) {
+/// Poll `fd` for `events` for at most `timeout` (zero: just look); return the events that
+/// occurred (`POLLERR` and `POLLHUP` are reported whatever `events` asks), 0 when none did.
+fn poll_events(fd: &impl AsFd, events: libc::c_short, timeout: Duration) -> libc::c_short {
     let mut p = libc::pollfd {
         fd: fd.as_fd().as_raw_fd(),
-        events: libc::POLLOUT,
+        events,
         revents: 0,
     };
+    let ms = if timeout.is_zero() {
+        0
+    } else {
+        timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int
+    };
     // SAFETY: one valid pollfd, nfds = 1.
-    unsafe { libc::poll(&mut p, 1, timeout.as_millis().max(1) as libc::c_int) };
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r > 0 {
+        p.revents
+    } else {
+        0
+    }
 }
+
+/// [`FrameSocket`] state bits, mirrored into [`Link`] for the waiters.
+mod link {
+    /// The unsent rest of a frame this side committed waits in its buffer (TCP).
+    pub const PENDING: u32 = 1;
+    /// The last send found the socket full and sent nothing of its frame.
+    pub const REFUSED: u32 = 2;
+    /// TCP: a hard error (`EPIPE`, `ECONNRESET`, ...): the connection is dead for good.
+    pub const DEAD: u32 = 4;
+}
+
+/// The state bits of one end ([`link`]), shared by its [`FrameSocket`] (which writes them, only
+/// when they change: never on the path of a message that goes through) and its waiters, which
+/// poll only for what the endpoint can still get: nothing once the connection is dead (a dead
+/// connection polls ready at once, for ever), room to send while a frame waits for it.
+type Link = Arc<std::sync::atomic::AtomicU32>;
 
 /// One end of a channel's socket with its framing buffers (allocated once).
 #[derive(Debug)]
@@ -190,6 +225,11 @@ pub struct FrameSocket {
     max: usize,
     /// Malformed frames dropped.
     pub dropped: u64,
+    /// Hard socket errors met (TCP; the first marks the connection dead).
+    pub failures: u64,
+    /// The [`link`] bits (this side's copy; `link` holds the shared one).
+    st: u32,
+    link: Link,
     /// UDP: [`FrameSocket::recv_frame_wait`] switched the descriptor to blocking mode.
     blocking: bool,
     /// UDP: the receive time-out last set (`SO_RCVTIMEO`).
@@ -246,6 +286,9 @@ impl FrameSocket {
             short_read: false,
             max,
             dropped: 0,
+            failures: 0,
+            st: 0,
+            link: Link::default(),
             blocking: false,
             rcvtimeo: Duration::ZERO,
             #[cfg(test)]
@@ -255,8 +298,45 @@ impl FrameSocket {
         }
     }
 
-    /// Try to finish a partial TCP write; return whether nothing is left.
-    fn flush(&mut self) -> bool {
+    /// Set the [`link`] bits `bits` to `on` (and publish them to the waiters if they changed).
+    #[cold]
+    fn set_state(&mut self, bits: u32, on: bool) {
+        let st = if on { self.st | bits } else { self.st & !bits };
+        if st != self.st {
+            self.st = st;
+            self.link.store(st, Ordering::Release);
+        }
+    }
+
+    /// Handle the error `e` of a `send` or `recv`: a socket that is full (or empty) or a
+    /// transient shortage changes nothing; any other error over TCP is counted and marks the
+    /// connection dead (it never recovers: loopback has no route to lose). UDP: the error is
+    /// the datagram's alone (an `ECONNREFUSED` is reported once per ICMP error).
+    #[cold]
+    fn failed(&mut self, e: i32) {
+        if matches!(e, libc::EAGAIN | libc::EINTR | libc::ENOBUFS | libc::ENOMEM) {
+            return;
+        }
+        self.failures += 1;
+        if matches!(self.io, Io::Tcp(_)) {
+            self.set_state(link::DEAD, true);
+        }
+    }
+
+    /// Return whether the connection is dead (TCP, after a hard error).
+    pub fn is_dead(&self) -> bool {
+        self.st & link::DEAD != 0
+    }
+
+    /// Try to send the unsent rest of a committed TCP frame; return whether nothing is left.
+    /// Never waits.
+    pub fn flush(&mut self) -> bool {
+        if self.tx_off >= self.tx_len {
+            return true;
+        }
+        if self.is_dead() {
+            return false;
+        }
         while self.tx_off < self.tx_len {
             let Io::Tcp(s) = &mut self.io else {
                 self.tx_off = self.tx_len;
@@ -270,26 +350,27 @@ impl FrameSocket {
                 Ok(0) => return false,
                 Ok(n) => self.tx_off += n,
                 Err(libc::EINTR) => {}
-                Err(_) => return false,
+                Err(e) => {
+                    self.failed(e);
+                    return false;
+                }
             }
         }
+        self.set_state(link::PENDING | link::REFUSED, false);
         true
     }
 
-    /// Send one frame. Over TCP a partial write is finished later (`complete = false`: by the
-    /// next send) or now (`complete = true`: waits for room). Return whether the frame was
-    /// taken (false: the socket is full; nothing of it was sent).
-    pub fn send_frame(&mut self, hdr: FrameRepr, payload: &[u8], complete: bool) -> bool {
+    /// Send one frame without waiting; return whether it was committed (false: the socket is
+    /// full or dead, and nothing of it was sent). Over TCP the socket may take only part of
+    /// it: the rest stays in this side's buffer ([`link::PENDING`]) and goes out first on its
+    /// next send or [`FrameSocket::flush`] (until then a new frame is refused; the waiters
+    /// wait for room to send it).
+    pub fn send_frame(&mut self, hdr: FrameRepr, payload: &[u8]) -> bool {
         if !self.flush() {
-            if !complete {
-                return false;
-            }
-            while !self.flush() {
-                poll_out(self, PARK_SLICE);
-            }
+            return false;
         }
         let n = HEADER_LEN + payload.len();
-        match &mut self.io {
+        let r = match &mut self.io {
             Io::Udp(s) => {
                 // Header and payload copied into one buffer and sent with `send`: a `sendmsg` of
                 // two pieces (no copy) costs 200-280 ns more per datagram on this VM (the
@@ -306,31 +387,47 @@ impl FrameSocket {
                 loop {
                     match sys::send(s.as_raw_fd(), &self.tx[at..at + n], libc::MSG_NOSIGNAL) {
                         Err(libc::EINTR) => {}
-                        r => break r.is_ok_and(|k| k == n),
+                        r => break r,
                     }
                 }
             }
             Io::Tcp(s) => {
-                hdr.emit(&mut self.tx[..HEADER_LEN]);
-                self.tx[HEADER_LEN..n].copy_from_slice(payload);
-                let sent = loop {
-                    match sys::send(s.as_raw_fd(), &self.tx[..n], libc::MSG_NOSIGNAL) {
-                        Ok(k) => break k,
-                        Err(libc::EINTR) => {}
-                        Err(_) => break 0,
-                    }
-                };
-                if sent == 0 {
+                if self.st & link::DEAD != 0 {
                     return false;
                 }
-                self.tx_off = sent;
-                self.tx_len = n;
-                if complete {
-                    while !self.flush() {
-                        poll_out(self, PARK_SLICE);
+                hdr.emit(&mut self.tx[..HEADER_LEN]);
+                self.tx[HEADER_LEN..n].copy_from_slice(payload);
+                loop {
+                    match sys::send(s.as_raw_fd(), &self.tx[..n], libc::MSG_NOSIGNAL) {
+                        Err(libc::EINTR) => {}
+                        r => break r,
                     }
                 }
+            }
+        };
+        match r {
+            // (A datagram is sent whole or not at all.)
+            Ok(k) if k > 0 => {
+                if k < n {
+                    self.tx_off = k;
+                    self.tx_len = n;
+                    self.set_state(link::PENDING, true);
+                }
+                if self.st & link::REFUSED != 0 {
+                    self.set_state(link::REFUSED, false);
+                }
                 true
+            }
+            Ok(_) => {
+                self.set_state(link::REFUSED, true);
+                false
+            }
+            Err(e) => {
+                self.failed(e);
+                if !self.is_dead() {
+                    self.set_state(link::REFUSED, true);
+                }
+                false
             }
         }
     }
@@ -373,6 +470,9 @@ impl FrameSocket {
                             return Recv::Frame(h);
                         }
                     }
+                    if self.st & link::DEAD != 0 {
+                        return Recv::Nothing;
+                    }
                     let room = self.rx.len() - self.rx_len;
                     #[cfg(test)]
                     {
@@ -385,7 +485,11 @@ impl FrameSocket {
                             self.short_read = k < room;
                         }
                         Err(libc::EINTR) => {}
-                        Err(_) => return Recv::Nothing,
+                        Err(libc::EAGAIN) => return Recv::Nothing,
+                        Err(e) => {
+                            self.failed(e);
+                            return Recv::Nothing;
+                        }
                     }
                 }
             }
@@ -645,7 +749,7 @@ impl SampleTx {
             stamp,
         };
         for s in &mut self.socks {
-            s.send_frame(hdr, data, false);
+            s.send_frame(hdr, data);
         }
     }
 }
@@ -957,10 +1061,12 @@ impl QueueTx {
         self.counters.b.store(self.acked, Ordering::Release);
     }
 
-    /// Send `data` if the credit allows.
+    /// Send `data` if the credit allows and the socket takes it; never waits.
     ///
     /// # Errors
-    /// [`PushError::Full`] (no credit), [`PushError::ZeroLength`], [`PushError::TooLarge`].
+    /// [`PushError::Full`] (no credit, the socket is full, the rest of an earlier frame still
+    /// waits for room, or the connection is dead), [`PushError::ZeroLength`],
+    /// [`PushError::TooLarge`].
     pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
         if data.is_empty() {
             return Err(PushError::ZeroLength);
@@ -972,6 +1078,9 @@ impl QueueTx {
         // u64::MAX must not overflow them (found by the `socket_frames` fuzz target).
         if self.sent.wrapping_sub(self.acked) >= self.limit {
             self.drain_acks();
+            // The rest of the last frame goes out even without credit (its destination may be
+            // waiting for it to acknowledge anything).
+            self.sock.flush();
             if self.sent.wrapping_sub(self.acked) >= self.limit {
                 return Err(PushError::Full);
             }
@@ -981,7 +1090,7 @@ impl QueueTx {
             len: data.len() as u32,
             stamp: 0,
         };
-        if !self.sock.send_frame(hdr, data, true) {
+        if !self.sock.send_frame(hdr, data) {
             return Err(PushError::Full);
         }
         self.sent = self.sent.wrapping_add(1);
@@ -992,6 +1101,7 @@ impl QueueTx {
     /// Return the messages sent and not yet acknowledged.
     pub fn len(&mut self) -> usize {
         self.drain_acks();
+        self.sock.flush();
         self.sent.wrapping_sub(self.acked) as usize
     }
 
@@ -1008,6 +1118,7 @@ impl QueueTx {
         Ok(SocketWaiter {
             fd: self.sock.try_clone_fd()?,
             counters: self.counters.clone(),
+            link: self.sock.link.clone(),
             limit: self.limit,
             source: true,
         })
@@ -1101,6 +1212,9 @@ impl QueueRx {
         }
     }
 
+    /// Acknowledge what was consumed, if not done yet, and send the rest of an ack the socket
+    /// took only part of; never waits (what the socket cannot take now goes out on a later
+    /// call: the waiter wakes for room to send it).
     fn send_ack(&mut self) {
         if self.acked_sent != self.consumed {
             let hdr = FrameRepr {
@@ -1108,9 +1222,11 @@ impl QueueRx {
                 len: 0,
                 stamp: self.consumed,
             };
-            if self.sock.send_frame(hdr, &[], true) {
+            if self.sock.send_frame(hdr, &[]) {
                 self.acked_sent = self.consumed;
             }
+        } else {
+            self.sock.flush();
         }
     }
 
@@ -1152,6 +1268,7 @@ impl QueueRx {
     /// Return the number of messages that arrived and were not consumed.
     pub fn len(&mut self) -> usize {
         self.drain();
+        self.sock.flush();
         self.count
     }
 
@@ -1182,6 +1299,7 @@ impl QueueRx {
         Ok(SocketWaiter {
             fd: self.sock.try_clone_fd()?,
             counters: self.counters.clone(),
+            link: self.sock.link.clone(),
             limit: self.limit as u64,
             source: false,
         })
@@ -1193,22 +1311,64 @@ impl QueueRx {
 pub struct SocketWaiter {
     fd: OwnedFd,
     counters: Arc<Counters>,
+    /// The endpoint's [`link`] bits.
+    link: Link,
     limit: u64,
     source: bool,
 }
 
 impl SocketWaiter {
     /// Return whether the endpoint's operation may succeed now (one `poll` with zero timeout
-    /// when the counters alone do not tell).
+    /// when the counters alone do not tell; none once the connection is dead).
     pub fn ready(&self) -> bool {
+        let quick = self.quick();
+        let st = self.link.load(Ordering::Acquire);
+        if st == 0 {
+            return quick || readable(&self.fd, Duration::ZERO);
+        }
+        self.ready_when(st, quick, Duration::ZERO)
+    }
+
+    /// Whether the counters alone say ready: a source has credit, a destination messages.
+    fn quick(&self) -> bool {
         let a = self.counters.a.load(Ordering::Acquire);
-        let quick = if self.source {
+        if self.source {
             // Wrapping: the two loads are not one snapshot, and the endpoint's counters wrap.
             a.wrapping_sub(self.counters.b.load(Ordering::Acquire)) < self.limit
         } else {
             a > 0
-        };
-        quick || readable(&self.fd, Duration::ZERO)
+        }
+    }
+
+    /// The events to poll for in state `st` ([`link`]) with credit / messages `quick`: acks or
+    /// messages (`POLLIN`) while the connection lives; room to send (`POLLOUT`) while the rest
+    /// of a frame waits for it, or, after the socket refused a frame, while there is one to
+    /// send (a source with credit; a destination always has its ack). 0: nothing to wait for.
+    fn interest(&self, st: u32, quick: bool) -> libc::c_short {
+        if st & link::DEAD != 0 {
+            return 0;
+        }
+        let out = st & link::PENDING != 0 || (st & link::REFUSED != 0 && (quick || !self.source));
+        libc::POLLIN | if out { libc::POLLOUT } else { 0 }
+    }
+
+    /// [`SocketWaiter::ready`] in the uncommon state `st` (non-zero), polling up to `timeout`
+    /// (sleeping it when there is nothing to poll for): ready for whatever the endpoint's
+    /// operation can make progress with. `POLLERR` and `POLLHUP` count as ready: the operation
+    /// then meets the error and marks the connection dead, so that is polled no more.
+    fn ready_when(&self, st: u32, quick: bool, timeout: Duration) -> bool {
+        if quick && (!self.source || st & (link::PENDING | link::REFUSED | link::DEAD) == 0) {
+            // A destination with messages; a source with credit and nothing stuck.
+            return true;
+        }
+        let events = self.interest(st, quick);
+        if events == 0 {
+            if !timeout.is_zero() {
+                std::thread::sleep(timeout);
+            }
+            return false;
+        }
+        poll_events(&self.fd, events, timeout) != 0
     }
 
     /// Return the messages in flight (source) or buffered (destination) as last seen.
@@ -1227,7 +1387,9 @@ impl SocketWaiter {
         self.len() == 0
     }
 
-    /// Wait until `ready()` or `deadline`, in slices of at most [`PARK_SLICE`].
+    /// Wait until `ready()` or `deadline`, in slices of at most [`PARK_SLICE`]. Polls only for
+    /// what the endpoint can still get ([`SocketWaiter::ready`]): on a dead connection it sleeps
+    /// the slice.
     pub fn park_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
         loop {
             if ready() {
@@ -1238,7 +1400,13 @@ impl SocketWaiter {
                 return false;
             }
             let left = deadline.map_or(PARK_SLICE, |d| (d - now).min(PARK_SLICE));
-            if !readable(&self.fd, left) {
+            let st = self.link.load(Ordering::Acquire);
+            let woke = if st == 0 {
+                readable(&self.fd, left)
+            } else {
+                self.ready_when(st, self.quick(), left)
+            };
+            if !woke {
                 // A slice passed: let the caller re-check its wait queue.
                 return ready();
             }
@@ -1256,6 +1424,39 @@ mod tests {
             FrameSocket::new(a, kind, max),
             FrameSocket::new(b, kind, max),
         )
+    }
+
+    /// The CPU time the calling thread has used.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: ts is a valid out-pointer; the thread CPU clock always exists on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Run `f` on a thread and return its result; fail if it has not returned after `limit`
+    /// (a call that waits for ever never does; the thread is left behind).
+    fn returns_within<T: Send + 'static>(
+        limit: Duration,
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (done, result) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let _ = done.send(f());
+        });
+        match result.recv_timeout(limit) {
+            Ok(r) => r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("{what}: no return after {limit:?}")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::panic::resume_unwind(t.join().expect_err("ended without a result"))
+            }
+        }
     }
 
     /// The direct system calls answer as `recv(2)` and `send(2)` do, with `errno` as the error.
@@ -1312,7 +1513,7 @@ mod tests {
                     len: i * 10,
                     stamp: 7,
                 };
-                assert!(a.send_frame(h, &vec![i as u8; i as usize * 10], false));
+                assert!(a.send_frame(h, &vec![i as u8; i as usize * 10]));
             }
             for i in 1..=3u32 {
                 let mut got = Recv::Nothing;
@@ -1513,7 +1714,7 @@ mod tests {
                 len: 0,
                 stamp: u64::MAX,
             };
-            assert!(b.send_frame(ack, &[], true));
+            assert!(b.send_frame(ack, &[]));
             std::thread::sleep(Duration::from_millis(20));
             assert_eq!(tx.len(), 0, "{kind:?}");
             // The counters wrap instead of overflowing (this panicked in debug builds).
@@ -1535,7 +1736,7 @@ mod tests {
             len: 3,
             stamp: 1,
         };
-        assert!(a.send_frame(hdr, &[1, 2, 3], true));
+        assert!(a.send_frame(hdr, &[1, 2, 3]));
         let mut out = vec![0u8; 64 + HEADER_LEN];
         // The datagram is there: returns at once, leaving the descriptor in blocking mode with a
         // 30 s receive time-out.
@@ -1747,6 +1948,99 @@ mod tests {
             }
             assert_eq!(pump(&mut tx, &mut rx), [9], "{kind:?}");
         }
+    }
+
+    /// Park on `w` for `time` (in slices, as a waiting process does; never ready); return the
+    /// CPU time and the wall time that took.
+    fn park_for(w: &SocketWaiter, time: Duration) -> (Duration, Duration) {
+        let cpu = thread_cpu();
+        let t = Instant::now();
+        while t.elapsed() < time {
+            assert!(!w.park_until(Some(t + time), || w.ready()));
+        }
+        (thread_cpu() - cpu, t.elapsed())
+    }
+
+    /// Send 4 KiB messages from `tx` until it answers Full (on a thread: fails if a send never
+    /// returns); return it with the number sent.
+    fn fill(mut tx: QueueTx, first: u32) -> (QueueTx, u32) {
+        returns_within(Duration::from_secs(60), "try_send", move || {
+            let mut n = first;
+            let e = loop {
+                match tx.try_send(&[n as u8; 4096]) {
+                    Ok(()) => n += 1,
+                    Err(e) => break e,
+                }
+                assert!(n - first < 100_000, "the connection never filled");
+            };
+            assert_eq!(e, PushError::Full);
+            // Still full, and still no wait.
+            assert_eq!(tx.try_send(&[0; 4096]), Err(PushError::Full));
+            (tx, n)
+        })
+    }
+
+    /// A queuing send never waits: a tcp destination that does not read fills the connection
+    /// (here its credit exceeds what the socket buffers hold, as one that acknowledged what it
+    /// never read would give), and the send answers Full instead of blocking until it reads.
+    /// The frame the socket took only part of goes out whole, in order, once there is room
+    /// (the waiter wakes for that room). Then the destination's end goes away with unread data
+    /// (a reset): the send answers Full at once instead of spinning on `EPIPE`, and a waiter
+    /// sleeps instead of polling a socket that is ready for ever.
+    #[test]
+    fn a_tcp_queuing_send_never_waits_for_a_destination_that_does_not_read() {
+        let (a, mut b) = pair(SocketKind::Tcp, 4096, 4);
+        let (mut tx, n) = fill(QueueTx::new(a, 1 << 20), 0);
+        let w = tx.waiter().unwrap();
+        let mut out = vec![0u8; 4096 + HEADER_LEN];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut got = 0u32;
+        while got < n {
+            match b.recv_frame(&mut out) {
+                Recv::Frame(h) => {
+                    assert_eq!(h.len, 4096);
+                    let payload = &out[HEADER_LEN..HEADER_LEN + 4096];
+                    assert!(payload.iter().all(|&x| x == got as u8), "frame {got}");
+                    got += 1;
+                }
+                Recv::Nothing => {
+                    assert!(Instant::now() < deadline, "{got} of {n} frames arrived");
+                    if w.ready() {
+                        // A status query on the source sends what waits.
+                        tx.len();
+                    }
+                    readable(&b, Duration::from_millis(10));
+                }
+            }
+        }
+        let (mut tx, _) = fill(tx, n);
+        assert!(!tx.sock.is_dead());
+        // Unread data in the receive queue: closing the end resets the connection.
+        drop(b);
+        std::thread::sleep(Duration::from_millis(20));
+        let mut tx = returns_within(
+            Duration::from_secs(60),
+            "try_send after a reset",
+            move || {
+                for _ in 0..3 {
+                    assert_eq!(tx.try_send(&[1; 4096]), Err(PushError::Full));
+                }
+                tx
+            },
+        );
+        assert!(
+            tx.sock.is_dead() && tx.sock.failures >= 1,
+            "{:?}",
+            tx.sock.failures
+        );
+        assert!(!w.ready());
+        let (cpu, wall) = park_for(&w, Duration::from_millis(300));
+        assert!(wall >= Duration::from_millis(300), "{wall:?}");
+        assert!(
+            cpu < Duration::from_millis(100),
+            "a park on a dead connection used {cpu:?} of CPU in {wall:?}"
+        );
+        assert_eq!(tx.len(), tx.sent.wrapping_sub(tx.acked) as usize);
     }
 
     #[test]
