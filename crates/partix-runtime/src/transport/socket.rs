@@ -25,9 +25,10 @@
 //! No send waits: over TCP a frame the socket takes only part of is committed, and its rest
 //! waits in the endpoint's buffer until a later call of that endpoint sends it (meanwhile new
 //! frames are refused: Full); a hard error (`EPIPE`, `ECONNRESET`, ...) is counted and marks the
-//! connection dead for good (sends answer Full, receives nothing). The waiters poll for what the
-//! endpoint can still get (room to send the rest of a frame, acks, messages), and on a dead
-//! connection sleep their slice.
+//! connection dead for good (sends answer Full, receives nothing); the end of a TCP stream (a
+//! `recv` of 0: the peer shut its side down) is latched too. The waiters poll for what the
+//! endpoint can still get (room to send the rest of a frame, acks, messages), and sleep their
+//! slice when that is nothing (a dead connection, or an ended stream, polls ready for ever).
 //!
 //! Waiting maps to `poll(2)` on the socket (bounded slices of [`PARK_SLICE`] so a process that
 //! joins the port's wait queue is noticed); spinning polls it with a zero timeout. A udp sampling
@@ -201,12 +202,16 @@ mod link {
     pub const REFUSED: u32 = 2;
     /// TCP: a hard error (`EPIPE`, `ECONNRESET`, ...): the connection is dead for good.
     pub const DEAD: u32 = 4;
+    /// TCP: the peer shut its sending side down (a `recv` returned 0): nothing more will come,
+    /// and the socket polls readable for ever.
+    pub const EOF: u32 = 8;
 }
 
 /// The state bits of one end ([`link`]), shared by its [`FrameSocket`] (which writes them, only
 /// when they change: never on the path of a message that goes through) and its waiters, which
 /// poll only for what the endpoint can still get: nothing once the connection is dead (a dead
-/// connection polls ready at once, for ever), room to send while a frame waits for it.
+/// connection polls ready at once, for ever), no input after the end of the stream (which polls
+/// readable for ever), room to send while a frame waits for it.
 type Link = Arc<std::sync::atomic::AtomicU32>;
 
 /// One end of a channel's socket with its framing buffers (allocated once).
@@ -326,6 +331,12 @@ impl FrameSocket {
     /// Return whether the connection is dead (TCP, after a hard error).
     pub fn is_dead(&self) -> bool {
         self.st & link::DEAD != 0
+    }
+
+    /// Return whether nothing can come in any more (TCP: the peer shut its side down, or the
+    /// connection is dead): a wait for input has nothing to poll for.
+    pub fn input_ended(&self) -> bool {
+        self.st & (link::DEAD | link::EOF) != 0
     }
 
     /// Try to send the unsent rest of a committed TCP frame; return whether nothing is left.
@@ -470,7 +481,7 @@ impl FrameSocket {
                             return Recv::Frame(h);
                         }
                     }
-                    if self.st & link::DEAD != 0 {
+                    if self.st & (link::DEAD | link::EOF) != 0 {
                         return Recv::Nothing;
                     }
                     let room = self.rx.len() - self.rx_len;
@@ -479,7 +490,10 @@ impl FrameSocket {
                         self.looks += 1;
                     }
                     match sys::recv(s.as_raw_fd(), &mut self.rx[self.rx_len..], 0) {
-                        Ok(0) => return Recv::Nothing,
+                        Ok(0) => {
+                            self.set_state(link::EOF, true);
+                            return Recv::Nothing;
+                        }
                         Ok(k) => {
                             self.rx_len += k;
                             self.short_read = k < room;
@@ -976,6 +990,11 @@ impl SampleRx {
                         }
                     }
                     Some(Recv::Nothing) => {}
+                    None if self.sock.input_ended() => {
+                        // Nothing can come (and the socket would poll readable at once, for
+                        // ever): sleep the slice.
+                        std::thread::sleep(left);
+                    }
                     None => {
                         readable(&self.sock, left);
                         after_poll = true;
@@ -1341,15 +1360,17 @@ impl SocketWaiter {
     }
 
     /// The events to poll for in state `st` ([`link`]) with credit / messages `quick`: acks or
-    /// messages (`POLLIN`) while the connection lives; room to send (`POLLOUT`) while the rest
+    /// messages (`POLLIN`) until the end of the stream; room to send (`POLLOUT`) while the rest
     /// of a frame waits for it, or, after the socket refused a frame, while there is one to
-    /// send (a source with credit; a destination always has its ack). 0: nothing to wait for.
+    /// send (a source with credit; a destination always has its ack); nothing once the
+    /// connection is dead. 0: nothing to wait for.
     fn interest(&self, st: u32, quick: bool) -> libc::c_short {
         if st & link::DEAD != 0 {
             return 0;
         }
         let out = st & link::PENDING != 0 || (st & link::REFUSED != 0 && (quick || !self.source));
-        libc::POLLIN | if out { libc::POLLOUT } else { 0 }
+        let input = if st & link::EOF == 0 { libc::POLLIN } else { 0 };
+        input | if out { libc::POLLOUT } else { 0 }
     }
 
     /// [`SocketWaiter::ready`] in the uncommon state `st` (non-zero), polling up to `timeout`
@@ -2041,6 +2062,78 @@ mod tests {
             "a park on a dead connection used {cpu:?} of CPU in {wall:?}"
         );
         assert_eq!(tx.len(), tx.sent.wrapping_sub(tx.acked) as usize);
+    }
+
+    /// Wait on `w` for `time` as a waiting process does: park in slices, and whenever the park
+    /// says ready, try the operation (`op`, which must fail: nothing can succeed). Return the
+    /// CPU time and the wall time that took.
+    fn wait_as_a_process(
+        w: &SocketWaiter,
+        time: Duration,
+        mut op: impl FnMut() -> bool,
+    ) -> (Duration, Duration) {
+        let cpu = thread_cpu();
+        let t = Instant::now();
+        while t.elapsed() < time {
+            if w.park_until(Some(t + time), || w.ready()) {
+                assert!(!op(), "the operation succeeded");
+            }
+        }
+        (thread_cpu() - cpu, t.elapsed())
+    }
+
+    /// Shut down the sending side of a socket (the peer then reads the end of the stream).
+    fn shut_wr(s: &FrameSocket) {
+        // SAFETY: shutdown on a descriptor the socket owns; no memory is passed.
+        let r = unsafe { libc::shutdown(s.as_fd().as_raw_fd(), libc::SHUT_WR) };
+        assert_eq!(r, 0);
+    }
+
+    /// A tcp peer that shuts its sending side down (the stream ends; the socket then polls
+    /// readable for ever) must not make waits spin: a queuing destination waiting for a
+    /// message, a queuing source waiting for credit (the acks' stream ended) and a blocking
+    /// sampling wait each use a small part of their 300 ms in CPU.
+    #[test]
+    fn waits_sleep_after_the_peer_ends_its_stream() {
+        const WAIT: Duration = Duration::from_millis(300);
+        const CPU: Duration = Duration::from_millis(100);
+        // Queuing destination.
+        let (a, b) = pair(SocketKind::Tcp, 8, 4);
+        let mut rx = QueueRx::new(b, 4);
+        shut_wr(&a);
+        let w = rx.waiter().unwrap();
+        let mut buf = [0u8; 8];
+        let (cpu, wall) = wait_as_a_process(&w, WAIT, || rx.try_recv(&mut buf).is_ok());
+        assert!(
+            wall >= WAIT && cpu < CPU,
+            "destination: {cpu:?} of CPU in {wall:?}"
+        );
+        assert!(rx.sock.input_ended() && !rx.sock.is_dead());
+        // Queuing source without credit.
+        let (a, b) = pair(SocketKind::Tcp, 8, 1);
+        let mut tx = QueueTx::new(a, 1);
+        tx.try_send(&[1]).unwrap();
+        shut_wr(&b);
+        let w = tx.waiter().unwrap();
+        let (cpu, wall) = wait_as_a_process(&w, WAIT, || tx.try_send(&[2]).is_ok());
+        assert!(
+            wall >= WAIT && cpu < CPU,
+            "source: {cpu:?} of CPU in {wall:?}"
+        );
+        // Sampling destination, blocking wait.
+        let (a, b) = pair(SocketKind::Tcp, 8, 4);
+        let mut rx = SampleRx::new(b);
+        shut_wr(&a);
+        let cpu = thread_cpu();
+        let t = Instant::now();
+        rx.new_call();
+        let r = rx.wait_newer(&mut buf, None, RecvMode::Blocking, Some(WAIT));
+        let (cpu, wall) = (thread_cpu() - cpu, t.elapsed());
+        assert!(matches!(r, Err(WaitError::TimedOut)), "{r:?}");
+        assert!(
+            wall >= WAIT && cpu < CPU,
+            "sampling: {cpu:?} of CPU in {wall:?}"
+        );
     }
 
     #[test]
