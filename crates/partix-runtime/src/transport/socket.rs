@@ -1205,6 +1205,13 @@ impl QueueRx {
         rx
     }
 
+    /// Acknowledge in batches for a source whose credit is `credit` messages (the channel's
+    /// capacity, when it is below this port's `MaxNbMessages`): half of it.
+    pub fn with_credit(mut self, credit: u32) -> QueueRx {
+        self.batch = (u64::from(credit).min(self.limit as u64) / 2).max(1);
+        self
+    }
+
     fn drain(&mut self) {
         while self.count < self.limit && self.take_frame() {}
         self.counters.a.store(self.count as u64, Ordering::Release);
