@@ -510,10 +510,17 @@ impl FrameSocket {
         }
     }
 
-    /// The header of the datagram of `n` bytes in `out`, if it is a well-formed frame (a
-    /// malformed one is counted in `dropped`).
+    /// The header of the datagram of `n` bytes received into `out`, if it is a well-formed
+    /// frame (a malformed one is counted in `dropped`). `n` is the datagram's real length
+    /// ([`recv_flags`]): one longer than `out` was cut, and is malformed whatever its header
+    /// says.
     fn datagram(&mut self, out: &[u8], n: usize) -> Option<FrameRepr> {
-        match FrameRepr::parse(&out[..n]) {
+        let frame = if n <= out.len() {
+            Some(&out[..n])
+        } else {
+            None
+        };
+        match frame.and_then(FrameRepr::parse) {
             Some(h) if h.len as usize == n - HEADER_LEN && n - HEADER_LEN <= self.max => Some(h),
             _ => {
                 self.dropped += 1;
@@ -629,10 +636,12 @@ fn kernel_tick() -> Duration {
     })
 }
 
-/// `recv(2)` with `flags` into `out`; the error is the `errno` value.
+/// `recv(2)` of one datagram with `flags` into `out`: the datagram's real length, which exceeds
+/// `out.len()` when it was cut to fit (`MSG_TRUNC`: no extra system call); the error is the
+/// `errno` value.
 #[inline(always)]
 fn recv_flags(s: &UdpSocket, out: &mut [u8], flags: libc::c_int) -> Result<usize, i32> {
-    sys::recv(s.as_raw_fd(), out, flags)
+    sys::recv(s.as_raw_fd(), out, flags | libc::MSG_TRUNC)
 }
 
 /// `recv(2)` and `send(2)` on the message path, as system calls made right here.
@@ -2141,6 +2150,51 @@ mod tests {
             wall >= WAIT && cpu < CPU,
             "sampling: {cpu:?} of CPU in {wall:?}"
         );
+    }
+
+    /// A udp datagram longer than the receive buffer (which holds a frame of `max` bytes) is
+    /// malformed whatever its header says: dropped and counted, not cut to a frame of `max`
+    /// bytes; the next good frame is received. Both receives: the look and the blocking one.
+    #[test]
+    fn an_oversized_udp_datagram_is_dropped_not_cut() {
+        let bad = |max: u32| {
+            let mut d = vec![7u8; max as usize + HEADER_LEN + 1];
+            let h = FrameRepr {
+                seq: 1,
+                len: max,
+                stamp: 1,
+            };
+            h.emit(&mut d);
+            d
+        };
+        let good = FrameRepr {
+            seq: 2,
+            len: 3,
+            stamp: 2,
+        };
+        let (mut a, b) = pair(SocketKind::Udp, 64, 4);
+        let mut rx = QueueRx::new(b, 4);
+        let fd = a.as_fd().as_raw_fd();
+        assert_eq!(sys::send(fd, &bad(64), 0), Ok(64 + HEADER_LEN + 1));
+        assert!(a.send_frame(good, &[1, 2, 3]));
+        let w = rx.waiter().unwrap();
+        assert!(w.park_until(Some(Instant::now() + Duration::from_secs(10)), || w.ready()));
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 64];
+        assert_eq!(rx.try_recv(&mut buf), Ok(3));
+        assert_eq!(buf[..3], [1, 2, 3]);
+        assert_eq!(rx.sock.dropped, 1);
+        // The blocking receive, into a buffer of exactly one frame of `max`.
+        let (mut a, mut b) = pair(SocketKind::Udp, 64, 4);
+        let fd = a.as_fd().as_raw_fd();
+        let mut out = vec![0u8; 64 + HEADER_LEN];
+        assert_eq!(sys::send(fd, &bad(64), 0), Ok(64 + HEADER_LEN + 1));
+        assert!(a.send_frame(good, &[4, 5, 6]));
+        let t = Duration::from_secs(5);
+        assert_eq!(b.recv_frame_wait(&mut out, t), Some(Recv::Nothing));
+        assert_eq!(b.dropped, 1);
+        assert_eq!(b.recv_frame_wait(&mut out, t), Some(Recv::Frame(good)));
+        assert_eq!(out[HEADER_LEN..HEADER_LEN + 3], [4, 5, 6]);
     }
 
     #[test]
