@@ -3,13 +3,20 @@
 //! The executive creates one connected socket pair per (source, destination) before forking
 //! ([`socket_pair`]); each side inherits its end. Every message travels as one frame:
 //! ```text
-//!  0        4        8                16
-//!  +--------+--------+----------------+----------------------+
-//!  | seq u32| len u32| stamp u64      | payload (len bytes)  |   little-endian
-//!  +--------+--------+----------------+----------------------+
+//!  0        4        8        12       16               24
+//!  +--------+--------+--------+--------+----------------+---------------------+
+//!  | "PXF1" | seq u32| len u32| check  | stamp u64      | payload (len bytes) |   little-endian
+//!  +--------+--------+--------+--------+----------------+---------------------+
+//!  TCP only, after the payload: | check u32 | "PXFE" |   (the trailer)
 //! ```
-//! A UDP datagram holds exactly one frame; over TCP the `len` field delimits frames in the
-//! stream. A frame with `len = 0` going back from the destination is a **cumulative
+//! `check` is a hash of `seq`, `len` and `stamp` ([`FrameRepr::check`]). A UDP datagram holds
+//! exactly one frame; over TCP the `len` field delimits frames in the stream, and the magic, the
+//! check and the trailer let a receiver find them again after a partition restarted in the
+//! middle of one (the sockets outlive the processes, a partly sent or partly read frame does
+//! not): bytes that do not begin a valid header are skipped up to the next magic, a frame whose
+//! trailer is not where its `len` says is dropped, and every tcp end that sends starts with
+//! `max + 32` zero bytes ([`FrameSocket::resync_peer`]), which complete whatever frame a killed
+//! incarnation left partly sent so that its trailer check fails, and are then skipped. A frame with `len = 0` going back from the destination is a **cumulative
 //! acknowledgement** (queuing): `seq` = the destination's incarnation, `stamp` = messages it
 //! consumed so far. A destination announces each incarnation with an ack of 0 when it starts.
 //!
@@ -49,7 +56,16 @@ use std::time::{Duration, Instant};
 use super::{far_from, PAGE};
 
 /// Bytes of a frame header.
-pub const HEADER_LEN: usize = 16;
+pub const HEADER_LEN: usize = 24;
+
+/// Bytes of the trailer that ends a TCP frame.
+pub const TRAILER_LEN: usize = 8;
+
+/// The first bytes of every header.
+const MAGIC: [u8; 4] = *b"PXF1";
+
+/// The last bytes of every TCP trailer (after the header's check).
+const END: [u8; 4] = *b"PXFE";
 
 /// Longest single `poll(2)` of a parked waiter.
 pub const PARK_SLICE: Duration = Duration::from_millis(20);
@@ -66,21 +82,48 @@ pub struct FrameRepr {
 }
 
 impl FrameRepr {
-    /// Parse a header from the first [`HEADER_LEN`] bytes of `b`.
+    /// The header's check: a hash of its fields (two multiply-xorshift rounds), so that bytes
+    /// that are not a header (the middle of a frame, after a restart) pass for one only by a
+    /// 1 in 2^64 chance (the magic and the check).
+    pub fn check(&self) -> u32 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = (u64::from(self.seq) << 32 | u64::from(self.len)) ^ 0x5158_4631;
+        h = h.wrapping_mul(K);
+        h ^= h >> 29;
+        h ^= self.stamp;
+        h = h.wrapping_mul(K);
+        h ^= h >> 32;
+        h as u32
+    }
+
+    /// Parse a header from the first [`HEADER_LEN`] bytes of `b`; `None` if there are fewer, or
+    /// the magic or the check is wrong.
     pub fn parse(b: &[u8]) -> Option<FrameRepr> {
         let h = b.get(..HEADER_LEN)?;
-        Some(FrameRepr {
-            seq: u32::from_le_bytes(h[0..4].try_into().ok()?),
-            len: u32::from_le_bytes(h[4..8].try_into().ok()?),
-            stamp: u64::from_le_bytes(h[8..16].try_into().ok()?),
-        })
+        let f = FrameRepr {
+            seq: u32::from_le_bytes(h[4..8].try_into().ok()?),
+            len: u32::from_le_bytes(h[8..12].try_into().ok()?),
+            stamp: u64::from_le_bytes(h[16..24].try_into().ok()?),
+        };
+        (h[0..4] == MAGIC && u32::from_le_bytes(h[12..16].try_into().ok()?) == f.check())
+            .then_some(f)
     }
 
     /// Emit the header into `b[..HEADER_LEN]`.
     pub fn emit(&self, b: &mut [u8]) {
-        b[0..4].copy_from_slice(&self.seq.to_le_bytes());
-        b[4..8].copy_from_slice(&self.len.to_le_bytes());
-        b[8..16].copy_from_slice(&self.stamp.to_le_bytes());
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4..8].copy_from_slice(&self.seq.to_le_bytes());
+        b[8..12].copy_from_slice(&self.len.to_le_bytes());
+        b[12..16].copy_from_slice(&self.check().to_le_bytes());
+        b[16..24].copy_from_slice(&self.stamp.to_le_bytes());
+    }
+
+    /// The TCP trailer of this frame.
+    fn trailer(&self) -> [u8; TRAILER_LEN] {
+        let mut t = [0u8; TRAILER_LEN];
+        t[..4].copy_from_slice(&self.check().to_le_bytes());
+        t[4..].copy_from_slice(&END);
+        t
     }
 }
 
@@ -230,6 +273,8 @@ pub struct FrameSocket {
     max: usize,
     /// Malformed frames dropped.
     pub dropped: u64,
+    /// TCP: bytes skipped while looking for the next frame (zeros not counted).
+    pub skipped: u64,
     /// Hard socket errors met (TCP; the first marks the connection dead).
     pub failures: u64,
     /// The [`link`] bits (this side's copy; `link` holds the shared one).
@@ -278,7 +323,7 @@ impl FrameSocket {
             SocketKind::Udp => (Io::Udp(UdpSocket::from(fd)), Vec::new()),
             SocketKind::Tcp => (
                 Io::Tcp(TcpStream::from(fd)),
-                vec![0u8; (2 * (max + HEADER_LEN)).max(64 << 10)],
+                vec![0u8; (2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10)],
             ),
         };
         FrameSocket {
@@ -291,6 +336,7 @@ impl FrameSocket {
             short_read: false,
             max,
             dropped: 0,
+            skipped: 0,
             failures: 0,
             st: 0,
             link: Link::default(),
@@ -380,7 +426,7 @@ impl FrameSocket {
         if !self.flush() {
             return false;
         }
-        let n = HEADER_LEN + payload.len();
+        let mut n = HEADER_LEN + payload.len();
         let r = match &mut self.io {
             Io::Udp(s) => {
                 // Header and payload copied into one buffer and sent with `send`: a `sendmsg` of
@@ -408,6 +454,8 @@ impl FrameSocket {
                 }
                 hdr.emit(&mut self.tx[..HEADER_LEN]);
                 self.tx[HEADER_LEN..n].copy_from_slice(payload);
+                self.tx[n..n + TRAILER_LEN].copy_from_slice(&hdr.trailer());
+                n += TRAILER_LEN;
                 loop {
                     match sys::send(s.as_raw_fd(), &self.tx[..n], libc::MSG_NOSIGNAL) {
                         Err(libc::EINTR) => {}
@@ -466,30 +514,26 @@ impl FrameSocket {
                     }
                 }
                 Io::Tcp(s) => {
-                    if let Some(h) = FrameRepr::parse(&self.rx[..self.rx_len]) {
+                    let fd = s.as_raw_fd();
+                    if let Some(h) = self.tcp_frame() {
                         let n = HEADER_LEN + h.len as usize;
-                        if h.len as usize > self.max {
-                            // A broken stream: resynchronisation is impossible; drop it all.
-                            self.dropped += 1;
-                            self.rx_len = 0;
-                            continue;
-                        }
-                        if self.rx_len >= n {
-                            out[..n].copy_from_slice(&self.rx[..n]);
-                            self.rx.copy_within(n..self.rx_len, 0);
-                            self.rx_len -= n;
-                            return Recv::Frame(h);
-                        }
+                        out[..n].copy_from_slice(&self.rx[..n]);
+                        let end = n + TRAILER_LEN;
+                        self.rx.copy_within(end..self.rx_len, 0);
+                        self.rx_len -= end;
+                        return Recv::Frame(h);
                     }
                     if self.st & (link::DEAD | link::EOF) != 0 {
                         return Recv::Nothing;
                     }
+                    // Never 0: the buffer holds two frames, and at most the beginning of one is
+                    // left in it.
                     let room = self.rx.len() - self.rx_len;
                     #[cfg(test)]
                     {
                         self.looks += 1;
                     }
-                    match sys::recv(s.as_raw_fd(), &mut self.rx[self.rx_len..], 0) {
+                    match sys::recv(fd, &mut self.rx[self.rx_len..], 0) {
                         Ok(0) => {
                             self.set_state(link::EOF, true);
                             return Recv::Nothing;
@@ -508,6 +552,76 @@ impl FrameSocket {
                 }
             }
         }
+    }
+
+    /// TCP: the complete, well-formed frame at the start of the stream buffer, if there is one
+    /// (it stays there), after dropping what cannot be one: bytes that do not begin a valid
+    /// header (counted in `skipped`, zeros excepted: [`FrameSocket::resync_peer`]'s padding),
+    /// and frames whose trailer is not where their `len` says or whose `len` exceeds the maximum
+    /// (counted in `dropped`). `None`: the buffer holds at most the beginning of a frame. Each
+    /// byte is looked at a bounded number of times, whatever the peer sends.
+    #[inline]
+    fn tcp_frame(&mut self) -> Option<FrameRepr> {
+        let mut p = 0;
+        let found = loop {
+            let b = &self.rx[p..self.rx_len];
+            if b.len() < HEADER_LEN {
+                // The beginning of a header waits for the rest.
+                let k = b.len().min(MAGIC.len());
+                if b[..k] == MAGIC[..k] {
+                    break None;
+                }
+            } else {
+                match FrameRepr::parse(b) {
+                    Some(h) if h.len as usize <= self.max => {
+                        let n = HEADER_LEN + h.len as usize;
+                        if b.len() < n + TRAILER_LEN {
+                            break None;
+                        }
+                        // The trailer: the header's check, then the end mark.
+                        if b[n..n + 4] == b[12..16] && b[n + 4..n + TRAILER_LEN] == END {
+                            break Some(h);
+                        }
+                        // Cut short: the rest of a frame a killed incarnation left partly sent
+                        // (the bytes that followed are another frame's, or padding).
+                        self.dropped += 1;
+                    }
+                    // A header claiming more than the port's maximum: a broken peer.
+                    Some(_) => self.dropped += 1,
+                    None => {}
+                }
+            }
+            // Skip to the next byte that may begin a header.
+            let next = self.rx[p + 1..self.rx_len]
+                .iter()
+                .position(|&x| x == MAGIC[0])
+                .map_or(self.rx_len, |i| p + 1 + i);
+            self.skipped += self.rx[p..next].iter().filter(|&&x| x != 0).count() as u64;
+            p = next;
+        };
+        if p > 0 {
+            self.rx.copy_within(p..self.rx_len, 0);
+            self.rx_len -= p;
+        }
+        found
+    }
+
+    /// TCP: send `max + HEADER_LEN + TRAILER_LEN` zero bytes, ahead of this end's first frame
+    /// (call it once, when the endpoint that sends on this socket is made; UDP: nothing to do).
+    /// A previous incarnation of this end may have been killed in the middle of a frame (its
+    /// rest died with the process, the socket lives on): the zeros complete that frame, whose
+    /// trailer then does not match, so the peer drops it, skips the zeros and finds this
+    /// incarnation's first header. Goes out like the rest of a frame ([`FrameSocket::flush`]).
+    pub fn resync_peer(&mut self) {
+        if !matches!(self.io, Io::Tcp(_)) || self.tx_off < self.tx_len {
+            return;
+        }
+        let n = self.max + HEADER_LEN + TRAILER_LEN;
+        self.tx[..n].fill(0);
+        self.tx_off = 0;
+        self.tx_len = n;
+        self.set_state(link::PENDING, true);
+        self.flush();
     }
 
     /// The header of the datagram of `n` bytes received into `out`, if it is a well-formed
@@ -586,24 +700,19 @@ impl FrameSocket {
     /// may find something: always over UDP; over TCP only if a complete frame is buffered or the
     /// last `read` filled the buffer (a short read drained the socket, so asking again would
     /// only cost a system call that answers `EAGAIN`).
-    fn may_have_more(&self) -> bool {
+    fn may_have_more(&mut self) -> bool {
         match &self.io {
             Io::Udp(_) => true,
-            Io::Tcp(_) => {
-                !self.short_read
-                    || FrameRepr::parse(&self.rx[..self.rx_len])
-                        .is_some_and(|h| self.rx_len >= HEADER_LEN + h.len as usize)
-            }
+            Io::Tcp(_) => !self.short_read || self.tcp_frame().is_some(),
         }
     }
 
     /// TCP: return whether a complete frame is already in this side's stream buffer (read from
     /// the socket, so invisible to `poll`); UDP: never.
-    fn frame_buffered(&self) -> bool {
+    fn frame_buffered(&mut self) -> bool {
         match &self.io {
             Io::Udp(_) => false,
-            Io::Tcp(_) => FrameRepr::parse(&self.rx[..self.rx_len])
-                .is_some_and(|h| self.rx_len >= HEADER_LEN + h.len as usize),
+            Io::Tcp(_) => self.tcp_frame().is_some(),
         }
     }
 
@@ -759,7 +868,10 @@ pub struct SampleTx {
 
 impl SampleTx {
     /// Use the inherited sockets.
-    pub fn new(socks: Vec<FrameSocket>) -> SampleTx {
+    pub fn new(mut socks: Vec<FrameSocket>) -> SampleTx {
+        for s in &mut socks {
+            s.resync_peer();
+        }
         SampleTx { socks, seq: 0 }
     }
 
@@ -1045,7 +1157,8 @@ pub struct QueueTx {
 
 impl QueueTx {
     /// Use the inherited socket; `limit` is `MaxNbMessages`.
-    pub fn new(sock: FrameSocket, limit: u32) -> QueueTx {
+    pub fn new(mut sock: FrameSocket, limit: u32) -> QueueTx {
+        sock.resync_peer();
         QueueTx {
             scratch: vec![0u8; sock.max + HEADER_LEN],
             sock,
@@ -1210,6 +1323,7 @@ impl QueueRx {
             limit,
             sock,
         };
+        rx.sock.resync_peer();
         rx.send_ack();
         rx
     }
@@ -1678,8 +1792,10 @@ mod tests {
             let mut rx = SampleRx::new(b);
             let mut buf = [0u8; 64];
             let (go, went) = std::sync::mpsc::channel::<Duration>();
+            // Made here: over tcp its padding (`resync_peer`) is in the socket before the first
+            // look, which skips it.
+            let mut tx = SampleTx::new(vec![a]);
             let sender = std::thread::spawn(move || {
-                let mut tx = SampleTx::new(vec![a]);
                 for (i, pause) in went.iter().enumerate() {
                     std::thread::sleep(pause);
                     tx.write(&[i as u8 + 1; 10], 1);
@@ -2150,6 +2266,83 @@ mod tests {
             wall >= WAIT && cpu < CPU,
             "sampling: {cpu:?} of CPU in {wall:?}"
         );
+    }
+
+    /// TCP frame alignment survives a partition restarted in the middle of a frame (the socket
+    /// outlives the process; the rest of the frame, in its memory, does not). A source killed
+    /// after `cut` bytes of a frame: its next incarnation's messages all arrive (its padding
+    /// completes the cut frame, whose trailer then fails, even when it sends less than the cut
+    /// frame's length). A destination killed after reading `cut` bytes of a frame: its next
+    /// incarnation skips the rest and receives every later message.
+    #[test]
+    fn a_tcp_stream_resynchronises_after_an_end_restarts_mid_frame() {
+        const MAX: u32 = 256;
+        // A frame of MAX bytes of 1s, as the killed incarnation sent it.
+        let frame = {
+            let h = FrameRepr {
+                seq: 9,
+                len: MAX,
+                stamp: 0,
+            };
+            let n = HEADER_LEN + MAX as usize;
+            let mut f = vec![1u8; n + TRAILER_LEN];
+            h.emit(&mut f);
+            f[n..].copy_from_slice(&h.trailer());
+            f
+        };
+        let raw = |fd: &OwnedFd, b: &[u8]| {
+            assert_eq!(sys::send(fd.as_raw_fd(), b, 0), Ok(b.len()));
+        };
+        let messages = |round: u8| (0..5u8).map(move |i| vec![round * 10 + i; 7]);
+        let expected = |round: u8| messages(round).flatten().collect::<Vec<u8>>();
+        for cut in [
+            3,
+            HEADER_LEN - 1,
+            HEADER_LEN + 10,
+            HEADER_LEN + MAX as usize + 4,
+        ] {
+            // The source.
+            let (a, b) = pair(SocketKind::Tcp, MAX, 8);
+            let a2 = a.try_clone_fd().unwrap();
+            let mut rx = QueueRx::new(b, 8);
+            let mut tx = QueueTx::new(a, 8);
+            for m in messages(1) {
+                tx.try_send(&m).unwrap();
+            }
+            assert_eq!(pump(&mut tx, &mut rx), expected(1), "cut {cut}");
+            raw(&a2, &frame[..cut]);
+            drop(tx);
+            let mut tx = QueueTx::new(FrameSocket::new(a2, SocketKind::Tcp, MAX), 8);
+            for m in messages(2) {
+                tx.try_send(&m).unwrap();
+            }
+            assert_eq!(pump(&mut tx, &mut rx), expected(2), "source, cut {cut}");
+            assert!(rx.sock.dropped + rx.sock.skipped > 0, "cut {cut}");
+            // The destination.
+            let (a, b) = pair(SocketKind::Tcp, MAX, 8);
+            let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
+            let mut tx = QueueTx::new(a, 8);
+            let mut rx = QueueRx::new(b, 8);
+            raw(&a2, &frame[..cut]);
+            std::thread::sleep(Duration::from_millis(20));
+            let mut buf = [0u8; MAX as usize];
+            assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+            assert_eq!(
+                rx.sock.rx_len, cut,
+                "the killed incarnation read the cut frame"
+            );
+            drop(rx);
+            raw(&a2, &frame[cut..]);
+            let mut rx = QueueRx::new(FrameSocket::new(b2, SocketKind::Tcp, MAX), 8);
+            for m in messages(3) {
+                tx.try_send(&m).unwrap();
+            }
+            assert_eq!(
+                pump(&mut tx, &mut rx),
+                expected(3),
+                "destination, cut {cut}"
+            );
+        }
     }
 
     /// A udp datagram longer than the receive buffer (which holds a frame of `max` bytes) is
