@@ -43,7 +43,9 @@
 //! `src` or `dst`, `name` is percent-encoded (bytes other than `A-Z a-z 0-9 _ - .`), and `fds` is
 //! `+`-separated `FD` + `r`/`w` (read-only / read-write mapping; sockets are `w`), optionally
 //! followed by `:transport` when it is not `one-sided`, then by `:recv=MODE` when the
-//! configuration gives the port a `partix:ReceiveMode` (`spin`, `block`, `parkN`), e.g.
+//! configuration gives the port a `partix:ReceiveMode` (`spin`, `block`, `parkN`), then by
+//! `:nb=N` on both ends of a `udp`/`tcp` queuing channel (its capacity, [`PortDesc::capacity`]),
+//! e.g.
 //! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided:recv=block`. A partition only
 //! ever sees the ports of its own configuration entry, so it cannot open another partition's
 //! port.
@@ -169,6 +171,11 @@ pub struct PortDesc {
     pub transport: Transport,
     /// The port's `partix:ReceiveMode` (`None`: the runtime's default).
     pub recv_mode: Option<RecvMode>,
+    /// A connected `udp`/`tcp` queuing port: the channel's capacity, the smaller of its two
+    /// ports' `MaxNbMessages` (ARINC 653 lets them differ). The source's credit and the
+    /// destination's acknowledgement batches go by it, and the sockets hold that many frames,
+    /// so none is ever lost. `None` elsewhere.
+    pub capacity: Option<u32>,
 }
 
 /// The runtime's mode for a configured `partix:ReceiveMode` (`spin-then-park` without a count:
@@ -463,6 +470,8 @@ impl ChannelSet {
         let label = |r: &PortRef| format!("{}/{}", pname(r.partition), r.port);
         // Resource indices of each (partition index, port name) end, with its transport.
         let mut ends: Vec<(End, Transport)> = Vec::new();
+        // The capacity of each udp/tcp queuing end ([`PortDesc::capacity`]).
+        let mut capacities: Vec<((usize, String), u32)> = Vec::new();
         let partner = reverse_tcp_pairs(module, &transports);
         // For the second channel of a pair: (its source's socket, its destination's socket),
         // made with the first.
@@ -542,6 +551,13 @@ impl ChannelSet {
                     });
                     let max = port.or(dst_port).map(|p| p.max_message_size).unwrap_or(1);
                     let nb = dst_port.or(port).map(|p| p.max_nb_messages).unwrap_or(1);
+                    // udp/tcp: the source's credit is the channel's capacity, the smaller of
+                    // the two ends' MaxNbMessages (credit beyond what the destination's
+                    // sockets were sized for overflowed them: udp lost datagrams silently).
+                    let capacity = match (port, dst_port) {
+                        (Some(s), Some(d)) => s.max_nb_messages.min(d.max_nb_messages),
+                        _ => nb,
+                    };
                     let name = format!("partix-ch{}-{}", c.id.0, label(src));
                     let plabel = label(src);
                     let (src_res, dst_res) = match transport {
@@ -565,12 +581,21 @@ impl ChannelSet {
                         }
                         Transport::Udp | Transport::Tcp => {
                             let kind = transport.socket_kind().expect("socket transport");
-                            let (a, b) = socket::socket_pair(kind, max, nb).map_err(|error| {
-                                ChannelError::Socket {
-                                    port: plabel.clone(),
-                                    error,
+                            if let Some(si) = src_idx {
+                                capacities.push(((si, src.port.clone()), capacity));
+                            }
+                            if let Some(d) = c.destinations.first() {
+                                if let Some(di) = module.partition_index(d.partition) {
+                                    capacities.push(((di, d.port.clone()), capacity));
                                 }
-                            })?;
+                            }
+                            let (a, b) =
+                                socket::socket_pair(kind, max, capacity).map_err(|error| {
+                                    ChannelError::Socket {
+                                        port: plabel.clone(),
+                                        error,
+                                    }
+                                })?;
                             let ai = set.push(Resource::Socket(a));
                             let bi = set.push(Resource::Socket(b));
                             (vec![(ai, Access::ReadWrite)], vec![(bi, Access::ReadWrite)])
@@ -624,6 +649,7 @@ impl ChannelSet {
                         fds: Vec::new(),
                         transport,
                         recv_mode: sp.receive_mode.map(recv_mode_of),
+                        capacity: None,
                     },
                     regions,
                 });
@@ -662,6 +688,10 @@ impl ChannelSet {
                         fds: Vec::new(),
                         transport,
                         recv_mode: qp.receive_mode.map(recv_mode_of),
+                        capacity: capacities
+                            .iter()
+                            .find(|((i, n), _)| *i == pi && *n == qp.name)
+                            .map(|&(_, c)| c),
                     },
                     regions,
                 });
@@ -764,6 +794,9 @@ pub fn encode_ports(ports: &[PortDesc]) -> String {
                 transport.push_str(&format!(":recv=park{spins}"));
             }
         }
+        if let Some(c) = p.capacity {
+            transport.push_str(&format!(":nb={c}"));
+        }
         entries.push(format!(
             "{}:{}:{}:{}:{}:{}{transport}",
             match p.kind {
@@ -795,9 +828,19 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
         let [kind, name, dir, max, param, fds, ref extra @ ..] = f[..] else {
             return Err(bad());
         };
-        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`.
-        let (mut transport, mut recv_mode) = (None, None);
+        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`, `nb=N`.
+        let (mut transport, mut recv_mode, mut capacity) = (None, None, None);
         for x in extra {
+            if let Some(n) = x.strip_prefix("nb=") {
+                if capacity.is_some() {
+                    return Err(bad());
+                }
+                capacity = Some(n.parse().map_err(|_| bad())?);
+                continue;
+            }
+            if capacity.is_some() {
+                return Err(bad());
+            }
             match x.strip_prefix("recv=") {
                 Some(m) if recv_mode.is_none() => {
                     recv_mode = Some(match m {
@@ -846,6 +889,7 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
             fds: fdv,
             transport,
             recv_mode,
+            capacity,
         });
     }
     Ok(out)
@@ -1114,7 +1158,10 @@ mod tests {
         m.partitions[1].queuing_ports[0].receive_mode = Some(ReceiveMode::Blocking);
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
-        assert!(v.contains("q:Q%20OUT:src:16:5:606w:udp:recv=park7"), "{v}");
+        assert!(
+            v.contains("q:Q%20OUT:src:16:5:606w:udp:recv=park7:nb=5"),
+            "{v}"
+        );
         assert!(v.contains(":600w+601w+602w+603w:recv=spin,"), "{v}");
         assert!(v.contains(":604r+605w:recv=park2000,"), "{v}");
         for p in 0..3 {
@@ -1129,6 +1176,10 @@ mod tests {
             "s:A:src:1:1:600w:recv=spin:recv=block",
             "s:A:src:1:1:600w:recv=spin:udp",
             "s:A:src:1:1:600w:udp:tcp",
+            "q:A:src:1:1:600w:udp:nb=x",
+            "q:A:src:1:1:600w:udp:nb=1:nb=2",
+            "q:A:src:1:1:600w:nb=1:udp",
+            "q:A:src:1:1:600w:udp:nb=1:recv=spin",
             "x:A:src:1:1:600w",
             "s:A:up:1:1:600w",
             "s:A:src:1:1:600x",
@@ -1271,6 +1322,76 @@ mod tests {
             for i in 0..5u8 {
                 q.try_send(&[i])
                     .unwrap_or_else(|e| panic!("{t}: after clear, send {i}: {e}"));
+            }
+        }
+    }
+
+    /// ARINC 653 lets the two ports of a queuing channel declare different `MaxNbMessages`; a
+    /// queue must still never lose a message. A source that sends as fast as it may (8 KiB
+    /// messages, until the port answers full) loses none, on every transport, whichever end
+    /// declares more; over udp/tcp it holds the channel's capacity, the smaller of the two.
+    /// (Over udp, the source of 64 used to send 64 datagrams into sockets sized for the
+    /// destination's 4: the kernel dropped what its receive buffer could not hold.)
+    #[test]
+    fn a_queue_whose_ends_differ_in_max_nb_messages_loses_nothing() {
+        use crate::transport::{QueueDestination, QueueSource, Transport};
+        use partix_shm::ring::{PopError, PushError};
+        for t in Transport::ALL {
+            for (src_nb, dst_nb) in [(64, 4), (4, 64)] {
+                let mut m = module();
+                m.partitions[0].queuing_ports[0].max_nb_messages = src_nb;
+                m.partitions[1].queuing_ports[0].max_nb_messages = dst_nb;
+                for p in 0..2 {
+                    m.partitions[p].queuing_ports[0].max_message_size = 8192;
+                }
+                m.channels[1].transport = Some(t.name().into());
+                let set = ChannelSet::create(&m).unwrap();
+                let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+                let mut q = QueueSource::attach(&a[2]).unwrap();
+                let mut d = QueueDestination::attach(&b[1]).unwrap();
+                let dw = d.waiter(&b[1]).unwrap();
+                let mut sent = 0u32;
+                loop {
+                    let mut msg = [sent as u8; 8192];
+                    msg[..4].copy_from_slice(&sent.to_le_bytes());
+                    match q.try_send(&msg) {
+                        Ok(()) => sent += 1,
+                        Err(PushError::Full) => break,
+                        Err(e) => panic!("{t}: {e}"),
+                    }
+                    assert!(
+                        sent <= src_nb,
+                        "{t} {src_nb}/{dst_nb}: more than the source's"
+                    );
+                }
+                if t.socket_kind().is_some() {
+                    assert_eq!(sent, src_nb.min(dst_nb), "{t} {src_nb}/{dst_nb}");
+                }
+                // Receive until nothing more comes for 300 ms.
+                let mut got = 0u32;
+                let mut buf = [0u8; 8192];
+                loop {
+                    match d.try_recv(&mut buf) {
+                        Ok(n) => {
+                            assert_eq!(n, 8192);
+                            let seq = u32::from_le_bytes(buf[..4].try_into().unwrap());
+                            assert_eq!(seq, got, "{t} {src_nb}/{dst_nb}: lost or out of order");
+                            got += 1;
+                        }
+                        Err(PopError::Empty) => {
+                            let deadline = std::time::Instant::now() + Duration::from_millis(300);
+                            while !dw.park_until(Some(deadline), || dw.ready())
+                                && std::time::Instant::now() < deadline
+                            {
+                            }
+                            if !dw.ready() {
+                                break;
+                            }
+                        }
+                        Err(e) => panic!("{t}: {e}"),
+                    }
+                }
+                assert_eq!(got, sent, "{t} {src_nb}/{dst_nb}: messages lost");
             }
         }
     }

@@ -854,7 +854,10 @@ impl QueueSource {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                QueueSource::Socket(socket::QueueTx::new(s, limit))
+                // The channel's capacity when the destination's MaxNbMessages is smaller: the
+                // sockets hold that many frames.
+                let credit = port.desc.capacity.map_or(limit, |c| c.min(limit));
+                QueueSource::Socket(socket::QueueTx::new(s, credit))
             }
         })
     }
@@ -996,7 +999,11 @@ impl QueueDestination {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                QueueDestination::Socket(socket::QueueRx::new(s, limit))
+                let rx = socket::QueueRx::new(s, limit);
+                QueueDestination::Socket(match port.desc.capacity {
+                    Some(c) => rx.with_credit(c),
+                    None => rx,
+                })
             }
         })
     }
