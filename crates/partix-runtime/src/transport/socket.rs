@@ -419,7 +419,7 @@ impl FrameSocket {
 
     /// Send one frame without waiting; return whether it was committed (false: the socket is
     /// full or dead, and nothing of it was sent). Over TCP the socket may take only part of
-    /// it: the rest stays in this side's buffer ([`link::PENDING`]) and goes out first on its
+    /// it: the rest stays in this side's buffer (state `PENDING`) and goes out first on its
     /// next send or [`FrameSocket::flush`] (until then a new frame is refused; the waiters
     /// wait for room to send it).
     pub fn send_frame(&mut self, hdr: FrameRepr, payload: &[u8]) -> bool {
