@@ -15,3 +15,21 @@ pub(crate) fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() }
 }
+
+/// Run `f` on a new thread; after it has had 50 ms to settle, return the clock ticks (100 Hz)
+/// it used in the next 500 ms, with its handle: a thread that spins uses about 50, a parked one
+/// none.
+pub(crate) fn spawn_and_count_ticks<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (std::thread::JoinHandle<T>, u64) {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        tid_tx.send(gettid()).unwrap();
+        f()
+    });
+    let tid = tid_rx.recv().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let before = thread_ticks(tid);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    (t, thread_ticks(tid) - before)
+}

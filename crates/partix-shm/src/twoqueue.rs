@@ -708,7 +708,7 @@ pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::{gettid, thread_ticks};
+    use crate::test_util::spawn_and_count_ticks;
 
     fn chan(max: u32, limit: u32) -> (QueueSender, QueueReceiver, Arc<Mutex<QueueManager>>) {
         let shape = QueueShape::new(max, limit).unwrap();
@@ -989,19 +989,10 @@ mod tests {
     fn an_idle_manager_thread_sleeps_instead_of_polling() {
         let (s, _r, m) = chan(8, 4);
         let stop = Arc::new(AtomicBool::new(false));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let t = {
+        let (t, used) = {
             let (m, stop) = (m.clone(), stop.clone());
-            std::thread::spawn(move || {
-                tid_tx.send(gettid()).unwrap();
-                run_manager(&m, &stop)
-            })
+            spawn_and_count_ticks(move || run_manager(&m, &stop))
         };
-        let tid = tid_rx.recv().unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        let before = thread_ticks(tid);
-        std::thread::sleep(Duration::from_millis(500));
-        let used = thread_ticks(tid) - before;
         // A polling thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
         assert!(used <= 10, "the idle manager used {used} ticks in 500 ms");
         stop.store(true, Ordering::Release);
@@ -1019,19 +1010,10 @@ mod tests {
         // Head 0, capacity 4: a tail of 6 is impossible.
         tx_ring.u64_at(RING_TAIL).store(6, Ordering::Release);
         let stop = Arc::new(AtomicBool::new(false));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let t = {
+        let (t, used) = {
             let (m, stop) = (m.clone(), stop.clone());
-            std::thread::spawn(move || {
-                tid_tx.send(gettid()).unwrap();
-                run_manager(&m, &stop)
-            })
+            spawn_and_count_ticks(move || run_manager(&m, &stop))
         };
-        let tid = tid_rx.recv().unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        let before = thread_ticks(tid);
-        std::thread::sleep(Duration::from_millis(500));
-        let used = thread_ticks(tid) - before;
         // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
         assert!(used <= 10, "the manager used {used} ticks in 500 ms");
         {

@@ -1381,27 +1381,20 @@ mod shm {
         /// changes; a restarted sender then continues at that tail and is delivered.
         #[test]
         fn a_manager_facing_an_invalid_tx_buffer_sleeps_until_the_tail_changes() {
-            use crate::test_util::{gettid, thread_ticks};
+            use crate::test_util::spawn_and_count_ticks;
             let Chan { s, mut r, mut m } = chan(16, 4);
             // Message 0's buffer was never written.
             s.tx.area.u64_at(TX_TAIL).store(1, Ordering::Release);
             s.tx.doorbell.notify();
             let txr = s.tx.area.region().clone();
             let stop = Arc::new(AtomicBool::new(false));
-            let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-            let t = {
+            let (t, used) = {
                 let stop = stop.clone();
-                std::thread::spawn(move || {
-                    tid_tx.send(gettid()).unwrap();
+                spawn_and_count_ticks(move || {
                     m.run_until(&stop, Duration::from_millis(20));
                     m.stats()
                 })
             };
-            let tid = tid_rx.recv().unwrap();
-            std::thread::sleep(Duration::from_millis(50));
-            let before = thread_ticks(tid);
-            std::thread::sleep(Duration::from_millis(500));
-            let used = thread_ticks(tid) - before;
             // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
             assert!(used <= 10, "the manager used {used} ticks in 500 ms");
             let mut buf = [0u8; 16];
