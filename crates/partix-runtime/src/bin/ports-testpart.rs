@@ -804,6 +804,9 @@ extern "C" fn window_dst_process() {
     let mut buf = vec![0u8; BIG];
     let t0 = get_time();
     let (mut reads, mut mid_write, mut torn, mut not_newest) = (0u64, 0u64, 0u64, 0u64);
+    // Slot states (by the last complete message) found stuck mid-write: each is a write the
+    // writer's window ended inside of, found at one or more reads.
+    let (mut stuck_states, mut last_stuck) = (0u64, None);
     while get_time() - t0 < 1_000 * MS {
         // At a window's start the writer (on another CPU) may still be finishing the write
         // it was in when its window ended: a mid-write slot counts only if it stays so, with
@@ -814,6 +817,10 @@ extern "C" fn window_dst_process() {
             let _ = timed_wait(MS);
             if slot.write_in_progress() && slot.latest_flags() == before {
                 mid_write += 1;
+                if last_stuck != Some(before) {
+                    stuck_states += 1;
+                    last_stuck = Some(before);
+                }
             }
             continue;
         }
@@ -838,11 +845,12 @@ extern "C" fn window_dst_process() {
         reads > 100,
         format!("{reads} reads"),
     );
-    expect(
-        "window: the writer's windows never ended inside a write",
-        mid_write == 0,
-        format!("slot found mid-write at {mid_write} of {reads} reads"),
-    );
+    // Only a writer held by the executive's backstop (it did not park within the park bound
+    // of its window's end, e.g. it did not get the CPU on a loaded machine) may be stopped
+    // inside a write; the test compares this count with the executive's report.
+    out(&format!(
+        "INFO window: stuck_states={stuck_states} mid_write_reads={mid_write} reads={reads}"
+    ));
     expect(
         "window: every read returned the newest message in the slot",
         not_newest == 0,

@@ -132,6 +132,20 @@ pub fn run_roles(
     max_frames: u64,
     limit: Duration,
 ) -> Vec<Vec<String>> {
+    run_roles_report(what, module, exe, dir, roles, max_frames, limit).0
+}
+
+/// [`run_roles`], also returning the executive's report.
+#[allow(dead_code)] // not used by ports_c (a C program)
+pub fn run_roles_report(
+    what: &str,
+    module: Module,
+    exe: &str,
+    dir: &Path,
+    roles: &[(&str, &[&str], bool)],
+    max_frames: u64,
+    limit: Duration,
+) -> (Vec<Vec<String>>, RunReport) {
     let _g = serial();
     let outs: Vec<PathBuf> = (0..roles.len())
         .map(|i| dir.join(format!("p{i}.out")))
@@ -155,11 +169,11 @@ pub fn run_roles(
         .map(|(p, _)| p.clone())
         .collect();
     let done = move || waits.iter().all(|p| has_line(p, is_end));
-    run_until(module, programs, max_frames, limit, done)
+    let report = run_until(module, programs, max_frames, limit, done)
         .unwrap_or_else(|e| panic!("{what}: run_module: {e}"));
     let lines = outs.iter().map(|p| read_lines(p)).collect();
     let _ = std::fs::remove_dir_all(dir);
-    lines
+    (lines, report)
 }
 
 /// Assert that `lines` contain no `FAIL`.
