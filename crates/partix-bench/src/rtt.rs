@@ -46,6 +46,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use partix_runtime::state::ENV_DESCRIPTOR_TABLE;
+use partix_runtime::transport::socket::{socket_pair, SocketKind};
 use partix_shm::ring::RingLayout;
 use partix_shm::Region;
 use std::collections::BTreeMap;
@@ -448,6 +449,13 @@ pub fn queuing_rtt_module_xml(transport: &str, size: usize) -> String {
     module_xml("bench-qrtt", &ports_a, &ports_b, &channels)
 }
 
+/// Row of the raw UDP stream that the udp queuing port is compared with.
+const RAW_UDP_QUEUE: &str = "raw UDP stream, credit 512";
+/// Row of the raw TCP stream that the tcp queuing port is compared with.
+const RAW_TCP_QUEUE: &str = "raw TCP stream, credit 512";
+// The two rows' names say the credit.
+const _: () = assert!(QUEUE_DEPTH == 512);
+
 /// The module configuration of the queuing throughput: QOUT (A) → QIN (B) over `transport`.
 pub fn queuing_module_xml(transport: &str) -> String {
     let ports_a = format!(
@@ -615,6 +623,30 @@ fn raw_socket(
         )
     };
     run_pair(peer, ea, eb, pair_timeout(args))
+}
+
+/// The raw socket stream that a udp or tcp queuing port is compared with (`kind` `qudp` /
+/// `qtcp`): a socket pair made as the port's channel is (`socket_pair`: connected,
+/// non-blocking, buffers for [`QUEUE_DEPTH`] frames), the same flow control, no framing.
+fn raw_socket_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> {
+    let sk = if kind == "qudp" {
+        SocketKind::Udp
+    } else {
+        SocketKind::Tcp
+    };
+    let (sa, sb) =
+        socket_pair(sk, QUEUE_MSG as u32, QUEUE_DEPTH).map_err(|e| format!("socket pair: {e}"))?;
+    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
+    a.role = "recv".into();
+    a.iters = args.queue_messages;
+    b.role = "send".into();
+    b.iters = args.queue_messages;
+    run_pair(
+        peer,
+        End::raw(&a, sb.as_raw_fd()),
+        End::raw(&b, sa.as_raw_fd()),
+        pair_timeout(args) + Duration::from_secs(30),
+    )
 }
 
 fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> {
@@ -1067,7 +1099,12 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             * (1 + usize::from(args.queuing_rtt) + usize::from(args.c_api))
         + usize::from(ice.is_some()) * n_sizes
         + if args.queue_messages > 0 {
-            RAW_QUEUE_ROWS + args.transports.len() + usize::from(batched)
+            let socket_rows = args
+                .transports
+                .iter()
+                .filter(|t| *t == "udp" || *t == "tcp")
+                .count();
+            RAW_QUEUE_ROWS + socket_rows + args.transports.len() + usize::from(batched)
         } else {
             0
         };
@@ -1252,6 +1289,19 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             ),
         ];
         debug_assert_eq!(qjobs.len(), RAW_QUEUE_ROWS);
+        // The socket transports' own baselines (one row each, counted in the total with
+        // `socket_rows`).
+        for (t, kind, name) in [
+            ("udp", "qudp", RAW_UDP_QUEUE),
+            ("tcp", "qtcp", RAW_TCP_QUEUE),
+        ] {
+            if args.transports.iter().any(|x| x == t) {
+                qjobs.push((
+                    name.into(),
+                    Box::new(move || raw_socket_queue(peer, args, kind)),
+                ));
+            }
+        }
         for t in &args.transports {
             let t = t.clone();
             qjobs.push((
@@ -1850,14 +1900,18 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         q.max / 1e6
                     );
                     // The shared-memory ring is no baseline for a port over sockets (its rate
-                    // is the system calls'): no ratio for udp and tcp.
-                    let socket = name.starts_with("udp") || name.starts_with("tcp");
-                    let (base, what) = if name.ends_with(&batches) {
+                    // is the system calls'): udp and tcp are compared with the raw socket
+                    // stream with the same flow control.
+                    let (base, what) = if name.starts_with("udp") {
+                        (raw_rate(RAW_UDP_QUEUE), "raw UDP stream".to_string())
+                    } else if name.starts_with("tcp") {
+                        (raw_rate(RAW_TCP_QUEUE), "raw TCP stream".to_string())
+                    } else if name.ends_with(&batches) {
                         (raw_batched, format!("raw ring{batches}"))
                     } else {
                         (raw, "raw ring".to_string())
                     };
-                    if let (Some(b), false) = (base, name.starts_with("raw") || socket) {
+                    if let (Some(b), false) = (base, name.starts_with("raw")) {
                         l += &format!("  ({:.2}x {what})", q.median / b);
                     }
                     // The target needs no baseline: judged whether or not the raw ring ran.

@@ -23,7 +23,13 @@
 //!               batches; `qrawk`: the consumer pauses QUEUE_BACKOFF times after an empty look;
 //!               `qrawf`: the producer fences after every push; `qraws`: it makes
 //!               QUEUE_EXTRA_STORES stores to its stack before every push)
-//!   ROLE ping | pong      (qapex, qraw: send | recv)
+//!        qudp   the raw baseline of the udp queuing port: 64 B messages one way, one `send` /
+//!               `recv` each on a connected UDP socket on descriptor 600, with the port's flow
+//!               control (at most QUEUE_DEPTH messages in flight; the receiver returns an 8-byte
+//!               cumulative count every QUEUE_DEPTH / 2 messages on the same socket)
+//!        qtcp   the same over a TCP connection (TCP_NODELAY); the receiver reads the stream in
+//!               64 KiB pieces and takes the messages from them
+//!   ROLE ping | pong      (qapex, qraw, qudp, qtcp: send | recv)
 //! ```
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
 //! `# nvcsw N`: the voluntary context switches of the measuring thread meanwhile (whether its
@@ -410,6 +416,7 @@ pub fn main(args: &[String]) -> i32 {
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
+        "qudp" | "qtcp" => raw_prelude().and_then(|()| qsock(&a)),
         k => Err(format!("unknown kind {k}")),
     });
     match r {
@@ -852,6 +859,141 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
                     }
                 }
                 check_order(&buf, i)
+            })?;
+            println!("rate {rate}");
+            Ok(())
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// One non-blocking `send(2)` of `b` on `fd`; return the bytes taken (0: the socket is full).
+fn send_some(fd: i32, b: &[u8]) -> Result<usize, String> {
+    loop {
+        // SAFETY: `b` is valid for reads of `b.len()` bytes for the duration of the call.
+        let r = unsafe {
+            libc::send(
+                fd,
+                b.as_ptr().cast(),
+                b.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(0),
+            e if e.kind() == std::io::ErrorKind::Interrupted => {}
+            e => return Err(format!("send: {e}")),
+        }
+    }
+}
+
+/// Send all of `b` on `fd`, spinning while the socket is full (a datagram goes whole or not at
+/// all; a stream may take part of it).
+fn send_all(fd: i32, b: &[u8]) -> Result<(), String> {
+    let mut off = 0;
+    while off < b.len() {
+        match send_some(fd, &b[off..])? {
+            0 => std::hint::spin_loop(),
+            n => off += n,
+        }
+    }
+    Ok(())
+}
+
+/// Receive what is there on `fd` into `buf` without waiting; return its length (0: nothing).
+fn recv_some(fd: i32, buf: &mut [u8]) -> Result<usize, String> {
+    loop {
+        match recv_flags(fd, buf, libc::MSG_DONTWAIT) {
+            Ok(0) if !buf.is_empty() => return Err("the peer closed the connection".into()),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("recv: {e}")),
+        }
+    }
+}
+
+/// The raw socket baselines of the udp and tcp queuing ports (kinds `qudp`, `qtcp`): the same
+/// flow control as the ports' (credit of [`QUEUE_DEPTH`] messages, a cumulative count back
+/// every half of it), with plain 64-byte messages and no framing.
+fn qsock(a: &PeerArgs) -> Result<(), String> {
+    let fd = PEER_FD;
+    let tcp = a.kind == "qtcp";
+    if tcp {
+        // SAFETY: the bench hands descriptor PEER_FD (a connected TCP socket) to this process
+        // only; `ManuallyDrop` leaves it open.
+        let s = std::mem::ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
+        s.set_nodelay(true).map_err(io_err("nodelay"))?;
+    }
+    let n = a.iters;
+    let half = u64::from(QUEUE_DEPTH / 2);
+    match a.role.as_str() {
+        "send" => {
+            let mut msg = [7u8; QUEUE_MSG];
+            let (mut sent, mut acked) = (0u64, 0u64);
+            // Counts coming back: datagrams of 8 bytes, or 8-byte words in the stream.
+            let mut acks = [0u8; 4096];
+            let mut have = 0usize;
+            for i in 0..n {
+                put_seq(&mut msg, i);
+                while sent - acked >= u64::from(QUEUE_DEPTH) {
+                    let got = recv_some(fd, &mut acks[have..])?;
+                    if got == 0 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    have += got;
+                    let whole = have - have % 8;
+                    for w in acks[..whole].chunks_exact(8) {
+                        acked = acked.max(seq_of(w));
+                    }
+                    acks.copy_within(whole..have, 0);
+                    have -= whole;
+                }
+                send_all(fd, &msg)?;
+                sent += 1;
+            }
+            Ok(())
+        }
+        "recv" => {
+            // A datagram is one message; the stream is read in large pieces, as a raw reader
+            // of a stream would.
+            let mut buf = vec![0u8; if tcp { 64 << 10 } else { QUEUE_MSG }];
+            let (mut off, mut len) = (0usize, 0usize);
+            let mut consumed = 0u64;
+            let rate = receive_rate(n, |i| {
+                let msg = if tcp {
+                    while len - off < QUEUE_MSG {
+                        buf.copy_within(off..len, 0);
+                        len -= off;
+                        off = 0;
+                        let got = recv_some(fd, &mut buf[len..])?;
+                        if got == 0 {
+                            std::hint::spin_loop();
+                        }
+                        len += got;
+                    }
+                    off += QUEUE_MSG;
+                    &buf[off - QUEUE_MSG..off]
+                } else {
+                    loop {
+                        match recv_some(fd, &mut buf)? {
+                            0 => std::hint::spin_loop(),
+                            QUEUE_MSG => break,
+                            k => return Err(format!("a datagram of {k} bytes")),
+                        }
+                    }
+                    &buf[..]
+                };
+                check_order(msg, i)?;
+                consumed += 1;
+                if consumed.is_multiple_of(half) {
+                    send_all(fd, &consumed.to_le_bytes())?;
+                }
+                Ok(())
             })?;
             println!("rate {rate}");
             Ok(())

@@ -224,6 +224,51 @@ fn udp_rows_with_either_descriptor_table() {
     }
 }
 
+/// The udp and tcp queuing ports' throughput rows come out with their own raw baselines (a
+/// socket stream with the same flow control), and each port row is compared with its stream.
+#[test]
+fn socket_queue_rows_come_with_raw_stream_baselines() {
+    let _one = one_at_a_time();
+    let mut a = args();
+    a.sizes = vec![16];
+    a.iters = 20;
+    a.warmup = 2;
+    a.transports = vec!["udp".into(), "tcp".into()];
+    a.modes = vec!["spin".into()];
+    a.queuing_rtt = false;
+    a.c_api = false;
+    a.rounds = 1;
+    // More than the credit (512): the sender must wait for the receiver's counts.
+    a.queue_messages = 3_000;
+    let rep = measure(&a).expect("bench runs");
+    for (name, base) in [
+        ("udp queuing port", "raw UDP stream, credit 512"),
+        ("tcp queuing port", "raw TCP stream, credit 512"),
+    ] {
+        for n in [name, base] {
+            let q = rep
+                .queue
+                .iter()
+                .find(|(x, _)| x == n)
+                .unwrap_or_else(|| panic!("no row {n}: {:?}", rep.queue));
+            let r = q.1.as_ref().unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert!(r.median > 0.0, "{n}: {r:?}");
+        }
+        let what = if name.starts_with("udp") {
+            "UDP"
+        } else {
+            "TCP"
+        };
+        assert!(
+            rep.text
+                .lines()
+                .any(|l| l.starts_with(name) && l.contains(&format!("x raw {what} stream)"))),
+            "{}",
+            rep.text
+        );
+    }
+}
+
 /// With a gap far longer than a park wait's spins between the round trips, the echo side of the
 /// park class sleeps once per message (and the back-to-back targets are not judged).
 #[test]
