@@ -70,6 +70,13 @@ const END: [u8; 4] = *b"PXFE";
 /// Longest single `poll(2)` of a parked waiter.
 pub const PARK_SLICE: Duration = Duration::from_millis(20);
 
+/// Rounds (each at most one `recv`) that one [`FrameSocket::recv_frame`] makes at most, and
+/// frames that are not messages (a destination's acks to a destination, anything but acks to a
+/// source) that one look of a queuing endpoint skips at most: a peer that floods malformed
+/// datagrams, or a stream that holds no frame, cannot keep a call inside the endpoint. The
+/// call then answers as if nothing had come; the next one goes on.
+pub const RECV_ROUNDS: u32 = 64;
+
 /// The header of a frame (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRepr {
@@ -291,6 +298,10 @@ pub struct FrameSocket {
     blocking: bool,
     /// UDP: the receive time-out last set (`SO_RCVTIMEO`).
     rcvtimeo: Duration,
+    /// The socket's receive buffer (`SO_RCVBUF`, bytes): the most that can be queued when a
+    /// sampling read starts, and so the frame bytes one read drains at most
+    /// ([`SampleRx::drain`]).
+    rcvbuf: usize,
     /// Unit tests: non-blocking `recv` system calls made (looks), and parks in `poll`.
     #[cfg(test)]
     looks: u64,
@@ -333,8 +344,32 @@ impl FrameSocket {
                 vec![0u8; (2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10)],
             ),
         };
+        let rcvbuf = {
+            let fd = match &io {
+                Io::Udp(s) => s.as_raw_fd(),
+                Io::Tcp(s) => s.as_raw_fd(),
+            };
+            let mut v: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: getsockopt writes at most `len` bytes into the c_int `v`.
+            let r = unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUF,
+                    (&mut v as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            if r == 0 && v > 0 {
+                v as usize
+            } else {
+                16 << 20
+            }
+        };
         FrameSocket {
             io,
+            rcvbuf,
             tx: vec![0u8; max + HEADER_LEN + PAGE],
             tx_off: 0,
             tx_len: 0,
@@ -505,7 +540,13 @@ impl FrameSocket {
     // Inline (see `SamplingDestination::wait_newer_or`): fewer returns after the `recv`.
     #[inline(always)]
     pub fn recv_frame(&mut self, out: &mut [u8]) -> Recv {
+        let mut rounds = 0u32;
         loop {
+            rounds += 1;
+            if rounds > RECV_ROUNDS {
+                // Malformed datagrams, or stream bytes without a frame, all along.
+                return Recv::Nothing;
+            }
             match &mut self.io {
                 Io::Udp(s) => {
                     // MSG_DONTWAIT: the descriptor may have been switched to blocking mode by
@@ -951,8 +992,13 @@ impl SampleRx {
     /// is one cheap `recv`; a `recvmmsg` of several datagrams per poll was measured slower, see
     /// `docs/bench-rtt.md`). TCP: stops after a short `read` (no extra call that would answer
     /// `EAGAIN`).
+    ///
+    /// At most the socket's receive buffer of frame bytes per drain: all that was queued when it
+    /// started, so the newest frame then is taken, but not the frames of a source that writes
+    /// as fast as this side takes them (the call would never end).
     pub(super) fn drain(&mut self) -> usize {
         let mut n = 0;
+        let mut budget = self.sock.rcvbuf;
         loop {
             let at = self.place();
             let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch[at..]) else {
@@ -962,7 +1008,8 @@ impl SampleRx {
             if h.len != 0 {
                 self.keep(h, at);
             }
-            if !self.sock.may_have_more() {
+            budget = budget.saturating_sub(HEADER_LEN + h.len as usize);
+            if budget == 0 || !self.sock.may_have_more() {
                 break;
             }
         }
@@ -1190,8 +1237,11 @@ impl QueueTx {
     }
 
     fn drain_acks(&mut self) {
-        // The destination sends only acks (no payload); anything else is dropped.
-        loop {
+        // The destination sends only acks (no payload); anything else is dropped. At most
+        // `limit` + RECV_ROUNDS frames per drain (a destination sends at most one ack per
+        // message it consumes, and the announcement): one that floods acks cannot keep the
+        // source here; a later drain takes the rest.
+        for _ in 0..self.limit.saturating_add(u64::from(RECV_ROUNDS)) {
             match self.sock.recv_frame(&mut self.scratch) {
                 Recv::Frame(h) if h.len == 0 => {
                     if self.peer == 0 && h.stamp <= self.sent {
@@ -1363,7 +1413,7 @@ impl QueueRx {
     /// (false once a receive found nothing).
     fn take_frame(&mut self) -> bool {
         let max = self.sock.max;
-        loop {
+        for _ in 0..RECV_ROUNDS {
             match self.sock.recv_frame(&mut self.scratch) {
                 Recv::Frame(h) if h.len > 0 => {
                     let i = (self.head + self.count) % self.limit;
@@ -1378,6 +1428,8 @@ impl QueueRx {
                 Recv::Nothing => return false,
             }
         }
+        // Only frames that are not messages: a broken source (the next look goes on).
+        false
     }
 
     /// Acknowledge what was consumed, if not done yet, and send the rest of an ack the socket
@@ -2485,6 +2537,134 @@ mod tests {
             );
             tx.try_send(&[5]).unwrap();
             assert_eq!(tx.len(), 1, "{kind:?}");
+        }
+    }
+
+    /// A peer that floods malformed datagrams cannot keep a receive inside the endpoint: one
+    /// `recv_frame` takes at most RECV_ROUNDS of them and answers Nothing; later calls go on,
+    /// drop the rest and return the good frame behind them.
+    #[test]
+    fn a_flood_of_malformed_datagrams_does_not_hold_a_receive() {
+        let (a, mut b) = pair(SocketKind::Udp, 64, 256);
+        let fd = a.as_fd().as_raw_fd();
+        let bad = 100u32;
+        for _ in 0..bad {
+            assert_eq!(sys::send(fd, b"junk!", 0), Ok(5));
+        }
+        let good = FrameRepr {
+            seq: 1,
+            len: 3,
+            stamp: 1,
+        };
+        let mut a = a;
+        assert!(a.send_frame(good, &[1, 2, 3]));
+        let mut out = vec![0u8; 64 + HEADER_LEN];
+        assert_eq!(b.recv_frame(&mut out), Recv::Nothing);
+        assert_eq!(b.dropped, u64::from(RECV_ROUNDS));
+        let mut calls = 1;
+        let got = loop {
+            calls += 1;
+            if let Recv::Frame(h) = b.recv_frame(&mut out) {
+                break h;
+            }
+            assert!(calls < 10, "no frame after {calls} calls");
+        };
+        assert_eq!(got, good);
+        assert_eq!(b.dropped, u64::from(bad));
+    }
+
+    /// A sampling read drains at most the socket's receive buffer of frame bytes (all that was
+    /// queued when it started), so a source that writes as fast as the reader takes frames
+    /// cannot keep a read from returning. Here the budget is cut to two frames: a read takes
+    /// two of five, the next ones go on to the newest.
+    #[test]
+    fn a_sampling_read_drains_at_most_its_budget() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, mut b) = pair(kind, 8, 16);
+            b.rcvbuf = 2 * (HEADER_LEN + 8);
+            let mut tx = SampleTx::new(vec![a]);
+            let mut rx = SampleRx::new(b);
+            for i in 1..=5u8 {
+                tx.write(&[i; 8], u64::from(i));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            let mut buf = [0u8; 8];
+            rx.new_call();
+            let first = rx.read(&mut buf).map(|ok| ok.len);
+            assert_eq!((first, buf[0]), (Ok(8), 2), "{kind:?}");
+            let mut newest = buf[0];
+            for _ in 0..5 {
+                rx.new_call();
+                if rx.read(&mut buf).is_ok() {
+                    newest = buf[0];
+                }
+            }
+            assert_eq!(newest, 5, "{kind:?}");
+        }
+    }
+
+    /// A destination's look skips at most RECV_ROUNDS frames that are not messages (a broken
+    /// source sending zero-length frames) and answers Empty; later looks go on to the message.
+    #[test]
+    fn a_queuing_look_skips_a_bounded_number_of_frames_that_are_not_messages() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (mut a, b) = pair(kind, 8, 512);
+            let mut rx = QueueRx::new(b, 512);
+            let junk = FrameRepr {
+                seq: 1,
+                len: 0,
+                stamp: 0,
+            };
+            for _ in 0..100 {
+                assert!(a.send_frame(junk, &[]), "{kind:?}");
+            }
+            let msg = FrameRepr {
+                seq: 1,
+                len: 1,
+                stamp: 0,
+            };
+            assert!(a.send_frame(msg, &[7]), "{kind:?}");
+            std::thread::sleep(Duration::from_millis(20));
+            let mut buf = [0u8; 8];
+            assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty), "{kind:?}");
+            assert_eq!(rx.sock.dropped, u64::from(RECV_ROUNDS), "{kind:?}");
+            let mut looks = 1;
+            while rx.try_recv(&mut buf) != Ok(1) {
+                looks += 1;
+                assert!(looks < 10, "{kind:?}: no message after {looks} looks");
+            }
+            assert_eq!((buf[0], rx.sock.dropped), (7, 100), "{kind:?}");
+        }
+    }
+
+    /// A source's drain of acks takes at most `limit` + RECV_ROUNDS frames: a destination that
+    /// floods acks cannot keep a send inside the endpoint; the credit comes with later sends.
+    #[test]
+    fn a_flood_of_acks_does_not_hold_a_send() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, mut b) = pair(kind, 8, 512);
+            let mut tx = QueueTx::new(a, 4);
+            for i in 0..4u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            // The destination's incarnation announces itself, acks nothing 200 times, then
+            // acknowledges all four.
+            let ack = |stamp| FrameRepr {
+                seq: 5,
+                len: 0,
+                stamp,
+            };
+            for _ in 0..200 {
+                assert!(b.send_frame(ack(0), &[]), "{kind:?}");
+            }
+            assert!(b.send_frame(ack(4), &[]), "{kind:?}");
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            let mut sends = 1;
+            while tx.try_send(&[9]).is_err() {
+                sends += 1;
+                assert!(sends < 10, "{kind:?}: no credit after {sends} sends");
+            }
         }
     }
 }
