@@ -1009,7 +1009,12 @@ impl SampleRx {
                 self.keep(h, at);
             }
             budget = budget.saturating_sub(HEADER_LEN + h.len as usize);
-            if budget == 0 || !self.sock.may_have_more() {
+            if budget == 0 {
+                // Stopped with frames perhaps left: the socket was not found empty.
+                self.looked_empty = false;
+                return n;
+            }
+            if !self.sock.may_have_more() {
                 break;
             }
         }
