@@ -102,6 +102,10 @@ pub fn is_root() -> bool {
 /// Run module `m` (every partition's program resolved from it) for `frames` major frames on
 /// the default CPU with switch mechanism `switch`.
 pub fn run_frames(m: &Module, frames: u64, switch: SwitchMechanism) -> RunReport {
+    // One executive at a time: each runs SCHED_FIFO 99 on the same CPU with its partitions, so
+    // two tests of one binary running at once would take each other's windows.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let programs = (0..m.partitions.len())
         .map(|p| resolve_program(m, p).unwrap())
         .collect();
