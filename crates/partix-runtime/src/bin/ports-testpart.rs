@@ -17,10 +17,13 @@
 //!                  no region descriptor it holds can be resized
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
-//!   kill-dst       read for 1.5 s: every message read is whole (all bytes equal its tag)
+//!   kill-dst       read for 1.5 s and until the slot has stayed mid-write for 200 ms (the
+//!                  writer died inside a write; at most 20 s): every message read is whole (all
+//!                  bytes equal its tag)
 //!   window-src     write 64 KiB messages back to back, without a pause, in every window
-//!   window-dst     read for 1 s in its own windows: the slot is never found mid-write (the
-//!                  writer's window ended between two of its writes, not inside one), and every
+//!   window-dst     read 300 times (at most 20 s) in its own windows: no message is torn; a slot
+//!                  stuck mid-write (a write its window ended inside of) is counted in an INFO line,
+//!                  which the test compares with the writer's backstops; every
 //!                  read returns the newest message in the slot
 //!   restart-dst    read until "final", restart the partition (COLD_START); after the restart,
 //!                  the first read at initialisation returns "final" again (regions survive)
@@ -807,7 +810,8 @@ extern "C" fn window_dst_process() {
     // Slot states (by the last complete message) found stuck mid-write: each is a write the
     // writer's window ended inside of, found at one or more reads.
     let (mut stuck_states, mut last_stuck) = (0u64, None);
-    while get_time() - t0 < 1_000 * MS {
+    // 300 reads (about 0.6 s on an idle machine), or 20 s on a loaded one.
+    while reads < 300 && get_time() - t0 < 20_000 * MS {
         // At a window's start the writer (on another CPU) may still be finishing the write
         // it was in when its window ended: a mid-write slot counts only if it stays so, with
         // the same last complete message, for 1 ms, while a running writer writes a message
@@ -866,7 +870,18 @@ extern "C" fn kill_dst_process() {
     let t0 = get_time();
     let (mut reads, mut torn) = (0u64, 0u64);
     let mut last: ApexResult<(usize, Validity)> = Err(ApexError::NoAction);
-    while get_time() - t0 < 1_500 * MS {
+    let slot = partix_runtime::channels::map_inherited()
+        .ok()
+        .and_then(|ps| {
+            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
+            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
+        })
+        .expect("map the BIG slot");
+    // Read for at least 1.5 s, and on (up to 20 s, on a loaded machine) until the slot has
+    // been mid-write for 200 ms: the writer died in the middle of a write (its killer leaves
+    // the slot so about 300 ms in), and these reads come after that.
+    let mut stuck_since = None;
+    loop {
         last = read_sampling_message(id, &mut buf);
         if let Ok((n, _)) = last {
             reads += 1;
@@ -874,6 +889,16 @@ extern "C" fn kill_dst_process() {
             if n == 0 || buf[..n].iter().any(|&b| b != tag) {
                 torn += 1;
             }
+        }
+        let now = get_time();
+        if slot.write_in_progress() {
+            stuck_since.get_or_insert(now);
+        } else {
+            stuck_since = None;
+        }
+        let dead = stuck_since.is_some_and(|s| now - s >= 200 * MS);
+        if (now - t0 >= 1_500 * MS && dead) || now - t0 >= 20_000 * MS {
+            break;
         }
         let _ = timed_wait(MS / 2);
     }
@@ -883,14 +908,8 @@ extern "C" fn kill_dst_process() {
         reads > 0 && last.is_ok(),
         format!("reads {reads}, last {last:?}"),
     );
-    // Whether the slot was really left mid-write (informational: depends on timing).
-    let mid = partix_runtime::channels::map_inherited()
-        .ok()
-        .and_then(|ps| {
-            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
-            let r = partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()?;
-            Some(r.write_in_progress())
-        });
+    // Whether the slot was really left mid-write.
+    let mid = Some(slot.write_in_progress());
     out(&format!(
         "INFO kill: reads={reads} slot_left_mid_write={mid:?}"
     ));
