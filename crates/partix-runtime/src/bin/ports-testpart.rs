@@ -869,7 +869,6 @@ extern "C" fn kill_dst_process() {
     let mut buf = vec![0u8; BIG];
     let t0 = get_time();
     let (mut reads, mut torn) = (0u64, 0u64);
-    let mut last: ApexResult<(usize, Validity)> = Err(ApexError::NoAction);
     let slot = partix_runtime::channels::map_inherited()
         .ok()
         .and_then(|ps| {
@@ -881,8 +880,8 @@ extern "C" fn kill_dst_process() {
     // been mid-write for 200 ms: the writer died in the middle of a write (its killer leaves
     // the slot so about 300 ms in), and these reads come after that.
     let mut stuck_since = None;
-    loop {
-        last = read_sampling_message(id, &mut buf);
+    let last = loop {
+        let last = read_sampling_message(id, &mut buf);
         if let Ok((n, _)) = last {
             reads += 1;
             let tag = buf[0];
@@ -898,10 +897,10 @@ extern "C" fn kill_dst_process() {
         }
         let dead = stuck_since.is_some_and(|s| now - s >= 200 * MS);
         if (now - t0 >= 1_500 * MS && dead) || now - t0 >= 20_000 * MS {
-            break;
+            break last;
         }
         let _ = timed_wait(MS / 2);
-    }
+    };
     expect("kill: no torn message", torn == 0, format!("{torn} torn"));
     expect(
         "kill: reads after the writer died still return the last good message",
