@@ -326,12 +326,19 @@ const HM_CONFIG: &str = r#"<ARINC_653_Module ModuleName="hm-test">
 </ARINC_653_Module>
 "#;
 
+/// The HM configuration's file, written once per test process: the tests that use it run in
+/// parallel threads, and a rewrite (truncate, then write) could be read half done by the other
+/// test's probe.
 fn hm_config() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("apexcore-hm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("module.xml");
-    std::fs::write(&path, HM_CONFIG).unwrap();
-    path
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("apexcore-hm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("module.xml");
+        std::fs::write(&path, HM_CONFIG).unwrap();
+        path
+    })
+    .clone()
 }
 
 #[test]
