@@ -74,16 +74,17 @@ fn run_the_demo_module_with_a_trace() {
     let out = partix()
         .arg("run")
         .arg(repo().join("examples/uav/module.xml"))
-        .args(["--frames", "12", "--trace"])
+        .args(["--frames", "24", "--trace"])
         .arg(&trace)
         .output()
         .unwrap();
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("12 major frames"), "{all}");
+    assert!(all.contains("24 major frames"), "{all}");
     // Both partitions reached NORMAL and their processes ran jobs in their windows.
     assert_both_normal(&all);
-    // GnC runs every 20 ms: 4 jobs per 80 ms frame, minus the first period or two.
+    // GnC runs every 20 ms: 4 jobs per 80 ms frame, 96 in 24 frames; far fewer are asked for,
+    // so that start-up and a loaded machine's lost windows leave the test a wide margin.
     assert!(jobs_of(&all, "GnC") >= 30, "{all}");
     assert!(jobs_of(&all, "VdoStrming") >= 8, "{all}");
     // The trace is Chrome trace-event JSON with actual windows of both partitions.
@@ -97,10 +98,10 @@ fn run_the_demo_module_with_a_trace() {
 #[test]
 fn demo_runs_for_the_requested_frames() {
     let _one = one_module_at_a_time();
-    let out = partix().args(["demo", "--frames", "6"]).output().unwrap();
+    let out = partix().args(["demo", "--frames", "12"]).output().unwrap();
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("6 major frames"), "{all}");
+    assert!(all.contains("12 major frames"), "{all}");
     assert!(jobs_of(&all, "GnC") >= 12, "{all}");
 }
 
