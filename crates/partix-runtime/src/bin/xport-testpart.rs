@@ -84,6 +84,10 @@ fn unwatch() {
     }
 }
 
+/// The time-out of the waits the watcher looks at: it looks 100 ms into them, so they must
+/// last well beyond that on a loaded machine.
+const WATCHED_TIMEOUT: SystemTime = 1_000 * MS;
+
 /// The watcher: while `main` is blocked (flag set), its state must be WAITING.
 extern "C" fn watch_process() {
     let main = get_process_id("main").expect("main");
@@ -283,10 +287,10 @@ extern "C" fn src_main() {
         format!("{r:?}"),
     );
     BLOCKING.store(1, Ordering::SeqCst);
-    let r = send_queuing_message(q, b"x", 400 * MS);
+    let r = send_queuing_message(q, b"x", WATCHED_TIMEOUT);
     unwatch();
     expect(
-        "queue full, timeout 400 ms (watched): TIMED_OUT",
+        "queue full, timeout 1 s (watched): TIMED_OUT",
         r == Err(ApexError::TimedOut),
         format!("{r:?}"),
     );
@@ -359,10 +363,10 @@ extern "C" fn dst1_main() {
         format!("{r:?}"),
     );
     BLOCKING.store(1, Ordering::SeqCst);
-    let r = receive_queuing_message(q, &mut buf, 400 * MS);
+    let r = receive_queuing_message(q, &mut buf, WATCHED_TIMEOUT);
     unwatch();
     expect(
-        "queue empty, timeout 400 ms (watched): TIMED_OUT",
+        "queue empty, timeout 1 s (watched): TIMED_OUT",
         r == Err(ApexError::TimedOut),
         format!("{r:?}"),
     );
