@@ -145,6 +145,10 @@ impl Rng {
 }
 
 /// A transport that injects faults into what it sends.
+///
+/// There is no timer thread: a delayed message is sent by the first `send` or `recv` on the
+/// injector at or after its release time (a `recv` that times out sends what fell due before it
+/// returns), and a reordered message by the next `send` or `recv`.
 pub struct FaultInjector<T: Transport> {
     inner: T,
     cfg: FaultConfig,
@@ -240,6 +244,9 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 return Ok(Some(r));
             }
             if Instant::now() >= deadline {
+                // Send what fell due during the wait before giving up: a thread descheduled past
+                // the deadline would otherwise leave due messages queued until its next call.
+                self.release_due()?;
                 return Ok(None);
             }
         }
@@ -281,6 +288,54 @@ mod tests {
         assert!(FaultConfig::parse("drop").is_err());
     }
 
+    /// An inner transport that records what it sends and whose `recv` always oversleeps: a
+    /// thread descheduled well past its deadline, every time.
+    struct Oversleeping {
+        sent: Vec<Vec<u8>>,
+        over: Duration,
+    }
+
+    impl Transport for Oversleeping {
+        fn send(&mut self, _: &PeerAddr, msg: &[u8]) -> io::Result<()> {
+            self.sent.push(msg.to_vec());
+            Ok(())
+        }
+        fn recv(&mut self, _: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
+            std::thread::sleep(timeout + self.over);
+            Ok(None)
+        }
+        fn max_message(&self) -> usize {
+            1500
+        }
+        fn local_addr(&self) -> PeerAddr {
+            PeerAddr::Udp("127.0.0.1:1".parse().unwrap())
+        }
+        fn set_mode(&mut self, _: RecvMode) {}
+    }
+
+    #[test]
+    fn a_recv_that_times_out_late_sends_what_fell_due() {
+        let max_delay = Duration::from_millis(20);
+        let inner = Oversleeping {
+            sent: Vec::new(),
+            over: max_delay + Duration::from_millis(10),
+        };
+        let cfg = FaultConfig {
+            delay: 1.0,
+            max_delay,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::new(inner, cfg);
+        let to = PeerAddr::Udp("127.0.0.1:2".parse().unwrap());
+        f.send(&to, b"late").unwrap();
+        assert_eq!(f.counters().delayed, 1);
+        // The wait ends past both the deadline and the release time: the message goes out
+        // before recv returns, not at some later call.
+        assert!(f.recv(&mut [0u8; 8], Duration::ZERO).unwrap().is_none());
+        assert_eq!(f.inner.sent, [b"late".to_vec()]);
+        assert!(f.delayed.is_empty());
+    }
+
     #[test]
     fn faults_follow_the_probabilities_and_every_kept_message_arrives() {
         let a = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
@@ -299,15 +354,37 @@ mod tests {
             f.send(&to, &i.to_be_bytes()).unwrap();
         }
         let mut scratch = [0u8; 8];
-        // Flush held and delayed messages.
-        let _ = f.recv(&mut scratch, Duration::from_millis(5)).unwrap();
+        // Flush held and delayed messages: a recv sends what is due, so wait until nothing is
+        // left (the bound only matters if delayed messages were never released).
+        let until = Instant::now() + Duration::from_secs(10);
+        while (f.held.is_some() || !f.delayed.is_empty()) && Instant::now() < until {
+            let _ = f.recv(&mut scratch, Duration::from_millis(5)).unwrap();
+        }
+        assert!(f.held.is_none(), "a reordered message was never sent");
+        assert!(
+            f.delayed.is_empty(),
+            "{} delayed messages never sent",
+            f.delayed.len()
+        );
         let c = f.counters();
         assert_eq!(c.sent, 200);
         assert!(c.dropped > 10 && c.dropped < 80, "{c:?}");
         assert!(c.duplicated > 5, "{c:?}");
         assert!(c.reordered > 2 && c.delayed > 2, "{c:?}");
+        // Everything kept is already in `b`'s socket: read the expected count (the deadline only
+        // matters if some are missing), then make sure nothing more is there.
+        let want = 200 - c.dropped + c.duplicated;
         let mut got = 0u64;
         let mut buf = [0u8; 8];
+        let until = Instant::now() + Duration::from_secs(10);
+        while got < want && Instant::now() < until {
+            if b.recv(&mut buf, Duration::from_millis(100))
+                .unwrap()
+                .is_some()
+            {
+                got += 1;
+            }
+        }
         while b
             .recv(&mut buf, Duration::from_millis(200))
             .unwrap()
@@ -315,6 +392,6 @@ mod tests {
         {
             got += 1;
         }
-        assert_eq!(got, 200 - c.dropped + c.duplicated);
+        assert_eq!(got, want, "{c:?}");
     }
 }
