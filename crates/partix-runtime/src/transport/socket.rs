@@ -1818,11 +1818,15 @@ mod tests {
             let (a, b) = pair(kind, 64, 8);
             let mut rx = SampleRx::new(b);
             let mut buf = [0u8; 64];
+            // Frame 8 is sent only once the probes below are done (they must find nothing).
+            let (go, went) = std::sync::mpsc::channel::<()>();
             let sender = std::thread::spawn(move || {
                 let mut tx = SampleTx::new(vec![a]);
                 std::thread::sleep(Duration::from_millis(30));
                 tx.write(&[7; 20], 7);
-                std::thread::sleep(Duration::from_millis(200));
+                went.recv().unwrap();
+                // Mostly while the wait below parks (it returns the frame either way).
+                std::thread::sleep(Duration::from_millis(30));
                 tx.write(&[8; 21], 8);
                 tx
             });
@@ -1848,6 +1852,7 @@ mod tests {
                 Some(Duration::from_millis(5)),
             );
             assert!(matches!(r, Err(WaitError::TimedOut)), "{kind:?}");
+            go.send(()).unwrap();
             let ok = rx
                 .wait_newer(
                     &mut buf,
