@@ -221,26 +221,25 @@ fn edges_two_sided_queue_survives_manager_kills() {
         if received.load(Ordering::Acquire) == N {
             break "done";
         }
-        if t0.elapsed() > Duration::from_secs(120) {
+        if t0.elapsed() > Duration::from_secs(300) {
             break "timeout";
         }
         x = splitmix(x);
-        if expect_recovery {
-            // The recovery must be reported before this manager may be killed.
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(10) && !child_said(&mut child, "RECOVERED") {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+        // A manager is killed at a random point of its run, timed from when it attached (its
+        // RECOVERED line): timed from the spawn, a loaded machine killed most managers while they
+        // were still starting, and the stream hardly moved. One manager in eight is killed
+        // 0..6 ms after its spawn still, wherever it is (starting up, or recovering in attach);
+        // never one that must report a recovery, which is awaited first.
+        let early = child_role == "manager" && !expect_recovery && (x >> 32).is_multiple_of(8);
+        if !early {
+            wait_said(&mut child, "RECOVERED");
         }
         if child_role == "manager" {
             // Let it run 0..6 ms, then kill it wherever it is.
             std::thread::sleep(Duration::from_micros(x % 6000));
         } else {
             // Wait (bounded) until it stopped in the middle of its move.
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(10) && !child_said(&mut child, "HALTED") {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            wait_said(&mut child, "HALTED");
         }
         child.kill().unwrap();
         let status = child.wait().unwrap();
@@ -262,10 +261,16 @@ fn edges_two_sided_queue_survives_manager_kills() {
         expect_recovery = child_role == "halfway-delivered" && halted == Some(true);
         halted_delivered += u64::from(expect_recovery);
         kills += 1;
-        child_role = match x % 8 {
-            0 => "halfway-peeked",
-            1 => "halfway-delivered",
-            _ => "manager",
+        child_role = if kills % 8 == 1 {
+            // Every eighth manager from the second on (the stream has just begun) stops between
+            // RX publish and TX commit, whatever the draw.
+            "halfway-delivered"
+        } else {
+            match x % 8 {
+                0 => "halfway-peeked",
+                1 => "halfway-delivered",
+                _ => "manager",
+            }
         };
         child = spawn_manager(child_role, &[&tx, &rx]);
     };
@@ -293,6 +298,15 @@ fn edges_two_sided_queue_survives_manager_kills() {
         halted_delivered > 0,
         "no manager was stopped between publish and commit"
     );
+}
+
+/// Wait until the child said `what`, or it did not within a minute (a manager that never
+/// attached is killed all the same; one expected to report a recovery then fails the test).
+fn wait_said(child: &mut Child, what: &str) {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) && !child_said(child, what) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Read what is available of the child's stdout (it is blocked or dead) and return whether it
