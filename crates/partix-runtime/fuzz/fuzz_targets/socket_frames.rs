@@ -6,11 +6,16 @@
 //! Input: byte 0 picks the endpoint (mod 6); the rest is raw bytes for the peer's end. Over UDP
 //! they are cut into datagrams by one length byte each; over TCP they are written as they are
 //! (the stream, and any desynchronisation, carries over to the next input).
+//!
+//! Over TCP the destinations must also recover: after the garbage, a well-behaved sending end
+//! that starts as every sending end does (`resync_peer`: zeros completing whatever frame the
+//! garbage left open) and then sends one good frame must get that frame through, whatever came
+//! before it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partix_runtime::transport::socket::{
-    socket_pair, FrameSocket, QueueRx, QueueTx, SampleRx, SocketKind,
+    socket_pair, FrameRepr, FrameSocket, QueueRx, QueueTx, SampleRx, SocketKind,
 };
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -68,6 +73,14 @@ enum Victim {
 struct Pair {
     victim: Victim,
     peer: Peer,
+    /// TCP destinations: a well-behaved sending end on the peer's socket, and the frames it
+    /// sent so far.
+    good: Option<(FrameSocket, u64)>,
+}
+
+/// The payload of the good frame number `n`: a value the garbage is most unlikely to hold.
+fn good_payload(n: u64) -> [u8; 8] {
+    (0x6f6f_6420_0000_0000u64 | n).to_le_bytes()
 }
 
 fn pair(which: usize) -> Pair {
@@ -77,20 +90,72 @@ fn pair(which: usize) -> Pair {
         SocketKind::Tcp
     };
     let (src, dst) = socket_pair(kind, MAX, LIMIT).expect("loopback sockets");
+    // A second sending end on the peer's socket, for the recovery check (TCP destinations).
+    let good = |fd: &OwnedFd| {
+        (kind == SocketKind::Tcp).then(|| {
+            let dup = fd.try_clone().expect("dup");
+            (FrameSocket::new(dup, kind, MAX), 0)
+        })
+    };
     match which / 2 {
         0 => Pair {
             victim: Victim::Sample(SampleRx::new(FrameSocket::new(dst, kind, MAX))),
+            good: good(&src),
             peer: Peer::new(src, kind),
         },
         1 => Pair {
             victim: Victim::QueueRx(QueueRx::new(FrameSocket::new(dst, kind, MAX), LIMIT)),
+            good: good(&src),
             peer: Peer::new(src, kind),
         },
         _ => Pair {
             victim: Victim::QueueTx(QueueTx::new(FrameSocket::new(src, kind, MAX), LIMIT)),
             peer: Peer::new(dst, kind),
+            good: None,
         },
     }
+}
+
+/// A TCP destination after garbage: the good end starts (its zeros) and sends one frame, which
+/// the destination must deliver within a bounded number of looks.
+fn recovers(victim: &mut Victim, good: &mut (FrameSocket, u64), peer: &mut Peer) {
+    let (sock, n) = good;
+    *n += 1;
+    let payload = good_payload(*n);
+    sock.resync_peer();
+    let hdr = FrameRepr {
+        seq: *n as u32,
+        len: payload.len() as u32,
+        stamp: *n,
+    };
+    let mut sent = false;
+    let mut buf = [0u8; MAX as usize];
+    for _ in 0..10_000 {
+        if !sent {
+            sent = sock.flush() && sock.send_frame(hdr, &payload);
+        } else {
+            sock.flush();
+        }
+        let got = match victim {
+            Victim::Sample(rx) => rx.read(&mut buf).is_ok_and(|ok| buf[..ok.len] == payload),
+            Victim::QueueRx(rx) => {
+                let mut got = false;
+                while let Ok(len) = rx.try_recv(&mut buf) {
+                    if buf[..len] == payload {
+                        got = true;
+                        break;
+                    }
+                }
+                got
+            }
+            Victim::QueueTx(_) => return,
+        };
+        if got {
+            return;
+        }
+        peer.drain();
+    }
+    panic!("a good frame after garbage and the resync padding was not delivered");
 }
 
 static PAIRS: Mutex<Vec<Pair>> = Mutex::new(Vec::new());
@@ -129,4 +194,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     p.peer.drain();
+    if let Some(good) = p.good.as_mut() {
+        recovers(&mut p.victim, good, &mut p.peer);
+    }
 });
