@@ -22,7 +22,8 @@
 //!
 //! - **Sampling**: the source sends one frame per destination and never waits (a frame the
 //!   socket cannot take now is dropped: a newer one replaces it anyway); the destination drains
-//!   the socket to the newest frame on every read and keeps it with its time stamp.
+//!   the socket to the newest frame on every read (at most what can have been queued when the
+//!   read started, see `SampleRx::drain`) and keeps it with its time stamp.
 //! - **Queuing**: credits. The source may send while `sent - acked < MaxNbMessages`; the
 //!   destination buffers what it drained (at most `MaxNbMessages` messages, allocated once) and
 //!   acknowledges consumed messages in batches of `max(1, MaxNbMessages / 2)`, and always before
@@ -70,12 +71,20 @@ const END: [u8; 4] = *b"PXFE";
 /// Longest single `poll(2)` of a parked waiter.
 pub const PARK_SLICE: Duration = Duration::from_millis(20);
 
-/// Rounds (each at most one `recv`) that one [`FrameSocket::recv_frame`] makes at most, and
-/// frames that are not messages (a destination's acks to a destination, anything but acks to a
-/// source) that one look of a queuing endpoint skips at most: a peer that floods malformed
-/// datagrams, or a stream that holds no frame, cannot keep a call inside the endpoint. The
-/// call then answers as if nothing had come; the next one goes on.
+/// Receives (system calls) that one [`FrameSocket::recv_frame`], or one look of a queuing
+/// destination, makes at most: a peer that floods malformed datagrams, frames that are not
+/// messages, or stream bytes without a frame cannot keep a call inside the endpoint. The call
+/// then answers as if nothing had come, with [`FrameSocket::cut`] set: input is left on the
+/// socket (so it polls readable and the waiters wake for it), and the next call goes on. Frames
+/// already read into a tcp end's stream buffer are parsed whatever the bound (the buffer bounds
+/// them), so a complete frame is never left there unseen.
 pub const RECV_ROUNDS: u32 = 64;
+
+/// What a sampling read's drain charges a udp datagram beyond its frame bytes, against the
+/// socket's receive buffer: less than the kernel charges for one (about 1 KiB for a small
+/// datagram), so all that was queued when the read started fits in the budget, and a read
+/// under a flood still ends after a few buffers' worth.
+const UDP_DRAIN_CHARGE: usize = 256;
 
 /// The header of a frame (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,9 +308,12 @@ pub struct FrameSocket {
     /// UDP: the receive time-out last set (`SO_RCVTIMEO`).
     rcvtimeo: Duration,
     /// The socket's receive buffer (`SO_RCVBUF`, bytes): the most that can be queued when a
-    /// sampling read starts, and so the frame bytes one read drains at most
-    /// ([`SampleRx::drain`]).
+    /// sampling read starts, and so (with what the stream buffer holds) what one read drains
+    /// at most ([`SampleRx::drain`]).
     rcvbuf: usize,
+    /// The last [`FrameSocket::recv_frame_within`] stopped at its receive bound, with input
+    /// perhaps left on the socket.
+    cut: bool,
     /// Unit tests: non-blocking `recv` system calls made (looks), and parks in `poll`.
     #[cfg(test)]
     looks: u64,
@@ -329,7 +341,7 @@ impl AsFd for FrameSocket {
 pub enum Recv {
     /// A frame: its header; the payload is `out[HEADER_LEN..HEADER_LEN + len]`.
     Frame(FrameRepr),
-    /// Nothing complete now.
+    /// Nothing complete now (or the call's receive bound was reached: [`FrameSocket::cut`]).
     Nothing,
 }
 
@@ -370,6 +382,7 @@ impl FrameSocket {
         FrameSocket {
             io,
             rcvbuf,
+            cut: false,
             tx: vec![0u8; max + HEADER_LEN + PAGE],
             tx_off: 0,
             tx_len: 0,
@@ -540,15 +553,32 @@ impl FrameSocket {
     // Inline (see `SamplingDestination::wait_newer_or`): fewer returns after the `recv`.
     #[inline(always)]
     pub fn recv_frame(&mut self, out: &mut [u8]) -> Recv {
-        let mut rounds = 0u32;
+        let mut budget = RECV_ROUNDS;
+        self.recv_frame_within(out, &mut budget)
+    }
+
+    /// Whether the last receive stopped at its bound ([`RECV_ROUNDS`]) rather than finding the
+    /// socket empty: input may be left on the socket.
+    pub fn cut(&self) -> bool {
+        self.cut
+    }
+
+    /// [`FrameSocket::recv_frame`] that makes at most `budget` receives (system calls),
+    /// counting them down: at 0 it answers Nothing, with [`FrameSocket::cut`] set, before a
+    /// receive it would need. Frames already in the stream buffer are taken whatever the budget.
+    /// A loop that takes several frames in one call passes one budget to all of them.
+    #[inline(always)]
+    pub fn recv_frame_within(&mut self, out: &mut [u8], budget: &mut u32) -> Recv {
+        self.cut = false;
         loop {
-            rounds += 1;
-            if rounds > RECV_ROUNDS {
-                // Malformed datagrams, or stream bytes without a frame, all along.
-                return Recv::Nothing;
-            }
             match &mut self.io {
                 Io::Udp(s) => {
+                    if *budget == 0 {
+                        // Malformed datagrams (or frames the caller skips) all along.
+                        self.cut = true;
+                        return Recv::Nothing;
+                    }
+                    *budget -= 1;
                     // MSG_DONTWAIT: the descriptor may have been switched to blocking mode by
                     // `recv_frame_wait`.
                     #[cfg(test)]
@@ -589,6 +619,13 @@ impl FrameSocket {
                         self.rx_len -= self.rx_off;
                         self.rx_off = 0;
                     }
+                    if *budget == 0 {
+                        // Stream bytes without a frame (or frames the caller skips) all along;
+                        // the buffer holds at most the beginning of one now.
+                        self.cut = true;
+                        return Recv::Nothing;
+                    }
+                    *budget -= 1;
                     // Never 0: the buffer holds two frames, and at most the beginning of one is
                     // left in it.
                     let room = self.rx.len() - self.rx_len;
@@ -993,22 +1030,32 @@ impl SampleRx {
     /// `docs/bench-rtt.md`). TCP: stops after a short `read` (no extra call that would answer
     /// `EAGAIN`).
     ///
-    /// At most the socket's receive buffer of frame bytes per drain: all that was queued when it
-    /// started, so the newest frame then is taken, but not the frames of a source that writes
-    /// as fast as this side takes them (the call would never end).
+    /// At most what can have been queued when it started per drain (the socket's receive
+    /// buffer, and over tcp what the stream buffer already holds), so the newest frame then is
+    /// taken, but not the frames of a source that writes as fast as this side takes them (the
+    /// call would never end). A udp datagram is charged [`UDP_DRAIN_CHARGE`] more than its
+    /// frame bytes. A drain stopped by this budget or by a receive's bound ([`RECV_ROUNDS`])
+    /// does not count as a look that found the socket empty.
     pub(super) fn drain(&mut self) -> usize {
         let mut n = 0;
-        let mut budget = self.sock.rcvbuf;
+        let (mut budget, extra) = match self.sock.io {
+            Io::Udp(_) => (self.sock.rcvbuf, UDP_DRAIN_CHARGE),
+            Io::Tcp(_) => (self.sock.rcvbuf + (self.sock.rx_len - self.sock.rx_off), 0),
+        };
         loop {
             let at = self.place();
             let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch[at..]) else {
+                if self.sock.cut() {
+                    self.looked_empty = false;
+                    return n;
+                }
                 break;
             };
             n += 1;
             if h.len != 0 {
                 self.keep(h, at);
             }
-            budget = budget.saturating_sub(HEADER_LEN + h.len as usize);
+            budget = budget.saturating_sub(HEADER_LEN + h.len as usize + extra);
             if budget == 0 {
                 // Stopped with frames perhaps left: the socket was not found empty.
                 self.looked_empty = false;
@@ -1126,16 +1173,24 @@ impl SampleRx {
             } else if seen_empty {
                 after_poll = false;
                 let at = self.place();
-                if let Recv::Frame(h) = self.sock.recv_frame(&mut self.scratch[at..]) {
-                    self.looked_empty = false;
-                    seen_empty = false;
-                    if h.len != 0 {
-                        self.keep(h, at);
+                match self.sock.recv_frame(&mut self.scratch[at..]) {
+                    Recv::Frame(h) => {
+                        self.looked_empty = false;
+                        seen_empty = false;
+                        if h.len != 0 {
+                            self.keep(h, at);
+                        }
                     }
+                    // Stopped at its bound: the socket was not found empty (drain next).
+                    Recv::Nothing if self.sock.cut() => {
+                        self.looked_empty = false;
+                        seen_empty = false;
+                    }
+                    Recv::Nothing => {}
                 }
             } else {
                 self.drain();
-                seen_empty = true;
+                seen_empty = self.looked_empty;
             }
             if let Some(h) = self.have {
                 if Some(h.seq) != last_seq {
@@ -1243,11 +1298,14 @@ impl QueueTx {
 
     fn drain_acks(&mut self) {
         // The destination sends only acks (no payload); anything else is dropped. At most
-        // `limit` + RECV_ROUNDS frames per drain (a destination sends at most one ack per
+        // `limit` + RECV_ROUNDS receives per drain (a destination sends at most one ack per
         // message it consumes, and the announcement): one that floods acks cannot keep the
-        // source here; a later drain takes the rest.
-        for _ in 0..self.limit.saturating_add(u64::from(RECV_ROUNDS)) {
-            match self.sock.recv_frame(&mut self.scratch) {
+        // source here; a later drain takes the rest (the socket polls readable for it).
+        let mut budget = u32::try_from(self.limit)
+            .unwrap_or(u32::MAX)
+            .saturating_add(RECV_ROUNDS);
+        loop {
+            match self.sock.recv_frame_within(&mut self.scratch, &mut budget) {
                 Recv::Frame(h) if h.len == 0 => {
                     if self.peer == 0 && h.stamp <= self.sent {
                         // The first ack (normally the destination's announcement, of 0): learn
@@ -1415,11 +1473,13 @@ impl QueueRx {
     }
 
     /// Buffer the next message waiting on the socket, if any; return whether there may be more
-    /// (false once a receive found nothing).
+    /// (false once a receive found nothing, or the look's receive bound was reached).
     fn take_frame(&mut self) -> bool {
         let max = self.sock.max;
-        for _ in 0..RECV_ROUNDS {
-            match self.sock.recv_frame(&mut self.scratch) {
+        // One bound on receives for the whole look, frames that are not messages included.
+        let mut budget = RECV_ROUNDS;
+        loop {
+            match self.sock.recv_frame_within(&mut self.scratch, &mut budget) {
                 Recv::Frame(h) if h.len > 0 => {
                     let i = (self.head + self.count) % self.limit;
                     let len = h.len as usize;
@@ -1430,11 +1490,10 @@ impl QueueRx {
                     return true;
                 }
                 Recv::Frame(_) => self.sock.dropped += 1,
+                // Empty, or the bound (input left on the socket: it polls readable).
                 Recv::Nothing => return false,
             }
         }
-        // Only frames that are not messages: a broken source (the next look goes on).
-        false
     }
 
     /// Acknowledge what was consumed, if not done yet, and send the rest of an ack the socket
@@ -2586,6 +2645,9 @@ mod tests {
         let mut out = vec![0u8; 64 + HEADER_LEN];
         assert_eq!(b.recv_frame(&mut out), Recv::Nothing);
         assert_eq!(b.dropped, u64::from(RECV_ROUNDS));
+        // Not empty: input is left, and the socket polls readable for it.
+        assert!(b.cut());
+        assert!(readable(&b, Duration::ZERO));
         let mut calls = 1;
         let got = loop {
             calls += 1;
@@ -2598,15 +2660,20 @@ mod tests {
         assert_eq!(b.dropped, u64::from(bad));
     }
 
-    /// A sampling read drains at most the socket's receive buffer of frame bytes (all that was
-    /// queued when it started), so a source that writes as fast as the reader takes frames
-    /// cannot keep a read from returning. Here the budget is cut to two frames: a read takes
-    /// two of five, the next ones go on to the newest.
+    /// A sampling read drains at most what can have been queued when it started (the socket's
+    /// receive buffer), so a source that writes as fast as the reader takes frames cannot keep
+    /// a read from returning. Here the budget is cut to two frames: a read takes two of five,
+    /// the next ones go on to the newest.
     #[test]
     fn a_sampling_read_drains_at_most_its_budget() {
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
             let (a, mut b) = pair(kind, 8, 16);
-            b.rcvbuf = 2 * (HEADER_LEN + 8);
+            let charge = if kind == SocketKind::Udp {
+                UDP_DRAIN_CHARGE
+            } else {
+                0
+            };
+            b.rcvbuf = 2 * (HEADER_LEN + 8 + charge);
             let mut tx = SampleTx::new(vec![a]);
             let mut rx = SampleRx::new(b);
             for i in 1..=5u8 {
@@ -2628,8 +2695,37 @@ mod tests {
         }
     }
 
-    /// A destination's look skips at most RECV_ROUNDS frames that are not messages (a broken
-    /// source sending zero-length frames) and answers Empty; later looks go on to the message.
+    /// Over tcp, frames already read into the stream buffer (by a wait that took one frame and
+    /// left the rest there) come on top of the socket's budget: a read still returns the newest
+    /// frame queued when it started, however small the socket's buffer.
+    #[test]
+    fn a_tcp_sampling_read_drains_what_its_stream_buffer_holds() {
+        let (a, mut b) = pair(SocketKind::Tcp, 8, 16);
+        b.rcvbuf = 1;
+        let mut tx = SampleTx::new(vec![a]);
+        let mut rx = SampleRx::new(b);
+        for i in 1..=5u8 {
+            tx.write(&[i; 8], u64::from(i));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        // One frame taken; one read brought all five into the stream buffer.
+        let mut out = vec![0u8; 8 + HEADER_LEN];
+        assert!(matches!(rx.sock.recv_frame(&mut out), Recv::Frame(_)));
+        assert_eq!(
+            rx.sock.rx_len - rx.sock.rx_off,
+            4 * (HEADER_LEN + 8 + TRAILER_LEN)
+        );
+        let mut buf = [0u8; 8];
+        rx.new_call();
+        assert_eq!(rx.read(&mut buf).map(|ok| ok.len), Ok(8));
+        assert_eq!(buf[0], 5);
+    }
+
+    /// A destination's look makes at most RECV_ROUNDS receives, frames that are not messages
+    /// (a broken source sending zero-length frames) included, and then answers Empty with the
+    /// rest left on the socket, which polls readable (a waiter wakes for it); later looks go
+    /// on to the message. Over tcp the frames a read brought into the stream buffer are all
+    /// parsed (no receive is needed for them): the message behind them comes in the same look.
     #[test]
     fn a_queuing_look_skips_a_bounded_number_of_frames_that_are_not_messages() {
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
@@ -2651,9 +2747,16 @@ mod tests {
             assert!(a.send_frame(msg, &[7]), "{kind:?}");
             std::thread::sleep(Duration::from_millis(20));
             let mut buf = [0u8; 8];
-            assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty), "{kind:?}");
-            assert_eq!(rx.sock.dropped, u64::from(RECV_ROUNDS), "{kind:?}");
             let mut looks = 1;
+            if kind == SocketKind::Udp {
+                assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+                assert_eq!(rx.sock.dropped, u64::from(RECV_ROUNDS));
+                assert!(
+                    rx.waiter().unwrap().ready(),
+                    "the waiter must see what is left"
+                );
+                looks += 1;
+            }
             while rx.try_recv(&mut buf) != Ok(1) {
                 looks += 1;
                 assert!(looks < 10, "{kind:?}: no message after {looks} looks");
@@ -2684,8 +2787,17 @@ mod tests {
             }
             assert!(b.send_frame(ack(4), &[]), "{kind:?}");
             std::thread::sleep(Duration::from_millis(20));
-            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
             let mut sends = 1;
+            if kind == SocketKind::Udp {
+                // 4 + RECV_ROUNDS receives: the last ack is not reached in one drain. (Over
+                // tcp one read brings every ack into the stream buffer, all parsed.)
+                assert_eq!(tx.try_send(&[9]), Err(PushError::Full));
+                assert!(
+                    tx.waiter().unwrap().ready(),
+                    "the waiter must see what is left"
+                );
+                sends += 1;
+            }
             while tx.try_send(&[9]).is_err() {
                 sends += 1;
                 assert!(sends < 10, "{kind:?}: no credit after {sends} sends");
