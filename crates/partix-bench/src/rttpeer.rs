@@ -171,7 +171,7 @@ impl Wait {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
     /// `apex`, `apexc`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
-    /// `qrawk`, `qrawf`, `qraws`.
+    /// `qrawk`, `qrawf`, `qraws`, `qudp`, `qtcp`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
     pub role: String,
