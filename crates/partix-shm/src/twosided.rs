@@ -315,6 +315,30 @@ impl ReceiverState {
         ReceiverState { held: rx.acked() }
     }
 
+    /// Acknowledge every delivered message up to the newest without reading it (the newest is
+    /// held: it stays readable), so that the manager has the credit to deliver a newer TX
+    /// message before the read. A sampling reader does this at the start of a read: one that
+    /// read rarely would otherwise find the ring as its previous read left it, full of the
+    /// messages delivered just after that read, and the manager without credit for the
+    /// newest. Return whether `head` moved (a corrupt tail changes nothing: the read reports
+    /// it).
+    pub fn ack_newest(&mut self, rx: &RxView<'_>) -> bool {
+        // SYNC POINT: pairs with the manager's Release store of the RX tail.
+        let t = rx.tail.load(Ordering::Acquire);
+        if t == 0 {
+            return false;
+        }
+        let p = t - 1;
+        if p <= self.held || p - self.held > rx.n {
+            return false;
+        }
+        self.held = p;
+        // SYNC POINT: the cumulative ack, as in `read`: our earlier copies of slots < p
+        // happen-before the manager reuses them; slot p stays safe while `head <= p`.
+        rx.head.store(p, Ordering::Release);
+        true
+    }
+
     /// Copy the newest delivered message into `buf`, acknowledging older buffers.
     ///
     /// # Errors
@@ -985,6 +1009,15 @@ mod shm {
             // newest slot here is ordered; they only decide whether to stop waiting.
             let flags = Flags(view.slot(t - 1)[0].load(Ordering::Relaxed));
             Some(flags.seq()) != last_seq
+        }
+
+        /// Acknowledge every delivered message up to the newest without reading it (see
+        /// [`ReceiverState::ack_newest`]); wake the manager if that gave it credit.
+        #[inline]
+        pub fn ack_newest(&mut self) {
+            if self.st.ack_newest(&self.rx.view()) {
+                self.rx.ack.notify();
+            }
         }
 
         /// Copy the newest delivered message into `buf` (it stays readable until a newer one

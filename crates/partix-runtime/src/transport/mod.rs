@@ -597,6 +597,9 @@ impl SamplingDestination {
         match self {
             SamplingDestination::OneSided(r) => r.read(buf),
             SamplingDestination::TwoSided(r, h) => {
+                // Credit for the newest TX message first: the ring may hold what was delivered
+                // just after the last read (see `TwoSidedReceiver::ack_newest`).
+                r.ack_newest();
                 h.help();
                 r.read(buf)
             }
@@ -684,6 +687,8 @@ impl SamplingDestination {
         match self {
             SamplingDestination::OneSided(r) => r.wait_newer_or(buf, last_seq, mode, timeout, stop),
             SamplingDestination::TwoSided(r, h) => {
+                // Credit for the newest TX message first (as in `read`).
+                r.ack_newest();
                 if timeout.is_some_and(|t| t.is_zero()) {
                     // A probe: one look, no spinning, no parking.
                     h.help();
@@ -1485,6 +1490,44 @@ mod tests {
             let e = d.wait_newer(&mut buf, last, mode, Some(Duration::from_millis(20)));
             assert!(matches!(e, Err(WaitError::TimedOut)), "{mode:?}: {e:?}");
             assert_eq!(h.watching.load(Ordering::SeqCst), 0, "{mode:?}");
+        }
+    }
+
+    /// A two-sided sampling reader that reads rarely gets the newest message. The RX ring holds
+    /// four; while nobody read, the manager delivered the messages written just after the last
+    /// read and then had no credit, so without acknowledging first a read (or a wait) returned
+    /// a message from long ago, not the newest.
+    #[test]
+    fn a_rare_two_sided_sampling_read_gets_the_newest_message() {
+        let (mut s, mut d, h) = unmanaged_two_sided_sampling();
+        let mut buf = [0u8; 64];
+        for round in 0..3u8 {
+            // The writer writes 20 messages; the manager (its help, here) delivers what it can.
+            let mut write = |v: u8| {
+                s.write(&[v; 8]).unwrap();
+                h.help();
+            };
+            for i in 1..=20u8 {
+                write(round * 20 + i);
+            }
+            let ok = d.read(&mut buf).unwrap();
+            assert_eq!(&buf[..ok.len], &[round * 20 + 20; 8], "read, round {round}");
+            for i in 1..=20u8 {
+                write(100 + round * 20 + i);
+            }
+            let ok = d
+                .wait_newer(
+                    &mut buf,
+                    Some(ok.seq),
+                    RecvMode::Spin,
+                    Some(Duration::from_secs(5)),
+                )
+                .unwrap();
+            assert_eq!(
+                &buf[..ok.len],
+                &[100 + round * 20 + 20; 8],
+                "wait, round {round}"
+            );
         }
     }
 
