@@ -172,6 +172,10 @@ fn park_on_gate() {
                     }
                     break;
                 }
+                // Counted before the wait (SeqCst: a full barrier, paired with the fence after
+                // the executive's opening store): either the executive sees the count and wakes
+                // this thread, or the wait finds the gate opened and returns at once.
+                p.gate_waits.fetch_add(1, Ordering::SeqCst);
                 futex::wait(&p.gate, cur, None);
             }
             // As on the way in: the count and the flag together.

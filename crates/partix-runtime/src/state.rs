@@ -31,7 +31,7 @@ pub const ENV_DESCRIPTOR_TABLE: &str = "PARTIX_DESCRIPTOR_TABLE";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Entries of a partition's thread table ([`PartitionState::tids`]): every process and the error
@@ -169,6 +169,12 @@ pub struct PartitionState {
     /// do not pass it on; 0 when it signals the process once and the handlers pass it from
     /// thread to thread.
     pub gate_broadcast: AtomicU32,
+    /// Partition: incremented by a thread of the park handler each time it is about to wait on
+    /// the closed gate (before the `futex` wait). The executive compares it across the lead of
+    /// a point (`prepare_open` to the opening store): a thread it woke ahead of the open that
+    /// found the gate still closed (it ran on another CPU, or the executive blocked in the
+    /// point) waits again, and must be woken by the open.
+    pub gate_waits: AtomicU32,
     /// Partition: kernel thread ids of the runtime's threads (0: a free entry; negative: a
     /// thread parked for good, counted in `gate_parked` already, never signalled). Each thread
     /// enters itself when it starts and leaves when it ends. The executive signals these

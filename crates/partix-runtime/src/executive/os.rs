@@ -247,6 +247,8 @@ struct GateState {
     check: Option<(u32, u64)>,
     /// `prepare_open` woke a parked thread (it parks again unless the gate opens).
     prewoken: bool,
+    /// `PartitionState::gate_waits` when `prepare_open` woke it.
+    waits_at_prewake: u32,
     /// The last close signalled every thread itself (`PartitionState::gate_broadcast`).
     broadcast: bool,
     /// `gate_parked` at the close or at the last verification, and the extensions granted.
@@ -311,6 +313,7 @@ impl GateState {
         stat_fd: -1,
         check: None,
         prewoken: false,
+        waits_at_prewake: 0,
         broadcast: false,
         parked_seen: 0,
         extensions: 0,
@@ -684,7 +687,14 @@ impl<'s> OsSwitcher<'s> {
                 // SYNC POINT: Release pairs with the park handler's Acquire load of the gate;
                 // gate_open_at_ns is visible with it.
                 st.gate.store(g.wrapping_add(1), Ordering::Release);
-                if !self.gates[p].prewoken {
+                // A thread woken ahead of the open (`prepare_open`) that found the gate still
+                // closed (it ran on another CPU, or this thread blocked in the point) waits
+                // again: wake it too. The fence pairs with the waiter's SeqCst count before
+                // its wait (see `PartitionState::gate_waits`).
+                std::sync::atomic::fence(Ordering::SeqCst);
+                let rewaited =
+                    st.gate_waits.load(Ordering::Relaxed) != self.gates[p].waits_at_prewake;
+                if !self.gates[p].prewoken || rewaited {
                     futex::wake(&st.gate, 1);
                 }
             }
@@ -1153,6 +1163,7 @@ impl Switcher for OsSwitcher<'_> {
         // until the point; if the gate is still closed when it runs, it parks again.
         let st = self.shared.partition(p);
         if st.gate.load(Ordering::Relaxed) & 1 == 0 {
+            self.gates[p].waits_at_prewake = st.gate_waits.load(Ordering::SeqCst);
             self.gates[p].prewoken = futex::wake(&st.gate, 1) > 0;
         }
     }
