@@ -131,6 +131,20 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
     );
 }
 
+/// A reader that never read waits for a message after its writer died inside a write: the
+/// newer message cannot be read, so the wait times out (it answered at once before).
+#[test]
+fn a_wait_past_a_message_its_writer_died_writing_times_out() {
+    let m = load("kill.xml");
+    let out = run(
+        &m,
+        "stuck",
+        &[("kill-src", &[], false), ("stuck-dst", &[], true)],
+        Duration::from_secs(90),
+    );
+    assert_eq!(all_pass("STUCK", &out[1]), 3, "{:#?}", out[1]);
+}
+
 /// A writer that writes 64 KiB messages back to back is parked at the end of every window of
 /// its partition: between two writes, never inside one, so a reader partition never finds the
 /// slot mid-write and always reads the newest message (the park signal waits for the write in

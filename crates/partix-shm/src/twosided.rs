@@ -996,6 +996,13 @@ mod shm {
             Ok(TwoSidedReceiver { rx, st })
         }
 
+        /// Return the sequence number of the newest delivered message, if any.
+        pub fn newest_seq(&self) -> Option<u32> {
+            let view = self.rx.view();
+            let t = view.delivered();
+            (t != 0).then(|| Flags(view.slot(t - 1)[0].load(Ordering::Relaxed)).seq())
+        }
+
         /// Return whether a message other than `last_seq` has been delivered (`Acquire` load of
         /// the RX tail; a read then finds it).
         #[inline]

@@ -17,6 +17,8 @@
 //!                  no region descriptor it holds can be resized
 //!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
 //!                  partition 300 ms in (first start only)
+//!   stuck-dst      without reading, wait until the slot stays mid-write (the writer died inside
+//!                  a write), then wait for a newer message: TIMED_OUT, and a look NOT_AVAILABLE
 //!   kill-dst       read for 1.5 s and until the slot has stayed mid-write for 200 ms (the
 //!                  writer died inside a write; at most 20 s): every message read is whole (all
 //!                  bytes equal its tag)
@@ -916,6 +918,54 @@ extern "C" fn kill_dst_process() {
     idle_forever();
 }
 
+/// Without reading the port, wait (up to 20 s) until its slot has stayed mid-write for 200 ms
+/// (the writer was killed inside a write), then wait for a message: there is a message newer
+/// than any this port returned (none), but it cannot be read, so the wait must time out, not
+/// answer at once (it answered NO_ACTION, or the last good copy, and a waiting loop spun).
+extern "C" fn stuck_dst_process() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let slot = partix_runtime::channels::map_inherited()
+        .ok()
+        .and_then(|ps| {
+            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
+            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
+        })
+        .expect("map the BIG slot");
+    let t0 = get_time();
+    let mut stuck_since = None;
+    while get_time() - t0 < 20_000 * MS {
+        let now = get_time();
+        if slot.write_in_progress() && slot.latest_flags().is_some() {
+            if now - *stuck_since.get_or_insert(now) >= 200 * MS {
+                break;
+            }
+        } else {
+            stuck_since = None;
+        }
+        let _ = timed_wait(MS);
+    }
+    expect(
+        "stuck: the writer died inside a write, after a complete message",
+        stuck_since.is_some(),
+        "the slot never stayed mid-write",
+    );
+    let mut buf = vec![0u8; BIG];
+    let r = wait_sampling_message(id, 100 * MS, &mut buf);
+    expect(
+        "stuck: a wait for a newer message that cannot be read times out",
+        r == Err(ApexError::TimedOut),
+        format!("{r:?}"),
+    );
+    let r = wait_sampling_message(id, 0, &mut buf);
+    expect(
+        "stuck: a look for it answers NOT_AVAILABLE",
+        r == Err(ApexError::NotAvailable),
+        format!("{r:?}"),
+    );
+    out("END stuck-dst");
+    idle_forever();
+}
+
 // ------------------------------------------------------------------------------------ restart
 
 extern "C" fn restart_dst_process() {
@@ -1205,6 +1255,10 @@ fn main() {
         "kill-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
             process("dst", kill_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "stuck-dst" => {
+            create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
+            process("dst", stuck_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "restart-dst" => {
             let id = create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");

@@ -700,9 +700,9 @@ pub fn wait_sampling_message(
     }
     let mode = port.mode.get();
     // First look without waiting.
-    let last_seq = {
+    let mut last_seq = {
         let mut guard = lock(&port.inner);
-        let last_seq = guard.last_seq;
+        let mut last_seq = guard.last_seq;
         // A new call: what earlier calls saw of a socket says nothing about its queue now.
         if let Some(reader) = guard.dest.as_mut() {
             reader.new_call();
@@ -712,7 +712,7 @@ pub fn wait_sampling_message(
             port,
             &mut guard,
             buf,
-            last_seq,
+            &mut last_seq,
             RecvMode::Spin,
             Duration::ZERO,
             &|| false,
@@ -765,7 +765,15 @@ pub fn wait_sampling_message(
         }
         let slice_mode = if marked { mode } else { RecvMode::Spin };
         let mut guard = lock(&port.inner);
-        let got = wait_slice(port, &mut guard, buf, last_seq, slice_mode, slice, &stop);
+        let got = wait_slice(
+            port,
+            &mut guard,
+            buf,
+            &mut last_seq,
+            slice_mode,
+            slice,
+            &stop,
+        );
         // Released inline (see [`PortGuard::release`]); a control request that came while
         // waiting is honoured here.
         guard.release();
@@ -792,12 +800,18 @@ pub fn wait_sampling_message(
 
 /// One slice of [`wait_sampling_message`]'s wait, under the port lock: the answer, or `None`
 /// when the slice ended (or a control request came) with nothing newer.
+///
+/// A newer message whose read fails (the slot is mid-write for good: its writer was killed
+/// inside a write, or a broken source holds it so) is not an answer: nothing newer can be read.
+/// The wait goes on past it (`last_seq` becomes its sequence number, so the wait is ready again
+/// only when the slot changes); before, it returned the last good copy at once, the message it
+/// was asked to wait past, and a waiting loop spun on it.
 #[inline(always)]
 fn wait_slice(
     port: &SamplingPort,
     inner: &mut SamplingInner,
     buf: &mut [u8],
-    last_seq: Option<u32>,
+    last_seq: &mut Option<u32>,
     mode: RecvMode,
     slice: Duration,
     stop: &impl Fn() -> bool,
@@ -814,11 +828,17 @@ fn wait_slice(
         &mut inner.scratch[at..at + max]
     };
     Some(
-        match reader.wait_newer_or(into, last_seq, mode, Some(slice), stop) {
+        match reader.wait_newer_or(into, *last_seq, mode, Some(slice), stop) {
             Ok(ok) if direct => inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => inner.answer_direct(port, Err(e)),
             Ok(ok) => inner.answer(port, Ok(ok), buf),
             Err(WaitError::TimedOut) => return None,
+            Err(WaitError::Read(ReadError::Contended { .. } | ReadError::Corrupt)) => {
+                if let Some(seq) = reader.newest_seq() {
+                    *last_seq = Some(seq);
+                }
+                return None;
+            }
             Err(WaitError::Read(e)) => inner.answer(port, Err(e), buf),
             Err(_) => Err(ApexError::InvalidConfig),
         },

@@ -607,6 +607,17 @@ impl SamplingDestination {
         }
     }
 
+    /// Return the sequence number of the newest message in the channel (written, or delivered
+    /// for two-sided), whether or not it can be read now; `None` when there is none, or for the
+    /// socket transports (whose reads never fail that way).
+    pub fn newest_seq(&self) -> Option<u32> {
+        match self {
+            SamplingDestination::OneSided(r) => r.latest_flags().map(|f| f.seq()),
+            SamplingDestination::TwoSided(r, _) => r.newest_seq(),
+            SamplingDestination::Socket(_) => None,
+        }
+    }
+
     /// Start a new read or wait of the port's service: forget what earlier calls learnt about the
     /// channel (a socket found empty then may hold several frames now; only the newest is the
     /// sampling message).
