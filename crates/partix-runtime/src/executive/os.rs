@@ -1032,10 +1032,16 @@ impl Switcher for OsSwitcher<'_> {
             }
             let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            // What the audits learnt about the partition survives its restarts (a restart it
+            // asks for itself must not clear them): a partition found running while it claimed
+            // to be parked stays held at every close, and one whose pending parks were turned
+            // off keeps them off.
             self.gates[p] = GateState {
                 held: true,
                 by_signal: true,
                 stat_fd: fd,
+                distrusted: self.distrusted_by_partition[p],
+                no_pending: self.pending_off_by_partition[p],
                 ..GateState::NONE
             };
             Ok(pid)

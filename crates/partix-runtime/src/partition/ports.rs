@@ -1137,7 +1137,9 @@ impl QueuingPort {
         };
         let spin_start = Instant::now();
         loop {
-            st.waiters.retain(Waiter::alive);
+            // With `prune`, not a bare `retain`: a waiter that becomes head because a stopped
+            // one left must be woken now, not at its next stale check.
+            self.prune(&mut st);
             let is_head = self.head(&st) == Some(ticket);
             if is_head {
                 match op(&mut st) {

@@ -828,6 +828,11 @@ fn park_watching(
         if !stuck {
             return got;
         }
+        // Going to sleep, still inside the section: a STOP must not end this thread while
+        // `asleep` counts it (the manager would count a parked reader for ever); the park gives
+        // up at once on a control request, which the section's end then honours.
+        return helped
+            .asleep(|| notifier.park_until_or(deadline, ready, crate::partition::control_pending));
     }
     // Going to sleep: the manager must watch the doorbell again.
     helped.asleep(|| notifier.park_until(deadline, ready))
