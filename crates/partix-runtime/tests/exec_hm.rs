@@ -226,6 +226,34 @@ fn mode_requests_idle_and_restart_partitions() {
     );
 }
 
+/// A restart asked for during the initialisation (SET_PARTITION_MODE COLD_START or WARM_START
+/// before NORMAL) is carried out then. The request used to be dropped: the process that asked
+/// waited for it until the init time-out, which idled the partition.
+#[test]
+fn a_restart_asked_for_during_the_initialisation_is_carried_out() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED a_restart_asked_for_during_the_initialisation_is_carried_out: needs root"
+        );
+        return;
+    }
+    let tp = Some(testpart());
+    let m = module(
+        vec![
+            partition(1, "COLD", tp.clone(), &["sleep", "--init-request", "cold"]),
+            partition(2, "WARM", tp, &["sleep", "--init-request", "warm"]),
+        ],
+        vec![schedule(1, 10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)])],
+    );
+    let r = run_frames(&m, 10, SwitchMechanism::default());
+    assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
+    for p in 0..2 {
+        assert_eq!(r.partitions[p].mode, mode::NORMAL, "P{}", p + 1);
+        assert_eq!(r.partitions[p].stats.restarts, 1, "P{}", p + 1);
+        assert_eq!(r.partitions[p].stats.windows, 10, "P{}", p + 1);
+    }
+}
+
 #[test]
 fn system_partition_switches_the_module_schedule_at_a_frame_boundary() {
     if !is_root() {

@@ -33,7 +33,8 @@
 //!                                        time in long system calls that a pending signal does
 //!                                        not interrupt
 //! partix-testpart sleep                  do nothing
-//! common: --init-ms N (time in COLD_START before NORMAL), --fifo (SCHED_FIFO 1 for its threads;
+//! common: --init-ms N (time in COLD_START before NORMAL), --init-request cold|warm (first
+//! start only: ask for that restart during the initialisation and wait there for it), --fifo (SCHED_FIFO 1 for its threads;
 //!         --prio N: N instead of 1),
 //!         --park block|ignore|forge|noop (block or ignore the executive's park signal, claim to
 //!         be parked without parking, or take the signal and run on: a partition that does not
@@ -149,6 +150,19 @@ fn main() {
     let p = ctx.partition();
     let first = p.start_condition.load(Ordering::Acquire) == start_condition::NORMAL_START;
     let first_only = flag(&args, "--first-only");
+    // Ask for a restart during the first initialisation, and wait for it there.
+    let init_request = match arg(&args, "--init-request", String::new()).as_str() {
+        "cold" => Some(mode::COLD_START),
+        "warm" => Some(mode::WARM_START),
+        _ => None,
+    };
+    if let (Some(m), true) = (init_request, first) {
+        ctx.request_mode(m);
+        while ctx.module().shutdown.load(Ordering::Acquire) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::process::exit(0);
+    }
     let started = ctx.now_ns();
     ctx.set_normal();
     let shutdown = || ctx.module().shutdown.load(Ordering::Acquire) != 0;

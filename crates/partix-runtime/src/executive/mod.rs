@@ -533,8 +533,26 @@ impl<'m> Executive<'m> {
             for p in 0..self.parts.len() {
                 let st = self.shared.partition(p);
                 let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
-                if req == mode::IDLE && self.parts[p].status == Status::Running {
-                    self.make_idle(sw, p, "SET_PARTITION_MODE", now - self.epoch);
+                if self.parts[p].status == Status::Running {
+                    match req {
+                        mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", now - self.epoch),
+                        // A restart asked for during the initialisation: carried out now, as the
+                        // run loop does at a point (the process that asked waits parked for it;
+                        // dropping the request left it so until the init time-out).
+                        mode::COLD_START | mode::WARM_START => {
+                            sw.kill(p);
+                            self.parts[p].stats.restarts += 1;
+                            stopped[p] = false;
+                            self.start_process(
+                                clock,
+                                sw,
+                                p,
+                                req,
+                                start_condition::PARTITION_RESTART,
+                            )?;
+                        }
+                        _ => {}
+                    }
                 }
                 let m = st.operating_mode.load(Ordering::Acquire);
                 if m != self.parts[p].seen_mode {
