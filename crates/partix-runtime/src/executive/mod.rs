@@ -542,7 +542,9 @@ impl<'m> Executive<'m> {
                         mode::COLD_START | mode::WARM_START => {
                             sw.kill(p);
                             self.parts[p].stats.restarts += 1;
-                            stopped[p] = false;
+                            if let Some(s) = stopped.get_mut(p) {
+                                *s = false;
+                            }
                             self.start_process(
                                 clock,
                                 sw,
