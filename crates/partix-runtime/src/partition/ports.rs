@@ -23,8 +23,8 @@
 //! A queuing channel holds at most `MaxNbMessages` messages (one-sided: an SPSC ring; two-sided
 //! and sockets: credits returned by cumulative acknowledgements). Several APEX processes of one partition may use one port: they are serialised by a
 //! per-port lock and, when they must wait (full on send, empty on receive, timeout ≠ 0), queued
-//! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = current priority, FIFO
-//! among equals). Only the head of that queue waits on the channel; the others wait in the
+//! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = the current priority
+//! at joining, FIFO among equals; a SET_PRIORITY while waiting does not reorder). Only the head of that queue waits on the channel; the others wait in the
 //! partition. The head waits per the port's [`RecvMode`]:
 //! - [`RecvMode::Spin`]: polls the channel (lowest latency, burns the partition's CPU in its
 //!   window);
@@ -99,7 +99,7 @@ pub enum Validity {
 pub enum QueuingDiscipline {
     /// `FIFO`: in order of arrival.
     Fifo,
-    /// `PRIORITY`: highest current priority first, FIFO among equals.
+    /// `PRIORITY`: highest current priority (at joining the queue) first, FIFO among equals.
     Priority,
 }
 
