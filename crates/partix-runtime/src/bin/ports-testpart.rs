@@ -793,19 +793,25 @@ extern "C" fn killer() {
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
 }
 
+/// A raw reader of port BIG's slot (its own mapping of the inherited region), to look at the
+/// slot's flags beside the port's services.
+fn big_slot() -> partix_shm::sampling::SamplingReader {
+    partix_runtime::channels::map_inherited()
+        .ok()
+        .and_then(|ps| {
+            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
+            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
+        })
+        .expect("map the BIG slot")
+}
+
 extern "C" fn window_writer() {
     write_big_messages(0)
 }
 
 extern "C" fn window_dst_process() {
     let id = get_sampling_port_id("BIG").expect("BIG");
-    let slot = partix_runtime::channels::map_inherited()
-        .ok()
-        .and_then(|ps| {
-            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
-            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
-        })
-        .expect("map the BIG slot");
+    let slot = big_slot();
     let mut buf = vec![0u8; BIG];
     let t0 = get_time();
     let (mut reads, mut mid_write, mut torn, mut not_newest) = (0u64, 0u64, 0u64, 0u64);
@@ -871,13 +877,7 @@ extern "C" fn kill_dst_process() {
     let mut buf = vec![0u8; BIG];
     let t0 = get_time();
     let (mut reads, mut torn) = (0u64, 0u64);
-    let slot = partix_runtime::channels::map_inherited()
-        .ok()
-        .and_then(|ps| {
-            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
-            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
-        })
-        .expect("map the BIG slot");
+    let slot = big_slot();
     // Read for at least 1.5 s, and on (up to 20 s, on a loaded machine) until the slot has
     // been mid-write for 200 ms: the writer died in the middle of a write (its killer leaves
     // the slot so about 300 ms in), and these reads come after that.
@@ -924,13 +924,7 @@ extern "C" fn kill_dst_process() {
 /// answer at once (it answered NO_ACTION, or the last good copy, and a waiting loop spun).
 extern "C" fn stuck_dst_process() {
     let id = get_sampling_port_id("BIG").expect("BIG");
-    let slot = partix_runtime::channels::map_inherited()
-        .ok()
-        .and_then(|ps| {
-            let p = ps.into_iter().find(|p| p.desc.name == "BIG")?;
-            partix_shm::sampling::SamplingReader::attach(p.regions[0].clone(), 0).ok()
-        })
-        .expect("map the BIG slot");
+    let slot = big_slot();
     let t0 = get_time();
     let mut stuck_since = None;
     while get_time() - t0 < 20_000 * MS {
