@@ -146,6 +146,7 @@ fn bench_module(k: u32, work_us: u64, window_us: u64, gap_us: u64) -> anyhow::Re
         ],
         affinity: None,
         descriptor_table: Default::default(),
+        user: None,
         memory: Vec::new(),
         sampling_ports: Vec::new(),
         queuing_ports: Vec::new(),

@@ -48,6 +48,7 @@ fn module(n: u32) -> Module {
             args: vec!["--processes".into(), "1".into()],
             affinity: None,
             descriptor_table: Default::default(),
+            user: None,
             memory: Vec::new(),
             sampling_ports: Vec::new(),
             queuing_ports: Vec::new(),

@@ -123,6 +123,21 @@ pub enum DescriptorTable {
     PerProcess,
 }
 
+/// The numeric user and group a partition runs as (`partix:User`).
+///
+/// The executive (root) gives the partition's process these ids, no supplementary groups, and no
+/// capabilities before it runs the partition's program: the partition can then no longer signal
+/// the executive or another partition under another user, raise itself above the executive
+/// (`SCHED_FIFO` 99), write its cgroup's files, or re-open a region it was granted read-only
+/// as writable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials {
+    /// The user id (real, effective and saved).
+    pub uid: u32,
+    /// The group id (real, effective and saved); the user id when not given.
+    pub gid: u32,
+}
+
 /// One partition (`Partition` plus its `Partition_Memory` and `Partition_HM_Table`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partition {
@@ -151,6 +166,9 @@ pub struct Partition {
     /// partix extension: one descriptor table for the partition's processes, or one each
     /// (`DescriptorTable="per-process"`).
     pub descriptor_table: DescriptorTable,
+    /// partix extension: the user and group the partition's process runs as (`User="61001"` or
+    /// `"61001:61001"`); `None` = the executive's own credentials.
+    pub user: Option<Credentials>,
     /// `Partition_Memory/Memory_Requirements`.
     pub memory: Vec<MemoryRequirement>,
     /// Sampling ports (`Sampling_Port`), names unique within the partition.

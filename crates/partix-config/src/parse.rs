@@ -12,8 +12,8 @@ use roxmltree::{Attribute, Document, Node};
 
 use crate::error::ConfigError;
 use crate::model::{
-    Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess, MemoryKind,
-    MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
+    Credentials, Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess,
+    MemoryKind, MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
     ReceiveMode, SamplingPortConfig,
 };
 use crate::value::{self, ValueError};
@@ -61,6 +61,7 @@ pub(crate) struct RawPartition {
     pub args: Vec<String>,
     pub affinity: Option<Vec<usize>>,
     pub descriptor_table: DescriptorTable,
+    pub user: Option<Loc<Credentials>>,
     pub sampling: Vec<SamplingPortConfig>,
     pub queuing: Vec<QueuingPortConfig>,
     pub loc: Location,
@@ -259,7 +260,13 @@ const KNOWN_ELEMENTS: &[&str] = &[
 ];
 
 /// Every partix extension attribute name, per element, for the "put it in the namespace" hint.
-const PARTIX_ATTRS_PARTITION: &[&str] = &["Executable", "Arguments", "Affinity", "DescriptorTable"];
+const PARTIX_ATTRS_PARTITION: &[&str] = &[
+    "Executable",
+    "Arguments",
+    "Affinity",
+    "DescriptorTable",
+    "User",
+];
 const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
 const PARTIX_ATTRS_PORT: &[&str] = &["ReceiveMode"];
 const ALL_PARTIX_ATTRS: &[&str] = &[
@@ -267,6 +274,7 @@ const ALL_PARTIX_ATTRS: &[&str] = &[
     "Arguments",
     "Affinity",
     "DescriptorTable",
+    "User",
     "Transport",
     "ReceiveMode",
 ];
@@ -617,7 +625,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 self.err(
                     loc,
                     format!("unknown partix element <partix:{name}>"),
-                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
+                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable, partix:User on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
                 );
             }
             // Elements of other namespaces are implementer extensions: ignored.
@@ -907,6 +915,10 @@ impl<'a, 'i> Parser<'a, 'i> {
                 .map(|l| l.v),
             None => Ok(DescriptorTable::Shared),
         };
+        let user = match self.pattr(node, "User") {
+            Some(a) => self.typed(node, a, parse_user).ok_or(()).map(Some),
+            None => Ok(None),
+        };
         let mut sampling = Vec::new();
         let mut queuing = Vec::new();
         for c in self.children(node, &["Sampling_Port", "Queuing_Port", "Process"]) {
@@ -940,6 +952,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             args,
             affinity: affinity.ok()?,
             descriptor_table: descriptor_table.ok()?,
+            user: user.ok()?,
             sampling,
             queuing,
             loc,
@@ -1383,6 +1396,37 @@ fn parse_affinity(s: &str) -> Result<Vec<usize>, ValueError> {
         cpus.push(cpu);
     }
     Ok(cpus)
+}
+
+/// `partix:User`: `"UID"` or `"UID:GID"`, decimal ids below 4294967295 (`(uid_t)-1` means "no
+/// change" to the kernel). Names are not looked up: a module's configuration means the same
+/// user on every machine it is loaded on.
+fn parse_user(s: &str) -> Result<Credentials, ValueError> {
+    let help = "give a numeric user id, optionally with a group id: e.g. \"61001\" or \"61001:61001\" (user names are not looked up)";
+    let id = |part: &str, what: &str, ty: &str| -> Result<u32, ValueError> {
+        let part = part.trim();
+        match value::parse_u32(part) {
+            Ok(v) if v != u32::MAX => Ok(v),
+            Ok(_) => Err(ValueError {
+                message: format!("{what} id {part} is ({ty})-1, which means \"no id\""),
+                help: help.into(),
+            }),
+            Err(_) => Err(ValueError {
+                message: format!("`{part}` is not a numeric {what} id"),
+                help: help.into(),
+            }),
+        }
+    };
+    let (u, g) = match s.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (s, None),
+    };
+    let uid = id(u, "user", "uid_t")?;
+    let gid = match g {
+        Some(g) => id(g, "group", "gid_t")?,
+        None => uid,
+    };
+    Ok(Credentials { uid, gid })
 }
 
 /// The values of `partix:ReceiveMode` (`spin-then-park` also as `spin-then-park:N`).

@@ -111,6 +111,7 @@ pub fn summary(m: &Module) -> String {
         "system".into(),
         "affinity".into(),
         "fds".into(),
+        "user".into(),
         "memory".into(),
         "executable".into(),
     ]];
@@ -142,6 +143,8 @@ pub fn summary(m: &Module) -> String {
                 DescriptorTable::PerProcess => "per-process",
             }
             .into(),
+            p.user
+                .map_or("-".into(), |u| format!("{}:{}", u.uid, u.gid)),
             p.memory_limit_bytes().map_or("-".into(), bytes),
             exe,
         ]);

@@ -175,6 +175,7 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
     };
     let mut names: HashMap<String, Location> = HashMap::new();
     let mut id_locs: HashMap<u32, Location> = HashMap::new();
+    let mut users: HashMap<u32, (String, Location)> = HashMap::new();
     for rp in raw {
         if let Some(first) = id_locs.get(&rp.id.v) {
             c.err(
@@ -238,6 +239,23 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
                 );
             }
         }
+        if let Some(u) = &rp.user {
+            // Two partitions under one user could signal each other and open each other's
+            // /proc files: the point of partix:User is that they cannot.
+            if let Some((other, first)) = users.get(&u.v.uid) {
+                c.err(
+                    u.loc,
+                    format!(
+                        "partition `{name}` runs as user {}, as partition `{other}` does (at {}): each could signal the other",
+                        u.v.uid,
+                        at(*first)
+                    ),
+                    "give each partition its own user id (partix:User)",
+                );
+            } else {
+                users.insert(u.v.uid, (name.clone(), u.loc));
+            }
+        }
         let executable = rp
             .executable
             .as_ref()
@@ -257,6 +275,7 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
             args: rp.args.clone(),
             affinity: rp.affinity.clone(),
             descriptor_table: rp.descriptor_table,
+            user: rp.user.as_ref().map(|u| u.v),
             memory: Vec::new(),
             sampling_ports: rp.sampling.clone(),
             queuing_ports: rp.queuing.clone(),

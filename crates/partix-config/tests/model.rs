@@ -302,6 +302,14 @@ fn pok_style_configuration_is_accepted() {
     assert_eq!(logger.affinity, Some(vec![1, 0]));
     assert_eq!(logger.descriptor_table, DescriptorTable::PerProcess);
     assert_eq!(sensors.descriptor_table, DescriptorTable::Shared);
+    assert_eq!(
+        logger.user,
+        Some(Credentials {
+            uid: 61011,
+            gid: 61011
+        })
+    );
+    assert_eq!(sensors.user, None);
     assert_eq!(m.system_hm[1].code, ErrorCode::PowerFail);
     assert_eq!(m.system_hm[0].code, ErrorCode::NumericError);
     assert_eq!(m.system_hm[0].error_id, 16);

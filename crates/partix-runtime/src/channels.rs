@@ -992,6 +992,7 @@ mod tests {
             args: Vec::new(),
             affinity: None,
             descriptor_table: Default::default(),
+            user: None,
             memory: Vec::new(),
             sampling_ports: Vec::new(),
             queuing_ports: Vec::new(),

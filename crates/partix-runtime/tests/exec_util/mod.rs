@@ -20,6 +20,7 @@ pub fn partition(id: u32, name: &str, exe: Option<PathBuf>, args: &[&str]) -> Pa
         args: args.iter().map(|s| s.to_string()).collect(),
         affinity: None,
         descriptor_table: Default::default(),
+        user: None,
         memory: Vec::new(),
         sampling_ports: Vec::new(),
         queuing_ports: Vec::new(),
