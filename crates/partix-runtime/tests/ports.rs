@@ -68,6 +68,94 @@ fn sampling_latest_wins_not_consumed_turns_invalid_multicast_read_only() {
     }
 }
 
+/// `partix:User`: the sampling channel of `sampling.xml` with each partition under a user of
+/// its own. Source and first destination behave exactly as as root (the same checks pass); the
+/// second destination finds it runs as its user and group with no capabilities (or only
+/// `CAP_SYS_NICE`, see `RunReport::users_keep_nice`), cannot take the executive's priority (when
+/// it has no capability), signal it, list its descriptors, re-open a read-only region
+/// read-write or write its cgroup's freeze file, and still reads the source's messages.
+#[test]
+fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "partitions_under_their_own_users_keep_their_ports_and_lose_root: skipped (needs root)"
+        );
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // Everything the partitions open by path is in a directory they can reach: the program,
+    // the configuration (they read their HM tables from it) and their output files.
+    let dir = common::out_dir("ports-users");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let exe = dir.join("ports-testpart");
+    std::fs::copy(env!("CARGO_BIN_EXE_ports-testpart"), &exe).unwrap();
+    let cfg = dir.join("users.xml");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/users.xml"),
+        &cfg,
+    )
+    .unwrap();
+    let m = partix_config::load(&cfg).unwrap_or_else(|e| panic!("users.xml: {e}"));
+    let (out, report) = common::run_roles_report(
+        "users",
+        m,
+        exe.to_str().unwrap(),
+        &dir,
+        &[
+            ("sampling-src", &[], true),
+            ("sampling-dst", &[], true),
+            ("creds", &["61003", "61013"], true),
+        ],
+        100_000,
+        Duration::from_secs(90),
+    );
+    assert_eq!(all_pass("SRC", &out[0]), 1, "{:#?}", out[0]);
+    assert_eq!(all_pass("DST1", &out[1]), 10, "{:#?}", out[1]);
+    let passes = common::pass_lines("DST2", &out[2]);
+    common::print_info("DST2", &out[2]);
+    // Where the executive can give partitions RLIMIT_RTPRIO 98 they have no capability left;
+    // where it cannot (no CAP_SYS_RESOURCE, as in some containers), only CAP_SYS_NICE.
+    let priority_checks: &[&str] = match &report.users_keep_nice {
+        None => &[
+            "RLIMIT_RTPRIO is 98",
+            "has no capabilities",
+            "cannot take SCHED_FIFO 99 (the executive's)",
+        ],
+        Some(why) => {
+            println!("partitions keep CAP_SYS_NICE: {why}");
+            &["keeps CAP_SYS_NICE and no other capability"]
+        }
+    };
+    for what in priority_checks.iter().copied().chain([
+        "runs as its user",
+        "runs as its group",
+        "has no supplementary groups",
+        "has NO_NEW_PRIVS",
+        "its APEX process runs SCHED_FIFO without root",
+        "cannot signal the executive",
+        "cannot list the executive's descriptors",
+        "no read-only region re-opens read-write through /proc/self/fd",
+        "reads a valid message from another user's partition",
+    ]) {
+        assert!(
+            passes.iter().any(|l| l == &format!("PASS {what}")),
+            "DST2: no PASS {what}: {:#?}",
+            out[2]
+        );
+    }
+    assert!(
+        passes
+            .iter()
+            .any(|l| l == "PASS cannot write its cgroup.freeze")
+            || out[2]
+                .iter()
+                .any(|l| l.starts_with("INFO no partix cgroup")),
+        "{:#?}",
+        out[2]
+    );
+}
+
 /// `partix:DescriptorTable="per-process"`: each process of DST1 copies the partition's
 /// descriptor table when it first runs in NORMAL mode (what it opens or closes later is its
 /// own), and its udp port, whose socket came before, still receives; DST2 (the default) keeps

@@ -25,6 +25,8 @@ pub enum RegionError {
     Resize(io::Error),
     /// Sealing the size of the memfd (`F_ADD_SEALS`) failed.
     Seal(io::Error),
+    /// Restricting the memfd to its owner (`fchmod` 0600) failed.
+    Mode(io::Error),
     /// Opening a read-only descriptor of the memfd (through `/proc/self/fd`) failed.
     Reopen(io::Error),
     /// `fstat` failed or the file is smaller than asked for.
@@ -39,6 +41,9 @@ impl fmt::Display for RegionError {
             RegionError::Create(e) => write!(f, "memfd_create failed: {e}"),
             RegionError::Resize(e) => write!(f, "ftruncate of shared region failed: {e}"),
             RegionError::Seal(e) => write!(f, "sealing the size of shared region failed: {e}"),
+            RegionError::Mode(e) => {
+                write!(f, "restricting shared region to its owner failed: {e}")
+            }
             RegionError::Reopen(e) => {
                 write!(f, "read-only reopen of shared region failed: {e}")
             }
@@ -66,6 +71,9 @@ pub const REGION_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | 
 /// of [`Region::read_only_fd`], not the memfd itself: on it a `PROT_WRITE` shared mapping, and an
 /// `mprotect` of a read-only one to `PROT_WRITE`, fail with `EACCES`, and `ftruncate` with
 /// `EINVAL`. (The memfd itself is read-write: a read-only *mapping* of it can be made writable.)
+/// The memfd's mode is 0600: only its creator's user can open it again by path (through
+/// `/proc/.../fd/`), so a process of another user holding a read-only descriptor cannot get a
+/// read-write one.
 #[derive(Debug)]
 pub struct Region {
     fd: OwnedFd,
@@ -112,6 +120,14 @@ impl Region {
         // SAFETY: fd is a valid memfd created with MFD_ALLOW_SEALING; F_ADD_SEALS takes an int.
         if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, REGION_SEALS) } != 0 {
             return Err(RegionError::Seal(io::Error::last_os_error()));
+        }
+        // A memfd is born mode 0777: any process that can reach it by a path (its own
+        // `/proc/self/fd/N`, or the creator's `/proc/PID/fd/M`) could open it read-write, even
+        // one granted only a read-only descriptor. 0600 leaves such opens to the creator's user
+        // (a partition under its own `partix:User` has a descriptor's access and no more).
+        // SAFETY: fd is a valid memfd.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+            return Err(RegionError::Mode(io::Error::last_os_error()));
         }
         Self::map(fd, len, Access::ReadWrite)
     }
@@ -325,6 +341,65 @@ mod tests {
         // SAFETY: mprotect of exactly our own mapping, which nobody else uses.
         let e = errno_of(unsafe { libc::mprotect(m2.as_ptr().cast(), 4096, rw) });
         assert_eq!(e, None);
+    }
+
+    /// A process of another user holding only a read-only descriptor cannot open the region
+    /// again by path, read-write or at all (the memfd is mode 0600); its creator can.
+    #[test]
+    fn another_user_cannot_reopen_a_region_by_path() {
+        let r = Region::create("partix-test-mode", 4096).unwrap();
+        // SAFETY: an all-zero stat is a valid out-parameter; fstat only writes into it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: r's descriptor is open.
+        assert_eq!(unsafe { libc::fstat(r.raw_fd(), &mut st) }, 0);
+        assert_eq!(st.st_mode & 0o7777, 0o600);
+        let ro = r.read_only_fd().unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("another_user_cannot_reopen_a_region_by_path: skipped the other-user part (needs root)");
+            return;
+        }
+        let path = CString::new(format!("/proc/self/fd/{}", ro.as_raw_fd())).unwrap();
+        // SAFETY: the child only makes raw system calls and _exits; the parent waits for it.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: raw system calls on values of this frame; _exit never returns.
+            unsafe {
+                if libc::syscall(libc::SYS_setresgid, 61097, 61097, 61097) != 0
+                    || libc::syscall(libc::SYS_setresuid, 61097, 61097, 61097) != 0
+                {
+                    libc::_exit(3);
+                }
+                let rw = libc::open(path.as_ptr(), libc::O_RDWR);
+                let rw_errno = *libc::__errno_location();
+                let rd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                let rd_errno = *libc::__errno_location();
+                libc::_exit(if rw < 0 && rw_errno == libc::EACCES {
+                    if rd < 0 && rd_errno == libc::EACCES {
+                        0
+                    } else {
+                        2
+                    }
+                } else {
+                    1
+                });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: pid is our child; status is a valid out-pointer.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "status {status}");
+        let code = libc::WEXITSTATUS(status);
+        assert_ne!(code, 3, "could not become user 61097");
+        assert_ne!(code, 1, "user 61097 opened the region read-write by path");
+        assert_ne!(code, 2, "user 61097 opened the region by path");
+        // The creator's user still can (as the executive does for the read-only descriptors).
+        // SAFETY: path is a valid C string; the descriptor is closed at once.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR) };
+        assert!(fd >= 0, "{}", io::Error::last_os_error());
+        // SAFETY: fd was just opened here.
+        unsafe { libc::close(fd) };
     }
 
     #[test]

@@ -41,6 +41,13 @@
 //!                  closes the first, then process "checker" looks at both: per-process, it
 //!                  still has the first and not the second; shared, the other way round. The
 //!                  checker then receives on the udp port IN (its socket was inherited)
+//!   creds UID GID  (a partition under partix:User="UID:GID") it runs as UID/GID with no
+//!                  supplementary groups, NO_NEW_PRIVS, its process SCHED_FIFO; with
+//!                  RLIMIT_RTPRIO 98 no capabilities and SCHED_FIFO 99 refused, else only
+//!                  CAP_SYS_NICE; it cannot signal the executive,
+//!                  open the executive's /proc/PID/fd, re-open a read-only region read-write
+//!                  through /proc/self/fd or write its cgroup's cgroup.freeze (INFO when it has
+//!                  no partix cgroup); it reads a valid message on sampling port IN
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
@@ -398,6 +405,176 @@ extern "C" fn sampling_src_process() {
     write_sampling_message(id, b"final").expect("write final");
     check_regions_refuse_resizing();
     out("END sampling-src");
+    idle_forever();
+}
+
+/// The user and group role `creds` expects to run as.
+static CREDS: OnceLock<(u32, u32)> = OnceLock::new();
+
+/// Role `creds`: a partition under its own user has lost what would let it harm the executive
+/// or other partitions, and still has what the runtime and its ports need.
+extern "C" fn creds_process() {
+    let (uid, gid) = *CREDS.get().expect("set at init");
+    let (mut r, mut e, mut sv) = (0, 0, 0);
+    // SAFETY: getresuid/getresgid only write the three out-parameters.
+    unsafe { libc::getresuid(&mut r, &mut e, &mut sv) };
+    expect_dbg(
+        "runs as its user",
+        (r, e, sv) == (uid, uid, uid),
+        (r, e, sv),
+    );
+    // SAFETY: as above.
+    unsafe { libc::getresgid(&mut r, &mut e, &mut sv) };
+    expect_dbg(
+        "runs as its group",
+        (r, e, sv) == (gid, gid, gid),
+        (r, e, sv),
+    );
+    // SAFETY: getgroups with size 0 only counts.
+    let groups = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    expect_dbg("has no supplementary groups", groups == 0, groups);
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .map(str::trim)
+        .unwrap_or("?")
+        .to_owned();
+    let caps = u64::from_str_radix(&cap_eff, 16);
+    // SAFETY: PR_GET_NO_NEW_PRIVS takes no pointer.
+    let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
+    expect_dbg("has NO_NEW_PRIVS", nnp == 1, nnp);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes lim.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
+    // SAFETY: sched_getscheduler of the calling thread.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    expect_dbg(
+        "its APEX process runs SCHED_FIFO without root",
+        policy == libc::SCHED_FIFO,
+        policy,
+    );
+    if lim.rlim_max == 98 {
+        // The executive could give it RLIMIT_RTPRIO 98: no capability at all.
+        expect_dbg("RLIMIT_RTPRIO is 98", lim.rlim_cur == 98, lim.rlim_cur);
+        expect_dbg("has no capabilities", caps == Ok(0), &cap_eff);
+        let p99 = libc::sched_param { sched_priority: 99 };
+        // SAFETY: a refused change changes nothing; a granted one is reported as a failure
+        // (and the partition would then run at the executive's priority until it ends).
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p99) };
+        expect_dbg(
+            "cannot take SCHED_FIFO 99 (the executive's)",
+            rc != 0 && errno() == libc::EPERM,
+            (rc, errno()),
+        );
+    } else {
+        // It could not (no CAP_SYS_RESOURCE): CAP_SYS_NICE only, for SCHED_FIFO.
+        expect_dbg(
+            "keeps CAP_SYS_NICE and no other capability",
+            caps == Ok(1 << 23),
+            (&cap_eff, lim.rlim_cur, lim.rlim_max),
+        );
+    }
+    // SAFETY: getppid has no preconditions; signal 0 only checks permission.
+    let executive = unsafe { libc::getppid() };
+    // SAFETY: signal 0 sends nothing.
+    let rc = unsafe { libc::kill(executive, 0) };
+    expect_dbg(
+        "cannot signal the executive",
+        rc != 0 && errno() == libc::EPERM,
+        (executive, rc, errno()),
+    );
+    let fds = std::fs::read_dir(format!("/proc/{executive}/fd")).map(|_| ());
+    expect_dbg(
+        "cannot list the executive's descriptors",
+        fds.as_ref().err().and_then(std::io::Error::raw_os_error) == Some(libc::EACCES),
+        &fds,
+    );
+    match region_fds() {
+        Ok(fds) => {
+            let ro: Vec<i32> = fds
+                .iter()
+                .filter(|(_, a)| *a == partix_shm::Access::ReadOnly)
+                .map(|(fd, _)| *fd)
+                .collect();
+            // (descriptor, the open's result, errno) of each that did not fail with EACCES.
+            let reopened: Vec<(i32, i32, i32)> = ro
+                .iter()
+                .filter_map(|&fd| {
+                    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+                    // SAFETY: path is a valid C string; a descriptor opened is closed at once.
+                    let r = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+                    let e = errno();
+                    if r >= 0 {
+                        // SAFETY: r was just opened here.
+                        unsafe { libc::close(r) };
+                    }
+                    (r >= 0 || e != libc::EACCES).then_some((fd, r, e))
+                })
+                .collect();
+            expect(
+                "no read-only region re-opens read-write through /proc/self/fd",
+                !ro.is_empty() && reopened.is_empty(),
+                format!(
+                    "read-only {ro:?}; (fd, open, errno) not refused with EACCES: {reopened:?}"
+                ),
+            );
+        }
+        Err(e) => expect("read-only regions found", false, e),
+    }
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    match cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .filter(|p| p.contains("partix-"))
+    {
+        Some(p) => {
+            // The unified hierarchy's mount point (/sys/fs/cgroup, or
+            // /sys/fs/cgroup/unified on a hybrid host).
+            let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            let root = mounts
+                .lines()
+                .find(|l| {
+                    l.split(" - ")
+                        .nth(1)
+                        .is_some_and(|t| t.starts_with("cgroup2 "))
+                })
+                .and_then(|l| l.split_whitespace().nth(4))
+                .unwrap_or("/sys/fs/cgroup");
+            let freeze = format!("{root}{p}/cgroup.freeze");
+            let w = std::fs::OpenOptions::new().write(true).open(&freeze);
+            expect_dbg(
+                "cannot write its cgroup.freeze",
+                w.as_ref().err().and_then(std::io::Error::raw_os_error) == Some(libc::EACCES),
+                (&freeze, &w),
+            );
+        }
+        None => out(&format!(
+            "INFO no partix cgroup v2 to check: {:?}",
+            cgroup.trim()
+        )),
+    }
+    let id = get_sampling_port_id("IN").expect("IN");
+    let mut buf = [0u8; 32];
+    let t0 = get_time();
+    let mut got = None;
+    while got.is_none() && get_time() - t0 < 10_000 * MS {
+        match read_sampling_message(id, &mut buf) {
+            Ok((n, Validity::Valid)) => got = Some(buf[..n].to_vec()),
+            _ => {
+                let _ = timed_wait(10 * MS);
+            }
+        }
+    }
+    expect_dbg(
+        "reads a valid message from another user's partition",
+        got.is_some(),
+        &got,
+    );
+    out("END creds");
     idle_forever();
 }
 
@@ -1308,6 +1485,16 @@ fn main() {
             FDS_INIT.store(open_dev_null(), Ordering::Release);
             process("opener", fds_opener, 20, INFINITE_TIME_VALUE);
             process("checker", fds_checker, 10, INFINITE_TIME_VALUE);
+        }
+        "creds" => {
+            let id = |i: usize| -> u32 {
+                rest.get(i)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("creds: give UID and GID"))
+            };
+            CREDS.set((id(0), id(1))).expect("once");
+            create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
+            process("creds", creds_process, 10, INFINITE_TIME_VALUE);
         }
         other => {
             eprintln!("ports-testpart: unknown role {other:?}");

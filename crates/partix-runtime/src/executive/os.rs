@@ -223,7 +223,73 @@ struct Prepared {
     part_fd: i32,
     /// Channel regions to inherit: (descriptor here, descriptor number in the partition).
     port_fds: Vec<(i32, i32)>,
+    /// `partix:User`: (uid, gid) the process takes before exec.
+    user: Option<(u32, u32)>,
+    /// Under `user`, keep `CAP_SYS_NICE` (as an ambient capability): `RLIMIT_RTPRIO` cannot be
+    /// raised to [`PARTITION_RTPRIO_MAX`], and without either the partition's threads could not
+    /// use `SCHED_FIFO` at all.
+    keep_nice: bool,
 }
+
+/// `struct __user_cap_header_struct` of `capset(2)`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct` of `capset(2)` (two of them for version 3: capabilities
+/// 0-31, 32-63).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+/// `CAP_SYS_NICE`.
+const CAP_SYS_NICE: u32 = 23;
+
+/// Make sure partition processes can get `RLIMIT_RTPRIO` [`PARTITION_RTPRIO_MAX`]: the hard
+/// limit is that already, or the executive raises its own (inherited by its children; root
+/// itself does not need it). `Err` says why not (no `CAP_SYS_RESOURCE`, as in some containers).
+fn ensure_rtprio_limit() -> Result<(), String> {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes old.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut old) };
+    let want = PARTITION_RTPRIO_MAX as libc::rlim_t;
+    if old.rlim_max >= want {
+        return Ok(());
+    }
+    let new = libc::rlimit {
+        rlim_cur: old.rlim_cur,
+        rlim_max: want,
+    };
+    // SAFETY: setrlimit only reads new.
+    if unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &new) } == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "RLIMIT_RTPRIO cannot be raised from {} to {want} ({}; raising it needs CAP_SYS_RESOURCE)",
+        old.rlim_max,
+        std::io::Error::last_os_error()
+    ))
+}
+
+/// `RLIMIT_RTPRIO` of every partition process: the highest `SCHED_FIFO` priority its threads may
+/// take without `CAP_SYS_NICE` (a partition under its own `partix:User` has none). It is the
+/// runtime's highest (its monitor thread), one below the executive's 99, so no partition thread
+/// can ever run ahead of the executive on its CPU.
+pub const PARTITION_RTPRIO_MAX: i32 = 98;
+
+/// Exit status of a new partition process that could not take its `partix:User` credentials.
+const EXIT_CREDENTIALS: i32 = 124;
 
 /// The switcher's view of one partition process for the gate mechanism.
 #[derive(Debug, Clone, Copy)]
@@ -385,6 +451,8 @@ pub struct OsSwitcher<'s> {
     pub memory_cgroups: Vec<Option<&'static str>>,
     /// Why a partition's memory limit has no memory cgroup, if one has none.
     pub memory_error: Option<String>,
+    /// Why partitions under `partix:User` keep `CAP_SYS_NICE` (`None`: they have no capability).
+    pub users_keep_nice: Option<String>,
 }
 
 /// CPU time a partition may use between the verification of its park and its next open (the
@@ -493,6 +561,13 @@ impl<'s> OsSwitcher<'s> {
             }
             None => None,
         };
+        // Partitions under their own user get SCHED_FIFO through RLIMIT_RTPRIO if it can be
+        // raised, else by keeping CAP_SYS_NICE.
+        let users_keep_nice = if module.partitions.iter().any(|p| p.user.is_some()) {
+            ensure_rtprio_limit().err()
+        } else {
+            None
+        };
         let mut prepared = Vec::with_capacity(programs.len());
         for (i, (part, prog)) in module.partitions.iter().zip(programs).enumerate() {
             let path = cstr(prog.path.as_os_str())?;
@@ -530,6 +605,18 @@ impl<'s> OsSwitcher<'s> {
                     unsafe { libc::CPU_SET(c, &mut cpus) };
                 }
             }
+            let user = part.user.map(|u| (u.uid, u.gid));
+            if let Some((uid, gid)) = user {
+                // SAFETY: geteuid and getegid have no preconditions.
+                let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+                if euid != 0 && (uid, gid) != (euid, egid) {
+                    return Err(format!(
+                        "partition `{}` has partix:User=\"{uid}:{gid}\", but the executive runs as user {euid}: \
+                         run it as root to give partitions their own users",
+                        part.name
+                    ));
+                }
+            }
             prepared.push(Prepared {
                 argv,
                 envp,
@@ -537,6 +624,8 @@ impl<'s> OsSwitcher<'s> {
                 mem_limit: part.memory_limit_bytes(),
                 part_fd: shared.partition_fd(i),
                 port_fds: Vec::new(),
+                user,
+                keep_nice: users_keep_nice.is_some(),
             });
         }
         let mut cgroup_error = None;
@@ -564,6 +653,7 @@ impl<'s> OsSwitcher<'s> {
             cgroup_error,
             memory_cgroups,
             memory_error,
+            users_keep_nice,
             strays_by_partition: vec![0; programs.len()],
             pids: vec![0; prepared.len()],
             gates: vec![GateState::NONE; prepared.len()],
@@ -945,10 +1035,33 @@ impl Switcher for OsSwitcher<'_> {
             rlim_cur: b as libc::rlim_t,
             rlim_max: b as libc::rlim_t,
         });
+        let user = pr.user;
+        let keep_nice = pr.keep_nice;
+        let cap_header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        let nice = CapData {
+            effective: 1 << CAP_SYS_NICE,
+            permitted: 1 << CAP_SYS_NICE,
+            inheritable: 1 << CAP_SYS_NICE,
+        };
+        let none = CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        };
+        let cap_data = [nice, none];
+        let rtprio = libc::rlimit {
+            rlim_cur: PARTITION_RTPRIO_MAX as libc::rlim_t,
+            rlim_max: PARTITION_RTPRIO_MAX as libc::rlim_t,
+        };
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: between fork and execve the child only calls async-signal-safe functions
         // (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
-        // sched_setaffinity, raise, execve, _exit)
-        // on data prepared before the fork; the parent only waits for the child.
+        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, execve,
+        // _exit) on data prepared before the fork; the parent only waits for the child.
         unsafe {
             let pid = libc::fork();
             if pid < 0 {
@@ -994,6 +1107,44 @@ impl Switcher for OsSwitcher<'_> {
                     libc::setrlimit(libc::RLIMIT_DATA, &l);
                 }
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
+                libc::setrlimit(libc::RLIMIT_RTPRIO, &rtprio);
+                if let Some((uid, gid)) = user {
+                    // partix:User: no supplementary groups, then the group, then the user (which
+                    // drops every capability). Raw system calls: glibc's wrappers would try to
+                    // change the credentials of threads this forked child does not have.
+                    if keep_nice {
+                        libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0);
+                    }
+                    if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
+                        || libc::syscall(libc::SYS_setresgid, gid, gid, gid) != 0
+                        || libc::syscall(libc::SYS_setresuid, uid, uid, uid) != 0
+                    {
+                        libc::_exit(EXIT_CREDENTIALS);
+                    }
+                    // Without RLIMIT_RTPRIO, CAP_SYS_NICE alone, made ambient so that it
+                    // survives the exec of an ordinary program.
+                    if keep_nice
+                        && (libc::syscall(libc::SYS_capset, &cap_header, cap_data.as_ptr()) != 0
+                            || libc::prctl(
+                                libc::PR_CAP_AMBIENT,
+                                libc::PR_CAP_AMBIENT_RAISE,
+                                CAP_SYS_NICE as libc::c_ulong,
+                                0,
+                                0,
+                            ) != 0)
+                    {
+                        libc::_exit(EXIT_CREDENTIALS);
+                    }
+                    // A change of credentials clears the parent-death signal: set it again, and
+                    // check the executive did not die in between.
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent {
+                        libc::_exit(125);
+                    }
+                }
+                // Neither a set-user-ID program nor file capabilities can give the partition
+                // more privileges than it has now.
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                 // Until here the child runs at the executive's SCHED_FIFO 99, so it reaches the
                 // stop at once even when other real-time load shares the CPU; once let go it
                 // becomes a normal task before exec (the partition runtime raises its threads).
@@ -1015,6 +1166,16 @@ impl Switcher for OsSwitcher<'_> {
             let mut status = 0;
             let r = libc::waitpid(pid, &mut status, libc::WUNTRACED);
             if r != pid || !libc::WIFSTOPPED(status) {
+                if r == pid
+                    && libc::WIFEXITED(status)
+                    && libc::WEXITSTATUS(status) == EXIT_CREDENTIALS
+                {
+                    let (uid, gid) = user.unwrap_or_default();
+                    return Err(format!(
+                        "the new process could not take user {uid} and group {gid} (partix:User): \
+                         the executive needs root (CAP_SETUID, CAP_SETGID)"
+                    ));
+                }
                 return Err(format!(
                     "the new process ended before exec ({})",
                     Death::from_wait_status(status).map_or("?".into(), |d| d.to_string())
@@ -1655,6 +1816,9 @@ pub struct RunReport {
     /// Why a partition's memory limit was enforced by `RLIMIT_DATA` only (`None`: every limit
     /// had a memory cgroup, or no partition had one).
     pub memory_error: Option<String>,
+    /// Why partitions under `partix:User` kept `CAP_SYS_NICE` for their `SCHED_FIFO` threads
+    /// (`None`: they ran without capabilities, or no partition has a user).
+    pub users_keep_nice: Option<String>,
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
@@ -1747,6 +1911,7 @@ pub fn run_module(
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
     let cgroup_error = sw.cgroup_error.take();
     let memory_error = sw.memory_error.take();
+    let users_keep_nice = sw.users_keep_nice.take();
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
     let oom_kills = sw.oom_kills();
     drop(sw);
@@ -1805,6 +1970,7 @@ pub fn run_module(
         backstops,
         cgroup_error,
         memory_error,
+        users_keep_nice,
         armed_sleeps: clock.armed_sleeps,
     })
 }

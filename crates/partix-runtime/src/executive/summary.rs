@@ -120,6 +120,12 @@ pub fn render(r: &RunReport) -> String {
             "  memory limits: RLIMIT_DATA only (shared memory and forked processes not counted): {e}"
         );
     }
+    if let Some(e) = &r.users_keep_nice {
+        let _ = writeln!(
+            s,
+            "  partix:User partitions keep CAP_SYS_NICE for SCHED_FIFO, so they can still change any thread's scheduling, the executive's too: {e}"
+        );
+    }
     if !r.hm_events.is_empty() {
         let _ = writeln!(s, "HM events:");
         for e in &r.hm_events {

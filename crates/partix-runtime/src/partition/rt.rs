@@ -66,6 +66,8 @@ pub(crate) const FIFO_LOCK: i32 = 97;
 pub(crate) const FIFO_ERROR_HANDLER: i32 = 97;
 /// SCHED_FIFO priority of the partition's timer / deadline-monitor / HM thread.
 pub(crate) const FIFO_MONITOR: i32 = 98;
+// A partition under its own user gets SCHED_FIFO up to RLIMIT_RTPRIO only.
+const _: () = assert!(FIFO_MONITOR <= crate::executive::os::PARTITION_RTPRIO_MAX);
 
 /// Wait reason: waiting for its release (DELAYED_START, first periodic release, NORMAL mode).
 pub(crate) const W_RELEASE: u32 = 1;
