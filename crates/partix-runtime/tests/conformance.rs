@@ -47,13 +47,23 @@ fn conformance(transport: &str) {
     let dst2 = common::pass_lines(&format!("{transport} DST2"), &out[2]);
     // Every check ran (keep in step with xport-testpart.rs).
     assert_eq!(src.len(), 12, "{transport} SRC: {src:#?}");
-    assert_eq!(dst1.len(), 15, "{transport} DST1: {dst1:#?}");
-    assert_eq!(dst2.len(), 4, "{transport} DST2: {dst2:#?}");
+    assert_eq!(dst1.len(), 16, "{transport} DST1: {dst1:#?}");
+    assert_eq!(dst2.len(), 5, "{transport} DST2: {dst2:#?}");
     for (who, lines, what) in [
         ("SRC", &src, "a process blocked on a port is WAITING"),
         ("DST1", &dst1, "a process blocked on a port is WAITING"),
         ("DST2", &dst2, "stress: 3000 messages in order"),
         ("DST2", &dst2, "DST2: sampling sizes 1..=64"),
+        (
+            "DST1",
+            &dst1,
+            "a wait with a buffer too short answers INVALID_PARAM",
+        ),
+        (
+            "DST2",
+            &dst2,
+            "a wait with a buffer too short answers INVALID_PARAM",
+        ),
     ] {
         assert!(
             lines.iter().any(|l| l.contains(what)),

@@ -683,7 +683,8 @@ impl SamplingInner {
 /// while it waits.
 ///
 /// # Errors
-/// - `InvalidParam`: no such port, `timeout` out of range, or `buf` is shorter than the message.
+/// - `InvalidParam`: no such port, `timeout` out of range, or `buf` is shorter than the message
+///   (which stays newer than the last one returned: a wait with a buffer that fits returns it).
 /// - `InvalidMode`: the port is a source port; or `timeout` ≠ 0 and the caller is the error
 ///   handler, holds the preemption lock, or is not a process.
 /// - `NotAvailable`: no newer message and `timeout` is 0.
@@ -831,7 +832,17 @@ fn wait_slice(
         match reader.wait_newer_or(into, *last_seq, mode, Some(slice), stop) {
             Ok(ok) if direct => inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => inner.answer_direct(port, Err(e)),
-            Ok(ok) => inner.answer(port, Ok(ok), buf),
+            Ok(ok) => {
+                // A buffer too short for the message: the message still becomes the last good
+                // copy (a READ_SAMPLING_MESSAGE returns it), but the caller did not get it, so
+                // a wait after it must not wait past it.
+                let returned = inner.last_seq;
+                let r = inner.answer(port, Ok(ok), buf);
+                if r == Err(ApexError::InvalidParam) {
+                    inner.last_seq = returned;
+                }
+                r
+            }
             Err(WaitError::TimedOut) => return None,
             Err(WaitError::Read(ReadError::Contended { .. } | ReadError::Corrupt)) => {
                 if let Some(seq) = reader.newest_seq() {
