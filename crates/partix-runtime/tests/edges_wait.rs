@@ -40,9 +40,10 @@ fn stop_and_suspend_inside_sampling_wait(transport: &str) {
         wb.iter().any(|l| l.starts_with("END")),
         "{transport} WB did not finish: {wb:#?}"
     );
-    // Three receive modes, STOP and SUSPEND each (keep in step with waitstop-testpart.rs).
+    // Three receive modes, STOP, SUSPEND and a status call each (keep in step with
+    // waitstop-testpart.rs).
     let passes = wb.iter().filter(|l| l.starts_with("PASS")).count();
-    assert_eq!(passes, 6, "{transport} WB: {wb:#?}");
+    assert_eq!(passes, 9, "{transport} WB: {wb:#?}");
 }
 
 #[test]

@@ -18,7 +18,9 @@
 //!   must get through (at most 3 s, else `FAIL ... port stuck`), while the waiter must not have
 //!   returned. After a STOP it STARTs the waiter again; after a SUSPEND it has a message written
 //!   while the waiter is suspended and RESUMEs it; either way the waiter must get exactly the
-//!   message asked for (nothing lost or half-taken).
+//!   message asked for (nothing lost or half-taken). Then, in the same mode, it lets the
+//!   waiter block and asks the checker for GET_SAMPLING_PORT_STATUS alone: it must return (at
+//!   most 3 s) while the waiter still waits (the status does not take the port).
 //!
 //! Results are appended to OUT: `PASS what`, `FAIL what: detail`, `INFO ...`, `END role`.
 
@@ -33,6 +35,9 @@ use testpart_common::{idle_forever, new_process, normal, out, spawn, state, MS, 
 /// Rounds the stopper asked the checker for, and rounds it completed.
 static CHECK_REQ: AtomicU64 = AtomicU64::new(0);
 static CHECK_DONE: AtomicU64 = AtomicU64::new(0);
+/// Status-only rounds the stopper asked the checker for, and rounds it completed.
+static STATUS_REQ: AtomicU64 = AtomicU64::new(0);
+static STATUS_DONE: AtomicU64 = AtomicU64::new(0);
 /// Waits the waiter returned from (all incarnations), and the message of the last one (0: none,
 /// or an error).
 static RETURNS: AtomicU64 = AtomicU64::new(0);
@@ -84,6 +89,10 @@ extern "C" fn checker() {
             let _ = wait_sampling_message(s, 0, &mut buf);
             let _ = get_sampling_port_status(s);
             CHECK_DONE.store(want, Ordering::Release);
+        } else if STATUS_REQ.load(Ordering::Acquire) > STATUS_DONE.load(Ordering::Relaxed) {
+            let want = STATUS_REQ.load(Ordering::Acquire);
+            let _ = get_sampling_port_status(s);
+            STATUS_DONE.store(want, Ordering::Release);
         } else {
             let _ = timed_wait(200 * US);
         }
@@ -201,6 +210,44 @@ fn round(
     Ok(())
 }
 
+/// A status round: block the waiter in mode `mname`; another process's GET_SAMPLING_PORT_STATUS
+/// on S_IN gets through while it waits (the waiter still waits afterwards), then message `k`
+/// ends the wait.
+fn status_round(req: SamplingPortId, w: ProcessId, k: u64, mname: &str) -> Result<(), String> {
+    let tag = format!("{mname} status");
+    start_waiting(w, &tag)?;
+    let r0 = RETURNS.load(Ordering::Acquire);
+    let c = STATUS_REQ.fetch_add(1, Ordering::AcqRel) + 1;
+    if !within_stuck(|| STATUS_DONE.load(Ordering::Acquire) >= c) {
+        return Err(format!(
+            "{tag}: GET_SAMPLING_PORT_STATUS on S_IN did not return for {STUCK:?} while a process \
+             waited on S_IN (its time-out is 30 s)"
+        ));
+    }
+    if RETURNS.load(Ordering::Acquire) != r0 || state(w) != ProcessState::Waiting {
+        return Err(format!(
+            "{tag}: the waiter is not waiting any more ({:?}): the check proves nothing",
+            state(w)
+        ));
+    }
+    request(req, k);
+    if !within_stuck(|| RETURNS.load(Ordering::Acquire) > r0) {
+        return Err(format!("{tag}: the waiter did not get message {k}"));
+    }
+    let got = RESULT.load(Ordering::Relaxed);
+    if got != k {
+        return Err(format!("{tag}: the waiter got {got}, not message {k}"));
+    }
+    if !within_stuck(|| state(w) == ProcessState::Dormant) {
+        return Err(format!("{tag}: the waiter did not return to DORMANT"));
+    }
+    out(&format!(
+        "PASS {tag}: GET_SAMPLING_PORT_STATUS returned while another process waited on the port, \
+         which then got message {k}"
+    ));
+    Ok(())
+}
+
 extern "C" fn stopper() {
     let s = get_sampling_port_id("S_IN").expect("S_IN");
     let req = get_sampling_port_id("REQ_OUT").expect("REQ_OUT");
@@ -220,6 +267,11 @@ extern "C" fn stopper() {
                 out(&format!("FAIL {e}"));
                 break 'all;
             }
+        }
+        k += 1;
+        if let Err(e) = status_round(req, w, k, mname) {
+            out(&format!("FAIL {e}"));
+            break 'all;
         }
     }
     out("END wait-dst");

@@ -70,7 +70,7 @@ use partix_shm::futex;
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 pub use partix_shm::RecvMode;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -171,7 +171,6 @@ struct SamplingInner {
     last_stamp: Option<u64>,
     /// Sequence number of the last good message (what [`wait_sampling_message`] waits past).
     last_seq: Option<u32>,
-    last_validity: Validity,
 }
 
 struct SamplingPort {
@@ -183,6 +182,10 @@ struct SamplingPort {
     mode: ModeCell,
     /// Longest time [`wait_sampling_message`] holds the port at a time (ns, positive).
     slice_ns: AtomicU64,
+    /// The validity of the last message returned (GET_SAMPLING_PORT_STATUS's
+    /// `LAST_MSG_VALIDITY`), outside the lock: a status call never waits behind a process that
+    /// holds the port while it waits for a message.
+    last_valid: AtomicBool,
     inner: BiasedLock<SamplingInner>,
 }
 
@@ -448,6 +451,7 @@ pub fn create_sampling_port(
         refresh_ns: cfg.desc.param,
         mode: ModeCell::new(cfg.desc.recv_mode.unwrap_or(DEFAULT_RECV_MODE)),
         slice_ns: AtomicU64::new(DEFAULT_WAIT_SLICE as u64),
+        last_valid: AtomicBool::new(false),
         inner: BiasedLock::new(SamplingInner {
             source,
             dest,
@@ -460,7 +464,6 @@ pub fn create_sampling_port(
             from,
             last_stamp: None,
             last_seq: None,
-            last_validity: Validity::Invalid,
         }),
     });
     let _ = registry().sampling_by_id[ports.len()].set(port.clone());
@@ -625,7 +628,8 @@ impl SamplingInner {
         } else {
             Validity::Invalid
         };
-        self.last_validity = validity;
+        port.last_valid
+            .store(validity == Validity::Valid, Ordering::Relaxed);
         validity
     }
 
@@ -919,12 +923,18 @@ pub fn get_sampling_port_id(name: &str) -> ApexResult<SamplingPortId> {
 /// `InvalidParam`: no such port.
 pub fn get_sampling_port_status(id: SamplingPortId) -> ApexResult<SamplingPortStatus> {
     let port = sampling(id)?;
-    let inner = lock(&port.inner);
+    // Without the port lock: a process of the partition waiting on the port holds it for up
+    // to its wait slice.
+    let last_msg_validity = if port.last_valid.load(Ordering::Relaxed) {
+        Validity::Valid
+    } else {
+        Validity::Invalid
+    };
     Ok(SamplingPortStatus {
         refresh_period: port.refresh_ns.min(i64::MAX as u64) as SystemTime,
         max_message_size: port.max,
         port_direction: port.direction,
-        last_msg_validity: inner.last_validity,
+        last_msg_validity,
     })
 }
 
