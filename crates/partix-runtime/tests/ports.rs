@@ -333,6 +333,43 @@ fn a_process_stopped_while_waiting_holds_no_place_in_line() {
     assert_eq!(all_pass("STALE_DST", &out[1]), 3, "{:#?}", out[1]);
 }
 
+/// ARINC 653 gives a queued message to the first waiting receiver even while it is suspended:
+/// the second in line is not held up by it (it was, when the head had to take the message
+/// itself), and the suspended one returns its message when resumed.
+/// On every transport (the hand-over is the port's, above the channel).
+#[test]
+fn a_suspended_receiver_first_in_line_is_handed_its_message_and_holds_up_nobody() {
+    let dir = common::out_dir("ports-suspend-cfg");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/order.xml"),
+    )
+    .unwrap();
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let path = dir.join(format!("order-{transport}.xml"));
+        let with = text.replace(
+            r#"ChannelName="order-q">"#,
+            &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
+        );
+        assert_ne!(with, text, "order.xml's queuing channel not found");
+        std::fs::write(&path, with).unwrap();
+        let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{transport}: {e}"));
+        let out = run(
+            &m,
+            &format!("suspend-{transport}"),
+            &[("order-src", &[], true), ("suspend-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        all_pass(&format!("{transport} ORDER_SRC"), &out[0]);
+        assert_eq!(
+            all_pass(&format!("{transport} SUSPEND_DST"), &out[1]),
+            5,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_restarted_partition_sees_the_last_message() {
     let m = load("restart.xml");

@@ -41,6 +41,10 @@
 //!                  closes the first, then process "checker" looks at both: per-process, it
 //!                  still has the first and not the second; shared, the other way round. The
 //!                  checker then receives on the udp port IN (its socket was inherited)
+//!   suspend-dst    processes r1 then r2 wait on QIN (FIFO); r1 is SUSPENDed, then "ready" on RDY
+//!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
+//!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
+//!                  message 2, and r1, resumed, returns message 0
 //!   creds UID GID  (a partition under partix:User="UID:GID") it runs as UID/GID with no
 //!                  supplementary groups, NO_NEW_PRIVS, its process SCHED_FIFO; with
 //!                  RLIMIT_RTPRIO 98 no capabilities and SCHED_FIFO 99 refused, else only
@@ -1240,6 +1244,92 @@ extern "C" fn order_send() {
     idle_forever();
 }
 
+// ------------------------------------------------------------------ a waiter suspended in line
+
+/// r1 and r2 of role `suspend-dst`.
+static SUSPEND_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What r1 and r2 received: the message's first byte, 100 + the error's index, or -1 (not yet).
+static SUSPEND_GOT: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+fn suspend_receiver(i: usize) {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let v = match receive_queuing_message(q, &mut buf, 20_000 * MS) {
+        Ok(4) => i32::from(buf[0]),
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    };
+    SUSPEND_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn suspend_r1() {
+    suspend_receiver(0);
+}
+
+extern "C" fn suspend_r2() {
+    suspend_receiver(1);
+}
+
+/// Poll `cond` every millisecond for up to 5 s.
+fn within_5s(mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = get_time();
+    while !cond() {
+        if get_time() - t0 > 5_000 * MS {
+            return false;
+        }
+        let _ = timed_wait(MS);
+    }
+    true
+}
+
+extern "C" fn suspend_ctl() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let s = get_sampling_port_id("RDY").expect("RDY");
+    let (r1, r2) = *SUSPEND_PIDS.get().expect("set at init");
+    let waiting = |n: u32| get_queuing_port_status(q).map(|st| st.waiting_processes) == Ok(n);
+    // r1 first in line, then r2.
+    start(r1).expect("start r1");
+    let ok = within_5s(|| waiting(1));
+    start(r2).expect("start r2");
+    let ok = ok && within_5s(|| waiting(2));
+    expect("both receivers wait in line", ok, "not 2 waiting");
+    suspend(r1).expect("suspend r1");
+    write_sampling_message(s, b"ready").expect("write ready");
+    let got = |i: usize| SUSPEND_GOT[i].load(Ordering::Acquire);
+    let r2_done = within_5s(|| got(1) >= 0);
+    expect_dbg(
+        "the second in line gets message 1 while the first is suspended",
+        r2_done && got(1) == 1,
+        (got(0), got(1)),
+    );
+    let r1_state = get_process_status(r1).map(|st| st.process_state);
+    expect_dbg(
+        "the suspended first in line has not returned and is WAITING",
+        got(0) == -1 && r1_state == Ok(ProcessState::Waiting),
+        (got(0), r1_state),
+    );
+    let three = within_5s(|| {
+        get_queuing_port_status(q).map(|st| (st.nb_message, st.waiting_processes)) == Ok((1, 0))
+    });
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, 0);
+    expect_dbg(
+        "a TIME_OUT 0 receive then gets message 2 (message 0 went to the suspended process)",
+        three && r == Ok(4) && buf[0] == 2,
+        (three, r, buf[0]),
+    );
+    resume(r1).expect("resume r1");
+    let r1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, the first in line returns message 0",
+        r1_done && got(0) == 0,
+        got(0),
+    );
+    out("END suspend-dst");
+    idle_forever();
+}
+
 // --------------------------------------------------------------------- a waiter stopped in line
 
 extern "C" fn stale_waiter() {
@@ -1485,6 +1575,14 @@ fn main() {
             FDS_INIT.store(open_dev_null(), Ordering::Release);
             process("opener", fds_opener, 20, INFINITE_TIME_VALUE);
             process("checker", fds_checker, 10, INFINITE_TIME_VALUE);
+        }
+        "suspend-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("RDY", 8, s, 1_000 * MS).expect("RDY");
+            let r1 = testpart_common::new_process("r1", suspend_r1, 10);
+            let r2 = testpart_common::new_process("r2", suspend_r2, 10);
+            SUSPEND_PIDS.set((r1, r2)).expect("once");
+            process("ctl", suspend_ctl, 20, INFINITE_TIME_VALUE);
         }
         "creds" => {
             let id = |i: usize| -> u32 {

@@ -57,7 +57,7 @@
 
 use super::biased::{BiasedGuard, BiasedLock};
 use super::error::{ApexError, ApexResult};
-use super::rt::{self, rt, Deferral, EH_INDEX};
+use super::rt::{self, rt, Deferral, EH_INDEX, SUSP};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::channels::{map_inherited, MappedPort};
 use crate::state::mode;
@@ -196,12 +196,32 @@ struct Waiter {
     /// new incarnation, and its abandoned entry is then ignored and dropped.
     process: usize,
     incarnation: u32,
+    /// A receiver's buffer length (0: a sender). A suspended receiver whose buffer holds the
+    /// port's largest message can be handed a message by the process that watches the port in
+    /// its place (see [`QueuingPort::serve_suspended`]).
+    cap: usize,
+    /// When its time-out expires (`None`: never).
+    deadline: Option<Instant>,
 }
 
 impl Waiter {
     fn alive(&self) -> bool {
         rt().ctl[self.process].incarnation.load(Ordering::Acquire) == self.incarnation
     }
+
+    /// Whether the process is suspended (SUSPEND): its thread is parked in the control handler.
+    fn suspended(&self) -> bool {
+        rt().ctl[self.process].suspend.load(Ordering::Acquire) & SUSP != 0
+    }
+}
+
+/// A message handed to a suspended receiver (its queue entry is gone): it collects it when
+/// resumed.
+struct Handed {
+    ticket: u64,
+    process: usize,
+    incarnation: u32,
+    message: Vec<u8>,
 }
 
 struct QueuingState {
@@ -209,6 +229,10 @@ struct QueuingState {
     dest: Option<QueueDestination>,
     waiters: Vec<Waiter>,
     next_ticket: u64,
+    /// Messages handed to suspended receivers, not yet collected.
+    handed: Vec<Handed>,
+    /// A handed message its receiver is collecting: the receive operations take it first.
+    delivery: Option<Vec<u8>>,
 }
 
 struct QueuingPort {
@@ -1006,6 +1030,8 @@ pub fn create_queuing_port(
             dest,
             waiters: Vec::new(),
             next_ticket: 0,
+            handed: Vec::new(),
+            delivery: None,
         }),
         wake: AtomicU32::new(0),
     });
@@ -1058,6 +1084,78 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
+    /// Whether waiter `w` can be handed a message while suspended: a receiver whose buffer
+    /// holds the port's largest message (a shorter one could not take every message; it holds
+    /// its place in line until resumed).
+    fn servable(&self, w: &Waiter) -> bool {
+        w.cap >= self.max as usize && w.suspended()
+    }
+
+    /// The waiter that watches the channel: the first in line that is not a suspended receiver
+    /// this port can serve (that one is handed its message by the watcher, in line).
+    fn watcher(&self, st: &QueuingState) -> Option<u64> {
+        let live = st.waiters.iter().filter(|w| w.alive() && !self.servable(w));
+        let w = match self.discipline {
+            QueuingDiscipline::Fifo => live.min_by_key(|w| w.ticket),
+            QueuingDiscipline::Priority => {
+                live.min_by_key(|w| (std::cmp::Reverse(w.priority), w.ticket))
+            }
+        };
+        w.map(|w| w.ticket)
+    }
+
+    /// ARINC 653 gives a message to the first waiting receiver even while it is suspended: it
+    /// stays suspended (WAITING) and returns the message when resumed. Here the receiver takes
+    /// the message itself, so the caller (any process using the port) takes it in its place:
+    /// while the head of the line is a suspended receiver and a message is there, the message
+    /// goes to the receiver's [`Handed`] slot and the receiver leaves the line. A suspended
+    /// waiter whose time-out has expired leaves the line too (it returns `TIMED_OUT` when
+    /// resumed). Handed messages of stopped receivers are dropped.
+    fn serve_suspended(&self, st: &mut QueuingState) {
+        if !st.handed.is_empty() {
+            st.handed.retain(|h| {
+                rt().ctl[h.process].incarnation.load(Ordering::Acquire) == h.incarnation
+            });
+        }
+        loop {
+            let Some(ticket) = self.head(st) else {
+                return;
+            };
+            let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
+                return;
+            };
+            if !w.suspended() {
+                return;
+            }
+            if w.deadline.is_some_and(|d| Instant::now() >= d) {
+                self.leave(st, ticket);
+                continue;
+            }
+            if !self.servable(w) || !self.ready() {
+                return;
+            }
+            let (process, incarnation) = (w.process, w.incarnation);
+            let Some(d) = st.dest.as_mut() else {
+                return;
+            };
+            let mut message = vec![0u8; self.max as usize];
+            match d.try_recv(&mut message) {
+                Ok(n) => {
+                    message.truncate(n);
+                    st.handed.push(Handed {
+                        ticket,
+                        process,
+                        incarnation,
+                        message,
+                    });
+                    self.leave(st, ticket);
+                }
+                // Nothing after all, or an error the receiver meets itself when resumed.
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Drop the entries of processes stopped while they waited (their threads ended without
     /// leaving the queue), and tell the remaining waiters when that changed the head: without
     /// this, a call that must not wait (`TIME_OUT` 0, the preemption lock held) would find the
@@ -1092,14 +1190,18 @@ impl QueuingPort {
     /// no frame of their own (`send_queuing_message`): every push and call on the way is a
     /// store, and a producer whose store buffer is full of ring stores waits for each (see
     /// `docs/bench-rtt.md`, session 14). This tries again first.
+    ///
+    /// `cap`: the caller's buffer length if it receives (0 if it sends), see [`Waiter::cap`].
     fn wait_for(
         &self,
         timeout: SystemTime,
+        cap: usize,
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
     ) -> ApexResult<usize> {
         let mut st = lock(&self.state);
         if !st.waiters.is_empty() {
             self.prune(&mut st);
+            self.serve_suspended(&mut st);
         }
         if st.waiters.is_empty() {
             match op(&mut st) {
@@ -1128,6 +1230,8 @@ impl QueuingPort {
             priority,
             process,
             incarnation,
+            cap,
+            deadline,
         });
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
@@ -1161,6 +1265,18 @@ impl QueuingPort {
             // With `prune`, not a bare `retain`: a waiter that becomes head because a stopped
             // one left must be woken now, not at its next stale check.
             self.prune(&mut st);
+            self.serve_suspended(&mut st);
+            if let Some(i) = st.handed.iter().position(|h| h.ticket == ticket) {
+                // Handed a message while it was suspended (it is out of the line already).
+                st.delivery = Some(st.handed.swap_remove(i).message);
+                let r = op(&mut st);
+                st.delivery = None;
+                return match r {
+                    Try::Done(n) => Ok(n),
+                    Try::Fail(e) => Err(e),
+                    Try::Again => Err(ApexError::InvalidConfig),
+                };
+            }
             let is_head = self.head(&st) == Some(ticket);
             if is_head {
                 match op(&mut st) {
@@ -1182,7 +1298,9 @@ impl QueuingPort {
                 self.waiter.kick();
                 return Err(ApexError::TimedOut);
             }
-            if is_head {
+            // The head watches the channel; so does the first waiter behind suspended receivers
+            // at the head (it hands them their messages, above).
+            if is_head || self.watcher(&st) == Some(ticket) {
                 let g = self.gen.load(Ordering::SeqCst);
                 drop(st);
                 let mode = self.mode.get();
@@ -1239,10 +1357,11 @@ impl QueuingPort {
 /// [`QueuingPort::wait_for`] with the same attempt. A macro, not a generic helper taking a
 /// closure: the helper was not inlined, and the call then took six frames (session 14).
 macro_rules! first_then_wait {
-    ($port:expr, $timeout:expr, $op:ident($($arg:expr),*)) => {{
+    ($port:expr, $timeout:expr, $cap:expr, $op:ident($($arg:expr),*)) => {{
         let mut st = lock(&$port.state);
         if !st.waiters.is_empty() {
             $port.prune(&mut st);
+            $port.serve_suspended(&mut st);
         }
         let first = if st.waiters.is_empty() {
             $op(&mut st, $($arg),*)
@@ -1253,7 +1372,7 @@ macro_rules! first_then_wait {
         match first {
             Try::Done(n) => Ok(n),
             Try::Fail(e) => Err(e),
-            Try::Again => $port.wait_for($timeout, &mut |st| $op(st, $($arg),*)),
+            Try::Again => $port.wait_for($timeout, $cap, &mut |st| $op(st, $($arg),*)),
         }
     }};
 }
@@ -1289,7 +1408,7 @@ pub fn send_queuing_message(
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    first_then_wait!(port, timeout, send_op(message)).map(|_| ())
+    first_then_wait!(port, timeout, 0, send_op(message)).map(|_| ())
 }
 
 /// One attempt of [`send_queuing_message`].
@@ -1329,12 +1448,15 @@ pub fn receive_queuing_message(
     if port.direction != PortDirection::Destination {
         return Err(ApexError::InvalidMode);
     }
-    first_then_wait!(port, timeout, receive_op(buf))
+    first_then_wait!(port, timeout, buf.len(), receive_op(buf))
 }
 
 /// One attempt of [`receive_queuing_message`].
 #[inline(always)]
 fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
+    if let Some(m) = st.delivery.take() {
+        return deliver(&m, buf);
+    }
     let Some(c) = st.dest.as_mut() else {
         return Try::Fail(ApexError::InvalidMode);
     };
@@ -1344,6 +1466,19 @@ fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
         Err(PopError::Empty) => Try::Again,
         Err(PopError::BufferTooSmall { .. }) => Try::Fail(ApexError::InvalidParam),
         Err(_) => Try::Fail(ApexError::InvalidConfig),
+    }
+}
+
+/// Copy a message handed to a suspended receiver into its buffer (which holds the port's
+/// largest message: [`QueuingPort::servable`]).
+#[cold]
+fn deliver(m: &[u8], buf: &mut [u8]) -> Try {
+    match buf.get_mut(..m.len()) {
+        Some(b) => {
+            b.copy_from_slice(m);
+            Try::Done(m.len())
+        }
+        None => Try::Fail(ApexError::InvalidParam),
     }
 }
 
@@ -1383,7 +1518,7 @@ pub fn send_queuing_messages(
             Err(_) => Try::Fail(ApexError::InvalidParam),
         }
     };
-    port.wait_for(timeout, &mut op)
+    port.wait_for(timeout, 0, &mut op)
 }
 
 /// Receive several of the oldest messages of a destination queuing port at once (partix
@@ -1412,6 +1547,14 @@ pub fn receive_queuing_messages(
         return Err(ApexError::InvalidParam);
     }
     let mut op = |st: &mut QueuingState| {
+        if let Some(m) = st.delivery.take() {
+            let r = deliver(&m, buf);
+            if let Try::Done(n) = r {
+                lens[0] = n;
+                return Try::Done(1);
+            }
+            return r;
+        }
         let Some(c) = st.dest.as_mut() else {
             return Try::Fail(ApexError::InvalidMode);
         };
@@ -1422,7 +1565,7 @@ pub fn receive_queuing_messages(
             Err(_) => Try::Fail(ApexError::InvalidConfig),
         }
     };
-    port.wait_for(timeout, &mut op)
+    port.wait_for(timeout, stride, &mut op)
 }
 
 /// The maximum message size of queuing port `id`: GET_QUEUING_PORT_STATUS's
