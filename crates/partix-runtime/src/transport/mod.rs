@@ -719,10 +719,14 @@ impl SamplingDestination {
                 let mut i = 0u64;
                 loop {
                     h.help();
-                    match r.read(buf) {
-                        Ok(ok) if Some(ok.seq) != last_seq => return Ok(ok),
-                        Ok(_) | Err(ReadError::Empty) => {}
-                        Err(e) => return Err(WaitError::Read(e)),
+                    // A look at the newest slot's flags first: copying the message it already
+                    // returned on every poll (4 KiB: ~0.3 µs) delayed seeing the next one.
+                    if r.has_newer(last_seq) {
+                        match r.read(buf) {
+                            Ok(ok) if Some(ok.seq) != last_seq => return Ok(ok),
+                            Ok(_) | Err(ReadError::Empty) => {}
+                            Err(e) => return Err(WaitError::Read(e)),
+                        }
                     }
                     if stop() {
                         return Err(WaitError::TimedOut);
