@@ -370,6 +370,47 @@ fn a_suspended_receiver_first_in_line_is_handed_its_message_and_holds_up_nobody(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The same for senders waiting for room: the message of a suspended sender at the head of
+/// the line is sent in its place (in its turn), and the next sender is not held up.
+#[test]
+fn a_suspended_sender_first_in_line_has_its_message_sent_and_holds_up_nobody() {
+    let dir = common::out_dir("ports-suspend-send-cfg");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/suspend_send.xml"),
+    )
+    .unwrap();
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let path = dir.join(format!("suspend-send-{transport}.xml"));
+        let with = text.replace(
+            r#"ChannelName="order-q">"#,
+            &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
+        );
+        assert_ne!(with, text, "suspend_send.xml's queuing channel not found");
+        std::fs::write(&path, with).unwrap();
+        let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{transport}: {e}"));
+        let out = run(
+            &m,
+            &format!("suspend-send-{transport}"),
+            &[("suspend-src", &[], true), ("drain-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::print_info(&format!("{transport} DRAIN_DST"), &out[1]);
+        assert_eq!(
+            all_pass(&format!("{transport} SUSPEND_SRC"), &out[0]),
+            4,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} DRAIN_DST"), &out[1]),
+            1,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_restarted_partition_sees_the_last_message() {
     let m = load("restart.xml");

@@ -45,6 +45,12 @@
 //!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
 //!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
 //!                  message 2, and r1, resumed, returns message 0
+//!   suspend-src    (tests/ports/suspend_send.xml) fills QOUT (8), then processes s1 then s2 wait
+//!                  to send "A" and "B"; s1 is SUSPENDed and "go" written on GO: s2's send
+//!                  returns while s1 stays suspended (WAITING, not returned: its message was sent
+//!                  in its place), and s1, resumed, returns NO_ERROR
+//!   drain-dst      waits for "go" on GO, then receives 10 messages: the 8 of the fill, then "A",
+//!                  then "B"
 //!   creds UID GID  (a partition under partix:User="UID:GID") it runs as UID/GID with no
 //!                  supplementary groups, NO_NEW_PRIVS, its process SCHED_FIFO; with
 //!                  RLIMIT_RTPRIO 98 no capabilities and SCHED_FIFO 99 refused, else only
@@ -1330,6 +1336,94 @@ extern "C" fn suspend_ctl() {
     idle_forever();
 }
 
+// ------------------------------------------------------------ a sender suspended in line
+
+fn suspend_sender(i: usize, tag: u8) {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let v = match send_queuing_message(q, &[tag; 4], 20_000 * MS) {
+        Ok(()) => 0,
+        Err(e) => 100 + e as i32,
+    };
+    SUSPEND_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn suspend_s1() {
+    suspend_sender(0, 0xA0);
+}
+
+extern "C" fn suspend_s2() {
+    suspend_sender(1, 0xB0);
+}
+
+extern "C" fn suspend_send_ctl() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let (s1, s2) = *SUSPEND_PIDS.get().expect("set at init");
+    let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
+    let waiting = |n: u32| get_queuing_port_status(q).map(|st| st.waiting_processes) == Ok(n);
+    start(s1).expect("start s1");
+    let ok = within_5s(|| waiting(1));
+    start(s2).expect("start s2");
+    let ok = ok && within_5s(|| waiting(2));
+    expect(
+        "QOUT full, both senders wait in line",
+        filled && ok,
+        "not full, or not 2 waiting",
+    );
+    suspend(s1).expect("suspend s1");
+    write_sampling_message(go, b"go").expect("write go");
+    let got = |i: usize| SUSPEND_GOT[i].load(Ordering::Acquire);
+    let s2_done = within_5s(|| got(1) >= 0);
+    expect_dbg(
+        "the second in line sends while the first is suspended",
+        s2_done && got(1) == 0,
+        (got(0), got(1)),
+    );
+    let s1_state = get_process_status(s1).map(|st| st.process_state);
+    expect_dbg(
+        "the suspended first in line has not returned and is WAITING",
+        got(0) == -1 && s1_state == Ok(ProcessState::Waiting),
+        (got(0), s1_state),
+    );
+    resume(s1).expect("resume s1");
+    let s1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, the first in line returns NO_ERROR (its message was sent in its place)",
+        s1_done && got(0) == 0,
+        got(0),
+    );
+    out("END suspend-src");
+    idle_forever();
+}
+
+extern "C" fn drain_process() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let mut buf = [0u8; 8];
+    while !matches!(read_sampling_message(go, &mut buf), Ok((2, _))) {
+        let _ = timed_wait(MS);
+    }
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        match receive_queuing_message(q, &mut buf, 5_000 * MS) {
+            Ok(4) => got.push(buf[0]),
+            other => {
+                out(&format!("INFO drain: {other:?} after {got:?}"));
+                break;
+            }
+        }
+    }
+    let want: Vec<u8> = (0..8).chain([0xA0, 0xB0]).collect();
+    expect_dbg(
+        "the 8 queued, then the suspended sender's message, then the second's",
+        got == want,
+        &got,
+    );
+    out("END drain-dst");
+    idle_forever();
+}
+
 // --------------------------------------------------------------------- a waiter stopped in line
 
 extern "C" fn stale_waiter() {
@@ -1583,6 +1677,19 @@ fn main() {
             let r2 = testpart_common::new_process("r2", suspend_r2, 10);
             SUSPEND_PIDS.set((r1, r2)).expect("once");
             process("ctl", suspend_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "suspend-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("GO", 8, s, 1_000 * MS).expect("GO");
+            let s1 = testpart_common::new_process("s1", suspend_s1, 10);
+            let s2 = testpart_common::new_process("s2", suspend_s2, 10);
+            SUSPEND_PIDS.set((s1, s2)).expect("once");
+            process("ctl", suspend_send_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "drain-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
+            process("drain", drain_process, 10, INFINITE_TIME_VALUE);
         }
         "creds" => {
             let id = |i: usize| -> u32 {

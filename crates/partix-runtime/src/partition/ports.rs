@@ -200,6 +200,9 @@ struct Waiter {
     /// port's largest message can be handed a message by the process that watches the port in
     /// its place (see [`QueuingPort::serve_suspended`]).
     cap: usize,
+    /// A sender's message (a copy, from [`QueuingState::spare`]): a suspended sender's message
+    /// can be sent in its place. `None` for receivers and for batch sends.
+    msg: Option<Vec<u8>>,
     /// When its time-out expires (`None`: never).
     deadline: Option<Instant>,
 }
@@ -215,13 +218,31 @@ impl Waiter {
     }
 }
 
-/// A message handed to a suspended receiver (its queue entry is gone): it collects it when
-/// resumed.
+/// What was done for a suspended waiter in its place (its queue entry is gone): it collects it
+/// when resumed.
 struct Handed {
     ticket: u64,
     process: usize,
     incarnation: u32,
-    message: Vec<u8>,
+    outcome: Outcome,
+}
+
+/// What a suspended waiter was given.
+enum Outcome {
+    /// A receiver: the message it receives.
+    Received(Vec<u8>),
+    /// A sender: its message was sent (its length).
+    Sent(usize),
+}
+
+/// How a caller of [`QueuingPort::wait_for`] can be served while suspended.
+enum Role<'m> {
+    /// A receiver with a buffer of this length.
+    Receive(usize),
+    /// A sender of this one message.
+    Send(&'m [u8]),
+    /// Never (a batch send).
+    Other,
 }
 
 struct QueuingState {
@@ -233,6 +254,8 @@ struct QueuingState {
     handed: Vec<Handed>,
     /// A handed message its receiver is collecting: the receive operations take it first.
     delivery: Option<Vec<u8>>,
+    /// Buffers for the copies of waiting senders' messages, kept for reuse.
+    spare: Vec<Vec<u8>>,
 }
 
 struct QueuingPort {
@@ -1032,6 +1055,7 @@ pub fn create_queuing_port(
             next_ticket: 0,
             handed: Vec::new(),
             delivery: None,
+            spare: Vec::new(),
         }),
         wake: AtomicU32::new(0),
     });
@@ -1088,7 +1112,7 @@ impl QueuingPort {
     /// holds the port's largest message (a shorter one could not take every message; it holds
     /// its place in line until resumed).
     fn servable(&self, w: &Waiter) -> bool {
-        w.cap >= self.max as usize && w.suspended()
+        (w.cap >= self.max as usize || w.msg.is_some()) && w.suspended()
     }
 
     /// The waiter that watches the channel: the first in line that is not a suspended receiver
@@ -1104,13 +1128,15 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
-    /// ARINC 653 gives a message to the first waiting receiver even while it is suspended: it
-    /// stays suspended (WAITING) and returns the message when resumed. Here the receiver takes
-    /// the message itself, so the caller (any process using the port) takes it in its place:
-    /// while the head of the line is a suspended receiver and a message is there, the message
-    /// goes to the receiver's [`Handed`] slot and the receiver leaves the line. A suspended
-    /// waiter whose time-out has expired leaves the line too (it returns `TIMED_OUT` when
-    /// resumed). Handed messages of stopped receivers are dropped.
+    /// ARINC 653 gives a message to the first waiting receiver even while it is suspended (and
+    /// room to the first waiting sender): it stays suspended (WAITING) and returns when resumed.
+    /// Here each waiter takes its message (or room) itself, so the caller (any process using
+    /// the port) acts in its place: while the head of the line is a suspended receiver and a
+    /// message is there, the message goes to the receiver's [`Handed`] slot; while it is a
+    /// suspended sender and there is room, its message (copied when it joined) is sent. Either
+    /// way it leaves the line. A suspended waiter whose time-out has expired leaves the line
+    /// too (it returns `TIMED_OUT` when resumed). What was handed to stopped processes is
+    /// dropped.
     fn serve_suspended(&self, st: &mut QueuingState) {
         if !st.handed.is_empty() {
             st.handed.retain(|h| {
@@ -1135,24 +1161,36 @@ impl QueuingPort {
                 return;
             }
             let (process, incarnation) = (w.process, w.incarnation);
-            let Some(d) = st.dest.as_mut() else {
-                return;
-            };
-            let mut message = vec![0u8; self.max as usize];
-            match d.try_recv(&mut message) {
-                Ok(n) => {
-                    message.truncate(n);
-                    st.handed.push(Handed {
-                        ticket,
-                        process,
-                        incarnation,
-                        message,
-                    });
-                    self.leave(st, ticket);
+            let outcome = if let Some(m) = &w.msg {
+                let Some(src) = st.source.as_mut() else {
+                    return;
+                };
+                match src.try_send(m) {
+                    Ok(()) => Outcome::Sent(m.len()),
+                    // Full after all, or an error the sender meets itself when resumed.
+                    Err(_) => return,
                 }
-                // Nothing after all, or an error the receiver meets itself when resumed.
-                Err(_) => return,
-            }
+            } else {
+                let Some(d) = st.dest.as_mut() else {
+                    return;
+                };
+                let mut message = vec![0u8; self.max as usize];
+                match d.try_recv(&mut message) {
+                    Ok(n) => {
+                        message.truncate(n);
+                        Outcome::Received(message)
+                    }
+                    // Nothing after all, or an error the receiver meets itself when resumed.
+                    Err(_) => return,
+                }
+            };
+            st.handed.push(Handed {
+                ticket,
+                process,
+                incarnation,
+                outcome,
+            });
+            self.leave(st, ticket);
         }
     }
 
@@ -1174,7 +1212,11 @@ impl QueuingPort {
     }
 
     fn leave(&self, st: &mut QueuingState, ticket: u64) {
-        st.waiters.retain(|w| w.ticket != ticket);
+        if let Some(i) = st.waiters.iter().position(|w| w.ticket == ticket) {
+            if let Some(m) = st.waiters.swap_remove(i).msg {
+                st.spare.push(m);
+            }
+        }
         self.gen.fetch_add(1, Ordering::SeqCst);
         // Under the port lock: a queued process reads `wake` under the lock before it waits, so
         // it either sees the new value or is woken.
@@ -1191,11 +1233,11 @@ impl QueuingPort {
     /// store, and a producer whose store buffer is full of ring stores waits for each (see
     /// `docs/bench-rtt.md`, session 14). This tries again first.
     ///
-    /// `cap`: the caller's buffer length if it receives (0 if it sends), see [`Waiter::cap`].
+    /// `role`: how the caller can be served while suspended ([`QueuingPort::serve_suspended`]).
     fn wait_for(
         &self,
         timeout: SystemTime,
-        cap: usize,
+        role: Role<'_>,
         op: &mut dyn FnMut(&mut QueuingState) -> Try,
     ) -> ApexResult<usize> {
         let mut st = lock(&self.state);
@@ -1225,12 +1267,23 @@ impl QueuingPort {
         let mut st = lock(&self.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
+        let (cap, msg) = match role {
+            Role::Receive(cap) => (cap, None),
+            Role::Send(m) => {
+                let mut v = st.spare.pop().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(m);
+                (0, Some(v))
+            }
+            Role::Other => (0, None),
+        };
         st.waiters.push(Waiter {
             ticket,
             priority,
             process,
             incarnation,
             cap,
+            msg,
             deadline,
         });
         self.gen.fetch_add(1, Ordering::SeqCst);
@@ -1267,14 +1320,19 @@ impl QueuingPort {
             self.prune(&mut st);
             self.serve_suspended(&mut st);
             if let Some(i) = st.handed.iter().position(|h| h.ticket == ticket) {
-                // Handed a message while it was suspended (it is out of the line already).
-                st.delivery = Some(st.handed.swap_remove(i).message);
-                let r = op(&mut st);
-                st.delivery = None;
-                return match r {
-                    Try::Done(n) => Ok(n),
-                    Try::Fail(e) => Err(e),
-                    Try::Again => Err(ApexError::InvalidConfig),
+                // Served while it was suspended (it is out of the line already).
+                return match st.handed.swap_remove(i).outcome {
+                    Outcome::Sent(n) => Ok(n),
+                    Outcome::Received(m) => {
+                        st.delivery = Some(m);
+                        let r = op(&mut st);
+                        st.delivery = None;
+                        match r {
+                            Try::Done(n) => Ok(n),
+                            Try::Fail(e) => Err(e),
+                            Try::Again => Err(ApexError::InvalidConfig),
+                        }
+                    }
                 };
             }
             let is_head = self.head(&st) == Some(ticket);
@@ -1357,7 +1415,7 @@ impl QueuingPort {
 /// [`QueuingPort::wait_for`] with the same attempt. A macro, not a generic helper taking a
 /// closure: the helper was not inlined, and the call then took six frames (session 14).
 macro_rules! first_then_wait {
-    ($port:expr, $timeout:expr, $cap:expr, $op:ident($($arg:expr),*)) => {{
+    ($port:expr, $timeout:expr, $role:expr, $op:ident($($arg:expr),*)) => {{
         let mut st = lock(&$port.state);
         if !st.waiters.is_empty() {
             $port.prune(&mut st);
@@ -1372,7 +1430,7 @@ macro_rules! first_then_wait {
         match first {
             Try::Done(n) => Ok(n),
             Try::Fail(e) => Err(e),
-            Try::Again => $port.wait_for($timeout, $cap, &mut |st| $op(st, $($arg),*)),
+            Try::Again => $port.wait_for($timeout, $role, &mut |st| $op(st, $($arg),*)),
         }
     }};
 }
@@ -1408,7 +1466,7 @@ pub fn send_queuing_message(
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    first_then_wait!(port, timeout, 0, send_op(message)).map(|_| ())
+    first_then_wait!(port, timeout, Role::Send(message), send_op(message)).map(|_| ())
 }
 
 /// One attempt of [`send_queuing_message`].
@@ -1448,7 +1506,7 @@ pub fn receive_queuing_message(
     if port.direction != PortDirection::Destination {
         return Err(ApexError::InvalidMode);
     }
-    first_then_wait!(port, timeout, buf.len(), receive_op(buf))
+    first_then_wait!(port, timeout, Role::Receive(buf.len()), receive_op(buf))
 }
 
 /// One attempt of [`receive_queuing_message`].
@@ -1518,7 +1576,7 @@ pub fn send_queuing_messages(
             Err(_) => Try::Fail(ApexError::InvalidParam),
         }
     };
-    port.wait_for(timeout, 0, &mut op)
+    port.wait_for(timeout, Role::Other, &mut op)
 }
 
 /// Receive several of the oldest messages of a destination queuing port at once (partix
@@ -1565,7 +1623,7 @@ pub fn receive_queuing_messages(
             Err(_) => Try::Fail(ApexError::InvalidConfig),
         }
     };
-    port.wait_for(timeout, stride, &mut op)
+    port.wait_for(timeout, Role::Receive(stride), &mut op)
 }
 
 /// The maximum message size of queuing port `id`: GET_QUEUING_PORT_STATUS's
