@@ -84,13 +84,16 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    // Everything the partitions open by path is in a directory they can reach: the program,
-    // the configuration (they read their HM tables from it) and their output files.
+    // The program and the configuration are in a directory only root may enter: the executive
+    // runs the program through a descriptor, and hands the partitions the configuration as
+    // one. Their output files are in a directory they may write.
     let dir = common::out_dir("ports-users");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let exe = dir.join("ports-testpart");
+    let private = common::out_dir("ports-users-private");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let exe = private.join("ports-testpart");
     std::fs::copy(env!("CARGO_BIN_EXE_ports-testpart"), &exe).unwrap();
-    let cfg = dir.join("users.xml");
+    let cfg = private.join("users.xml");
     std::fs::copy(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/users.xml"),
         &cfg,
@@ -137,6 +140,8 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
         "cannot list the executive's descriptors",
         "no read-only region re-opens read-write through /proc/self/fd",
         "reads a valid message from another user's partition",
+        "cannot open its configuration by path (a private directory)",
+        "reads its configuration through the executive's descriptor",
     ]) {
         assert!(
             passes.iter().any(|l| l == &format!("PASS {what}")),
@@ -144,6 +149,7 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
             out[2]
         );
     }
+    let _ = std::fs::remove_dir_all(&private);
     assert!(
         passes
             .iter()

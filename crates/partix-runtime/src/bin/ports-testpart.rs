@@ -57,7 +57,9 @@
 //!                  CAP_SYS_NICE; it cannot signal the executive,
 //!                  open the executive's /proc/PID/fd, re-open a read-only region read-write
 //!                  through /proc/self/fd or write its cgroup's cgroup.freeze (INFO when it has
-//!                  no partix cgroup); it reads a valid message on sampling port IN
+//!                  no partix cgroup); it cannot open its configuration by path (the test puts it
+//!                  in a private directory) but reads it through the executive's descriptor; it
+//!                  reads a valid message on sampling port IN
 //! ```
 //! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
 #![allow(unsafe_code)]
@@ -567,6 +569,25 @@ extern "C" fn creds_process() {
             cgroup.trim()
         )),
     }
+    // Its program and configuration are in a directory only root may enter: it was run
+    // through a descriptor, and reads its configuration through one.
+    let path = std::env::var("PARTIX_CONFIG").unwrap_or_default();
+    let by_path = std::fs::read(&path).map(|_| ());
+    expect_dbg(
+        "cannot open its configuration by path (a private directory)",
+        by_path
+            .as_ref()
+            .err()
+            .and_then(std::io::Error::raw_os_error)
+            == Some(libc::EACCES),
+        (&path, &by_path),
+    );
+    let name = partix_runtime::partition::hm::configuration().map(|m| m.name.as_str());
+    expect_dbg(
+        "reads its configuration through the executive's descriptor",
+        name == Some("ports-users"),
+        name,
+    );
     let id = get_sampling_port_id("IN").expect("IN");
     let mut buf = [0u8; 32];
     let t0 = get_time();

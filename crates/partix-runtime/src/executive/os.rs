@@ -23,7 +23,7 @@ use super::{
 };
 use crate::attach::{monotonic_ns, park_signal};
 use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
-use crate::partition::hm::ENV_CONFIG;
+use crate::partition::hm::{ENV_CONFIG, ENV_CONFIG_FD};
 use crate::state::{
     PartitionState, ENV_DESCRIPTOR_TABLE, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
     MAX_PROCESSES, MAX_TIDS, NAME_LEN,
@@ -32,6 +32,7 @@ use crate::trace::Trace;
 use partix_config::model::{DescriptorTable, Module};
 use partix_shm::futex;
 use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -42,6 +43,10 @@ use std::time::Duration;
 pub const MODULE_FD_NUM: i32 = 500;
 /// File descriptor number of the partition region in a partition process.
 pub const PARTITION_FD_NUM: i32 = 501;
+/// Descriptor number of the module configuration in every partition process (read-only; named
+/// by [`ENV_CONFIG_FD`]): partitions read their HM tables through it, whatever their user may
+/// open by path.
+pub const CONFIG_FD_NUM: i32 = 502;
 
 /// Sleep with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` until `t` (retried on EINTR).
 fn nanosleep_abs(t: u64) {
@@ -216,6 +221,10 @@ pub struct Program {
 }
 
 struct Prepared {
+    /// The program, opened `O_PATH` (-1: it could not be): the child runs it through this
+    /// descriptor (`execveat`), so a partition under its own user needs the right to execute
+    /// the file, not to reach it by its path.
+    exe_fd: i32,
     argv: Vec<CString>,
     envp: Vec<CString>,
     cpus: libc::cpu_set_t,
@@ -409,6 +418,8 @@ pub struct OsSwitcher<'s> {
     prepared: Vec<Prepared>,
     pids: Vec<i32>,
     module_fd: i32,
+    /// The module configuration, read-only, for [`CONFIG_FD_NUM`] in every partition.
+    config_fd: Option<OwnedFd>,
     seen_gen: u64,
     deaths: Vec<(usize, Death)>,
     shared: &'s SharedState,
@@ -549,12 +560,17 @@ impl<'s> OsSwitcher<'s> {
                     && k != ENV_PARTITION_ID
                     && k != ENV_DESCRIPTOR_TABLE
                     && k != ENV_CONFIG
+                    && k != ENV_CONFIG_FD
             })
             .collect();
         // Partitions read their HM tables (and schedule names) from the configuration file.
+        // They get it as a read-only descriptor too (a partition under its own user may not be
+        // able to open the path); the path stays for messages.
+        let mut config_fd = None;
         let config_env = match module.source.as_deref() {
             Some(src) => {
                 let abs = std::fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+                config_fd = std::fs::File::open(&abs).ok().map(OwnedFd::from);
                 let mut kv = format!("{ENV_CONFIG}=").into_bytes();
                 kv.extend_from_slice(abs.as_os_str().as_bytes());
                 Some(CString::new(kv).map_err(|_| format!("{}: NUL in path", abs.display()))?)
@@ -597,6 +613,14 @@ impl<'s> OsSwitcher<'s> {
             if let Some(c) = &config_env {
                 envp.push(c.clone());
             }
+            if config_fd.is_some() {
+                envp.push(
+                    CString::new(format!("{ENV_CONFIG_FD}={CONFIG_FD_NUM}")).expect("no NUL"),
+                );
+            }
+            // SAFETY: path is a valid C string; the descriptor (if any) is closed with the
+            // switcher (`Drop`).
+            let exe_fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
             // SAFETY: an all-zero cpu_set_t is the empty set.
             let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
             for &c in part.affinity.as_deref().unwrap_or(default_cpus) {
@@ -618,6 +642,7 @@ impl<'s> OsSwitcher<'s> {
                 }
             }
             prepared.push(Prepared {
+                exe_fd,
                 argv,
                 envp,
                 cpus,
@@ -659,6 +684,7 @@ impl<'s> OsSwitcher<'s> {
             gates: vec![GateState::NONE; prepared.len()],
             prepared,
             module_fd: shared.module_ro_fd(),
+            config_fd,
             seen_gen: SIGCHLD_GEN.load(Ordering::Relaxed),
             deaths: Vec::with_capacity(programs.len()),
             shared,
@@ -1028,6 +1054,8 @@ impl Switcher for OsSwitcher<'_> {
         let mut envp: Vec<*const libc::c_char> = pr.envp.iter().map(|c| c.as_ptr()).collect();
         envp.push(std::ptr::null());
         let (mfd, pfd) = (self.module_fd, pr.part_fd);
+        let cfd = self.config_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let efd = pr.exe_fd;
         let port_fds = &pr.port_fds;
         let mut port_tmp = vec![-1i32; port_fds.len()];
         let cpus = pr.cpus;
@@ -1079,8 +1107,9 @@ impl Switcher for OsSwitcher<'_> {
                 if libc::getppid() == 1 {
                     libc::_exit(125);
                 }
-                let tm = libc::fcntl(mfd, libc::F_DUPFD, 502);
-                let tp = libc::fcntl(pfd, libc::F_DUPFD, 502);
+                // First above the three target numbers, then onto them.
+                let tm = libc::fcntl(mfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
+                let tp = libc::fcntl(pfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
                 if tm < 0
                     || tp < 0
                     || libc::dup2(tm, MODULE_FD_NUM) < 0
@@ -1090,6 +1119,13 @@ impl Switcher for OsSwitcher<'_> {
                 }
                 libc::close(tm);
                 libc::close(tp);
+                if cfd >= 0 {
+                    let tc = libc::fcntl(cfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
+                    if tc < 0 || libc::dup2(tc, CONFIG_FD_NUM) < 0 {
+                        libc::_exit(126);
+                    }
+                    libc::close(tc);
+                }
                 // Channel regions: first above every target number, then onto the targets.
                 for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
                     *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
@@ -1160,6 +1196,18 @@ impl Switcher for OsSwitcher<'_> {
                 libc::getrlimit(libc::RLIMIT_RTTIME, &mut rt);
                 rt.rlim_cur = rt.rlim_max;
                 libc::setrlimit(libc::RLIMIT_RTTIME, &rt);
+                if efd >= 0 {
+                    libc::syscall(
+                        libc::SYS_execveat,
+                        efd,
+                        c"".as_ptr(),
+                        argv.as_ptr(),
+                        envp.as_ptr(),
+                        libc::AT_EMPTY_PATH,
+                    );
+                }
+                // No descriptor, or a script (its interpreter cannot open a close-on-exec
+                // descriptor): by path.
                 libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
                 libc::_exit(127);
             }
@@ -1529,6 +1577,12 @@ impl Drop for OsSwitcher<'_> {
     fn drop(&mut self) {
         for p in 0..self.pids.len() {
             self.kill(p);
+        }
+        for pr in &self.prepared {
+            if pr.exe_fd >= 0 {
+                // SAFETY: our own descriptor, closed once.
+                unsafe { libc::close(pr.exe_fd) };
+            }
         }
     }
 }

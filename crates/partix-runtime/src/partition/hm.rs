@@ -37,6 +37,11 @@ use std::time::Duration;
 
 /// Environment variable naming the module configuration file (set by the executive).
 pub const ENV_CONFIG: &str = "PARTIX_CONFIG";
+
+/// Environment variable: the descriptor of the module configuration the executive passed
+/// (read-only; `PARTIX_CONFIG` still names the file, for messages). Read first: a partition
+/// under its own user (`partix:User`) may not be able to open the path.
+pub const ENV_CONFIG_FD: &str = "PARTIX_CONFIG_FD";
 /// `MAX_ERROR_MESSAGE_SIZE`.
 pub const MAX_ERROR_MESSAGE_SIZE: usize = 128;
 /// Errors kept for the error handler; older ones are dropped when more arrive.
@@ -91,13 +96,52 @@ pub struct ErrorStatus {
     pub failed_address: usize,
 }
 
-/// Return the module configuration named by `PARTIX_CONFIG`, if any (read once).
+/// Return the module configuration the partition's HM tables come from: read through the
+/// descriptor of `PARTIX_CONFIG_FD`, else from the file `PARTIX_CONFIG` names (read once; `None`:
+/// neither, and the built-in HM defaults apply).
+pub fn configuration() -> Option<&'static Module> {
+    config()
+}
+
+/// The text of the configuration through the descriptor of `PARTIX_CONFIG_FD` (from its
+/// start, whatever its offset; the descriptor stays open).
+fn config_through_fd() -> Option<String> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::FileExt;
+    let fd: i32 = std::env::var(ENV_CONFIG_FD).ok()?.parse().ok()?;
+    // SAFETY: F_DUPFD_CLOEXEC of a descriptor number has no memory preconditions; the copy is
+    // owned by the File below (the inherited descriptor itself stays open).
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return None;
+    }
+    // SAFETY: dup was just made and is owned by nothing else.
+    let f = unsafe { std::fs::File::from_raw_fd(dup) };
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match f.read_at(&mut chunk, bytes.len() as u64) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// See [`configuration`].
 pub(crate) fn config() -> Option<&'static Module> {
     static CONFIG: OnceLock<Option<Module>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let path = std::env::var_os(ENV_CONFIG)?;
-            match partix_config::load(std::path::Path::new(&path)) {
+            let path = std::path::Path::new(&path);
+            let loaded = match config_through_fd() {
+                Some(text) => partix_config::parse_str(&text, Some(path)),
+                None => partix_config::load(path),
+            };
+            match loaded {
                 Ok(m) => Some(m),
                 Err(e) => {
                     eprintln!(
