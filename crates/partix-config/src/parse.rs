@@ -1426,6 +1426,15 @@ fn parse_user(s: &str) -> Result<Credentials, ValueError> {
         Some(g) => id(g, "group", "gid_t")?,
         None => uid,
     };
+    if uid == 0 || gid == 0 {
+        return Err(ValueError {
+            message: format!(
+                "{} 0 is root's: the partition would keep root's privileges",
+                if uid == 0 { "user" } else { "group" }
+            ),
+            help: "give an unprivileged user and group, e.g. \"61001\" (leave partix:User out to run the partition with the executive's credentials)".into(),
+        });
+    }
     Ok(Credentials { uid, gid })
 }
 

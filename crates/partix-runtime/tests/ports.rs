@@ -119,15 +119,23 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
     common::print_info("DST2", &out[2]);
     // Where the executive can give partitions RLIMIT_RTPRIO 98 they have no capability left;
     // where it cannot (no CAP_SYS_RESOURCE, as in some containers), only CAP_SYS_NICE.
-    let priority_checks: &[&str] = match &report.users_keep_nice {
-        None => &[
+    let priority_checks: &[&str] = match (&report.users_keep_nice, &report.users_no_fifo) {
+        (None, None) => &[
             "RLIMIT_RTPRIO is 98",
             "has no capabilities",
             "cannot take SCHED_FIFO 99 (the executive's)",
+            "its APEX process runs SCHED_FIFO without root",
         ],
-        Some(why) => {
+        (Some(why), _) => {
             println!("partitions keep CAP_SYS_NICE: {why}");
-            &["keeps CAP_SYS_NICE and no other capability"]
+            &[
+                "keeps CAP_SYS_NICE and no other capability",
+                "its APEX process runs SCHED_FIFO without root",
+            ]
+        }
+        (None, Some(why)) => {
+            println!("partitions run SCHED_OTHER: {why}");
+            &["has no capabilities"]
         }
     };
     for what in priority_checks.iter().copied().chain([
@@ -135,7 +143,6 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
         "runs as its group",
         "has no supplementary groups",
         "has NO_NEW_PRIVS",
-        "its APEX process runs SCHED_FIFO without root",
         "cannot signal the executive",
         "cannot list the executive's descriptors",
         "no read-only region re-opens read-write through /proc/self/fd",

@@ -464,12 +464,15 @@ extern "C" fn creds_process() {
     unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
     // SAFETY: sched_getscheduler of the calling thread.
     let policy = unsafe { libc::sched_getscheduler(0) };
-    expect_dbg(
-        "its APEX process runs SCHED_FIFO without root",
-        policy == libc::SCHED_FIFO,
-        policy,
-    );
+    let fifo = |why: &str| {
+        expect_dbg(
+            "its APEX process runs SCHED_FIFO without root",
+            policy == libc::SCHED_FIFO,
+            (policy, why),
+        )
+    };
     if lim.rlim_max == 98 {
+        fifo("RLIMIT_RTPRIO 98");
         // The executive could give it RLIMIT_RTPRIO 98: no capability at all.
         expect_dbg("RLIMIT_RTPRIO is 98", lim.rlim_cur == 98, lim.rlim_cur);
         expect_dbg("has no capabilities", caps == Ok(0), &cap_eff);
@@ -482,13 +485,20 @@ extern "C" fn creds_process() {
             rc != 0 && errno() == libc::EPERM,
             (rc, errno()),
         );
-    } else {
+    } else if caps != Ok(0) {
         // It could not (no CAP_SYS_RESOURCE): CAP_SYS_NICE only, for SCHED_FIFO.
+        fifo("CAP_SYS_NICE");
         expect_dbg(
             "keeps CAP_SYS_NICE and no other capability",
             caps == Ok(1 << 23),
             (&cap_eff, lim.rlim_cur, lim.rlim_max),
         );
+    } else {
+        // Neither (the executive had no CAP_SYS_NICE either): SCHED_OTHER.
+        expect_dbg("has no capabilities", caps == Ok(0), &cap_eff);
+        out(&format!(
+            "INFO neither RLIMIT_RTPRIO 98 nor CAP_SYS_NICE: policy {policy}"
+        ));
     }
     // SAFETY: getppid has no preconditions; signal 0 only checks permission.
     let executive = unsafe { libc::getppid() };

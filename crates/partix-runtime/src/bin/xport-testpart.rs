@@ -203,14 +203,17 @@ fn sampling_sizes(who: &str) {
     let mut buf = [0u8; MAX];
     let (mut last, mut seen, mut bad) = (0usize, 0u32, Vec::new());
     // Every message has at least one byte: a first wait with an empty buffer answers
-    // INVALID_PARAM, and the message it could not return is still newer than any returned (a
-    // look with a whole buffer gets it at once).
+    // INVALID_PARAM, and so does a read; the message they could not return is still newer than
+    // any returned (a look with a whole buffer gets it at once).
     let short = wait_sampling_message(id, 30_000 * MS, &mut buf[..0]);
+    let short_read = read_sampling_message(id, &mut buf[..0]);
     let again = wait_sampling_message(id, 0, &mut buf);
     expect(
         &format!("{who}: a wait with a buffer too short answers INVALID_PARAM and does not consume the message"),
-        short == Err(ApexError::InvalidParam) && again.is_ok(),
-        format!("short {short:?}, then {again:?}"),
+        short == Err(ApexError::InvalidParam)
+            && short_read == Err(ApexError::InvalidParam)
+            && again.is_ok(),
+        format!("short wait {short:?}, short read {short_read:?}, then {again:?}"),
     );
     if let Ok((n, _)) = again {
         last = n;

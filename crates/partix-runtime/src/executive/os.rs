@@ -262,6 +262,22 @@ const CAP_VERSION_3: u32 = 0x2008_0522;
 /// `CAP_SYS_NICE`.
 const CAP_SYS_NICE: u32 = 23;
 
+/// Whether the calling thread has capability `cap` (< 32) in its effective set.
+fn has_capability(cap: u32) -> bool {
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget writes the two data structs of version 3 and may update the header.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    r == 0 && data[0].effective & (1 << cap) != 0
+}
+
 /// Make sure partition processes can get `RLIMIT_RTPRIO` [`PARTITION_RTPRIO_MAX`]: the hard
 /// limit is that already, or the executive raises its own (inherited by its children; root
 /// itself does not need it). `Err` says why not (no `CAP_SYS_RESOURCE`, as in some containers).
@@ -464,6 +480,8 @@ pub struct OsSwitcher<'s> {
     pub memory_error: Option<String>,
     /// Why partitions under `partix:User` keep `CAP_SYS_NICE` (`None`: they have no capability).
     pub users_keep_nice: Option<String>,
+    /// Why partitions under `partix:User` cannot use `SCHED_FIFO` at all (`None`: they can).
+    pub users_no_fifo: Option<String>,
 }
 
 /// CPU time a partition may use between the verification of its park and its next open (the
@@ -578,9 +596,19 @@ impl<'s> OsSwitcher<'s> {
             None => None,
         };
         // Partitions under their own user get SCHED_FIFO through RLIMIT_RTPRIO if it can be
-        // raised, else by keeping CAP_SYS_NICE.
+        // raised, else by keeping CAP_SYS_NICE if the executive has it, else not at all.
+        let mut users_no_fifo = None;
         let users_keep_nice = if module.partitions.iter().any(|p| p.user.is_some()) {
-            ensure_rtprio_limit().err()
+            match ensure_rtprio_limit() {
+                Ok(()) => None,
+                Err(why) if has_capability(CAP_SYS_NICE) => Some(why),
+                Err(why) => {
+                    users_no_fifo = Some(format!(
+                        "{why}, and the executive has no CAP_SYS_NICE to leave them"
+                    ));
+                    None
+                }
+            }
         } else {
             None
         };
@@ -629,7 +657,7 @@ impl<'s> OsSwitcher<'s> {
                     unsafe { libc::CPU_SET(c, &mut cpus) };
                 }
             }
-            let user = part.user.map(|u| (u.uid, u.gid));
+            let mut user = part.user.map(|u| (u.uid, u.gid));
             if let Some((uid, gid)) = user {
                 // SAFETY: geteuid and getegid have no preconditions.
                 let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -639,6 +667,11 @@ impl<'s> OsSwitcher<'s> {
                          run it as root to give partitions their own users",
                         part.name
                     ));
+                }
+                if euid != 0 {
+                    // Already that user (and unprivileged): nothing to change, and nothing the
+                    // child could change (dropping supplementary groups needs CAP_SETGID).
+                    user = None;
                 }
             }
             prepared.push(Prepared {
@@ -679,6 +712,7 @@ impl<'s> OsSwitcher<'s> {
             memory_cgroups,
             memory_error,
             users_keep_nice,
+            users_no_fifo,
             strays_by_partition: vec![0; programs.len()],
             pids: vec![0; prepared.len()],
             gates: vec![GateState::NONE; prepared.len()],
@@ -1104,7 +1138,7 @@ impl Switcher for OsSwitcher<'_> {
                 libc::setpgid(0, 0);
                 // If the executive dies without cleaning up, the partition dies with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() == 1 {
+                if libc::getppid() != parent {
                     libc::_exit(125);
                 }
                 // First above the three target numbers, then onto them.
@@ -1873,6 +1907,10 @@ pub struct RunReport {
     /// Why partitions under `partix:User` kept `CAP_SYS_NICE` for their `SCHED_FIFO` threads
     /// (`None`: they ran without capabilities, or no partition has a user).
     pub users_keep_nice: Option<String>,
+    /// Why partitions under `partix:User` ran their processes under `SCHED_OTHER`, with no
+    /// priority preemption among them: neither `RLIMIT_RTPRIO` nor `CAP_SYS_NICE` could be
+    /// given (`None`: they could use `SCHED_FIFO`, or no partition has a user).
+    pub users_no_fifo: Option<String>,
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
@@ -1966,6 +2004,7 @@ pub fn run_module(
     let cgroup_error = sw.cgroup_error.take();
     let memory_error = sw.memory_error.take();
     let users_keep_nice = sw.users_keep_nice.take();
+    let users_no_fifo = sw.users_no_fifo.take();
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
     let oom_kills = sw.oom_kills();
     drop(sw);
@@ -2025,6 +2064,7 @@ pub fn run_module(
         cgroup_error,
         memory_error,
         users_keep_nice,
+        users_no_fifo,
         armed_sleeps: clock.armed_sleeps,
     })
 }

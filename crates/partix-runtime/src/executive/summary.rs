@@ -126,6 +126,12 @@ pub fn render(r: &RunReport) -> String {
             "  partix:User partitions keep CAP_SYS_NICE for SCHED_FIFO, so they can still change any thread's scheduling, the executive's too: {e}"
         );
     }
+    if let Some(e) = &r.users_no_fifo {
+        let _ = writeln!(
+            s,
+            "  partix:User partitions ran their processes under SCHED_OTHER (no priority preemption among them): {e}"
+        );
+    }
     if !r.hm_events.is_empty() {
         let _ = writeln!(s, "HM events:");
         for e in &r.hm_events {

@@ -233,6 +233,10 @@ enum Outcome {
     Received(Vec<u8>),
     /// A sender: its message was sent (its length).
     Sent(usize),
+    /// The error the waiter's own attempt would have met (a corrupt channel): it returns it,
+    /// and the next waiter meets the channel itself, instead of a watcher polling a channel
+    /// that stays ready for ever.
+    Failed(ApexError),
 }
 
 /// How a caller of [`QueuingPort::wait_for`] can be served while suspended.
@@ -690,6 +694,7 @@ impl SamplingInner {
         buf: &mut [u8],
     ) -> ApexResult<(usize, Validity)> {
         let inner = self;
+        let returned = inner.last_seq;
         match r {
             Ok(ok) => {
                 std::mem::swap(&mut inner.scratch, &mut inner.last);
@@ -703,7 +708,14 @@ impl SamplingInner {
             // garbage; answer with the last good copy, if any.
             Err(_) => {}
         }
-        inner.answer_last(port, buf)
+        let a = inner.answer_last(port, buf);
+        if a == Err(ApexError::InvalidParam) {
+            // A buffer too short for the message: it still becomes the last good copy (a
+            // later read with a buffer that fits returns it), but the caller did not get it,
+            // so a wait after this call must not wait past it.
+            inner.last_seq = returned;
+        }
+        a
     }
 
     /// Copy the last good message into `buf`; return its length and validity.
@@ -883,17 +895,7 @@ fn wait_slice(
         match reader.wait_newer_or(into, *last_seq, mode, Some(slice), stop) {
             Ok(ok) if direct => inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => inner.answer_direct(port, Err(e)),
-            Ok(ok) => {
-                // A buffer too short for the message: the message still becomes the last good
-                // copy (a READ_SAMPLING_MESSAGE returns it), but the caller did not get it, so
-                // a wait after it must not wait past it.
-                let returned = inner.last_seq;
-                let r = inner.answer(port, Ok(ok), buf);
-                if r == Err(ApexError::InvalidParam) {
-                    inner.last_seq = returned;
-                }
-                r
-            }
+            Ok(ok) => inner.answer(port, Ok(ok), buf),
             Err(WaitError::TimedOut) => return None,
             Err(WaitError::Read(ReadError::Contended { .. } | ReadError::Corrupt)) => {
                 if let Some(seq) = reader.newest_seq() {
@@ -1167,8 +1169,9 @@ impl QueuingPort {
                 };
                 match src.try_send(m) {
                     Ok(()) => Outcome::Sent(m.len()),
-                    // Full after all, or an error the sender meets itself when resumed.
-                    Err(_) => return,
+                    Err(PushError::Full) => return,
+                    // As `send_op` answers.
+                    Err(_) => Outcome::Failed(ApexError::InvalidParam),
                 }
             } else {
                 let Some(d) = st.dest.as_mut() else {
@@ -1180,8 +1183,10 @@ impl QueuingPort {
                         message.truncate(n);
                         Outcome::Received(message)
                     }
-                    // Nothing after all, or an error the receiver meets itself when resumed.
-                    Err(_) => return,
+                    Err(PopError::Empty) => return,
+                    // As `receive_op` answers (a buffer of the largest size is never too
+                    // short).
+                    Err(_) => Outcome::Failed(ApexError::InvalidConfig),
                 }
             };
             st.handed.push(Handed {
@@ -1323,6 +1328,7 @@ impl QueuingPort {
                 // Served while it was suspended (it is out of the line already).
                 return match st.handed.swap_remove(i).outcome {
                     Outcome::Sent(n) => Ok(n),
+                    Outcome::Failed(e) => Err(e),
                     Outcome::Received(m) => {
                         st.delivery = Some(m);
                         let r = op(&mut st);
