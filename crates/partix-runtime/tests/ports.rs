@@ -169,6 +169,79 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
     );
 }
 
+/// The kernel holds a partition to its CPUs (`partix:Affinity`; a cpuset), not only its first
+/// `sched_setaffinity`: asking for every CPU leaves it on its own, and asking for another CPU
+/// alone is refused (`EINVAL`).
+#[test]
+fn a_partition_cannot_move_its_threads_off_its_cpus() {
+    let cpu = common::test_cpu();
+    let dir = common::out_dir("ports-affinity");
+    let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<ARINC_653_Module xmlns:partix="urn:partix:config:1" ModuleName="ports-affinity">
+  <Partition PartitionIdentifier="1" PartitionName="AFF" partix:Executable="ports-testpart" partix:Affinity="@CPU@"/>
+  <Module_Schedule ScheduleIdentifier="1" ScheduleName="s" InitialModuleSchedule="true" MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PartitionName="AFF" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0.0" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>
+"#
+    .replace("@CPU@", &cpu.to_string());
+    let path = dir.join("affinity.xml");
+    std::fs::write(&path, xml).unwrap();
+    let m = partix_config::load(&path).unwrap_or_else(|e| panic!("affinity.xml: {e}"));
+    let (out, report) = common::run_roles_report(
+        "affinity",
+        m,
+        env!("CARGO_BIN_EXE_ports-testpart"),
+        &dir,
+        &[("affinity", &[], true)],
+        100_000,
+        Duration::from_secs(60),
+    );
+    let lines = &out[0];
+    common::assert_no_fail("AFF", lines);
+    assert!(lines.iter().any(|l| l == "END affinity"), "{lines:#?}");
+    if let Some(why) = &report.cpuset_error {
+        // Only where no cpuset controller is there to use (or without root).
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let v1 = mounts.lines().any(|l| {
+            l.split_once(" - ").is_some_and(|(_, r)| {
+                r.starts_with("cgroup ")
+                    && r.split_whitespace()
+                        .nth(2)
+                        .is_some_and(|o| o.split(',').any(|c| c == "cpuset"))
+            })
+        });
+        assert!(
+            !root || !v1,
+            "a v1 cpuset hierarchy is mounted, yet the run had no cpuset: {why}"
+        );
+        eprintln!("a_partition_cannot_move_its_threads_off_its_cpus: not judged, no cpuset: {why}");
+        return;
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == &format!("INFO widened [{cpu}] rc 0")),
+        "asking for every CPU must leave it on CPU {cpu}: {lines:#?}"
+    );
+    let alone: Vec<(usize, i32)> = lines
+        .iter()
+        .filter_map(|l| {
+            let mut it = l.strip_prefix("INFO alone ")?.split(' ');
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(!alone.is_empty(), "{lines:#?}");
+    for (c, rc) in alone {
+        let want = if c == cpu { 0 } else { libc::EINVAL };
+        assert_eq!(rc, want, "CPU {c} alone: {lines:#?}");
+    }
+}
+
 /// `partix:DescriptorTable="per-process"`: each process of DST1 copies the partition's
 /// descriptor table when it first runs in NORMAL mode (what it opens or closes later is its
 /// own), and its udp port, whose socket came before, still receives; DST2 (the default) keeps

@@ -51,6 +51,9 @@
 //!                  in its place), and s1, resumed, returns NO_ERROR
 //!   drain-dst      waits for "go" on GO, then receives 10 messages: the 8 of the fill, then "A",
 //!                  then "B"
+//!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
+//!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
+//!                  the test compares them with the partition's partix:Affinity
 //!   creds UID GID  (a partition under partix:User="UID:GID") it runs as UID/GID with no
 //!                  supplementary groups, NO_NEW_PRIVS, its process SCHED_FIFO; with
 //!                  RLIMIT_RTPRIO 98 no capabilities and SCHED_FIFO 99 refused, else only
@@ -417,6 +420,50 @@ extern "C" fn sampling_src_process() {
     write_sampling_message(id, b"final").expect("write final");
     check_regions_refuse_resizing();
     out("END sampling-src");
+    idle_forever();
+}
+
+/// The CPUs the calling thread may run on.
+fn own_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity only writes it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid out-parameter of its size.
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: CPU_ISSET reads the set within its size.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Ask for `cpus` (sched_setaffinity of the calling thread); return 0 or the errno.
+fn ask_cpus(cpus: impl IntoIterator<Item = usize>) -> i32 {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in cpus {
+        // SAFETY: c is below CPU_SETSIZE (an online CPU number).
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t of its size.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } == 0 {
+        0
+    } else {
+        errno()
+    }
+}
+
+/// Role `affinity`.
+extern "C" fn affinity_process() {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let own = own_cpus();
+    let rc = ask_cpus(0..n);
+    out(&format!("INFO widened {:?} rc {rc}", own_cpus()));
+    for c in 0..n {
+        let rc = ask_cpus([c]);
+        out(&format!("INFO alone {c} {rc}"));
+    }
+    let _ = ask_cpus(own);
+    out("END affinity");
     idle_forever();
 }
 
@@ -1721,6 +1768,9 @@ fn main() {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
             create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
             process("drain", drain_process, 10, INFINITE_TIME_VALUE);
+        }
+        "affinity" => {
+            process("aff", affinity_process, 10, INFINITE_TIME_VALUE);
         }
         "creds" => {
             let id = |i: usize| -> u32 {

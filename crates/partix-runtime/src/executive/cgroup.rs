@@ -60,9 +60,9 @@ fn own_path(text: &str) -> Option<PathBuf> {
         .map(|p| PathBuf::from(p.trim_start_matches('/')))
 }
 
-/// The mount point of the cgroup v1 hierarchy that has the memory controller, in a `mountinfo`
+/// The mount point of the cgroup v1 hierarchy that has controller `ctrl`, in a `mountinfo`
 /// text.
-fn v1_memory_mount(info: &str) -> Option<PathBuf> {
+fn v1_mount(info: &str, ctrl: &str) -> Option<PathBuf> {
     info.lines().find_map(|l| {
         // "40 35 0:34 / /sys/fs/cgroup/memory rw,relatime shared:15 - cgroup cgroup rw,memory"
         let (left, right) = l.split_once(" - ")?;
@@ -71,23 +71,58 @@ fn v1_memory_mount(info: &str) -> Option<PathBuf> {
             return None;
         }
         let opts = r.nth(1)?;
-        if !opts.split(',').any(|o| o == "memory") {
+        if !opts.split(',').any(|o| o == ctrl) {
             return None;
         }
         left.split_whitespace().nth(4).map(PathBuf::from)
     })
 }
 
-/// The calling process's cgroup in the v1 memory hierarchy (the `N:…memory…:` line of a
-/// `/proc/self/cgroup` text), relative to the hierarchy's root.
-fn own_v1_memory_path(text: &str) -> Option<PathBuf> {
+/// The calling process's cgroup in the v1 hierarchy of controller `ctrl` (the `N:…ctrl…:`
+/// line of a `/proc/self/cgroup` text), relative to the hierarchy's root.
+fn own_v1_path(text: &str, ctrl: &str) -> Option<PathBuf> {
     text.lines().find_map(|l| {
         let mut it = l.splitn(3, ':');
-        let (_, ctrl, path) = (it.next()?, it.next()?, it.next()?);
-        ctrl.split(',')
-            .any(|c| c == "memory")
+        let (_, ctrls, path) = (it.next()?, it.next()?, it.next()?);
+        ctrls
+            .split(',')
+            .any(|c| c == ctrl)
             .then(|| PathBuf::from(path.trim_start_matches('/')))
     })
+}
+
+/// Make the partition cgroup `name` in the v1 hierarchy of controller `ctrl`, beside where the
+/// executive is in it, set it up with `set` (its directory), and open its `cgroup.procs`;
+/// removed again if that fails.
+fn v1_cgroup(
+    ctrl: &str,
+    name: &std::ffi::OsStr,
+    set: impl FnOnce(&Path, &Path) -> io::Result<()>,
+) -> io::Result<(PathBuf, File)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")?;
+    let (Some(mount), Some(path)) = (v1_mount(&info, ctrl), own_v1_path(&own, ctrl)) else {
+        return Err(io::Error::other(format!(
+            "no {ctrl} controller: not enabled for the executive's cgroup v2 \
+             (cgroup.subtree_control of its parent) and no cgroup v1 {ctrl} hierarchy"
+        )));
+    };
+    let base = mount.join(path);
+    sweep_stale(&base);
+    let dir = base.join(name);
+    std::fs::create_dir(&dir)?;
+    let made = set(&base, &dir).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))
+    });
+    match made {
+        Ok(procs) => Ok((dir, procs)),
+        Err(e) => {
+            let _ = std::fs::remove_dir(&dir);
+            Err(e)
+        }
+    }
 }
 
 /// Where the kernel enforces a partition's memory limit.
@@ -97,6 +132,15 @@ enum MemoryLimit {
     Unified,
     /// A cgroup of the partition's own in the v1 memory hierarchy (`memory.limit_in_bytes`),
     /// for hosts that keep the memory controller on v1; removed on drop.
+    V1 { dir: PathBuf, procs: File },
+}
+
+/// Where the kernel holds a partition's threads to its CPUs.
+#[derive(Debug)]
+enum CpusetHold {
+    /// `cpuset.cpus` of the partition cgroup itself (cgroup v2 with the cpuset controller).
+    Unified,
+    /// A cgroup of the partition's own in the v1 cpuset hierarchy; removed on drop.
     V1 { dir: PathBuf, procs: File },
 }
 
@@ -155,6 +199,7 @@ pub struct PartitionCgroup {
     kill: Option<File>,
     frozen: bool,
     memory: Option<MemoryLimit>,
+    cpuset: Option<CpusetHold>,
 }
 
 impl PartitionCgroup {
@@ -196,6 +241,7 @@ impl PartitionCgroup {
                 kill,
                 frozen: false,
                 memory: None,
+                cpuset: None,
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir(&dir);
@@ -209,18 +255,37 @@ impl PartitionCgroup {
         &self.dir
     }
 
-    /// Move process `pid` (all its threads) into the cgroup (and into its v1 memory cgroup, if
-    /// it has one); what it forks later stays there.
+    /// Move process `pid` (all its threads) into the cgroup; what it forks later stays there.
+    /// Then [`PartitionCgroup::add_v1`].
     ///
     /// # Errors
-    /// The error of a write to `cgroup.procs`.
+    /// The error of the write to `cgroup.procs` (the process is not in the cgroup).
     pub fn add(&self, pid: i32) -> io::Result<()> {
+        (&self.procs).write_all(pid.to_string().as_bytes())
+    }
+
+    /// Move process `pid`, already in the cgroup, into its v1 memory and cpuset cgroups, if it
+    /// has them. A hold whose cgroup refuses the process is given up (its cgroup removed), the
+    /// others kept: return the memory hold's error and the cpuset hold's.
+    pub fn add_v1(&mut self, pid: i32) -> (Option<io::Error>, Option<io::Error>) {
         let v = pid.to_string();
-        (&self.procs).write_all(v.as_bytes())?;
-        if let Some(MemoryLimit::V1 { procs, .. }) = &self.memory {
-            (&*procs).write_all(v.as_bytes())?;
+        let mut memory_err = None;
+        if let Some(MemoryLimit::V1 { procs, dir }) = &self.memory {
+            if let Err(e) = (&*procs).write_all(v.as_bytes()) {
+                remove_cgroup_dir(dir);
+                self.memory = None;
+                memory_err = Some(e);
+            }
         }
-        Ok(())
+        let mut cpuset_err = None;
+        if let Some(CpusetHold::V1 { procs, dir }) = &self.cpuset {
+            if let Err(e) = (&*procs).write_all(v.as_bytes()) {
+                remove_cgroup_dir(dir);
+                self.cpuset = None;
+                cpuset_err = Some(e);
+            }
+        }
+        (memory_err, cpuset_err)
     }
 
     /// Have the kernel hold everything the partition's processes use — heap, stacks, shared
@@ -243,37 +308,48 @@ impl PartitionCgroup {
             self.memory = Some(MemoryLimit::Unified);
             return Ok("memory.max");
         }
-        let info = std::fs::read_to_string("/proc/self/mountinfo")?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")?;
-        let (Some(mount), Some(path)) = (v1_memory_mount(&info), own_v1_memory_path(&own)) else {
-            return Err(io::Error::other(
-                "no memory controller: not enabled for the executive's cgroup v2 \
-                 (cgroup.subtree_control of its parent) and no cgroup v1 memory hierarchy",
-            ));
-        };
-        let base = mount.join(path);
-        sweep_stale(&base);
-        let name = self.dir.file_name().unwrap_or_default();
-        let dir = base.join(name);
-        std::fs::create_dir(&dir)?;
-        let set = || -> io::Result<File> {
-            write_control(&dir, "memory.limit_in_bytes", &v)?;
+        let name = self.dir.file_name().unwrap_or_default().to_owned();
+        let (dir, procs) = v1_cgroup("memory", &name, |_, dir| {
+            write_control(dir, "memory.limit_in_bytes", &v)?;
             // memsw is memory + swap: the same value leaves no swap.
-            let _ = write_control(&dir, "memory.memsw.limit_in_bytes", &v);
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(dir.join("cgroup.procs"))
-        };
-        match set() {
-            Ok(procs) => {
-                self.memory = Some(MemoryLimit::V1 { dir, procs });
-                Ok("memory.limit_in_bytes (cgroup v1)")
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir(&dir);
-                Err(e)
-            }
+            let _ = write_control(dir, "memory.memsw.limit_in_bytes", &v);
+            Ok(())
+        })?;
+        self.memory = Some(MemoryLimit::V1 { dir, procs });
+        Ok("memory.limit_in_bytes (cgroup v1)")
+    }
+
+    /// Have the kernel hold the partition's threads, and what it forks, to `cpus`
+    /// (`partix:Affinity`, or the executive's CPUs): `sched_setaffinity` alone is the
+    /// partition's to change, and a thread moved to another CPU would run there beside
+    /// whatever that CPU runs. A mask asked for outside the set is cut to it (or refused with
+    /// `EINVAL` when nothing is left). Return which control file holds it: `cpuset.cpus` of
+    /// this cgroup where the unified hierarchy has the cpuset controller, else of a cgroup of
+    /// the v1 cpuset hierarchy. Call it before [`PartitionCgroup::add`].
+    ///
+    /// # Errors
+    /// No cpuset controller is available to this process, or a write was refused (a CPU
+    /// outside the executive's own cpuset).
+    pub fn confine_cpus(&mut self, cpus: &[usize]) -> io::Result<&'static str> {
+        let list = cpus
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        if self.dir.join("cpuset.cpus").exists() {
+            write_control(&self.dir, "cpuset.cpus", &list)?;
+            self.cpuset = Some(CpusetHold::Unified);
+            return Ok("cpuset.cpus");
         }
+        let name = self.dir.file_name().unwrap_or_default().to_owned();
+        let (dir, procs) = v1_cgroup("cpuset", &name, |base, dir| {
+            write_control(dir, "cpuset.cpus", &list)?;
+            // v1 takes no task into a cpuset without memory nodes: the parent's.
+            let mems = std::fs::read_to_string(base.join("cpuset.mems"))?;
+            write_control(dir, "cpuset.mems", mems.trim())
+        })?;
+        self.cpuset = Some(CpusetHold::V1 { dir, procs });
+        Ok("cpuset.cpus (cgroup v1)")
     }
 
     /// Return how many times the kernel killed a process of the partition for its memory limit
@@ -359,6 +435,9 @@ impl Drop for PartitionCgroup {
         if let Some(MemoryLimit::V1 { dir, .. }) = &self.memory {
             remove_cgroup_dir(dir);
         }
+        if let Some(CpusetHold::V1 { dir, .. }) = &self.cpuset {
+            remove_cgroup_dir(dir);
+        }
     }
 }
 
@@ -383,17 +462,31 @@ mod tests {
         assert_eq!(own_path("0::/\n"), Some(PathBuf::new()));
         assert_eq!(own_path("1:cpu:/\n"), None);
         let v1 = "37 35 0:31 / /sys/fs/cgroup/cpu rw shared:11 - cgroup cgroup rw,cpu\n\
-                  40 35 0:34 / /sys/fs/cgroup/memory rw shared:15 - cgroup cgroup rw,memory\n";
+                  40 35 0:34 / /sys/fs/cgroup/memory rw shared:15 - cgroup cgroup rw,memory\n\
+                  41 35 0:35 / /sys/fs/cgroup/cpuset rw shared:16 - cgroup cgroup rw,cpuset\n";
         assert_eq!(
-            v1_memory_mount(v1),
+            v1_mount(v1, "memory"),
             Some(PathBuf::from("/sys/fs/cgroup/memory"))
         );
-        assert_eq!(v1_memory_mount(info), None);
         assert_eq!(
-            own_v1_memory_path("5:devices:/\n4:memory:/a/b\n0::/\n"),
+            v1_mount(v1, "cpuset"),
+            Some(PathBuf::from("/sys/fs/cgroup/cpuset"))
+        );
+        // "cpu" is not "cpuset" (nor the other way round).
+        assert_eq!(
+            v1_mount(v1, "cpu"),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu"))
+        );
+        assert_eq!(v1_mount(info, "memory"), None);
+        assert_eq!(
+            own_v1_path("5:devices:/\n4:memory:/a/b\n0::/\n", "memory"),
             Some(PathBuf::from("a/b"))
         );
-        assert_eq!(own_v1_memory_path("0::/\n"), None);
+        assert_eq!(
+            own_v1_path("3:cpuset:/c\n1:cpu,cpuacct:/\n", "cpuset"),
+            Some(PathBuf::from("c"))
+        );
+        assert_eq!(own_v1_path("0::/\n", "memory"), None);
     }
 
     /// A real cgroup (as root, where a cgroup v2 hierarchy is writable): a spinning child is

@@ -234,6 +234,8 @@ struct Prepared {
     port_fds: Vec<(i32, i32)>,
     /// `partix:User`: (uid, gid) the process takes before exec.
     user: Option<(u32, u32)>,
+    /// The CPUs of `cpus`, for the partition's cpuset.
+    cpu_list: Vec<usize>,
     /// Under `user`, keep `CAP_SYS_NICE` (as an ambient capability): `RLIMIT_RTPRIO` cannot be
     /// raised to [`PARTITION_RTPRIO_MAX`], and without either the partition's threads could not
     /// use `SCHED_FIFO` at all.
@@ -478,6 +480,9 @@ pub struct OsSwitcher<'s> {
     pub memory_cgroups: Vec<Option<&'static str>>,
     /// Why a partition's memory limit has no memory cgroup, if one has none.
     pub memory_error: Option<String>,
+    /// Why a partition's CPUs are held by `sched_setaffinity` only (which it may change), if
+    /// one's are.
+    pub cpuset_error: Option<String>,
     /// Why partitions under `partix:User` keep `CAP_SYS_NICE` (`None`: they have no capability).
     pub users_keep_nice: Option<String>,
     /// Why partitions under `partix:User` cannot use `SCHED_FIFO` at all (`None`: they can).
@@ -651,7 +656,8 @@ impl<'s> OsSwitcher<'s> {
             let exe_fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
             // SAFETY: an all-zero cpu_set_t is the empty set.
             let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            for &c in part.affinity.as_deref().unwrap_or(default_cpus) {
+            let cpu_list = part.affinity.as_deref().unwrap_or(default_cpus).to_vec();
+            for &c in &cpu_list {
                 if c < libc::CPU_SETSIZE as usize {
                     // SAFETY: c is inside the set.
                     unsafe { libc::CPU_SET(c, &mut cpus) };
@@ -683,6 +689,7 @@ impl<'s> OsSwitcher<'s> {
                 part_fd: shared.partition_fd(i),
                 port_fds: Vec::new(),
                 user,
+                cpu_list,
                 keep_nice: users_keep_nice.is_some(),
             });
         }
@@ -706,11 +713,22 @@ impl<'s> OsSwitcher<'s> {
                 None => memory_error = cgroup_error.clone(),
             }
         }
+        // The kernel holds each partition to its CPUs (a cpuset), not only its first
+        // sched_setaffinity.
+        let mut cpuset_error = None;
+        for (cg, pr) in cgroups.iter_mut().zip(&prepared) {
+            match cg.as_mut().map(|cg| cg.confine_cpus(&pr.cpu_list)) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => cpuset_error = Some(e.to_string()),
+                None => cpuset_error = cgroup_error.clone(),
+            }
+        }
         Ok(OsSwitcher {
             cgroups,
             cgroup_error,
             memory_cgroups,
             memory_error,
+            cpuset_error,
             users_keep_nice,
             users_no_fifo,
             strays_by_partition: vec![0; programs.len()],
@@ -1269,8 +1287,21 @@ impl Switcher for OsSwitcher<'_> {
             if let Some(cg) = self.cgroups[p].as_mut() {
                 cg.thaw();
                 if let Err(e) = cg.add(pid) {
+                    // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
+                    // the process.
                     self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
                     self.cgroups[p] = None;
+                } else {
+                    // A v1 hold that refuses the process is given up alone: the cgroup, with
+                    // the process in it, stays (dropping it would kill the process).
+                    let (memory, cpuset) = cg.add_v1(pid);
+                    if let Some(e) = memory {
+                        self.memory_error = Some(format!("v1 memory cgroup: {e}"));
+                        self.memory_cgroups[p] = None;
+                    }
+                    if let Some(e) = cpuset {
+                        self.cpuset_error = Some(format!("v1 cpuset cgroup: {e}"));
+                    }
                 }
             }
             let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
@@ -1904,6 +1935,9 @@ pub struct RunReport {
     /// Why a partition's memory limit was enforced by `RLIMIT_DATA` only (`None`: every limit
     /// had a memory cgroup, or no partition had one).
     pub memory_error: Option<String>,
+    /// Why a partition's CPUs (`partix:Affinity`, or the executive's) were held by
+    /// `sched_setaffinity` only, which the partition may change (`None`: each had a cpuset).
+    pub cpuset_error: Option<String>,
     /// Why partitions under `partix:User` kept `CAP_SYS_NICE` for their `SCHED_FIFO` threads
     /// (`None`: they ran without capabilities, or no partition has a user).
     pub users_keep_nice: Option<String>,
@@ -2003,6 +2037,7 @@ pub fn run_module(
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
     let cgroup_error = sw.cgroup_error.take();
     let memory_error = sw.memory_error.take();
+    let cpuset_error = sw.cpuset_error.take();
     let users_keep_nice = sw.users_keep_nice.take();
     let users_no_fifo = sw.users_no_fifo.take();
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
@@ -2063,6 +2098,7 @@ pub fn run_module(
         backstops,
         cgroup_error,
         memory_error,
+        cpuset_error,
         users_keep_nice,
         users_no_fifo,
         armed_sleeps: clock.armed_sleeps,

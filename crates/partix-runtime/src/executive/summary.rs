@@ -120,6 +120,12 @@ pub fn render(r: &RunReport) -> String {
             "  memory limits: RLIMIT_DATA only (shared memory and forked processes not counted): {e}"
         );
     }
+    if let Some(e) = &r.cpuset_error {
+        let _ = writeln!(
+            s,
+            "  CPUs: sched_setaffinity only (a partition may move its threads to other CPUs): {e}"
+        );
+    }
     if let Some(e) = &r.users_keep_nice {
         let _ = writeln!(
             s,
