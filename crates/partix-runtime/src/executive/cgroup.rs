@@ -135,6 +135,14 @@ enum MemoryLimit {
     V1 { dir: PathBuf, procs: File },
 }
 
+/// Write `pid` into a v1 cgroup's `cgroup.procs`; if refused, remove the cgroup and return
+/// the error.
+fn join_v1(procs: &File, dir: &Path, pid: &str) -> Option<io::Error> {
+    let e = (&*procs).write_all(pid.as_bytes()).err()?;
+    remove_cgroup_dir(dir);
+    Some(e)
+}
+
 /// Where the kernel holds a partition's threads to its CPUs.
 #[derive(Debug)]
 enum CpusetHold {
@@ -269,21 +277,19 @@ impl PartitionCgroup {
     /// others kept: return the memory hold's error and the cpuset hold's.
     pub fn add_v1(&mut self, pid: i32) -> (Option<io::Error>, Option<io::Error>) {
         let v = pid.to_string();
-        let mut memory_err = None;
-        if let Some(MemoryLimit::V1 { procs, dir }) = &self.memory {
-            if let Err(e) = (&*procs).write_all(v.as_bytes()) {
-                remove_cgroup_dir(dir);
-                self.memory = None;
-                memory_err = Some(e);
-            }
+        let memory_err = match &self.memory {
+            Some(MemoryLimit::V1 { procs, dir }) => join_v1(procs, dir, &v),
+            _ => None,
+        };
+        if memory_err.is_some() {
+            self.memory = None;
         }
-        let mut cpuset_err = None;
-        if let Some(CpusetHold::V1 { procs, dir }) = &self.cpuset {
-            if let Err(e) = (&*procs).write_all(v.as_bytes()) {
-                remove_cgroup_dir(dir);
-                self.cpuset = None;
-                cpuset_err = Some(e);
-            }
+        let cpuset_err = match &self.cpuset {
+            Some(CpusetHold::V1 { procs, dir }) => join_v1(procs, dir, &v),
+            _ => None,
+        };
+        if cpuset_err.is_some() {
+            self.cpuset = None;
         }
         (memory_err, cpuset_err)
     }
