@@ -1367,18 +1367,35 @@ fn within_5s(mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// Start `first`, let it wait on queuing port `q`, then `second` behind it, then SUSPEND
+/// `first`; return whether both waited in line.
+fn line_up_and_suspend_first(q: QueuingPortId, first: ProcessId, second: ProcessId) -> bool {
+    let waiting = |n: u32| get_queuing_port_status(q).map(|st| st.waiting_processes) == Ok(n);
+    start(first).expect("start the first");
+    let ok = within_5s(|| waiting(1));
+    start(second).expect("start the second");
+    let ok = ok && within_5s(|| waiting(2));
+    suspend(first).expect("suspend the first");
+    ok
+}
+
+/// Check that `first` (its result in `SUSPEND_GOT[0]`) has not returned and is WAITING.
+fn expect_first_still_suspended(first: ProcessId) {
+    let got = SUSPEND_GOT[0].load(Ordering::Acquire);
+    let st = get_process_status(first).map(|st| st.process_state);
+    expect_dbg(
+        "the suspended first in line has not returned and is WAITING",
+        got == -1 && st == Ok(ProcessState::Waiting),
+        (got, st),
+    );
+}
+
 extern "C" fn suspend_ctl() {
     let q = get_queuing_port_id("QIN").expect("QIN");
     let s = get_sampling_port_id("RDY").expect("RDY");
     let (r1, r2) = *SUSPEND_PIDS.get().expect("set at init");
-    let waiting = |n: u32| get_queuing_port_status(q).map(|st| st.waiting_processes) == Ok(n);
-    // r1 first in line, then r2.
-    start(r1).expect("start r1");
-    let ok = within_5s(|| waiting(1));
-    start(r2).expect("start r2");
-    let ok = ok && within_5s(|| waiting(2));
+    let ok = line_up_and_suspend_first(q, r1, r2);
     expect("both receivers wait in line", ok, "not 2 waiting");
-    suspend(r1).expect("suspend r1");
     write_sampling_message(s, b"ready").expect("write ready");
     let got = |i: usize| SUSPEND_GOT[i].load(Ordering::Acquire);
     let r2_done = within_5s(|| got(1) >= 0);
@@ -1387,12 +1404,7 @@ extern "C" fn suspend_ctl() {
         r2_done && got(1) == 1,
         (got(0), got(1)),
     );
-    let r1_state = get_process_status(r1).map(|st| st.process_state);
-    expect_dbg(
-        "the suspended first in line has not returned and is WAITING",
-        got(0) == -1 && r1_state == Ok(ProcessState::Waiting),
-        (got(0), r1_state),
-    );
+    expect_first_still_suspended(r1);
     let three = within_5s(|| {
         get_queuing_port_status(q).map(|st| (st.nb_message, st.waiting_processes)) == Ok((1, 0))
     });
@@ -1439,17 +1451,12 @@ extern "C" fn suspend_send_ctl() {
     let go = get_sampling_port_id("GO").expect("GO");
     let (s1, s2) = *SUSPEND_PIDS.get().expect("set at init");
     let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
-    let waiting = |n: u32| get_queuing_port_status(q).map(|st| st.waiting_processes) == Ok(n);
-    start(s1).expect("start s1");
-    let ok = within_5s(|| waiting(1));
-    start(s2).expect("start s2");
-    let ok = ok && within_5s(|| waiting(2));
+    let ok = line_up_and_suspend_first(q, s1, s2);
     expect(
         "QOUT full, both senders wait in line",
         filled && ok,
         "not full, or not 2 waiting",
     );
-    suspend(s1).expect("suspend s1");
     write_sampling_message(go, b"go").expect("write go");
     let got = |i: usize| SUSPEND_GOT[i].load(Ordering::Acquire);
     let s2_done = within_5s(|| got(1) >= 0);
@@ -1458,12 +1465,7 @@ extern "C" fn suspend_send_ctl() {
         s2_done && got(1) == 0,
         (got(0), got(1)),
     );
-    let s1_state = get_process_status(s1).map(|st| st.process_state);
-    expect_dbg(
-        "the suspended first in line has not returned and is WAITING",
-        got(0) == -1 && s1_state == Ok(ProcessState::Waiting),
-        (got(0), s1_state),
-    );
+    expect_first_still_suspended(s1);
     resume(s1).expect("resume s1");
     let s1_done = within_5s(|| got(0) >= 0);
     expect_dbg(

@@ -193,6 +193,17 @@ fn round(
         }
         resume(w).map_err(|e| format!("{tag}: RESUME: {e:?}"))?;
     }
+    waiter_got(w, r0, k, &tag)?;
+    out(&format!(
+        "PASS {tag}: a process blocked in WAIT_SAMPLING_MESSAGE released the port at once, \
+         then got message {k}"
+    ));
+    Ok(())
+}
+
+/// Check that the waiter `w` returned from its wait (after `r0` returns) with message `k` and
+/// is DORMANT again.
+fn waiter_got(w: ProcessId, r0: u64, k: u64, tag: &str) -> Result<(), String> {
     if !within_stuck(|| RETURNS.load(Ordering::Acquire) > r0) {
         return Err(format!("{tag}: the waiter did not get message {k}"));
     }
@@ -203,10 +214,6 @@ fn round(
     if !within_stuck(|| state(w) == ProcessState::Dormant) {
         return Err(format!("{tag}: the waiter did not return to DORMANT"));
     }
-    out(&format!(
-        "PASS {tag}: a process blocked in WAIT_SAMPLING_MESSAGE released the port at once, \
-         then got message {k}"
-    ));
     Ok(())
 }
 
@@ -231,16 +238,7 @@ fn status_round(req: SamplingPortId, w: ProcessId, k: u64, mname: &str) -> Resul
         ));
     }
     request(req, k);
-    if !within_stuck(|| RETURNS.load(Ordering::Acquire) > r0) {
-        return Err(format!("{tag}: the waiter did not get message {k}"));
-    }
-    let got = RESULT.load(Ordering::Relaxed);
-    if got != k {
-        return Err(format!("{tag}: the waiter got {got}, not message {k}"));
-    }
-    if !within_stuck(|| state(w) == ProcessState::Dormant) {
-        return Err(format!("{tag}: the waiter did not return to DORMANT"));
-    }
+    waiter_got(w, r0, k, &tag)?;
     out(&format!(
         "PASS {tag}: GET_SAMPLING_PORT_STATUS returned while another process waited on the port, \
          which then got message {k}"
