@@ -192,7 +192,7 @@ impl Trace {
                     );
                 }
                 RecordKind::Skipped => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} IDLE: window {} skipped", r.window),
+                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} {}: window {} skipped", if r.text.is_empty() { "IDLE" } else { r.text }, r.window),
                         "ts":us(r.planned_start),"args":{"window":r.window,"frame":r.frame}}));
                 }
                 RecordKind::Hm => {

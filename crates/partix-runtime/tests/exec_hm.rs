@@ -415,3 +415,308 @@ fn shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup() {
     assert_eq!(r.partitions[1].oom_kills, 1);
     assert_eq!(r.partitions[1].mode, mode::IDLE);
 }
+
+/// A FUSE file system of one file, `slow`, opened for direct I/O: a read of it is answered
+/// only `hold` after it arrived. A process reading it cannot end, even by SIGKILL, until then
+/// (the kernel waits for a request the server has taken without letting a signal interrupt
+/// it). It records the id of every reading process (thread group).
+struct SlowFs {
+    hold: std::time::Duration,
+    readers: std::sync::Arc<std::sync::Mutex<Vec<i32>>>,
+}
+
+impl SlowFs {
+    const FILE: u64 = 2;
+
+    fn attr(ino: u64) -> fuser::FileAttr {
+        let t = std::time::UNIX_EPOCH;
+        let dir = ino == fuser::FUSE_ROOT_ID;
+        fuser::FileAttr {
+            ino,
+            size: if dir { 0 } else { 4096 },
+            blocks: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            crtime: t,
+            kind: if dir {
+                fuser::FileType::Directory
+            } else {
+                fuser::FileType::RegularFile
+            },
+            perm: if dir { 0o755 } else { 0o444 },
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+}
+
+impl fuser::Filesystem for SlowFs {
+    fn lookup(
+        &mut self,
+        _req: &fuser::Request<'_>,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        reply: fuser::ReplyEntry,
+    ) {
+        if parent == fuser::FUSE_ROOT_ID && name == "slow" {
+            reply.entry(&std::time::Duration::ZERO, &Self::attr(Self::FILE), 0);
+        } else {
+            reply.error(libc::ENOENT);
+        }
+    }
+
+    fn getattr(
+        &mut self,
+        _req: &fuser::Request<'_>,
+        ino: u64,
+        _fh: Option<u64>,
+        reply: fuser::ReplyAttr,
+    ) {
+        if ino == fuser::FUSE_ROOT_ID || ino == Self::FILE {
+            reply.attr(&std::time::Duration::ZERO, &Self::attr(ino));
+        } else {
+            reply.error(libc::ENOENT);
+        }
+    }
+
+    fn open(&mut self, _req: &fuser::Request<'_>, _ino: u64, _flags: i32, reply: fuser::ReplyOpen) {
+        // Direct I/O: the reader itself waits for the server's answer (with the page cache it
+        // would wait for a page lock, which a SIGKILL interrupts).
+        reply.opened(0, fuser::consts::FOPEN_DIRECT_IO);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &mut self,
+        req: &fuser::Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        _offset: i64,
+        size: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: fuser::ReplyData,
+    ) {
+        // The request names the reading thread; its process is its thread group.
+        let tgid = std::fs::read_to_string(format!("/proc/{}/status", req.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Tgid:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0);
+        self.readers.lock().unwrap().push(tgid);
+        let hold = self.hold;
+        std::thread::spawn(move || {
+            std::thread::sleep(hold);
+            reply.data(&vec![0u8; size.min(4096) as usize]);
+        });
+    }
+}
+
+/// A mounted [`SlowFs`] (unmounted on drop), if this host can mount one.
+struct SlowMount {
+    dir: std::path::PathBuf,
+    session: Option<fuser::BackgroundSession>,
+    readers: std::sync::Arc<std::sync::Mutex<Vec<i32>>>,
+}
+
+impl SlowMount {
+    /// Mount a [`SlowFs`] that answers reads `hold` late; `None` (and a SKIPPED line naming
+    /// `test`) where this host has no FUSE.
+    fn new(test: &str, hold: std::time::Duration) -> Option<SlowMount> {
+        if !std::path::Path::new("/dev/fuse").exists() {
+            eprintln!("SKIPPED {test}: no /dev/fuse");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("partix-slowfs-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let readers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let fs = SlowFs {
+            hold,
+            readers: readers.clone(),
+        };
+        let session = fuser::spawn_mount2(
+            fs,
+            &dir,
+            &[fuser::MountOption::FSName("partix-slowfs".into())],
+        )
+        .expect("FUSE mount");
+        Some(SlowMount {
+            dir,
+            session: Some(session),
+            readers,
+        })
+    }
+
+    /// The file whose reads are answered late.
+    fn file(&self) -> String {
+        self.dir.join("slow").to_str().unwrap().to_owned()
+    }
+
+    /// The processes that read the file, in order.
+    fn readers(&self) -> Vec<i32> {
+        self.readers.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SlowMount {
+    fn drop(&mut self) {
+        drop(self.session.take());
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// A module of two partitions: partition 1 `slow.0` runs `partix-testpart` with arguments
+/// `slow.1` and `--read` of a [`SlowFs`] file answered `hold` late, partition 2 `STEADY` sleeps;
+/// one schedule of major frame `sched.0` ms and windows `sched.1`. `None` (after a SKIPPED
+/// line naming `test`) where the test cannot run here.
+#[allow(clippy::type_complexity)]
+fn slow_and_steady(
+    test: &str,
+    hold: std::time::Duration,
+    slow: (&str, &[&str]),
+    sched: (u64, &[(u32, u32, f64, f64)]),
+) -> Option<(SlowMount, partix_config::model::Module)> {
+    if !is_root() {
+        eprintln!("SKIPPED {test}: needs root");
+        return None;
+    }
+    let mount = SlowMount::new(test, hold)?;
+    let file = mount.file();
+    let mut args = slow.1.to_vec();
+    args.extend(["--read", &file]);
+    let tp = Some(testpart());
+    let m = module(
+        vec![
+            partition(1, slow.0, tp.clone(), &args),
+            partition(2, "STEADY", tp, &["sleep"]),
+        ],
+        vec![schedule(1, sched.0, sched.1)],
+    );
+    Some((mount, m))
+}
+
+/// Assert that process `pid` was reaped (within 5 s): a killed partition process is not left
+/// a zombie.
+fn assert_reaped(pid: i32) {
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let t0 = std::time::Instant::now();
+    while proc.exists() && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!proc.exists(), "the old process {pid} was not reaped");
+}
+
+/// A partition whose process a SIGKILL cannot end at once (one of its threads waits for a
+/// FUSE read that its server answers only 800 ms after it came) asks for a COLD_START. The
+/// executive used to wait for the old process to end at that scheduling point (up to 2 s), so
+/// every other partition's windows waited with it (a window 552 ms late). Now the kill returns
+/// at once; the partition's windows are skipped until its old process has ended, then it
+/// starts again; the old process is reaped; and the other partition keeps every window on
+/// time.
+#[test]
+fn a_process_slow_to_die_holds_up_no_other_partition() {
+    let Some((slow, m)) = slow_and_steady(
+        "a_process_slow_to_die_holds_up_no_other_partition",
+        std::time::Duration::from_millis(800),
+        (
+            "SLOW_TO_DIE",
+            &[
+                "request",
+                "--mode",
+                "cold",
+                "--after-ms",
+                "30",
+                "--first-only",
+            ],
+        ),
+        (20, &[(1, 1, 0.0, 5.0), (2, 2, 10.0, 5.0)]),
+    ) else {
+        return;
+    };
+    // 100 frames (2 s): the old process ends 800 ms after its read began (in its
+    // initialisation), and the restarted one must be NORMAL by the end.
+    const FRAMES: u64 = 100;
+    let r = run_frames(&m, FRAMES, SwitchMechanism::default());
+    assert_eq!(r.end, EndReason::Frames);
+    assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
+    let readers = slow.readers();
+    assert_eq!(readers.len(), 1, "one read of the slow file: {readers:?}");
+    // STEADY: every window, none of them held up by the kill.
+    let steady: Vec<_> = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Window && x.partition == 1)
+        .map(|x| x.actual_start.saturating_sub(x.planned_start))
+        .collect();
+    assert_eq!(steady.len() as u64, FRAMES);
+    let worst = steady.iter().max().copied().unwrap_or(0);
+    let p = &r.partitions[0];
+    eprintln!(
+        "STEADY's latest window opened {} µs late; SLOW_TO_DIE's restart waited {} windows",
+        worst / 1000,
+        p.stats.deferred
+    );
+    assert!(
+        worst < 100_000_000,
+        "a STEADY window opened {} ms late: the kill held up the schedule",
+        worst / 1_000_000
+    );
+    // SLOW_TO_DIE: restarted once, after windows skipped while its old process was ending.
+    assert_eq!(p.restarts, 1, "{p:?}");
+    assert_eq!(p.mode, mode::NORMAL, "{p:?}");
+    assert!(
+        p.stats.deferred >= 5,
+        "windows skipped while the old process was ending: {:?}",
+        p.stats
+    );
+    let ending = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Skipped && x.partition == 0 && x.text == "ENDING")
+        .count();
+    assert_eq!(ending as u64, p.stats.deferred);
+    assert_reaped(readers[0]);
+}
+
+/// The same during the initialisation: a partition asks for a COLD_START while one of its
+/// threads waits for the slow read. The new process starts only once the old one has ended
+/// (the initialisation waits for it), and the run goes on with both partitions NORMAL.
+#[test]
+fn a_restart_during_the_initialisation_waits_for_the_old_process_to_end() {
+    const HOLD: std::time::Duration = std::time::Duration::from_millis(500);
+    let Some((slow, m)) = slow_and_steady(
+        "a_restart_during_the_initialisation_waits_for_the_old_process_to_end",
+        HOLD,
+        ("SLOW_IN_INIT", &["sleep", "--init-request", "cold"]),
+        (10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)]),
+    ) else {
+        return;
+    };
+    let r = run_frames(&m, 10, SwitchMechanism::default());
+    assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
+    let readers = slow.readers();
+    assert_eq!(readers.len(), 1, "one read of the slow file: {readers:?}");
+    for p in 0..2 {
+        assert_eq!(r.partitions[p].mode, mode::NORMAL, "P{}", p + 1);
+        assert_eq!(r.partitions[p].stats.windows, 10, "P{}", p + 1);
+    }
+    assert_eq!(r.partitions[0].stats.restarts, 1);
+    // The initialisation lasted until the read was answered: the new process did not start
+    // beside the old one.
+    assert!(
+        r.startup_ns >= (HOLD / 2).as_nanos() as u64,
+        "startup took {} ms",
+        r.startup_ns / 1_000_000
+    );
+    assert_reaped(readers[0]);
+}

@@ -38,7 +38,10 @@
 //!         --prio N: N instead of 1),
 //!         --park block|ignore|forge|noop (block or ignore the executive's park signal, claim to
 //!         be parked without parking, or take the signal and run on: a partition that does not
-//!         cooperate with the gate)
+//!         cooperate with the gate),
+//!         --read PATH (first start only: a thread reads PATH, and the initialisation goes on
+//!         20 ms after that thread is blocked in the read; with a FUSE file whose server holds
+//!         its reply, a process that a SIGKILL cannot end until the reply comes)
 //! ```
 //! It exits when the module shuts down.
 #![allow(unsafe_code)]
@@ -150,6 +153,10 @@ fn main() {
     let p = ctx.partition();
     let first = p.start_condition.load(Ordering::Acquire) == start_condition::NORMAL_START;
     let first_only = flag(&args, "--first-only");
+    let read: String = arg(&args, "--read", String::new());
+    if !read.is_empty() && first {
+        read_in_a_thread(read);
+    }
     // Ask for a restart during the first initialisation, and wait for it there.
     let init_request = match arg(&args, "--init-request", String::new()).as_str() {
         "cold" => Some(mode::COLD_START),
@@ -378,6 +385,35 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// Start a thread that reads `path`; return 20 ms after it is blocked in the `read` (its
+/// `/proc/self/task/TID/syscall` names it), which leaves the file's server the time to take
+/// the request.
+fn read_in_a_thread(path: String) {
+    let tid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let t = tid.clone();
+    std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        t.store(unsafe { libc::gettid() }, Ordering::Release);
+        let mut b = [0u8; 64];
+        let _ = std::fs::File::open(&path).and_then(|mut f| {
+            use std::io::Read;
+            f.read(&mut b)
+        });
+    });
+    let blocked = format!("{} ", libc::SYS_read);
+    loop {
+        let id = tid.load(Ordering::Acquire);
+        if id != 0
+            && std::fs::read_to_string(format!("/proc/self/task/{id}/syscall"))
+                .is_ok_and(|s| s.starts_with(&blocked))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
 }
 
 /// Create a memfd of `bytes`, map it shared and touch every page (the mapping stays).

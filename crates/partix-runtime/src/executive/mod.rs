@@ -76,8 +76,16 @@ pub trait Switcher {
     }
     /// Let partition `p`'s process run (its window opened, or startup).
     fn cont(&mut self, p: usize);
-    /// End partition `p`'s process and reap it (it is not reported by [`Switcher::poll_death`]).
+    /// End partition `p`'s process: kill it and return at once, without waiting for it to end
+    /// (a scheduling point must not wait for a process that a thread in an uninterruptible
+    /// system call keeps alive). It is reaped once it has ended, and not reported by
+    /// [`Switcher::poll_death`]; [`Switcher::ending`] tells whether it has.
     fn kill(&mut self, p: usize);
+    /// Return whether a process of partition `p` that [`Switcher::kill`] ended has not ended
+    /// yet (a new one must not start beside it). Default: no.
+    fn ending(&mut self, _p: usize) -> bool {
+        false
+    }
     /// Return a partition process that ended by itself since the last call, if any.
     fn poll_death(&mut self) -> Option<(usize, Death)>;
     /// Observe a trace record as it is made (golden tests render them; default: nothing).
@@ -279,6 +287,10 @@ pub struct PartitionStats {
     pub windows: u64,
     /// Windows skipped because the partition was IDLE.
     pub skipped: u64,
+    /// Windows skipped because the partition's restart waited for its previous process to end
+    /// (killed, but not ended yet: e.g. a thread in a system call that a SIGKILL does not
+    /// interrupt).
+    pub deferred: u64,
     /// Windows whose partition resumed later than planned + the late threshold.
     pub late: u64,
     /// Windows closed later than planned + the late threshold.
@@ -539,19 +551,19 @@ impl<'m> Executive<'m> {
                         // A restart asked for during the initialisation: carried out now, as the
                         // run loop does at a point (the process that asked waits parked for it;
                         // dropping the request left it so until the init time-out).
+                        // The new process starts below, once the old one has ended.
                         mode::COLD_START | mode::WARM_START => {
-                            sw.kill(p);
-                            self.parts[p].stats.restarts += 1;
-                            if let Some(s) = stopped.get_mut(p) {
-                                *s = false;
-                            }
-                            self.start_process(
-                                clock,
+                            self.schedule_restart(
                                 sw,
                                 p,
                                 req,
                                 start_condition::PARTITION_RESTART,
-                            )?;
+                                "SET_PARTITION_MODE",
+                                now - self.epoch,
+                            );
+                            if let Some(s) = stopped.get_mut(p) {
+                                *s = false;
+                            }
                         }
                         _ => {}
                     }
@@ -559,6 +571,15 @@ impl<'m> Executive<'m> {
                 let m = st.operating_mode.load(Ordering::Acquire);
                 if m != self.parts[p].seen_mode {
                     self.mode_record(sw, p, m, "partition", now - self.epoch);
+                }
+            }
+            // Restarts whose old process has ended.
+            for p in 0..self.parts.len() {
+                if let Status::Restart { mode: m, cond } = self.parts[p].status {
+                    if !sw.ending(p) {
+                        self.parts[p].stats.restarts += 1;
+                        self.start_process(clock, sw, p, m, cond)?;
+                    }
                 }
             }
             for (p, done) in stopped.iter_mut().enumerate() {
@@ -575,14 +596,18 @@ impl<'m> Executive<'m> {
                     *done = true;
                 }
             }
-            let waiting = (0..self.parts.len()).find(|&p| {
-                self.parts[p].status == Status::Running
-                    && self
-                        .shared
+            // A restart still waiting for its old process to end is waited for too (a partition
+            // still restarting at the init time-out starts in its windows, once that has ended).
+            let waiting = (0..self.parts.len()).find(|&p| match self.parts[p].status {
+                Status::Running => {
+                    self.shared
                         .partition(p)
                         .operating_mode
                         .load(Ordering::Acquire)
                         != mode::NORMAL
+                }
+                Status::Restart { .. } => true,
+                Status::Idle => false,
             });
             let Some(wp) = waiting else { break };
             if now >= deadline {
@@ -1127,6 +1152,25 @@ impl<'m> Executive<'m> {
         self.record(sw, r);
     }
 
+    /// Record window `w` as skipped (`why`: empty for an IDLE partition).
+    fn record_skip<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        w: &PlannedWindow,
+        frame: u64,
+        sched: u32,
+        why: &'static str,
+    ) {
+        let mut r = Record::new(RecordKind::Skipped, w.partition as u32);
+        r.text = why;
+        r.window = w.window;
+        r.frame = frame;
+        r.schedule = sched;
+        r.planned_start = w.start;
+        r.planned_end = w.end;
+        self.record(sw, r);
+    }
+
     /// Open window `w` at `wake` (module time), or, for an early switch, let the partition
     /// resume at `open_at` (module time; it is Running, so nothing is respawned).
     fn open<S: Switcher>(
@@ -1142,13 +1186,21 @@ impl<'m> Executive<'m> {
         match self.parts[p].status {
             Status::Idle => {
                 self.parts[p].stats.skipped += 1;
-                let mut r = Record::new(RecordKind::Skipped, p as u32);
-                r.window = w.window;
-                r.frame = frame;
-                r.schedule = sched;
-                r.planned_start = w.start;
-                r.planned_end = w.end;
-                self.record(sw, r);
+                self.record_skip(sw, &w, frame, sched, "");
+                return;
+            }
+            Status::Restart { .. } if sw.ending(p) => {
+                // Its old process has not ended yet: the restart waits, window by window.
+                let pr = &mut self.parts[p];
+                pr.stats.deferred += 1;
+                if pr.stats.deferred == 1 && self.opts.log {
+                    eprintln!(
+                        "partix: partition {}: its killed process has not ended yet; its restart \
+                         waits for that",
+                        self.module.partitions[p].name
+                    );
+                }
+                self.record_skip(sw, &w, frame, sched, "ENDING");
                 return;
             }
             Status::Restart { mode: m, cond } => {

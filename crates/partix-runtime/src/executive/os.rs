@@ -440,6 +440,8 @@ pub struct OsSwitcher<'s> {
     config_fd: Option<OwnedFd>,
     seen_gen: u64,
     deaths: Vec<(usize, Death)>,
+    /// Killed processes that had not ended yet when last looked at: (partition, pid).
+    ending: Vec<(usize, i32)>,
     shared: &'s SharedState,
     mechanism: SwitchMechanism,
     park_bound_ns: u64,
@@ -739,6 +741,7 @@ impl<'s> OsSwitcher<'s> {
             config_fd,
             seen_gen: SIGCHLD_GEN.load(Ordering::Relaxed),
             deaths: Vec::with_capacity(programs.len()),
+            ending: Vec::with_capacity(programs.len()),
             shared,
             mechanism: SwitchMechanism::default(),
             park_bound_ns: Options::default().park_bound.as_nanos() as u64,
@@ -778,6 +781,43 @@ impl<'s> OsSwitcher<'s> {
     }
 
     /// Forget partition `p`'s process (it ended); processes it forked end with it.
+    /// Drop the killed processes that have ended from [`OsSwitcher::ending`], and reap them.
+    fn look_at_ending(&mut self) {
+        self.ending.retain(|&(_, pid)| match peek_child(pid) {
+            Child::Running => true,
+            Child::Ended(_) => {
+                reap_later(pid);
+                false
+            }
+            Child::Gone => false,
+        });
+    }
+
+    /// Wait until every killed process has ended, at most until `deadline` (`CLOCK_MONOTONIC`
+    /// ns), with short real sleeps (they need this CPU to die). One still alive then is
+    /// reaped by a thread of its own whenever it ends.
+    fn settle(&mut self, deadline: u64) {
+        loop {
+            self.look_at_ending();
+            if self.ending.is_empty() {
+                return;
+            }
+            if monotonic_ns() > deadline {
+                break;
+            }
+            nanosleep_abs(monotonic_ns() + 100_000);
+        }
+        for (_, pid) in self.ending.drain(..) {
+            // Without a thread, it stays a zombie until the executive's process ends.
+            let _ = std::thread::Builder::new()
+                .name("partix-reap-late".into())
+                .spawn(move || {
+                    become_normal_task();
+                    reap(pid, 0);
+                });
+        }
+    }
+
     fn forget(&mut self, p: usize) {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.kill();
@@ -1490,26 +1530,25 @@ impl Switcher for OsSwitcher<'_> {
     fn kill(&mut self, p: usize) {
         let pid = self.pids[p];
         if pid > 0 {
-            // The victim needs this CPU to die, and this thread outranks it: poll with short
-            // real sleeps instead of a blocking wait (at most 2 s; a process still alive then
-            // is left to PR_SET_PDEATHSIG). It is reaped by the reaper thread, not here.
+            // No wait here: the victim needs this CPU to die (this thread outranks it), and
+            // one of its threads may sit in a system call that a SIGKILL does not interrupt
+            // (a FUSE or NFS request its server has taken) for as long as that lasts. The
+            // executive goes on; `ending` tells when the process has ended, and it is reaped
+            // then (by the reaper thread, not here).
             // SAFETY: pid is our child; kill has no memory preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            let deadline = monotonic_ns() + 2_000_000_000;
-            loop {
-                match peek_child(pid) {
-                    Child::Running if monotonic_ns() <= deadline => {
-                        nanosleep_abs(monotonic_ns() + 100_000);
-                    }
-                    Child::Ended(_) => {
-                        reap_later(pid);
-                        break;
-                    }
-                    Child::Running | Child::Gone => break,
-                }
-            }
             self.forget(p);
+            match peek_child(pid) {
+                Child::Running => self.ending.push((p, pid)),
+                Child::Ended(_) => reap_later(pid),
+                Child::Gone => {}
+            }
         }
+    }
+
+    fn ending(&mut self, p: usize) -> bool {
+        self.look_at_ending();
+        self.ending.iter().any(|&(q, _)| q == p)
     }
 
     fn poll_death(&mut self) -> Option<(usize, Death)> {
@@ -1519,6 +1558,7 @@ impl Switcher for OsSwitcher<'_> {
                 return None;
             }
             self.seen_gen = g;
+            self.look_at_ending();
             for p in 0..self.pids.len() {
                 let pid = self.pids[p];
                 if pid <= 0 {
@@ -1643,6 +1683,9 @@ impl Drop for OsSwitcher<'_> {
         for p in 0..self.pids.len() {
             self.kill(p);
         }
+        // The run is over: wait (up to 2 s) for the killed processes to end, so that their
+        // cgroups can be removed.
+        self.settle(monotonic_ns() + 2_000_000_000);
         for pr in &self.prepared {
             if pr.exe_fd >= 0 {
                 // SAFETY: our own descriptor, closed once.

@@ -106,6 +106,13 @@ pub fn render(r: &RunReport) -> String {
             p.stats.hm_events,
             p.backstops
         );
+        if p.stats.deferred > 0 {
+            let _ = writeln!(
+                s,
+                "    restart deferred for {} windows: its killed process took that long to end",
+                p.stats.deferred
+            );
+        }
         if let Some(how) = p.memory_cgroup {
             let _ = writeln!(
                 s,
