@@ -30,6 +30,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -202,6 +203,8 @@ fn sweep_stale(base: &Path) {
 #[derive(Debug)]
 pub struct PartitionCgroup {
     dir: PathBuf,
+    /// The directory, open: where `clone3(CLONE_INTO_CGROUP)` makes a new process.
+    dir_fd: Option<File>,
     procs: File,
     freeze: File,
     kill: Option<File>,
@@ -243,6 +246,7 @@ impl PartitionCgroup {
         };
         match open() {
             Ok((procs, freeze, kill)) => Ok(PartitionCgroup {
+                dir_fd: File::open(&dir).ok(),
                 dir,
                 procs,
                 freeze,
@@ -261,6 +265,45 @@ impl PartitionCgroup {
     /// The cgroup's directory.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// The cgroup's directory as a descriptor, for `clone3(CLONE_INTO_CGROUP)`: a process made
+    /// so is born in the cgroup, without the write to `cgroup.procs` that
+    /// [`PartitionCgroup::add`] makes. That write moves a process between cgroups, which
+    /// takes the kernel's cgroup thread-group lock for writing: a wait for an RCU grace period,
+    /// 10–19 ms on the 2-vCPU VM (the first move after a quiet spell).
+    pub fn dir_fd(&self) -> Option<RawFd> {
+        self.dir_fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// The `cgroup.procs` descriptors of the v1 memory and cpuset holds (-1 for none), for a
+    /// new process to join them itself ([`PartitionCgroup::give_up_v1`] if it could not).
+    pub fn v1_procs_fds(&self) -> [RawFd; 2] {
+        let memory = match &self.memory {
+            Some(MemoryLimit::V1 { procs, .. }) => procs.as_raw_fd(),
+            _ => -1,
+        };
+        let cpuset = match &self.cpuset {
+            Some(CpusetHold::V1 { procs, .. }) => procs.as_raw_fd(),
+            _ => -1,
+        };
+        [memory, cpuset]
+    }
+
+    /// Give up the v1 memory hold (`memory`) and/or the v1 cpuset hold (`cpuset`), which a
+    /// process could not join: their cgroups are removed, as [`PartitionCgroup::add_v1`] does
+    /// for a hold that refuses a process.
+    pub fn give_up_v1(&mut self, memory: bool, cpuset: bool) {
+        if memory && matches!(self.memory, Some(MemoryLimit::V1 { .. })) {
+            if let Some(MemoryLimit::V1 { dir, .. }) = self.memory.take() {
+                remove_cgroup_dir(&dir);
+            }
+        }
+        if cpuset && matches!(self.cpuset, Some(CpusetHold::V1 { .. })) {
+            if let Some(CpusetHold::V1 { dir, .. }) = self.cpuset.take() {
+                remove_cgroup_dir(&dir);
+            }
+        }
     }
 
     /// Move process `pid` (all its threads) into the cgroup; what it forks later stays there.
@@ -417,14 +460,19 @@ impl PartitionCgroup {
             .collect()
     }
 
-    /// SIGKILL every process of the cgroup (`cgroup.kill`, or each one listed), and thaw it, so
-    /// that a later process put in it is not frozen.
+    /// SIGKILL every process of the cgroup, and thaw it, so that a later process put in it is
+    /// not frozen.
+    ///
+    /// Not with `cgroup.kill`, which [`PartitionCgroup::kill_for_good`] uses: once a cgroup has
+    /// been killed that way, a process made in it with `clone3(CLONE_INTO_CGROUP)` is killed at
+    /// birth (seen on Linux 6.18: the fork compares the destination cgroup's kill count with
+    /// the one of the parent's cgroup). Instead the cgroup is frozen, so that no process of it
+    /// can fork, and every process listed is killed, twice: the second pass gets a child whose
+    /// fork was under way during the first (it was born frozen, and its parent is dead). A
+    /// process that still escapes is held at the next close as a stray.
     pub fn kill(&mut self) {
-        let killed = self
-            .kill
-            .as_ref()
-            .is_some_and(|f| f.write_all_at(b"1", 0).is_ok());
-        if !killed {
+        let _ = self.freeze();
+        for _ in 0..2 {
             for pid in self.pids() {
                 // SAFETY: kill has no memory preconditions; the pids are the partition's.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -432,11 +480,25 @@ impl PartitionCgroup {
         }
         self.thaw();
     }
+
+    /// SIGKILL every process of the cgroup for good (`cgroup.kill` where the kernel has it,
+    /// else [`PartitionCgroup::kill`]): no process is made in it afterwards.
+    pub fn kill_for_good(&mut self) {
+        let killed = self
+            .kill
+            .as_ref()
+            .is_some_and(|f| f.write_all_at(b"1", 0).is_ok());
+        if killed {
+            self.thaw();
+        } else {
+            self.kill();
+        }
+    }
 }
 
 impl Drop for PartitionCgroup {
     fn drop(&mut self) {
-        self.kill();
+        self.kill_for_good();
         remove_cgroup_dir(&self.dir);
         if let Some(MemoryLimit::V1 { dir, .. }) = &self.memory {
             remove_cgroup_dir(dir);

@@ -35,7 +35,7 @@ use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -442,6 +442,8 @@ pub struct OsSwitcher<'s> {
     deaths: Vec<(usize, Death)>,
     /// Killed processes that had not ended yet when last looked at: (partition, pid).
     ending: Vec<(usize, i32)>,
+    /// What new processes born in their cgroup report about joining their v1 holds.
+    joins: ChildJoins,
     shared: &'s SharedState,
     mechanism: SwitchMechanism,
     park_bound_ns: u64,
@@ -742,6 +744,7 @@ impl<'s> OsSwitcher<'s> {
             seen_gen: SIGCHLD_GEN.load(Ordering::Relaxed),
             deaths: Vec::with_capacity(programs.len()),
             ending: Vec::with_capacity(programs.len()),
+            joins: ChildJoins::new(programs.len())?,
             shared,
             mechanism: SwitchMechanism::default(),
             park_bound_ns: Options::default().park_bound.as_nanos() as u64,
@@ -781,6 +784,33 @@ impl<'s> OsSwitcher<'s> {
     }
 
     /// Forget partition `p`'s process (it ended); processes it forked end with it.
+    /// Take what processes born in their cgroup reported about joining their v1 holds: a hold
+    /// one could not join is given up, as when the executive moves a process itself.
+    pub fn collect_joins(&mut self) {
+        for p in 0..self.cgroups.len() {
+            let [memory, cpuset] = self.joins.slots(p);
+            let (m, c) = (
+                memory.swap(0, Ordering::AcqRel),
+                cpuset.swap(0, Ordering::AcqRel),
+            );
+            if m == 0 && c == 0 {
+                continue;
+            }
+            if let Some(cg) = self.cgroups[p].as_mut() {
+                cg.give_up_v1(m != 0, c != 0);
+            }
+            if m != 0 {
+                let e = std::io::Error::from_raw_os_error(m);
+                self.memory_error = Some(format!("v1 memory cgroup: {e}"));
+                self.memory_cgroups[p] = None;
+            }
+            if c != 0 {
+                let e = std::io::Error::from_raw_os_error(c);
+                self.cpuset_error = Some(format!("v1 cpuset cgroup: {e}"));
+            }
+        }
+    }
+
     /// Drop the killed processes that have ended from [`OsSwitcher::ending`], and reap them.
     fn look_at_ending(&mut self) {
         self.ending.retain(|&(_, pid)| match peek_child(pid) {
@@ -1140,6 +1170,14 @@ impl Switcher for OsSwitcher<'_> {
             parked.store(0, Ordering::Relaxed);
         }
         st.gate_acked.store(0, Ordering::Release);
+        // What the previous process of the partition reported, before its slots are reused.
+        self.collect_joins();
+        let into = self.cgroups[p].as_mut().and_then(|cg| {
+            // Thawed first: a process born in a frozen cgroup would start frozen.
+            cg.thaw();
+            cg.dir_fd().map(|fd| (fd, cg.v1_procs_fds()))
+        });
+        let v1 = into.map_or([-1, -1], |(_, v1)| v1);
         let pr = &self.prepared[p];
         let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
         argv.push(std::ptr::null());
@@ -1176,6 +1214,7 @@ impl Switcher for OsSwitcher<'_> {
             rlim_cur: PARTITION_RTPRIO_MAX as libc::rlim_t,
             rlim_max: PARTITION_RTPRIO_MAX as libc::rlim_t,
         };
+        let join_errors = self.joins.slots(p);
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: between fork and execve the child only calls async-signal-safe functions
@@ -1183,7 +1222,12 @@ impl Switcher for OsSwitcher<'_> {
         // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, execve,
         // _exit) on data prepared before the fork; the parent only waits for the child.
         unsafe {
-            let pid = libc::fork();
+            // Born in the partition's cgroup where the kernel can (Linux 5.7), else forked and
+            // moved there below.
+            let (pid, born_in_cgroup) = match into.and_then(|(fd, _)| clone_into_cgroup(fd)) {
+                Some(pid) => (pid, true),
+                None => (libc::fork(), false),
+            };
             if pid < 0 {
                 return Err(format!("fork failed: {}", std::io::Error::last_os_error()));
             }
@@ -1277,6 +1321,18 @@ impl Switcher for OsSwitcher<'_> {
                 // stop at once even when other real-time load shares the CPU; once let go it
                 // becomes a normal task before exec (the partition runtime raises its threads).
                 libc::raise(libc::SIGSTOP);
+                // Born in its cgroup: it joins its v1 holds (memory, cpuset) itself, once let
+                // go, in its own window, before its program runs. Each join moves it between
+                // cgroups, which can wait for an RCU grace period (see
+                // `PartitionCgroup::dir_fd`); the executive made that wait until now.
+                if born_in_cgroup {
+                    for (fd, slot) in v1.iter().zip(join_errors) {
+                        if *fd >= 0 && libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                            let e = std::io::Error::last_os_error().raw_os_error();
+                            slot.store(e.unwrap_or(libc::EIO), Ordering::Release);
+                        }
+                    }
+                }
                 let normal = libc::sched_param { sched_priority: 0 };
                 libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
                 // The executive's RT watchdog (RLIMIT_RTTIME, see RtThread) is not the
@@ -1324,8 +1380,7 @@ impl Switcher for OsSwitcher<'_> {
             self.pids[p] = pid;
             // Into the partition's cgroup before exec: every thread and process it makes later
             // is born there.
-            if let Some(cg) = self.cgroups[p].as_mut() {
-                cg.thaw();
+            if let Some(cg) = self.cgroups[p].as_mut().filter(|_| !born_in_cgroup) {
                 if let Err(e) = cg.add(pid) {
                     // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
                     // the process.
@@ -1574,6 +1629,110 @@ impl Switcher for OsSwitcher<'_> {
         }
         self.deaths.pop()
     }
+}
+
+/// Two words per partition in memory shared with the processes the executive forks, which
+/// they lose at exec (a partition's program never sees it): where a new process born in its
+/// cgroup reports the `errno` of a v1 hold it could not join (memory, cpuset; 0: joined).
+struct ChildJoins {
+    words: *mut AtomicI32,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value and accessed only through atomics.
+unsafe impl Send for ChildJoins {}
+// SAFETY: as for Send.
+unsafe impl Sync for ChildJoins {}
+
+impl ChildJoins {
+    fn new(partitions: usize) -> Result<ChildJoins, String> {
+        let len = (2 * partitions).max(1) * std::mem::size_of::<AtomicI32>();
+        // SAFETY: a fresh anonymous shared mapping, checked below; zero-filled, which is a
+        // valid AtomicI32.
+        let words = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if words == libc::MAP_FAILED {
+            return Err(format!(
+                "mmap of the spawn reports: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(ChildJoins {
+            words: words.cast(),
+            len,
+        })
+    }
+
+    /// Partition `p`'s words: memory, cpuset.
+    fn slots(&self, p: usize) -> [&AtomicI32; 2] {
+        assert!(2 * p + 1 < self.len / std::mem::size_of::<AtomicI32>());
+        // SAFETY: in bounds (asserted); the mapping lives as long as `self`.
+        unsafe { [&*self.words.add(2 * p), &*self.words.add(2 * p + 1)] }
+    }
+}
+
+impl Drop for ChildJoins {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping of `len` bytes, unmapped once.
+        unsafe { libc::munmap(self.words.cast(), self.len) };
+    }
+}
+
+/// `clone3` with `CLONE_INTO_CGROUP`: fork the calling process into the cgroup of directory
+/// descriptor `cgroup`. Return the child's pid (0 in the child), or `None` where the kernel
+/// cannot (before Linux 5.7, or a cgroup it refuses), for a `fork` and a move instead.
+///
+/// # Safety
+/// As `fork`: in a multi-threaded process the child may only call async-signal-safe functions
+/// until it execs. It returns through this function like `fork` does (no `CLONE_VM`, no new
+/// stack: the child runs on its copy of the caller's stack).
+unsafe fn clone_into_cgroup(cgroup: i32) -> Option<i32> {
+    /// `struct clone_args` (Linux `include/uapi/linux/sched.h`), up to `cgroup`.
+    #[repr(C)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        pidfd: 0,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: 0,
+        stack_size: 0,
+        tls: 0,
+        set_tid: 0,
+        set_tid_size: 0,
+        cgroup: cgroup as u64,
+    };
+    // SAFETY: `args` is a valid clone_args of the size given; the caller upholds fork's rules.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    (r >= 0).then_some(r as i32)
 }
 
 /// What [`peek_child`] found.
@@ -2078,6 +2237,7 @@ pub fn run_module(
     let pending_off_by_partition = std::mem::take(&mut sw.pending_off_by_partition);
     let distrusted_by_partition = std::mem::take(&mut sw.distrusted_by_partition);
     let strays_by_partition = std::mem::take(&mut sw.strays_by_partition);
+    sw.collect_joins();
     let cgroup_error = sw.cgroup_error.take();
     let memory_error = sw.memory_error.take();
     let cpuset_error = sw.cpuset_error.take();
@@ -2176,6 +2336,63 @@ pub fn stop_on_signals() -> &'static AtomicBool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Make a process that only sleeps in `cg` with `clone3(CLONE_INTO_CGROUP)`, if the kernel
+    /// can.
+    fn sleeper_born_in(cg: &PartitionCgroup) -> Option<i32> {
+        // SAFETY: the child only calls pause and _exit (async-signal-safe).
+        let pid = unsafe { clone_into_cgroup(cg.dir_fd()?)? };
+        if pid == 0 {
+            loop {
+                // SAFETY: pause has no preconditions.
+                unsafe { libc::pause() };
+            }
+        }
+        Some(pid)
+    }
+
+    /// Wait for child `pid`; return whether SIGKILL ended it.
+    fn killed(pid: i32) -> bool {
+        let mut st = 0;
+        // SAFETY: pid is our child; st a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
+        r == pid && libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL
+    }
+
+    /// A restarted partition's process is born in the cgroup of the process killed before it.
+    /// After a `cgroup.kill`, Linux 6.18 kills such a process at birth, so the restart failed
+    /// ("the new process ended before exec (killed by SIGKILL)"): `PartitionCgroup::kill`
+    /// kills without it.
+    #[test]
+    fn a_process_born_in_a_cgroup_after_its_kill_lives() {
+        const TEST: &str = "a_process_born_in_a_cgroup_after_its_kill_lives";
+        let mut cg = match PartitionCgroup::create(0) {
+            Ok(cg) => cg,
+            Err(e) => {
+                eprintln!("SKIPPED {TEST}: no writable cgroup v2 hierarchy ({e})");
+                return;
+            }
+        };
+        let Some(first) = sleeper_born_in(&cg) else {
+            eprintln!("SKIPPED {TEST}: no clone3(CLONE_INTO_CGROUP) (Linux before 5.7)");
+            return;
+        };
+        assert_eq!(cg.holds_only(first), Some(true));
+        cg.kill();
+        assert!(killed(first));
+        let second = sleeper_born_in(&cg).expect("clone3 worked before");
+        std::thread::sleep(Duration::from_millis(50));
+        let mut st = 0;
+        // SAFETY: second is our child; WNOHANG only looks.
+        let r = unsafe { libc::waitpid(second, &mut st, libc::WNOHANG) };
+        assert_eq!(
+            r, 0,
+            "the process born after the kill ended (status {st:#x})"
+        );
+        assert_eq!(cg.holds_only(second), Some(true));
+        cg.kill();
+        assert!(killed(second));
+    }
 
     #[test]
     fn the_thread_table_is_read_distinct_with_parked_threads_negative() {
