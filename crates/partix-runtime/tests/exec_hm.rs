@@ -419,7 +419,8 @@ fn shared_memory_over_the_limit_is_stopped_by_the_memory_cgroup() {
 /// A FUSE file system of one file, `slow`, opened for direct I/O: a read of it is answered
 /// only `hold` after it arrived. A process reading it cannot end, even by SIGKILL, until then
 /// (the kernel waits for a request the server has taken without letting a signal interrupt
-/// it). It records the id of every reading process (thread group).
+/// it). It records the id of every reading process (thread group), and shows a second file,
+/// `slow.taken`, once it has taken a read (`partix-testpart --read` waits for it).
 struct SlowFs {
     hold: std::time::Duration,
     readers: std::sync::Arc<std::sync::Mutex<Vec<i32>>>,
@@ -427,6 +428,7 @@ struct SlowFs {
 
 impl SlowFs {
     const FILE: u64 = 2;
+    const TAKEN: u64 = 3;
 
     fn attr(ino: u64) -> fuser::FileAttr {
         let t = std::time::UNIX_EPOCH;
@@ -465,6 +467,11 @@ impl fuser::Filesystem for SlowFs {
     ) {
         if parent == fuser::FUSE_ROOT_ID && name == "slow" {
             reply.entry(&std::time::Duration::ZERO, &Self::attr(Self::FILE), 0);
+        } else if parent == fuser::FUSE_ROOT_ID
+            && name == "slow.taken"
+            && !self.readers.lock().unwrap().is_empty()
+        {
+            reply.entry(&std::time::Duration::ZERO, &Self::attr(Self::TAKEN), 0);
         } else {
             reply.error(libc::ENOENT);
         }
@@ -477,7 +484,7 @@ impl fuser::Filesystem for SlowFs {
         _fh: Option<u64>,
         reply: fuser::ReplyAttr,
     ) {
-        if ino == fuser::FUSE_ROOT_ID || ino == Self::FILE {
+        if ino == fuser::FUSE_ROOT_ID || ino == Self::FILE || ino == Self::TAKEN {
             reply.attr(&std::time::Duration::ZERO, &Self::attr(ino));
         } else {
             reply.error(libc::ENOENT);
@@ -542,12 +549,18 @@ impl SlowMount {
             hold,
             readers: readers.clone(),
         };
-        let session = fuser::spawn_mount2(
+        let session = match fuser::spawn_mount2(
             fs,
             &dir,
             &[fuser::MountOption::FSName("partix-slowfs".into())],
-        )
-        .expect("FUSE mount");
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("SKIPPED {test}: cannot mount a FUSE file system ({e})");
+                let _ = std::fs::remove_dir(&dir);
+                return None;
+            }
+        };
         Some(SlowMount {
             dir,
             session: Some(session),
@@ -568,6 +581,11 @@ impl SlowMount {
 
 impl Drop for SlowMount {
     fn drop(&mut self) {
+        // Detached first: a reader still waiting (a failed test) must not keep the mount.
+        if let Ok(c) = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes()) {
+            // SAFETY: a valid path string; umount2 has no other memory preconditions.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
         drop(self.session.take());
         let _ = std::fs::remove_dir(&self.dir);
     }

@@ -40,8 +40,9 @@
 //!         be parked without parking, or take the signal and run on: a partition that does not
 //!         cooperate with the gate),
 //!         --read PATH (first start only: a thread reads PATH, and the initialisation goes on
-//!         20 ms after that thread is blocked in the read; with a FUSE file whose server holds
-//!         its reply, a process that a SIGKILL cannot end until the reply comes)
+//!         once `PATH.taken` exists, which a test FUSE server shows when it has taken the
+//!         read; with a server that holds its reply, a process that a SIGKILL cannot end
+//!         until the reply comes)
 //! ```
 //! It exits when the module shuts down.
 #![allow(unsafe_code)]
@@ -387,33 +388,27 @@ fn main() {
     }
 }
 
-/// Start a thread that reads `path`; return 20 ms after it is blocked in the `read` (its
-/// `/proc/self/task/TID/syscall` names it), which leaves the file's server the time to take
-/// the request.
+/// Start a thread that reads `path`; return once the file's server has taken the read (a
+/// test server shows `PATH.taken` then), or the read ended, or after 10 s.
 fn read_in_a_thread(path: String) {
-    let tid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
-    let t = tid.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    let taken = format!("{path}.taken");
     std::thread::spawn(move || {
-        // SAFETY: gettid has no preconditions.
-        t.store(unsafe { libc::gettid() }, Ordering::Release);
         let mut b = [0u8; 64];
         let _ = std::fs::File::open(&path).and_then(|mut f| {
             use std::io::Read;
             f.read(&mut b)
         });
+        d.store(true, Ordering::Release);
     });
-    let blocked = format!("{} ", libc::SYS_read);
-    loop {
-        let id = tid.load(Ordering::Acquire);
-        if id != 0
-            && std::fs::read_to_string(format!("/proc/self/task/{id}/syscall"))
-                .is_ok_and(|s| s.starts_with(&blocked))
-        {
-            break;
-        }
+    let end = monotonic_ns() + 10_000_000_000;
+    while !done.load(Ordering::Acquire)
+        && !std::path::Path::new(&taken).exists()
+        && monotonic_ns() < end
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
-    std::thread::sleep(Duration::from_millis(20));
 }
 
 /// Create a memfd of `bytes`, map it shared and touch every page (the mapping stays).

@@ -99,7 +99,7 @@ fn v1_cgroup(
     ctrl: &str,
     name: &std::ffi::OsStr,
     set: impl FnOnce(&Path, &Path) -> io::Result<()>,
-) -> io::Result<(PathBuf, File)> {
+) -> io::Result<(PathBuf, File, File)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")?;
     let own = std::fs::read_to_string("/proc/self/cgroup")?;
     let (Some(mount), Some(path)) = (v1_mount(&info, ctrl), own_v1_path(&own, ctrl)) else {
@@ -112,13 +112,10 @@ fn v1_cgroup(
     sweep_stale(&base);
     let dir = base.join(name);
     std::fs::create_dir(&dir)?;
-    let made = set(&base, &dir).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.join("cgroup.procs"))
-    });
+    let open = |file: &str| std::fs::OpenOptions::new().write(true).open(dir.join(file));
+    let made = set(&base, &dir).and_then(|()| Ok((open("cgroup.procs")?, open("tasks")?)));
     match made {
-        Ok(procs) => Ok((dir, procs)),
+        Ok((procs, tasks)) => Ok((dir, procs, tasks)),
         Err(e) => {
             let _ = std::fs::remove_dir(&dir);
             Err(e)
@@ -133,7 +130,11 @@ enum MemoryLimit {
     Unified,
     /// A cgroup of the partition's own in the v1 memory hierarchy (`memory.limit_in_bytes`),
     /// for hosts that keep the memory controller on v1; removed on drop.
-    V1 { dir: PathBuf, procs: File },
+    V1 {
+        dir: PathBuf,
+        procs: File,
+        tasks: File,
+    },
 }
 
 /// Write `pid` into a v1 cgroup's `cgroup.procs`; if refused, remove the cgroup and return
@@ -150,7 +151,11 @@ enum CpusetHold {
     /// `cpuset.cpus` of the partition cgroup itself (cgroup v2 with the cpuset controller).
     Unified,
     /// A cgroup of the partition's own in the v1 cpuset hierarchy; removed on drop.
-    V1 { dir: PathBuf, procs: File },
+    V1 {
+        dir: PathBuf,
+        procs: File,
+        tasks: File,
+    },
 }
 
 /// Write `value` into the control file `dir/name`.
@@ -211,6 +216,8 @@ pub struct PartitionCgroup {
     frozen: bool,
     memory: Option<MemoryLimit>,
     cpuset: Option<CpusetHold>,
+    /// v1 cgroups given up ([`PartitionCgroup::give_up_v1`]), removed on drop.
+    given_up: Vec<PathBuf>,
 }
 
 impl PartitionCgroup {
@@ -254,6 +261,7 @@ impl PartitionCgroup {
                 frozen: false,
                 memory: None,
                 cpuset: None,
+                given_up: Vec::new(),
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir(&dir);
@@ -276,32 +284,37 @@ impl PartitionCgroup {
         self.dir_fd.as_ref().map(AsRawFd::as_raw_fd)
     }
 
-    /// The `cgroup.procs` descriptors of the v1 memory and cpuset holds (-1 for none), for a
-    /// new process to join them itself ([`PartitionCgroup::give_up_v1`] if it could not).
-    pub fn v1_procs_fds(&self) -> [RawFd; 2] {
+    /// The `tasks` descriptors of the v1 memory and cpuset holds (-1 for none), for a new
+    /// process of one thread to join them itself by writing `0` ([`PartitionCgroup::give_up_v1`]
+    /// if it could not). Not `cgroup.procs`: moving a whole thread group takes the cgroup
+    /// thread-group lock for writing (the RCU grace period of [`PartitionCgroup::dir_fd`]),
+    /// and that while holding the kernel's `cgroup_mutex`, which the executive's own writes
+    /// (`cgroup.freeze`, `clone3` into a cgroup) need too; a thread that moves itself through
+    /// `tasks` takes neither.
+    pub fn v1_tasks_fds(&self) -> [RawFd; 2] {
         let memory = match &self.memory {
-            Some(MemoryLimit::V1 { procs, .. }) => procs.as_raw_fd(),
+            Some(MemoryLimit::V1 { tasks, .. }) => tasks.as_raw_fd(),
             _ => -1,
         };
         let cpuset = match &self.cpuset {
-            Some(CpusetHold::V1 { procs, .. }) => procs.as_raw_fd(),
+            Some(CpusetHold::V1 { tasks, .. }) => tasks.as_raw_fd(),
             _ => -1,
         };
         [memory, cpuset]
     }
 
     /// Give up the v1 memory hold (`memory`) and/or the v1 cpuset hold (`cpuset`), which a
-    /// process could not join: their cgroups are removed, as [`PartitionCgroup::add_v1`] does
-    /// for a hold that refuses a process.
+    /// process could not join, as [`PartitionCgroup::add_v1`] does for a hold that refuses a
+    /// process. Their cgroups are removed on drop, not now (this runs at a scheduling point).
     pub fn give_up_v1(&mut self, memory: bool, cpuset: bool) {
         if memory && matches!(self.memory, Some(MemoryLimit::V1 { .. })) {
             if let Some(MemoryLimit::V1 { dir, .. }) = self.memory.take() {
-                remove_cgroup_dir(&dir);
+                self.given_up.push(dir);
             }
         }
         if cpuset && matches!(self.cpuset, Some(CpusetHold::V1 { .. })) {
             if let Some(CpusetHold::V1 { dir, .. }) = self.cpuset.take() {
-                remove_cgroup_dir(&dir);
+                self.given_up.push(dir);
             }
         }
     }
@@ -321,14 +334,14 @@ impl PartitionCgroup {
     pub fn add_v1(&mut self, pid: i32) -> (Option<io::Error>, Option<io::Error>) {
         let v = pid.to_string();
         let memory_err = match &self.memory {
-            Some(MemoryLimit::V1 { procs, dir }) => join_v1(procs, dir, &v),
+            Some(MemoryLimit::V1 { procs, dir, .. }) => join_v1(procs, dir, &v),
             _ => None,
         };
         if memory_err.is_some() {
             self.memory = None;
         }
         let cpuset_err = match &self.cpuset {
-            Some(CpusetHold::V1 { procs, dir }) => join_v1(procs, dir, &v),
+            Some(CpusetHold::V1 { procs, dir, .. }) => join_v1(procs, dir, &v),
             _ => None,
         };
         if cpuset_err.is_some() {
@@ -358,13 +371,13 @@ impl PartitionCgroup {
             return Ok("memory.max");
         }
         let name = self.dir.file_name().unwrap_or_default().to_owned();
-        let (dir, procs) = v1_cgroup("memory", &name, |_, dir| {
+        let (dir, procs, tasks) = v1_cgroup("memory", &name, |_, dir| {
             write_control(dir, "memory.limit_in_bytes", &v)?;
             // memsw is memory + swap: the same value leaves no swap.
             let _ = write_control(dir, "memory.memsw.limit_in_bytes", &v);
             Ok(())
         })?;
-        self.memory = Some(MemoryLimit::V1 { dir, procs });
+        self.memory = Some(MemoryLimit::V1 { dir, procs, tasks });
         Ok("memory.limit_in_bytes (cgroup v1)")
     }
 
@@ -391,13 +404,13 @@ impl PartitionCgroup {
             return Ok("cpuset.cpus");
         }
         let name = self.dir.file_name().unwrap_or_default().to_owned();
-        let (dir, procs) = v1_cgroup("cpuset", &name, |base, dir| {
+        let (dir, procs, tasks) = v1_cgroup("cpuset", &name, |base, dir| {
             write_control(dir, "cpuset.cpus", &list)?;
             // v1 takes no task into a cpuset without memory nodes: the parent's.
             let mems = std::fs::read_to_string(base.join("cpuset.mems"))?;
             write_control(dir, "cpuset.mems", mems.trim())
         })?;
-        self.cpuset = Some(CpusetHold::V1 { dir, procs });
+        self.cpuset = Some(CpusetHold::V1 { dir, procs, tasks });
         Ok("cpuset.cpus (cgroup v1)")
     }
 
@@ -460,25 +473,28 @@ impl PartitionCgroup {
             .collect()
     }
 
-    /// SIGKILL every process of the cgroup, and thaw it, so that a later process put in it is
-    /// not frozen.
+    /// SIGKILL every process of the cgroup, and leave it frozen (a fatal signal still ends a
+    /// frozen process): a child whose fork was under way is born frozen, and
+    /// [`PartitionCgroup::kill_rest`] kills it. A new process put in the cgroup thaws it first.
     ///
     /// Not with `cgroup.kill`, which [`PartitionCgroup::kill_for_good`] uses: once a cgroup has
     /// been killed that way, a process made in it with `clone3(CLONE_INTO_CGROUP)` is killed at
     /// birth (seen on Linux 6.18: the fork compares the destination cgroup's kill count with
-    /// the one of the parent's cgroup). Instead the cgroup is frozen, so that no process of it
-    /// can fork, and every process listed is killed, twice: the second pass gets a child whose
-    /// fork was under way during the first (it was born frozen, and its parent is dead). A
-    /// process that still escapes is held at the next close as a stray.
+    /// the one of the parent's cgroup).
     pub fn kill(&mut self) {
         let _ = self.freeze();
-        for _ in 0..2 {
-            for pid in self.pids() {
-                // SAFETY: kill has no memory preconditions; the pids are the partition's.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        self.kill_rest();
+    }
+
+    /// SIGKILL every process listed in the cgroup (after [`PartitionCgroup::kill`]: one born
+    /// since, or one not ended yet); return whether any was.
+    pub fn kill_rest(&self) -> bool {
+        let pids = self.pids();
+        for &pid in &pids {
+            // SAFETY: kill has no memory preconditions; the pids are the partition's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        self.thaw();
+        !pids.is_empty()
     }
 
     /// SIGKILL every process of the cgroup for good (`cgroup.kill` where the kernel has it,
@@ -492,6 +508,7 @@ impl PartitionCgroup {
             self.thaw();
         } else {
             self.kill();
+            self.kill_rest();
         }
     }
 }
@@ -504,6 +521,9 @@ impl Drop for PartitionCgroup {
             remove_cgroup_dir(dir);
         }
         if let Some(CpusetHold::V1 { dir, .. }) = &self.cpuset {
+            remove_cgroup_dir(dir);
+        }
+        for dir in &self.given_up {
             remove_cgroup_dir(dir);
         }
     }

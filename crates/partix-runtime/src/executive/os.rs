@@ -493,6 +493,10 @@ pub struct OsSwitcher<'s> {
     pub users_no_fifo: Option<String>,
 }
 
+/// How long [`Switcher::kill`] waits for the killed process to end before it leaves it to
+/// [`Switcher::ending`] (the scheduling point waits that long at most).
+const KILL_GRACE_NS: u64 = 200_000;
+
 /// CPU time a partition may use between the verification of its park and its next open (the
 /// last parked thread finishing its `FUTEX_WAIT` call) before the audit distrusts it.
 const AUDIT_SLACK_NS: u64 = 100_000;
@@ -783,7 +787,6 @@ impl<'s> OsSwitcher<'s> {
         stat_threads(&buf[..n as usize])
     }
 
-    /// Forget partition `p`'s process (it ended); processes it forked end with it.
     /// Take what processes born in their cgroup reported about joining their v1 holds: a hold
     /// one could not join is given up, as when the executive moves a process itself.
     pub fn collect_joins(&mut self) {
@@ -848,6 +851,8 @@ impl<'s> OsSwitcher<'s> {
         }
     }
 
+    /// Forget partition `p`'s process (it ended, or was just killed); processes it forked are
+    /// killed too.
     fn forget(&mut self, p: usize) {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.kill();
@@ -1175,7 +1180,7 @@ impl Switcher for OsSwitcher<'_> {
         let into = self.cgroups[p].as_mut().and_then(|cg| {
             // Thawed first: a process born in a frozen cgroup would start frozen.
             cg.thaw();
-            cg.dir_fd().map(|fd| (fd, cg.v1_procs_fds()))
+            cg.dir_fd().map(|fd| (fd, cg.v1_tasks_fds()))
         });
         let v1 = into.map_or([-1, -1], |(_, v1)| v1);
         let pr = &self.prepared[p];
@@ -1217,10 +1222,14 @@ impl Switcher for OsSwitcher<'_> {
         let join_errors = self.joins.slots(p);
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
-        // SAFETY: between fork and execve the child only calls async-signal-safe functions
-        // (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
-        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, execve,
-        // _exit) on data prepared before the fork; the parent only waits for the child.
+        // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
+        // functions (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
+        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
+        // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
+        // data prepared before the fork; the parent only waits for the child. After a raw
+        // clone3, libc's cached thread id in the child is the parent thread's: none of these
+        // calls uses it (glibc's raise asks the kernel for the thread id; a libc whose raise
+        // used the cache would stop the executive's thread instead).
         unsafe {
             // Born in the partition's cgroup where the kernel can (Linux 5.7), else forked and
             // moved there below.
@@ -1593,17 +1602,39 @@ impl Switcher for OsSwitcher<'_> {
             // SAFETY: pid is our child; kill has no memory preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             self.forget(p);
-            match peek_child(pid) {
-                Child::Running => self.ending.push((p, pid)),
-                Child::Ended(_) => reap_later(pid),
-                Child::Gone => {}
+            // A short grace, in real sleeps (the victim may need this CPU to die): a process
+            // usually ends within it, and a restart decided at a point that also opens the
+            // partition's window then starts in that window, not one frame later.
+            let deadline = monotonic_ns() + KILL_GRACE_NS;
+            loop {
+                match peek_child(pid) {
+                    Child::Running if monotonic_ns() < deadline => {
+                        nanosleep_abs(monotonic_ns() + 20_000);
+                    }
+                    Child::Running => {
+                        self.ending.push((p, pid));
+                        break;
+                    }
+                    Child::Ended(_) => {
+                        reap_later(pid);
+                        break;
+                    }
+                    Child::Gone => break,
+                }
             }
         }
     }
 
     fn ending(&mut self, p: usize) -> bool {
         self.look_at_ending();
-        self.ending.iter().any(|&(q, _)| q == p)
+        if self.ending.iter().any(|&(q, _)| q == p) {
+            return true;
+        }
+        // What the process forked must be gone too: one born while the cgroup was killed
+        // (frozen, so it never ran) or one not ended yet is killed (again) and waited for.
+        self.cgroups[p]
+            .as_ref()
+            .is_some_and(PartitionCgroup::kill_rest)
     }
 
     fn poll_death(&mut self) -> Option<(usize, Death)> {
@@ -2380,6 +2411,8 @@ mod tests {
         assert_eq!(cg.holds_only(first), Some(true));
         cg.kill();
         assert!(killed(first));
+        // As a respawn does: the kill leaves the cgroup frozen.
+        cg.thaw();
         let second = sleeper_born_in(&cg).expect("clone3 worked before");
         std::thread::sleep(Duration::from_millis(50));
         let mut st = 0;
