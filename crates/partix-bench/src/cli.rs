@@ -12,6 +12,9 @@ pub enum BenchCommand {
     Apex(crate::apex::ApexArgs),
     /// Startup time to NORMAL for 1..16 partitions (paper fig. 20).
     Startup(crate::startup::StartupArgs),
+    /// What a partition restart costs the next window: respawn born in its cgroup vs fork and
+    /// move, against a raw fork.
+    Restart(crate::restart::RestartArgs),
     /// File protocol latency vs raw AF_PACKET ping-pong and 9P/diod (paper table 7).
     Fs(crate::fs::FsBenchArgs),
     /// Sampling-port round trips per transport vs raw baselines and iceoryx2, queuing throughput
@@ -34,6 +37,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Apex(a) => crate::apex::run(a),
         BenchCommand::Startup(a) => crate::startup::run(a),
         BenchCommand::Fs(a) => crate::fs::run(a),
+        BenchCommand::Restart(a) => crate::restart::run(a),
         BenchCommand::Rtt(a) => crate::rtt::run(a),
         BenchCommand::RttPeer { args } => {
             let code = crate::rttpeer::main(&args);

@@ -6,6 +6,7 @@ pub mod apex;
 pub mod cli;
 pub mod fs;
 pub mod report;
+pub mod restart;
 pub mod rtt;
 pub mod rttpeer;
 pub mod sched;

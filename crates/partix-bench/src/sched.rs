@@ -131,27 +131,18 @@ fn print_row(s: &Summary) {
 
 fn bench_module(k: u32, work_us: u64, window_us: u64, gap_us: u64) -> anyhow::Result<Module> {
     let exe = PathBuf::from("partix-benchpart");
-    let part = |id: u32| Partition {
-        id: PartitionId(id),
-        name: format!("P{id}"),
-        criticality: Criticality::LevelA,
-        system_partition: false,
-        entry_point: "main".into(),
-        executable: Some(exe.clone()),
-        args: vec![
-            "--processes".into(),
-            k.to_string(),
-            "--work-us".into(),
-            work_us.to_string(),
-        ],
-        affinity: None,
-        descriptor_table: Default::default(),
-        user: None,
-        memory: Vec::new(),
-        sampling_ports: Vec::new(),
-        queuing_ports: Vec::new(),
-        hm: Vec::new(),
-        location: Location::default(),
+    let part = |id: u32| {
+        Partition::program(
+            id,
+            &format!("P{id}"),
+            Some(exe.clone()),
+            vec![
+                "--processes".into(),
+                k.to_string(),
+                "--work-us".into(),
+                work_us.to_string(),
+            ],
+        )
     };
     let us = Duration::from_micros;
     let window_us = window_us.max(1);

@@ -38,22 +38,13 @@ fn module(n: u32) -> Module {
     let ms = Duration::from_millis;
     let slot = 1u64;
     let partitions = (1..=n)
-        .map(|id| Partition {
-            id: PartitionId(id),
-            name: format!("P{id}"),
-            criticality: Criticality::LevelA,
-            system_partition: false,
-            entry_point: "main".into(),
-            executable: Some(PathBuf::from("partix-benchpart")),
-            args: vec!["--processes".into(), "1".into()],
-            affinity: None,
-            descriptor_table: Default::default(),
-            user: None,
-            memory: Vec::new(),
-            sampling_ports: Vec::new(),
-            queuing_ports: Vec::new(),
-            hm: Vec::new(),
-            location: Location::default(),
+        .map(|id| {
+            Partition::program(
+                id,
+                &format!("P{id}"),
+                Some(PathBuf::from("partix-benchpart")),
+                vec!["--processes".into(), "1".into()],
+            )
         })
         .collect();
     let major = ms(slot * n as u64 + 1);

@@ -182,6 +182,29 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// A partition built in code (benchmarks, tests): `id`, `name`, the program and its
+    /// arguments, and the schema's defaults for everything else (`LEVEL_A`, not a system
+    /// partition, entry point `main`, no ports, memory, HM table, affinity or user).
+    pub fn program(id: u32, name: &str, executable: Option<PathBuf>, args: Vec<String>) -> Self {
+        Partition {
+            id: PartitionId(id),
+            name: name.into(),
+            criticality: Criticality::LevelA,
+            system_partition: false,
+            entry_point: "main".into(),
+            executable,
+            args,
+            affinity: None,
+            descriptor_table: DescriptorTable::default(),
+            user: None,
+            memory: Vec::new(),
+            sampling_ports: Vec::new(),
+            queuing_ports: Vec::new(),
+            hm: Vec::new(),
+            location: Location::default(),
+        }
+    }
+
     /// Return the sampling port with this name.
     pub fn sampling_port(&self, name: &str) -> Option<&SamplingPortConfig> {
         self.sampling_ports.iter().find(|p| p.name == name)

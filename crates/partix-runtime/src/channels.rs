@@ -982,23 +982,7 @@ mod tests {
     use std::time::Duration;
 
     fn part(id: u32, name: &str) -> Partition {
-        Partition {
-            id: PartitionId(id),
-            name: name.into(),
-            criticality: Criticality::LevelA,
-            system_partition: false,
-            entry_point: "main".into(),
-            executable: None,
-            args: Vec::new(),
-            affinity: None,
-            descriptor_table: Default::default(),
-            user: None,
-            memory: Vec::new(),
-            sampling_ports: Vec::new(),
-            queuing_ports: Vec::new(),
-            hm: Vec::new(),
-            location: Location::default(),
-        }
+        Partition::program(id, name, None, Vec::new())
     }
 
     fn sp(name: &str, dir: PortDirection) -> SamplingPortConfig {

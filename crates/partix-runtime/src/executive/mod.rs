@@ -170,6 +170,10 @@ pub struct Options {
     /// idle for milliseconds wakes 55–90 µs late (the host no longer polls the halted vCPU),
     /// after a short idle 20–30 µs; measured in docs/executive.md.
     pub switch_prewarm: Duration,
+    /// Make each partition process in its cgroup (`clone3` with `CLONE_INTO_CGROUP`, Linux 5.7)
+    /// where the kernel can; `false`: fork it and move it there, as before (a move can wait
+    /// for an RCU grace period at the scheduling point; `partix bench restart` compares both).
+    pub spawn_into_cgroup: bool,
 }
 
 /// How the executive keeps a partition off the CPU outside its windows.
@@ -223,6 +227,7 @@ impl Default for Options {
             arm_ahead: false,
             early_switch: true,
             switch_prewarm: Duration::from_micros(300),
+            spawn_into_cgroup: true,
         }
     }
 }

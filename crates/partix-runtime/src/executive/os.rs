@@ -444,6 +444,10 @@ pub struct OsSwitcher<'s> {
     ending: Vec<(usize, i32)>,
     /// What new processes born in their cgroup report about joining their v1 holds.
     joins: ChildJoins,
+    /// Whether new processes are made in their cgroup ([`Options::spawn_into_cgroup`]).
+    into_cgroup: bool,
+    /// How long each call of `spawn` took (ns), in order: startup's first, then restarts'.
+    pub spawn_ns: Vec<u64>,
     shared: &'s SharedState,
     mechanism: SwitchMechanism,
     park_bound_ns: u64,
@@ -749,6 +753,8 @@ impl<'s> OsSwitcher<'s> {
             deaths: Vec::with_capacity(programs.len()),
             ending: Vec::with_capacity(programs.len()),
             joins: ChildJoins::new(programs.len())?,
+            into_cgroup: true,
+            spawn_ns: Vec::new(),
             shared,
             mechanism: SwitchMechanism::default(),
             park_bound_ns: Options::default().park_bound.as_nanos() as u64,
@@ -762,6 +768,13 @@ impl<'s> OsSwitcher<'s> {
             pending_off_by_partition: vec![false; programs.len()],
             distrusted_by_partition: vec![false; programs.len()],
         })
+    }
+
+    /// Make new processes in their cgroup (`true`, the default) or fork and move them
+    /// ([`Options::spawn_into_cgroup`]).
+    pub fn with_spawn_into_cgroup(mut self, into: bool) -> Self {
+        self.into_cgroup = into;
+        self
     }
 
     /// Use `mechanism` to stop and resume partitions; with the gate, a partition not parked
@@ -785,6 +798,279 @@ impl<'s> OsSwitcher<'s> {
             return None;
         }
         stat_threads(&buf[..n as usize])
+    }
+
+    /// [`Switcher::spawn`] without its timing.
+    fn spawn_process(&mut self, p: usize) -> Result<i32, String> {
+        if self.pids[p] > 0 || self.gates[p].stat_fd >= 0 {
+            self.forget(p);
+        }
+        // The gate starts open and unused: the new process has not installed its park handler.
+        let st = self.shared.partition(p);
+        st.gate_ready.store(0, Ordering::Release);
+        st.gate.store(1, Ordering::Relaxed);
+        st.gate_expect.store(0, Ordering::Relaxed);
+        st.gate_parked.store(0, Ordering::Relaxed);
+        st.gate_broadcast.store(0, Ordering::Relaxed);
+        // The previous process's threads are gone with it.
+        for (e, parked) in st.tids.iter().zip(&st.tid_parked) {
+            e.store(0, Ordering::Relaxed);
+            parked.store(0, Ordering::Relaxed);
+        }
+        st.gate_acked.store(0, Ordering::Release);
+        // What the previous process of the partition reported, before its slots are reused.
+        self.collect_joins();
+        let into_cgroup = self.into_cgroup;
+        let into = self.cgroups[p].as_mut().and_then(|cg| {
+            // Thawed first: a process born in a frozen cgroup would start frozen.
+            cg.thaw();
+            cg.dir_fd().map(|fd| (fd, cg.v1_tasks_fds()))
+        });
+        let v1 = into.map_or([-1, -1], |(_, v1)| v1);
+        let pr = &self.prepared[p];
+        let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = pr.envp.iter().map(|c| c.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        let (mfd, pfd) = (self.module_fd, pr.part_fd);
+        let cfd = self.config_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let efd = pr.exe_fd;
+        let port_fds = &pr.port_fds;
+        let mut port_tmp = vec![-1i32; port_fds.len()];
+        let cpus = pr.cpus;
+        let lim = pr.mem_limit.map(|b| libc::rlimit {
+            rlim_cur: b as libc::rlim_t,
+            rlim_max: b as libc::rlim_t,
+        });
+        let user = pr.user;
+        let keep_nice = pr.keep_nice;
+        let cap_header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        let nice = CapData {
+            effective: 1 << CAP_SYS_NICE,
+            permitted: 1 << CAP_SYS_NICE,
+            inheritable: 1 << CAP_SYS_NICE,
+        };
+        let none = CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        };
+        let cap_data = [nice, none];
+        let rtprio = libc::rlimit {
+            rlim_cur: PARTITION_RTPRIO_MAX as libc::rlim_t,
+            rlim_max: PARTITION_RTPRIO_MAX as libc::rlim_t,
+        };
+        let join_errors = self.joins.slots(p);
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
+        // functions (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
+        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
+        // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
+        // data prepared before the fork; the parent only waits for the child. After a raw
+        // clone3, libc's cached thread id in the child is the parent thread's: none of these
+        // calls uses it (glibc's raise asks the kernel for the thread id; a libc whose raise
+        // used the cache would stop the executive's thread instead).
+        unsafe {
+            // Born in the partition's cgroup where the kernel can (Linux 5.7), else forked and
+            // moved there below.
+            let (pid, born_in_cgroup) = match into
+                .filter(|_| into_cgroup)
+                .and_then(|(fd, _)| clone_into_cgroup(fd))
+            {
+                Some(pid) => (pid, true),
+                None => (libc::fork(), false),
+            };
+            if pid < 0 {
+                return Err(format!("fork failed: {}", std::io::Error::last_os_error()));
+            }
+            if pid == 0 {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                // Its own process group: a Ctrl-C on the terminal reaches the executive only
+                // (which then ends the run cleanly), not the partitions.
+                libc::setpgid(0, 0);
+                // If the executive dies without cleaning up, the partition dies with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(125);
+                }
+                // First above the three target numbers, then onto them.
+                let tm = libc::fcntl(mfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
+                let tp = libc::fcntl(pfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
+                if tm < 0
+                    || tp < 0
+                    || libc::dup2(tm, MODULE_FD_NUM) < 0
+                    || libc::dup2(tp, PARTITION_FD_NUM) < 0
+                {
+                    libc::_exit(126);
+                }
+                libc::close(tm);
+                libc::close(tp);
+                if cfd >= 0 {
+                    let tc = libc::fcntl(cfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
+                    if tc < 0 || libc::dup2(tc, CONFIG_FD_NUM) < 0 {
+                        libc::_exit(126);
+                    }
+                    libc::close(tc);
+                }
+                // Channel regions: first above every target number, then onto the targets.
+                for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
+                    *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
+                    if *t < 0 {
+                        libc::_exit(126);
+                    }
+                }
+                for (&t, &(_, dst)) in port_tmp.iter().zip(port_fds) {
+                    if libc::dup2(t, dst) < 0 {
+                        libc::_exit(126);
+                    }
+                    libc::close(t);
+                }
+                if let Some(l) = lim {
+                    libc::setrlimit(libc::RLIMIT_DATA, &l);
+                }
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
+                libc::setrlimit(libc::RLIMIT_RTPRIO, &rtprio);
+                if let Some((uid, gid)) = user {
+                    // partix:User: no supplementary groups, then the group, then the user (which
+                    // drops every capability). Raw system calls: glibc's wrappers would try to
+                    // change the credentials of threads this forked child does not have.
+                    if keep_nice {
+                        libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0);
+                    }
+                    if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
+                        || libc::syscall(libc::SYS_setresgid, gid, gid, gid) != 0
+                        || libc::syscall(libc::SYS_setresuid, uid, uid, uid) != 0
+                    {
+                        libc::_exit(EXIT_CREDENTIALS);
+                    }
+                    // Without RLIMIT_RTPRIO, CAP_SYS_NICE alone, made ambient so that it
+                    // survives the exec of an ordinary program.
+                    if keep_nice
+                        && (libc::syscall(libc::SYS_capset, &cap_header, cap_data.as_ptr()) != 0
+                            || libc::prctl(
+                                libc::PR_CAP_AMBIENT,
+                                libc::PR_CAP_AMBIENT_RAISE,
+                                CAP_SYS_NICE as libc::c_ulong,
+                                0,
+                                0,
+                            ) != 0)
+                    {
+                        libc::_exit(EXIT_CREDENTIALS);
+                    }
+                    // A change of credentials clears the parent-death signal: set it again, and
+                    // check the executive did not die in between.
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent {
+                        libc::_exit(125);
+                    }
+                }
+                // Neither a set-user-ID program nor file capabilities can give the partition
+                // more privileges than it has now.
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                // Until here the child runs at the executive's SCHED_FIFO 99, so it reaches the
+                // stop at once even when other real-time load shares the CPU; once let go it
+                // becomes a normal task before exec (the partition runtime raises its threads).
+                libc::raise(libc::SIGSTOP);
+                // Born in its cgroup: it joins its v1 holds (memory, cpuset) itself, once let
+                // go, in its own window, before its program runs. Each join moves it between
+                // cgroups, which can wait for an RCU grace period (see
+                // `PartitionCgroup::dir_fd`); the executive made that wait until now.
+                if born_in_cgroup {
+                    for (fd, slot) in v1.iter().zip(join_errors) {
+                        if *fd >= 0 && libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                            let e = std::io::Error::last_os_error().raw_os_error();
+                            slot.store(e.unwrap_or(libc::EIO), Ordering::Release);
+                        }
+                    }
+                }
+                let normal = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+                // The executive's RT watchdog (RLIMIT_RTTIME, see RtThread) is not the
+                // partition's: its threads may run in their windows as long as they like.
+                let mut rt = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::getrlimit(libc::RLIMIT_RTTIME, &mut rt);
+                rt.rlim_cur = rt.rlim_max;
+                libc::setrlimit(libc::RLIMIT_RTTIME, &rt);
+                if efd >= 0 {
+                    libc::syscall(
+                        libc::SYS_execveat,
+                        efd,
+                        c"".as_ptr(),
+                        argv.as_ptr(),
+                        envp.as_ptr(),
+                        libc::AT_EMPTY_PATH,
+                    );
+                }
+                // No descriptor, or a script (its interpreter cannot open a close-on-exec
+                // descriptor): by path.
+                libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127);
+            }
+            let mut status = 0;
+            let r = libc::waitpid(pid, &mut status, libc::WUNTRACED);
+            if r != pid || !libc::WIFSTOPPED(status) {
+                if r == pid
+                    && libc::WIFEXITED(status)
+                    && libc::WEXITSTATUS(status) == EXIT_CREDENTIALS
+                {
+                    let (uid, gid) = user.unwrap_or_default();
+                    return Err(format!(
+                        "the new process could not take user {uid} and group {gid} (partix:User): \
+                         the executive needs root (CAP_SETUID, CAP_SETGID)"
+                    ));
+                }
+                return Err(format!(
+                    "the new process ended before exec ({})",
+                    Death::from_wait_status(status).map_or("?".into(), |d| d.to_string())
+                ));
+            }
+            self.pids[p] = pid;
+            // Into the partition's cgroup before exec: every thread and process it makes later
+            // is born there.
+            if let Some(cg) = self.cgroups[p].as_mut().filter(|_| !born_in_cgroup) {
+                if let Err(e) = cg.add(pid) {
+                    // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
+                    // the process.
+                    self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
+                    self.cgroups[p] = None;
+                } else {
+                    // A v1 hold that refuses the process is given up alone: the cgroup, with
+                    // the process in it, stays (dropping it would kill the process).
+                    let (memory, cpuset) = cg.add_v1(pid);
+                    if let Some(e) = memory {
+                        self.memory_error = Some(format!("v1 memory cgroup: {e}"));
+                        self.memory_cgroups[p] = None;
+                    }
+                    if let Some(e) = cpuset {
+                        self.cpuset_error = Some(format!("v1 cpuset cgroup: {e}"));
+                    }
+                }
+            }
+            let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            // What the audits learnt about the partition survives its restarts (a restart it
+            // asks for itself must not clear them): a partition found running while it claimed
+            // to be parked stays held at every close, and one whose pending parks were turned
+            // off keeps them off.
+            self.gates[p] = GateState {
+                held: true,
+                by_signal: true,
+                stat_fd: fd,
+                distrusted: self.distrusted_by_partition[p],
+                no_pending: self.pending_off_by_partition[p],
+                ..GateState::NONE
+            };
+            Ok(pid)
+        }
     }
 
     /// Take what processes born in their cgroup reported about joining their v1 holds: a hold
@@ -1159,271 +1445,10 @@ impl<'s> OsSwitcher<'s> {
 
 impl Switcher for OsSwitcher<'_> {
     fn spawn(&mut self, p: usize) -> Result<i32, String> {
-        if self.pids[p] > 0 || self.gates[p].stat_fd >= 0 {
-            self.forget(p);
-        }
-        // The gate starts open and unused: the new process has not installed its park handler.
-        let st = self.shared.partition(p);
-        st.gate_ready.store(0, Ordering::Release);
-        st.gate.store(1, Ordering::Relaxed);
-        st.gate_expect.store(0, Ordering::Relaxed);
-        st.gate_parked.store(0, Ordering::Relaxed);
-        st.gate_broadcast.store(0, Ordering::Relaxed);
-        // The previous process's threads are gone with it.
-        for (e, parked) in st.tids.iter().zip(&st.tid_parked) {
-            e.store(0, Ordering::Relaxed);
-            parked.store(0, Ordering::Relaxed);
-        }
-        st.gate_acked.store(0, Ordering::Release);
-        // What the previous process of the partition reported, before its slots are reused.
-        self.collect_joins();
-        let into = self.cgroups[p].as_mut().and_then(|cg| {
-            // Thawed first: a process born in a frozen cgroup would start frozen.
-            cg.thaw();
-            cg.dir_fd().map(|fd| (fd, cg.v1_tasks_fds()))
-        });
-        let v1 = into.map_or([-1, -1], |(_, v1)| v1);
-        let pr = &self.prepared[p];
-        let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        let mut envp: Vec<*const libc::c_char> = pr.envp.iter().map(|c| c.as_ptr()).collect();
-        envp.push(std::ptr::null());
-        let (mfd, pfd) = (self.module_fd, pr.part_fd);
-        let cfd = self.config_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-        let efd = pr.exe_fd;
-        let port_fds = &pr.port_fds;
-        let mut port_tmp = vec![-1i32; port_fds.len()];
-        let cpus = pr.cpus;
-        let lim = pr.mem_limit.map(|b| libc::rlimit {
-            rlim_cur: b as libc::rlim_t,
-            rlim_max: b as libc::rlim_t,
-        });
-        let user = pr.user;
-        let keep_nice = pr.keep_nice;
-        let cap_header = CapHeader {
-            version: CAP_VERSION_3,
-            pid: 0,
-        };
-        let nice = CapData {
-            effective: 1 << CAP_SYS_NICE,
-            permitted: 1 << CAP_SYS_NICE,
-            inheritable: 1 << CAP_SYS_NICE,
-        };
-        let none = CapData {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        };
-        let cap_data = [nice, none];
-        let rtprio = libc::rlimit {
-            rlim_cur: PARTITION_RTPRIO_MAX as libc::rlim_t,
-            rlim_max: PARTITION_RTPRIO_MAX as libc::rlim_t,
-        };
-        let join_errors = self.joins.slots(p);
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
-        // functions (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
-        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
-        // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
-        // data prepared before the fork; the parent only waits for the child. After a raw
-        // clone3, libc's cached thread id in the child is the parent thread's: none of these
-        // calls uses it (glibc's raise asks the kernel for the thread id; a libc whose raise
-        // used the cache would stop the executive's thread instead).
-        unsafe {
-            // Born in the partition's cgroup where the kernel can (Linux 5.7), else forked and
-            // moved there below.
-            let (pid, born_in_cgroup) = match into.and_then(|(fd, _)| clone_into_cgroup(fd)) {
-                Some(pid) => (pid, true),
-                None => (libc::fork(), false),
-            };
-            if pid < 0 {
-                return Err(format!("fork failed: {}", std::io::Error::last_os_error()));
-            }
-            if pid == 0 {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-                // Its own process group: a Ctrl-C on the terminal reaches the executive only
-                // (which then ends the run cleanly), not the partitions.
-                libc::setpgid(0, 0);
-                // If the executive dies without cleaning up, the partition dies with it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent {
-                    libc::_exit(125);
-                }
-                // First above the three target numbers, then onto them.
-                let tm = libc::fcntl(mfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                let tp = libc::fcntl(pfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                if tm < 0
-                    || tp < 0
-                    || libc::dup2(tm, MODULE_FD_NUM) < 0
-                    || libc::dup2(tp, PARTITION_FD_NUM) < 0
-                {
-                    libc::_exit(126);
-                }
-                libc::close(tm);
-                libc::close(tp);
-                if cfd >= 0 {
-                    let tc = libc::fcntl(cfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                    if tc < 0 || libc::dup2(tc, CONFIG_FD_NUM) < 0 {
-                        libc::_exit(126);
-                    }
-                    libc::close(tc);
-                }
-                // Channel regions: first above every target number, then onto the targets.
-                for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
-                    *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
-                    if *t < 0 {
-                        libc::_exit(126);
-                    }
-                }
-                for (&t, &(_, dst)) in port_tmp.iter().zip(port_fds) {
-                    if libc::dup2(t, dst) < 0 {
-                        libc::_exit(126);
-                    }
-                    libc::close(t);
-                }
-                if let Some(l) = lim {
-                    libc::setrlimit(libc::RLIMIT_DATA, &l);
-                }
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
-                libc::setrlimit(libc::RLIMIT_RTPRIO, &rtprio);
-                if let Some((uid, gid)) = user {
-                    // partix:User: no supplementary groups, then the group, then the user (which
-                    // drops every capability). Raw system calls: glibc's wrappers would try to
-                    // change the credentials of threads this forked child does not have.
-                    if keep_nice {
-                        libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0);
-                    }
-                    if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
-                        || libc::syscall(libc::SYS_setresgid, gid, gid, gid) != 0
-                        || libc::syscall(libc::SYS_setresuid, uid, uid, uid) != 0
-                    {
-                        libc::_exit(EXIT_CREDENTIALS);
-                    }
-                    // Without RLIMIT_RTPRIO, CAP_SYS_NICE alone, made ambient so that it
-                    // survives the exec of an ordinary program.
-                    if keep_nice
-                        && (libc::syscall(libc::SYS_capset, &cap_header, cap_data.as_ptr()) != 0
-                            || libc::prctl(
-                                libc::PR_CAP_AMBIENT,
-                                libc::PR_CAP_AMBIENT_RAISE,
-                                CAP_SYS_NICE as libc::c_ulong,
-                                0,
-                                0,
-                            ) != 0)
-                    {
-                        libc::_exit(EXIT_CREDENTIALS);
-                    }
-                    // A change of credentials clears the parent-death signal: set it again, and
-                    // check the executive did not die in between.
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent {
-                        libc::_exit(125);
-                    }
-                }
-                // Neither a set-user-ID program nor file capabilities can give the partition
-                // more privileges than it has now.
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                // Until here the child runs at the executive's SCHED_FIFO 99, so it reaches the
-                // stop at once even when other real-time load shares the CPU; once let go it
-                // becomes a normal task before exec (the partition runtime raises its threads).
-                libc::raise(libc::SIGSTOP);
-                // Born in its cgroup: it joins its v1 holds (memory, cpuset) itself, once let
-                // go, in its own window, before its program runs. Each join moves it between
-                // cgroups, which can wait for an RCU grace period (see
-                // `PartitionCgroup::dir_fd`); the executive made that wait until now.
-                if born_in_cgroup {
-                    for (fd, slot) in v1.iter().zip(join_errors) {
-                        if *fd >= 0 && libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
-                            let e = std::io::Error::last_os_error().raw_os_error();
-                            slot.store(e.unwrap_or(libc::EIO), Ordering::Release);
-                        }
-                    }
-                }
-                let normal = libc::sched_param { sched_priority: 0 };
-                libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
-                // The executive's RT watchdog (RLIMIT_RTTIME, see RtThread) is not the
-                // partition's: its threads may run in their windows as long as they like.
-                let mut rt = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                libc::getrlimit(libc::RLIMIT_RTTIME, &mut rt);
-                rt.rlim_cur = rt.rlim_max;
-                libc::setrlimit(libc::RLIMIT_RTTIME, &rt);
-                if efd >= 0 {
-                    libc::syscall(
-                        libc::SYS_execveat,
-                        efd,
-                        c"".as_ptr(),
-                        argv.as_ptr(),
-                        envp.as_ptr(),
-                        libc::AT_EMPTY_PATH,
-                    );
-                }
-                // No descriptor, or a script (its interpreter cannot open a close-on-exec
-                // descriptor): by path.
-                libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
-                libc::_exit(127);
-            }
-            let mut status = 0;
-            let r = libc::waitpid(pid, &mut status, libc::WUNTRACED);
-            if r != pid || !libc::WIFSTOPPED(status) {
-                if r == pid
-                    && libc::WIFEXITED(status)
-                    && libc::WEXITSTATUS(status) == EXIT_CREDENTIALS
-                {
-                    let (uid, gid) = user.unwrap_or_default();
-                    return Err(format!(
-                        "the new process could not take user {uid} and group {gid} (partix:User): \
-                         the executive needs root (CAP_SETUID, CAP_SETGID)"
-                    ));
-                }
-                return Err(format!(
-                    "the new process ended before exec ({})",
-                    Death::from_wait_status(status).map_or("?".into(), |d| d.to_string())
-                ));
-            }
-            self.pids[p] = pid;
-            // Into the partition's cgroup before exec: every thread and process it makes later
-            // is born there.
-            if let Some(cg) = self.cgroups[p].as_mut().filter(|_| !born_in_cgroup) {
-                if let Err(e) = cg.add(pid) {
-                    // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
-                    // the process.
-                    self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
-                    self.cgroups[p] = None;
-                } else {
-                    // A v1 hold that refuses the process is given up alone: the cgroup, with
-                    // the process in it, stays (dropping it would kill the process).
-                    let (memory, cpuset) = cg.add_v1(pid);
-                    if let Some(e) = memory {
-                        self.memory_error = Some(format!("v1 memory cgroup: {e}"));
-                        self.memory_cgroups[p] = None;
-                    }
-                    if let Some(e) = cpuset {
-                        self.cpuset_error = Some(format!("v1 cpuset cgroup: {e}"));
-                    }
-                }
-            }
-            let path = CString::new(format!("/proc/{pid}/stat")).expect("no NUL in a number");
-            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            // What the audits learnt about the partition survives its restarts (a restart it
-            // asks for itself must not clear them): a partition found running while it claimed
-            // to be parked stays held at every close, and one whose pending parks were turned
-            // off keeps them off.
-            self.gates[p] = GateState {
-                held: true,
-                by_signal: true,
-                stat_fd: fd,
-                distrusted: self.distrusted_by_partition[p],
-                no_pending: self.pending_off_by_partition[p],
-                ..GateState::NONE
-            };
-            Ok(pid)
-        }
+        let t0 = monotonic_ns();
+        let r = self.spawn_process(p);
+        self.spawn_ns.push(monotonic_ns() - t0);
+        r
     }
 
     fn stop(&mut self, p: usize) {
@@ -2181,6 +2206,9 @@ pub struct RunReport {
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
+    /// How long each partition process's spawn held the executive (ns), in order: the
+    /// startup's first, then the restarts'.
+    pub spawn_ns: Vec<u64>,
 }
 
 /// Failure of [`run_module`].
@@ -2248,7 +2276,8 @@ pub fn run_module(
     let mut sw = OsSwitcher::new(module, &shared, &cfg.programs, &[cpu])
         .map_err(RunError::Program)?
         .with_channels(&channels)
-        .with_mechanism(cfg.options.switch, cfg.options.park_bound);
+        .with_mechanism(cfg.options.switch, cfg.options.park_bound)
+        .with_spawn_into_cgroup(cfg.options.spawn_into_cgroup);
     let late_threshold = cfg.options.late_threshold;
     let switch = cfg.options.switch;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
@@ -2276,6 +2305,7 @@ pub fn run_module(
     let users_no_fifo = sw.users_no_fifo.take();
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
     let oom_kills = sw.oom_kills();
+    let spawn_ns = std::mem::take(&mut sw.spawn_ns);
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -2336,6 +2366,7 @@ pub fn run_module(
         users_keep_nice,
         users_no_fifo,
         armed_sleeps: clock.armed_sleeps,
+        spawn_ns,
     })
 }
 

@@ -10,23 +10,7 @@ use std::time::Duration;
 
 /// A partition with no ports; `exe` and `args` as given.
 pub fn partition(id: u32, name: &str, exe: Option<PathBuf>, args: &[&str]) -> Partition {
-    Partition {
-        id: PartitionId(id),
-        name: name.into(),
-        criticality: Criticality::LevelA,
-        system_partition: false,
-        entry_point: "main".into(),
-        executable: exe,
-        args: args.iter().map(|s| s.to_string()).collect(),
-        affinity: None,
-        descriptor_table: Default::default(),
-        user: None,
-        memory: Vec::new(),
-        sampling_ports: Vec::new(),
-        queuing_ports: Vec::new(),
-        hm: Vec::new(),
-        location: Location::default(),
-    }
+    Partition::program(id, name, exe, args.iter().map(|s| s.to_string()).collect())
 }
 
 /// A schedule with windows `(window id, partition id, offset ms, duration ms)`.

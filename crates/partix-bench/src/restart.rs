@@ -1,0 +1,395 @@
+//! `partix bench restart`: what a partition restart costs the rest of the schedule.
+//!
+//! A module of two partitions on one CPU, major frame 20 ms: `RESTART` (window 0–4 ms) runs
+//! `partix-testpart request --mode cold --after-ms A`, so each of its incarnations asks for a
+//! COLD_START `A` ms after it reached NORMAL, and `STEADY` (window 4–8 ms, right after it)
+//! sleeps. The executive respawns `RESTART` at the start of its window; whatever the respawn
+//! holds the executive delays the point that opens `STEADY`'s window.
+//!
+//! Classes, alternated per round (`--rounds`), each for `--seconds`:
+//! - **born in cgroup**: the default spawn (`clone3(CLONE_INTO_CGROUP)`; the new process joins
+//!   its v1 holds itself);
+//! - **fork + move**: `Options::spawn_into_cgroup = false`, the executive forks and writes the
+//!   new pid into the cgroup's `cgroup.procs` (and the v1 holds'), as partix did before;
+//! - **no restart**: `RESTART` only sleeps, the schedule's own lateness.
+//!
+//! Measured per class: the time each respawn held the executive (`RunReport::spawn_ns`), and
+//! how late `STEADY`'s window opened in the frames where `RESTART` was respawned (from the
+//! trace; every frame for "no restart"). Raw baseline in the same run, on the same CPU at the
+//! same priority (SCHED_FIFO 99): `fork` of this process, the child stopping itself, the
+//! parent's `waitpid(WUNTRACED)` — the floor of a spawn that makes a stopped process.
+
+use crate::report::{self, Recorder};
+use clap::Args;
+use partix_config::model::*;
+use partix_runtime::attach::monotonic_ns;
+use partix_runtime::executive::os::{
+    default_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
+};
+use partix_runtime::executive::Options;
+use partix_runtime::trace::RecordKind;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Arguments of `partix bench restart`.
+#[derive(Args, Debug)]
+pub struct RestartArgs {
+    /// Seconds of schedule per class and round.
+    #[arg(long, default_value_t = 3)]
+    pub seconds: u64,
+    /// Rounds; the classes alternate within each.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: u32,
+    /// Milliseconds each incarnation of `RESTART` runs after reaching NORMAL before it asks for
+    /// a COLD_START.
+    #[arg(long, default_value_t = 10)]
+    pub after_ms: u64,
+    /// CPU of the executive and the partitions (default: the last CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Write CDF plots (respawn time; STEADY's lateness) as SVG into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// The partition program (default: `partix-testpart` beside partix, or in PATH).
+    #[arg(long)]
+    pub testpart: Option<PathBuf>,
+}
+
+const FRAME_MS: u64 = 20;
+const WINDOW_MS: u64 = 4;
+
+/// The classes, in the order they run in each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The default spawn (`clone3(CLONE_INTO_CGROUP)`).
+    BornInCgroup,
+    /// `Options::spawn_into_cgroup = false`.
+    ForkAndMove,
+    /// RESTART only sleeps.
+    NoRestart,
+}
+
+impl Class {
+    /// Every class, in the order of a round.
+    pub const ALL: [Class; 3] = [Class::BornInCgroup, Class::ForkAndMove, Class::NoRestart];
+
+    /// The class's name in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::BornInCgroup => "born in cgroup",
+            Class::ForkAndMove => "fork + move",
+            Class::NoRestart => "no restart",
+        }
+    }
+}
+
+fn module(class: Class, after_ms: u64, exe: PathBuf) -> Module {
+    let ms = Duration::from_millis;
+    let part = |id: u32, name: &str, args: Vec<String>| {
+        Partition::program(id, name, Some(exe.clone()), args)
+    };
+    let restarter = match class {
+        Class::NoRestart => vec!["sleep".to_string()],
+        _ => ["request", "--mode", "cold", "--after-ms"]
+            .iter()
+            .map(ToString::to_string)
+            .chain([after_ms.to_string()])
+            .collect(),
+    };
+    let win = |id: u32, off: u64| Window {
+        id,
+        partition: PartitionId(id),
+        offset: ms(off),
+        duration: ms(WINDOW_MS),
+        period_start: true,
+    };
+    let ps = |id: u32| PartitionSchedule {
+        partition: PartitionId(id),
+        period: ms(FRAME_MS),
+        duration: ms(WINDOW_MS),
+    };
+    Module {
+        name: "bench-restart".into(),
+        version: None,
+        source: None,
+        partitions: vec![
+            part(1, "RESTART", restarter),
+            part(2, "STEADY", vec!["sleep".into()]),
+        ],
+        schedules: vec![ModuleSchedule {
+            id: ScheduleId(1),
+            name: None,
+            major_frame: ms(FRAME_MS),
+            partitions: vec![ps(1), ps(2)],
+            windows: vec![win(1, 0), win(2, WINDOW_MS)],
+            location: Location::default(),
+        }],
+        initial_schedule: 0,
+        channels: Vec::new(),
+        system_hm: Vec::new(),
+        module_hm: Vec::new(),
+    }
+}
+
+fn run_class(class: Class, args: &RestartArgs, cpu: usize) -> anyhow::Result<RunReport> {
+    let exe = args
+        .testpart
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("partix-testpart"));
+    let m = module(class, args.after_ms, exe);
+    let programs = (0..m.partitions.len())
+        .map(|p| resolve_program(&m, p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}: build the test partition beside partix with `cargo build --release -p partix-runtime --bins`"
+            )
+        })?;
+    let frames = args.seconds.max(1) * 1000 / FRAME_MS;
+    let cfg = RunConfig {
+        programs,
+        cpu: Some(cpu),
+        options: Options {
+            max_frames: Some(frames),
+            trace_capacity: (frames as usize + 2) * 16,
+            log: false,
+            spawn_into_cgroup: class != Class::ForkAndMove,
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    std::thread::spawn(move || {
+        static STOP: AtomicBool = AtomicBool::new(false);
+        run_module(&m, cfg, &STOP)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("executive thread panicked"))?
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// What one run of a class gave: respawn durations, STEADY's lateness in the frames that
+/// count (those with a respawn; every frame without restarts), and the restarts.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// How long each respawn held the executive (ns).
+    pub spawn: Recorder,
+    /// How late STEADY's windows opened (ns).
+    pub late: Recorder,
+    /// Restarts of RESTART.
+    pub restarts: u64,
+}
+
+/// What [`measure`] gave.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// The raw `fork` + stop baseline (ns).
+    pub base: Recorder,
+    /// Every run, in order.
+    pub samples: Vec<(Class, Sample)>,
+}
+
+impl Measured {
+    /// The runs of `class` merged.
+    pub fn merged(&self, class: Class) -> Sample {
+        let mut m = Sample::default();
+        for (_, s) in self.samples.iter().filter(|(c, _)| *c == class) {
+            m.spawn.merge(&s.spawn);
+            m.late.merge(&s.late);
+            m.restarts += s.restarts;
+        }
+        m
+    }
+}
+
+fn sample_of(class: Class, r: &RunReport) -> Sample {
+    let mut spawn = Recorder::new();
+    // The startup's spawns come first, one per partition.
+    for &ns in r.spawn_ns.iter().skip(r.partitions.len()) {
+        spawn.record(ns);
+    }
+    let records = r.trace.records();
+    // When RESTART was respawned (module time: the point that opened its window).
+    let respawns: Vec<u64> = records
+        .iter()
+        .filter(|x| x.kind == RecordKind::Mode && x.partition == 0 && x.text2 == "restart")
+        .map(|x| x.actual_start)
+        .collect();
+    let mut late = Recorder::new();
+    for x in records
+        .iter()
+        .filter(|x| x.kind == RecordKind::Window && x.partition == 1)
+    {
+        // STEADY's window follows RESTART's in the same frame: the respawn counts for it if it
+        // came at that frame's start (or up to 1 ms ahead, for an early switch).
+        let frame_start = x.planned_start.saturating_sub(WINDOW_MS * 1_000_000);
+        let after_respawn = respawns
+            .iter()
+            .any(|&t| t + 1_000_000 >= frame_start && t < x.planned_start);
+        if class == Class::NoRestart || after_respawn {
+            late.record(x.actual_start.saturating_sub(x.planned_start));
+        }
+    }
+    Sample {
+        spawn,
+        late,
+        restarts: r.partitions[0].stats.restarts,
+    }
+}
+
+/// Baseline: `fork`, the child stops itself, `waitpid(WUNTRACED)`, on `cpu` at SCHED_FIFO 99;
+/// the child is then killed and reaped outside the timing.
+fn fork_baseline(cpu: usize, samples: u32) -> Recorder {
+    std::thread::spawn(move || {
+        let _rt = RtThread::enter(cpu);
+        let mut r = Recorder::new();
+        for _ in 0..samples {
+            let t0 = monotonic_ns();
+            // SAFETY: the child only raises SIGSTOP and exits (async-signal-safe).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: raise and _exit are async-signal-safe.
+                unsafe {
+                    libc::raise(libc::SIGSTOP);
+                    libc::_exit(0);
+                }
+            }
+            if pid < 0 {
+                break;
+            }
+            let mut st = 0;
+            // SAFETY: pid is our child; st a valid out-pointer.
+            unsafe { libc::waitpid(pid, &mut st, libc::WUNTRACED) };
+            r.record(monotonic_ns() - t0);
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut st, 0);
+            }
+        }
+        r
+    })
+    .join()
+    .unwrap_or_default()
+}
+
+/// Run every class `--rounds` times (alternated) and the raw baseline; progress on stderr.
+///
+/// # Errors
+/// A partition program cannot be found, or a run fails.
+pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
+    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let mut m = Measured::default();
+    let runs = args.rounds.max(1) as usize * Class::ALL.len();
+    for round in 0..args.rounds.max(1) {
+        for class in Class::ALL {
+            eprintln!(
+                "round {}/{}: {} ({}/{runs})",
+                round + 1,
+                args.rounds.max(1),
+                class.name(),
+                m.samples.len() + 1
+            );
+            let r = run_class(class, args, cpu)?;
+            m.samples.push((class, sample_of(class, &r)));
+        }
+        m.base.merge(&fork_baseline(cpu, 200));
+    }
+    Ok(m)
+}
+
+/// Run the benchmark.
+pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
+    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    println!("# partix bench restart — what a partition's respawn costs the next window");
+    println!("{}", report::machine_line());
+    println!(
+        "module: RESTART (window 0-{WINDOW_MS} ms, COLD_START {} ms after each NORMAL) and STEADY \
+         (window {WINDOW_MS}-{} ms), {FRAME_MS} ms frame, CPU {cpu}; {} s per class, {} rounds",
+        args.after_ms,
+        2 * WINDOW_MS,
+        args.seconds,
+        args.rounds
+    );
+    let m = measure(&args)?;
+    let (born, fork) = (m.merged(Class::BornInCgroup), m.merged(Class::ForkAndMove));
+    let calm = m.merged(Class::NoRestart).late;
+    let (base, samples) = (&m.base, &m.samples);
+    let restarting = [Class::BornInCgroup, Class::ForkAndMove];
+    println!();
+    report::print_header();
+    let raw = base.summary("raw fork + stop (baseline)");
+    raw.print_row();
+    let spawn_rows = [
+        born.spawn.summary("respawn, born in cgroup"),
+        fork.spawn.summary("respawn, fork + move"),
+    ];
+    for r in &spawn_rows {
+        r.print_row();
+    }
+    let calm_row = calm.summary("STEADY late, no restart");
+    let late_rows = [
+        born.late.summary("STEADY late, born in cgroup"),
+        fork.late.summary("STEADY late, fork + move"),
+    ];
+    calm_row.print_row();
+    for r in &late_rows {
+        r.print_row();
+    }
+    println!();
+    for (r, c) in spawn_rows.iter().zip([&born, &fork]) {
+        println!("{} ({} restarts)", r.ratio_to(&raw), c.restarts);
+    }
+    let us = |ns: u64, base: u64| (ns as f64 - base as f64) / 1000.0;
+    for r in &late_rows {
+        println!(
+            "{}: p50 {:+.1} µs, p99 {:+.1} µs, max {:+.1} µs over the schedule without restarts",
+            r.name,
+            us(r.p50, calm_row.p50),
+            us(r.p99, calm_row.p99),
+            us(r.max, calm_row.max)
+        );
+    }
+    for class in restarting {
+        let per_round: Vec<String> = samples
+            .iter()
+            .filter(|(c, _)| *c == class)
+            .map(|(_, s)| format!("{:.2}", s.spawn.summary("").p50 as f64 / 1e6))
+            .collect();
+        println!(
+            "respawn p50 per round, {}: {} ms",
+            class.name(),
+            per_round.join(" / ")
+        );
+    }
+    if let Some(dir) = &args.plot {
+        let path = dir.join("restart_respawn_cdf.svg");
+        report::plot_cdf(
+            &path,
+            "partix respawn time at a scheduling point (CDF)",
+            "respawn (µs)",
+            &[
+                ("raw fork + stop", base),
+                ("born in cgroup", &born.spawn),
+                ("fork + move", &fork.spawn),
+            ],
+            1.0,
+        )?;
+        println!("plot: {}", path.display());
+        let path = dir.join("restart_steady_late_cdf.svg");
+        report::plot_cdf(
+            &path,
+            "STEADY's window opening late after RESTART's respawn (CDF)",
+            "late (µs)",
+            &[
+                ("no restart", &calm),
+                ("born in cgroup", &born.late),
+                ("fork + move", &fork.late),
+            ],
+            1.0,
+        )?;
+        println!("plot: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
