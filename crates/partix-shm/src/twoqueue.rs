@@ -290,6 +290,8 @@ pub struct QueueManager {
     scratch: Vec<u8>,
     moved: u64,
     recovered: u64,
+    /// Calls of [`QueueManager::run_once`].
+    rounds: u64,
 }
 
 /// Build the move views over the rings (a free function so that the caller can borrow the
@@ -399,6 +401,7 @@ impl QueueManager {
             scratch,
             moved: 0,
             recovered,
+            rounds: 0,
         };
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
@@ -454,6 +457,7 @@ impl QueueManager {
     /// [`QueueManager::run_once`] calling `delivered()` between each move's RX publish and its TX
     /// commit (for tests).
     fn run_once_with(&mut self, delivered: impl FnMut()) -> usize {
+        self.rounds += 1;
         let cap = self.capacity;
         let v = move_views(
             &self.tx_ring,
@@ -512,6 +516,11 @@ impl QueueManager {
         self.moved
     }
 
+    /// Return the rounds ([`QueueManager::run_once`]) made so far by this handle.
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
     /// Return the messages a killed predecessor had delivered but not committed, which this
     /// manager committed at attach (0 or 1; more after a CLEAR cut short).
     pub fn recovered(&self) -> u64 {
@@ -549,9 +558,10 @@ impl QueueManager {
     }
 }
 
-/// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; a
-/// message held back for lack of RX room (a sender ignoring its credits) is retried every
-/// millisecond; after impossible TX counters it parks until the sender stores another tail).
+/// Run `manager` until `stop`: move, then park on the doorbell (no polling while idle; with a
+/// message held back for lack of RX room (a sender ignoring its credits) it parks until the
+/// receiver pops one; after impossible TX counters it parks until the sender stores another
+/// tail).
 pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
     run_manager_with(manager, stop, || false)
 }
@@ -566,23 +576,34 @@ pub fn run_manager_with(
     stop: &AtomicBool,
     mut idle: impl FnMut() -> bool,
 ) {
-    let (doorbell, probe) = {
+    let (doorbell, space, ack, probe) = {
         let m = manager.lock().unwrap_or_else(|e| e.into_inner());
         // A second consumer handle that never pops: it only reads the counters.
         let probe = RingConsumer::attach(m.tx_region.clone(), TX_RING).ok();
-        (m.doorbell.clone(), probe)
+        let ack = ack_area(&m.tx_region).ok();
+        (m.doorbell.clone(), m.space.clone(), ack, probe)
     };
+    let acked = || ack.as_ref().map(|a| a.u64_at(0).load(Ordering::Acquire));
     while !stop.load(Ordering::Acquire) {
         // The TX tail before the round: if the round finds the counters impossible, nothing moves
         // until the sender stores another tail (one it stored since is seen at once).
         let tail = probe.as_ref().map(RingConsumer::pushed);
+        // The ack before the round: if the round finds the RX ring full, room comes with the
+        // receiver's next pop, whose ack store (after the round or not) differs from this one.
+        let acked_before = acked();
         let (pending, corrupt) = {
             let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
             m.run_once();
             (m.rx_full, m.tx_corrupt)
         };
         if pending {
-            std::thread::sleep(Duration::from_millis(1));
+            // A sender ignoring its credits filled the RX ring: wait for the receiver's pop (it
+            // stores the ack and wakes the space notifier), not a retry every millisecond,
+            // which woke the destination 1000 times a second for as long as the sender kept it
+            // so. The deadline only bounds a missed stop.
+            space.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
+                acked() != acked_before || stop.load(Ordering::Acquire)
+            });
             continue;
         }
         if idle() {
@@ -754,6 +775,79 @@ mod tests {
         }
         assert_eq!(s.try_send(&[9]), Err(PushError::Full));
         assert_eq!(s.in_flight(), 3);
+    }
+
+    /// A sender that ignores its credits fills the RX ring and keeps messages waiting in TX.
+    /// The manager used to retry every millisecond for as long as that lasted (a destination
+    /// woken 1000 times a second by another partition); it now sleeps until the receiver pops,
+    /// then moves the next message at once.
+    #[test]
+    fn a_manager_behind_a_sender_ignoring_its_credits_sleeps_until_the_receiver_pops() {
+        let shape = QueueShape::new(16, 4).unwrap();
+        let tx = Arc::new(Region::create("partix-twoqueue-tx", shape.tx_size_bytes()).unwrap());
+        let rx = Arc::new(Region::create("partix-twoqueue-rx", shape.rx_size_bytes()).unwrap());
+        shape.init(&tx, &rx).unwrap();
+        let mut rogue = QueueSender::attach(tx.clone(), u32::MAX).unwrap();
+        let mut r = QueueReceiver::attach(tx.clone(), rx.clone()).unwrap();
+        let m = Arc::new(Mutex::new(QueueManager::attach(tx.clone(), rx).unwrap()));
+        let wake = QueueSenderProbe::attach(tx, 4).unwrap();
+        // RX full, and as many more waiting in TX.
+        let mut sent = 0u8;
+        while rogue.try_send(&[sent]).is_ok() {
+            sent += 1;
+        }
+        assert_eq!(m.lock().unwrap().run_once(), usize::from(sent));
+        let in_rx = sent;
+        while rogue.try_send(&[sent]).is_ok() {
+            sent += 1;
+        }
+        assert!(sent > in_rx, "the rogue sender refilled TX");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (m2, stop2) = (m.clone(), stop.clone());
+        let t = std::thread::spawn(move || run_manager(&m2, &stop2));
+        std::thread::sleep(Duration::from_millis(100));
+        let (rounds0, moved0) = {
+            let g = m.lock().unwrap();
+            (g.rounds(), g.moved())
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let rounds1 = m.lock().unwrap().rounds();
+        assert!(
+            rounds1 - rounds0 < 10,
+            "{} rounds in 300 ms with the RX ring full",
+            rounds1 - rounds0
+        );
+        // A pop makes room: the next message moves without waiting for the 1 s deadline.
+        let mut buf = [0u8; 16];
+        assert_eq!(r.try_recv(&mut buf), Ok(1));
+        assert_eq!(buf[0], 0);
+        let t0 = Instant::now();
+        while m.lock().unwrap().moved() == moved0 && t0.elapsed() < Duration::from_millis(900) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            m.lock().unwrap().moved(),
+            moved0 + 1,
+            "the pop did not wake the manager"
+        );
+        // Everything arrives, in order.
+        for want in 1..sent {
+            let t0 = Instant::now();
+            loop {
+                match r.try_recv(&mut buf) {
+                    Ok(1) => break,
+                    _ if t0.elapsed() < Duration::from_secs(5) => {
+                        std::thread::sleep(Duration::from_millis(1))
+                    }
+                    other => panic!("message {want}: {other:?}"),
+                }
+            }
+            assert_eq!(buf[0], want);
+        }
+        stop.store(true, Ordering::Release);
+        wake.space().notify();
+        m.lock().unwrap().doorbell().notify();
+        t.join().unwrap();
     }
 
     #[test]
