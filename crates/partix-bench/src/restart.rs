@@ -1,10 +1,12 @@
 //! `partix bench restart`: what a partition restart costs the rest of the schedule.
 //!
-//! A module of two partitions on one CPU, major frame 20 ms: `RESTART` (window 0–4 ms) runs
-//! `partix-testpart request --mode cold --after-ms A`, so each of its incarnations asks for a
-//! COLD_START `A` ms after it reached NORMAL, and `STEADY` (window 4–8 ms, right after it)
-//! sleeps. The executive respawns `RESTART` at the start of its window; whatever the respawn
-//! holds the executive delays the point that opens `STEADY`'s window.
+//! A module of two partitions on one CPU, major frame 20 ms: `RESTART` (window 0–W, W =
+//! `--restart-window-us`, 1 ms by default) runs `partix-testpart request --mode cold
+//! --after-ms A`, so each of its incarnations asks for a COLD_START `A` ms after it reached
+//! NORMAL, and `STEADY` (a 4 ms window right after it) sleeps. Two points of the schedule do
+//! the restart's work: the one that closes `RESTART`'s window and opens `STEADY`'s sees the
+//! request and kills the process; the one that opens `RESTART`'s window respawns it. A
+//! respawn longer than `RESTART`'s own window delays `STEADY`'s opening.
 //!
 //! Classes, alternated per round (`--rounds`), each for `--seconds`:
 //! - **born in cgroup**: the default spawn (`clone3(CLONE_INTO_CGROUP)`; the new process joins
@@ -14,10 +16,12 @@
 //! - **no restart**: `RESTART` only sleeps, the schedule's own lateness.
 //!
 //! Measured per class: the time each respawn held the executive (`RunReport::spawn_ns`), and
-//! how late `STEADY`'s window opened in the frames where `RESTART` was respawned (from the
-//! trace; every frame for "no restart"). Raw baseline in the same run, on the same CPU at the
-//! same priority (SCHED_FIFO 99): `fork` of this process, the child stopping itself, the
-//! parent's `waitpid(WUNTRACED)` — the floor of a spawn that makes a stopped process.
+//! how late `STEADY` resumed (its partition's own resume stamp, as the executive's `late`
+//! count takes it: the open's wake-up + PtswO − planned start) in three sets of frames: those
+//! where `RESTART` was respawned, those where it was killed, and the other ("quiet") frames of
+//! the same runs; every frame for "no restart". Raw baseline in the same run, on the same CPU
+//! at the same priority (SCHED_FIFO 99): `fork` of this process, the child stopping itself,
+//! the parent's `waitpid(WUNTRACED)` — the floor of a spawn that makes a stopped process.
 
 use crate::report::{self, Recorder};
 use clap::Args;
@@ -46,6 +50,9 @@ pub struct RestartArgs {
     /// a COLD_START.
     #[arg(long, default_value_t = 10)]
     pub after_ms: u64,
+    /// Length of `RESTART`'s window (µs); its respawn is charged to it.
+    #[arg(long, default_value_t = 1000)]
+    pub restart_window_us: u64,
     /// CPU of the executive and the partitions (default: the last CPU).
     #[arg(long)]
     pub cpu: Option<usize>,
@@ -58,6 +65,7 @@ pub struct RestartArgs {
 }
 
 const FRAME_MS: u64 = 20;
+/// `STEADY`'s window (ms).
 const WINDOW_MS: u64 = 4;
 
 /// The classes, in the order they run in each round.
@@ -85,8 +93,11 @@ impl Class {
     }
 }
 
-fn module(class: Class, after_ms: u64, exe: PathBuf) -> Module {
+fn module(class: Class, args: &RestartArgs, exe: PathBuf) -> Module {
     let ms = Duration::from_millis;
+    let us = Duration::from_micros;
+    let after_ms = args.after_ms;
+    let w1 = args.restart_window_us.clamp(100, 10_000);
     let part = |id: u32, name: &str, args: Vec<String>| {
         Partition::program(id, name, Some(exe.clone()), args)
     };
@@ -98,17 +109,17 @@ fn module(class: Class, after_ms: u64, exe: PathBuf) -> Module {
             .chain([after_ms.to_string()])
             .collect(),
     };
-    let win = |id: u32, off: u64| Window {
+    let win = |id: u32, off: Duration, len: Duration| Window {
         id,
         partition: PartitionId(id),
-        offset: ms(off),
-        duration: ms(WINDOW_MS),
+        offset: off,
+        duration: len,
         period_start: true,
     };
-    let ps = |id: u32| PartitionSchedule {
+    let ps = |id: u32, len: Duration| PartitionSchedule {
         partition: PartitionId(id),
         period: ms(FRAME_MS),
-        duration: ms(WINDOW_MS),
+        duration: len,
     };
     Module {
         name: "bench-restart".into(),
@@ -122,8 +133,11 @@ fn module(class: Class, after_ms: u64, exe: PathBuf) -> Module {
             id: ScheduleId(1),
             name: None,
             major_frame: ms(FRAME_MS),
-            partitions: vec![ps(1), ps(2)],
-            windows: vec![win(1, 0), win(2, WINDOW_MS)],
+            partitions: vec![ps(1, us(w1)), ps(2, ms(WINDOW_MS))],
+            windows: vec![
+                win(1, Duration::ZERO, us(w1)),
+                win(2, us(w1), ms(WINDOW_MS)),
+            ],
             location: Location::default(),
         }],
         initial_schedule: 0,
@@ -138,7 +152,7 @@ fn run_class(class: Class, args: &RestartArgs, cpu: usize) -> anyhow::Result<Run
         .testpart
         .clone()
         .unwrap_or_else(|| PathBuf::from("partix-testpart"));
-    let m = module(class, args.after_ms, exe);
+    let m = module(class, args, exe);
     let programs = (0..m.partitions.len())
         .map(|p| resolve_program(&m, p))
         .collect::<Result<Vec<_>, _>>()
@@ -169,14 +183,18 @@ fn run_class(class: Class, args: &RestartArgs, cpu: usize) -> anyhow::Result<Run
     .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// What one run of a class gave: respawn durations, STEADY's lateness in the frames that
-/// count (those with a respawn; every frame without restarts), and the restarts.
+/// What one run of a class gave: respawn durations, how late STEADY resumed per kind of
+/// frame, and the restarts.
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
     /// How long each respawn held the executive (ns).
     pub spawn: Recorder,
-    /// How late STEADY's windows opened (ns).
-    pub late: Recorder,
+    /// How late STEADY resumed in frames where RESTART was respawned (ns).
+    pub late_respawn: Recorder,
+    /// How late STEADY resumed in frames where RESTART was killed (ns).
+    pub late_kill: Recorder,
+    /// How late STEADY resumed in the other frames (ns; every frame for "no restart").
+    pub late_quiet: Recorder,
     /// Restarts of RESTART.
     pub restarts: u64,
 }
@@ -196,46 +214,64 @@ impl Measured {
         let mut m = Sample::default();
         for (_, s) in self.samples.iter().filter(|(c, _)| *c == class) {
             m.spawn.merge(&s.spawn);
-            m.late.merge(&s.late);
+            m.late_respawn.merge(&s.late_respawn);
+            m.late_kill.merge(&s.late_kill);
+            m.late_quiet.merge(&s.late_quiet);
             m.restarts += s.restarts;
         }
         m
     }
 }
 
-fn sample_of(class: Class, r: &RunReport) -> Sample {
+fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
     let mut spawn = Recorder::new();
     // The startup's spawns come first, one per partition.
     for &ns in r.spawn_ns.iter().skip(r.partitions.len()) {
         spawn.record(ns);
     }
     let records = r.trace.records();
-    // When RESTART was respawned (module time: the point that opened its window).
-    let respawns: Vec<u64> = records
-        .iter()
-        .filter(|x| x.kind == RecordKind::Mode && x.partition == 0 && x.text2 == "restart")
-        .map(|x| x.actual_start)
-        .collect();
-    let mut late = Recorder::new();
+    // Module times of RESTART's respawns (the point that opened its window) and kills (the
+    // point that saw its request: the one that opens STEADY's window).
+    let at = |cause: &str| -> Vec<u64> {
+        records
+            .iter()
+            .filter(|x| x.kind == RecordKind::Mode && x.partition == 0 && x.text2 == cause)
+            .map(|x| x.actual_start)
+            .collect()
+    };
+    let (respawns, kills) = (at("restart"), at("SET_PARTITION_MODE"));
+    let mut s = Sample {
+        spawn,
+        restarts: r.partitions[0].stats.restarts,
+        ..Sample::default()
+    };
     for x in records
         .iter()
         .filter(|x| x.kind == RecordKind::Window && x.partition == 1)
     {
-        // STEADY's window follows RESTART's in the same frame: the respawn counts for it if it
-        // came at that frame's start (or up to 1 ms ahead, for an early switch).
-        let frame_start = x.planned_start.saturating_sub(WINDOW_MS * 1_000_000);
-        let after_respawn = respawns
+        // Resumed: the open's wake-up plus the partition's own resume stamp (PtswO), where the
+        // partition stamped one.
+        let resumed = match x.ptswo_ns {
+            u64::MAX => x.actual_start,
+            d => x.actual_start + d,
+        };
+        let late = resumed.saturating_sub(x.planned_start);
+        // The respawn came at this frame's start (RESTART's window, up to 1 ms ahead for the
+        // executive's early wake-up); the kill at STEADY's own opening point.
+        let frame_start = x.planned_start.saturating_sub(restart_window_ns);
+        let near = |t: u64, p: u64| t + 1_000_000 >= p && t <= p + 1_000_000;
+        if respawns
             .iter()
-            .any(|&t| t + 1_000_000 >= frame_start && t < x.planned_start);
-        if class == Class::NoRestart || after_respawn {
-            late.record(x.actual_start.saturating_sub(x.planned_start));
+            .any(|&t| t + 1_000_000 >= frame_start && t < x.planned_start)
+        {
+            s.late_respawn.record(late);
+        } else if kills.iter().any(|&t| near(t, x.planned_start)) {
+            s.late_kill.record(late);
+        } else {
+            s.late_quiet.record(late);
         }
     }
-    Sample {
-        spawn,
-        late,
-        restarts: r.partitions[0].stats.restarts,
-    }
+    s
 }
 
 /// Baseline: `fork`, the child stops itself, `waitpid(WUNTRACED)`, on `cpu` at SCHED_FIFO 99;
@@ -292,7 +328,8 @@ pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
                 m.samples.len() + 1
             );
             let r = run_class(class, args, cpu)?;
-            m.samples.push((class, sample_of(class, &r)));
+            m.samples
+                .push((class, sample_of(&r, args.restart_window_us * 1000)));
         }
         m.base.merge(&fork_baseline(cpu, 200));
     }
@@ -302,24 +339,20 @@ pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
 /// Run the benchmark.
 pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
     let cpu = args.cpu.unwrap_or_else(default_cpu);
-    println!("# partix bench restart — what a partition's respawn costs the next window");
+    let w1 = args.restart_window_us.clamp(100, 10_000);
+    println!("# partix bench restart — what a partition's restart costs the next window");
     println!("{}", report::machine_line());
     println!(
-        "module: RESTART (window 0-{WINDOW_MS} ms, COLD_START {} ms after each NORMAL) and STEADY \
-         (window {WINDOW_MS}-{} ms), {FRAME_MS} ms frame, CPU {cpu}; {} s per class, {} rounds",
-        args.after_ms,
-        2 * WINDOW_MS,
-        args.seconds,
-        args.rounds
+        "module: RESTART (window 0-{w1} µs, COLD_START {} ms after each NORMAL) and STEADY \
+         (the next {WINDOW_MS} ms), {FRAME_MS} ms frame, CPU {cpu}; {} s per class, {} rounds",
+        args.after_ms, args.seconds, args.rounds
     );
     let m = measure(&args)?;
     let (born, fork) = (m.merged(Class::BornInCgroup), m.merged(Class::ForkAndMove));
-    let calm = m.merged(Class::NoRestart).late;
-    let (base, samples) = (&m.base, &m.samples);
-    let restarting = [Class::BornInCgroup, Class::ForkAndMove];
+    let calm = m.merged(Class::NoRestart).late_quiet;
     println!();
     report::print_header();
-    let raw = base.summary("raw fork + stop (baseline)");
+    let raw = m.base.summary("raw fork + stop (baseline)");
     raw.print_row();
     let spawn_rows = [
         born.spawn.summary("respawn, born in cgroup"),
@@ -329,30 +362,38 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
         r.print_row();
     }
     let calm_row = calm.summary("STEADY late, no restart");
-    let late_rows = [
-        born.late.summary("STEADY late, born in cgroup"),
-        fork.late.summary("STEADY late, fork + move"),
-    ];
     calm_row.print_row();
-    for r in &late_rows {
-        r.print_row();
+    let mut late_rows = Vec::new();
+    for (c, name) in [(&born, "born in cgroup"), (&fork, "fork + move")] {
+        for (rec, when) in [
+            (&c.late_quiet, "quiet"),
+            (&c.late_kill, "kill"),
+            (&c.late_respawn, "respawn"),
+        ] {
+            let r = rec.summary(&format!("STEADY late, {name}, {when}"));
+            r.print_row();
+            late_rows.push(r);
+        }
     }
     println!();
     for (r, c) in spawn_rows.iter().zip([&born, &fork]) {
         println!("{} ({} restarts)", r.ratio_to(&raw), c.restarts);
     }
     let us = |ns: u64, base: u64| (ns as f64 - base as f64) / 1000.0;
-    for r in &late_rows {
-        println!(
-            "{}: p50 {:+.1} µs, p99 {:+.1} µs, max {:+.1} µs over the schedule without restarts",
-            r.name,
-            us(r.p50, calm_row.p50),
-            us(r.p99, calm_row.p99),
-            us(r.max, calm_row.max)
-        );
+    for pair in late_rows.chunks(3) {
+        let quiet = &pair[0];
+        for r in &pair[1..] {
+            println!(
+                "{}: p50 {:+.1} µs, p99 {:+.1} µs over its quiet frames",
+                r.name,
+                us(r.p50, quiet.p50),
+                us(r.p99, quiet.p99)
+            );
+        }
     }
-    for class in restarting {
-        let per_round: Vec<String> = samples
+    for class in [Class::BornInCgroup, Class::ForkAndMove] {
+        let per_round: Vec<String> = m
+            .samples
             .iter()
             .filter(|(c, _)| *c == class)
             .map(|(_, s)| format!("{:.2}", s.spawn.summary("").p50 as f64 / 1e6))
@@ -370,7 +411,7 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
             "partix respawn time at a scheduling point (CDF)",
             "respawn (µs)",
             &[
-                ("raw fork + stop", base),
+                ("raw fork + stop", &m.base),
                 ("born in cgroup", &born.spawn),
                 ("fork + move", &fork.spawn),
             ],
@@ -380,12 +421,12 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
         let path = dir.join("restart_steady_late_cdf.svg");
         report::plot_cdf(
             &path,
-            "STEADY's window opening late after RESTART's respawn (CDF)",
+            "STEADY resuming late in frames with RESTART's respawn (CDF)",
             "late (µs)",
             &[
                 ("no restart", &calm),
-                ("born in cgroup", &born.late),
-                ("fork + move", &fork.late),
+                ("born in cgroup", &born.late_respawn),
+                ("fork + move", &fork.late_respawn),
             ],
             1.0,
         )?;

@@ -31,6 +31,7 @@ fn every_class_restarts_and_is_measured() {
         seconds: 1,
         rounds: 1,
         after_ms: 10,
+        restart_window_us: 1000,
         cpu: None,
         plot: None,
         testpart: Some(tp),
@@ -47,15 +48,18 @@ fn every_class_restarts_and_is_measured() {
             "{}: a respawn per restart",
             class.name()
         );
-        assert!(
-            s.late.len() > 0,
-            "{}: no window after a respawn",
-            class.name()
-        );
+        for (rec, what) in [
+            (&s.late_respawn, "after a respawn"),
+            (&s.late_kill, "at a kill"),
+            (&s.late_quiet, "quiet"),
+        ] {
+            assert!(rec.len() > 0, "{}: no window {what}", class.name());
+        }
     }
     let calm = m.merged(Class::NoRestart);
     assert_eq!(calm.restarts, 0);
     assert_eq!(calm.spawn.len(), 0);
     // One STEADY window per frame (1 s of 20 ms frames).
-    assert_eq!(calm.late.len(), 50);
+    assert_eq!(calm.late_quiet.len(), 50);
+    assert_eq!(calm.late_respawn.len() + calm.late_kill.len(), 0);
 }

@@ -290,7 +290,8 @@ impl PartitionCgroup {
     /// thread-group lock for writing (the RCU grace period of [`PartitionCgroup::dir_fd`]),
     /// and that while holding the kernel's `cgroup_mutex`, which the executive's own writes
     /// (`cgroup.freeze`, `clone3` into a cgroup) need too; a thread that moves itself through
-    /// `tasks` takes neither.
+    /// `tasks` takes `cgroup_mutex` only briefly and no grace period under it (Linux 6.x: the
+    /// kernel skips the thread-group lock for a single thread moving itself).
     pub fn v1_tasks_fds(&self) -> [RawFd; 2] {
         let memory = match &self.memory {
             Some(MemoryLimit::V1 { tasks, .. }) => tasks.as_raw_fd(),
@@ -483,7 +484,11 @@ impl PartitionCgroup {
     /// the one of the parent's cgroup).
     pub fn kill(&mut self) {
         let _ = self.freeze();
-        self.kill_rest();
+        // Twice: a child whose fork was under way at the first listing is listed (frozen) by
+        // the second.
+        if self.kill_rest() {
+            self.kill_rest();
+        }
     }
 
     /// SIGKILL every process listed in the cgroup (after [`PartitionCgroup::kill`]: one born
@@ -507,8 +512,14 @@ impl PartitionCgroup {
         if killed {
             self.thaw();
         } else {
+            // Until nothing is listed (at most 200 ms): the cgroup is removed next.
             self.kill();
-            self.kill_rest();
+            for _ in 0..200 {
+                if !self.kill_rest() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
     }
 }

@@ -86,6 +86,12 @@ pub trait Switcher {
     fn ending(&mut self, _p: usize) -> bool {
         false
     }
+    /// [`Switcher::ending`], but first wait up to `grace_ns` for the end (called where the
+    /// partition's own window is about to open, so the wait is charged to it). Default: no
+    /// wait.
+    fn ending_after(&mut self, p: usize, _grace_ns: u64) -> bool {
+        self.ending(p)
+    }
     /// Return a partition process that ended by itself since the last call, if any.
     fn poll_death(&mut self) -> Option<(usize, Death)>;
     /// Observe a trace record as it is made (golden tests render them; default: nothing).
@@ -284,6 +290,10 @@ enum Status {
     Idle,
     Restart { mode: u32, cond: u32 },
 }
+
+/// How long the point that opens a restarting partition's window waits for its killed process
+/// to end before it skips the window (charged to that window).
+const RESTART_GRACE_NS: u64 = 200_000;
 
 /// Per-partition counters of a run.
 #[derive(Debug, Clone, Default)]
@@ -1194,7 +1204,9 @@ impl<'m> Executive<'m> {
                 self.record_skip(sw, &w, frame, sched, "");
                 return;
             }
-            Status::Restart { .. } if sw.ending(p) => {
+            // A short grace first: a process killed at this very point usually ends within it
+            // (it may need this CPU to die), and then starts in this window, not a frame later.
+            Status::Restart { .. } if sw.ending_after(p, RESTART_GRACE_NS) => {
                 // Its old process has not ended yet: the restart waits, window by window.
                 let pr = &mut self.parts[p];
                 pr.stats.deferred += 1;

@@ -497,10 +497,6 @@ pub struct OsSwitcher<'s> {
     pub users_no_fifo: Option<String>,
 }
 
-/// How long [`Switcher::kill`] waits for the killed process to end before it leaves it to
-/// [`Switcher::ending`] (the scheduling point waits that long at most).
-const KILL_GRACE_NS: u64 = 200_000;
-
 /// CPU time a partition may use between the verification of its park and its next open (the
 /// last parked thread finishing its `FUTEX_WAIT` call) before the audit distrusts it.
 const AUDIT_SLACK_NS: u64 = 100_000;
@@ -821,11 +817,19 @@ impl<'s> OsSwitcher<'s> {
         // What the previous process of the partition reported, before its slots are reused.
         self.collect_joins();
         let into_cgroup = self.into_cgroup;
-        let into = self.cgroups[p].as_mut().and_then(|cg| {
-            // Thawed first: a process born in a frozen cgroup would start frozen.
+        // Thawed first (a kill leaves it frozen): a process born in a frozen cgroup would never
+        // reach its stop, and the wait for it would hold the executive. One that cannot be
+        // thawed is given up (as one that cannot be made).
+        if let Some(cg) = self.cgroups[p].as_mut() {
             cg.thaw();
-            cg.dir_fd().map(|fd| (fd, cg.v1_tasks_fds()))
-        });
+            if cg.is_frozen() {
+                self.cgroup_error = Some(format!("{}: cannot thaw it", cg.path().display()));
+                self.cgroups[p] = None;
+            }
+        }
+        let into = self.cgroups[p]
+            .as_ref()
+            .and_then(|cg| cg.dir_fd().map(|fd| (fd, cg.v1_tasks_fds())));
         let v1 = into.map_or([-1, -1], |(_, v1)| v1);
         let pr = &self.prepared[p];
         let mut argv: Vec<*const libc::c_char> = pr.argv.iter().map(|c| c.as_ptr()).collect();
@@ -1627,27 +1631,24 @@ impl Switcher for OsSwitcher<'_> {
             // SAFETY: pid is our child; kill has no memory preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             self.forget(p);
-            // A short grace, in real sleeps (the victim may need this CPU to die): a process
-            // usually ends within it, and a restart decided at a point that also opens the
-            // partition's window then starts in that window, not one frame later.
-            let deadline = monotonic_ns() + KILL_GRACE_NS;
-            loop {
-                match peek_child(pid) {
-                    Child::Running if monotonic_ns() < deadline => {
-                        nanosleep_abs(monotonic_ns() + 20_000);
-                    }
-                    Child::Running => {
-                        self.ending.push((p, pid));
-                        break;
-                    }
-                    Child::Ended(_) => {
-                        reap_later(pid);
-                        break;
-                    }
-                    Child::Gone => break,
-                }
+            match peek_child(pid) {
+                Child::Running => self.ending.push((p, pid)),
+                Child::Ended(_) => reap_later(pid),
+                Child::Gone => {}
             }
         }
+    }
+
+    fn ending_after(&mut self, p: usize, grace_ns: u64) -> bool {
+        // Real sleeps: the victim may need this CPU to die.
+        let deadline = monotonic_ns() + grace_ns;
+        while self.ending(p) {
+            if monotonic_ns() >= deadline {
+                return true;
+            }
+            nanosleep_abs(monotonic_ns() + 20_000);
+        }
+        false
     }
 
     fn ending(&mut self, p: usize) -> bool {
