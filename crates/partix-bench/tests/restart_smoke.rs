@@ -38,7 +38,7 @@ fn every_class_restarts_and_is_measured() {
     };
     let m = measure(&args).expect("bench runs");
     assert_eq!(m.samples.len(), Class::ALL.len());
-    assert!(m.base.len() > 0, "no raw fork baseline");
+    assert!(!m.base.is_empty(), "no raw fork baseline");
     for class in [Class::BornInCgroup, Class::ForkAndMove] {
         let s = m.merged(class);
         assert!(s.restarts >= 3, "{}: {} restarts", class.name(), s.restarts);
@@ -53,7 +53,7 @@ fn every_class_restarts_and_is_measured() {
             (&s.late_kill, "at a kill"),
             (&s.late_quiet, "quiet"),
         ] {
-            assert!(rec.len() > 0, "{}: no window {what}", class.name());
+            assert!(!rec.is_empty(), "{}: no window {what}", class.name());
         }
     }
     let calm = m.merged(Class::NoRestart);

@@ -205,7 +205,12 @@ impl Switcher for MockSwitcher<'_> {
                 ms(r.actual_start),
                 ms(r.actual_end)
             ),
-            RecordKind::Skipped => format!("  skip {} win={} (IDLE)", name(r.partition), r.window),
+            RecordKind::Skipped => format!(
+                "  skip {} win={} ({})",
+                name(r.partition),
+                r.window,
+                if r.text.is_empty() { "IDLE" } else { r.text }
+            ),
             RecordKind::Hm => format!("  HM {} {} -> {}", name(r.partition), r.text, r.text2),
             RecordKind::Mode => format!("  mode {} {} ({})", name(r.partition), r.text, r.text2),
             RecordKind::ScheduleSwitch => format!("  schedule {} -> {}", r.detail, r.window),
@@ -376,6 +381,49 @@ fn golden_schedule_with_module_schedule_switch_and_hm() {
     ];
     let log = run_golden(&m, script, 6, 0);
     compare("schedule_switch_hm.txt", &log);
+}
+
+/// A restart or IDLE that a partition asks for in its window ends its process when its next
+/// window would open, not at the point that reads the request (the close of its window, which
+/// opens the next partition's): the killed process's exit, which runs on the CPU as it dies,
+/// is its own window's cost, not the next partition's.
+#[test]
+fn a_process_to_restart_or_idle_is_killed_when_its_own_window_would_open() {
+    let m = golden_module();
+    let script = vec![
+        // Frame 0: P1 asks for COLD_START in its window (0-5 ms), P3 for IDLE in its (14-20).
+        (2_000_000, Act::RequestMode(0, mode::COLD_START)),
+        (15_000_000, Act::RequestMode(2, mode::IDLE)),
+    ];
+    let log = run_golden(&m, script, 3, 0);
+    let mut point = String::new();
+    let mut kills = Vec::new();
+    for l in &log {
+        if l.starts_with("t=") {
+            point = l.clone();
+        } else if let Some(who) = l.strip_prefix("  kill ") {
+            kills.push((who.to_string(), point.clone()));
+        }
+    }
+    // The end of the run kills what is still running (P1 and P2); before that, one kill each
+    // for P1 and P3, at the points that open their windows of frame 1.
+    let before_end: Vec<_> = kills
+        .iter()
+        .filter(|(_, pt)| !pt.contains("frame=3"))
+        .collect();
+    assert_eq!(before_end.len(), 2, "{log:#?}");
+    for (who, pt) in before_end {
+        assert!(
+            pt.contains("frame=1") && pt.contains(&format!("open {who} ")),
+            "{who} killed at {pt:?}, not when its own window would open: {log:#?}"
+        );
+    }
+    // P1 starts again in that window; P3's window is skipped.
+    let at = |needle: &str| log.iter().position(|l| l == needle);
+    let k1 = at("  kill P1").unwrap();
+    assert_eq!(log[k1 + 1], "  spawn P1", "{log:#?}");
+    let k3 = at("  kill P3").unwrap();
+    assert!(log[k3 + 1].starts_with("  skip P3"), "{log:#?}");
 }
 
 #[test]

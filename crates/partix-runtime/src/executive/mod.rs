@@ -325,6 +325,10 @@ struct PartRun {
     seq_at_open: u64,
     seen_mode: u32,
     stats: PartitionStats,
+    /// Its process is to be killed when its next window would open (a restart or IDLE decided
+    /// while its window was closed: the killed process's exit, which runs on the CPU as it
+    /// dies, is charged to its own window, not to the next partition's).
+    kill_pending: bool,
 }
 
 /// Histograms of the scheduling overheads (ns).
@@ -377,6 +381,9 @@ pub struct Executive<'m> {
     pub startup_ns: u64,
     /// Major frames started.
     pub frames: u64,
+    /// The run phase has begun: kills of partitions whose window is closed wait for their
+    /// next window ([`PartRun::kill_pending`]).
+    in_run: bool,
 }
 
 fn mode_name(m: u32) -> &'static str {
@@ -408,6 +415,7 @@ impl<'m> Executive<'m> {
             planner,
             parts: (0..n)
                 .map(|_| PartRun {
+                    kill_pending: false,
                     status: Status::Idle,
                     opened: false,
                     opened_since_spawn: false,
@@ -425,6 +433,7 @@ impl<'m> Executive<'m> {
             hm_events: Vec::new(),
             startup_ns: 0,
             frames: 0,
+            in_run: false,
         })
     }
 
@@ -721,9 +730,19 @@ impl<'m> Executive<'m> {
         }
     }
 
+    /// End partition `p`'s running process: at once during the initialisation or while its
+    /// window is open, else when its next window would open ([`PartRun::kill_pending`]).
+    fn kill_or_defer<S: Switcher>(&mut self, sw: &mut S, p: usize) {
+        if self.in_run && !self.parts[p].opened {
+            self.parts[p].kill_pending = true;
+        } else {
+            sw.kill(p);
+        }
+    }
+
     fn make_idle<S: Switcher>(&mut self, sw: &mut S, p: usize, cause: &'static str, at: u64) {
         if self.parts[p].status == Status::Running {
-            sw.kill(p);
+            self.kill_or_defer(sw, p);
         }
         self.parts[p].status = Status::Idle;
         let st = self.shared.partition(p);
@@ -742,7 +761,7 @@ impl<'m> Executive<'m> {
         at: u64,
     ) {
         if self.parts[p].status == Status::Running {
-            sw.kill(p);
+            self.kill_or_defer(sw, p);
         }
         self.parts[p].status = Status::Restart { mode: m, cond };
         let st = self.shared.partition(p);
@@ -845,6 +864,7 @@ impl<'m> Executive<'m> {
         sw: &mut S,
         stop: &AtomicBool,
     ) -> EndReason {
+        self.in_run = true;
         let reason = loop {
             if stop.load(Ordering::Relaxed) {
                 break EndReason::Stopped;
@@ -863,8 +883,9 @@ impl<'m> Executive<'m> {
         }
         self.shared.module().shutdown.store(1, Ordering::Release);
         for p in 0..self.parts.len() {
-            if self.parts[p].status == Status::Running {
+            if self.parts[p].status == Status::Running || self.parts[p].kill_pending {
                 sw.kill(p);
+                self.parts[p].kill_pending = false;
                 self.parts[p].status = Status::Idle;
                 self.shared.partition(p).pid.store(0, Ordering::Release);
             }
@@ -1035,6 +1056,12 @@ impl<'m> Executive<'m> {
         }
         // Deaths.
         while let Some((p, death)) = sw.poll_death() {
+            if self.parts[p].kill_pending {
+                // It was to be killed at its next window (restart or IDLE already decided):
+                // ending by itself first changes nothing.
+                self.parts[p].kill_pending = false;
+                continue;
+            }
             let d = hm::decide(self.module, p, death.error_code());
             self.hm_event(sw, p, Some(death), d, wake);
             if self.apply_death(sw, p, d, wake) {
@@ -1198,6 +1225,12 @@ impl<'m> Executive<'m> {
         sched: u32,
     ) {
         let p = w.partition;
+        if self.parts[p].kill_pending {
+            // Its restart or IDLE was decided while its window was closed: its process ends
+            // now, in its own time.
+            self.parts[p].kill_pending = false;
+            sw.kill(p);
+        }
         match self.parts[p].status {
             Status::Idle => {
                 self.parts[p].stats.skipped += 1;
