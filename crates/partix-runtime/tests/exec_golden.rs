@@ -176,6 +176,9 @@ impl Switcher for MockSwitcher<'_> {
     fn poll_death(&mut self) -> Option<(usize, Death)> {
         self.0.borrow_mut().deaths.pop_front()
     }
+    fn has_process(&self, p: usize) -> bool {
+        self.0.borrow().alive[p]
+    }
     fn note(&mut self, r: &Record) {
         let mut w = self.0.borrow_mut();
         let name = |p: u32| {
@@ -424,6 +427,76 @@ fn a_process_to_restart_or_idle_is_killed_when_its_own_window_would_open() {
     assert_eq!(log[k1 + 1], "  spawn P1", "{log:#?}");
     let k3 = at("  kill P3").unwrap();
     assert!(log[k3 + 1].starts_with("  skip P3"), "{log:#?}");
+}
+
+/// The kill waits for the partition's window only where that makes sense: a process that died
+/// before its pending kill is not reported to the HM (its restart was decided already); one
+/// that died before the decision is (a ModuleReset decided on another partition's death in the
+/// same look); and a partition the next schedule gives no window is killed at the switch.
+#[test]
+fn a_pending_kill_gives_way_to_deaths_and_schedule_switches() {
+    use partix_config::model::ModuleAction;
+    let has = |log: &[String], line: &str| log.iter().any(|l| l == line);
+    let hm_lines = |log: &[String], who: &str| {
+        log.iter()
+            .filter(|l| l.starts_with(&format!("  HM {who} ")))
+            .count()
+    };
+    // P1 asks for COLD_START in its window (kill pending from 5 ms), then dies at 10 ms: no HM
+    // event, and it starts again in its next window.
+    let m = golden_module();
+    let log = run_golden(
+        &m,
+        vec![
+            (2_000_000, Act::RequestMode(0, mode::COLD_START)),
+            (10_000_000, Act::Die(0, Death::Signaled(libc::SIGSEGV))),
+        ],
+        2,
+        0,
+    );
+    assert_eq!(hm_lines(&log, "P1"), 0, "{log:#?}");
+    assert!(has(&log, "  spawn P1"), "{log:#?}");
+    // P3 (numeric error: module level, RESET) and P2 die in the same look: the reset restarts
+    // every partition, and P2's death is still reported.
+    let mut m = golden_module();
+    module_level(&mut m, ErrorCode::NumericError, ModuleAction::Reset);
+    let log = run_golden(
+        &m,
+        vec![
+            (16_000_000, Act::Die(2, Death::Signaled(libc::SIGFPE))),
+            (16_000_000, Act::Die(1, Death::Signaled(libc::SIGSEGV))),
+        ],
+        2,
+        0,
+    );
+    assert_eq!(hm_lines(&log, "P3"), 1, "{log:#?}");
+    assert_eq!(hm_lines(&log, "P2"), 1, "{log:#?}");
+    // Schedule 2 gives P3 no window: P3's IDLE, asked for in its last window of schedule 1, is
+    // carried out at the switch (40 ms), not never.
+    let m = golden_module();
+    let log = run_golden(
+        &m,
+        vec![
+            (25_000_000, Act::RequestSchedule(0, 2)),
+            (35_000_000, Act::RequestMode(2, mode::IDLE)),
+        ],
+        4,
+        0,
+    );
+    let mut point = String::new();
+    let mut killed_at = None;
+    for l in &log {
+        if l.starts_with("t=") {
+            point = l.clone();
+        } else if l == "  kill P3" && killed_at.is_none() {
+            killed_at = Some(point.clone());
+        }
+    }
+    let at = killed_at.unwrap_or_else(|| panic!("P3 never killed: {log:#?}"));
+    assert!(
+        at.starts_with("t=40.000ms frame=2"),
+        "P3 killed at {at:?}: {log:#?}"
+    );
 }
 
 #[test]

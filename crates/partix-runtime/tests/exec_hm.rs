@@ -5,9 +5,7 @@
 mod exec_util;
 
 use exec_util::*;
-use partix_config::model::{
-    ErrorCode, ErrorLevel, ModuleAction, ModuleHmEntry, PartitionAction, SystemHmEntry,
-};
+use partix_config::model::{ErrorCode, ErrorLevel, ModuleAction, PartitionAction};
 use partix_runtime::executive::hm::{Action, Death};
 use partix_runtime::executive::{EndReason, SwitchMechanism};
 use partix_runtime::state::mode;
@@ -135,17 +133,7 @@ fn module_level_hm_shutdown_ends_the_run() {
         ],
         vec![schedule(1, 10, &[(1, 1, 0.0, 3.0), (2, 2, 4.0, 3.0)])],
     );
-    m.system_hm = vec![SystemHmEntry {
-        system_state: 1,
-        error_id: 7,
-        code: ErrorCode::NumericError,
-        level: ErrorLevel::Module,
-    }];
-    m.module_hm = vec![ModuleHmEntry {
-        system_state: 1,
-        error_id: 7,
-        action: ModuleAction::Shutdown,
-    }];
+    module_level(&mut m, ErrorCode::NumericError, ModuleAction::Shutdown);
     let r = run_frames(&m, 500, SwitchMechanism::default());
     assert_eq!(r.end, EndReason::HmShutdown);
     assert!(r.frames < 100, "{}", r.frames);

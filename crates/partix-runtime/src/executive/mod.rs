@@ -92,6 +92,11 @@ pub trait Switcher {
     fn ending_after(&mut self, p: usize, _grace_ns: u64) -> bool {
         self.ending(p)
     }
+    /// Return whether partition `p` has a process that has not been found ended (default:
+    /// yes). A process found ended is reported by [`Switcher::poll_death`], if not yet.
+    fn has_process(&self, _p: usize) -> bool {
+        true
+    }
     /// Return a partition process that ended by itself since the last call, if any.
     fn poll_death(&mut self) -> Option<(usize, Death)>;
     /// Observe a trace record as it is made (golden tests render them; default: nothing).
@@ -291,9 +296,14 @@ enum Status {
     Restart { mode: u32, cond: u32 },
 }
 
-/// How long the point that opens a restarting partition's window waits for its killed process
-/// to end before it skips the window (charged to that window).
+/// How long the point that opens a restarting partition's window waits at least for its killed
+/// process to end before it skips the window (charged to that window); up to the window's
+/// length minus [`SPAWN_BUDGET_NS`] when that is longer.
 const RESTART_GRACE_NS: u64 = 200_000;
+
+/// What a respawn and the new process's start take at most in the window of a restart, as
+/// planned for: the wait for the old process's end leaves this much of the window.
+const SPAWN_BUDGET_NS: u64 = 2_000_000;
 
 /// Per-partition counters of a run.
 #[derive(Debug, Clone, Default)]
@@ -730,14 +740,31 @@ impl<'m> Executive<'m> {
         }
     }
 
-    /// End partition `p`'s running process: at once during the initialisation or while its
-    /// window is open, else when its next window would open ([`PartRun::kill_pending`]).
+    /// End partition `p`'s running process: when its next window would open
+    /// ([`PartRun::kill_pending`]) during the run, where its window is closed (always, at a
+    /// point: windows do not overlap and a point closes before it decides), its process is
+    /// still there, and the current schedule gives it a window; at once otherwise (during the
+    /// initialisation; a process already ended, whose death is still to be reported; a
+    /// partition without a window in this schedule).
     fn kill_or_defer<S: Switcher>(&mut self, sw: &mut S, p: usize) {
-        if self.in_run && !self.parts[p].opened {
+        if self.in_run
+            && !self.parts[p].opened
+            && sw.has_process(p)
+            && self.has_window(self.planner.current(), p)
+        {
             self.parts[p].kill_pending = true;
         } else {
             sw.kill(p);
         }
+    }
+
+    /// Return whether schedule `sched` (index) gives partition `p` a window.
+    fn has_window(&self, sched: usize, p: usize) -> bool {
+        let id = self.module.partitions[p].id;
+        self.module
+            .schedules
+            .get(sched)
+            .is_some_and(|s| s.windows.iter().any(|w| w.partition == id))
     }
 
     fn make_idle<S: Switcher>(&mut self, sw: &mut S, p: usize, cause: &'static str, at: u64) {
@@ -1107,6 +1134,13 @@ impl<'m> Executive<'m> {
             }
         }
         if let Some(from) = ev.switched_from {
+            // A kill waiting for a window the new schedule does not give: now.
+            for q in 0..self.parts.len() {
+                if self.parts[q].kill_pending && !self.has_window(ev.schedule, q) {
+                    self.parts[q].kill_pending = false;
+                    sw.kill(q);
+                }
+            }
             let ms = self.shared.module();
             ms.current_schedule.store(sched_id, Ordering::Release);
             ms.last_schedule_switch_ns
@@ -1239,7 +1273,15 @@ impl<'m> Executive<'m> {
             }
             // A short grace first: a process killed at this very point usually ends within it
             // (it may need this CPU to die), and then starts in this window, not a frame later.
-            Status::Restart { .. } if sw.ending_after(p, RESTART_GRACE_NS) => {
+            Status::Restart { .. }
+                if sw.ending_after(
+                    p,
+                    w.end
+                        .saturating_sub(wake)
+                        .saturating_sub(SPAWN_BUDGET_NS)
+                        .max(RESTART_GRACE_NS),
+                ) =>
+            {
                 // Its old process has not ended yet: the restart waits, window by window.
                 let pr = &mut self.parts[p];
                 pr.stats.deferred += 1;

@@ -1640,15 +1640,30 @@ impl Switcher for OsSwitcher<'_> {
     }
 
     fn ending_after(&mut self, p: usize, grace_ns: u64) -> bool {
-        // Real sleeps: the victim may need this CPU to die.
-        let deadline = monotonic_ns() + grace_ns;
+        // Real sleeps (the victim may need this CPU to die), short at first; the verifications
+        // of earlier closes that fall due meanwhile are made at their time.
+        let t0 = monotonic_ns();
+        let deadline = t0 + grace_ns;
         while self.ending(p) {
-            if monotonic_ns() >= deadline {
+            let now = monotonic_ns();
+            if now >= deadline {
                 return true;
             }
-            nanosleep_abs(monotonic_ns() + 20_000);
+            if self.next_deadline().is_some_and(|d| d <= now) {
+                self.enforce(now);
+            }
+            let step = if now - t0 < 200_000 { 20_000 } else { 100_000 };
+            let mut until = (now + step).min(deadline);
+            if let Some(d) = self.next_deadline() {
+                until = until.min(d.max(now));
+            }
+            nanosleep_abs(until);
         }
         false
+    }
+
+    fn has_process(&self, p: usize) -> bool {
+        self.pids[p] > 0
     }
 
     fn ending(&mut self, p: usize) -> bool {

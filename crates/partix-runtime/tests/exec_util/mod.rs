@@ -73,6 +73,22 @@ pub fn hm(code: ErrorCode, action: PartitionAction) -> PartitionHmEntry {
     }
 }
 
+/// Make error `code` module level in `m`, handled by the module HM table with `action` (one
+/// system HM entry and one module HM entry, error id 7).
+pub fn module_level(m: &mut Module, code: ErrorCode, action: ModuleAction) {
+    m.system_hm = vec![SystemHmEntry {
+        system_state: 1,
+        error_id: 7,
+        code,
+        level: ErrorLevel::Module,
+    }];
+    m.module_hm = vec![ModuleHmEntry {
+        system_state: 1,
+        error_id: 7,
+        action,
+    }];
+}
+
 /// The test partition program built with this crate.
 pub fn testpart() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_partix-testpart"))
