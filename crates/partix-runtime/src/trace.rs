@@ -109,8 +109,10 @@ impl Trace {
         module_name: &str,
         partition_names: Vec<String>,
     ) -> Trace {
+        let records = Vec::with_capacity(capacity);
+        dont_fork(&records);
         Trace {
-            records: Vec::with_capacity(capacity),
+            records,
             dropped: 0,
             partition_names,
             module_name: module_name.to_string(),
@@ -221,9 +223,88 @@ impl Trace {
     }
 }
 
+/// Keep the pages of `records`' buffer out of the processes the executive forks
+/// (`MADV_DONTFORK`; they exec at once and never read it). A fork copies the page tables of
+/// every page its parent has touched: with the default 2^20 records (112 MiB) filled, a
+/// fork took 5.5 ms instead of 0.19 ms on the 2-vCPU VM (a C program touching 112 MiB, 50
+/// forks each), at the scheduling point that respawns a restarted partition.
+fn dont_fork(records: &Vec<Record>) {
+    const PAGE: usize = 4096;
+    let bytes = records.capacity() * std::mem::size_of::<Record>();
+    if bytes < 16 * PAGE {
+        return;
+    }
+    // The whole pages inside the buffer (a large allocation has a mapping of its own).
+    let start = (records.as_ptr() as usize).div_ceil(PAGE) * PAGE;
+    let end = (records.as_ptr() as usize + bytes) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: the range lies inside the buffer this Vec owns; MADV_DONTFORK changes no
+        // content and no mapping of this process.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTFORK);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The executive's trace buffer is not copied into the processes it forks: its mapping is
+    /// marked "dc" (do not copy on fork) in `/proc/self/smaps`, and a forked child that reads it
+    /// gets SIGSEGV.
+    #[test]
+    fn the_trace_buffer_is_not_copied_into_forked_processes() {
+        let mut t = Trace::with_capacity(1 << 16, "m", vec!["P".into()]);
+        for i in 0..(1u64 << 16) {
+            let mut r = Record::new(RecordKind::Point, 0);
+            r.frame = i;
+            t.push(r);
+        }
+        let addr = t.records()[1 << 15].frame as usize;
+        assert_eq!(addr, 1 << 15);
+        let at = std::ptr::addr_of!(t.records()[1 << 15]) as usize;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut flags = None;
+        let mut inside = false;
+        for l in smaps.lines() {
+            if let Some((range, _)) = l.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) =
+                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                    {
+                        inside = a <= at && at < b;
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(f) = l.strip_prefix("VmFlags:") {
+                    flags = Some(f.to_string());
+                }
+            }
+        }
+        let flags = flags.expect("the buffer's mapping in smaps");
+        assert!(
+            flags.split_whitespace().any(|f| f == "dc"),
+            "VmFlags:{flags}"
+        );
+        // SAFETY: the child only reads one word and exits (async-signal-safe); a fault ends it.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: `at` is a valid address in the parent; in the child it is not mapped.
+            let v = unsafe { std::ptr::read_volatile(at as *const u64) };
+            // SAFETY: _exit has no preconditions.
+            unsafe { libc::_exit(if v == 0 { 3 } else { 4 }) };
+        }
+        let mut st = 0;
+        // SAFETY: pid is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGSEGV,
+            "the child read the buffer (status {st:#x})"
+        );
+    }
 
     #[test]
     fn full_buffer_counts_drops_and_json_parses() {
