@@ -96,6 +96,8 @@ impl Record {
 pub struct Trace {
     records: Vec<Record>,
     dropped: u64,
+    /// The buffer's pages are `MADV_DONTFORK` ([`advise`]); undone on drop.
+    advised: bool,
     /// Partition names, by index.
     pub partition_names: Vec<String>,
     /// Module name.
@@ -110,10 +112,11 @@ impl Trace {
         partition_names: Vec<String>,
     ) -> Trace {
         let records = Vec::with_capacity(capacity);
-        dont_fork(&records);
+        let advised = advise(&records, libc::MADV_DONTFORK);
         Trace {
             records,
             dropped: 0,
+            advised,
             partition_names,
             module_name: module_name.to_string(),
         }
@@ -223,47 +226,45 @@ impl Trace {
     }
 }
 
-/// Keep the pages of `records`' buffer out of the processes the executive forks
-/// (`MADV_DONTFORK`; they exec at once and never read it). A fork copies the page tables of
-/// every page its parent has touched: with the default 2^20 records (112 MiB) filled, a
-/// fork took 5.5 ms instead of 0.19 ms on the 2-vCPU VM (a C program touching 112 MiB, 50
-/// forks each), at the scheduling point that respawns a restarted partition.
-fn dont_fork(records: &Vec<Record>) {
-    const PAGE: usize = 4096;
-    let bytes = records.capacity() * std::mem::size_of::<Record>();
-    if bytes < 16 * PAGE {
-        return;
-    }
-    // The whole pages inside the buffer (a large allocation has a mapping of its own).
-    let start = (records.as_ptr() as usize).div_ceil(PAGE) * PAGE;
-    let end = (records.as_ptr() as usize + bytes) / PAGE * PAGE;
-    if end > start {
-        // SAFETY: the range lies inside the buffer this Vec owns; MADV_DONTFORK changes no
-        // content and no mapping of this process.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTFORK);
+impl Drop for Trace {
+    fn drop(&mut self) {
+        // The pages go back to the allocator: a later allocation on them must be in the
+        // processes forked after (the executive's child reads its prepared data before exec).
+        if self.advised {
+            advise(&self.records, libc::MADV_DOFORK);
         }
     }
+}
+
+/// Give the whole pages of `records`' buffer `advice`; return whether it was applied.
+///
+/// With `MADV_DONTFORK` ([`Trace::with_capacity`]) the buffer stays out of the processes the
+/// executive forks (they exec at once and never read it). A fork copies the page tables of
+/// every page its parent has touched: with the default 2^20 records (112 MiB) filled, a fork
+/// took 5.5 ms instead of 0.19 ms on the 2-vCPU VM (a C program touching 112 MiB, 50 forks
+/// each), at the scheduling point that respawns a restarted partition. A smaller buffer may
+/// share the malloc heap with other data: only the pages wholly inside it are advised, and
+/// [`Trace`]'s `Drop` gives them `MADV_DOFORK` back before they are freed.
+fn advise(records: &Vec<Record>, advice: libc::c_int) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let bytes = records.capacity() * std::mem::size_of::<Record>();
+    if bytes < 16 * page {
+        return false;
+    }
+    let start = (records.as_ptr() as usize).div_ceil(page) * page;
+    let end = (records.as_ptr() as usize + bytes) / page * page;
+    // SAFETY: the range lies inside the buffer this Vec owns; the advice changes no content
+    // and no mapping of this process.
+    end > start && unsafe { libc::madvise(start as *mut libc::c_void, end - start, advice) } == 0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The executive's trace buffer is not copied into the processes it forks: its mapping is
-    /// marked "dc" (do not copy on fork) in `/proc/self/smaps`, and a forked child that reads it
-    /// gets SIGSEGV.
-    #[test]
-    fn the_trace_buffer_is_not_copied_into_forked_processes() {
-        let mut t = Trace::with_capacity(1 << 16, "m", vec!["P".into()]);
-        for i in 0..(1u64 << 16) {
-            let mut r = Record::new(RecordKind::Point, 0);
-            r.frame = i;
-            t.push(r);
-        }
-        let addr = t.records()[1 << 15].frame as usize;
-        assert_eq!(addr, 1 << 15);
-        let at = std::ptr::addr_of!(t.records()[1 << 15]) as usize;
+    /// The `VmFlags` of the mapping that holds address `at` in this process, if one does.
+    fn vm_flags(at: usize) -> Option<String> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
         let mut flags = None;
         let mut inside = false;
@@ -284,11 +285,28 @@ mod tests {
                 }
             }
         }
-        let flags = flags.expect("the buffer's mapping in smaps");
-        assert!(
-            flags.split_whitespace().any(|f| f == "dc"),
-            "VmFlags:{flags}"
-        );
+        flags
+    }
+
+    /// Whether the mapping holding `at` is marked "dc" (do not copy on fork).
+    fn dont_copy(at: usize) -> bool {
+        vm_flags(at).is_some_and(|f| f.split_whitespace().any(|x| x == "dc"))
+    }
+
+    /// The executive's trace buffer is not copied into the processes it forks: its mapping is
+    /// marked "dc" (do not copy on fork) in `/proc/self/smaps`, and a forked child that reads it
+    /// gets SIGSEGV. Dropped, it gives its pages back to the allocator copyable again (a later
+    /// allocation on them must reach the executive's forked children).
+    #[test]
+    fn the_trace_buffer_is_not_copied_into_forked_processes() {
+        let mut t = Trace::with_capacity(1 << 16, "m", vec!["P".into()]);
+        for i in 0..(1u64 << 16) {
+            let mut r = Record::new(RecordKind::Point, 0);
+            r.frame = i;
+            t.push(r);
+        }
+        let at = std::ptr::addr_of!(t.records()[1 << 15]) as usize;
+        assert!(dont_copy(at), "VmFlags:{:?}", vm_flags(at));
         // SAFETY: the child only reads one word and exits (async-signal-safe); a fault ends it.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
@@ -304,6 +322,23 @@ mod tests {
             libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGSEGV,
             "the child read the buffer (status {st:#x})"
         );
+        // Dropped: unmapped, or mapped without the mark.
+        drop(t);
+        assert!(!dont_copy(at), "VmFlags:{:?}", vm_flags(at));
+        // A buffer below malloc's mmap threshold lies in the heap, which stays mapped after the
+        // free (a later allocation kept after it, so the heap's top is not trimmed).
+        let t = Trace::with_capacity(1000, "m", vec!["P".into()]);
+        let keep = vec![0u8; 64];
+        let at = t.records.as_ptr() as usize + 56 * 1024;
+        let marked = dont_copy(at);
+        drop(t);
+        assert!(!dont_copy(at), "VmFlags after the drop:{:?}", vm_flags(at));
+        assert!(
+            marked || vm_flags(at).is_none(),
+            "never marked: {:?}",
+            vm_flags(at)
+        );
+        drop(keep);
     }
 
     #[test]
