@@ -73,9 +73,9 @@ use partix_shm::ring::{RingLayout, CONTROL_LEN};
 use partix_shm::sampling::{SamplingLayout, SamplingWriter};
 use partix_shm::twoqueue::QueueShape;
 use partix_shm::twosided::{RingShape, TwoSidedReceiver, TwoSidedSender};
-use partix_shm::{Access, AreaError, RecvMode, Region, RegionError};
+use partix_shm::{Access, AreaError, RecvMode, Region, RegionError, Words};
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// Environment variable listing a partition's ports and their inherited descriptors.
@@ -598,7 +598,18 @@ impl ChannelSet {
                                 })?;
                             let ai = set.push(Resource::Socket(a));
                             let bi = set.push(Resource::Socket(b));
-                            (vec![(ai, Access::ReadWrite)], vec![(bi, Access::ReadWrite)])
+                            // The source's counts of frames in flight, kept across its
+                            // restarts (`socket::QueueTx::with_book`).
+                            let book = Region::create(
+                                &format!("{name}-book"),
+                                Words::bytes(socket::BOOK_WORDS),
+                            )
+                            .map_err(region_err(&plabel))?;
+                            let ki = set.push(Resource::region(book));
+                            (
+                                vec![(ai, Access::ReadWrite), (ki, Access::ReadWrite)],
+                                vec![(bi, Access::ReadWrite)],
+                            )
                         }
                     };
                     if let Some(si) = src_idx {
@@ -928,6 +939,15 @@ pub unsafe fn map_fd(fd: RawFd, access: Access) -> Result<Region, String> {
         .map_err(|e| format!("port descriptor {fd}: {e}"))
 }
 
+/// Return whether `fd` is a socket (a `udp`/`tcp` port's descriptors are sockets and, for a
+/// queuing source, the region of its book).
+pub fn is_socket(fd: RawFd) -> bool {
+    // SAFETY: an all-zero stat is a valid out-parameter; fstat only writes into it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; a bad fd yields EBADF.
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK }
+}
+
 /// Decode [`ENV_PORT_FDS`] of this process and map every port's regions (partition side).
 /// No variable means no ports.
 ///
@@ -940,14 +960,11 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
     let descs = decode_ports(&v)?;
     let mut out = Vec::with_capacity(descs.len());
     for desc in descs {
-        let mut regions = Vec::with_capacity(desc.fds.len());
-        let mut sockets = Vec::new();
-        for &(fd, access) in &desc.fds {
-            // SAFETY: the executive handed these descriptors to this process for this purpose
-            // only, and `map_inherited` is called once per process (the port registry is a
-            // OnceLock), so nothing else owns them. A descriptor dup'ed to a fresh number avoids
-            // closing it on drop if the program is re-executed in place (restart): the original
-            // numbers stay open for the next image.
+        let mut fds = Vec::with_capacity(desc.fds.len());
+        for &(fd, _) in &desc.fds {
+            // A descriptor dup'ed to a fresh number avoids closing it on drop if the program is
+            // re-executed in place (restart): the original numbers stay open for the next image.
+            // SAFETY: fcntl(F_DUPFD_CLOEXEC) has no memory preconditions.
             let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 1000) };
             if dup < 0 {
                 return Err(format!(
@@ -956,21 +973,43 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
                     std::io::Error::last_os_error()
                 ));
             }
-            if desc.transport.socket_kind().is_some() {
-                // SAFETY: dup is fresh and owned by nobody else.
-                sockets.push(unsafe { OwnedFd::from_raw_fd(dup) });
-            } else {
-                // SAFETY: dup is fresh and owned by nobody else.
-                regions.push(Arc::new(unsafe { map_fd(dup, access) }?));
-            }
+            // SAFETY: dup is fresh and owned by nobody else.
+            fds.push(unsafe { OwnedFd::from_raw_fd(dup) });
         }
-        out.push(MappedPort {
-            desc,
-            regions,
-            sockets,
-        });
+        out.push(map_port(desc, fds)?);
     }
     Ok(out)
+}
+
+/// Map the port `desc` from `fds`, its descriptors in the order of `desc.fds`: sockets are
+/// kept as they are, regions mapped with the access `desc.fds` gives them.
+///
+/// # Errors
+/// A message if the counts differ or a region cannot be mapped.
+pub fn map_port(desc: PortDesc, fds: Vec<OwnedFd>) -> Result<MappedPort, String> {
+    if fds.len() != desc.fds.len() {
+        return Err(format!(
+            "port {}: {} descriptors for {}",
+            desc.name,
+            fds.len(),
+            desc.fds.len()
+        ));
+    }
+    let mut regions = Vec::with_capacity(desc.fds.len());
+    let mut sockets = Vec::new();
+    for (fd, &(_, access)) in fds.into_iter().zip(&desc.fds) {
+        if desc.transport.socket_kind().is_some() && is_socket(fd.as_raw_fd()) {
+            sockets.push(fd);
+        } else {
+            // SAFETY: `into_raw_fd` hands over the descriptor, owned by nobody else now.
+            regions.push(Arc::new(unsafe { map_fd(fd.into_raw_fd(), access) }?));
+        }
+    }
+    Ok(MappedPort {
+        desc,
+        regions,
+        sockets,
+    })
 }
 
 #[cfg(test)]
@@ -1127,7 +1166,8 @@ mod tests {
         m.channels[1].transport = Some("udp".into());
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
-        assert!(v.contains("q:Q%20OUT:src:16:5:606w:udp"), "{v}");
+        // A udp queuing source: its socket and its book (a region).
+        assert!(v.contains("q:Q%20OUT:src:16:5:606w+607w:udp"), "{v}");
         assert!(
             v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w,"),
             "{v}"
@@ -1144,7 +1184,7 @@ mod tests {
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
         assert!(
-            v.contains("q:Q%20OUT:src:16:5:606w:udp:recv=park7:nb=5"),
+            v.contains("q:Q%20OUT:src:16:5:606w+607w:udp:recv=park7:nb=5"),
             "{v}"
         );
         assert!(v.contains(":600w+601w+602w+603w:recv=spin,"), "{v}");
@@ -1191,28 +1231,16 @@ mod tests {
     /// Attach partition `p`'s ports as the partition would (through dups of the executive's
     /// descriptors).
     fn mapped(set: &ChannelSet, p: usize) -> Vec<MappedPort> {
-        let fds = set.child_fds(p);
-        let mut k = 0;
+        let mut fds = set.child_fds(p).into_iter();
         set.ports_of(p)
             .into_iter()
             .map(|desc| {
-                let mut regions = Vec::new();
-                let mut sockets = Vec::new();
-                for &(_, access) in &desc.fds {
-                    let fd = fds[k].0;
-                    k += 1;
-                    if desc.transport.socket_kind().is_some() {
-                        // SAFETY: dup returns a fresh descriptor nothing else owns.
-                        sockets.push(unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) });
-                    } else {
-                        regions.push(map(fd, access));
-                    }
-                }
-                MappedPort {
-                    desc,
-                    regions,
-                    sockets,
-                }
+                let own = (&mut fds)
+                    .take(desc.fds.len())
+                    // SAFETY: dup returns a fresh descriptor nothing else owns.
+                    .map(|(fd, _)| unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) })
+                    .collect();
+                map_port(desc, own).unwrap()
             })
             .collect()
     }

@@ -6,10 +6,9 @@
 //! The CPU time measured is the agent thread's own: what other threads of the process use does
 //! not count against it (an idle agent runs about 0.3 ms in 300 ms, a spinning one all of them).
 
-use partix_runtime::channels::{map_fd, ChannelSet, MappedPort};
+use partix_runtime::channels::{map_port, ChannelSet, MappedPort};
 use partix_runtime::transport::SamplingDestination;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -39,30 +38,16 @@ const XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 /// Partition `p`'s ports, attached as the partition would (dups of the executive's descriptors).
 fn mapped(set: &ChannelSet, p: usize) -> Vec<MappedPort> {
-    let fds = set.child_fds(p);
-    let mut k = 0;
+    let mut fds = set.child_fds(p).into_iter();
     set.ports_of(p)
         .into_iter()
         .map(|desc| {
-            let mut regions = Vec::new();
-            let mut sockets = Vec::new();
-            for &(_, access) in &desc.fds {
+            let own = (&mut fds)
+                .take(desc.fds.len())
                 // SAFETY: dup returns a fresh descriptor nothing else owns.
-                let fd = unsafe { libc::dup(fds[k].0) };
-                k += 1;
-                if desc.transport.socket_kind().is_some() {
-                    // SAFETY: as above.
-                    sockets.push(unsafe { OwnedFd::from_raw_fd(fd) });
-                } else {
-                    // SAFETY: as above.
-                    regions.push(Arc::new(unsafe { map_fd(fd, access) }.unwrap()));
-                }
-            }
-            MappedPort {
-                desc,
-                regions,
-                sockets,
-            }
+                .map(|(fd, _)| unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) })
+                .collect();
+            map_port(desc, own).unwrap()
         })
         .collect()
 }

@@ -191,7 +191,92 @@ impl Area {
     }
 }
 
+/// A few 64-bit words at a cache-line offset of a writable region: state that must outlive the
+/// process that keeps it (a region outlives a partition's restarts; e.g. a socket queuing
+/// source's counts of messages in flight, `docs/ports.md`).
+#[derive(Debug, Clone)]
+pub struct Words {
+    area: Area,
+    n: usize,
+}
+
+impl Words {
+    /// Return the bytes `n` words take.
+    pub const fn bytes(n: usize) -> usize {
+        8 * n
+    }
+
+    /// Place `n` words at `offset` (a multiple of 64) of `region`, which must be mapped
+    /// read-write.
+    ///
+    /// # Errors
+    /// [`AreaError::Misaligned`], [`AreaError::TooSmall`], [`AreaError::ReadOnly`], or
+    /// [`AreaError::BadParameter`] for `n` = 0.
+    pub fn attach(region: Arc<Region>, offset: usize, n: usize) -> Result<Words, AreaError> {
+        if n == 0 {
+            return Err(AreaError::BadParameter("no words"));
+        }
+        let area = Area::new(region, offset, Words::bytes(n))?;
+        if !area.writable() {
+            return Err(AreaError::ReadOnly);
+        }
+        Ok(Words { area, n })
+    }
+
+    /// Return word `i`.
+    ///
+    /// # Panics
+    /// If `i` is not below [`Words::len`].
+    #[inline]
+    pub fn get(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.n, "word {i} of {}", self.n);
+        self.area.u64_at(8 * i)
+    }
+
+    /// Return the number of words.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Return whether there are no words (never: [`Words::attach`] refuses 0).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
 /// Round `n` up to a multiple of the cache line.
 pub(crate) const fn line_up(n: usize) -> usize {
     n.div_ceil(CACHE_LINE) * CACHE_LINE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// Words kept in a region are there for whoever attaches next (a restarted process), and
+    /// the placement is checked.
+    #[test]
+    fn words_outlive_their_attachment_and_are_placed_with_care() {
+        let r = Arc::new(Region::create("words-test", 128).unwrap());
+        let w = Words::attach(r.clone(), 64, 4).unwrap();
+        assert_eq!(w.len(), 4);
+        w.get(3).store(42, Ordering::Release);
+        drop(w);
+        let w = Words::attach(r.clone(), 64, 4).unwrap();
+        assert_eq!(w.get(3).load(Ordering::Acquire), 42);
+        assert_eq!(w.get(0).load(Ordering::Acquire), 0);
+        assert_eq!(
+            Words::attach(r.clone(), 8, 1).unwrap_err(),
+            AreaError::Misaligned { offset: 8 }
+        );
+        assert!(matches!(
+            Words::attach(r.clone(), 64, 9),
+            Err(AreaError::TooSmall { .. })
+        ));
+        assert!(matches!(
+            Words::attach(r, 0, 0),
+            Err(AreaError::BadParameter(_))
+        ));
+    }
 }

@@ -68,7 +68,7 @@ pub mod twoqueue;
 mod test_util;
 
 #[cfg(not(loom))]
-pub use area::AreaError;
+pub use area::{AreaError, Words};
 #[cfg(not(loom))]
 pub use notifier::{Notifier, RecvMode};
 #[cfg(not(loom))]

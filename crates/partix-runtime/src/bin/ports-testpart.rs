@@ -51,6 +51,11 @@
 //!                  in its place), and s1, resumed, returns NO_ERROR
 //!   drain-dst      waits for "go" on GO, then receives 10 messages: the 8 of the fill, then "A",
 //!                  then "B"
+//!   book-src       (tests/ports/book.xml) fills QOUT (4) with messages 0..3, then in each of
+//!                  its incarnations (it restarts itself twice, COLD_START) finds it full
+//!                  (TIME_OUT 0: NOT_AVAILABLE; NB_MESSAGE 4); the last writes "go" on GO and
+//!                  sends 4..7, waiting for room
+//!   book-dst       waits for "go" on GO, then receives 0..7, each once, in order, and no more
 //!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
 //!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
 //!                  the test compares them with the partition's partix:Affinity
@@ -1244,6 +1249,93 @@ extern "C" fn restart_dst_process() {
     idle_forever();
 }
 
+// ------------------------------------------------ a queuing source restarted while it is full
+
+/// How often `book-src` restarts itself.
+const BOOK_RESTARTS: usize = 2;
+
+extern "C" fn book_src_process() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let k = testpart_common::out_lines()
+        .iter()
+        .filter(|l| l.starts_with("INFO incarnation"))
+        .count();
+    out(&format!("INFO incarnation {k}"));
+    if k == 0 {
+        for i in 0..4u8 {
+            check(
+                &format!("send {i}"),
+                send_queuing_message(q, &[i], 0),
+                Ok(()),
+            );
+        }
+    }
+    // The messages of the earlier incarnations are still in flight: no room.
+    check(
+        &format!("incarnation {k}: full"),
+        send_queuing_message(q, &[9], 0),
+        Err(ApexError::NotAvailable),
+    );
+    let st = get_queuing_port_status(q);
+    expect_dbg(
+        &format!("incarnation {k}: 4 in flight"),
+        st.as_ref().is_ok_and(|s| s.nb_message == 4),
+        st,
+    );
+    if k < BOOK_RESTARTS {
+        let e = set_partition_mode(OperatingMode::ColdStart);
+        out(&format!("FAIL set_partition_mode(ColdStart): {e:?}"));
+        idle_forever();
+    }
+    write_sampling_message(go, b"go").expect("GO");
+    for i in 4..8u8 {
+        check(
+            &format!("send {i} once there is room"),
+            send_queuing_message(q, &[i], 5_000 * MS),
+            Ok(()),
+        );
+    }
+    out("END book-src");
+    idle_forever();
+}
+
+extern "C" fn book_dst_process() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let mut buf = [0u8; 8];
+    loop {
+        if let Ok((n, _)) = read_sampling_message(go, &mut buf) {
+            if &buf[..n] == b"go" {
+                break;
+            }
+        }
+        let _ = timed_wait(MS);
+    }
+    let mut got = Vec::new();
+    for _ in 0..8 {
+        match receive_queuing_message(q, &mut buf, 5_000 * MS) {
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => {
+                out(&format!("FAIL receive: {e:?} after {got:?}"));
+                break;
+            }
+        }
+    }
+    expect_dbg(
+        "every message, once, in order",
+        got == [0, 1, 2, 3, 4, 5, 6, 7],
+        &got,
+    );
+    check(
+        "nothing more",
+        receive_queuing_message(q, &mut buf, 0),
+        Err(ApexError::NotAvailable),
+    );
+    out("END book-dst");
+    idle_forever();
+}
+
 // ------------------------------------------------------------------------------ waiting order
 
 static GOT: std::sync::Mutex<Vec<(i32, u8)>> = std::sync::Mutex::new(Vec::new());
@@ -1709,6 +1801,16 @@ fn main() {
                 );
                 out("END restart-dst");
             }
+        }
+        "book-src" => {
+            create_queuing_port("QOUT", 8, 4, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("GO", 8, s, 1_000 * MS).expect("GO");
+            process("src", book_src_process, 10, INFINITE_TIME_VALUE);
+        }
+        "book-dst" => {
+            create_queuing_port("QIN", 8, 4, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
+            process("dst", book_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "order-src" => {
             create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");

@@ -30,7 +30,7 @@ use partix_shm::twoqueue::{
 use partix_shm::twosided::{
     run_shared_with, NetworkManager, Progress, TwoSidedReceiver, TwoSidedSender,
 };
-use partix_shm::{Notifier, RecvMode, Region};
+use partix_shm::{Notifier, RecvMode, Region, Words};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -882,7 +882,16 @@ impl QueueSource {
                 // The channel's capacity when the destination's MaxNbMessages is smaller: the
                 // sockets hold that many frames.
                 let credit = port.desc.capacity.map_or(limit, |c| c.min(limit));
-                QueueSource::Socket(socket::QueueTx::new(s, credit))
+                let tx = socket::QueueTx::new(s, credit);
+                // The executive gives the source its book, a region that outlives the
+                // partition's restarts (`QueueTx::with_book`).
+                QueueSource::Socket(match port.regions.first() {
+                    Some(r) => tx.with_book(
+                        Words::attach(r.clone(), 0, socket::BOOK_WORDS)
+                            .map_err(|e| err(port, e))?,
+                    ),
+                    None => tx,
+                })
             }
         })
     }

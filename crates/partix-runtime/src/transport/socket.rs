@@ -29,6 +29,9 @@
 //!   acknowledges consumed messages in batches of `max(1, MaxNbMessages / 2)`, and always before
 //!   it reports an empty queue (so a sender waiting for credit is never left waiting on a batch).
 //!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
+//!   The source keeps its counts in a region that outlives its restarts ([`QueueTx::with_book`]):
+//!   a restarted source goes on with the messages its earlier incarnations left in flight, so
+//!   however often it restarts, at most `MaxNbMessages` are.
 //!
 //! No send waits: over TCP a frame the socket takes only part of is committed, and its rest
 //! waits in the endpoint's buffer until a later call of that endpoint sends it (meanwhile new
@@ -46,7 +49,7 @@
 
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
-use partix_shm::RecvMode;
+use partix_shm::{RecvMode, Words};
 use std::io;
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -441,6 +444,11 @@ impl FrameSocket {
     /// connection is dead): a wait for input has nothing to poll for.
     pub fn input_ended(&self) -> bool {
         self.st & (link::DEAD | link::EOF) != 0
+    }
+
+    /// Return whether the rest of a committed TCP frame waits to be sent ([`FrameSocket::flush`]).
+    pub fn pending(&self) -> bool {
+        self.tx_off < self.tx_len
     }
 
     /// Try to send the unsent rest of a committed TCP frame; return whether nothing is left.
@@ -1279,7 +1287,25 @@ pub struct QueueTx {
     peer: u32,
     scratch: Vec<u8>,
     counters: Arc<Counters>,
+    /// Where `sent`, `acked` and `peer` are kept for the next incarnation of this source (a
+    /// region that outlives restarts; [`QueueTx::with_book`]).
+    book: Option<Words>,
+    /// Whether the rest of the last frame counted in `sent` waits in `sock` (the rest pending
+    /// there may also be [`FrameSocket::resync_peer`]'s padding, which is no frame).
+    partial: bool,
 }
+
+/// The words of a socket queuing source's book ([`QueueTx::with_book`]).
+pub const BOOK_WORDS: usize = 4;
+/// Frames sent (as `QueueTx::sent`).
+const BOOK_SENT: usize = 0;
+/// Cumulative ack received (as `QueueTx::acked`).
+const BOOK_ACKED: usize = 1;
+/// The destination incarnation `BOOK_ACKED` counts for.
+const BOOK_PEER: usize = 2;
+/// 1 while the last frame counted in `BOOK_SENT` may not have reached the socket whole (a TCP
+/// frame whose rest waits in the process, or a send under way): a process killed then lost it.
+const BOOK_PARTIAL: usize = 3;
 
 impl QueueTx {
     /// Use the inherited socket; `limit` is `MaxNbMessages`.
@@ -1293,6 +1319,56 @@ impl QueueTx {
             acked: 0,
             peer: 0,
             counters: Arc::new(Counters::default()),
+            book: None,
+            partial: false,
+        }
+    }
+
+    /// Keep this source's counts in `book` ([`BOOK_WORDS`] words of a region that outlives the
+    /// process; zeros the first time), and go on from what an earlier incarnation kept there.
+    ///
+    /// Without it a restarted source started from nothing in flight while the frames of its
+    /// earlier incarnations still waited in the socket for a destination that did not read: k
+    /// restarts let (k + 1) · `MaxNbMessages` frames into buffers sized for two, and a UDP
+    /// socket drops what does not fit. A frame the book marks partial (a TCP frame whose rest
+    /// died with the process; [`FrameSocket::resync_peer`] makes the destination drop it) is
+    /// not counted. A book that counts more than `MaxNbMessages` in flight (which this code
+    /// never writes) is taken as nothing in flight, as without a book.
+    pub fn with_book(mut self, book: Words) -> QueueTx {
+        let partial = book.get(BOOK_PARTIAL).load(Ordering::Acquire) != 0;
+        let sent = book
+            .get(BOOK_SENT)
+            .load(Ordering::Acquire)
+            .saturating_sub(u64::from(partial));
+        let acked = book.get(BOOK_ACKED).load(Ordering::Acquire);
+        let peer = book.get(BOOK_PEER).load(Ordering::Acquire);
+        if sent.wrapping_sub(acked) <= self.limit {
+            self.sent = sent;
+            self.acked = acked;
+            self.peer = peer as u32;
+        } else {
+            self.sent = sent;
+            self.acked = sent;
+            self.peer = 0;
+        }
+        self.book = Some(book);
+        self.keep();
+        self
+    }
+
+    /// Publish the counts to the waiter and the book.
+    fn keep(&self) {
+        self.counters.a.store(self.sent, Ordering::Release);
+        self.counters.b.store(self.acked, Ordering::Release);
+        if let Some(b) = &self.book {
+            b.get(BOOK_SENT).store(self.sent, Ordering::Release);
+            b.get(BOOK_ACKED).store(self.acked, Ordering::Release);
+            b.get(BOOK_PEER)
+                .store(u64::from(self.peer), Ordering::Release);
+            b.get(BOOK_PARTIAL).store(
+                u64::from(self.partial && self.sock.pending()),
+                Ordering::Release,
+            );
         }
     }
 
@@ -1322,7 +1398,6 @@ impl QueueTx {
                         self.peer = h.seq;
                         self.sent = h.stamp;
                         self.acked = h.stamp;
-                        self.counters.a.store(self.sent, Ordering::Release);
                     } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
@@ -1331,7 +1406,7 @@ impl QueueTx {
                 Recv::Nothing => break,
             }
         }
-        self.counters.b.store(self.acked, Ordering::Release);
+        self.keep();
     }
 
     /// Send `data` if the credit allows and the socket takes it; never waits.
@@ -1353,7 +1428,9 @@ impl QueueTx {
             self.drain_acks();
             // The rest of the last frame goes out even without credit (its destination may be
             // waiting for it to acknowledge anything).
-            self.sock.flush();
+            if self.sock.pending() && self.sock.flush() {
+                self.keep();
+            }
             if self.sent.wrapping_sub(self.acked) >= self.limit {
                 return Err(PushError::Full);
             }
@@ -1363,18 +1440,29 @@ impl QueueTx {
             len: data.len() as u32,
             stamp: 0,
         };
+        if let Some(b) = &self.book {
+            // Until the frame is counted: killed in between, the next incarnation counts one
+            // frame less than went out, which the destination's acks correct (an ack of more
+            // than was sent re-bases the source); one more would be credit lost for good.
+            b.get(BOOK_PARTIAL).store(1, Ordering::Release);
+        }
         if !self.sock.send_frame(hdr, data) {
+            // Nothing of it went out (a rest still pending is an earlier frame's, if any).
+            self.keep();
             return Err(PushError::Full);
         }
         self.sent = self.sent.wrapping_add(1);
-        self.counters.a.store(self.sent, Ordering::Release);
+        self.partial = self.sock.pending();
+        self.keep();
         Ok(())
     }
 
     /// Return the messages sent and not yet acknowledged.
     pub fn len(&mut self) -> usize {
         self.drain_acks();
-        self.sock.flush();
+        if self.sock.pending() && self.sock.flush() {
+            self.keep();
+        }
         self.sent.wrapping_sub(self.acked) as usize
     }
 
@@ -2208,6 +2296,99 @@ mod tests {
                 assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
             }
         }
+    }
+
+    /// A source's book: a fresh region, as the executive makes one per socket queuing source.
+    fn book() -> Words {
+        let r = partix_shm::Region::create("book-test", Words::bytes(BOOK_WORDS)).unwrap();
+        Words::attach(Arc::new(r), 0, BOOK_WORDS).unwrap()
+    }
+
+    /// A source restarted while its destination does not read goes on with the frames its
+    /// earlier incarnations left in flight: it stays full, however often it restarts (each
+    /// restart gave it `MaxNbMessages` more, and a UDP socket drops what does not fit), and its
+    /// credit comes back as the destination consumes them, all of them, in order.
+    #[test]
+    fn a_restarted_source_goes_on_with_the_frames_its_earlier_incarnations_left_in_flight() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            let book = book();
+            let mut rx = QueueRx::new(b, 4);
+            let mut tx = QueueTx::new(
+                a.try_clone_fd()
+                    .map(|f| FrameSocket::new(f, kind, 8))
+                    .unwrap(),
+                4,
+            )
+            .with_book(book.clone());
+            for i in 0..4 {
+                tx.try_send(&[i]).unwrap();
+            }
+            for restart in 1..=3 {
+                assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+                drop(tx);
+                tx = QueueTx::new(FrameSocket::new(a.try_clone_fd().unwrap(), kind, 8), 4)
+                    .with_book(book.clone());
+                assert_eq!(tx.len(), 4, "{kind:?} after restart {restart}");
+            }
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            let got = pump(&mut tx, &mut rx);
+            assert_eq!(got, [0, 1, 2, 3], "{kind:?}");
+            for i in 4..8 {
+                tx.try_send(&[i])
+                    .unwrap_or_else(|e| panic!("{kind:?} message {i}: {e:?}"));
+            }
+            assert_eq!(pump(&mut tx, &mut rx), [4, 5, 6, 7], "{kind:?}");
+        }
+    }
+
+    /// A tcp source killed with the rest of a frame still in its buffer: that frame never
+    /// arrives (the next incarnation's padding makes the destination drop it), and the book
+    /// does not count it, so no credit is lost for good. The destination gets every whole
+    /// frame, in order, and then the source has its whole credit again.
+    #[test]
+    fn a_frame_a_killed_tcp_source_left_partly_sent_is_not_counted() {
+        const CREDIT: u32 = 400;
+        let (a, b) = pair(SocketKind::Tcp, 4096, 4);
+        let book = book();
+        let mut rx = QueueRx::new(b, CREDIT);
+        let a2 = a.try_clone_fd().unwrap();
+        let (tx, n) = fill(QueueTx::new(a, CREDIT).with_book(book.clone()), 0);
+        assert!(
+            n < CREDIT,
+            "the socket took {n} frames: the credit filled first"
+        );
+        assert!(
+            tx.sock.pending(),
+            "no frame was left partly sent ({n} sent)"
+        );
+        drop(tx);
+        let mut tx =
+            QueueTx::new(FrameSocket::new(a2, SocketKind::Tcp, 4096), CREDIT).with_book(book);
+        assert_eq!(tx.sent, u64::from(n) - 1);
+        let mut buf = vec![0u8; 4096];
+        let mut got = 0u32;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !(got == n - 1 && tx.is_empty()) {
+            match rx.try_recv(&mut buf) {
+                Ok(len) => {
+                    assert_eq!(len, 4096);
+                    assert!(buf.iter().all(|&x| x == got as u8), "frame {got}");
+                    got += 1;
+                }
+                Err(_) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{got} of {} frames arrived; {} in flight",
+                        n - 1,
+                        tx.len()
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+        assert_eq!(tx.len(), 0);
     }
 
     /// A queuing channel over `kind` with messages 0, 1, 2 sent and, by the time this returns,

@@ -47,6 +47,15 @@ pub fn out(line: &str) {
         .expect("write OUT");
 }
 
+/// The lines OUT holds so far (those of earlier incarnations of this partition too).
+#[allow(dead_code)] // not used by every program
+pub fn out_lines() -> Vec<String> {
+    let path = OUT.get().expect("OUT set in main");
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 /// `PASS what` if `got` is the result `want` (any value if `Ok`), else `FAIL what: ...`.
 #[allow(dead_code)] // not used by every program
 pub fn check<T: std::fmt::Debug>(what: &str, got: ApexResult<T>, want: Result<(), ApexError>) {
