@@ -170,6 +170,30 @@ fn stop_then_start_runs_the_entry_point_from_the_beginning() {
         ]);
 }
 
+/// A process that suspended itself and is then stopped by a lower-priority process never
+/// returns from SUSPEND_SELF: it is DORMANT. (The STOP woke it before signalling it, so it
+/// preempted the stopper and returned NO_ERROR to its application code.)
+#[test]
+fn a_process_stopped_while_suspended_by_itself_never_returns() {
+    probe("stop-suspended").ok("stop-suspended").assert_lines(&[
+        "t:suspending",
+        "stop_t=NO_ERROR",
+        "p:t=Dormant",
+        "p:done",
+    ]);
+}
+
+/// A STOP returns at once, though a CPU-bound process of middle priority is READY: the stopped
+/// process's new thread registers at its creator's priority and gets its own after. (It lowered
+/// itself first, then waited behind the busy process while the stopper, holding the runtime
+/// lock, waited for it: `stop_t` came after `m:done`, 200 ms later.)
+#[test]
+fn a_stop_returns_before_a_busy_process_of_middle_priority_runs() {
+    probe("stop-beside-busy")
+        .ok("stop-beside-busy")
+        .assert_lines(&["stop_t=NO_ERROR", "s:after-stop", "m:done"]);
+}
+
 /// A process stopped while waiting (sometimes while suspended too) and one that stops itself, each
 /// 3000 times: every stopped thread ends and is joined, so the partition's thread and mapping
 /// counts stay where they were (before, each STOP left a parked thread with two mappings behind),
@@ -262,13 +286,17 @@ fn deadline_miss_without_handler_is_counted_and_ignored() {
 
 #[test]
 fn application_error_goes_to_the_error_handler() {
-    probe("app-error").ok("app-error").assert_lines(&[
-        "raise_bad_code=INVALID_PARAM",
-        "raise_too_long=INVALID_PARAM",
-        "eh:ApplicationError msg=boom", // the handler preempts the raising process
-        "raise=NO_ERROR",
-        "proc:after-raise",
-    ]);
+    // Also from a process of the highest priority, which the handler preempts too (with
+    // MAX_PRIORITY_VALUE 96 it ran at the handler's SCHED_FIFO 97, and went on first).
+    for scenario in ["app-error", "app-error-top"] {
+        probe(scenario).ok(scenario).assert_lines(&[
+            "raise_bad_code=INVALID_PARAM",
+            "raise_too_long=INVALID_PARAM",
+            "eh:ApplicationError msg=boom", // the handler preempts the raising process
+            "raise=NO_ERROR",
+            "proc:after-raise",
+        ]);
+    }
 }
 
 #[test]

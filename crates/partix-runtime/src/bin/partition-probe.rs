@@ -166,6 +166,57 @@ fn scenario_suspend() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- STOP of a self-suspended process
+extern "C" fn sss_t() {
+    ev("t:suspending");
+    let r = suspend_self(INFINITE_TIME_VALUE);
+    ev(&format!("t:returned {r:?}"));
+}
+extern "C" fn sss_p() {
+    // t (higher priority) runs inside START and suspends itself.
+    start(pid("t")).unwrap();
+    rc("stop_t", stop(pid("t")));
+    ev(&format!("p:t={:?}", state("t")));
+    timed_wait(30 * MS).unwrap();
+    ev("p:done");
+    idle();
+}
+fn scenario_stop_suspended() -> ! {
+    create_process(&attrs("t", sss_t, 20)).unwrap();
+    create_process(&attrs("p", sss_p, 10)).unwrap();
+    start(pid("p")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- STOP beside a busy process
+extern "C" fn inv_t() {
+    let _ = timed_wait(10_000 * MS);
+}
+extern "C" fn inv_m() {
+    let until = get_time() + 200 * MS;
+    while get_time() < until {
+        std::hint::spin_loop();
+    }
+    ev("m:done");
+}
+extern "C" fn inv_s() {
+    // Let m start its busy loop: it is preempted, READY, when s stops t.
+    timed_wait(5 * MS).unwrap();
+    rc("stop_t", stop(pid("t")));
+    ev("s:after-stop");
+    timed_wait(400 * MS).unwrap();
+    idle();
+}
+fn scenario_stop_beside_busy() -> ! {
+    create_process(&attrs("t", inv_t, 5)).unwrap();
+    create_process(&attrs("m", inv_m, 30)).unwrap();
+    create_process(&attrs("s", inv_s, 40)).unwrap();
+    for p in ["t", "m", "s"] {
+        start(pid(p)).unwrap();
+    }
+    normal()
+}
+
 // ---------------------------------------------------------------- restart: STOP then START
 static RUNS: AtomicI32 = AtomicI32::new(0);
 extern "C" fn rs_worker() {
@@ -531,8 +582,8 @@ extern "C" fn ae_handler() {
         ));
     }
 }
-fn scenario_app_error() -> ! {
-    create_process(&attrs("proc", ae_proc, 10)).unwrap();
+fn scenario_app_error(prio: Priority) -> ! {
+    create_process(&attrs("proc", ae_proc, prio)).unwrap();
     create_error_handler(ae_handler, 0).unwrap();
     start(pid("proc")).unwrap();
     normal()
@@ -862,11 +913,14 @@ fn main() {
         "lock" => scenario_lock(),
         "suspend" => scenario_suspend(),
         "restart-process" => scenario_restart_process(),
+        "stop-suspended" => scenario_stop_suspended(),
+        "stop-beside-busy" => scenario_stop_beside_busy(),
         "churn" => scenario_churn(),
         "released" => scenario_released(),
         "deadline" => scenario_deadline(),
         "deadline-ignore" => scenario_deadline_ignore(),
-        "app-error" => scenario_app_error(),
+        "app-error" => scenario_app_error(10),
+        "app-error-top" => scenario_app_error(MAX_PRIORITY_VALUE),
         "periodic" => scenario_periodic(),
         "exec-anchor" => scenario_exec_anchor(),
         "eh-queue" => scenario_eh_queue(),

@@ -35,8 +35,14 @@ impl ProcessId {
 pub type Priority = i32;
 /// `MIN_PRIORITY_VALUE`.
 pub const MIN_PRIORITY_VALUE: Priority = 1;
-/// `MAX_PRIORITY_VALUE`.
-pub const MAX_PRIORITY_VALUE: Priority = 96;
+/// `MAX_PRIORITY_VALUE`. Priority p runs at SCHED_FIFO p + 1, so the highest (94, at 95) stays below
+/// the two-sided and socket manager threads (96), the error handler and the preemption lock
+/// (97) and the deadline monitor (98). With 96, the highest priority ran at 97: the error
+/// handler did not preempt it, and it could starve a manager that feeds its ports (found by
+/// review).
+pub const MAX_PRIORITY_VALUE: Priority = 94;
+const _: () = assert!(MAX_PRIORITY_VALUE + 1 < crate::transport::MANAGER_FIFO_PRIORITY);
+const _: () = assert!(crate::transport::MANAGER_FIFO_PRIORITY < super::rt::FIFO_ERROR_HANDLER);
 /// `MAX_LOCK_LEVEL`: deepest preemption lock nesting.
 pub const MAX_LOCK_LEVEL: LockLevel = 16;
 /// `MAX_NAME_LENGTH`: longest process name in bytes.
@@ -429,29 +435,44 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
         return Err(ApexError::InvalidParam);
     }
     let c = &r.ctl[idx];
-    let word = r.with_inner(|inner| {
-        if inner.lock_owner == Some(idx) {
-            return Err(ApexError::InvalidMode);
+    let word = loop {
+        let word = r.with_inner(|inner| {
+            if inner.lock_owner == Some(idx) {
+                return Err(ApexError::InvalidMode);
+            }
+            let p = &mut inner.procs[idx];
+            if p.attrs.period != INFINITE_TIME_VALUE {
+                return Err(ApexError::InvalidMode);
+            }
+            if timeout == 0 {
+                return Ok(Some(None));
+            }
+            if p.reasons & W_SUSPEND != 0 {
+                // Suspended by another process while this call waited for the lock (its
+                // signal deferred by the section): that suspension parks the caller when the
+                // section ends, and the call goes on once it is resumed. Overwritten here, it
+                // was lost: the caller ran after its own time-out (found by review).
+                return Ok(None);
+            }
+            p.reasons |= W_SUSPEND;
+            r.publish(idx, p);
+            let s = c.suspend.load(Ordering::Acquire);
+            let w = (s + SUSP_SEQ) | SUSP | SUSP_SELF;
+            c.suspend.store(w, Ordering::Release);
+            Ok(Some(Some(w)))
+        })?;
+        if let Some(w) = word {
+            break w;
         }
-        let p = &mut inner.procs[idx];
-        if p.attrs.period != INFINITE_TIME_VALUE {
-            return Err(ApexError::InvalidMode);
-        }
-        if timeout == 0 {
-            return Ok(None);
-        }
-        p.reasons |= W_SUSPEND;
-        r.publish(idx, p);
-        let s = c.suspend.load(Ordering::Acquire);
-        let w = (s + SUSP_SEQ) | SUSP | SUSP_SELF;
-        c.suspend.store(w, Ordering::Release);
-        Ok(Some(w))
-    })?;
+    };
     let Some(word) = word else { return Ok(()) };
     let until = (timeout != INFINITE_TIME_VALUE).then(|| r.now().saturating_add(timeout as u64));
     loop {
         if c.suspend.load(Ordering::Acquire) != word {
-            return Ok(()); // resumed
+            // Resumed, or stopped: a stopped incarnation ends here and never returns to the
+            // application (the STOP's signal normally ends it first).
+            r.honour_commands();
+            return Ok(());
         }
         let left = match until {
             None => None,

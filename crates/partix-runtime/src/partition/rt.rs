@@ -829,9 +829,12 @@ impl Runtime {
     /// Wake the deadline monitor if `deadline` (module ns, already published in a slot) is
     /// earlier than what it sleeps until. The monitor sets `monitor_until` to 0 before each scan
     /// of the slots and to the earliest deadline after it, so a deadline published meanwhile is
-    /// either seen by the scan or compared against 0 here (SeqCst on both sides).
+    /// either seen by the scan or finds 0 here and kicks (SeqCst on both sides), which makes the
+    /// monitor scan again instead of sleeping. (The test was `deadline < 0` during a scan,
+    /// never true: a deadline published behind the scan was lost, found by review.)
     pub fn kick_monitor(&self, deadline: u64) {
-        if deadline < self.monitor_until.load(Ordering::SeqCst) {
+        let until = self.monitor_until.load(Ordering::SeqCst);
+        if until == 0 || deadline < until {
             self.kick.fetch_add(1, Ordering::SeqCst);
             futex::wake_all(&self.kick);
         }
@@ -901,13 +904,19 @@ impl Runtime {
         let t = spawn_thread(
             stack,
             &name,
-            Box::new(move || self.process_main(idx, inc, gen0, prio)),
+            Box::new(move || self.process_main(idx, inc, gen0)),
         )
         .map_err(|_| ApexError::InvalidConfig)?;
         c.thread.store(t as u64, Ordering::Relaxed);
         while c.ready.load(Ordering::Acquire) == 0 {
             futex::wait(&c.ready, 0, None);
         }
+        // The new thread runs at the caller's priority (inherited) until it parks, and gets its
+        // own only now. Lowering itself before `ready`, it waited behind every READY thread
+        // between the two priorities while the caller, often holding the runtime lock, waited
+        // for it: a STOP of a low-priority process froze the partition's APEX calls until a
+        // CPU-bound process of middle priority blocked (found by review).
+        self.set_fifo(c.tid.load(Ordering::Acquire), prio);
         Ok(())
     }
 
@@ -921,16 +930,20 @@ impl Runtime {
         if old != 0 {
             abandoned().push(old as libc::pthread_t);
         }
+        // Signal the old thread before any wake: a thread woken from SUSPEND_SELF (or another
+        // wait on these words) first runs the handler, which ends it. Woken first, one of
+        // higher priority preempted the caller before the signal and returned from its call to
+        // the application, DORMANT (found by review).
+        if old_tid != 0 && old_tid != gettid() {
+            // SAFETY: tgkill to a thread of this process; the handler is installed.
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), old_tid, control_signal()) };
+        }
         // Clear any suspension so that a parked old thread re-checks and ends.
         let s = c.suspend.load(Ordering::Acquire);
         c.suspend
             .store((s & !(SUSP | SUSP_SELF)) + SUSP_SEQ, Ordering::Release);
         futex::wake_all(&c.suspend);
         futex::wake_all(&c.gen);
-        if old_tid != 0 && old_tid != gettid() {
-            // SAFETY: tgkill to a thread of this process; the handler is installed.
-            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), old_tid, control_signal()) };
-        }
         let (stack, prio) = match inner.proc_mut(idx) {
             Some(p) => {
                 p.applied_fifo = if idx == EH_INDEX {
@@ -945,12 +958,12 @@ impl Runtime {
         self.spawn_incarnation(idx, stack, prio)
     }
 
-    fn process_main(&'static self, idx: usize, inc: u32, mut seen_gen: u32, prio: i32) {
+    fn process_main(&'static self, idx: usize, inc: u32, mut seen_gen: u32) {
         SELF_IDX.with(|c| c.set(idx as u32));
         SELF_INC.with(|c| c.set(inc));
         let c = &self.ctl[idx];
         c.tid.store(gettid(), Ordering::Release);
-        self.set_fifo(0, prio);
+        // Its priority is set by its creator once this is stored (`spawn_incarnation`).
         c.ready.store(1, Ordering::Release);
         futex::wake_all(&c.ready);
         let mut rerun = false;
