@@ -170,6 +170,49 @@ fn stop_then_start_runs_the_entry_point_from_the_beginning() {
         ]);
 }
 
+/// SET_PRIORITY puts the process behind the processes already READY at its new priority, when
+/// it lowers another process and when a process lowers itself. (Linux puts a thread whose
+/// priority is lowered at the head of its new list: c ran before b, and a went on at once.)
+#[test]
+fn a_process_given_a_priority_goes_behind_the_ready_processes_of_that_priority() {
+    probe("set-priority").ok("set-priority").assert_lines(&[
+        "set_c=NO_ERROR",
+        "b:run", // inside a's SET_PRIORITY of itself
+        "c:run",
+        "set_self=NO_ERROR",
+        "a:after-set",
+    ]);
+}
+
+/// LOCK_PREEMPTION by a process that runs while the holder is blocked outside APEX waits for
+/// the holder's UNLOCK. (It took the lock over: the holder's UNLOCK answered NO_ACTION.)
+#[test]
+fn a_preemption_lock_is_not_taken_from_a_holder_blocked_outside_apex() {
+    probe("lock-blocked").ok("lock-blocked").assert_lines(&[
+        "lock_h=NO_ERROR",
+        "o:locking",
+        "unlock_h=NO_ERROR",
+        "lock_o=NO_ERROR",
+        "unlock_o=NO_ERROR",
+    ]);
+}
+
+/// A STOP whose next thread cannot be made (no address space for its stack) still stops the
+/// process; START then makes the thread, refusing while it cannot (INVALID_CONFIG), and the
+/// process runs once it can. (STOP answered INVALID_CONFIG, and a START with no thread answered
+/// NO_ERROR and ran nothing.)
+#[test]
+fn a_process_whose_next_thread_could_not_be_made_gets_one_at_its_start() {
+    probe("spawn-fails").ok("spawn-fails").assert_lines(&[
+        "w:begin#1",
+        "stop_w=NO_ERROR",
+        "start_w_no_room=INVALID_CONFIG",
+        "boss:w=Dormant",
+        "w:begin#2", // higher priority: runs inside START
+        "start_w=NO_ERROR",
+    ]);
+}
+
 /// A process that suspended itself and is then stopped by a lower-priority process never
 /// returns from SUSPEND_SELF: it is DORMANT. (The STOP woke it before signalling it, so it
 /// preempted the stopper and returned NO_ERROR to its application code.)

@@ -217,6 +217,105 @@ fn scenario_stop_beside_busy() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- SET_PRIORITY: behind the others
+extern "C" fn sp_a() {
+    // b (5) and c (10) READY behind a (20); c lowered to 5 goes behind b.
+    start(pid("b")).unwrap();
+    start(pid("c")).unwrap();
+    rc("set_c", set_priority(pid("c"), 5));
+    // a itself, lowered to 5, goes behind both.
+    rc("set_self", set_priority(pid("a"), 5));
+    ev("a:after-set");
+    idle();
+}
+extern "C" fn sp_b() {
+    ev("b:run");
+}
+extern "C" fn sp_c() {
+    ev("c:run");
+}
+fn scenario_set_priority() -> ! {
+    create_process(&attrs("a", sp_a, 20)).unwrap();
+    create_process(&attrs("b", sp_b, 5)).unwrap();
+    create_process(&attrs("c", sp_c, 10)).unwrap();
+    start(pid("a")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- LOCK_PREEMPTION of a blocked holder
+extern "C" fn lb_h() {
+    rc("lock_h", lock_preemption());
+    // Blocked outside APEX: the other process runs meanwhile.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    rc("unlock_h", unlock_preemption());
+    timed_wait(20 * MS).unwrap();
+    idle();
+}
+extern "C" fn lb_o() {
+    ev("o:locking");
+    rc("lock_o", lock_preemption());
+    rc("unlock_o", unlock_preemption());
+}
+fn scenario_lock_blocked() -> ! {
+    create_process(&attrs("h", lb_h, 10)).unwrap();
+    create_process(&attrs("o", lb_o, 5)).unwrap();
+    start(pid("h")).unwrap();
+    start(pid("o")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- a STOP whose next thread fails
+/// The stack of process w: larger than glibc's stack cache, so every thread of w maps its own.
+const BIG_STACK: u32 = 64 << 20;
+static SF_RUNS: AtomicI32 = AtomicI32::new(0);
+extern "C" fn sf_w() {
+    let n = SF_RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    ev(&format!("w:begin#{n}"));
+    let _ = timed_wait(10_000 * MS);
+}
+/// Set the soft address-space limit (the hard one stays).
+fn address_space(bytes: u64) {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: l is a valid rlimit for getrlimit / setrlimit to read and write.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_AS, &mut l);
+        l.rlim_cur = bytes.min(l.rlim_max);
+        libc::setrlimit(libc::RLIMIT_AS, &l);
+    }
+}
+extern "C" fn sf_boss() {
+    start(pid("w")).unwrap();
+    let vm_kb: u64 = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    // Room for small things, none for w's next stack (w's current one is counted, and may be
+    // unmapped by the STOP).
+    address_space((vm_kb << 10) - (BIG_STACK as u64) / 2);
+    rc("stop_w", stop(pid("w")));
+    rc("start_w_no_room", start(pid("w")));
+    ev(&format!("boss:w={:?}", state("w")));
+    address_space(u64::MAX);
+    rc("start_w", start(pid("w")));
+    timed_wait(20 * MS).unwrap();
+    idle();
+}
+fn scenario_spawn_fails() -> ! {
+    create_process(&ProcessAttributes {
+        stack_size: BIG_STACK,
+        ..attrs("w", sf_w, 20)
+    })
+    .unwrap();
+    create_process(&attrs("boss", sf_boss, 10)).unwrap();
+    start(pid("boss")).unwrap();
+    normal()
+}
+
 // ---------------------------------------------------------------- restart: STOP then START
 static RUNS: AtomicI32 = AtomicI32::new(0);
 extern "C" fn rs_worker() {
@@ -914,6 +1013,9 @@ fn main() {
         "suspend" => scenario_suspend(),
         "restart-process" => scenario_restart_process(),
         "stop-suspended" => scenario_stop_suspended(),
+        "spawn-fails" => scenario_spawn_fails(),
+        "lock-blocked" => scenario_lock_blocked(),
+        "set-priority" => scenario_set_priority(),
         "stop-beside-busy" => scenario_stop_beside_busy(),
         "churn" => scenario_churn(),
         "released" => scenario_released(),

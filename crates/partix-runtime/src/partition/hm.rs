@@ -242,7 +242,16 @@ pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh:
                     }
                     inner.errors.push_back(status);
                     if let Some(eh) = inner.eh.as_mut() {
-                        if eh.dormant {
+                        // A handler whose last STOP_SELF could not make its next thread gets
+                        // one now; failing again, the error waits in the queue for the next.
+                        let ready = r.ctl[EH_INDEX].thread.load(Ordering::Relaxed) != 0
+                            || r.spawn_incarnation(
+                                EH_INDEX,
+                                eh.attrs.stack_size as usize,
+                                rt::FIFO_ERROR_HANDLER,
+                            )
+                            .is_ok();
+                        if eh.dormant && ready {
                             eh.dormant = false;
                             r.ctl[EH_INDEX].gen.fetch_add(1, Ordering::AcqRel);
                         }
@@ -332,16 +341,26 @@ fn restart_self(idx: usize) -> ! {
 /// Count a deadline miss of process `idx` (its deadline `deadline`) once and raise
 /// DEADLINE_MISSED.
 pub(crate) fn report_deadline_miss(idx: usize, deadline: u64) {
-    let r = rt();
-    let c = &r.ctl[idx];
-    let prev = c.reported_deadline.load(Ordering::Acquire);
-    if prev == deadline
-        || c.reported_deadline
-            .compare_exchange(prev, deadline, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-    {
-        return;
+    if claim_deadline(idx, deadline) {
+        raise_deadline_miss(idx);
     }
+}
+
+/// Mark deadline `deadline` of process `idx` as dealt with; return whether this call did (false:
+/// it was already).
+pub(crate) fn claim_deadline(idx: usize, deadline: u64) -> bool {
+    let c = &rt().ctl[idx];
+    let prev = c.reported_deadline.load(Ordering::Acquire);
+    prev != deadline
+        && c.reported_deadline
+            .compare_exchange(prev, deadline, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+}
+
+/// Count a deadline miss of process `idx` and raise DEADLINE_MISSED (its deadline claimed by
+/// the caller, [`claim_deadline`]).
+pub(crate) fn raise_deadline_miss(idx: usize) {
+    let r = rt();
     r.slot(idx).deadline_misses.fetch_add(1, Ordering::AcqRel);
     r.ctx
         .partition()

@@ -12,7 +12,9 @@
 //! the entry point → DORMANT. Processes started before NORMAL mode wait for it.
 
 use super::error::{ApexError, ApexResult};
-use super::rt::{self, rt, Proc, EH_INDEX, SUSP, SUSP_SELF, SUSP_SEQ, W_RELEASE, W_SUSPEND};
+use super::rt::{
+    self, rt, Proc, EH_INDEX, FIFO_LOCK, SUSP, SUSP_SELF, SUSP_SEQ, W_RELEASE, W_SUSPEND,
+};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::state::{mode, process_state, MAX_PROCESSES, NAME_LEN};
 use partix_shm::futex;
@@ -282,6 +284,18 @@ pub(crate) fn start_locked(
     if !p.dormant {
         return Err(ApexError::NoAction);
     }
+    if r.ctl[idx].thread.load(Ordering::Relaxed) == 0 {
+        // The thread of its last STOP could not be made (no memory, thread limit): make it
+        // now, or refuse, rather than mark READY a process that nothing runs (found by review).
+        p.applied_fifo = if idx == EH_INDEX {
+            rt::FIFO_ERROR_HANDLER
+        } else {
+            p.attrs.base_priority + 1
+        };
+        let (stack, prio) = (p.attrs.stack_size as usize, p.applied_fifo);
+        r.spawn_incarnation(idx, stack, prio)?;
+    }
+    let p = &mut inner.procs[idx];
     let cap = p.attrs.time_capacity;
     let release = if r.gate.load(Ordering::Acquire) == 0 {
         // Counted from the NORMAL anchor; checked for range against "now" meanwhile.
@@ -291,11 +305,18 @@ pub(crate) fn start_locked(
         let pp = r.ctx.partition().period_ns.load(Ordering::Acquire);
         let grid = if pp > 0 { pp } else { p.attrs.period as u64 };
         let k = now.saturating_sub(anchor).div_ceil(grid);
-        Some(anchor + k * grid + delay as u64)
+        // Checked: a period and a delay near the range of SYSTEM_TIME wrapped to a release
+        // in the past (found by review).
+        Some(
+            k.checked_mul(grid)
+                .and_then(|o| o.checked_add(anchor))
+                .and_then(|t| t.checked_add(delay as u64))
+                .ok_or(ApexError::InvalidConfig)?,
+        )
     } else {
-        Some(now + delay as u64)
+        Some(now.saturating_add(delay as u64))
     };
-    let base = release.unwrap_or(now + delay as u64);
+    let base = release.unwrap_or(now.saturating_add(delay as u64));
     let deadline = if cap == INFINITE_TIME_VALUE {
         u64::MAX
     } else {
@@ -349,7 +370,10 @@ pub fn stop(pid: ProcessId) -> ApexResult<()> {
             return Err(ApexError::NoAction);
         }
         r.make_dormant(inner, idx);
-        r.replace_incarnation(inner, idx)
+        // The process is stopped either way: a next thread that cannot be made now is made by
+        // the next START, which reports the failure (`start_locked`). STOP has no error for it.
+        let _ = r.replace_incarnation(inner, idx);
+        Ok(())
     })
 }
 
@@ -551,16 +575,43 @@ pub fn set_priority(pid: ProcessId, priority: Priority) -> ApexResult<()> {
     if !(MIN_PRIORITY_VALUE..=MAX_PRIORITY_VALUE).contains(&priority) {
         return Err(ApexError::InvalidParam);
     }
-    r.with_inner(|inner| {
+    let caller = rt::self_index() == Some(idx);
+    let yield_after = r.with_inner(|inner| {
         let p = &mut inner.procs[idx];
         if p.dormant {
             return Err(ApexError::InvalidMode);
         }
         p.current_priority = priority;
         r.publish(idx, p);
-        r.apply_priority(inner, idx);
-        Ok(())
-    })
+        let want = r.fifo_priority(inner, idx);
+        if let Some(p) = inner.proc_mut(idx) {
+            p.applied_fifo = want;
+        }
+        // Behind the other ready processes of its new priority. Linux puts a thread whose
+        // priority is lowered at the head of its new list, and leaves one whose priority is
+        // unchanged in place: the caller yields after the call, and another process is taken
+        // down to the lowest priority first, so that it rises to its new one (a raise puts it
+        // at the tail). Before, a process that lowered itself kept running ahead of the
+        // processes already READY at its new priority.
+        if caller {
+            r.set_fifo(0, want);
+            Ok(want != FIFO_LOCK)
+        } else {
+            let tid = r.ctl[idx].tid.load(Ordering::Acquire);
+            if tid != 0 {
+                if want > 1 {
+                    r.set_fifo(tid, 1);
+                }
+                r.set_fifo(tid, want);
+            }
+            Ok(false)
+        }
+    })?;
+    if yield_after {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    Ok(())
 }
 
 /// Return the id of the process named `name` (`GET_PROCESS_ID`). Lock-free.
@@ -637,19 +688,35 @@ pub fn lock_preemption() -> ApexResult<LockLevel> {
     if r.mode() != mode::NORMAL {
         return Err(ApexError::NoAction);
     }
-    r.with_inner(|inner| {
-        let level = r.ctx.partition().lock_level.load(Ordering::Acquire) as LockLevel;
-        if level >= MAX_LOCK_LEVEL {
-            return Err(ApexError::InvalidConfig);
+    let word = &r.ctx.partition().lock_level;
+    loop {
+        let got = r.with_inner(|inner| {
+            let level = word.load(Ordering::Acquire);
+            if level > 0 && inner.lock_owner.is_some_and(|o| o != idx) {
+                // Another process holds the lock: it runs above every process, so the caller
+                // runs only because the holder blocked outside APEX (a system call, a mutex of
+                // its own). Taking the lock over made the holder's UNLOCK answer NO_ACTION and
+                // left it at the lock's priority for good (found by review); the caller waits
+                // for the level to come back to 0 instead.
+                return Ok(Err(level));
+            }
+            if level as LockLevel >= MAX_LOCK_LEVEL {
+                return Err(ApexError::InvalidConfig);
+            }
+            inner.lock_owner = Some(idx);
+            word.store(level + 1, Ordering::Release);
+            r.apply_priority(inner, idx);
+            Ok(Ok(level as LockLevel + 1))
+        })?;
+        match got {
+            Ok(level) => return Ok(level),
+            // Woken when the level returns to 0; the slice bounds a wake missed for a holder
+            // that ended another way.
+            Err(level) => {
+                futex::wait(word, level, Some(Duration::from_millis(50)));
+            }
         }
-        inner.lock_owner = Some(idx);
-        r.ctx
-            .partition()
-            .lock_level
-            .store(level as u32 + 1, Ordering::Release);
-        r.apply_priority(inner, idx);
-        Ok(level + 1)
-    })
+    }
 }
 
 /// Decrement the preemption lock level (`UNLOCK_PREEMPTION`); at 0 the caller returns to its
@@ -679,6 +746,8 @@ pub fn unlock_preemption() -> ApexResult<LockLevel> {
         if level == 1 {
             inner.lock_owner = None;
             r.apply_priority(inner, idx);
+            // Processes that called LOCK_PREEMPTION while the caller was blocked outside APEX.
+            futex::wake_all(&r.ctx.partition().lock_level);
         }
         Ok(level - 1)
     })

@@ -1038,6 +1038,7 @@ impl Runtime {
         if inner.lock_owner == Some(idx) {
             inner.lock_owner = None;
             self.ctx.partition().lock_level.store(0, Ordering::Release);
+            futex::wake_all(&self.ctx.partition().lock_level);
         }
         let c = &self.ctl[idx];
         let s = c.suspend.load(Ordering::Acquire);

@@ -80,6 +80,16 @@ pub fn timed_wait(delay: SystemTime) -> ApexResult<()> {
 pub fn periodic_wait() -> ApexResult<()> {
     let idx = blocking_caller()?;
     let r = rt();
+    // Claim the job's deadline before reading the clock: a monitor that wakes at it meanwhile
+    // (it preempts this process) skips it, and this call reports it below if the job was late.
+    // Read after the claim, `now` is on time only if the monitor had not found the deadline
+    // passed. (The monitor used to report a miss for a job that had read its completion time
+    // before the deadline and was preempted before it published the next one.)
+    let periodic = r.attrs[idx]
+        .get()
+        .is_some_and(|a| a.period != INFINITE_TIME_VALUE);
+    let d = r.slot(idx).deadline_ns.load(Ordering::SeqCst);
+    let claimed = periodic && d != u64::MAX && super::hm::claim_deadline(idx, d);
     let now = r.now();
     let next = r.with_inner(|inner| {
         let p = &mut inner.procs[idx];
@@ -100,8 +110,15 @@ pub fn periodic_wait() -> ApexResult<()> {
         Ok((release, next, old_deadline))
     });
     let (release, next, old_deadline) = next?;
+    // A monitor that skipped the claimed deadline while the new one was not published yet
+    // sleeps past it: wake it (only then: it normally sleeps until the old deadline, earlier).
+    r.kick_monitor(r.slot(idx).deadline_ns.load(Ordering::SeqCst));
     if now > old_deadline {
-        super::hm::report_deadline_miss(idx, old_deadline);
+        if claimed && old_deadline == d {
+            super::hm::raise_deadline_miss(idx);
+        } else {
+            super::hm::report_deadline_miss(idx, old_deadline);
+        }
     }
     let s = r.slot(idx);
     let response = now.saturating_sub(release);
