@@ -80,7 +80,14 @@ pub fn write_to(dir: &std::path::Path) -> std::io::Result<()> {
         if std::fs::read(&path).ok().as_deref() == Some(contents.as_bytes()) {
             continue;
         }
-        std::fs::write(&path, contents)?;
+        // Written aside and renamed into place: another `partix run` compiling against the
+        // same directory never reads a header half written (found by review).
+        let tmp = path.with_extension(format!("h.tmp.{}", std::process::id()));
+        std::fs::write(&tmp, contents)?;
+        if let Err(e) = std::fs::rename(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
     }
     Ok(())
 }

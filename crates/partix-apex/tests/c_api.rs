@@ -296,6 +296,29 @@ fn every_service_return_code_and_the_process_state_machine() {
     );
 }
 
+/// A report on stderr that cannot be written (EPIPE) is lost, and the partition goes on: it
+/// used to abort the process (`eprintln!` panics on a failed write, outside `catch_unwind`, in
+/// an `extern "C"` function).
+#[test]
+fn a_broken_stderr_does_not_abort_a_partition() {
+    let exe = compile(
+        &c_source("stderr_broken.c"),
+        "stderr_broken",
+        Link::Static,
+        &[],
+    );
+    let out = run_for(&exe, &[], None);
+    assert!(
+        out.status.success(),
+        "stderr_broken exited with {:?}",
+        out.status
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "GET_TIME after a lost report rc=0\n"
+    );
+}
+
 /// Every return code of the intra-partition services (blackboards, buffers, semaphores, events),
 /// and processes released from each of them (static library, standalone).
 #[test]

@@ -213,6 +213,21 @@ fn a_process_whose_next_thread_could_not_be_made_gets_one_at_its_start() {
     ]);
 }
 
+/// CREATE_PROCESS, CREATE_ERROR_HANDLER and SUSPEND_SELF check in the standard's order: an
+/// existing name before bad parameters, parameters before the mode, the preemption lock before
+/// the time-out. (The mode and the parameters came first.)
+#[test]
+fn creation_and_suspension_errors_come_in_the_standards_order() {
+    probe("create-order").ok("create-order").assert_lines(&[
+        "create_same_name_bad_priority=NO_ACTION",
+        "create_error_handler_again_huge_stack=NO_ACTION",
+        "create_in_normal=INVALID_MODE",
+        "create_in_normal_same_name=NO_ACTION",
+        "create_in_normal_bad_priority=INVALID_PARAM",
+        "suspend_self_locked_bad_timeout=INVALID_MODE",
+    ]);
+}
+
 /// A process that suspended itself and is then stopped by a lower-priority process never
 /// returns from SUSPEND_SELF: it is DORMANT. (The STOP woke it before signalling it, so it
 /// preempted the stopper and returned NO_ERROR to its application code.)
@@ -502,7 +517,8 @@ fn every_return_code() {
         ("raise_in_init", "NO_ERROR"),
         // In NORMAL mode, from a process.
         ("get_my_id_is_main", "true"),
-        ("create_in_normal", "INVALID_MODE"),
+        // The table is full: that comes before the mode (the standard's order).
+        ("create_in_normal", "INVALID_CONFIG"),
         ("create_error_handler_in_normal", "INVALID_MODE"),
         ("set_normal_in_normal", "NO_ACTION"),
         ("stop_self_pid", "INVALID_PARAM"),
@@ -530,6 +546,7 @@ fn every_return_code() {
         ("timed_wait", "NO_ERROR"),
         ("periodic_wait_aperiodic", "INVALID_MODE"),
         ("replenish_negative", "INVALID_PARAM"),
+        ("replenish_beyond_system_time", "INVALID_PARAM"),
         ("replenish", "NO_ERROR"),
         ("deadline_moved", "true"),
         ("replenish_infinite", "NO_ERROR"),

@@ -26,6 +26,7 @@ mod time;
 
 use partix_runtime::partition::{ApexError, QueuingDiscipline};
 use std::ffi::c_char;
+use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use types::*;
 
@@ -63,7 +64,12 @@ const PANICKED: RETURN_CODE_TYPE = INVALID_CONFIG;
 /// happened). A panic in the body is caught, reported on stderr and returned as [`PANICKED`].
 fn service(name: &str, rc: *mut RETURN_CODE_TYPE, body: impl FnOnce() -> Result<(), Rc>) {
     if rc.is_null() {
-        eprintln!("partix-apex: {name}: RETURN_CODE is a null pointer; the service was not called");
+        // Not `eprintln!`: it panics when stderr fails (a full disk, EPIPE), and a panic here,
+        // outside `catch_unwind`, would abort the partition (found by review).
+        let _ = writeln!(
+            std::io::stderr(),
+            "partix-apex: {name}: RETURN_CODE is a null pointer; the service was not called"
+        );
         return;
     }
     let code = match catch_unwind(AssertUnwindSafe(body)) {
@@ -86,7 +92,10 @@ fn report_panic(name: &str, payload: &(dyn std::any::Any + Send)) {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)");
-    eprintln!("partix-apex: {name} failed internally ({msg}); returning INVALID_CONFIG");
+    let _ = writeln!(
+        std::io::stderr(),
+        "partix-apex: {name} failed internally ({msg}); returning INVALID_CONFIG"
+    );
 }
 
 /// Store `value` through an out-parameter, or fail with `INVALID_PARAM` if it is null.

@@ -19,6 +19,9 @@ pub(super) fn entry_point(addr: SYSTEM_ADDRESS_TYPE) -> Result<EntryPoint, Rc> {
     Ok(unsafe { std::mem::transmute::<SYSTEM_ADDRESS_TYPE, EntryPoint>(addr) })
 }
 
+/// Stands for a null ENTRY_POINT in a CREATE_PROCESS that is refused (never called).
+extern "C" fn placeholder_entry() {}
+
 fn deadline(d: DEADLINE_TYPE) -> Result<Deadline, Rc> {
     match d {
         SOFT => Ok(Deadline::Soft),
@@ -108,16 +111,23 @@ pub extern "C" fn CREATE_PROCESS(
         // PROCESS_ATTRIBUTE_TYPE (whose every bit pattern is valid for our mirror: integers and
         // a raw pointer); read_unaligned tolerates any alignment.
         let a = unsafe { ATTRIBUTES.read_unaligned() };
+        // A name that is not UTF-8, a null ENTRY_POINT and an out-of-range DEADLINE are
+        // INVALID_PARAM in the standard's order, after the table and name checks: the runtime
+        // gets placeholders and is told they stand for bad values.
+        let name = read_name(a.NAME.as_ptr());
+        let entry = entry_point(a.ENTRY_POINT);
+        let dl = deadline(a.DEADLINE);
+        let c_invalid = name.is_err() || entry.is_err() || dl.is_err();
         let attr = ProcessAttributes {
-            name: read_name(a.NAME.as_ptr())?,
-            entry_point: entry_point(a.ENTRY_POINT)?,
+            name: name.unwrap_or_default(),
+            entry_point: entry.unwrap_or(placeholder_entry),
             stack_size: a.STACK_SIZE,
             base_priority: a.BASE_PRIORITY,
             period: a.PERIOD,
             time_capacity: a.TIME_CAPACITY,
-            deadline: deadline(a.DEADLINE)?,
+            deadline: dl.unwrap_or(Deadline::Soft),
         };
-        let id = apex::create_process(&attr)?;
+        let id = apex::create_process_with(&attr, c_invalid)?;
         put(PROCESS_ID, id.0)
     });
 }

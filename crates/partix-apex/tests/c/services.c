@@ -232,14 +232,16 @@ static void driver(void)
     value("LOCK_LEVEL", "normal", part.LOCK_LEVEL);
     CHECK("SET_PARTITION_MODE", "normal_again", SET_PARTITION_MODE(NORMAL, &rc));
     CHECK("SET_PARTITION_MODE", "bad_mode", SET_PARTITION_MODE((OPERATING_MODE_TYPE)7, &rc));
-    CHECK("CREATE_PROCESS", "in_normal", {
+    /* The table is full and the handler exists: those come before the mode (the standard's
+       order). */
+    CHECK("CREATE_PROCESS", "in_normal_table_full", {
         memset(&attr, 0, sizeof attr);
         attr.ENTRY_POINT = spare; attr.PERIOD = INFINITE_TIME_VALUE;
         attr.TIME_CAPACITY = INFINITE_TIME_VALUE; attr.BASE_PRIORITY = 5;
         strcpy(attr.NAME, "late");
         CREATE_PROCESS(&attr, &id, &rc);
     });
-    CHECK("CREATE_ERROR_HANDLER", "in_normal", CREATE_ERROR_HANDLER(error_handler, 0, &rc));
+    CHECK("CREATE_ERROR_HANDLER", "in_normal_exists", CREATE_ERROR_HANDLER(error_handler, 0, &rc));
 
     /* -- identity --------------------------------------------------------------------------- */
     CHECK("GET_MY_ID", "process", GET_MY_ID(&id, &rc));
@@ -488,6 +490,15 @@ int main(void)
     a.DEADLINE = SOFT;
     strcpy(a.NAME, "worker");
     CHECK("CREATE_PROCESS", "same_name", CREATE_PROCESS(&a, &id, &rc));
+    /* The standard's order: an existing name comes before bad parameters, also those only C can
+       pass (a null entry point, an out-of-range deadline). */
+    a.BASE_PRIORITY = MAX_PRIORITY_VALUE + 1;
+    a.ENTRY_POINT = NULL;
+    a.DEADLINE = (DEADLINE_TYPE)5;
+    CHECK("CREATE_PROCESS", "same_name_bad_params", CREATE_PROCESS(&a, &id, &rc));
+    a.BASE_PRIORITY = 10;
+    a.ENTRY_POINT = worker;
+    a.DEADLINE = SOFT;
     strcpy(a.NAME, "other");
     a.BASE_PRIORITY = 0;
     CHECK("CREATE_PROCESS", "priority_too_low", CREATE_PROCESS(&a, &id, &rc));

@@ -316,6 +316,37 @@ fn scenario_spawn_fails() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- the order of creation errors
+extern "C" fn co_a() {
+    rc("create_in_normal", create_process(&attrs("late", nop, 1)));
+    rc(
+        "create_in_normal_same_name",
+        create_process(&attrs("a", nop, 1)),
+    );
+    rc(
+        "create_in_normal_bad_priority",
+        create_process(&attrs("late", nop, 200)),
+    );
+    lock_preemption().unwrap();
+    rc("suspend_self_locked_bad_timeout", suspend_self(-5));
+    unlock_preemption().unwrap();
+    idle();
+}
+fn scenario_create_order() -> ! {
+    create_process(&attrs("a", co_a, 10)).unwrap();
+    rc(
+        "create_same_name_bad_priority",
+        create_process(&attrs("a", nop, 200)),
+    );
+    create_error_handler(nop, 0).unwrap();
+    rc(
+        "create_error_handler_again_huge_stack",
+        create_error_handler(nop, u32::MAX),
+    );
+    start(pid("a")).unwrap();
+    normal()
+}
+
 // ---------------------------------------------------------------- restart: STOP then START
 static RUNS: AtomicI32 = AtomicI32::new(0);
 extern "C" fn rs_worker() {
@@ -837,6 +868,8 @@ extern "C" fn codes_main() {
     rc("timed_wait", timed_wait(MS));
     rc("periodic_wait_aperiodic", periodic_wait());
     rc("replenish_negative", replenish(-3));
+    // A deadline past SYSTEM_TIME's range (now + i64::MAX).
+    rc("replenish_beyond_system_time", replenish(i64::MAX));
     rc("replenish", replenish(10_000 * MS));
     let d = get_process_status(me).unwrap().deadline_time;
     ev(&format!(
@@ -1013,6 +1046,7 @@ fn main() {
         "suspend" => scenario_suspend(),
         "restart-process" => scenario_restart_process(),
         "stop-suspended" => scenario_stop_suspended(),
+        "create-order" => scenario_create_order(),
         "spawn-fails" => scenario_spawn_fails(),
         "lock-blocked" => scenario_lock_blocked(),
         "set-priority" => scenario_set_priority(),

@@ -430,18 +430,13 @@ pub fn report_application_message(msg: &[u8]) -> ApexResult<()> {
 /// thread behind).
 ///
 /// # Errors
+/// In the standard's order:
 /// - `NoAction`: the error handler exists already.
+/// - `InvalidConfig`: `stack_size` is larger than [`super::process::MAX_STACK_SIZE`].
 /// - `InvalidMode`: the partition is in NORMAL mode.
-/// - `InvalidConfig`: `stack_size` is larger than [`super::process::MAX_STACK_SIZE`], or the thread
-///   cannot be created.
+/// - `InvalidConfig`: the thread cannot be created.
 pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()> {
     let r = rt();
-    if r.mode() == mode::NORMAL {
-        return Err(ApexError::InvalidMode);
-    }
-    if stack_size > super::process::MAX_STACK_SIZE {
-        return Err(ApexError::InvalidConfig);
-    }
     let stack = if stack_size == 0 {
         super::process::DEFAULT_STACK_SIZE
     } else {
@@ -450,6 +445,12 @@ pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()
     r.with_inner(|inner| {
         if inner.eh.is_some() {
             return Err(ApexError::NoAction);
+        }
+        if stack_size > super::process::MAX_STACK_SIZE {
+            return Err(ApexError::InvalidConfig);
+        }
+        if r.mode() == mode::NORMAL {
+            return Err(ApexError::InvalidMode);
         }
         r.spawn_incarnation(EH_INDEX, stack as usize, FIFO_ERROR_HANDLER)?;
         inner.eh = Some(Proc {

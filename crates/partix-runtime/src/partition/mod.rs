@@ -101,10 +101,11 @@ pub use partition::{
 };
 pub use ports::*;
 pub use process::{
-    create_process, delayed_start, get_my_id, get_process_id, get_process_status, lock_preemption,
-    resume, set_priority, start, stop, stop_self, suspend, suspend_self, unlock_preemption,
-    Deadline, EntryPoint, LockLevel, Priority, ProcessAttributes, ProcessId, ProcessState,
-    ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE, MIN_PRIORITY_VALUE,
+    create_process, create_process_with, delayed_start, get_my_id, get_process_id,
+    get_process_status, lock_preemption, resume, set_priority, start, stop, stop_self, suspend,
+    suspend_self, unlock_preemption, Deadline, EntryPoint, LockLevel, Priority, ProcessAttributes,
+    ProcessId, ProcessState, ProcessStatus, MAX_LOCK_LEVEL, MAX_NAME_LENGTH, MAX_PRIORITY_VALUE,
+    MIN_PRIORITY_VALUE,
 };
 pub use rt::control_signal;
 pub(crate) use rt::{control_pending, defer_control, outside_sections};

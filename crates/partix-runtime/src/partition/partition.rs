@@ -169,12 +169,18 @@ fn enter_normal() -> ! {
         for idx in 0..inner.procs.len() {
             let p = &mut inner.procs[idx];
             if !p.dormant && p.release_ns.is_none() {
-                let release = anchor + p.start_delay;
+                let release = anchor.saturating_add(p.start_delay);
                 p.release_ns = Some(release);
+                // A deadline past SYSTEM_TIME's range (a delay and a capacity near it, checked
+                // only against "now" at the START) is none: as a SYSTEM_TIME it would read
+                // negative in GET_PROCESS_STATUS.
                 p.deadline_ns = if p.attrs.time_capacity == INFINITE_TIME_VALUE {
                     u64::MAX
                 } else {
-                    release.saturating_add(p.attrs.time_capacity as u64)
+                    release
+                        .checked_add(p.attrs.time_capacity as u64)
+                        .filter(|&d| d <= i64::MAX as u64)
+                        .unwrap_or(u64::MAX)
                 };
                 r.publish(idx, p);
             }

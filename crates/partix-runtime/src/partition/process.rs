@@ -124,50 +124,68 @@ fn check_time(t: SystemTime) -> bool {
 /// until START.
 ///
 /// # Errors
-/// - `InvalidMode`: the partition is in NORMAL mode.
-/// - `NoAction`: a process with this name already exists.
+/// In the standard's order:
+/// - `InvalidConfig`: [`crate::state::MAX_PROCESSES`] processes exist already;
+/// - `NoAction`: a process with this name already exists;
 /// - `InvalidParam`: empty name or longer than [`MAX_NAME_LENGTH`]; stack larger than
-///   [`MAX_STACK_SIZE`]; priority out of range; period or time capacity neither positive nor
-///   infinite; a periodic process with a time capacity larger than its period.
-/// - `InvalidConfig`: [`crate::state::MAX_PROCESSES`] processes exist already; the period is not a
-///   multiple of the partition's period; the thread cannot be created.
+///   [`MAX_STACK_SIZE`]; priority out of range; period neither positive nor infinite;
+/// - `InvalidConfig`: the period is not a multiple of the partition's period;
+/// - `InvalidParam`: time capacity neither positive nor infinite; a periodic process with a time
+///   capacity that is infinite or larger than its period;
+/// - `InvalidMode`: the partition is in NORMAL mode;
+/// - `InvalidConfig`: the thread cannot be created.
 pub fn create_process(attr: &ProcessAttributes) -> ApexResult<ProcessId> {
+    create_process_with(attr, false)
+}
+
+/// [`create_process`] with attributes a C caller got wrong (`c_invalid`: a null entry point, an
+/// out-of-range `DEADLINE`, a name that is not UTF-8), refused with `InvalidParam` in the
+/// standard's order: after the table and name checks (partix extension, for the C API's
+/// CREATE_PROCESS, which passes placeholders for those attributes).
+///
+/// # Errors
+/// Those of [`create_process`]; `InvalidParam` also for `c_invalid`.
+pub fn create_process_with(attr: &ProcessAttributes, c_invalid: bool) -> ApexResult<ProcessId> {
     let r = rt();
-    if r.mode() == mode::NORMAL {
-        return Err(ApexError::InvalidMode);
-    }
     let name = attr.name.as_bytes();
-    if name.is_empty()
-        || name.len() > MAX_NAME_LENGTH
-        || name.contains(&0)
-        || attr.stack_size > MAX_STACK_SIZE
-        || !(MIN_PRIORITY_VALUE..=MAX_PRIORITY_VALUE).contains(&attr.base_priority)
-        || !check_time(attr.period)
-        || !check_time(attr.time_capacity)
-        || (attr.period != INFINITE_TIME_VALUE
-            && (attr.time_capacity == INFINITE_TIME_VALUE || attr.time_capacity > attr.period))
-    {
-        return Err(ApexError::InvalidParam);
-    }
     let part_period = r.ctx.partition().period_ns.load(Ordering::Acquire);
-    if attr.period != INFINITE_TIME_VALUE
-        && part_period > 0
-        && !(attr.period as u64).is_multiple_of(part_period)
-    {
-        return Err(ApexError::InvalidConfig);
-    }
     let mut a = attr.clone();
     if a.stack_size == 0 {
         a.stack_size = DEFAULT_STACK_SIZE;
     }
     r.with_inner(|inner| {
-        if inner.procs.iter().any(|p| p.attrs.name == a.name) {
-            return Err(ApexError::NoAction);
-        }
-        let idx = inner.procs.len();
-        if idx >= MAX_PROCESSES {
+        if inner.procs.len() >= MAX_PROCESSES {
             return Err(ApexError::InvalidConfig);
         }
+        if !name.is_empty() && inner.procs.iter().any(|p| p.attrs.name == a.name) {
+            return Err(ApexError::NoAction);
+        }
+        if c_invalid
+            || name.is_empty()
+            || name.len() > MAX_NAME_LENGTH
+            || name.contains(&0)
+            || attr.stack_size > MAX_STACK_SIZE
+            || !(MIN_PRIORITY_VALUE..=MAX_PRIORITY_VALUE).contains(&attr.base_priority)
+            || !check_time(attr.period)
+        {
+            return Err(ApexError::InvalidParam);
+        }
+        if attr.period != INFINITE_TIME_VALUE
+            && part_period > 0
+            && !(attr.period as u64).is_multiple_of(part_period)
+        {
+            return Err(ApexError::InvalidConfig);
+        }
+        if !check_time(attr.time_capacity)
+            || (attr.period != INFINITE_TIME_VALUE
+                && (attr.time_capacity == INFINITE_TIME_VALUE || attr.time_capacity > attr.period))
+        {
+            return Err(ApexError::InvalidParam);
+        }
+        if r.mode() == mode::NORMAL {
+            return Err(ApexError::InvalidMode);
+        }
+        let idx = inner.procs.len();
         let prio = a.base_priority + 1;
         r.spawn_incarnation(idx, a.stack_size as usize, prio)?;
         let s = r.slot(idx);
@@ -455,18 +473,19 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
         Some(i) if i != EH_INDEX => i,
         _ => return Err(ApexError::InvalidMode),
     };
-    if timeout < 0 && timeout != INFINITE_TIME_VALUE {
-        return Err(ApexError::InvalidParam);
-    }
     let c = &r.ctl[idx];
     let word = loop {
         let word = r.with_inner(|inner| {
+            // The standard's order: the mode checks, then the time-out.
             if inner.lock_owner == Some(idx) {
                 return Err(ApexError::InvalidMode);
             }
             let p = &mut inner.procs[idx];
             if p.attrs.period != INFINITE_TIME_VALUE {
                 return Err(ApexError::InvalidMode);
+            }
+            if timeout < 0 && timeout != INFINITE_TIME_VALUE {
+                return Err(ApexError::InvalidParam);
             }
             if timeout == 0 {
                 return Ok(Some(None));

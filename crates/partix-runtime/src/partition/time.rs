@@ -164,7 +164,12 @@ pub fn replenish(budget: SystemTime) -> ApexResult<()> {
         let new_deadline = if budget == INFINITE_TIME_VALUE {
             u64::MAX
         } else {
-            now.saturating_add(budget as u64)
+            // A deadline past SYSTEM_TIME's range is a budget out of range (it would read
+            // negative in GET_PROCESS_STATUS; found by review).
+            match now.checked_add(budget as u64) {
+                Some(d) if d <= i64::MAX as u64 => d,
+                _ => return Err(ApexError::InvalidParam),
+            }
         };
         if p.attrs.period != INFINITE_TIME_VALUE {
             let next_release = p
