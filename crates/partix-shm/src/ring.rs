@@ -387,6 +387,7 @@ impl<'a> RingView<'a> {
             // Acquire fence: the data may be mapped read-only).
             st.cached_tail = self.load_tail();
             if st.head == st.cached_tail {
+                self.repair_head(st);
                 return Err(PopError::Empty);
             }
         }
@@ -436,6 +437,7 @@ impl<'a> RingView<'a> {
         }
         let avail = st.cached_tail.wrapping_sub(st.head);
         if avail == 0 {
+            self.repair_head(st);
             return Err(PopError::Empty);
         }
         if avail > self.capacity {
@@ -485,6 +487,19 @@ impl<'a> RingView<'a> {
         self.head.store(st.head, Ordering::Release);
     }
 
+    /// Store the consumer's own head back into the shared `head` if something else changed it
+    /// (an empty pop, the cold path). Only the consumer writes `head`, but where its word shares
+    /// a region the producer may write (the control line of a split ring), a broken producer
+    /// could store another value: lock-free readiness probes that count from the shared words
+    /// ([`RingView::len`]) then said "a message is there" to a pop that found none, and a
+    /// waiting receiver spun instead of parking (found by review).
+    #[cold]
+    fn repair_head(&self, st: &ConsumerState) {
+        if self.head.load(Ordering::Relaxed) != st.head {
+            self.head.store(st.head, Ordering::Release);
+        }
+    }
+
     /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
     #[inline]
     pub fn has_message(&self, st: &ConsumerState) -> bool {
@@ -494,9 +509,14 @@ impl<'a> RingView<'a> {
     /// Discard every message published so far (consumer only; see the module docs).
     pub fn clear(&self, st: &mut ConsumerState) {
         let tail = self.load_tail();
-        // A broken producer may have published an impossible tail; never move head past what a
-        // correct producer could have written.
-        let n = tail.wrapping_sub(st.head).min(self.capacity);
+        // A broken producer may have published an impossible tail (more than a ring ahead, or
+        // behind the head): then discard nothing. (Clamped to the capacity, a tail behind the
+        // head moved the head a whole ring past it, and the ring answered Corrupt / Full for
+        // good; found by review.)
+        let n = tail.wrapping_sub(st.head);
+        if n > self.capacity {
+            return;
+        }
         st.head = st.head.wrapping_add(n);
         st.cached_tail = tail;
         // SYNC POINT: C2 for every discarded message.
@@ -807,6 +827,23 @@ mod shm {
         /// Return the number of queued messages (a snapshot).
         pub fn len(&self) -> usize {
             self.ring.view().len()
+        }
+
+        /// Return the number of messages this producer published (its own count: the shared
+        /// `tail` is only ever written by the producer, but may lie in a region the consumer
+        /// can write too).
+        pub fn published(&self) -> u64 {
+            self.st.tail
+        }
+
+        /// Store this producer's own count back into the shared `tail` if something else
+        /// changed it (see [`RingProducer::published`]): lock-free probes that count from the
+        /// shared words then agree with what a push finds.
+        pub fn repair_tail(&self) {
+            let v = self.ring.view();
+            if v.tail.load(Ordering::Relaxed) != self.st.tail {
+                v.tail.store(self.st.tail, Ordering::Release);
+            }
         }
 
         /// Return whether no message is queued (a snapshot).
@@ -1172,6 +1209,38 @@ mod shm {
             ring.area.u64_at(TAIL).store(1000, Ordering::Release);
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
             assert_eq!(c.len(), 2);
+        }
+
+        /// A broken producer that stores a `head` (the consumer's word, in the control line it
+        /// may write): the consumer's next empty pop puts its own head back, so the probes that
+        /// count from the shared words agree that the ring is empty. (A waiting receiver's probe
+        /// said "a message" to pops that found none, and it spun.) And CLEAR after a `tail`
+        /// behind the head discards nothing (it moved the head a whole ring past the tail).
+        #[test]
+        fn a_rewritten_head_is_put_back_and_a_clear_behind_the_head_moves_nothing() {
+            let l = RingLayout::new(4, 8).unwrap();
+            let r = Arc::new(Region::create("partix-shm-ring-head", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+            let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0).unwrap();
+            p.try_push(b"a").unwrap();
+            let mut buf = [0u8; 8];
+            assert_eq!(c.try_pop(&mut buf), Ok(1));
+            ring.area.u64_at(HEAD).store(3, Ordering::Release);
+            assert!(!c.is_empty(), "the rewritten head fools the count");
+            assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty));
+            assert!(c.is_empty());
+            assert_eq!(ring.area.u64_at(HEAD).load(Ordering::Acquire), 1);
+            // A tail behind the head: CLEAR leaves the head where it is.
+            ring.area.u64_at(TAIL).store(0, Ordering::Release);
+            c.clear();
+            assert_eq!(ring.area.u64_at(HEAD).load(Ordering::Acquire), 1);
+            ring.area.u64_at(TAIL).store(1, Ordering::Release);
+            p = RingProducer::attach(r.clone(), 0).unwrap();
+            p.try_push(b"b").unwrap();
+            assert_eq!(c.try_pop(&mut buf), Ok(1));
+            assert_eq!(buf[0], b'b');
         }
 
         /// A length word above the configured maximum but within the slot (13 bytes round up to

@@ -195,6 +195,9 @@ pub struct SlotView<'a> {
     stamp: &'a AtomicU64,
     payload: &'a [AtomicU64],
     end: &'a AtomicU64,
+    /// The longest message a reader accepts (the slot's configured maximum; the payload may be
+    /// up to 7 bytes longer, rounded up to whole words).
+    max: usize,
 }
 
 impl<'a> SlotView<'a> {
@@ -210,7 +213,17 @@ impl<'a> SlotView<'a> {
             stamp,
             payload,
             end,
+            max: payload.len() * 8,
         }
+    }
+
+    /// Return the view accepting messages of at most `max` bytes (at most the capacity): a
+    /// length between the configured maximum and the rounded-up capacity is as impossible as
+    /// one beyond it. (Taken for a message too long for the reader's buffer of `max` bytes, it
+    /// made a waiting reader return its last good copy again and again.)
+    pub fn with_max(mut self, max: usize) -> SlotView<'a> {
+        self.max = max.min(self.payload.len() * 8);
+        self
     }
 
     /// Make a view from `[begin, stamp, payload.., end]` laid out consecutively (at least 3 words).
@@ -281,7 +294,7 @@ impl<'a> SlotView<'a> {
             return Attempt::Empty;
         }
         let len = e.len() as usize;
-        if len == 0 || len > self.capacity() {
+        if len == 0 || len > self.max {
             return Attempt::Corrupt;
         }
         if len > buf.len() {
@@ -500,7 +513,7 @@ mod shm {
         fn view(&self) -> SlotView<'_> {
             let w = self.area.words(self.begin, self.words + 1);
             let e = self.area.words(self.end, 2);
-            SlotView::new(&w[0], &e[1], &w[1..], &e[0])
+            SlotView::new(&w[0], &e[1], &w[1..], &e[0]).with_max(self.max as usize)
         }
     }
 
@@ -1088,6 +1101,21 @@ mod shm {
                 .store(Flags::new(1, 999).0, Ordering::Release);
             let rd = SamplingReader::attach(r, 0).unwrap();
             assert_eq!(rd.read(&mut [0u8; 2000]), Err(ReadError::Corrupt));
+        }
+
+        /// A length above the configured maximum (13) but within the slot's rounded-up capacity
+        /// (16) is impossible, not a message too long for a buffer of the maximum: taken for
+        /// the latter, a waiting port answered its last good copy again and again.
+        #[test]
+        fn a_length_above_the_configured_maximum_is_corrupt() {
+            let r = region(4096);
+            SamplingWriter::init(r.clone(), 0, SamplingLayout::new(13).unwrap()).unwrap();
+            let slot = Slot::open(r.clone(), 0).unwrap();
+            slot.view().publish(Flags::new(1, 16), 0, &[1u8; 16]);
+            let rd = SamplingReader::attach(r, 0).unwrap();
+            assert_eq!(rd.read(&mut [0u8; 13]), Err(ReadError::Corrupt));
+            slot.view().publish(Flags::new(2, 13), 0, &[2u8; 13]);
+            assert_eq!(rd.read(&mut [0u8; 13]).map(|ok| ok.len), Ok(13));
         }
 
         #[test]

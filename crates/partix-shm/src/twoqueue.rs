@@ -169,15 +169,23 @@ impl QueueSender {
     /// [`PushError::Full`] (no credit), [`PushError::TooLarge`], [`PushError::ZeroLength`].
     #[inline]
     pub fn try_send(&mut self, data: &[u8]) -> Result<(), PushError> {
-        let pushed = self.prod.pushed();
+        // Its own count, not the shared tail: the destination maps the TX region read-write.
+        let pushed = self.prod.published();
         if pushed.wrapping_sub(self.acked) >= self.limit {
             // SYNC POINT: pairs with the receiver's Release store of the ack (as `in_flight`).
             self.acked = self.ack.u64_at(0).load(Ordering::Acquire);
             if pushed.wrapping_sub(self.acked) >= self.limit {
+                self.prod.repair_tail();
                 return Err(PushError::Full);
             }
         }
-        self.prod.try_push_quiet(data)?;
+        if let Err(e) = self.prod.try_push_quiet(data) {
+            // A waiter's probe ([`QueueSenderProbe::has_credit`]) counts from the shared tail: a
+            // broken destination that rewrote it made the probe say "credit" to a send that
+            // found none, and a waiting sender spun (found by review).
+            self.prod.repair_tail();
+            return Err(e);
+        }
         self.doorbell.notify();
         Ok(())
     }
@@ -442,6 +450,12 @@ impl QueueManager {
         self.tx_corrupt
     }
 
+    /// Return the TX position this manager has taken messages up to (its private peek head):
+    /// there is something to move when the sender's tail differs from it.
+    pub fn peek_position(&self) -> u64 {
+        self.peek_head.load(Ordering::Relaxed)
+    }
+
     /// Return the rounds ([`QueueManager::run_once`]) that found impossible TX counters.
     pub fn corrupt_rounds(&self) -> u64 {
         self.corrupt_rounds
@@ -591,10 +605,10 @@ pub fn run_manager_with(
         // The ack before the round: if the round finds the RX ring full, room comes with the
         // receiver's next pop, whose ack store (after the round or not) differs from this one.
         let acked_before = acked();
-        let (pending, corrupt) = {
+        let (pending, corrupt, at) = {
             let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
             m.run_once();
-            (m.rx_full, m.tx_corrupt)
+            (m.rx_full, m.tx_corrupt, m.peek_position())
         };
         if pending {
             // A sender ignoring its credits filled the RX ring: wait for the receiver's pop (it
@@ -610,13 +624,16 @@ pub fn run_manager_with(
             continue;
         }
         doorbell.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
-            // Not "not empty" after impossible counters: the ring never looks empty then, and
-            // the manager would spin.
+            // Until the sender's tail moves past what this manager took, not "the ring is not
+            // empty": after impossible counters the ring never looks empty, and the shared TX
+            // head, which the emptiness test reads, lies in a region the sender can write (one
+            // that stored head != tail kept the manager spinning at its real-time priority;
+            // found by review). Only the manager's own position counts.
             probe.as_ref().is_none_or(|p| {
                 if corrupt {
                     Some(p.pushed()) != tail
                 } else {
-                    !p.is_empty()
+                    p.pushed() != at
                 }
             }) || stop.load(Ordering::Acquire)
         });
@@ -1130,6 +1147,55 @@ mod tests {
         stop.store(true, Ordering::Release);
         s.doorbell.notify();
         t.join().unwrap();
+    }
+
+    /// A broken sender that stores a TX head other than the tail (the head is the manager's
+    /// word, in a region the sender maps read-write): the idle manager still sleeps, and moves
+    /// the next message sent. (Its park waited for "not empty", which such a head made true at
+    /// once: it spun.)
+    #[test]
+    fn an_idle_manager_sleeps_though_the_sender_rewrites_the_tx_head() {
+        let (mut s, mut r, m) = chan(8, 4);
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        tx_ring.u64_at(RING_HEAD).store(1, Ordering::Release);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (t, used) = {
+            let (m, stop) = (m.clone(), stop.clone());
+            spawn_and_count_ticks(move || run_manager(&m, &stop))
+        };
+        // A spinning thread would use ~50 ticks (100 Hz) in 500 ms; a parked one none.
+        assert!(used <= 10, "the manager used {used} ticks in 500 ms");
+        assert!(m.lock().unwrap().rounds() < 10);
+        s.try_send(b"m0").unwrap();
+        assert!(wait_delivered(
+            &r,
+            RecvMode::Blocking,
+            Duration::from_secs(20)
+        ));
+        let mut buf = [0u8; 8];
+        assert_eq!(r.try_recv(&mut buf), Ok(2));
+        stop.store(true, Ordering::Release);
+        s.doorbell.notify();
+        t.join().unwrap();
+    }
+
+    /// A broken destination that rewrites the TX tail (the sender's word, in a region the
+    /// destination maps read-write): a full sender's send puts its own count back, so the
+    /// waiters' probe agrees that there is no credit. (The probe said "credit" to a send that
+    /// found none, and a waiting sender spun.)
+    #[test]
+    fn a_full_sender_puts_back_a_tx_tail_the_destination_rewrote() {
+        let (mut s, _r, m) = chan(8, 2);
+        let probe = QueueSenderProbe::attach(m.lock().unwrap().tx_region.clone(), 2).unwrap();
+        s.try_send(b"a").unwrap();
+        s.try_send(b"b").unwrap();
+        assert!(!probe.has_credit());
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        tx_ring.u64_at(RING_TAIL).store(0, Ordering::Release);
+        assert!(probe.has_credit(), "the rewritten tail fools the probe");
+        assert_eq!(s.try_send(b"c"), Err(PushError::Full));
+        assert!(!probe.has_credit());
+        assert_eq!(tx_ring.u64_at(RING_TAIL).load(Ordering::Acquire), 2);
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub struct TxView<'a> {
     slots: &'a [AtomicU64],
     n: u64,
     stride: usize,
+    /// The longest message the manager moves ([`TxView::with_max`]).
+    max: usize,
 }
 
 impl<'a> TxView<'a> {
@@ -96,7 +98,15 @@ impl<'a> TxView<'a> {
             slots,
             n: n as u64,
             stride: slots.len() / n,
+            max: (slots.len() / n - 3) * 8,
         }
+    }
+
+    /// Return the view accepting messages of at most `max` bytes (the ring's configured
+    /// maximum; at most the capacity), as [`crate::sampling::SlotView::with_max`].
+    pub fn with_max(mut self, max: usize) -> TxView<'a> {
+        self.max = max.min(self.capacity());
+        self
     }
 
     /// Return the payload capacity of a slot in bytes.
@@ -245,10 +255,7 @@ impl ManagerState {
         let dst = rx.slot(self.rx_tail);
         // Seqlock copy of the TX slot, straight into the RX slot (not yet published).
         let e = src.end();
-        if e.seq() != expected
-            || e.len() as usize > src.capacity().min(rx.capacity())
-            || e.is_empty()
-        {
+        if e.seq() != expected || e.len() as usize > tx.max.min(rx.capacity()) || e.is_empty() {
             // Lapped by the sender (or an impossible length): look at the tail again.
             return Move::Retry;
         }
@@ -615,12 +622,10 @@ impl QueueMoveViews<'_> {
     /// then commit them; return how many.
     pub fn clear(&self, st: &mut QueueMoveState) -> u64 {
         let head = st.committed;
-        let n = self
-            .tx_tail
-            .load(Ordering::Acquire)
-            .wrapping_sub(head)
-            .min(self.peek.capacity() as u64);
-        if n == 0 {
+        let n = self.tx_tail.load(Ordering::Acquire).wrapping_sub(head);
+        if n == 0 || n > self.peek.capacity() as u64 {
+            // Nothing, or impossible counters (a tail behind the head): moving the head a
+            // whole capacity past the tail wedged the queue (found by review).
             return 0;
         }
         // `dropped` first: a manager killed between the two stores leaves `RX tail + dropped`
@@ -852,6 +857,7 @@ mod shm {
                 self.area.words(TX_SLOTS, n * self.shape.tx_stride()),
                 n,
             )
+            .with_max(self.shape.max_message_size as usize)
         }
     }
 
@@ -1136,6 +1142,10 @@ mod shm {
     /// Copy attempts per [`NetworkManager::run_once`] before it reports [`Progress::Contended`].
     pub const MANAGER_MAX_RETRIES: u32 = 64;
 
+    /// How long a manager pauses after a round of copies every one of which the sender lapped
+    /// ([`Progress::Contended`]).
+    pub const CONTENDED_PAUSE: Duration = Duration::from_micros(100);
+
     impl NetworkManager {
         /// Open an initialised TX area and RX area (both mappings read-write).
         ///
@@ -1186,7 +1196,18 @@ mod shm {
             let mut retried = None;
             for _ in 0..MANAGER_MAX_RETRIES {
                 match self.st.move_once(&tx, &rx) {
-                    Move::Idle => return Progress::Idle,
+                    Move::Idle => {
+                        // A tail behind the last message moved (no sender writes that): as
+                        // impossible counters, park until the tail changes. Taken for "idle",
+                        // the park found `written() != next_tx` at once and the manager spun
+                        // at its real-time priority (found by review).
+                        let t = tx.written();
+                        if t.wrapping_sub(self.st.next_tx) > u64::MAX / 2 {
+                            self.stats.corrupt += 1;
+                            return Progress::Corrupt { tail: t };
+                        }
+                        return Progress::Idle;
+                    }
                     Move::Starved => {
                         self.stats.starved += 1;
                         return Progress::Starved;
@@ -1236,7 +1257,11 @@ mod shm {
                             st.has_credit(&rx, rx.acked()) || stop.load(Ordering::Acquire)
                         });
                     }
-                    Progress::Contended => std::thread::yield_now(),
+                    // A sender lapping every copy: back off briefly (a yield gives the CPU only
+                    // to threads of the same real-time priority, so a sender that kept it so
+                    // kept the manager busy; found by review). The newest message is taken
+                    // after the pause.
+                    Progress::Contended => std::thread::sleep(CONTENDED_PAUSE),
                     Progress::Corrupt { tail } => {
                         let tx = self.tx.view();
                         wait_with(
@@ -1302,7 +1327,7 @@ mod shm {
                         st.has_credit(&rxv, rxv.acked()) || stop.load(Ordering::Acquire)
                     });
                 }
-                Progress::Contended => std::thread::yield_now(),
+                Progress::Contended => std::thread::sleep(CONTENDED_PAUSE),
                 Progress::Corrupt { tail } => {
                     let txv = tx.view();
                     wait_with(
@@ -1454,6 +1479,47 @@ mod shm {
             let stats = t.join().unwrap();
             assert_eq!(stats.sent, 1);
             assert!(stats.corrupt >= 1, "{stats:?}");
+        }
+
+        /// A TX tail moved back behind the last message delivered (no sender writes that): the
+        /// manager sleeps until the tail changes (it took the round for "idle", whose park
+        /// found the tail differing from its position at once, and spun). And a length between
+        /// the configured maximum (13) and the slot's rounded-up capacity (16) is not moved: the
+        /// receiver's buffer of the maximum would never hold it.
+        #[test]
+        fn a_manager_sleeps_behind_a_tail_moved_back_and_moves_no_length_above_the_maximum() {
+            use crate::test_util::spawn_and_count_ticks;
+            let Chan {
+                mut s,
+                mut r,
+                mut m,
+            } = chan(13, 4);
+            s.write(b"one").unwrap();
+            s.write(b"two").unwrap();
+            assert_eq!(m.run_once(), Progress::Idle);
+            let mut buf = [0u8; 13];
+            assert_eq!(r.read(&mut buf).unwrap().seq, 2);
+            // Back behind: the manager moved up to 2.
+            s.tx.area.u64_at(TX_TAIL).store(1, Ordering::Release);
+            assert_eq!(m.run_once(), Progress::Corrupt { tail: 1 });
+            let stop = Arc::new(AtomicBool::new(false));
+            let (t, used) = {
+                let stop = stop.clone();
+                spawn_and_count_ticks(move || {
+                    m.run_until(&stop, Duration::from_millis(20));
+                    m
+                })
+            };
+            assert!(used <= 10, "the manager used {used} ticks in 500 ms");
+            stop.store(true, Ordering::Release);
+            let mut m = t.join().unwrap();
+            // Message 2 (sequence number 3) of 14 bytes, which the 16-byte slot holds.
+            s.tx.view()
+                .slot(2)
+                .publish(Flags::new(3, 14), 0, &[7u8; 14]);
+            s.tx.area.u64_at(TX_TAIL).store(3, Ordering::Release);
+            assert_eq!(m.run_once(), Progress::Corrupt { tail: 3 });
+            assert_eq!(r.read(&mut buf).unwrap().seq, 2, "nothing moved");
         }
 
         #[test]
