@@ -958,6 +958,13 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
         return Ok(Vec::new());
     };
     let descs = decode_ports(&v)?;
+    // Above every inherited number (not a fixed offset, which the usual soft limit on open
+    // descriptors of 1024 refused).
+    let floor = descs
+        .iter()
+        .flat_map(|d| d.fds.iter().map(|&(fd, _)| fd))
+        .max()
+        .map_or(PORT_FD_BASE, |m| m + 1);
     let mut out = Vec::with_capacity(descs.len());
     for desc in descs {
         let mut fds = Vec::with_capacity(desc.fds.len());
@@ -965,7 +972,7 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
             // A descriptor dup'ed to a fresh number avoids closing it on drop if the program is
             // re-executed in place (restart): the original numbers stay open for the next image.
             // SAFETY: fcntl(F_DUPFD_CLOEXEC) has no memory preconditions.
-            let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 1000) };
+            let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
             if dup < 0 {
                 return Err(format!(
                     "port {}: inherited descriptor {fd}: {}",

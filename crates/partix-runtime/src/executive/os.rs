@@ -22,7 +22,7 @@ use super::{
     SwitchMechanism, Switcher,
 };
 use crate::attach::{monotonic_ns, park_signal};
-use crate::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use crate::channels::{ChannelSet, ENV_PORT_FDS};
 use crate::partition::hm::{ENV_CONFIG, ENV_CONFIG_FD};
 use crate::state::{
     PartitionState, ENV_DESCRIPTOR_TABLE, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
@@ -841,6 +841,7 @@ impl<'s> OsSwitcher<'s> {
         let efd = pr.exe_fd;
         let port_fds = &pr.port_fds;
         let mut port_tmp = vec![-1i32; port_fds.len()];
+        let high = descriptor_floor(port_fds);
         let cpus = pr.cpus;
         let lim = pr.mem_limit.map(|b| libc::rlimit {
             rlim_cur: b as libc::rlim_t,
@@ -898,36 +899,58 @@ impl<'s> OsSwitcher<'s> {
                 // Its own process group: a Ctrl-C on the terminal reaches the executive only
                 // (which then ends the run cleanly), not the partitions.
                 libc::setpgid(0, 0);
+                // Nothing of partix's own process state beyond what the partition is given: the
+                // Rust runtime ignores SIGPIPE, and an ignored signal stays ignored across
+                // execve; and descriptors partix inherited without close-on-exec would reach
+                // every partition, under its own user too (found by review). The descriptors
+                // the partition gets are made below, after this.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
                 // If the executive dies without cleaning up, the partition dies with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
                     libc::_exit(125);
                 }
-                // First above the three target numbers, then onto them.
-                let tm = libc::fcntl(mfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                let tp = libc::fcntl(pfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                if tm < 0
-                    || tp < 0
-                    || libc::dup2(tm, MODULE_FD_NUM) < 0
+                // Every descriptor the child keeps goes first above every target number, then
+                // onto its target: a source numbered like a target (an executive with some
+                // hundred descriptors open) was overwritten by the dup2 onto that target before
+                // it was moved, and the partition got another region (found by review).
+                let tm = libc::fcntl(mfd, libc::F_DUPFD_CLOEXEC, high);
+                let tp = libc::fcntl(pfd, libc::F_DUPFD_CLOEXEC, high);
+                let tc = if cfd >= 0 {
+                    libc::fcntl(cfd, libc::F_DUPFD_CLOEXEC, high)
+                } else {
+                    -2
+                };
+                let te = if efd >= 0 {
+                    libc::fcntl(efd, libc::F_DUPFD_CLOEXEC, high)
+                } else {
+                    -2
+                };
+                if tm < 0 || tp < 0 || tc == -1 || te == -1 {
+                    libc::_exit(126);
+                }
+                for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
+                    *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, high);
+                    if *t < 0 {
+                        libc::_exit(126);
+                    }
+                }
+                if libc::dup2(tm, MODULE_FD_NUM) < 0
                     || libc::dup2(tp, PARTITION_FD_NUM) < 0
+                    || (tc >= 0 && libc::dup2(tc, CONFIG_FD_NUM) < 0)
                 {
                     libc::_exit(126);
                 }
                 libc::close(tm);
                 libc::close(tp);
-                if cfd >= 0 {
-                    let tc = libc::fcntl(cfd, libc::F_DUPFD, CONFIG_FD_NUM + 1);
-                    if tc < 0 || libc::dup2(tc, CONFIG_FD_NUM) < 0 {
-                        libc::_exit(126);
-                    }
+                if tc >= 0 {
                     libc::close(tc);
-                }
-                // Channel regions: first above every target number, then onto the targets.
-                for (t, &(src, _)) in port_tmp.iter_mut().zip(port_fds) {
-                    *t = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
-                    if *t < 0 {
-                        libc::_exit(126);
-                    }
                 }
                 for (&t, &(_, dst)) in port_tmp.iter().zip(port_fds) {
                     if libc::dup2(t, dst) < 0 {
@@ -935,6 +958,7 @@ impl<'s> OsSwitcher<'s> {
                     }
                     libc::close(t);
                 }
+                let efd = if te >= 0 { te } else { efd };
                 if let Some(l) = lim {
                     libc::setrlimit(libc::RLIMIT_DATA, &l);
                 }
@@ -1402,6 +1426,17 @@ impl<'s> OsSwitcher<'s> {
             pr.port_fds = channels.child_fds(p);
         }
         self
+    }
+
+    /// Return the descriptor numbers a partition's process may need: above the highest target
+    /// ([`descriptor_floor`]), room for the temporary copies the child makes, and for the
+    /// partition's own copies of its ports' descriptors and its work.
+    pub fn descriptor_need(&self) -> u64 {
+        self.prepared
+            .iter()
+            .map(|pr| descriptor_floor(&pr.port_fds) as u64 + 2 * pr.port_fds.len() as u64 + 256)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Processes of each partition the kernel killed for its memory limit.
@@ -2256,6 +2291,55 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// The lowest descriptor number above every number a partition's process gets (the module,
+/// partition and configuration descriptors, and its ports'): where the child puts its
+/// descriptors before it moves them onto their numbers.
+fn descriptor_floor(port_fds: &[(i32, i32)]) -> i32 {
+    port_fds
+        .iter()
+        .map(|&(_, dst)| dst)
+        .max()
+        .unwrap_or(0)
+        .max(CONFIG_FD_NUM)
+        + 1
+}
+
+/// Raise the soft descriptor limit (`RLIMIT_NOFILE`) to the hard one if it is below `need`
+/// (the partitions inherit it): their descriptors are numbered from 500 up, above the usual soft
+/// limit of 1024 for a module with many ports, and `fcntl(F_DUPFD)` and `dup2` refuse numbers at
+/// or above the soft limit.
+///
+/// # Errors
+/// A message when even the hard limit is below `need`.
+fn raise_descriptor_limit(need: u64) -> Result<(), String> {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: l is a valid out-parameter.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } != 0 || l.rlim_cur >= need {
+        return Ok(());
+    }
+    if l.rlim_max < need {
+        return Err(format!(
+            "the partitions need descriptors numbered up to {need}, but the hard limit on open \
+             descriptors (RLIMIT_NOFILE) is {}: raise it (`ulimit -Hn {need}` as root, or \
+             LimitNOFILE= in a systemd unit)",
+            l.rlim_max
+        ));
+    }
+    l.rlim_cur = l.rlim_max;
+    // SAFETY: l is a valid rlimit; raising the soft limit up to the hard one needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) } != 0 {
+        return Err(format!(
+            "cannot raise the soft limit on open descriptors to {}: {}",
+            l.rlim_max,
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// Run `module`: create the shared state, start the partitions, schedule them until
 /// `max_frames`, `stop` or an HM shutdown, and return the trace and counters.
 ///
@@ -2294,6 +2378,7 @@ pub fn run_module(
         .with_channels(&channels)
         .with_mechanism(cfg.options.switch, cfg.options.park_bound)
         .with_spawn_into_cgroup(cfg.options.spawn_into_cgroup);
+    raise_descriptor_limit(sw.descriptor_need()).map_err(RunError::Program)?;
     let late_threshold = cfg.options.late_threshold;
     let switch = cfg.options.switch;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
