@@ -223,12 +223,18 @@ impl Partition {
             .map(|e| e.action)
     }
 
-    /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are given.
+    /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are
+    /// given. The sum saturates at `u64::MAX` (no limit) for a model built in code: a validated
+    /// module's sum always fits.
     pub fn memory_limit_bytes(&self) -> Option<u64> {
         if self.memory.is_empty() {
             None
         } else {
-            Some(self.memory.iter().map(|m| m.size_bytes).sum())
+            Some(
+                self.memory
+                    .iter()
+                    .fold(0u64, |sum, m| sum.saturating_add(m.size_bytes)),
+            )
         }
     }
 }
@@ -260,7 +266,7 @@ pub struct MemoryRequirement {
     pub name: Option<String>,
     /// `Type`.
     pub kind: MemoryKind,
-    /// `SizeBytes`.
+    /// `SizeBytes` (> 0; the sizes of a partition's requirements add up to at most `u64::MAX`).
     pub size_bytes: u64,
     /// `Access`.
     pub access: MemoryAccess,

@@ -1031,7 +1031,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             );
             let name = self.opt(c, "RegionName", Self::text);
             let kind = self.req(c, "Type", "DATA", Self::enumeration(MEMORY_KINDS));
-            let size = self.req(c, "SizeBytes", "0x100000", value::parse_u64);
+            let size = self.req(c, "SizeBytes", "0x100000", parse_memory_size);
             let _ = self.opt(c, "PhysicalAddress", value::parse_u64);
             let access = self.req(c, "Access", "READ_WRITE", Self::enumeration(MEMORY_ACCESS));
             match (name, kind, size, access) {
@@ -1351,6 +1351,20 @@ fn parse_size(s: &str) -> Result<u32, ValueError> {
         return Err(ValueError {
             message: "a message size of 0 bytes".into(),
             help: "give the largest message in bytes (at least 1)".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// `SizeBytes` of `Memory_Requirements`: a byte count > 0.
+fn parse_memory_size(s: &str) -> Result<u64, ValueError> {
+    let v = value::parse_u64(s)?;
+    if v == 0 {
+        return Err(ValueError {
+            message: "a memory region of 0 bytes".into(),
+            help:
+                "give the region's size in bytes (at least 1), or remove the <Memory_Requirements>"
+                    .into(),
         });
     }
     Ok(v)

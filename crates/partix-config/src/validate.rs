@@ -311,6 +311,23 @@ fn memories(c: &mut Checker, raw: &RawModule, parts: &mut Parts) {
             continue;
         }
         seen.insert(idx, m.loc);
+        // The executive limits the partition to the sum (its cgroup's memory.max, RLIMIT_AS).
+        let total = m
+            .regions
+            .iter()
+            .try_fold(0u64, |sum, r| sum.checked_add(r.size_bytes));
+        if total.is_none() {
+            c.err(
+                m.loc,
+                format!(
+                    "the Memory_Requirements of partition `{}` add up to more than {} bytes",
+                    parts.list[idx].name,
+                    u64::MAX
+                ),
+                "check each SizeBytes: the partition's memory limit is their sum, which must fit in 64 bits",
+            );
+            continue;
+        }
         parts.list[idx].memory = m.regions.clone();
     }
 }

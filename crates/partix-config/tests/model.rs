@@ -410,3 +410,21 @@ fn durations_convert_exactly() {
     assert_eq!(s.windows[1].offset + s.windows[1].duration, s.major_frame);
     assert_eq!(s.major_frame, Duration::from_nanos(300_000_000));
 }
+
+/// A model built in code may hold sizes whose sum does not fit: the limit saturates (no limit)
+/// instead of overflowing. (A loaded module's sum always fits: validation checks it.)
+#[test]
+fn memory_limit_saturates() {
+    let region = |size_bytes| MemoryRequirement {
+        name: None,
+        kind: MemoryKind::Data,
+        size_bytes,
+        access: MemoryAccess::ReadWrite,
+    };
+    let mut p = Partition::program(1, "P", None, Vec::new());
+    assert_eq!(p.memory_limit_bytes(), None);
+    p.memory = vec![region(1 << 20), region(2 << 20)];
+    assert_eq!(p.memory_limit_bytes(), Some(3 << 20));
+    p.memory = vec![region(1 << 63), region(1 << 63)];
+    assert_eq!(p.memory_limit_bytes(), Some(u64::MAX));
+}
