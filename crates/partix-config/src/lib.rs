@@ -41,7 +41,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use parse::{MAX_NAME_LEN, PARTIX_NS, RECEIVE_MODES, TRANSPORTS};
+pub use parse::{MAX_IDENTIFIER, MAX_NAME_LEN, PARTIX_NS, RECEIVE_MODES, TRANSPORTS};
 pub use summary::summary;
 
 use model::{Location, Module};

@@ -8,11 +8,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Identifier of a partition (`PartitionIdentifier`).
+/// Identifier of a partition (`PartitionIdentifier`, 1 ..= [`crate::MAX_IDENTIFIER`] when
+/// loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PartitionId(pub u32);
 
-/// Identifier of a module schedule (`ScheduleIdentifier`).
+/// Identifier of a module schedule (`ScheduleIdentifier`, 1 ..= [`crate::MAX_IDENTIFIER`] when
+/// loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ScheduleId(pub u32);
 

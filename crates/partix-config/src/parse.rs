@@ -27,6 +27,10 @@ pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 /// Longest partition or port name (the APEX `NAME_TYPE` holds 30 characters).
 pub const MAX_NAME_LEN: usize = 30;
 
+/// Largest `PartitionIdentifier` and `ScheduleIdentifier`: APEX identifiers are `APEX_INTEGER`
+/// (a signed 32-bit integer), and the runtime keeps `u32::MAX` for "no request".
+pub const MAX_IDENTIFIER: u32 = i32::MAX as u32;
+
 /// A value and where it is in the file.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Loc<T> {
@@ -778,7 +782,7 @@ impl<'a, 'i> Parser<'a, 'i> {
 
     /// Parse a partition reference (`PartitionIdentifier` required, `PartitionName` optional).
     fn part_ref(&mut self, node: Node<'a, 'i>) -> Option<RawPartRef> {
-        let id = self.req(node, "PartitionIdentifier", "1", value::parse_u32);
+        let id = self.req(node, "PartitionIdentifier", "1", parse_identifier);
         let name = self.opt(node, "PartitionName", Self::name).ok()?;
         Some(RawPartRef { id: id?, name })
     }
@@ -1067,7 +1071,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             ],
             &[],
         );
-        let id = self.opt(node, "ScheduleIdentifier", value::parse_u32);
+        let id = self.opt(node, "ScheduleIdentifier", parse_identifier);
         let name = self.opt(node, "ScheduleName", Self::text);
         let initial = self.opt(node, "InitialModuleSchedule", value::parse_bool);
         let mf = self.req(node, "MajorFrameSeconds", "0.08", Self::seconds);
@@ -1354,6 +1358,29 @@ fn parse_size(s: &str) -> Result<u32, ValueError> {
         });
     }
     Ok(v)
+}
+
+/// `PartitionIdentifier` / `ScheduleIdentifier`: 1 ..= [`MAX_IDENTIFIER`].
+fn parse_identifier(s: &str) -> Result<u32, ValueError> {
+    let v = value::parse_u64(s)?;
+    let help = || {
+        format!(
+            "use an identifier from 1 to {MAX_IDENTIFIER} (APEX identifiers are APEX_INTEGER, a signed 32-bit integer)"
+        )
+    };
+    if v == 0 {
+        return Err(ValueError {
+            message: "identifier 0".into(),
+            help: help(),
+        });
+    }
+    match u32::try_from(v) {
+        Ok(id) if id <= MAX_IDENTIFIER => Ok(id),
+        _ => Err(ValueError {
+            message: format!("`{}` is above {MAX_IDENTIFIER}", s.trim()),
+            help: help(),
+        }),
+    }
 }
 
 /// `SizeBytes` of `Memory_Requirements`: a byte count > 0.

@@ -428,3 +428,25 @@ fn memory_limit_saturates() {
     p.memory = vec![region(1 << 63), region(1 << 63)];
     assert_eq!(p.memory_limit_bytes(), Some(u64::MAX));
 }
+
+/// Identifiers go up to i32::MAX (APEX_INTEGER), which the runtime passes to APEX as is.
+#[test]
+fn identifiers_up_to_i32_max_are_accepted() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(
+            "PartitionIdentifier=\"2\"",
+            "PartitionIdentifier=\"2147483647\"",
+        )
+        .replace(
+            "ScheduleIdentifier=\"1\"",
+            "ScheduleIdentifier=\"0x7FFFFFFF\"",
+        );
+    let m = partix_config::parse_str(&text, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        m.partitions[1].id,
+        PartitionId(partix_config::MAX_IDENTIFIER)
+    );
+    assert_eq!(m.schedules[0].id, ScheduleId(i32::MAX as u32));
+}

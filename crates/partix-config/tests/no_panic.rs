@@ -268,7 +268,9 @@ fn pathological_sizes_complete() {
     xml.push_str("</System_State_Entry></System_HM_Table>\n");
     for i in 0..n {
         xml.push_str(&format!(
-            "<Partition PartitionIdentifier=\"{i}\" EntryPoint=\"main\"/>\n<Partition_HM_Table PartitionIdentifier=\"{i}\"><System_State_Entry SystemState=\"1\"><Error_ID_Action ErrorIdentifier=\"{}\" Action=\"IDLE\"/></System_State_Entry></Partition_HM_Table>\n",
+            "<Partition PartitionIdentifier=\"{}\" EntryPoint=\"main\"/>\n<Partition_HM_Table PartitionIdentifier=\"{}\"><System_State_Entry SystemState=\"1\"><Error_ID_Action ErrorIdentifier=\"{}\" Action=\"IDLE\"/></System_State_Entry></Partition_HM_Table>\n",
+            i + 1,
+            i + 1,
             n + i
         ));
     }
