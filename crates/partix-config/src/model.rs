@@ -145,7 +145,7 @@ pub struct Credentials {
 pub struct Partition {
     /// `PartitionIdentifier`.
     pub id: PartitionId,
-    /// `PartitionName` (when absent: `partition<ID>`); at most 30 characters.
+    /// `PartitionName` (when absent: `partition<ID>`); at most 30 bytes.
     pub name: String,
     /// `Criticality` (`LEVEL_A` when absent, as in the schema).
     pub criticality: Criticality,
@@ -286,7 +286,7 @@ pub enum PortDirection {
 /// One `Sampling_Port`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplingPortConfig {
-    /// `Name`.
+    /// `Name` (at most 30 bytes).
     pub name: String,
     /// `MaxMessageSize` in bytes (> 0).
     pub max_message_size: u32,
@@ -303,7 +303,7 @@ pub struct SamplingPortConfig {
 /// One `Queuing_Port`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuingPortConfig {
-    /// `Name`.
+    /// `Name` (at most 30 bytes).
     pub name: String,
     /// `MaxMessageSize` in bytes (> 0).
     pub max_message_size: u32,
@@ -340,7 +340,7 @@ pub enum ReceiveMode {
 pub struct ModuleSchedule {
     /// `ScheduleIdentifier`.
     pub id: ScheduleId,
-    /// `ScheduleName`, if given.
+    /// `ScheduleName`, if given; at most 30 bytes.
     pub name: Option<String>,
     /// `MajorFrameSeconds` (> 0).
     pub major_frame: Duration,

@@ -24,7 +24,8 @@ pub const PARTIX_NS: &str = "urn:partix:config:1";
 /// The transports a channel may name in `partix:Transport`.
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
-/// Longest partition or port name (the APEX `NAME_TYPE` holds 30 characters).
+/// Longest partition, port, process or schedule name in bytes (the APEX `NAME_TYPE` is
+/// `char[30]`: 30 bytes of UTF-8, fewer characters when some are not ASCII).
 pub const MAX_NAME_LEN: usize = 30;
 
 /// Largest `PartitionIdentifier` and `ScheduleIdentifier`: APEX identifiers are `APEX_INTEGER`
@@ -747,10 +748,25 @@ impl<'a, 'i> Parser<'a, 'i> {
                 help: "remove the spaces around the name".into(),
             });
         }
-        if t.chars().count() > MAX_NAME_LEN {
+        // NAME_TYPE is 30 bytes (`char[30]`), whatever the characters.
+        if t.len() > MAX_NAME_LEN {
+            let shown = if t.len() > 2 * MAX_NAME_LEN {
+                let cut = (0..=2 * MAX_NAME_LEN)
+                    .rev()
+                    .find(|&i| t.is_char_boundary(i))
+                    .unwrap_or(0);
+                format!("{}...", &t[..cut])
+            } else {
+                t.clone()
+            };
             return Err(ValueError {
-                message: format!("`{t}` is longer than {MAX_NAME_LEN} characters"),
-                help: format!("use at most {MAX_NAME_LEN} characters (the APEX NAME_TYPE)"),
+                message: format!(
+                    "`{shown}` is {} bytes long, more than {MAX_NAME_LEN}",
+                    t.len()
+                ),
+                help: format!(
+                    "use at most {MAX_NAME_LEN} bytes (the APEX NAME_TYPE is {MAX_NAME_LEN} bytes; a non-ASCII character takes 2 to 4 of them in UTF-8)"
+                ),
             });
         }
         Ok(t)
@@ -1072,7 +1088,8 @@ impl<'a, 'i> Parser<'a, 'i> {
             &[],
         );
         let id = self.opt(node, "ScheduleIdentifier", parse_identifier);
-        let name = self.opt(node, "ScheduleName", Self::text);
+        // GET_MODULE_SCHEDULE_ID takes a SCHEDULE_NAME_TYPE (a NAME_TYPE).
+        let name = self.opt(node, "ScheduleName", Self::name);
         let initial = self.opt(node, "InitialModuleSchedule", value::parse_bool);
         let mf = self.req(node, "MajorFrameSeconds", "0.08", Self::seconds);
         let mut partitions = Vec::new();
@@ -1574,6 +1591,20 @@ mod tests {
             );
             assert_eq!(location_at(text, pos), idx.location(pos));
         }
+    }
+
+    #[test]
+    fn names_are_at_most_30_bytes() {
+        assert!(Parser::name(&"x".repeat(30)).is_ok());
+        assert!(Parser::name(&"x".repeat(31)).is_err());
+        // 15 two-byte characters fill NAME_TYPE; 16 do not fit, though they are 16 characters.
+        assert!(Parser::name(&"é".repeat(15)).is_ok());
+        let e = Parser::name(&"é".repeat(16)).unwrap_err();
+        assert!(e.message.contains("32 bytes"), "{}", e.message);
+        // A huge name is not echoed whole.
+        let e = Parser::name(&"é".repeat(50_000)).unwrap_err();
+        assert!(e.message.len() < 120, "{}", e.message);
+        assert!(e.message.contains("100000 bytes"), "{}", e.message);
     }
 
     #[test]
