@@ -43,6 +43,7 @@ use std::path::Path;
 pub use error::{ConfigError, ConfigErrors};
 pub use parse::{MAX_IDENTIFIER, MAX_NAME_LEN, PARTIX_NS, RECEIVE_MODES, TRANSPORTS};
 pub use summary::summary;
+pub use value::MAX_DURATION;
 
 use model::{Location, Module};
 
