@@ -41,7 +41,11 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use parse::{MAX_IDENTIFIER, MAX_NAME_LEN, PARTIX_NS, RECEIVE_MODES, TRANSPORTS};
+pub use parse::{
+    MAX_IDENTIFIER, MAX_NAME_LEN, MAX_NB_MESSAGES, MAX_PORTS_PER_KIND, MAX_QUEUING_MESSAGE_SIZE,
+    MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE, MAX_UDP_MESSAGE_SIZE, PARTIX_NS,
+    RECEIVE_MODES, TRANSPORTS,
+};
 pub use summary::summary;
 pub use value::MAX_DURATION;
 

@@ -28,6 +28,31 @@ pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 /// `char[30]`: 30 bytes of UTF-8, fewer characters when some are not ASCII).
 pub const MAX_NAME_LEN: usize = 30;
 
+/// Largest `MaxMessageSize` of a queuing port: 16 MiB, the largest message of the runtime's
+/// rings (`partix_shm::ring::RingLayout::new`, which every queuing transport uses).
+pub const MAX_QUEUING_MESSAGE_SIZE: u32 = 16 << 20;
+
+/// Largest `MaxNbMessages` of a queuing port: 2^24. The runtime's ring holds `MaxNbMessages`
+/// rounded up to a power of two, at most 2^24 (`partix_shm::ring::RingLayout::new`).
+pub const MAX_NB_MESSAGES: u32 = 1 << 24;
+
+/// Largest `MaxMessageSize` of a sampling port: 256 MiB, the largest sampling slot
+/// (`partix_shm::sampling::SamplingLayout::new`).
+pub const MAX_SAMPLING_MESSAGE_SIZE: u32 = 256 << 20;
+
+/// Largest `MaxMessageSize` of the ports of a `two-sided` sampling channel: 16 MiB, the largest
+/// buffer of a two-sided ring (`partix_shm::twosided::RingShape::new`).
+pub const MAX_TWO_SIDED_MESSAGE_SIZE: u32 = 16 << 20;
+
+/// Largest `MaxMessageSize` of the ports of a `udp` channel: a message travels in one datagram,
+/// whose payload is at most 65507 bytes over IPv4, and the frame header takes 24 of them
+/// (`partix_runtime::transport::socket::HEADER_LEN`).
+pub const MAX_UDP_MESSAGE_SIZE: u32 = 65507 - 24;
+
+/// Most sampling ports, and most queuing ports, of one partition (the runtime's
+/// `MAX_NUMBER_OF_PORTS`, per partition and kind).
+pub const MAX_PORTS_PER_KIND: usize = 512;
+
 /// Largest `PartitionIdentifier` and `ScheduleIdentifier`: APEX identifiers are `APEX_INTEGER`
 /// (a signed 32-bit integer), and the runtime keeps `u32::MAX` for "no request".
 pub const MAX_IDENTIFIER: u32 = i32::MAX as u32;
@@ -986,7 +1011,12 @@ impl<'a, 'i> Parser<'a, 'i> {
             PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "nav_state", Self::name);
-        let size = self.req(node, "MaxMessageSize", "64", parse_size);
+        let size = self.req(
+            node,
+            "MaxMessageSize",
+            "64",
+            parse_size(MAX_SAMPLING_MESSAGE_SIZE, "sampling"),
+        );
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let refresh = self.req(node, "RefreshRateSeconds", "0.02", Self::seconds);
         let mode = self.receive_mode(node);
@@ -1007,7 +1037,12 @@ impl<'a, 'i> Parser<'a, 'i> {
             PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "commands", Self::name);
-        let size = self.req(node, "MaxMessageSize", "32", parse_size);
+        let size = self.req(
+            node,
+            "MaxMessageSize",
+            "32",
+            parse_size(MAX_QUEUING_MESSAGE_SIZE, "queuing"),
+        );
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let nb = self.req(node, "MaxNbMessages", "8", parse_count);
         let mode = self.receive_mode(node);
@@ -1365,16 +1400,29 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 }
 
-/// `MaxMessageSize`: a byte count > 0 that fits in `u32`.
-fn parse_size(s: &str) -> Result<u32, ValueError> {
-    let v = value::parse_u32(s)?;
-    if v == 0 {
-        return Err(ValueError {
-            message: "a message size of 0 bytes".into(),
-            help: "give the largest message in bytes (at least 1)".into(),
-        });
+/// `MaxMessageSize` of a `kind` port: a byte count in 1 ..= `max`.
+fn parse_size(max: u32, kind: &'static str) -> impl Fn(&str) -> Result<u32, ValueError> {
+    move |s: &str| {
+        let v = value::parse_u64(s)?;
+        if v == 0 {
+            return Err(ValueError {
+                message: "a message size of 0 bytes".into(),
+                help: "give the largest message in bytes (at least 1)".into(),
+            });
+        }
+        match u32::try_from(v) {
+            Ok(v) if v <= max => Ok(v),
+            _ => Err(ValueError {
+                message: format!(
+                    "{v} bytes is more than the largest {kind} message partix carries ({max} bytes, {} MiB)",
+                    max >> 20
+                ),
+                help: format!(
+                    "give MaxMessageSize at most {max}, and send larger data in several messages"
+                ),
+            }),
+        }
     }
-    Ok(v)
 }
 
 /// `PartitionIdentifier` / `ScheduleIdentifier`: 1 ..= [`MAX_IDENTIFIER`].
@@ -1414,16 +1462,24 @@ fn parse_memory_size(s: &str) -> Result<u64, ValueError> {
     Ok(v)
 }
 
-/// `MaxNbMessages`: a count > 0.
+/// `MaxNbMessages`: a count in 1 ..= [`MAX_NB_MESSAGES`].
 fn parse_count(s: &str) -> Result<u32, ValueError> {
-    let v = value::parse_u32(s)?;
+    let v = value::parse_u64(s)?;
     if v == 0 {
         return Err(ValueError {
             message: "a queue of 0 messages".into(),
             help: "give the queue depth (at least 1)".into(),
         });
     }
-    Ok(v)
+    match u32::try_from(v) {
+        Ok(v) if v <= MAX_NB_MESSAGES => Ok(v),
+        _ => Err(ValueError {
+            message: format!(
+                "a queue of {v} messages is deeper than partix's queues ({MAX_NB_MESSAGES} messages, 2^24)"
+            ),
+            help: format!("give MaxNbMessages at most {MAX_NB_MESSAGES}"),
+        }),
+    }
 }
 
 /// `partix:Affinity`: `"0"` or `"0,1"`: distinct CPU numbers.

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 use crate::model::*;
-use crate::parse::{error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule};
+use crate::parse::{
+    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule,
+    MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE,
+    MAX_UDP_MESSAGE_SIZE,
+};
 use crate::value;
 
 struct Checker<'a> {
@@ -228,6 +232,27 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
                 );
             } else {
                 ports.insert(pname, loc);
+            }
+        }
+        // The runtime creates at most MAX_NUMBER_OF_PORTS ports of each kind per partition.
+        for (kind, locs) in [
+            (
+                "sampling",
+                rp.sampling.iter().map(|p| p.location).collect::<Vec<_>>(),
+            ),
+            ("queuing", rp.queuing.iter().map(|p| p.location).collect()),
+        ] {
+            if let Some(loc) = locs.get(MAX_PORTS_PER_KIND) {
+                c.err(
+                    *loc,
+                    format!(
+                        "partition `{name}` declares {} {kind} ports, more than {MAX_PORTS_PER_KIND}",
+                        locs.len()
+                    ),
+                    format!(
+                        "a partition has at most {MAX_PORTS_PER_KIND} sampling and {MAX_PORTS_PER_KIND} queuing ports (the runtime's MAX_NUMBER_OF_PORTS): remove ports or move some to another partition"
+                    ),
+                );
             }
         }
         for sp in &rp.sampling {
@@ -907,6 +932,38 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
                             r.port.v, e.size, sr.port.v, se.size
                         ),
                         "give both ends of the channel the same MaxMessageSize",
+                    );
+                    ok = false;
+                }
+            }
+            // Limits of the transport (the ports' own limits are checked where they are declared).
+            if let Some(t) = &ch.transport {
+                if t.v == "udp" && se.size > MAX_UDP_MESSAGE_SIZE {
+                    c.err(
+                        t.loc,
+                        format!(
+                            "{label} is udp, which carries each message in one datagram, but `{}` has MaxMessageSize {} bytes, more than {MAX_UDP_MESSAGE_SIZE} (a 65507-byte datagram less the 24-byte frame header)",
+                            sr.port.v, se.size
+                        ),
+                        format!(
+                            "give the channel's ports MaxMessageSize at most {MAX_UDP_MESSAGE_SIZE}, or use partix:Transport=\"tcp\", \"one-sided\" or \"two-sided\""
+                        ),
+                    );
+                    ok = false;
+                }
+                if t.v == "two-sided"
+                    && se.kind == ChannelKind::Sampling
+                    && se.size > MAX_TWO_SIDED_MESSAGE_SIZE
+                {
+                    c.err(
+                        t.loc,
+                        format!(
+                            "{label} is two-sided, whose sampling buffers hold at most {MAX_TWO_SIDED_MESSAGE_SIZE} bytes, but `{}` has MaxMessageSize {} bytes",
+                            sr.port.v, se.size
+                        ),
+                        format!(
+                            "give the channel's ports MaxMessageSize at most {MAX_TWO_SIDED_MESSAGE_SIZE}, or use partix:Transport=\"one-sided\" (up to {MAX_SAMPLING_MESSAGE_SIZE} bytes) or \"tcp\""
+                        ),
                     );
                     ok = false;
                 }
