@@ -77,6 +77,8 @@ pub(crate) struct RawModule {
     pub system_hm: Vec<RawSystemHm>,
     pub module_hm: Vec<RawModuleHm>,
     pub partition_hms: Vec<RawPartitionHm>,
+    /// The `SystemState` of every `System_State_Entry` of every HM table, in file order.
+    pub system_states: Vec<Loc<u32>>,
 }
 
 /// `Partition`.
@@ -317,6 +319,8 @@ pub(crate) struct Parser<'a, 'i> {
     arinc_ns: Option<&'a str>,
     lines: LineIndex<'i>,
     pub errors: Vec<ConfigError>,
+    /// The `SystemState`s read so far (see [`RawModule::system_states`]).
+    system_states: Vec<Loc<u32>>,
 }
 
 /// Byte offset → line/column in O(log lines) (roxmltree's `text_pos_at` rescans the text).
@@ -496,6 +500,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             arinc_ns: doc.root_element().tag_name().namespace(),
             lines: LineIndex::new(doc.input_text()),
             errors: Vec::new(),
+            system_states: Vec::new(),
         }
     }
 
@@ -918,6 +923,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 _ => {}
             }
         }
+        m.system_states = std::mem::take(&mut self.system_states);
         m
     }
 
@@ -1295,6 +1301,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             let state = self.req(s, "SystemState", "1", value::parse_u32);
             let kids = self.children(s, &[child]);
             if let Some(state) = state {
+                self.system_states.push(state.clone());
                 for k in kids {
                     entry(self, state.v, k);
                 }

@@ -1012,87 +1012,126 @@ fn level_name(l: ErrorLevel) -> &'static str {
     }
 }
 
+/// Check the HM tables against the runtime's lookups, which know one system state and go by
+/// error code: the level of a code is that of the first `Error_ID_Level` with the code (and, at
+/// MODULE level, the `Module_HM_Table` action of its identifier); a partition's action for a code
+/// is the first `Error_ID_Action` of its table with the code. So the tables use one
+/// `SystemState`, give each code one identifier, and each partition table one action per code:
+/// anything else would be accepted here and act differently at run time.
 fn hm(
     c: &mut Checker,
     raw: &RawModule,
     parts: &mut Parts,
 ) -> (Vec<SystemHmEntry>, Vec<ModuleHmEntry>) {
+    if let Some(first) = raw.system_states.first() {
+        for s in &raw.system_states[1..] {
+            if s.v != first.v {
+                c.err(
+                    s.loc,
+                    format!(
+                        "SystemState {} differs from SystemState {} (at {}): partix has one system state, and its health monitor applies every entry whatever its SystemState",
+                        s.v,
+                        first.v,
+                        at(first.loc)
+                    ),
+                    format!(
+                        "write SystemState=\"{}\" here and merge the entries (the runtime would take the first entry of each error code, whatever its state)",
+                        first.v
+                    ),
+                );
+            }
+        }
+    }
     let mut system: Vec<SystemHmEntry> = Vec::new();
-    let mut sys_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    let mut sys_locs: HashMap<u32, Location> = HashMap::new();
+    // The first entry of each code: (identifier, where).
+    let mut code_ids: HashMap<ErrorCode, (u32, Location)> = HashMap::new();
     for e in &raw.system_hm {
-        let key = (e.state, e.error_id.v);
-        if let Some(first) = sys_locs.get(&key) {
+        let id = e.error_id.v;
+        if let Some(first) = sys_locs.get(&id) {
             c.err(
                 e.error_id.loc,
                 format!(
-                    "ErrorIdentifier {} appears twice for SystemState {} (first at {})",
-                    e.error_id.v,
-                    e.state,
+                    "ErrorIdentifier {id} appears twice in System_HM_Table (first at {})",
                     at(*first)
                 ),
-                "give each error identifier one Error_ID_Level per system state",
+                "give each error identifier one Error_ID_Level",
             );
             continue;
         }
-        sys_locs.insert(key, e.error_id.loc);
+        sys_locs.insert(id, e.error_id.loc);
+        if let Some((first_id, first)) = code_ids.get(&e.code.v) {
+            c.err(
+                e.code.loc,
+                format!(
+                    "ErrorCode {} is already given identifier {first_id} at {}; the runtime takes the first Error_ID_Level of a code (its level, and its identifier's Module_HM_Table action), so identifier {id} would never apply",
+                    error_code_name(e.code.v),
+                    at(*first)
+                ),
+                "give each error code one Error_ID_Level: remove this one, or correct its ErrorCode",
+            );
+        } else {
+            code_ids.insert(e.code.v, (id, e.code.loc));
+        }
         system.push(SystemHmEntry {
             system_state: e.state,
-            error_id: e.error_id.v,
+            error_id: id,
             code: e.code.v,
             level: e.level,
         });
     }
-    let sys_index: HashMap<(u32, u32), usize> = system
+    let by_id: HashMap<u32, usize> = system
         .iter()
         .enumerate()
-        .map(|(i, e)| ((e.system_state, e.error_id), i))
+        .map(|(i, e)| (e.error_id, i))
         .collect();
-    // Per system state: the first identifiers (for help texts) and how many there are.
-    let mut per_state: HashMap<u32, (Vec<String>, usize)> = HashMap::new();
-    for e in &system {
-        let (shown, total) = per_state.entry(e.system_state).or_default();
-        if shown.len() < LIST_MAX {
-            shown.push(format!("{} ({})", e.error_id, error_code_name(e.code)));
-        }
-        *total += 1;
+    let mut by_code: HashMap<ErrorCode, usize> = HashMap::new();
+    for (i, e) in system.iter().enumerate() {
+        by_code.entry(e.code).or_insert(i);
     }
-    let known = |state: u32| -> String {
-        match per_state.get(&state) {
-            None => format!("System_HM_Table defines no error identifiers for SystemState {state}"),
-            Some((shown, total)) => {
-                let mut list = shown.join(", ");
-                if *total > shown.len() {
-                    list.push_str(&format!(" and {} more", total - shown.len()));
-                }
-                format!("identifiers of SystemState {state}: {list}")
-            }
-        }
+    // The first identifiers (for help texts).
+    let known = short_list(
+        system
+            .iter()
+            .map(|e| format!("{} ({})", e.error_id, error_code_name(e.code))),
+    );
+    let known = if system.is_empty() {
+        "System_HM_Table defines no error identifiers".to_string()
+    } else {
+        format!("the identifiers are: {known}")
     };
-    let lookup = |state: u32, id: u32| sys_index.get(&(state, id)).map(|&i| &system[i]);
+    let lookup = |id: u32| by_id.get(&id).map(|&i| &system[i]);
 
     let mut module = Vec::new();
-    let mut mod_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    let mut mod_locs: HashMap<u32, Location> = HashMap::new();
     for e in &raw.module_hm {
-        let key = (e.state, e.error_id.v);
-        if let Some(first) = mod_locs.get(&key) {
-            c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in Module_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+        let id = e.error_id.v;
+        if let Some(first) = mod_locs.get(&id) {
+            c.err(
+                e.error_id.loc,
+                format!(
+                    "ErrorIdentifier {id} appears twice in Module_HM_Table (first at {})",
+                    at(*first)
+                ),
+                "give one action per error identifier",
+            );
             continue;
         }
-        mod_locs.insert(key, e.error_id.loc);
-        match lookup(e.state, e.error_id.v) {
+        mod_locs.insert(id, e.error_id.loc);
+        match lookup(id) {
             None => c.err(
                 e.error_id.loc,
-                format!("Module_HM_Table names unknown error identifier {} (SystemState {})", e.error_id.v, e.state),
-                format!("add an Error_ID_Level with ErrorIdentifier=\"{}\" to System_HM_Table; {}", e.error_id.v, known(e.state)),
+                format!("Module_HM_Table names unknown error identifier {id}"),
+                format!("add an Error_ID_Level with ErrorIdentifier=\"{id}\" to System_HM_Table; {known}"),
             ),
             Some(s) if s.level != ErrorLevel::Module => c.err(
                 e.error_id.loc,
-                format!("error identifier {} ({}) is handled at {} level, so this Module_HM_Table action never applies", e.error_id.v, error_code_name(s.code), level_name(s.level)),
+                format!("error identifier {id} ({}) is handled at {} level, so this Module_HM_Table action never applies", error_code_name(s.code), level_name(s.level)),
                 "set its ErrorLevel to MODULE in System_HM_Table, or move the action to a Partition_HM_Table",
             ),
             Some(_) => module.push(ModuleHmEntry {
                 system_state: e.state,
-                error_id: e.error_id.v,
+                error_id: id,
                 action: e.action,
             }),
         }
@@ -1117,28 +1156,29 @@ fn hm(
         }
         seen_tables.insert(idx, t.loc);
         let mut entries = Vec::new();
-        let mut locs: HashMap<(u32, u32), Location> = HashMap::new();
+        let mut locs: HashMap<u32, Location> = HashMap::new();
+        // The first action of each code in this table: (identifier, where).
+        let mut actions: HashMap<ErrorCode, (u32, Location)> = HashMap::new();
         for e in &t.entries {
-            let key = (e.state, e.error_id.v);
-            if let Some(first) = locs.get(&key) {
-                c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in this Partition_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+            let id = e.error_id.v;
+            if let Some(first) = locs.get(&id) {
+                c.err(
+                    e.error_id.loc,
+                    format!(
+                        "ErrorIdentifier {id} appears twice in this Partition_HM_Table (first at {})",
+                        at(*first)
+                    ),
+                    "give one action per error identifier",
+                );
                 continue;
             }
-            locs.insert(key, e.error_id.loc);
-            let code = match (lookup(e.state, e.error_id.v), &e.code) {
+            locs.insert(id, e.error_id.loc);
+            let code = match (lookup(id), &e.code) {
                 (Some(s), Some(code)) if s.code != code.v => {
                     c.err(
                         code.loc,
-                        format!("ErrorCode {} disagrees with System_HM_Table, where identifier {} is {}", error_code_name(code.v), e.error_id.v, error_code_name(s.code)),
+                        format!("ErrorCode {} disagrees with System_HM_Table, where identifier {id} is {}", error_code_name(code.v), error_code_name(s.code)),
                         format!("write ErrorCode=\"{}\" or drop the attribute", error_code_name(s.code)),
-                    );
-                    continue;
-                }
-                (Some(s), _) if s.level == ErrorLevel::Module => {
-                    c.err(
-                        e.error_id.loc,
-                        format!("error identifier {} ({}) is handled at MODULE level, so this partition action never applies", e.error_id.v, error_code_name(s.code)),
-                        "set its ErrorLevel to PARTITION or PROCESS in System_HM_Table, or move the action to Module_HM_Table",
                     );
                     continue;
                 }
@@ -1147,15 +1187,48 @@ fn hm(
                 (None, None) => {
                     c.err(
                         e.error_id.loc,
-                        format!("Partition_HM_Table of `{}` names unknown error identifier {} (SystemState {})", parts.list[idx].name, e.error_id.v, e.state),
-                        format!("add it to System_HM_Table, or say which error it is with ErrorCode=\"...\"; {}", known(e.state)),
+                        format!("Partition_HM_Table of `{}` names unknown error identifier {id}", parts.list[idx].name),
+                        format!("add it to System_HM_Table, or say which error it is with ErrorCode=\"...\"; {known}"),
                     );
                     continue;
                 }
             };
+            // The level is the first system entry's for the code, whatever the identifier.
+            if let Some(s) = by_code.get(&code).map(|&i| &system[i]) {
+                if s.level == ErrorLevel::Module {
+                    let what = if s.error_id == id {
+                        format!("error identifier {id} ({})", error_code_name(code))
+                    } else {
+                        format!(
+                            "{} (System_HM_Table identifier {})",
+                            error_code_name(code),
+                            s.error_id
+                        )
+                    };
+                    c.err(
+                        e.error_id.loc,
+                        format!("{what} is handled at MODULE level, so this partition action never applies"),
+                        "set its ErrorLevel to PARTITION or PROCESS in System_HM_Table, or move the action to Module_HM_Table",
+                    );
+                    continue;
+                }
+            }
+            if let Some((first_id, first)) = actions.get(&code) {
+                c.err(
+                    e.error_id.loc,
+                    format!(
+                        "{} already has an action in this Partition_HM_Table (identifier {first_id} at {}); the runtime takes the first action of a code, so this one would never apply",
+                        error_code_name(code),
+                        at(*first)
+                    ),
+                    "give each error code one Error_ID_Action per Partition_HM_Table",
+                );
+                continue;
+            }
+            actions.insert(code, (id, e.error_id.loc));
             entries.push(PartitionHmEntry {
                 system_state: e.state,
-                error_id: e.error_id.v,
+                error_id: id,
                 code,
                 action: e.action,
             });

@@ -355,6 +355,35 @@ fn hm_tables_are_checked() {
         "PARTITION level",
         "MODULE",
     );
+    // The runtime knows one system state and goes by error code (first entry per code).
+    one_error(
+        "hm_two_system_states.xml",
+        14,
+        38,
+        "SystemState 2 differs from SystemState 1",
+        "SystemState=\"1\"",
+    );
+    one_error(
+        "hm_code_two_identifiers.xml",
+        8,
+        54,
+        "ErrorCode DEADLINE_MISSED is already given identifier 1 at 5:54",
+        "one Error_ID_Level",
+    );
+    one_error(
+        "hm_partition_code_twice.xml",
+        37,
+        41,
+        "DEADLINE_MISSED already has an action in this Partition_HM_Table (identifier 1 at 35:41)",
+        "one Error_ID_Action",
+    );
+    one_error(
+        "hm_partition_code_at_module_level.xml",
+        37,
+        41,
+        "INIT_TIMEOUT (System_HM_Table identifier 3) is handled at MODULE level",
+        "Module_HM_Table",
+    );
     one_error(
         "hm_code_disagrees.xml",
         35,

@@ -276,8 +276,15 @@ fn pathological_sizes_complete() {
     }
     xml.push_str("</ARINC_653_Module>\n");
     let errs = partix_config::parse_str(&xml, None).unwrap_err();
-    // One unknown identifier per table, plus "no schedule".
-    assert_eq!(errs.len(), n + 1);
+    // One unknown identifier per table, plus "no schedule", plus every system entry but the
+    // first giving APPLICATION_ERROR another identifier.
+    assert_eq!(errs.len(), n + 1 + (n - 1));
+    assert_eq!(
+        errs.iter()
+            .filter(|e| e.message.contains("names unknown error identifier"))
+            .count(),
+        n
+    );
     assert!(
         errs.iter().all(|e| e.help.len() < 1000),
         "help texts are bounded"
