@@ -457,6 +457,29 @@ fn schedules(c: &mut Checker, raw: &RawModule, parts: &Parts) -> (Vec<ModuleSche
             }
         }
     };
+    // Only a system partition can switch schedules (SET_MODULE_SCHEDULE): without one, the
+    // module stays in its initial schedule for good.
+    if several && initials.len() == 1 && !parts.list.iter().any(|p| p.system_partition) {
+        for (si, rs) in raw.schedules.iter().enumerate() {
+            if si == initial {
+                continue;
+            }
+            let what = match (&rs.name, &rs.id) {
+                (Some(n), _) => format!("schedule `{}`", n.v),
+                (None, Some(id)) => format!("schedule {}", id.v),
+                (None, None) => "this schedule".to_string(),
+            };
+            c.err(
+                rs.loc,
+                format!(
+                    "{what} can never run: it is not the initial schedule, and no partition has SystemPartition=\"true\" to switch to it with SET_MODULE_SCHEDULE"
+                ),
+                format!(
+                    "mark the partition that switches schedules with SystemPartition=\"true\", or remove {what}"
+                ),
+            );
+        }
+    }
     for (i, p) in parts.list.iter().enumerate() {
         if !scheduled[i] {
             c.err(

@@ -263,6 +263,13 @@ fn schedules_are_checked() {
         "exactly one",
     );
     one_error(
+        "schedule_unreachable.xml",
+        33,
+        3,
+        "schedule `degraded` can never run",
+        "SystemPartition=\"true\", or remove schedule `degraded`",
+    );
+    one_error(
         "two_initial_schedules.xml",
         33,
         87,
