@@ -136,16 +136,10 @@ pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErro
         // Bound the work on hostile input: a module configuration has a few thousand nodes.
         nodes_limit: 1_000_000,
     };
-    if let Some(pos) = parse::too_deep(text) {
-        return Err(ConfigErrors::single(ConfigError {
-            file: source.map(Path::to_path_buf),
-            location: parse::location_at(text, pos),
-            message: format!(
-                "elements are nested more than {} levels deep",
-                parse::MAX_DEPTH
-            ),
-            help: "an ARINC_653_Module nests at most 6 levels; check for unclosed elements".into(),
-        }));
+    if let Some((pos, refusal)) = parse::prescan(text) {
+        return Err(ConfigErrors::single(parse::refusal_error(
+            text, source, pos, refusal,
+        )));
     }
     let doc = roxmltree::Document::parse_with_options(text, opts)
         .map_err(|e| ConfigErrors::single(parse::xml_error(text, source, &e)))?;

@@ -391,12 +391,28 @@ pub(crate) fn location_at(text: &str, pos: usize) -> Location {
 /// per level, so unbounded nesting could exhaust the stack).
 pub const MAX_DEPTH: usize = 64;
 
-/// Return the byte offset of the first start tag nested deeper than [`MAX_DEPTH`], if any.
+/// Most attributes (namespace declarations included) on one element. An element of a module
+/// configuration has at most a dozen; roxmltree's duplicate-attribute check takes time quadratic
+/// in their number (two million attributes on one element would take hours).
+pub const MAX_ATTRIBUTES: usize = 64;
+
+/// What [`prescan`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A start tag nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// An attribute past the [`MAX_ATTRIBUTES`]th of the element named here.
+    TooManyAttributes(String),
+}
+
+/// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
+/// tag nested deeper than [`MAX_DEPTH`], or the first attribute past the [`MAX_ATTRIBUTES`]th
+/// of its element.
 ///
 /// A linear scan that skips comments, CDATA sections, processing instructions, declarations and
 /// quoted attribute values; it only has to be exact on well-formed XML (malformed XML is
 /// reported by roxmltree either way).
-pub(crate) fn too_deep(text: &str) -> Option<usize> {
+pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
     let b = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
@@ -426,12 +442,23 @@ pub(crate) fn too_deep(text: &str) -> Option<usize> {
             let start = i;
             let mut j = i + 1;
             let mut quote: Option<u8> = None;
+            // Each attribute has one `=` outside quotes.
+            let mut attributes = 0usize;
             while j < b.len() {
                 match (quote, b[j]) {
                     (Some(q), c) if c == q => quote = None,
                     (Some(_), _) => {}
                     (None, c @ (b'"' | b'\'')) => quote = Some(c),
                     (None, b'>') => break,
+                    (None, b'=') => {
+                        attributes += 1;
+                        if attributes > MAX_ATTRIBUTES {
+                            return Some((
+                                attribute_start(b, j),
+                                Refusal::TooManyAttributes(tag_name_at(text, start)),
+                            ));
+                        }
+                    }
                     _ => {}
                 }
                 j += 1;
@@ -440,13 +467,67 @@ pub(crate) fn too_deep(text: &str) -> Option<usize> {
             if !self_closing {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Some(start);
+                    return Some((start, Refusal::TooDeep));
                 }
             }
             i = j + 1;
         }
     }
     None
+}
+
+/// Return where the attribute whose `=` is at `eq` starts (its name, before any spaces).
+fn attribute_start(b: &[u8], eq: usize) -> usize {
+    let mut k = eq;
+    while k > 0 && b[k - 1].is_ascii_whitespace() {
+        k -= 1;
+    }
+    while k > 0 && !b[k - 1].is_ascii_whitespace() && !matches!(b[k - 1], b'"' | b'\'' | b'<') {
+        k -= 1;
+    }
+    k
+}
+
+/// Return the name of the tag starting at `start` (`<name ...`), at most 64 bytes of it.
+fn tag_name_at(text: &str, start: usize) -> String {
+    let rest = text.get(start + 1..).unwrap_or("");
+    let end = rest
+        .find(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>')
+        .unwrap_or(rest.len());
+    let mut cut = end.min(64);
+    while !rest.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut name = rest[..cut].to_string();
+    if cut < end {
+        name.push_str("...");
+    }
+    name
+}
+
+/// Turn a [`prescan`] refusal at byte `pos` of `text` into a located [`ConfigError`].
+pub(crate) fn refusal_error(
+    text: &str,
+    file: Option<&Path>,
+    pos: usize,
+    refusal: Refusal,
+) -> ConfigError {
+    let (message, help) = match refusal {
+        Refusal::TooDeep => (
+            format!("elements are nested more than {MAX_DEPTH} levels deep"),
+            "an ARINC_653_Module nests at most 6 levels; check for unclosed elements".to_string(),
+        ),
+        Refusal::TooManyAttributes(name) => (
+            format!("<{name}> has more than {MAX_ATTRIBUTES} attributes"),
+            "an element of a module configuration has a handful of attributes: remove the extra ones (is this file generated or corrupted?)".to_string(),
+        ),
+    };
+    ConfigError {
+        file: file.map(Path::to_path_buf),
+        location: location_at(text, pos),
+        message,
+        help,
+    }
 }
 
 /// Turn a roxmltree error into a located [`ConfigError`].
@@ -1622,7 +1703,7 @@ mod tests {
     #[test]
     fn depth_scan() {
         assert_eq!(
-            too_deep("<a><b/><c x='>'><!-- <d> --><![CDATA[<e>]]></c></a>"),
+            prescan("<a><b/><c x='>'><!-- <d> --><![CDATA[<e>]]></c></a>"),
             None
         );
         let deep = format!(
@@ -1630,11 +1711,48 @@ mod tests {
             "<a>".repeat(MAX_DEPTH + 1),
             "</a>".repeat(MAX_DEPTH + 1)
         );
-        assert_eq!(too_deep(&deep), Some(3 * MAX_DEPTH));
+        assert_eq!(prescan(&deep), Some((3 * MAX_DEPTH, Refusal::TooDeep)));
         let ok = format!("{}{}", "<a>".repeat(MAX_DEPTH), "</a>".repeat(MAX_DEPTH));
-        assert_eq!(too_deep(&ok), None);
+        assert_eq!(prescan(&ok), None);
         let siblings = "<a><b></b></a>".repeat(1000);
-        assert_eq!(too_deep(&siblings), None);
+        assert_eq!(prescan(&siblings), None);
+    }
+
+    #[test]
+    fn attribute_count_scan() {
+        let attrs = |n: usize, sep: &str| -> String {
+            (0..n).map(|i| format!(" a{i}{sep}'x=\"y'")).collect()
+        };
+        let ok = format!(
+            "<r{}><e{}/></r>",
+            attrs(MAX_ATTRIBUTES, "="),
+            attrs(MAX_ATTRIBUTES, " = ")
+        );
+        assert_eq!(prescan(&ok), None);
+        // The first attribute past the limit, at its name.
+        let many = format!("<r><long-name{}/></r>", attrs(MAX_ATTRIBUTES + 1, " = "));
+        let at = many.find(&format!(" a{MAX_ATTRIBUTES} ")).unwrap() + 1;
+        assert_eq!(
+            prescan(&many),
+            Some((at, Refusal::TooManyAttributes("long-name".into())))
+        );
+        // `=` inside values, comments and text is not counted.
+        let text = format!(
+            "<r a='{}'><!-- {} -->{}</r>",
+            "=".repeat(100),
+            "=".repeat(100),
+            "=".repeat(100)
+        );
+        assert_eq!(prescan(&text), None);
+        // A huge tag name is cut in the message.
+        let name = "n".repeat(1000);
+        let e = refusal_error(
+            "",
+            None,
+            0,
+            Refusal::TooManyAttributes(tag_name_at(&format!("<{name} a=''>"), 0)),
+        );
+        assert!(e.message.len() < 120, "{}", e.message);
     }
 
     #[test]

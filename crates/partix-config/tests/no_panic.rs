@@ -255,6 +255,15 @@ fn pathological_sizes_complete() {
         "{errs}"
     );
 
+    // Two million attributes on one element: refused by the pre-scan, before roxmltree's
+    // duplicate-attribute check (quadratic: hours).
+    let attrs: String = (0..2_000_000).map(|i| format!(" a{i}=''")).collect();
+    let errs = partix_config::parse_str(&format!("<ARINC_653_Module{attrs}/>"), None).unwrap_err();
+    assert!(
+        errs.first().message.contains("more than 64 attributes"),
+        "{errs}"
+    );
+
     // Many partitions, each with an HM table naming an unknown identifier.
     let n = 4000;
     let mut xml = String::from(
