@@ -133,8 +133,9 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
 pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErrors> {
     let opts = roxmltree::ParsingOptions {
         allow_dtd: false,
-        // Bound the work on hostile input: a module configuration has a few thousand nodes.
-        nodes_limit: 1_000_000,
+        // Bound the work on hostile input: a module configuration has a few thousand nodes (the
+        // pre-scan refuses more, where they are).
+        nodes_limit: parse::MAX_NODES,
     };
     if let Some((pos, refusal)) = parse::prescan(text) {
         return Err(ConfigErrors::single(parse::refusal_error(

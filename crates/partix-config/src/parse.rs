@@ -396,6 +396,16 @@ pub const MAX_DEPTH: usize = 64;
 /// in their number (two million attributes on one element would take hours).
 pub const MAX_ATTRIBUTES: usize = 64;
 
+/// Most XML nodes of a document (elements, text, comments, processing instructions and the
+/// document itself, as roxmltree counts them; its `nodes_limit`). A module configuration has a
+/// few thousand.
+pub const MAX_NODES: u32 = 1_000_000;
+
+/// Most pieces (runs of text and CDATA sections, one after the other) joined into one text node:
+/// roxmltree copies the text joined so far at each join, so a million alternations of text and
+/// CDATA would take time quadratic in their length. A module configuration has no text content.
+pub const MAX_TEXT_PIECES: usize = 64;
+
 /// What [`prescan`] refuses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refusal {
@@ -403,16 +413,27 @@ pub(crate) enum Refusal {
     TooDeep,
     /// An attribute past the [`MAX_ATTRIBUTES`]th of the element named here.
     TooManyAttributes(String),
+    /// The node past the [`MAX_NODES`]th.
+    TooManyNodes,
+    /// The text piece past the [`MAX_TEXT_PIECES`]th of one text node.
+    FragmentedText,
 }
 
 /// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
-/// tag nested deeper than [`MAX_DEPTH`], or the first attribute past the [`MAX_ATTRIBUTES`]th
-/// of its element.
+/// tag nested deeper than [`MAX_DEPTH`], the first attribute past the [`MAX_ATTRIBUTES`]th of
+/// its element, the first node past the [`MAX_NODES`]th, or the first piece of text past the
+/// [`MAX_TEXT_PIECES`]th of one text node.
+pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
+    prescan_with(text, MAX_NODES as usize).err()
+}
+
+/// [`prescan`] with at most `max_nodes` nodes; return the number of nodes (as roxmltree counts
+/// them) when nothing is refused.
 ///
 /// A linear scan that skips comments, CDATA sections, processing instructions, declarations and
 /// quoted attribute values; it only has to be exact on well-formed XML (malformed XML is
 /// reported by roxmltree either way).
-pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
+fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)> {
     let b = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
@@ -421,25 +442,76 @@ pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
             .and_then(|t| t.find(pat))
             .map_or(b.len(), |k| from + k + pat.len())
     };
+    // The document node.
+    let mut nodes = 1usize;
+    // Whether the last node is text, which the next piece of text joins (and its pieces).
+    let mut after_text = false;
+    let mut pieces = 0usize;
+    let node = |at: usize, nodes: &mut usize| {
+        *nodes += 1;
+        if *nodes > max_nodes {
+            Err((at, Refusal::TooManyNodes))
+        } else {
+            Ok(())
+        }
+    };
+    // A run of text or a CDATA section at `at`: a new text node, or a piece of the last one.
+    let mut text_piece = |at: usize, nodes: &mut usize, after_text: &mut bool| {
+        if *after_text {
+            pieces += 1;
+            if pieces > MAX_TEXT_PIECES {
+                return Err((at, Refusal::FragmentedText));
+            }
+            Ok(())
+        } else {
+            *after_text = true;
+            pieces = 1;
+            node(at, nodes)
+        }
+    };
     while i < b.len() {
         if b[i] != b'<' {
-            i += 1;
+            // Text outside the root element is whitespace, which roxmltree skips.
+            if depth > 0 {
+                text_piece(i, &mut nodes, &mut after_text)?;
+            }
+            i = text
+                .get(i..)
+                .and_then(|t| t.find('<'))
+                .map_or(b.len(), |k| i + k);
             continue;
         }
         let rest = &b[i..];
         if rest.starts_with(b"<!--") {
+            node(i, &mut nodes)?;
+            after_text = false;
             i = skip_to(i + 4, "-->");
         } else if rest.starts_with(b"<![CDATA[") {
+            if depth > 0 {
+                text_piece(i, &mut nodes, &mut after_text)?;
+            }
             i = skip_to(i + 9, "]]>");
         } else if rest.starts_with(b"<?") {
+            // A processing instruction; the XML declaration (`<?xml ...?>`) is not a node.
+            let target_end = rest[2..]
+                .iter()
+                .position(|c| c.is_ascii_whitespace() || *c == b'?')
+                .map_or(rest.len(), |k| k + 2);
+            if &rest[2..target_end] != b"xml" {
+                node(i, &mut nodes)?;
+            }
+            after_text = false;
             i = skip_to(i + 2, "?>");
         } else if rest.starts_with(b"<!") {
             i = skip_to(i + 2, ">");
         } else if rest.starts_with(b"</") {
             depth = depth.saturating_sub(1);
+            after_text = false;
             i = skip_to(i + 2, ">");
         } else {
             let start = i;
+            node(i, &mut nodes)?;
+            after_text = false;
             let mut j = i + 1;
             let mut quote: Option<u8> = None;
             // Each attribute has one `=` outside quotes.
@@ -453,7 +525,7 @@ pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
                     (None, b'=') => {
                         attributes += 1;
                         if attributes > MAX_ATTRIBUTES {
-                            return Some((
+                            return Err((
                                 attribute_start(b, j),
                                 Refusal::TooManyAttributes(tag_name_at(text, start)),
                             ));
@@ -467,13 +539,13 @@ pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
             if !self_closing {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Some((start, Refusal::TooDeep));
+                    return Err((start, Refusal::TooDeep));
                 }
             }
             i = j + 1;
         }
     }
-    None
+    Ok(nodes)
 }
 
 /// Return where the attribute whose `=` is at `eq` starts (its name, before any spaces).
@@ -521,6 +593,11 @@ pub(crate) fn refusal_error(
             format!("<{name}> has more than {MAX_ATTRIBUTES} attributes"),
             "an element of a module configuration has a handful of attributes: remove the extra ones (is this file generated or corrupted?)".to_string(),
         ),
+        Refusal::TooManyNodes => (too_many_nodes(), TOO_MANY_NODES_HELP.to_string()),
+        Refusal::FragmentedText => (
+            format!("more than {MAX_TEXT_PIECES} pieces of text and CDATA sections in a row"),
+            "a module configuration has no text content: remove the text, or write it in one piece".to_string(),
+        ),
     };
     ConfigError {
         file: file.map(Path::to_path_buf),
@@ -530,9 +607,37 @@ pub(crate) fn refusal_error(
     }
 }
 
+fn too_many_nodes() -> String {
+    format!("the file has more than {MAX_NODES} XML nodes (elements, text, comments)")
+}
+
+const TOO_MANY_NODES_HELP: &str = "a module configuration has a few thousand nodes: check that this is the module configuration, and remove repeated or generated elements";
+
 /// Turn a roxmltree error into a located [`ConfigError`].
 pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -> ConfigError {
     use roxmltree::Error as E;
+    // Limits: roxmltree says which, not where (the pre-scan refuses too many nodes first, where
+    // they are; these are the fallbacks).
+    let limit = match e {
+        E::NodesLimitReached => Some((too_many_nodes(), TOO_MANY_NODES_HELP)),
+        E::AttributesLimitReached => Some((
+            "the file has more than 2^32 attributes".to_string(),
+            "check that this is the module configuration: it has a few hundred attributes",
+        )),
+        E::NamespacesLimitReached => Some((
+            "the file declares more than 65535 distinct XML namespaces".to_string(),
+            "declare each namespace once, on <ARINC_653_Module> (a module configuration needs the partix one and perhaps a vendor's)",
+        )),
+        _ => None,
+    };
+    if let Some((message, help)) = limit {
+        return ConfigError {
+            file: file.map(Path::to_path_buf),
+            location: Location { line: 1, col: 1 },
+            message,
+            help: help.to_string(),
+        };
+    }
     let pos = e.pos();
     let location = match e {
         E::UnclosedRootNode | E::UnexpectedEndOfStream => location_at(text, text.len()),
@@ -1753,6 +1858,103 @@ mod tests {
             Refusal::TooManyAttributes(tag_name_at(&format!("<{name} a=''>"), 0)),
         );
         assert!(e.message.len() < 120, "{}", e.message);
+    }
+
+    /// The pre-scan counts nodes as roxmltree does, so its limit is roxmltree's, located.
+    #[test]
+    fn node_count_agrees_with_roxmltree() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<String> = Vec::new();
+        for dir in ["tests/good", "tests/bad", "../../examples/uav"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "xml") {
+                    texts.push(std::fs::read_to_string(p).unwrap());
+                }
+            }
+        }
+        texts.extend(
+            [
+                "<?xml version='1.0'?>\n<!-- c --><?pi x?>\n<r>\n  <a/>text<![CDATA[x]]>more<!--c--><![CDATA[]]>\n<?p?>&amp;\r\n</r>\n<!-- after -->\n",
+                "<r><![CDATA[a]]><![CDATA[b]]>c<b>d</b><c/></r>",
+                "<r a='<!--'>x<?xml-stylesheet href='a'?>y</r>",
+                "\u{feff}<r/>",
+                "<r>\t</r>",
+            ]
+            .map(String::from),
+        );
+        let mut checked = 0;
+        for t in &texts {
+            let Ok(doc) = Document::parse(t) else {
+                continue;
+            };
+            match prescan_with(t, usize::MAX) {
+                Err((_, Refusal::TooManyAttributes(_))) => continue,
+                got => assert_eq!(got, Ok(doc.descendants().count()), "{t}"),
+            }
+            checked += 1;
+        }
+        assert!(checked > 60, "{checked}");
+    }
+
+    #[test]
+    fn node_and_text_limits() {
+        // MAX_NODES nodes: the document, the root and MAX_NODES - 2 elements.
+        let n = MAX_NODES as usize;
+        let ok = format!("<r>{}</r>", "<a/>".repeat(n - 2));
+        assert_eq!(prescan(&ok), None);
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: false,
+            nodes_limit: MAX_NODES,
+        };
+        assert!(Document::parse_with_options(&ok, opts).is_ok());
+        let over = format!("<r>{}<!--x--></r>", "<a/>".repeat(n - 2));
+        assert_eq!(
+            prescan(&over),
+            Some((over.len() - 12, Refusal::TooManyNodes))
+        );
+        let e = Document::parse_with_options(&over, opts).unwrap_err();
+        assert!(matches!(e, roxmltree::Error::NodesLimitReached));
+        // Text pieces joined into one node.
+        let pieces = |k: usize| format!("<r>{}</r>", "x<![CDATA[y]]>".repeat(k / 2));
+        assert_eq!(prescan(&pieces(MAX_TEXT_PIECES)), None);
+        let many = pieces(MAX_TEXT_PIECES + 2);
+        assert_eq!(
+            prescan(&many),
+            Some((3 + 14 * (MAX_TEXT_PIECES / 2), Refusal::FragmentedText))
+        );
+        // Text pieces separated by a comment or an element are separate nodes.
+        let apart = format!("<r>{}</r>", "x<![CDATA[y]]><!---->".repeat(1000));
+        assert_eq!(prescan(&apart), None);
+    }
+
+    /// roxmltree's limits get their own messages (it does not say where they were reached).
+    #[test]
+    fn xml_limits_are_explained() {
+        use roxmltree::Error as E;
+        for (e, what, help) in [
+            (
+                E::NodesLimitReached,
+                "more than 1000000 XML nodes",
+                "few thousand",
+            ),
+            (
+                E::AttributesLimitReached,
+                "2^32 attributes",
+                "module configuration",
+            ),
+            (
+                E::NamespacesLimitReached,
+                "65535 distinct XML namespaces",
+                "once",
+            ),
+        ] {
+            let c = xml_error("<a/>", None, &e);
+            assert!(c.message.contains(what), "{}", c.message);
+            assert!(!c.message.contains("malformed"), "{}", c.message);
+            assert!(c.help.contains(help), "{}", c.help);
+            assert_eq!(c.location, Location { line: 1, col: 1 });
+        }
     }
 
     #[test]

@@ -264,6 +264,34 @@ fn pathological_sizes_complete() {
         "{errs}"
     );
 
+    // More nodes than roxmltree's limit: refused where the limit is passed (roxmltree only
+    // says that it was).
+    let comments = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<!---->".repeat(1_100_000)
+    );
+    let errs = partix_config::parse_str(&comments, None).unwrap_err();
+    let e = errs.first();
+    assert!(e.message.contains("more than 1000000 XML nodes"), "{e}");
+    // Nodes: the document, the root, the text "\n", then the comments: the 999998th is the
+    // 1000001st node.
+    assert_eq!(
+        (e.location.line, e.location.col),
+        (2, 7 * 999_997 + 1),
+        "{e}"
+    );
+    // A million alternations of text and CDATA: roxmltree joins them into one text node,
+    // copying the text so far at each join (quadratic: minutes).
+    let cdata = format!(
+        "<ARINC_653_Module>{}</ARINC_653_Module>",
+        "x<![CDATA[y]]>".repeat(1_000_000)
+    );
+    let errs = partix_config::parse_str(&cdata, None).unwrap_err();
+    assert!(
+        errs.first().message.contains("pieces of text and CDATA"),
+        "{errs}"
+    );
+
     // Many partitions, each with an HM table naming an unknown identifier.
     let n = 4000;
     let mut xml = String::from(
