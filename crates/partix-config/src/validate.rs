@@ -766,6 +766,7 @@ fn first_short_period(
 }
 
 /// A resolved channel end: partition index, port kind, direction, size.
+#[derive(Clone, Copy)]
 struct End {
     part: usize,
     kind: ChannelKind,
@@ -773,38 +774,89 @@ struct End {
     size: u32,
 }
 
-fn resolve_end(c: &mut Checker, parts: &Parts, r: &RawPortRef) -> Option<End> {
+/// Most ports a "did you mean" hint for a channel end compares the name with: beyond, the help
+/// lists the ports instead (an edit distance per port and per unknown name would make many
+/// unknown names against a partition with many ports take minutes).
+const HINT_MAX_CANDIDATES: usize = 256;
+
+/// Most port names compared for "did you mean" hints over all channel ends of a module (a
+/// hostile file may name a hundred thousand unknown ports).
+const HINT_BUDGET: usize = 20_000;
+
+/// The ports of each partition by name (sampling ports first, as a channel end looks them up),
+/// and the names in declaration order for help texts.
+struct PortIndex<'p> {
+    by_name: Vec<HashMap<&'p str, End>>,
+    names: Vec<Vec<&'p str>>,
+    /// Port names left to compare for hints ([`HINT_BUDGET`]).
+    hint_budget: usize,
+}
+
+impl<'p> PortIndex<'p> {
+    fn new(parts: &'p Parts) -> Self {
+        let mut by_name = Vec::with_capacity(parts.list.len());
+        let mut names = Vec::with_capacity(parts.list.len());
+        for (idx, p) in parts.list.iter().enumerate() {
+            let mut m: HashMap<&str, End> = HashMap::new();
+            let mut n: Vec<&str> = Vec::new();
+            for sp in &p.sampling_ports {
+                m.entry(sp.name.as_str()).or_insert(End {
+                    part: idx,
+                    kind: ChannelKind::Sampling,
+                    direction: sp.direction,
+                    size: sp.max_message_size,
+                });
+                n.push(sp.name.as_str());
+            }
+            for qp in &p.queuing_ports {
+                m.entry(qp.name.as_str()).or_insert(End {
+                    part: idx,
+                    kind: ChannelKind::Queuing,
+                    direction: qp.direction,
+                    size: qp.max_message_size,
+                });
+                n.push(qp.name.as_str());
+            }
+            by_name.push(m);
+            names.push(n);
+        }
+        Self {
+            by_name,
+            names,
+            hint_budget: HINT_BUDGET,
+        }
+    }
+}
+
+fn resolve_end(
+    c: &mut Checker,
+    parts: &Parts,
+    ports: &mut PortIndex,
+    r: &RawPortRef,
+) -> Option<End> {
     let idx = parts.resolve(c, &r.part, "this channel end")?;
     let p = &parts.list[idx];
-    if let Some(sp) = p.sampling_ports.iter().find(|s| s.name == r.port.v) {
-        return Some(End {
-            part: idx,
-            kind: ChannelKind::Sampling,
-            direction: sp.direction,
-            size: sp.max_message_size,
-        });
+    if let Some(end) = ports.by_name[idx].get(r.port.v.as_str()) {
+        return Some(*end);
     }
-    if let Some(qp) = p.queuing_ports.iter().find(|s| s.name == r.port.v) {
-        return Some(End {
-            part: idx,
-            kind: ChannelKind::Queuing,
-            direction: qp.direction,
-            size: qp.max_message_size,
-        });
-    }
-    let names: Vec<&str> = p
-        .sampling_ports
-        .iter()
-        .map(|s| s.name.as_str())
-        .chain(p.queuing_ports.iter().map(|q| q.name.as_str()))
-        .collect();
-    let help = match value::closest(&r.port.v, &names) {
+    let names = &ports.names[idx];
+    let hint = if names.len() <= HINT_MAX_CANDIDATES && names.len() <= ports.hint_budget {
+        ports.hint_budget -= names.len();
+        value::closest(&r.port.v, names)
+    } else {
+        None
+    };
+    let help = match hint {
         Some(n) => format!("did you mean `{n}`?"),
         None if names.is_empty() => format!(
             "partition `{}` declares no ports: add a <Sampling_Port> or <Queuing_Port> to it",
             p.name
         ),
-        None => format!("the ports of `{}` are: {}", p.name, names.join(", ")),
+        None => format!(
+            "the ports of `{}` are: {}",
+            p.name,
+            short_list(names.iter().map(|n| n.to_string()))
+        ),
     };
     c.err(
         r.port.loc,
@@ -827,6 +879,7 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
     let mut names: HashMap<&str, Location> = HashMap::new();
     // (partition index, port name) -> the channel end using it.
     let mut used: HashMap<(usize, &str), Location> = HashMap::new();
+    let mut ports = PortIndex::new(parts);
     for ch in &raw.channels {
         if let Some(first) = ids.get(&ch.id.v) {
             c.err(
@@ -906,11 +959,11 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
         let src = ch
             .sources
             .first()
-            .and_then(|r| resolve_end(c, parts, r).map(|e| (r, e)));
+            .and_then(|r| resolve_end(c, parts, &mut ports, r).map(|e| (r, e)));
         let dsts: Vec<Option<(&RawPortRef, End)>> = ch
             .destinations
             .iter()
-            .map(|r| resolve_end(c, parts, r).map(|e| (r, e)))
+            .map(|r| resolve_end(c, parts, &mut ports, r).map(|e| (r, e)))
             .collect();
         if let Some((r, e)) = &src {
             if e.direction != PortDirection::Source {

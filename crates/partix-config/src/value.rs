@@ -156,9 +156,12 @@ pub(crate) fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str>
     if let Some(c) = candidates.iter().find(|c| c.eq_ignore_ascii_case(word)) {
         return Some(c);
     }
-    let limit = (word.chars().count() / 3).clamp(1, 3);
+    let len = word.chars().count();
+    let limit = (len / 3).clamp(1, 3);
     candidates
         .iter()
+        // The distance is at least the difference in length: skip the work for those.
+        .filter(|c| c.chars().count().abs_diff(len) <= limit)
         .map(|c| (edit_distance(word, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)

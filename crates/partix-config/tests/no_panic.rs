@@ -292,6 +292,19 @@ fn pathological_sizes_complete() {
         "{errs}"
     );
 
+    // Many channel ends naming unknown ports of a partition with 512 ports: no edit distance
+    // to every port for every one (that took about 3 ms per end in a release build).
+    let ports: String = (0..512)
+        .map(|i| format!("<Sampling_Port Name=\"port_number_{i:05}\" MaxMessageSize=\"8\" Direction=\"SOURCE\" RefreshRateSeconds=\"1\"/>"))
+        .collect();
+    let channels: String = (0..20_000)
+        .map(|i| format!("<Channel ChannelIdentifier=\"{}\"><Source><Standard_Partition PartitionIdentifier=\"1\" PortName=\"missing_{i:08}\"/></Source><Destination><Standard_Partition PartitionIdentifier=\"1\" PortName=\"port_number_{i:05}x\"/></Destination></Channel>", i + 1))
+        .collect();
+    let xml = format!("<ARINC_653_Module><Partition PartitionIdentifier=\"1\">{ports}</Partition><Connection_Table>{channels}</Connection_Table></ARINC_653_Module>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    // Two unknown ports per channel, and "no schedule".
+    assert_eq!(errs.len(), 40_001, "{}", errs.first());
+
     // Many partitions, each with an HM table naming an unknown identifier.
     let n = 4000;
     let mut xml = String::from(
