@@ -48,9 +48,11 @@ pub struct Module {
     pub initial_schedule: usize,
     /// Channels of the `Connection_Table`.
     pub channels: Vec<Channel>,
-    /// `System_HM_Table`: which level each error identifier is handled at, per system state.
+    /// `System_HM_Table`: which code each error identifier stands for and the level it is handled
+    /// at. All HM entries of a module have one `SystemState`, identifiers are unique, and each
+    /// error code has one entry (the runtime looks errors up by code).
     pub system_hm: Vec<SystemHmEntry>,
-    /// `Module_HM_Table`: module-level actions, per system state.
+    /// `Module_HM_Table`: module-level actions, one per (MODULE-level) error identifier.
     pub module_hm: Vec<ModuleHmEntry>,
 }
 
@@ -177,7 +179,8 @@ pub struct Partition {
     pub sampling_ports: Vec<SamplingPortConfig>,
     /// Queuing ports (`Queuing_Port`), names unique within the partition.
     pub queuing_ports: Vec<QueuingPortConfig>,
-    /// `Partition_HM_Table` of this partition (empty if none is given).
+    /// `Partition_HM_Table` of this partition (empty if none is given): at most one action per
+    /// error code, none for a code handled at MODULE level.
     pub hm: Vec<PartitionHmEntry>,
     /// Where the `Partition` element starts in the file.
     pub location: Location,
