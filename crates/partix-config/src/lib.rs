@@ -41,8 +41,13 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use parse::{MAX_NAME_LEN, PARTIX_NS, RECEIVE_MODES, TRANSPORTS};
+pub use parse::{
+    MAX_IDENTIFIER, MAX_NAME_LEN, MAX_NB_MESSAGES, MAX_PORTS_PER_KIND, MAX_QUEUING_MESSAGE_SIZE,
+    MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE, MAX_UDP_MESSAGE_SIZE, PARTIX_NS,
+    RECEIVE_MODES, TRANSPORTS,
+};
 pub use summary::summary;
+pub use value::MAX_DURATION;
 
 use model::{Location, Module};
 
@@ -128,19 +133,14 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
 pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErrors> {
     let opts = roxmltree::ParsingOptions {
         allow_dtd: false,
-        // Bound the work on hostile input: a module configuration has a few thousand nodes.
-        nodes_limit: 1_000_000,
+        // Bound the work on hostile input: a module configuration has a few thousand nodes (the
+        // pre-scan refuses more, where they are).
+        nodes_limit: parse::MAX_NODES,
     };
-    if let Some(pos) = parse::too_deep(text) {
-        return Err(ConfigErrors::single(ConfigError {
-            file: source.map(Path::to_path_buf),
-            location: parse::location_at(text, pos),
-            message: format!(
-                "elements are nested more than {} levels deep",
-                parse::MAX_DEPTH
-            ),
-            help: "an ARINC_653_Module nests at most 6 levels; check for unclosed elements".into(),
-        }));
+    if let Some((pos, refusal)) = parse::prescan(text) {
+        return Err(ConfigErrors::single(parse::refusal_error(
+            text, source, pos, refusal,
+        )));
     }
     let doc = roxmltree::Document::parse_with_options(text, opts)
         .map_err(|e| ConfigErrors::single(parse::xml_error(text, source, &e)))?;

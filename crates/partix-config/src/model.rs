@@ -8,11 +8,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Identifier of a partition (`PartitionIdentifier`).
+/// Identifier of a partition (`PartitionIdentifier`, 1 ..= [`crate::MAX_IDENTIFIER`] when
+/// loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PartitionId(pub u32);
 
-/// Identifier of a module schedule (`ScheduleIdentifier`).
+/// Identifier of a module schedule (`ScheduleIdentifier`, 1 ..= [`crate::MAX_IDENTIFIER`] when
+/// loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ScheduleId(pub u32);
 
@@ -46,9 +48,11 @@ pub struct Module {
     pub initial_schedule: usize,
     /// Channels of the `Connection_Table`.
     pub channels: Vec<Channel>,
-    /// `System_HM_Table`: which level each error identifier is handled at, per system state.
+    /// `System_HM_Table`: which code each error identifier stands for and the level it is handled
+    /// at. All HM entries of a module have one `SystemState`, identifiers are unique, and each
+    /// error code has one entry (the runtime looks errors up by code).
     pub system_hm: Vec<SystemHmEntry>,
-    /// `Module_HM_Table`: module-level actions, per system state.
+    /// `Module_HM_Table`: module-level actions, one per (MODULE-level) error identifier.
     pub module_hm: Vec<ModuleHmEntry>,
 }
 
@@ -143,7 +147,7 @@ pub struct Credentials {
 pub struct Partition {
     /// `PartitionIdentifier`.
     pub id: PartitionId,
-    /// `PartitionName` (when absent: `partition<ID>`); at most 30 characters.
+    /// `PartitionName` (when absent: `partition<ID>`); at most 30 bytes.
     pub name: String,
     /// `Criticality` (`LEVEL_A` when absent, as in the schema).
     pub criticality: Criticality,
@@ -175,7 +179,8 @@ pub struct Partition {
     pub sampling_ports: Vec<SamplingPortConfig>,
     /// Queuing ports (`Queuing_Port`), names unique within the partition.
     pub queuing_ports: Vec<QueuingPortConfig>,
-    /// `Partition_HM_Table` of this partition (empty if none is given).
+    /// `Partition_HM_Table` of this partition (empty if none is given): at most one action per
+    /// error code, none for a code handled at MODULE level.
     pub hm: Vec<PartitionHmEntry>,
     /// Where the `Partition` element starts in the file.
     pub location: Location,
@@ -223,12 +228,18 @@ impl Partition {
             .map(|e| e.action)
     }
 
-    /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are given.
+    /// Return the memory limit: the sum of `SizeBytes` of all memory requirements, if any are
+    /// given. The sum saturates at `u64::MAX` (no limit) for a model built in code: a validated
+    /// module's sum always fits.
     pub fn memory_limit_bytes(&self) -> Option<u64> {
         if self.memory.is_empty() {
             None
         } else {
-            Some(self.memory.iter().map(|m| m.size_bytes).sum())
+            Some(
+                self.memory
+                    .iter()
+                    .fold(0u64, |sum, m| sum.saturating_add(m.size_bytes)),
+            )
         }
     }
 }
@@ -260,7 +271,7 @@ pub struct MemoryRequirement {
     pub name: Option<String>,
     /// `Type`.
     pub kind: MemoryKind,
-    /// `SizeBytes`.
+    /// `SizeBytes` (> 0; the sizes of a partition's requirements add up to at most `u64::MAX`).
     pub size_bytes: u64,
     /// `Access`.
     pub access: MemoryAccess,
@@ -278,7 +289,7 @@ pub enum PortDirection {
 /// One `Sampling_Port`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplingPortConfig {
-    /// `Name`.
+    /// `Name` (at most 30 bytes).
     pub name: String,
     /// `MaxMessageSize` in bytes (> 0).
     pub max_message_size: u32,
@@ -295,7 +306,7 @@ pub struct SamplingPortConfig {
 /// One `Queuing_Port`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuingPortConfig {
-    /// `Name`.
+    /// `Name` (at most 30 bytes).
     pub name: String,
     /// `MaxMessageSize` in bytes (> 0).
     pub max_message_size: u32,
@@ -332,7 +343,7 @@ pub enum ReceiveMode {
 pub struct ModuleSchedule {
     /// `ScheduleIdentifier`.
     pub id: ScheduleId,
-    /// `ScheduleName`, if given.
+    /// `ScheduleName`, if given; at most 30 bytes.
     pub name: Option<String>,
     /// `MajorFrameSeconds` (> 0).
     pub major_frame: Duration,

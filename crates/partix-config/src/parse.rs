@@ -24,8 +24,38 @@ pub const PARTIX_NS: &str = "urn:partix:config:1";
 /// The transports a channel may name in `partix:Transport`.
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
-/// Longest partition or port name (the APEX `NAME_TYPE` holds 30 characters).
+/// Longest partition, port, process or schedule name in bytes (the APEX `NAME_TYPE` is
+/// `char[30]`: 30 bytes of UTF-8, fewer characters when some are not ASCII).
 pub const MAX_NAME_LEN: usize = 30;
+
+/// Largest `MaxMessageSize` of a queuing port: 16 MiB, the largest message of the runtime's
+/// rings (`partix_shm::ring::RingLayout::new`, which every queuing transport uses).
+pub const MAX_QUEUING_MESSAGE_SIZE: u32 = 16 << 20;
+
+/// Largest `MaxNbMessages` of a queuing port: 2^24. The runtime's ring holds `MaxNbMessages`
+/// rounded up to a power of two, at most 2^24 (`partix_shm::ring::RingLayout::new`).
+pub const MAX_NB_MESSAGES: u32 = 1 << 24;
+
+/// Largest `MaxMessageSize` of a sampling port: 256 MiB, the largest sampling slot
+/// (`partix_shm::sampling::SamplingLayout::new`).
+pub const MAX_SAMPLING_MESSAGE_SIZE: u32 = 256 << 20;
+
+/// Largest `MaxMessageSize` of the ports of a `two-sided` sampling channel: 16 MiB, the largest
+/// buffer of a two-sided ring (`partix_shm::twosided::RingShape::new`).
+pub const MAX_TWO_SIDED_MESSAGE_SIZE: u32 = 16 << 20;
+
+/// Largest `MaxMessageSize` of the ports of a `udp` channel: a message travels in one datagram,
+/// whose payload is at most 65507 bytes over IPv4, and the frame header takes 24 of them
+/// (`partix_runtime::transport::socket::HEADER_LEN`).
+pub const MAX_UDP_MESSAGE_SIZE: u32 = 65507 - 24;
+
+/// Most sampling ports, and most queuing ports, of one partition (the runtime's
+/// `MAX_NUMBER_OF_PORTS`, per partition and kind).
+pub const MAX_PORTS_PER_KIND: usize = 512;
+
+/// Largest `PartitionIdentifier` and `ScheduleIdentifier`: APEX identifiers are `APEX_INTEGER`
+/// (a signed 32-bit integer), and the runtime keeps `u32::MAX` for "no request".
+pub const MAX_IDENTIFIER: u32 = i32::MAX as u32;
 
 /// A value and where it is in the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +77,8 @@ pub(crate) struct RawModule {
     pub system_hm: Vec<RawSystemHm>,
     pub module_hm: Vec<RawModuleHm>,
     pub partition_hms: Vec<RawPartitionHm>,
+    /// The `SystemState` of every `System_State_Entry` of every HM table, in file order.
+    pub system_states: Vec<Loc<u32>>,
 }
 
 /// `Partition`.
@@ -287,6 +319,8 @@ pub(crate) struct Parser<'a, 'i> {
     arinc_ns: Option<&'a str>,
     lines: LineIndex<'i>,
     pub errors: Vec<ConfigError>,
+    /// The `SystemState`s read so far (see [`RawModule::system_states`]).
+    system_states: Vec<Loc<u32>>,
 }
 
 /// Byte offset → line/column in O(log lines) (roxmltree's `text_pos_at` rescans the text).
@@ -357,12 +391,49 @@ pub(crate) fn location_at(text: &str, pos: usize) -> Location {
 /// per level, so unbounded nesting could exhaust the stack).
 pub const MAX_DEPTH: usize = 64;
 
-/// Return the byte offset of the first start tag nested deeper than [`MAX_DEPTH`], if any.
+/// Most attributes (namespace declarations included) on one element. An element of a module
+/// configuration has at most a dozen; roxmltree's duplicate-attribute check takes time quadratic
+/// in their number (two million attributes on one element would take hours).
+pub const MAX_ATTRIBUTES: usize = 64;
+
+/// Most XML nodes of a document (elements, text, comments, processing instructions and the
+/// document itself, as roxmltree counts them; its `nodes_limit`). A module configuration has a
+/// few thousand.
+pub const MAX_NODES: u32 = 1_000_000;
+
+/// Most pieces (runs of text and CDATA sections, one after the other) joined into one text node:
+/// roxmltree copies the text joined so far at each join, so a million alternations of text and
+/// CDATA would take time quadratic in their length. A module configuration has no text content.
+pub const MAX_TEXT_PIECES: usize = 64;
+
+/// What [`prescan`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A start tag nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// An attribute past the [`MAX_ATTRIBUTES`]th of the element named here.
+    TooManyAttributes(String),
+    /// The node past the [`MAX_NODES`]th.
+    TooManyNodes,
+    /// The text piece past the [`MAX_TEXT_PIECES`]th of one text node.
+    FragmentedText,
+}
+
+/// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
+/// tag nested deeper than [`MAX_DEPTH`], the first attribute past the [`MAX_ATTRIBUTES`]th of
+/// its element, the first node past the [`MAX_NODES`]th, or the first piece of text past the
+/// [`MAX_TEXT_PIECES`]th of one text node.
+pub(crate) fn prescan(text: &str) -> Option<(usize, Refusal)> {
+    prescan_with(text, MAX_NODES as usize).err()
+}
+
+/// [`prescan`] with at most `max_nodes` nodes; return the number of nodes (as roxmltree counts
+/// them) when nothing is refused.
 ///
 /// A linear scan that skips comments, CDATA sections, processing instructions, declarations and
 /// quoted attribute values; it only has to be exact on well-formed XML (malformed XML is
 /// reported by roxmltree either way).
-pub(crate) fn too_deep(text: &str) -> Option<usize> {
+fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)> {
     let b = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
@@ -371,33 +442,95 @@ pub(crate) fn too_deep(text: &str) -> Option<usize> {
             .and_then(|t| t.find(pat))
             .map_or(b.len(), |k| from + k + pat.len())
     };
+    // The document node.
+    let mut nodes = 1usize;
+    // Whether the last node is text, which the next piece of text joins (and its pieces).
+    let mut after_text = false;
+    let mut pieces = 0usize;
+    let node = |at: usize, nodes: &mut usize| {
+        *nodes += 1;
+        if *nodes > max_nodes {
+            Err((at, Refusal::TooManyNodes))
+        } else {
+            Ok(())
+        }
+    };
+    // A run of text or a CDATA section at `at`: a new text node, or a piece of the last one.
+    let mut text_piece = |at: usize, nodes: &mut usize, after_text: &mut bool| {
+        if *after_text {
+            pieces += 1;
+            if pieces > MAX_TEXT_PIECES {
+                return Err((at, Refusal::FragmentedText));
+            }
+            Ok(())
+        } else {
+            *after_text = true;
+            pieces = 1;
+            node(at, nodes)
+        }
+    };
     while i < b.len() {
         if b[i] != b'<' {
-            i += 1;
+            // Text outside the root element is whitespace, which roxmltree skips.
+            if depth > 0 {
+                text_piece(i, &mut nodes, &mut after_text)?;
+            }
+            i = text
+                .get(i..)
+                .and_then(|t| t.find('<'))
+                .map_or(b.len(), |k| i + k);
             continue;
         }
         let rest = &b[i..];
         if rest.starts_with(b"<!--") {
+            node(i, &mut nodes)?;
+            after_text = false;
             i = skip_to(i + 4, "-->");
         } else if rest.starts_with(b"<![CDATA[") {
+            if depth > 0 {
+                text_piece(i, &mut nodes, &mut after_text)?;
+            }
             i = skip_to(i + 9, "]]>");
         } else if rest.starts_with(b"<?") {
+            // A processing instruction; the XML declaration (`<?xml ...?>`) is not a node.
+            let target_end = rest[2..]
+                .iter()
+                .position(|c| c.is_ascii_whitespace() || *c == b'?')
+                .map_or(rest.len(), |k| k + 2);
+            if &rest[2..target_end] != b"xml" {
+                node(i, &mut nodes)?;
+            }
+            after_text = false;
             i = skip_to(i + 2, "?>");
         } else if rest.starts_with(b"<!") {
             i = skip_to(i + 2, ">");
         } else if rest.starts_with(b"</") {
             depth = depth.saturating_sub(1);
+            after_text = false;
             i = skip_to(i + 2, ">");
         } else {
             let start = i;
+            node(i, &mut nodes)?;
+            after_text = false;
             let mut j = i + 1;
             let mut quote: Option<u8> = None;
+            // Each attribute has one `=` outside quotes.
+            let mut attributes = 0usize;
             while j < b.len() {
                 match (quote, b[j]) {
                     (Some(q), c) if c == q => quote = None,
                     (Some(_), _) => {}
                     (None, c @ (b'"' | b'\'')) => quote = Some(c),
                     (None, b'>') => break,
+                    (None, b'=') => {
+                        attributes += 1;
+                        if attributes > MAX_ATTRIBUTES {
+                            return Err((
+                                attribute_start(b, j),
+                                Refusal::TooManyAttributes(tag_name_at(text, start)),
+                            ));
+                        }
+                    }
                     _ => {}
                 }
                 j += 1;
@@ -406,18 +539,105 @@ pub(crate) fn too_deep(text: &str) -> Option<usize> {
             if !self_closing {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Some(start);
+                    return Err((start, Refusal::TooDeep));
                 }
             }
             i = j + 1;
         }
     }
-    None
+    Ok(nodes)
 }
+
+/// Return where the attribute whose `=` is at `eq` starts (its name, before any spaces).
+fn attribute_start(b: &[u8], eq: usize) -> usize {
+    let mut k = eq;
+    while k > 0 && b[k - 1].is_ascii_whitespace() {
+        k -= 1;
+    }
+    while k > 0 && !b[k - 1].is_ascii_whitespace() && !matches!(b[k - 1], b'"' | b'\'' | b'<') {
+        k -= 1;
+    }
+    k
+}
+
+/// Return the name of the tag starting at `start` (`<name ...`), at most 64 bytes of it.
+fn tag_name_at(text: &str, start: usize) -> String {
+    let rest = text.get(start + 1..).unwrap_or("");
+    let end = rest
+        .find(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>')
+        .unwrap_or(rest.len());
+    let mut cut = end.min(64);
+    while !rest.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut name = rest[..cut].to_string();
+    if cut < end {
+        name.push_str("...");
+    }
+    name
+}
+
+/// Turn a [`prescan`] refusal at byte `pos` of `text` into a located [`ConfigError`].
+pub(crate) fn refusal_error(
+    text: &str,
+    file: Option<&Path>,
+    pos: usize,
+    refusal: Refusal,
+) -> ConfigError {
+    let (message, help) = match refusal {
+        Refusal::TooDeep => (
+            format!("elements are nested more than {MAX_DEPTH} levels deep"),
+            "an ARINC_653_Module nests at most 6 levels; check for unclosed elements".to_string(),
+        ),
+        Refusal::TooManyAttributes(name) => (
+            format!("<{name}> has more than {MAX_ATTRIBUTES} attributes"),
+            "an element of a module configuration has a handful of attributes: remove the extra ones (is this file generated or corrupted?)".to_string(),
+        ),
+        Refusal::TooManyNodes => (too_many_nodes(), TOO_MANY_NODES_HELP.to_string()),
+        Refusal::FragmentedText => (
+            format!("more than {MAX_TEXT_PIECES} pieces of text and CDATA sections in a row"),
+            "a module configuration has no text content: remove the text, or write it in one piece".to_string(),
+        ),
+    };
+    ConfigError {
+        file: file.map(Path::to_path_buf),
+        location: location_at(text, pos),
+        message,
+        help,
+    }
+}
+
+fn too_many_nodes() -> String {
+    format!("the file has more than {MAX_NODES} XML nodes (elements, text, comments)")
+}
+
+const TOO_MANY_NODES_HELP: &str = "a module configuration has a few thousand nodes: check that this is the module configuration, and remove repeated or generated elements";
 
 /// Turn a roxmltree error into a located [`ConfigError`].
 pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -> ConfigError {
     use roxmltree::Error as E;
+    // Limits: roxmltree says which, not where (the pre-scan refuses too many nodes first, where
+    // they are; these are the fallbacks).
+    let limit = match e {
+        E::NodesLimitReached => Some((too_many_nodes(), TOO_MANY_NODES_HELP)),
+        E::AttributesLimitReached => Some((
+            "the file has more than 2^32 attributes".to_string(),
+            "check that this is the module configuration: it has a few hundred attributes",
+        )),
+        E::NamespacesLimitReached => Some((
+            "the file declares more than 65535 distinct XML namespaces".to_string(),
+            "declare each namespace once, on <ARINC_653_Module> (a module configuration needs the partix one and perhaps a vendor's)",
+        )),
+        _ => None,
+    };
+    if let Some((message, help)) = limit {
+        return ConfigError {
+            file: file.map(Path::to_path_buf),
+            location: Location { line: 1, col: 1 },
+            message,
+            help: help.to_string(),
+        };
+    }
     let pos = e.pos();
     let location = match e {
         E::UnclosedRootNode | E::UnexpectedEndOfStream => location_at(text, text.len()),
@@ -466,6 +686,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             arinc_ns: doc.root_element().tag_name().namespace(),
             lines: LineIndex::new(doc.input_text()),
             errors: Vec::new(),
+            system_states: Vec::new(),
         }
     }
 
@@ -743,10 +964,25 @@ impl<'a, 'i> Parser<'a, 'i> {
                 help: "remove the spaces around the name".into(),
             });
         }
-        if t.chars().count() > MAX_NAME_LEN {
+        // NAME_TYPE is 30 bytes (`char[30]`), whatever the characters.
+        if t.len() > MAX_NAME_LEN {
+            let shown = if t.len() > 2 * MAX_NAME_LEN {
+                let cut = (0..=2 * MAX_NAME_LEN)
+                    .rev()
+                    .find(|&i| t.is_char_boundary(i))
+                    .unwrap_or(0);
+                format!("{}...", &t[..cut])
+            } else {
+                t.clone()
+            };
             return Err(ValueError {
-                message: format!("`{t}` is longer than {MAX_NAME_LEN} characters"),
-                help: format!("use at most {MAX_NAME_LEN} characters (the APEX NAME_TYPE)"),
+                message: format!(
+                    "`{shown}` is {} bytes long, more than {MAX_NAME_LEN}",
+                    t.len()
+                ),
+                help: format!(
+                    "use at most {MAX_NAME_LEN} bytes (the APEX NAME_TYPE is {MAX_NAME_LEN} bytes; a non-ASCII character takes 2 to 4 of them in UTF-8)"
+                ),
             });
         }
         Ok(t)
@@ -778,7 +1014,7 @@ impl<'a, 'i> Parser<'a, 'i> {
 
     /// Parse a partition reference (`PartitionIdentifier` required, `PartitionName` optional).
     fn part_ref(&mut self, node: Node<'a, 'i>) -> Option<RawPartRef> {
-        let id = self.req(node, "PartitionIdentifier", "1", value::parse_u32);
+        let id = self.req(node, "PartitionIdentifier", "1", parse_identifier);
         let name = self.opt(node, "PartitionName", Self::name).ok()?;
         Some(RawPartRef { id: id?, name })
     }
@@ -873,6 +1109,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 _ => {}
             }
         }
+        m.system_states = std::mem::take(&mut self.system_states);
         m
     }
 
@@ -966,7 +1203,12 @@ impl<'a, 'i> Parser<'a, 'i> {
             PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "nav_state", Self::name);
-        let size = self.req(node, "MaxMessageSize", "64", parse_size);
+        let size = self.req(
+            node,
+            "MaxMessageSize",
+            "64",
+            parse_size(MAX_SAMPLING_MESSAGE_SIZE, "sampling"),
+        );
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let refresh = self.req(node, "RefreshRateSeconds", "0.02", Self::seconds);
         let mode = self.receive_mode(node);
@@ -987,7 +1229,12 @@ impl<'a, 'i> Parser<'a, 'i> {
             PARTIX_ATTRS_PORT,
         );
         let name = self.req(node, "Name", "commands", Self::name);
-        let size = self.req(node, "MaxMessageSize", "32", parse_size);
+        let size = self.req(
+            node,
+            "MaxMessageSize",
+            "32",
+            parse_size(MAX_QUEUING_MESSAGE_SIZE, "queuing"),
+        );
         let dir = self.req(node, "Direction", "SOURCE", Self::enumeration(DIRECTIONS));
         let nb = self.req(node, "MaxNbMessages", "8", parse_count);
         let mode = self.receive_mode(node);
@@ -1031,7 +1278,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             );
             let name = self.opt(c, "RegionName", Self::text);
             let kind = self.req(c, "Type", "DATA", Self::enumeration(MEMORY_KINDS));
-            let size = self.req(c, "SizeBytes", "0x100000", value::parse_u64);
+            let size = self.req(c, "SizeBytes", "0x100000", parse_memory_size);
             let _ = self.opt(c, "PhysicalAddress", value::parse_u64);
             let access = self.req(c, "Access", "READ_WRITE", Self::enumeration(MEMORY_ACCESS));
             match (name, kind, size, access) {
@@ -1067,8 +1314,9 @@ impl<'a, 'i> Parser<'a, 'i> {
             ],
             &[],
         );
-        let id = self.opt(node, "ScheduleIdentifier", value::parse_u32);
-        let name = self.opt(node, "ScheduleName", Self::text);
+        let id = self.opt(node, "ScheduleIdentifier", parse_identifier);
+        // GET_MODULE_SCHEDULE_ID takes a SCHEDULE_NAME_TYPE (a NAME_TYPE).
+        let name = self.opt(node, "ScheduleName", Self::name);
         let initial = self.opt(node, "InitialModuleSchedule", value::parse_bool);
         let mf = self.req(node, "MajorFrameSeconds", "0.08", Self::seconds);
         let mut partitions = Vec::new();
@@ -1239,6 +1487,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             let state = self.req(s, "SystemState", "1", value::parse_u32);
             let kids = self.children(s, &[child]);
             if let Some(state) = state {
+                self.system_states.push(state.clone());
                 for k in kids {
                     entry(self, state.v, k);
                 }
@@ -1344,28 +1593,86 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 }
 
-/// `MaxMessageSize`: a byte count > 0 that fits in `u32`.
-fn parse_size(s: &str) -> Result<u32, ValueError> {
-    let v = value::parse_u32(s)?;
+/// `MaxMessageSize` of a `kind` port: a byte count in 1 ..= `max`.
+fn parse_size(max: u32, kind: &'static str) -> impl Fn(&str) -> Result<u32, ValueError> {
+    move |s: &str| {
+        let v = value::parse_u64(s)?;
+        if v == 0 {
+            return Err(ValueError {
+                message: "a message size of 0 bytes".into(),
+                help: "give the largest message in bytes (at least 1)".into(),
+            });
+        }
+        match u32::try_from(v) {
+            Ok(v) if v <= max => Ok(v),
+            _ => Err(ValueError {
+                message: format!(
+                    "{v} bytes is more than the largest {kind} message partix carries ({max} bytes, {} MiB)",
+                    max >> 20
+                ),
+                help: format!(
+                    "give MaxMessageSize at most {max}, and send larger data in several messages"
+                ),
+            }),
+        }
+    }
+}
+
+/// `PartitionIdentifier` / `ScheduleIdentifier`: 1 ..= [`MAX_IDENTIFIER`].
+fn parse_identifier(s: &str) -> Result<u32, ValueError> {
+    let v = value::parse_u64(s)?;
+    let help = || {
+        format!(
+            "use an identifier from 1 to {MAX_IDENTIFIER} (APEX identifiers are APEX_INTEGER, a signed 32-bit integer)"
+        )
+    };
     if v == 0 {
         return Err(ValueError {
-            message: "a message size of 0 bytes".into(),
-            help: "give the largest message in bytes (at least 1)".into(),
+            message: "identifier 0".into(),
+            help: help(),
+        });
+    }
+    match u32::try_from(v) {
+        Ok(id) if id <= MAX_IDENTIFIER => Ok(id),
+        _ => Err(ValueError {
+            message: format!("`{}` is above {MAX_IDENTIFIER}", s.trim()),
+            help: help(),
+        }),
+    }
+}
+
+/// `SizeBytes` of `Memory_Requirements`: a byte count > 0.
+fn parse_memory_size(s: &str) -> Result<u64, ValueError> {
+    let v = value::parse_u64(s)?;
+    if v == 0 {
+        return Err(ValueError {
+            message: "a memory region of 0 bytes".into(),
+            help:
+                "give the region's size in bytes (at least 1), or remove the <Memory_Requirements>"
+                    .into(),
         });
     }
     Ok(v)
 }
 
-/// `MaxNbMessages`: a count > 0.
+/// `MaxNbMessages`: a count in 1 ..= [`MAX_NB_MESSAGES`].
 fn parse_count(s: &str) -> Result<u32, ValueError> {
-    let v = value::parse_u32(s)?;
+    let v = value::parse_u64(s)?;
     if v == 0 {
         return Err(ValueError {
             message: "a queue of 0 messages".into(),
             help: "give the queue depth (at least 1)".into(),
         });
     }
-    Ok(v)
+    match u32::try_from(v) {
+        Ok(v) if v <= MAX_NB_MESSAGES => Ok(v),
+        _ => Err(ValueError {
+            message: format!(
+                "a queue of {v} messages is deeper than partix's queues ({MAX_NB_MESSAGES} messages, 2^24)"
+            ),
+            help: format!("give MaxNbMessages at most {MAX_NB_MESSAGES}"),
+        }),
+    }
 }
 
 /// `partix:Affinity`: `"0"` or `"0,1"`: distinct CPU numbers.
@@ -1501,7 +1808,7 @@ mod tests {
     #[test]
     fn depth_scan() {
         assert_eq!(
-            too_deep("<a><b/><c x='>'><!-- <d> --><![CDATA[<e>]]></c></a>"),
+            prescan("<a><b/><c x='>'><!-- <d> --><![CDATA[<e>]]></c></a>"),
             None
         );
         let deep = format!(
@@ -1509,11 +1816,145 @@ mod tests {
             "<a>".repeat(MAX_DEPTH + 1),
             "</a>".repeat(MAX_DEPTH + 1)
         );
-        assert_eq!(too_deep(&deep), Some(3 * MAX_DEPTH));
+        assert_eq!(prescan(&deep), Some((3 * MAX_DEPTH, Refusal::TooDeep)));
         let ok = format!("{}{}", "<a>".repeat(MAX_DEPTH), "</a>".repeat(MAX_DEPTH));
-        assert_eq!(too_deep(&ok), None);
+        assert_eq!(prescan(&ok), None);
         let siblings = "<a><b></b></a>".repeat(1000);
-        assert_eq!(too_deep(&siblings), None);
+        assert_eq!(prescan(&siblings), None);
+    }
+
+    #[test]
+    fn attribute_count_scan() {
+        let attrs = |n: usize, sep: &str| -> String {
+            (0..n).map(|i| format!(" a{i}{sep}'x=\"y'")).collect()
+        };
+        let ok = format!(
+            "<r{}><e{}/></r>",
+            attrs(MAX_ATTRIBUTES, "="),
+            attrs(MAX_ATTRIBUTES, " = ")
+        );
+        assert_eq!(prescan(&ok), None);
+        // The first attribute past the limit, at its name.
+        let many = format!("<r><long-name{}/></r>", attrs(MAX_ATTRIBUTES + 1, " = "));
+        let at = many.find(&format!(" a{MAX_ATTRIBUTES} ")).unwrap() + 1;
+        assert_eq!(
+            prescan(&many),
+            Some((at, Refusal::TooManyAttributes("long-name".into())))
+        );
+        // `=` inside values, comments and text is not counted.
+        let text = format!(
+            "<r a='{}'><!-- {} -->{}</r>",
+            "=".repeat(100),
+            "=".repeat(100),
+            "=".repeat(100)
+        );
+        assert_eq!(prescan(&text), None);
+        // A huge tag name is cut in the message.
+        let name = "n".repeat(1000);
+        let e = refusal_error(
+            "",
+            None,
+            0,
+            Refusal::TooManyAttributes(tag_name_at(&format!("<{name} a=''>"), 0)),
+        );
+        assert!(e.message.len() < 120, "{}", e.message);
+    }
+
+    /// The pre-scan counts nodes as roxmltree does, so its limit is roxmltree's, located.
+    #[test]
+    fn node_count_agrees_with_roxmltree() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<String> = Vec::new();
+        for dir in ["tests/good", "tests/bad", "../../examples/uav"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "xml") {
+                    texts.push(std::fs::read_to_string(p).unwrap());
+                }
+            }
+        }
+        texts.extend(
+            [
+                "<?xml version='1.0'?>\n<!-- c --><?pi x?>\n<r>\n  <a/>text<![CDATA[x]]>more<!--c--><![CDATA[]]>\n<?p?>&amp;\r\n</r>\n<!-- after -->\n",
+                "<r><![CDATA[a]]><![CDATA[b]]>c<b>d</b><c/></r>",
+                "<r a='<!--'>x<?xml-stylesheet href='a'?>y</r>",
+                "\u{feff}<r/>",
+                "<r>\t</r>",
+            ]
+            .map(String::from),
+        );
+        let mut checked = 0;
+        for t in &texts {
+            let Ok(doc) = Document::parse(t) else {
+                continue;
+            };
+            match prescan_with(t, usize::MAX) {
+                Err((_, Refusal::TooManyAttributes(_))) => continue,
+                got => assert_eq!(got, Ok(doc.descendants().count()), "{t}"),
+            }
+            checked += 1;
+        }
+        assert!(checked > 60, "{checked}");
+    }
+
+    #[test]
+    fn node_and_text_limits() {
+        // MAX_NODES nodes: the document, the root and MAX_NODES - 2 elements.
+        let n = MAX_NODES as usize;
+        let ok = format!("<r>{}</r>", "<a/>".repeat(n - 2));
+        assert_eq!(prescan(&ok), None);
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: false,
+            nodes_limit: MAX_NODES,
+        };
+        assert!(Document::parse_with_options(&ok, opts).is_ok());
+        let over = format!("<r>{}<!--x--></r>", "<a/>".repeat(n - 2));
+        assert_eq!(
+            prescan(&over),
+            Some((over.len() - 12, Refusal::TooManyNodes))
+        );
+        let e = Document::parse_with_options(&over, opts).unwrap_err();
+        assert!(matches!(e, roxmltree::Error::NodesLimitReached));
+        // Text pieces joined into one node.
+        let pieces = |k: usize| format!("<r>{}</r>", "x<![CDATA[y]]>".repeat(k / 2));
+        assert_eq!(prescan(&pieces(MAX_TEXT_PIECES)), None);
+        let many = pieces(MAX_TEXT_PIECES + 2);
+        assert_eq!(
+            prescan(&many),
+            Some((3 + 14 * (MAX_TEXT_PIECES / 2), Refusal::FragmentedText))
+        );
+        // Text pieces separated by a comment or an element are separate nodes.
+        let apart = format!("<r>{}</r>", "x<![CDATA[y]]><!---->".repeat(1000));
+        assert_eq!(prescan(&apart), None);
+    }
+
+    /// roxmltree's limits get their own messages (it does not say where they were reached).
+    #[test]
+    fn xml_limits_are_explained() {
+        use roxmltree::Error as E;
+        for (e, what, help) in [
+            (
+                E::NodesLimitReached,
+                "more than 1000000 XML nodes",
+                "few thousand",
+            ),
+            (
+                E::AttributesLimitReached,
+                "2^32 attributes",
+                "module configuration",
+            ),
+            (
+                E::NamespacesLimitReached,
+                "65535 distinct XML namespaces",
+                "once",
+            ),
+        ] {
+            let c = xml_error("<a/>", None, &e);
+            assert!(c.message.contains(what), "{}", c.message);
+            assert!(!c.message.contains("malformed"), "{}", c.message);
+            assert!(c.help.contains(help), "{}", c.help);
+            assert_eq!(c.location, Location { line: 1, col: 1 });
+        }
     }
 
     #[test]
@@ -1533,6 +1974,20 @@ mod tests {
             );
             assert_eq!(location_at(text, pos), idx.location(pos));
         }
+    }
+
+    #[test]
+    fn names_are_at_most_30_bytes() {
+        assert!(Parser::name(&"x".repeat(30)).is_ok());
+        assert!(Parser::name(&"x".repeat(31)).is_err());
+        // 15 two-byte characters fill NAME_TYPE; 16 do not fit, though they are 16 characters.
+        assert!(Parser::name(&"é".repeat(15)).is_ok());
+        let e = Parser::name(&"é".repeat(16)).unwrap_err();
+        assert!(e.message.contains("32 bytes"), "{}", e.message);
+        // A huge name is not echoed whole.
+        let e = Parser::name(&"é".repeat(50_000)).unwrap_err();
+        assert!(e.message.len() < 120, "{}", e.message);
+        assert!(e.message.contains("100000 bytes"), "{}", e.message);
     }
 
     #[test]

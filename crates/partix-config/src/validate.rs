@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 use crate::model::*;
-use crate::parse::{error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule};
+use crate::parse::{
+    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule,
+    MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE,
+    MAX_UDP_MESSAGE_SIZE,
+};
 use crate::value;
 
 struct Checker<'a> {
@@ -230,6 +234,27 @@ fn partitions(c: &mut Checker, raw: &[RawPartition], file: Option<&Path>) -> Par
                 ports.insert(pname, loc);
             }
         }
+        // The runtime creates at most MAX_NUMBER_OF_PORTS ports of each kind per partition.
+        for (kind, locs) in [
+            (
+                "sampling",
+                rp.sampling.iter().map(|p| p.location).collect::<Vec<_>>(),
+            ),
+            ("queuing", rp.queuing.iter().map(|p| p.location).collect()),
+        ] {
+            if let Some(loc) = locs.get(MAX_PORTS_PER_KIND) {
+                c.err(
+                    *loc,
+                    format!(
+                        "partition `{name}` declares {} {kind} ports, more than {MAX_PORTS_PER_KIND}",
+                        locs.len()
+                    ),
+                    format!(
+                        "a partition has at most {MAX_PORTS_PER_KIND} sampling and {MAX_PORTS_PER_KIND} queuing ports (the runtime's MAX_NUMBER_OF_PORTS): remove ports or move some to another partition"
+                    ),
+                );
+            }
+        }
         for sp in &rp.sampling {
             if sp.direction == PortDirection::Destination && sp.refresh_period.is_zero() {
                 c.err(
@@ -311,6 +336,23 @@ fn memories(c: &mut Checker, raw: &RawModule, parts: &mut Parts) {
             continue;
         }
         seen.insert(idx, m.loc);
+        // The executive limits the partition to the sum (its cgroup's memory.max, RLIMIT_AS).
+        let total = m
+            .regions
+            .iter()
+            .try_fold(0u64, |sum, r| sum.checked_add(r.size_bytes));
+        if total.is_none() {
+            c.err(
+                m.loc,
+                format!(
+                    "the Memory_Requirements of partition `{}` add up to more than {} bytes",
+                    parts.list[idx].name,
+                    u64::MAX
+                ),
+                "check each SizeBytes: the partition's memory limit is their sum, which must fit in 64 bits",
+            );
+            continue;
+        }
         parts.list[idx].memory = m.regions.clone();
     }
 }
@@ -415,6 +457,29 @@ fn schedules(c: &mut Checker, raw: &RawModule, parts: &Parts) -> (Vec<ModuleSche
             }
         }
     };
+    // Only a system partition can switch schedules (SET_MODULE_SCHEDULE): without one, the
+    // module stays in its initial schedule for good.
+    if several && initials.len() == 1 && !parts.list.iter().any(|p| p.system_partition) {
+        for (si, rs) in raw.schedules.iter().enumerate() {
+            if si == initial {
+                continue;
+            }
+            let what = match (&rs.name, &rs.id) {
+                (Some(n), _) => format!("schedule `{}`", n.v),
+                (None, Some(id)) => format!("schedule {}", id.v),
+                (None, None) => "this schedule".to_string(),
+            };
+            c.err(
+                rs.loc,
+                format!(
+                    "{what} can never run: it is not the initial schedule, and no partition has SystemPartition=\"true\" to switch to it with SET_MODULE_SCHEDULE"
+                ),
+                format!(
+                    "mark the partition that switches schedules with SystemPartition=\"true\", or remove {what}"
+                ),
+            );
+        }
+    }
     for (i, p) in parts.list.iter().enumerate() {
         if !scheduled[i] {
             c.err(
@@ -701,6 +766,7 @@ fn first_short_period(
 }
 
 /// A resolved channel end: partition index, port kind, direction, size.
+#[derive(Clone, Copy)]
 struct End {
     part: usize,
     kind: ChannelKind,
@@ -708,38 +774,89 @@ struct End {
     size: u32,
 }
 
-fn resolve_end(c: &mut Checker, parts: &Parts, r: &RawPortRef) -> Option<End> {
+/// Most ports a "did you mean" hint for a channel end compares the name with: beyond, the help
+/// lists the ports instead (an edit distance per port and per unknown name would make many
+/// unknown names against a partition with many ports take minutes).
+const HINT_MAX_CANDIDATES: usize = 256;
+
+/// Most port names compared for "did you mean" hints over all channel ends of a module (a
+/// hostile file may name a hundred thousand unknown ports).
+const HINT_BUDGET: usize = 20_000;
+
+/// The ports of each partition by name (sampling ports first, as a channel end looks them up),
+/// and the names in declaration order for help texts.
+struct PortIndex<'p> {
+    by_name: Vec<HashMap<&'p str, End>>,
+    names: Vec<Vec<&'p str>>,
+    /// Port names left to compare for hints ([`HINT_BUDGET`]).
+    hint_budget: usize,
+}
+
+impl<'p> PortIndex<'p> {
+    fn new(parts: &'p Parts) -> Self {
+        let mut by_name = Vec::with_capacity(parts.list.len());
+        let mut names = Vec::with_capacity(parts.list.len());
+        for (idx, p) in parts.list.iter().enumerate() {
+            let mut m: HashMap<&str, End> = HashMap::new();
+            let mut n: Vec<&str> = Vec::new();
+            for sp in &p.sampling_ports {
+                m.entry(sp.name.as_str()).or_insert(End {
+                    part: idx,
+                    kind: ChannelKind::Sampling,
+                    direction: sp.direction,
+                    size: sp.max_message_size,
+                });
+                n.push(sp.name.as_str());
+            }
+            for qp in &p.queuing_ports {
+                m.entry(qp.name.as_str()).or_insert(End {
+                    part: idx,
+                    kind: ChannelKind::Queuing,
+                    direction: qp.direction,
+                    size: qp.max_message_size,
+                });
+                n.push(qp.name.as_str());
+            }
+            by_name.push(m);
+            names.push(n);
+        }
+        Self {
+            by_name,
+            names,
+            hint_budget: HINT_BUDGET,
+        }
+    }
+}
+
+fn resolve_end(
+    c: &mut Checker,
+    parts: &Parts,
+    ports: &mut PortIndex,
+    r: &RawPortRef,
+) -> Option<End> {
     let idx = parts.resolve(c, &r.part, "this channel end")?;
     let p = &parts.list[idx];
-    if let Some(sp) = p.sampling_ports.iter().find(|s| s.name == r.port.v) {
-        return Some(End {
-            part: idx,
-            kind: ChannelKind::Sampling,
-            direction: sp.direction,
-            size: sp.max_message_size,
-        });
+    if let Some(end) = ports.by_name[idx].get(r.port.v.as_str()) {
+        return Some(*end);
     }
-    if let Some(qp) = p.queuing_ports.iter().find(|s| s.name == r.port.v) {
-        return Some(End {
-            part: idx,
-            kind: ChannelKind::Queuing,
-            direction: qp.direction,
-            size: qp.max_message_size,
-        });
-    }
-    let names: Vec<&str> = p
-        .sampling_ports
-        .iter()
-        .map(|s| s.name.as_str())
-        .chain(p.queuing_ports.iter().map(|q| q.name.as_str()))
-        .collect();
-    let help = match value::closest(&r.port.v, &names) {
+    let names = &ports.names[idx];
+    let hint = if names.len() <= HINT_MAX_CANDIDATES && names.len() <= ports.hint_budget {
+        ports.hint_budget -= names.len();
+        value::closest(&r.port.v, names)
+    } else {
+        None
+    };
+    let help = match hint {
         Some(n) => format!("did you mean `{n}`?"),
         None if names.is_empty() => format!(
             "partition `{}` declares no ports: add a <Sampling_Port> or <Queuing_Port> to it",
             p.name
         ),
-        None => format!("the ports of `{}` are: {}", p.name, names.join(", ")),
+        None => format!(
+            "the ports of `{}` are: {}",
+            p.name,
+            short_list(names.iter().map(|n| n.to_string()))
+        ),
     };
     c.err(
         r.port.loc,
@@ -762,6 +879,7 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
     let mut names: HashMap<&str, Location> = HashMap::new();
     // (partition index, port name) -> the channel end using it.
     let mut used: HashMap<(usize, &str), Location> = HashMap::new();
+    let mut ports = PortIndex::new(parts);
     for ch in &raw.channels {
         if let Some(first) = ids.get(&ch.id.v) {
             c.err(
@@ -841,11 +959,11 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
         let src = ch
             .sources
             .first()
-            .and_then(|r| resolve_end(c, parts, r).map(|e| (r, e)));
+            .and_then(|r| resolve_end(c, parts, &mut ports, r).map(|e| (r, e)));
         let dsts: Vec<Option<(&RawPortRef, End)>> = ch
             .destinations
             .iter()
-            .map(|r| resolve_end(c, parts, r).map(|e| (r, e)))
+            .map(|r| resolve_end(c, parts, &mut ports, r).map(|e| (r, e)))
             .collect();
         if let Some((r, e)) = &src {
             if e.direction != PortDirection::Source {
@@ -894,6 +1012,38 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
                     ok = false;
                 }
             }
+            // Limits of the transport (the ports' own limits are checked where they are declared).
+            if let Some(t) = &ch.transport {
+                if t.v == "udp" && se.size > MAX_UDP_MESSAGE_SIZE {
+                    c.err(
+                        t.loc,
+                        format!(
+                            "{label} is udp, which carries each message in one datagram, but `{}` has MaxMessageSize {} bytes, more than {MAX_UDP_MESSAGE_SIZE} (a 65507-byte datagram less the 24-byte frame header)",
+                            sr.port.v, se.size
+                        ),
+                        format!(
+                            "give the channel's ports MaxMessageSize at most {MAX_UDP_MESSAGE_SIZE}, or use partix:Transport=\"tcp\", \"one-sided\" or \"two-sided\""
+                        ),
+                    );
+                    ok = false;
+                }
+                if t.v == "two-sided"
+                    && se.kind == ChannelKind::Sampling
+                    && se.size > MAX_TWO_SIDED_MESSAGE_SIZE
+                {
+                    c.err(
+                        t.loc,
+                        format!(
+                            "{label} is two-sided, whose sampling buffers hold at most {MAX_TWO_SIDED_MESSAGE_SIZE} bytes, but `{}` has MaxMessageSize {} bytes",
+                            sr.port.v, se.size
+                        ),
+                        format!(
+                            "give the channel's ports MaxMessageSize at most {MAX_TWO_SIDED_MESSAGE_SIZE}, or use partix:Transport=\"one-sided\" (up to {MAX_SAMPLING_MESSAGE_SIZE} bytes) or \"tcp\""
+                        ),
+                    );
+                    ok = false;
+                }
+            }
             if se.kind == ChannelKind::Queuing && ch.destinations.len() > 1 {
                 c.err(
                     ch.destinations[1].loc,
@@ -938,87 +1088,126 @@ fn level_name(l: ErrorLevel) -> &'static str {
     }
 }
 
+/// Check the HM tables against the runtime's lookups, which know one system state and go by
+/// error code: the level of a code is that of the first `Error_ID_Level` with the code (and, at
+/// MODULE level, the `Module_HM_Table` action of its identifier); a partition's action for a code
+/// is the first `Error_ID_Action` of its table with the code. So the tables use one
+/// `SystemState`, give each code one identifier, and each partition table one action per code:
+/// anything else would be accepted here and act differently at run time.
 fn hm(
     c: &mut Checker,
     raw: &RawModule,
     parts: &mut Parts,
 ) -> (Vec<SystemHmEntry>, Vec<ModuleHmEntry>) {
+    if let Some(first) = raw.system_states.first() {
+        for s in &raw.system_states[1..] {
+            if s.v != first.v {
+                c.err(
+                    s.loc,
+                    format!(
+                        "SystemState {} differs from SystemState {} (at {}): partix has one system state, and its health monitor applies every entry whatever its SystemState",
+                        s.v,
+                        first.v,
+                        at(first.loc)
+                    ),
+                    format!(
+                        "write SystemState=\"{}\" here and merge the entries (the runtime would take the first entry of each error code, whatever its state)",
+                        first.v
+                    ),
+                );
+            }
+        }
+    }
     let mut system: Vec<SystemHmEntry> = Vec::new();
-    let mut sys_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    let mut sys_locs: HashMap<u32, Location> = HashMap::new();
+    // The first entry of each code: (identifier, where).
+    let mut code_ids: HashMap<ErrorCode, (u32, Location)> = HashMap::new();
     for e in &raw.system_hm {
-        let key = (e.state, e.error_id.v);
-        if let Some(first) = sys_locs.get(&key) {
+        let id = e.error_id.v;
+        if let Some(first) = sys_locs.get(&id) {
             c.err(
                 e.error_id.loc,
                 format!(
-                    "ErrorIdentifier {} appears twice for SystemState {} (first at {})",
-                    e.error_id.v,
-                    e.state,
+                    "ErrorIdentifier {id} appears twice in System_HM_Table (first at {})",
                     at(*first)
                 ),
-                "give each error identifier one Error_ID_Level per system state",
+                "give each error identifier one Error_ID_Level",
             );
             continue;
         }
-        sys_locs.insert(key, e.error_id.loc);
+        sys_locs.insert(id, e.error_id.loc);
+        if let Some((first_id, first)) = code_ids.get(&e.code.v) {
+            c.err(
+                e.code.loc,
+                format!(
+                    "ErrorCode {} is already given identifier {first_id} at {}; the runtime takes the first Error_ID_Level of a code (its level, and its identifier's Module_HM_Table action), so identifier {id} would never apply",
+                    error_code_name(e.code.v),
+                    at(*first)
+                ),
+                "give each error code one Error_ID_Level: remove this one, or correct its ErrorCode",
+            );
+        } else {
+            code_ids.insert(e.code.v, (id, e.code.loc));
+        }
         system.push(SystemHmEntry {
             system_state: e.state,
-            error_id: e.error_id.v,
+            error_id: id,
             code: e.code.v,
             level: e.level,
         });
     }
-    let sys_index: HashMap<(u32, u32), usize> = system
+    let by_id: HashMap<u32, usize> = system
         .iter()
         .enumerate()
-        .map(|(i, e)| ((e.system_state, e.error_id), i))
+        .map(|(i, e)| (e.error_id, i))
         .collect();
-    // Per system state: the first identifiers (for help texts) and how many there are.
-    let mut per_state: HashMap<u32, (Vec<String>, usize)> = HashMap::new();
-    for e in &system {
-        let (shown, total) = per_state.entry(e.system_state).or_default();
-        if shown.len() < LIST_MAX {
-            shown.push(format!("{} ({})", e.error_id, error_code_name(e.code)));
-        }
-        *total += 1;
+    let mut by_code: HashMap<ErrorCode, usize> = HashMap::new();
+    for (i, e) in system.iter().enumerate() {
+        by_code.entry(e.code).or_insert(i);
     }
-    let known = |state: u32| -> String {
-        match per_state.get(&state) {
-            None => format!("System_HM_Table defines no error identifiers for SystemState {state}"),
-            Some((shown, total)) => {
-                let mut list = shown.join(", ");
-                if *total > shown.len() {
-                    list.push_str(&format!(" and {} more", total - shown.len()));
-                }
-                format!("identifiers of SystemState {state}: {list}")
-            }
-        }
+    // The first identifiers (for help texts).
+    let known = short_list(
+        system
+            .iter()
+            .map(|e| format!("{} ({})", e.error_id, error_code_name(e.code))),
+    );
+    let known = if system.is_empty() {
+        "System_HM_Table defines no error identifiers".to_string()
+    } else {
+        format!("the identifiers are: {known}")
     };
-    let lookup = |state: u32, id: u32| sys_index.get(&(state, id)).map(|&i| &system[i]);
+    let lookup = |id: u32| by_id.get(&id).map(|&i| &system[i]);
 
     let mut module = Vec::new();
-    let mut mod_locs: HashMap<(u32, u32), Location> = HashMap::new();
+    let mut mod_locs: HashMap<u32, Location> = HashMap::new();
     for e in &raw.module_hm {
-        let key = (e.state, e.error_id.v);
-        if let Some(first) = mod_locs.get(&key) {
-            c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in Module_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+        let id = e.error_id.v;
+        if let Some(first) = mod_locs.get(&id) {
+            c.err(
+                e.error_id.loc,
+                format!(
+                    "ErrorIdentifier {id} appears twice in Module_HM_Table (first at {})",
+                    at(*first)
+                ),
+                "give one action per error identifier",
+            );
             continue;
         }
-        mod_locs.insert(key, e.error_id.loc);
-        match lookup(e.state, e.error_id.v) {
+        mod_locs.insert(id, e.error_id.loc);
+        match lookup(id) {
             None => c.err(
                 e.error_id.loc,
-                format!("Module_HM_Table names unknown error identifier {} (SystemState {})", e.error_id.v, e.state),
-                format!("add an Error_ID_Level with ErrorIdentifier=\"{}\" to System_HM_Table; {}", e.error_id.v, known(e.state)),
+                format!("Module_HM_Table names unknown error identifier {id}"),
+                format!("add an Error_ID_Level with ErrorIdentifier=\"{id}\" to System_HM_Table; {known}"),
             ),
             Some(s) if s.level != ErrorLevel::Module => c.err(
                 e.error_id.loc,
-                format!("error identifier {} ({}) is handled at {} level, so this Module_HM_Table action never applies", e.error_id.v, error_code_name(s.code), level_name(s.level)),
+                format!("error identifier {id} ({}) is handled at {} level, so this Module_HM_Table action never applies", error_code_name(s.code), level_name(s.level)),
                 "set its ErrorLevel to MODULE in System_HM_Table, or move the action to a Partition_HM_Table",
             ),
             Some(_) => module.push(ModuleHmEntry {
                 system_state: e.state,
-                error_id: e.error_id.v,
+                error_id: id,
                 action: e.action,
             }),
         }
@@ -1043,28 +1232,29 @@ fn hm(
         }
         seen_tables.insert(idx, t.loc);
         let mut entries = Vec::new();
-        let mut locs: HashMap<(u32, u32), Location> = HashMap::new();
+        let mut locs: HashMap<u32, Location> = HashMap::new();
+        // The first action of each code in this table: (identifier, where).
+        let mut actions: HashMap<ErrorCode, (u32, Location)> = HashMap::new();
         for e in &t.entries {
-            let key = (e.state, e.error_id.v);
-            if let Some(first) = locs.get(&key) {
-                c.err(e.error_id.loc, format!("ErrorIdentifier {} appears twice in this Partition_HM_Table for SystemState {} (first at {})", e.error_id.v, e.state, at(*first)), "give one action per error identifier and system state");
+            let id = e.error_id.v;
+            if let Some(first) = locs.get(&id) {
+                c.err(
+                    e.error_id.loc,
+                    format!(
+                        "ErrorIdentifier {id} appears twice in this Partition_HM_Table (first at {})",
+                        at(*first)
+                    ),
+                    "give one action per error identifier",
+                );
                 continue;
             }
-            locs.insert(key, e.error_id.loc);
-            let code = match (lookup(e.state, e.error_id.v), &e.code) {
+            locs.insert(id, e.error_id.loc);
+            let code = match (lookup(id), &e.code) {
                 (Some(s), Some(code)) if s.code != code.v => {
                     c.err(
                         code.loc,
-                        format!("ErrorCode {} disagrees with System_HM_Table, where identifier {} is {}", error_code_name(code.v), e.error_id.v, error_code_name(s.code)),
+                        format!("ErrorCode {} disagrees with System_HM_Table, where identifier {id} is {}", error_code_name(code.v), error_code_name(s.code)),
                         format!("write ErrorCode=\"{}\" or drop the attribute", error_code_name(s.code)),
-                    );
-                    continue;
-                }
-                (Some(s), _) if s.level == ErrorLevel::Module => {
-                    c.err(
-                        e.error_id.loc,
-                        format!("error identifier {} ({}) is handled at MODULE level, so this partition action never applies", e.error_id.v, error_code_name(s.code)),
-                        "set its ErrorLevel to PARTITION or PROCESS in System_HM_Table, or move the action to Module_HM_Table",
                     );
                     continue;
                 }
@@ -1073,15 +1263,48 @@ fn hm(
                 (None, None) => {
                     c.err(
                         e.error_id.loc,
-                        format!("Partition_HM_Table of `{}` names unknown error identifier {} (SystemState {})", parts.list[idx].name, e.error_id.v, e.state),
-                        format!("add it to System_HM_Table, or say which error it is with ErrorCode=\"...\"; {}", known(e.state)),
+                        format!("Partition_HM_Table of `{}` names unknown error identifier {id}", parts.list[idx].name),
+                        format!("add it to System_HM_Table, or say which error it is with ErrorCode=\"...\"; {known}"),
                     );
                     continue;
                 }
             };
+            // The level is the first system entry's for the code, whatever the identifier.
+            if let Some(s) = by_code.get(&code).map(|&i| &system[i]) {
+                if s.level == ErrorLevel::Module {
+                    let what = if s.error_id == id {
+                        format!("error identifier {id} ({})", error_code_name(code))
+                    } else {
+                        format!(
+                            "{} (System_HM_Table identifier {})",
+                            error_code_name(code),
+                            s.error_id
+                        )
+                    };
+                    c.err(
+                        e.error_id.loc,
+                        format!("{what} is handled at MODULE level, so this partition action never applies"),
+                        "set its ErrorLevel to PARTITION or PROCESS in System_HM_Table, or move the action to Module_HM_Table",
+                    );
+                    continue;
+                }
+            }
+            if let Some((first_id, first)) = actions.get(&code) {
+                c.err(
+                    e.error_id.loc,
+                    format!(
+                        "{} already has an action in this Partition_HM_Table (identifier {first_id} at {}); the runtime takes the first action of a code, so this one would never apply",
+                        error_code_name(code),
+                        at(*first)
+                    ),
+                    "give each error code one Error_ID_Action per Partition_HM_Table",
+                );
+                continue;
+            }
+            actions.insert(code, (id, e.error_id.loc));
             entries.push(PartitionHmEntry {
                 system_state: e.state,
-                error_id: e.error_id.v,
+                error_id: id,
                 code,
                 action: e.action,
             });

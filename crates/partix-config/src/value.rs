@@ -17,6 +17,10 @@ fn verr(message: impl Into<String>, help: impl Into<String>) -> ValueError {
     }
 }
 
+/// Longest duration (`...Seconds`): `i64::MAX` nanoseconds, the largest APEX
+/// `SYSTEM_TIME_TYPE` (a signed 64-bit count of nanoseconds), about 292 years.
+pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
+
 /// Parse decimal seconds (`"0.02"`, `"1"`, `".5"`, `"+2.000"`) into an exact [`Duration`].
 ///
 /// No floating point is involved: the digits are converted to integer nanoseconds. Negative
@@ -62,11 +66,15 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, ValueError> {
         let d = kept.as_bytes().get(i).map_or(0, |b| u32::from(b - b'0'));
         nanos = nanos * 10 + d;
     }
-    // Keep every duration representable as u64 nanoseconds (the runtime's clock arithmetic).
-    if secs > u64::MAX / 1_000_000_000 - 1 {
-        return Err(verr(format!("duration `{text}` is too large"), help));
+    let d = Duration::new(secs, nanos);
+    if d > MAX_DURATION {
+        return Err(verr(
+            format!("duration `{text}` is too large"),
+            "write at most 9223372036.854775807 seconds (i64::MAX nanoseconds: APEX \
+             SYSTEM_TIME_TYPE is a signed 64-bit count of nanoseconds)",
+        ));
     }
-    Ok(Duration::new(secs, nanos))
+    Ok(d)
 }
 
 /// Parse a non-negative integer, decimal (`"42"`, `"+42"`) or hex (`"0x2A"`), as the schema's
@@ -148,9 +156,12 @@ pub(crate) fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str>
     if let Some(c) = candidates.iter().find(|c| c.eq_ignore_ascii_case(word)) {
         return Some(c);
     }
-    let limit = (word.chars().count() / 3).clamp(1, 3);
+    let len = word.chars().count();
+    let limit = (len / 3).clamp(1, 3);
     candidates
         .iter()
+        // The distance is at least the difference in length: skip the work for those.
+        .filter(|c| c.chars().count().abs_diff(len) <= limit)
         .map(|c| (edit_distance(word, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
@@ -197,6 +208,24 @@ mod tests {
             "99999999999999999999",
         ] {
             assert!(parse_seconds(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn durations_fit_in_system_time() {
+        assert_eq!(
+            parse_seconds("9223372036.854775807").unwrap(),
+            Duration::from_nanos(i64::MAX as u64)
+        );
+        assert_eq!(parse_seconds("9223372036.854775807").unwrap(), MAX_DURATION);
+        for bad in [
+            "9223372036.854775808",
+            "9223372037",
+            "18446744073",
+            "18446744072.5",
+        ] {
+            let e = parse_seconds(bad).unwrap_err();
+            assert!(e.message.contains("too large"), "{bad}: {}", e.message);
         }
     }
 

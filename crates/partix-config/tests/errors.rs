@@ -263,6 +263,13 @@ fn schedules_are_checked() {
         "exactly one",
     );
     one_error(
+        "schedule_unreachable.xml",
+        33,
+        3,
+        "schedule `degraded` can never run",
+        "SystemPartition=\"true\", or remove schedule `degraded`",
+    );
+    one_error(
         "two_initial_schedules.xml",
         33,
         87,
@@ -355,6 +362,35 @@ fn hm_tables_are_checked() {
         "PARTITION level",
         "MODULE",
     );
+    // The runtime knows one system state and goes by error code (first entry per code).
+    one_error(
+        "hm_two_system_states.xml",
+        14,
+        38,
+        "SystemState 2 differs from SystemState 1",
+        "SystemState=\"1\"",
+    );
+    one_error(
+        "hm_code_two_identifiers.xml",
+        8,
+        54,
+        "ErrorCode DEADLINE_MISSED is already given identifier 1 at 5:54",
+        "one Error_ID_Level",
+    );
+    one_error(
+        "hm_partition_code_twice.xml",
+        37,
+        41,
+        "DEADLINE_MISSED already has an action in this Partition_HM_Table (identifier 1 at 35:41)",
+        "one Error_ID_Action",
+    );
+    one_error(
+        "hm_partition_code_at_module_level.xml",
+        37,
+        41,
+        "INIT_TIMEOUT (System_HM_Table identifier 3) is handled at MODULE level",
+        "Module_HM_Table",
+    );
     one_error(
         "hm_code_disagrees.xml",
         35,
@@ -425,4 +461,67 @@ fn non_utf8_is_located() {
         (2, 11)
     );
     assert!(errs.first().message.contains("UTF-8"));
+}
+
+/// A module of partition 1 with `ports` sampling ports `port_0`, ..., and one channel per
+/// (source, destination) port name pair of `ends`.
+fn ports_and_channels(ports: usize, ends: &[(String, String)]) -> String {
+    let ports: String = (0..ports)
+        .map(|i| format!("<Sampling_Port Name=\"port_{i}\" MaxMessageSize=\"8\" Direction=\"SOURCE\" RefreshRateSeconds=\"1\"/>\n"))
+        .collect();
+    let channels: String = ends
+        .iter()
+        .enumerate()
+        .map(|(i, (s, d))| format!("<Channel ChannelIdentifier=\"{}\"><Source><Standard_Partition PartitionIdentifier=\"1\" PortName=\"{s}\"/></Source><Destination><Standard_Partition PartitionIdentifier=\"1\" PortName=\"{d}\"/></Destination></Channel>\n", i + 1))
+        .collect();
+    format!(
+        "<ARINC_653_Module>\n<Partition PartitionIdentifier=\"1\" PartitionName=\"P\">\n{ports}</Partition>\n\
+         <Module_Schedule MajorFrameSeconds=\"1\"><Partition_Schedule PartitionIdentifier=\"1\" PeriodSeconds=\"1\" PeriodDurationSeconds=\"1\">\
+         <Window_Schedule WindowIdentifier=\"1\" WindowStartSeconds=\"0\" WindowDurationSeconds=\"1\"/></Partition_Schedule></Module_Schedule>\n\
+         <Connection_Table>\n{channels}</Connection_Table>\n</ARINC_653_Module>\n"
+    )
+}
+
+/// "Did you mean" for a channel end compares its name with every port of the partition: it is
+/// skipped beyond 256 ports, and over a module at most 20000 names are compared, so a hostile
+/// file with many unknown names against many ports does not take minutes. The help then lists
+/// the ports, at most 12 of them.
+#[test]
+fn port_hints_are_bounded() {
+    let ends = vec![("port_1".to_string(), "porr_1".to_string())];
+    let errs = partix_config::parse_str(&ports_and_channels(10, &ends), None).unwrap_err();
+    assert_eq!(errs.first().help, "did you mean `port_1`?", "{errs}");
+    let errs = partix_config::parse_str(&ports_and_channels(300, &ends), None).unwrap_err();
+    let e = errs.first();
+    assert!(e.message.contains("no port named `porr_1`"), "{e}");
+    assert!(!e.help.contains("did you mean"), "{e}");
+    assert!(e.help.ends_with("and 288 more"), "{e}");
+
+    // 10 ports and 3000 distinct unknown names close to them (`port_3ab`: 2 edits from
+    // `port_3`): the first 2000 (20000 / 10) get a hint.
+    let close = |i: usize, base: u8| {
+        let k = i / 10;
+        format!(
+            "port_{}{}{}",
+            i % 10,
+            char::from(base + (k / 26) as u8),
+            char::from(base + (k % 26) as u8)
+        )
+    };
+    let ends: Vec<(String, String)> = (0..1500)
+        .map(|i| (close(i, b'a'), close(i, b'A')))
+        .collect();
+    let errs = partix_config::parse_str(&ports_and_channels(10, &ends), None).unwrap_err();
+    assert_eq!(errs.len(), 3000);
+    let hinted = errs
+        .iter()
+        .filter(|e| e.help.starts_with("did you mean"))
+        .count();
+    assert_eq!(hinted, 2000);
+    assert!(errs
+        .iter()
+        .last()
+        .unwrap()
+        .help
+        .starts_with("the ports of `P` are: port_0, port_1"));
 }

@@ -410,3 +410,114 @@ fn durations_convert_exactly() {
     assert_eq!(s.windows[1].offset + s.windows[1].duration, s.major_frame);
     assert_eq!(s.major_frame, Duration::from_nanos(300_000_000));
 }
+
+/// A model built in code may hold sizes whose sum does not fit: the limit saturates (no limit)
+/// instead of overflowing. (A loaded module's sum always fits: validation checks it.)
+#[test]
+fn memory_limit_saturates() {
+    let region = |size_bytes| MemoryRequirement {
+        name: None,
+        kind: MemoryKind::Data,
+        size_bytes,
+        access: MemoryAccess::ReadWrite,
+    };
+    let mut p = Partition::program(1, "P", None, Vec::new());
+    assert_eq!(p.memory_limit_bytes(), None);
+    p.memory = vec![region(1 << 20), region(2 << 20)];
+    assert_eq!(p.memory_limit_bytes(), Some(3 << 20));
+    p.memory = vec![region(1 << 63), region(1 << 63)];
+    assert_eq!(p.memory_limit_bytes(), Some(u64::MAX));
+}
+
+/// Identifiers go up to i32::MAX (APEX_INTEGER), which the runtime passes to APEX as is.
+#[test]
+fn identifiers_up_to_i32_max_are_accepted() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(
+            "PartitionIdentifier=\"2\"",
+            "PartitionIdentifier=\"2147483647\"",
+        )
+        .replace(
+            "ScheduleIdentifier=\"1\"",
+            "ScheduleIdentifier=\"0x7FFFFFFF\"",
+        );
+    let m = partix_config::parse_str(&text, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        m.partitions[1].id,
+        PartitionId(partix_config::MAX_IDENTIFIER)
+    );
+    assert_eq!(m.schedules[0].id, ScheduleId(i32::MAX as u32));
+}
+
+/// Ports at the runtime's limits are accepted; one past each is refused (the fixtures
+/// `port_*.xml`, `channel_udp_message_too_large.xml` and `channel_two_sided_sampling_too_large.xml`
+/// show the errors).
+#[test]
+fn ports_at_the_runtime_limits_are_accepted() {
+    use partix_config::*;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let base = std::fs::read_to_string(path).unwrap();
+    let with = |sampling: u32, transport: &str, queuing: u32, nb: u32, extra: usize| {
+        let extra: String = (0..extra)
+            .map(|i| {
+                format!(
+                    "<Sampling_Port Name=\"s{i}\" MaxMessageSize=\"8\" Direction=\"SOURCE\" RefreshRateSeconds=\"1\"/>\n\
+                     <Queuing_Port Name=\"q{i}\" MaxMessageSize=\"8\" Direction=\"SOURCE\" MaxNbMessages=\"1\"/>\n"
+                )
+            })
+            .collect();
+        base.replace(
+            "<Sampling_Port Name=\"out\" MaxMessageSize=\"16\"",
+            &format!("{extra}<Sampling_Port Name=\"out\" MaxMessageSize=\"{sampling}\""),
+        )
+        .replace(
+            "<Sampling_Port Name=\"in\" MaxMessageSize=\"16\"",
+            &format!("<Sampling_Port Name=\"in\" MaxMessageSize=\"{sampling}\""),
+        )
+        .replace(
+            "ChannelName=\"data\">",
+            &format!("ChannelName=\"data\" partix:Transport=\"{transport}\">"),
+        )
+        .replace(
+            "MaxMessageSize=\"8\" Direction=\"DESTINATION\" MaxNbMessages=\"4\"",
+            &format!(
+                "MaxMessageSize=\"{queuing}\" Direction=\"DESTINATION\" MaxNbMessages=\"{nb}\""
+            ),
+        )
+        .replace(
+            "MaxMessageSize=\"8\" Direction=\"SOURCE\" MaxNbMessages=\"4\"",
+            &format!("MaxMessageSize=\"{queuing}\" Direction=\"SOURCE\" MaxNbMessages=\"{nb}\""),
+        )
+    };
+    let ok = |text: String| partix_config::parse_str(&text, None).unwrap_or_else(|e| panic!("{e}"));
+    let m = ok(with(
+        MAX_SAMPLING_MESSAGE_SIZE,
+        "one-sided",
+        MAX_QUEUING_MESSAGE_SIZE,
+        MAX_NB_MESSAGES,
+        MAX_PORTS_PER_KIND - 1,
+    ));
+    assert_eq!(m.partitions[0].sampling_ports.len(), MAX_PORTS_PER_KIND);
+    assert_eq!(m.partitions[0].queuing_ports.len(), MAX_PORTS_PER_KIND);
+    ok(with(MAX_UDP_MESSAGE_SIZE, "udp", 8, 4, 0));
+    ok(with(MAX_TWO_SIDED_MESSAGE_SIZE, "two-sided", 8, 4, 0));
+    ok(with(MAX_SAMPLING_MESSAGE_SIZE, "tcp", 8, 4, 0));
+    let bad = |text: String| partix_config::parse_str(&text, None).unwrap_err().len();
+    assert_eq!(
+        bad(with(MAX_SAMPLING_MESSAGE_SIZE + 1, "one-sided", 8, 4, 0)),
+        2
+    );
+    assert_eq!(
+        bad(with(16, "one-sided", MAX_QUEUING_MESSAGE_SIZE + 1, 4, 0)),
+        2
+    );
+    assert_eq!(bad(with(16, "one-sided", 8, MAX_NB_MESSAGES + 1, 0)), 2);
+    assert_eq!(bad(with(16, "one-sided", 8, 4, MAX_PORTS_PER_KIND)), 2);
+    assert_eq!(bad(with(MAX_UDP_MESSAGE_SIZE + 1, "udp", 8, 4, 0)), 1);
+    assert_eq!(
+        bad(with(MAX_TWO_SIDED_MESSAGE_SIZE + 1, "two-sided", 8, 4, 0)),
+        1
+    );
+}

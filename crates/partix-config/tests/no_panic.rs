@@ -232,28 +232,78 @@ fn mutations_never_panic() {
     assert!(cases > 3000, "only {cases} cases");
 }
 
-/// Inputs whose naive checking would not finish (10^19 periods, quadratic help texts) complete.
+/// Inputs whose naive checking would not finish (9 * 10^18 periods, quadratic help texts) complete.
 #[test]
 fn pathological_sizes_complete() {
     let xml = r#"<ARINC_653_Module>
   <Partition PartitionIdentifier="1" PartitionName="P" EntryPoint="main"/>
-  <Module_Schedule MajorFrameSeconds="10000000000">
+  <Module_Schedule MajorFrameSeconds="9000000000">
     <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.000000001" PeriodDurationSeconds="0.000000001">
-      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="10000000000"/>
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="9000000000"/>
     </Partition_Schedule>
   </Module_Schedule>
 </ARINC_653_Module>"#;
     let m = partix_config::parse_str(xml, None).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(m.schedules[0].windows.len(), 1);
     let short = xml.replace(
-        r#"WindowDurationSeconds="10000000000""#,
-        r#"WindowDurationSeconds="5000000000""#,
+        r#"WindowDurationSeconds="9000000000""#,
+        r#"WindowDurationSeconds="4500000000""#,
     );
     let errs = partix_config::parse_str(&short, None).unwrap_err();
     assert!(
-        errs.first().message.contains("period 5000000000000000000 "),
+        errs.first().message.contains("period 4500000000000000000 "),
         "{errs}"
     );
+
+    // Two million attributes on one element: refused by the pre-scan, before roxmltree's
+    // duplicate-attribute check (quadratic: hours).
+    let attrs: String = (0..2_000_000).map(|i| format!(" a{i}=''")).collect();
+    let errs = partix_config::parse_str(&format!("<ARINC_653_Module{attrs}/>"), None).unwrap_err();
+    assert!(
+        errs.first().message.contains("more than 64 attributes"),
+        "{errs}"
+    );
+
+    // More nodes than roxmltree's limit: refused where the limit is passed (roxmltree only
+    // says that it was).
+    let comments = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<!---->".repeat(1_100_000)
+    );
+    let errs = partix_config::parse_str(&comments, None).unwrap_err();
+    let e = errs.first();
+    assert!(e.message.contains("more than 1000000 XML nodes"), "{e}");
+    // Nodes: the document, the root, the text "\n", then the comments: the 999998th is the
+    // 1000001st node.
+    assert_eq!(
+        (e.location.line, e.location.col),
+        (2, 7 * 999_997 + 1),
+        "{e}"
+    );
+    // A million alternations of text and CDATA: roxmltree joins them into one text node,
+    // copying the text so far at each join (quadratic: minutes).
+    let cdata = format!(
+        "<ARINC_653_Module>{}</ARINC_653_Module>",
+        "x<![CDATA[y]]>".repeat(1_000_000)
+    );
+    let errs = partix_config::parse_str(&cdata, None).unwrap_err();
+    assert!(
+        errs.first().message.contains("pieces of text and CDATA"),
+        "{errs}"
+    );
+
+    // Many channel ends naming unknown ports of a partition with 512 ports: no edit distance
+    // to every port for every one (that took about 3 ms per end in a release build).
+    let ports: String = (0..512)
+        .map(|i| format!("<Sampling_Port Name=\"port_number_{i:05}\" MaxMessageSize=\"8\" Direction=\"SOURCE\" RefreshRateSeconds=\"1\"/>"))
+        .collect();
+    let channels: String = (0..20_000)
+        .map(|i| format!("<Channel ChannelIdentifier=\"{}\"><Source><Standard_Partition PartitionIdentifier=\"1\" PortName=\"missing_{i:08}\"/></Source><Destination><Standard_Partition PartitionIdentifier=\"1\" PortName=\"port_number_{i:05}x\"/></Destination></Channel>", i + 1))
+        .collect();
+    let xml = format!("<ARINC_653_Module><Partition PartitionIdentifier=\"1\">{ports}</Partition><Connection_Table>{channels}</Connection_Table></ARINC_653_Module>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    // Two unknown ports per channel, and "no schedule".
+    assert_eq!(errs.len(), 40_001, "{}", errs.first());
 
     // Many partitions, each with an HM table naming an unknown identifier.
     let n = 4000;
@@ -268,14 +318,23 @@ fn pathological_sizes_complete() {
     xml.push_str("</System_State_Entry></System_HM_Table>\n");
     for i in 0..n {
         xml.push_str(&format!(
-            "<Partition PartitionIdentifier=\"{i}\" EntryPoint=\"main\"/>\n<Partition_HM_Table PartitionIdentifier=\"{i}\"><System_State_Entry SystemState=\"1\"><Error_ID_Action ErrorIdentifier=\"{}\" Action=\"IDLE\"/></System_State_Entry></Partition_HM_Table>\n",
+            "<Partition PartitionIdentifier=\"{}\" EntryPoint=\"main\"/>\n<Partition_HM_Table PartitionIdentifier=\"{}\"><System_State_Entry SystemState=\"1\"><Error_ID_Action ErrorIdentifier=\"{}\" Action=\"IDLE\"/></System_State_Entry></Partition_HM_Table>\n",
+            i + 1,
+            i + 1,
             n + i
         ));
     }
     xml.push_str("</ARINC_653_Module>\n");
     let errs = partix_config::parse_str(&xml, None).unwrap_err();
-    // One unknown identifier per table, plus "no schedule".
-    assert_eq!(errs.len(), n + 1);
+    // One unknown identifier per table, plus "no schedule", plus every system entry but the
+    // first giving APPLICATION_ERROR another identifier.
+    assert_eq!(errs.len(), n + 1 + (n - 1));
+    assert_eq!(
+        errs.iter()
+            .filter(|e| e.message.contains("names unknown error identifier"))
+            .count(),
+        n
+    );
     assert!(
         errs.iter().all(|e| e.help.len() < 1000),
         "help texts are bounded"

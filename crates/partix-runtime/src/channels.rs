@@ -1600,6 +1600,55 @@ mod tests {
         assert_eq!(rw, 9 + 3 + 1);
     }
 
+    /// The limits partix-config enforces (`partix_config::MAX_*`) are the runtime's: each
+    /// maximum is accepted by what it sizes, and one more is refused, so they cannot drift apart.
+    #[test]
+    fn the_configuration_limits_are_the_runtimes() {
+        use partix_config::{
+            MAX_NB_MESSAGES, MAX_PORTS_PER_KIND, MAX_QUEUING_MESSAGE_SIZE,
+            MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE, MAX_UDP_MESSAGE_SIZE,
+        };
+        // Queuing: one-sided rings and two-sided queues hold ring_capacity(MaxNbMessages).
+        let (max_q, max_nb) = (MAX_QUEUING_MESSAGE_SIZE, MAX_NB_MESSAGES);
+        assert!(RingLayout::new(ring_capacity(max_nb), max_q).is_ok());
+        assert!(RingLayout::new(ring_capacity(max_nb + 1), 8).is_err());
+        assert!(RingLayout::new(1, max_q + 1).is_err());
+        assert!(QueueShape::new(max_q, max_nb).is_ok());
+        assert!(QueueShape::new(8, max_nb + 1).is_err());
+        assert!(QueueShape::new(max_q + 1, 1).is_err());
+        // Sampling: one-sided slots, and two-sided rings.
+        assert!(SamplingLayout::new(MAX_SAMPLING_MESSAGE_SIZE).is_ok());
+        assert!(SamplingLayout::new(MAX_SAMPLING_MESSAGE_SIZE + 1).is_err());
+        let slots = TWO_SIDED_SAMPLING_SLOTS;
+        assert!(RingShape::new(MAX_TWO_SIDED_MESSAGE_SIZE, slots).is_ok());
+        assert!(RingShape::new(MAX_TWO_SIDED_MESSAGE_SIZE + 1, slots).is_err());
+        // Ports per partition and kind.
+        assert_eq!(MAX_PORTS_PER_KIND, crate::partition::MAX_NUMBER_OF_PORTS);
+        // Socket buffers are computed exactly (no saturation, no overflow) at the limits: a
+        // queuing channel's frames are its MaxNbMessages, a sampling channel's 4.
+        let exact = |max: u32, frames: u32| {
+            (u128::from(max) + socket::HEADER_LEN as u128 + 1024) * (u128::from(frames) + 2) * 2
+        };
+        for (max, frames) in [
+            (max_q, max_nb),
+            (MAX_SAMPLING_MESSAGE_SIZE, 4),
+            (MAX_UDP_MESSAGE_SIZE, max_nb),
+        ] {
+            assert_eq!(
+                socket::buffer_bytes(max, frames) as u128,
+                exact(max, frames)
+            );
+        }
+        // udp: the frame of the largest message is one datagram; a byte more is not.
+        let (a, _b) =
+            socket::socket_pair(socket::SocketKind::Udp, MAX_UDP_MESSAGE_SIZE, 4).unwrap();
+        let a = std::net::UdpSocket::from(a);
+        let frame = vec![0u8; socket::HEADER_LEN + MAX_UDP_MESSAGE_SIZE as usize];
+        assert_eq!(a.send(&frame).unwrap(), frame.len());
+        let e = a.send(&[0u8; 1][..].repeat(frame.len() + 1)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMSGSIZE), "{e}");
+    }
+
     #[test]
     fn a_read_only_slot_refuses_a_writer() {
         let m = module();

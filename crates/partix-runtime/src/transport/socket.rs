@@ -179,6 +179,16 @@ fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
     }
 }
 
+/// Return the bytes [`socket_pair`] asks of each socket buffer for `frames` frames of
+/// `max_message_size` bytes (before the kernel's bounds; saturating, so a module built in code
+/// with sizes past the configuration's limits cannot overflow it).
+pub fn buffer_bytes(max_message_size: u32, frames: u32) -> usize {
+    // The kernel charges about 1 KiB of overhead per small datagram.
+    (max_message_size as usize + HEADER_LEN + 1024)
+        .saturating_mul(frames as usize + 2)
+        .saturating_mul(2)
+}
+
 /// Create a connected, non-blocking socket pair on 127.0.0.1 (executive side) whose buffers
 /// hold `frames` frames of `max_message_size` bytes; return (source end, destination end).
 ///
@@ -189,8 +199,7 @@ pub fn socket_pair(
     max_message_size: u32,
     frames: u32,
 ) -> io::Result<(OwnedFd, OwnedFd)> {
-    // The kernel charges about 1 KiB of overhead per small datagram.
-    let bytes = (max_message_size as usize + HEADER_LEN + 1024) * (frames as usize + 2) * 2;
+    let bytes = buffer_bytes(max_message_size, frames);
     match kind {
         SocketKind::Udp => {
             let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
