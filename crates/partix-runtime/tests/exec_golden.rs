@@ -386,6 +386,25 @@ fn golden_schedule_with_module_schedule_switch_and_hm() {
     compare("schedule_switch_hm.txt", &log);
 }
 
+/// SET_MODULE_SCHEDULE takes effect at the end of the major frame in which it was made, also
+/// when the system partition's window ends with the frame: its request, made in that window
+/// after the frame's last scheduling point, is read at the boundary before the next frame's
+/// schedule is used. (It used to take effect a frame later: at 40 ms, not 20 ms.)
+#[test]
+fn a_schedule_asked_for_in_the_frames_last_window_starts_at_the_next_frame() {
+    let mut m = golden_module();
+    // P3's window (14-20 ms) ends with the frame.
+    m.partitions[2].system_partition = true;
+    for late in [0, 30_000] {
+        let log = run_golden(&m, vec![(15_000_000, Act::RequestSchedule(2, 2))], 3, late);
+        let end = log.last().unwrap();
+        assert!(
+            end.contains("current_schedule=2") && end.contains("last_switch=20.000ms"),
+            "late {late}: {end}\n{log:#?}"
+        );
+    }
+}
+
 /// A restart or IDLE that a partition asks for in its window ends its process when its next
 /// window would open, not at the point that reads the request (the close of its window, which
 /// opens the next partition's): the killed process's exit, which runs on the CPU as it dies,
@@ -497,6 +516,32 @@ fn a_pending_kill_gives_way_to_deaths_and_schedule_switches() {
         at.starts_with("t=40.000ms frame=2"),
         "P3 killed at {at:?}: {log:#?}"
     );
+}
+
+/// A module reset decided on a death during the initialisation restarts every partition, as
+/// during the run: not only the one that died (the others went on from their NORMAL_START).
+#[test]
+fn a_module_reset_during_the_initialisation_restarts_every_partition() {
+    use partix_config::model::ModuleAction;
+    let mut m = golden_module();
+    module_level(&mut m, ErrorCode::NumericError, ModuleAction::Reset);
+    // P3 dies of SIGFPE (numeric error: module level, RESET) while P1 and P2 wait in NORMAL.
+    let log = run_golden_stuck(
+        &m,
+        vec![(1_000_000, Act::Die(2, Death::Signaled(libc::SIGFPE)))],
+        2,
+        0,
+        &[2],
+    )
+    .unwrap();
+    let cyclic = log.iter().position(|l| l == "-- cyclic").unwrap();
+    for who in ["P1", "P2", "P3"] {
+        let spawns = log[..cyclic]
+            .iter()
+            .filter(|l| *l == &format!("  spawn {who}"))
+            .count();
+        assert_eq!(spawns, 2, "{who}: {log:#?}");
+    }
 }
 
 #[test]

@@ -7,9 +7,11 @@ mod exec_util;
 use exec_util::*;
 use partix_config::model::{ErrorCode, ErrorLevel, ModuleAction, PartitionAction};
 use partix_runtime::executive::hm::{Action, Death};
-use partix_runtime::executive::{EndReason, SwitchMechanism};
+use partix_runtime::executive::os::{resolve_program, run_module, RunConfig};
+use partix_runtime::executive::{EndReason, Options, SwitchMechanism};
 use partix_runtime::state::mode;
 use partix_runtime::trace::RecordKind;
+use std::sync::atomic::AtomicBool;
 
 #[test]
 fn crashing_partitions_are_handled_per_table_while_another_keeps_running() {
@@ -140,6 +142,69 @@ fn module_level_hm_shutdown_ends_the_run() {
     assert_eq!(r.hm_events.len(), 1);
     assert_eq!(r.hm_events[0].decision.level, ErrorLevel::Module);
     assert_eq!(r.hm_events[0].decision.code, ErrorCode::NumericError);
+}
+
+/// A module-level SHUTDOWN decided during the initialisation (here on INIT_TIMEOUT) ends the
+/// run as one during the run does: a report with `EndReason::HmShutdown` (so the CLI prints
+/// the summary and exits with status 3), not a failure to start. And a stop (Ctrl-C) during
+/// the initialisation ends it at once, not at the init time-out.
+#[test]
+fn a_shutdown_or_a_stop_during_the_initialisation_ends_the_run_with_its_report() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED a_shutdown_or_a_stop_during_the_initialisation_ends_the_run_with_its_report: \
+             needs root"
+        );
+        return;
+    }
+    let tp = Some(testpart());
+    let m = |shutdown: bool| {
+        let mut m = module(
+            vec![
+                partition(1, "SLOW", tp.clone(), &["sleep", "--init-ms", "60000"]),
+                partition(2, "OTHER", tp.clone(), &["sleep"]),
+            ],
+            vec![schedule(1, 10, &[(1, 1, 0.0, 4.0), (2, 2, 5.0, 4.0)])],
+        );
+        if shutdown {
+            module_level(&mut m, ErrorCode::InitTimeout, ModuleAction::Shutdown);
+        }
+        m
+    };
+    let run = |m: &partix_config::model::Module, init_timeout_ms: u64, stop_after: Option<u64>| {
+        let programs = (0..m.partitions.len())
+            .map(|p| resolve_program(m, p).unwrap())
+            .collect();
+        let cfg = RunConfig {
+            programs,
+            cpu: None,
+            options: Options {
+                max_frames: Some(10),
+                init_timeout: std::time::Duration::from_millis(init_timeout_ms),
+                ..Options::default()
+            },
+            rt_unthrottle: false,
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        if let Some(ms) = stop_after {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                stop.store(true, std::sync::atomic::Ordering::Release);
+            });
+        }
+        run_module(m, cfg, &stop)
+    };
+    let r = run(&m(true), 200, None).expect("a report, not a failure to start");
+    assert_eq!(r.end, EndReason::HmShutdown);
+    assert_eq!(r.frames, 0);
+    assert_eq!(r.hm_events.len(), 1, "{:?}", r.hm_events);
+    assert_eq!(r.hm_events[0].decision.code, ErrorCode::InitTimeout);
+    // Stopped 300 ms into an initialisation allowed 20 s: no INIT_TIMEOUT was reached.
+    let r = run(&m(false), 20_000, Some(300)).expect("a report");
+    assert_eq!(r.end, EndReason::Stopped);
+    assert_eq!(r.frames, 0);
+    assert!(r.hm_events.is_empty(), "{:?}", r.hm_events);
 }
 
 #[test]

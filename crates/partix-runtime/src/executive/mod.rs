@@ -261,6 +261,8 @@ pub enum StartError {
     Spawn(String, String),
     /// An HM action (INIT_TIMEOUT or a crash) shut the module down during startup.
     HmShutdown,
+    /// The stop flag was set during startup (Ctrl-C).
+    Stopped,
 }
 
 impl std::fmt::Display for StartError {
@@ -270,6 +272,7 @@ impl std::fmt::Display for StartError {
             StartError::HmShutdown => {
                 write!(f, "the health monitor shut the module down during startup")
             }
+            StartError::Stopped => write!(f, "stopped during startup"),
         }
     }
 }
@@ -535,6 +538,21 @@ impl<'m> Executive<'m> {
         clock: &mut C,
         sw: &mut S,
     ) -> Result<(), StartError> {
+        self.startup_until(clock, sw, &AtomicBool::new(false))
+    }
+
+    /// [`Executive::startup`], ending with [`StartError::Stopped`] when `stop` is set (it used
+    /// to be looked at only once the initialisation ended: a Ctrl-C waited up to the init
+    /// time-out).
+    ///
+    /// # Errors
+    /// As [`Executive::startup`]; [`StartError::Stopped`].
+    pub fn startup_until<C: Clock, S: Switcher>(
+        &mut self,
+        clock: &mut C,
+        sw: &mut S,
+        stop: &AtomicBool,
+    ) -> Result<(), StartError> {
         let t0 = clock.now();
         self.set_period(self.planner.current());
         // Every process exists (stopped before exec) before any of them runs, so a partition
@@ -550,30 +568,26 @@ impl<'m> Executive<'m> {
         // A partition that reached NORMAL is stopped at once: it waits for its first window
         // and leaves the CPU to those still initialising.
         let mut stopped = vec![false; self.parts.len()];
-        let deadline = t0 + self.opts.init_timeout.as_nanos() as u64;
+        let deadline =
+            t0.saturating_add(self.opts.init_timeout.as_nanos().min(u64::MAX as u128) as u64);
         loop {
+            if stop.load(Ordering::Relaxed) {
+                return Err(StartError::Stopped);
+            }
             let now = clock.now();
             while let Some((p, death)) = sw.poll_death() {
                 let d = hm::decide(self.module, p, death.error_code());
                 self.hm_event(sw, p, Some(death), d, now - self.epoch);
+                // As in the run loop: a restart waits for the old process (and whatever it
+                // forked) to end, below; a module reset restarts every partition, not only the
+                // one that died (found by review: the others went on from their NORMAL_START).
+                if self.apply_death(sw, p, d, now - self.epoch) {
+                    return Err(StartError::HmShutdown);
+                }
                 match d.action {
-                    Action::ModuleShutdown => return Err(StartError::HmShutdown),
-                    Action::ColdStart | Action::WarmStart | Action::ModuleReset => {
-                        let m = if d.action == Action::WarmStart {
-                            mode::WARM_START
-                        } else {
-                            mode::COLD_START
-                        };
-                        let cond = if d.action == Action::ModuleReset {
-                            start_condition::HM_MODULE_RESTART
-                        } else {
-                            start_condition::HM_PARTITION_RESTART
-                        };
-                        self.parts[p].stats.restarts += 1;
-                        stopped[p] = false;
-                        self.start_process(clock, sw, p, m, cond)?;
-                    }
-                    Action::Idle | Action::Ignore => self.make_idle(sw, p, "HM", now - self.epoch),
+                    Action::ModuleReset => stopped.fill(false),
+                    Action::ColdStart | Action::WarmStart => stopped[p] = false,
+                    _ => {}
                 }
             }
             for p in 0..self.parts.len() {
@@ -607,12 +621,24 @@ impl<'m> Executive<'m> {
                     self.mode_record(sw, p, m, "partition", now - self.epoch);
                 }
             }
-            // Restarts whose old process has ended.
+            // Restarts whose old process has ended. One that cannot be spawned leaves its
+            // partition IDLE, as in the run loop, and the others start (it aborted the run).
             for p in 0..self.parts.len() {
                 if let Status::Restart { mode: m, cond } = self.parts[p].status {
                     if !sw.ending(p) {
                         self.parts[p].stats.restarts += 1;
-                        self.start_process(clock, sw, p, m, cond)?;
+                        if let Err(e) = self.start_process(clock, sw, p, m, cond) {
+                            if self.opts.log {
+                                eprintln!("partix: {e}; the partition is IDLE");
+                            }
+                            self.mode_record(
+                                sw,
+                                p,
+                                mode::IDLE,
+                                "spawn failed",
+                                clock.now() - self.epoch,
+                            );
+                        }
                     }
                 }
             }
@@ -658,8 +684,14 @@ impl<'m> Executive<'m> {
                         Action::ModuleShutdown => return Err(StartError::HmShutdown),
                         // Leave it running windowed, still initialising.
                         Action::Ignore => {}
-                        // A restart would time out again: the partition is idled.
-                        _ => self.make_idle(sw, p, "HM", now - self.epoch),
+                        // A restart (of the partition or of the module) would time out again:
+                        // the partition is idled, and the record says so.
+                        _ => self.make_idle(
+                            sw,
+                            p,
+                            "HM: INIT_TIMEOUT (a restart would time out again)",
+                            now - self.epoch,
+                        ),
                     }
                 }
                 break;
@@ -901,6 +933,14 @@ impl<'m> Executive<'m> {
                 break r;
             }
         };
+        self.wind_down(clock, sw);
+        reason
+    }
+
+    /// End the module: verify the stops still due, tell the partitions, kill every process
+    /// still running. The end of [`Executive::run`]; also after a startup that ended with
+    /// [`StartError::HmShutdown`] or [`StartError::Stopped`].
+    pub fn wind_down<C: Clock, S: Switcher>(&mut self, clock: &mut C, sw: &mut S) {
         // Stops still to be verified are verified at their time, as during the run (at most a
         // park bound and its extensions away): enforcing them now would hold, and count as
         // backstops, partitions that simply had not had their park bound yet.
@@ -917,15 +957,18 @@ impl<'m> Executive<'m> {
                 self.shared.partition(p).pid.store(0, Ordering::Release);
             }
         }
-        reason
     }
 
     fn step<C: Clock, S: Switcher>(
         &mut self,
         clock: &mut C,
         sw: &mut S,
-        ev: Event,
+        mut ev: Event,
     ) -> Option<EndReason> {
+        // At a frame boundary, the schedule requests are read once more when the boundary is
+        // near (after the sleep below), and a switch they ask for takes effect at this
+        // boundary (`Planner::replan_boundary`).
+        let boundary = ev.point == 0 && ev.frame > 0;
         let planned_mono = self.epoch + ev.planned;
         // The lead only helps when the open can be prepared: with the gate.
         let lead = match self.opts.switch {
@@ -957,6 +1000,9 @@ impl<'m> Executive<'m> {
             self.overheads
                 .lead_timer
                 .saturating_record(early.saturating_sub(target).max(1));
+            if boundary {
+                ev = self.replan_boundary(sw, ev, early - self.epoch);
+            }
             if self.can_switch_early(sw, ev) {
                 // The open takes effect at the planned start (or now, if the early timer was
                 // later than the lead). The incoming partition's first thread is woken before
@@ -971,7 +1017,11 @@ impl<'m> Executive<'m> {
                 self.lead_point(clock, sw, ev, lead, planned_mono)
             }
         } else {
-            clock.sleep_until(planned_mono)
+            let t = clock.sleep_until(planned_mono);
+            if boundary {
+                ev = self.replan_boundary(sw, ev, t - self.epoch);
+            }
+            t
         };
         let wake = wake_mono - self.epoch;
         // TmrO: how late the point's work started; at an early switch, how late the open took
@@ -1113,21 +1163,7 @@ impl<'m> Executive<'m> {
                     _ => {}
                 }
             }
-            let sreq = st.requested_schedule.swap(NO_REQUEST, Ordering::AcqRel);
-            if sreq != NO_REQUEST && self.module.partitions[p].system_partition {
-                if let Some(idx) = self.planner.request_schedule(ScheduleId(sreq)) {
-                    self.shared
-                        .module()
-                        .next_schedule
-                        .store(self.planner.schedule_id(idx).0, Ordering::Release);
-                    let mut r = Record::new(RecordKind::ScheduleRequest, p as u32);
-                    r.window = sreq;
-                    r.actual_start = wake;
-                    r.frame = ev.frame;
-                    r.schedule = sched_id;
-                    self.record(sw, r);
-                }
-            }
+            self.take_schedule_request(sw, p, wake, ev.frame, sched_id);
             let m = st.operating_mode.load(Ordering::Acquire);
             if m != self.parts[p].seen_mode {
                 self.mode_record(sw, p, m, "partition", wake);
@@ -1155,6 +1191,44 @@ impl<'m> Executive<'m> {
             self.record(sw, r);
         }
         None
+    }
+
+    /// Take partition `p`'s SET_MODULE_SCHEDULE request, if any (a system partition's only).
+    fn take_schedule_request<S: Switcher>(
+        &mut self,
+        sw: &mut S,
+        p: usize,
+        wake: u64,
+        frame: u64,
+        sched_id: u32,
+    ) {
+        let st = self.shared.partition(p);
+        let sreq = st.requested_schedule.swap(NO_REQUEST, Ordering::AcqRel);
+        if sreq != NO_REQUEST && self.module.partitions[p].system_partition {
+            if let Some(idx) = self.planner.request_schedule(ScheduleId(sreq)) {
+                self.shared
+                    .module()
+                    .next_schedule
+                    .store(self.planner.schedule_id(idx).0, Ordering::Release);
+                let mut r = Record::new(RecordKind::ScheduleRequest, p as u32);
+                r.window = sreq;
+                r.actual_start = wake;
+                r.frame = frame;
+                r.schedule = sched_id;
+                self.record(sw, r);
+            }
+        }
+    }
+
+    /// At a frame boundary, when it is near (`wake`, module time): take the schedule requests
+    /// made since the boundary's schedule was chosen, and switch at this boundary if they ask
+    /// for another schedule (see [`Planner::replan_boundary`]).
+    fn replan_boundary<S: Switcher>(&mut self, sw: &mut S, ev: Event, wake: u64) -> Event {
+        let sched_id = self.planner.schedule_id(ev.schedule).0;
+        for p in 0..self.parts.len() {
+            self.take_schedule_request(sw, p, wake, ev.frame, sched_id);
+        }
+        self.planner.replan_boundary(ev)
     }
 
     fn close<S: Switcher>(

@@ -2383,9 +2383,22 @@ pub fn run_module(
     let switch = cfg.options.switch;
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock::new();
-    ex.startup(&mut clock, &mut sw).map_err(RunError::Start)?;
+    let started = ex.startup_until(&mut clock, &mut sw, stop);
     let launch_to_normal_ns = monotonic_ns() - launched;
-    let end = ex.run(&mut clock, &mut sw, stop);
+    // An HM shutdown or a stop during the initialisation ends the run as one during the run
+    // does (the summary, the trace, exit status 3 for a shutdown), not as a failure to start.
+    let end = match started {
+        Ok(()) => ex.run(&mut clock, &mut sw, stop),
+        Err(StartError::HmShutdown) => {
+            ex.wind_down(&mut clock, &mut sw);
+            EndReason::HmShutdown
+        }
+        Err(StartError::Stopped) => {
+            ex.wind_down(&mut clock, &mut sw);
+            EndReason::Stopped
+        }
+        Err(e) => return Err(RunError::Start(e)),
+    };
     // Tear down as a normal task: killing and reaping partitions has no deadline, and an
     // executive spinning at FIFO 99 there would starve the dying partitions' threads on its CPU.
     let realtime = rt.realtime;

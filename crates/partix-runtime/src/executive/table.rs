@@ -203,6 +203,43 @@ impl Planner {
         ev
     }
 
+    /// At a frame boundary (`ev`, point 0, just returned by [`Planner::next_event`]): if a
+    /// schedule was requested since that call chose this frame's, switch to it now and return
+    /// the boundary again from the new schedule's table (the window closing here stays closed;
+    /// what opens is the new table's). Otherwise return `ev` unchanged.
+    ///
+    /// `next_event` chooses a frame's schedule when it is called, right after the previous
+    /// point's work; a request made after that (by a system partition whose window ends at the
+    /// frame's end, during that window) used to wait a whole frame more.
+    pub fn replan_boundary(&mut self, ev: Event) -> Event {
+        if ev.point != 0 || ev.frame == 0 || self.next == self.current {
+            return ev;
+        }
+        let from = ev.switched_from.unwrap_or(self.current);
+        self.current = self.next;
+        let p = &self.tables[self.current].points[0];
+        let planned = self.frame_start + p.offset;
+        let open = p
+            .open
+            .map(|(partition, window, dur, period_start)| PlannedWindow {
+                partition,
+                window,
+                start: planned,
+                end: planned + dur,
+                period_start,
+            });
+        self.open = open;
+        Event {
+            planned,
+            frame: ev.frame,
+            point: 0,
+            schedule: self.current,
+            close: ev.close,
+            open,
+            switched_from: (from != self.current).then_some(from),
+        }
+    }
+
     /// Return the window still open (to close it at shutdown), if any.
     pub fn open_window(&self) -> Option<PlannedWindow> {
         self.open
