@@ -54,3 +54,34 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Executive options are bounded where they are parsed: a value near `u64::MAX` overflowed
+    /// the executive's time arithmetic (a panic in debug builds, a wrapped deadline in release).
+    #[test]
+    fn executive_options_out_of_range_are_refused_at_the_command_line() {
+        for (flag, bad) in [
+            ("--park-bound-us", "18446744073709551615"),
+            ("--park-bound-us", "0"),
+            ("--lead-us", "1000001"),
+            ("--prewarm-us", "99999999999"),
+            ("--init-timeout-ms", "0"),
+            ("--init-timeout-ms", "86400001"),
+        ] {
+            let e = Cli::try_parse_from(["partix", "run", "m.xml", flag, bad])
+                .expect_err(&format!("{flag} {bad}"));
+            assert!(e.to_string().contains(flag), "{flag} {bad}: {e}");
+        }
+        for (flag, good) in [
+            ("--park-bound-us", "1000000"),
+            ("--lead-us", "0"),
+            ("--init-timeout-ms", "86400000"),
+        ] {
+            Cli::try_parse_from(["partix", "run", "m.xml", flag, good])
+                .unwrap_or_else(|e| panic!("{flag} {good}: {e}"));
+        }
+    }
+}

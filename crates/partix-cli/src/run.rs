@@ -39,8 +39,8 @@ pub struct ExecOpts {
     /// more than 95 % of a second).
     #[arg(long)]
     pub rt_unthrottle: bool,
-    /// Longest time the partitions may take to reach NORMAL, in milliseconds.
-    #[arg(long, default_value_t = 5000)]
+    /// Longest time the partitions may take to reach NORMAL, in milliseconds (at most a day).
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=MAX_INIT_TIMEOUT_MS))]
     pub init_timeout_ms: u64,
     /// Do not print HM events and mode changes as they happen.
     #[arg(long)]
@@ -52,7 +52,7 @@ pub struct ExecOpts {
     pub switch: Option<SwitchMechanism>,
     /// With the gate: wake this many µs before a point that opens a window and prepare the
     /// switch then (0: sleep to the point; default 100).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub lead_us: Option<u64>,
     /// With the gate's lead: carry out an opening point entirely at the early wake-up, the
     /// incoming partition holding itself until the planned start (`true`, the default), or
@@ -61,13 +61,19 @@ pub struct ExecOpts {
     pub early_switch: Option<bool>,
     /// With the gate's lead: also wake this many µs before the lead's early wake-up, so that
     /// the early wake-up comes from a short idle (default 300; 0: off). See docs/executive.md.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub prewarm_us: Option<u64>,
     /// With the gate: a partition not parked this many µs after its window closed is held (its
     /// cgroup frozen, or SIGSTOP without one: the backstop; default 500).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_OPTION_US))]
     pub park_bound_us: Option<u64>,
 }
+
+/// Largest `--init-timeout-ms` (a day): the executive adds it to the clock.
+pub const MAX_INIT_TIMEOUT_MS: u64 = 86_400_000;
+/// Largest `--lead-us`, `--prewarm-us` and `--park-bound-us` (a second): the executive adds them
+/// to planned times, and a value near `u64::MAX` overflowed that arithmetic (found by review).
+pub const MAX_OPTION_US: u64 = 1_000_000;
 
 impl Default for ExecOpts {
     /// The options of a command line that sets none (what `partix` with no arguments runs the
@@ -188,7 +194,12 @@ fn execute(
         .max()
         .unwrap_or(8);
     let trace_capacity = frames
-        .map_or(1 << 20, |f| (f as usize + 2) * frames_per_record + 1024)
+        .map_or(1 << 20, |f| {
+            (f as usize)
+                .saturating_add(2)
+                .saturating_mul(frames_per_record)
+                .saturating_add(1024)
+        })
         .min(1 << 22);
     let cfg = RunConfig {
         programs,
