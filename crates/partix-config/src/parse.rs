@@ -49,6 +49,20 @@ pub const MAX_TWO_SIDED_MESSAGE_SIZE: u32 = 16 << 20;
 /// (`partix_runtime::transport::socket::HEADER_LEN`).
 pub const MAX_UDP_MESSAGE_SIZE: u32 = 65507 - 24;
 
+/// Largest buffer the executive gives a `udp`/`tcp` socket (bytes asked with `SO_RCVBUF` /
+/// `SO_SNDBUF`; the kernel doubles it for its bookkeeping).
+pub const MAX_SOCKET_BUFFER: usize = 16 << 20;
+
+/// Return the buffer the executive asks of each socket of a `udp`/`tcp` channel for `frames`
+/// frames of `max_message_size` bytes (before [`MAX_SOCKET_BUFFER`]; saturating): about 1 KiB
+/// of kernel overhead per datagram and the 24-byte frame header on each, for `frames` + 2
+/// frames, twice.
+pub fn socket_buffer_bytes(max_message_size: u32, frames: u32) -> usize {
+    (max_message_size as usize + 24 + 1024)
+        .saturating_mul(frames as usize + 2)
+        .saturating_mul(2)
+}
+
 /// Most sampling ports, and most queuing ports, of one partition (the runtime's
 /// `MAX_NUMBER_OF_PORTS`, per partition and kind).
 pub const MAX_PORTS_PER_KIND: usize = 512;

@@ -12,7 +12,7 @@ use crate::error::ConfigError;
 use crate::model::*;
 use crate::parse::{
     error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule,
-    MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_TWO_SIDED_MESSAGE_SIZE,
+    MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER, MAX_TWO_SIDED_MESSAGE_SIZE,
     MAX_UDP_MESSAGE_SIZE,
 };
 use crate::value;
@@ -772,6 +772,8 @@ struct End {
     kind: ChannelKind,
     direction: PortDirection,
     size: u32,
+    /// `MaxNbMessages` (0 for a sampling port).
+    nb: u32,
 }
 
 /// Most ports a "did you mean" hint for a channel end compares the name with: beyond, the help
@@ -805,6 +807,7 @@ impl<'p> PortIndex<'p> {
                     kind: ChannelKind::Sampling,
                     direction: sp.direction,
                     size: sp.max_message_size,
+                    nb: 0,
                 });
                 n.push(sp.name.as_str());
             }
@@ -814,6 +817,7 @@ impl<'p> PortIndex<'p> {
                     kind: ChannelKind::Queuing,
                     direction: qp.direction,
                     size: qp.max_message_size,
+                    nb: qp.max_nb_messages,
                 });
                 n.push(qp.name.as_str());
             }
@@ -1024,6 +1028,26 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
                         format!(
                             "give the channel's ports MaxMessageSize at most {MAX_UDP_MESSAGE_SIZE}, or use partix:Transport=\"tcp\", \"one-sided\" or \"two-sided\""
                         ),
+                    );
+                    ok = false;
+                }
+                // A udp queuing channel's sockets hold its whole capacity (the smaller of the
+                // ends' MaxNbMessages): a datagram that does not fit is dropped by the kernel, and
+                // a queuing channel loses nothing.
+                let capacity = dsts
+                    .iter()
+                    .flatten()
+                    .map(|(_, e)| e.nb)
+                    .fold(se.nb, u32::min);
+                let need = crate::socket_buffer_bytes(se.size, capacity);
+                if t.v == "udp" && se.kind == ChannelKind::Queuing && need > MAX_SOCKET_BUFFER {
+                    c.err(
+                        t.loc,
+                        format!(
+                            "{label} is udp: its sockets would need {need} bytes of buffer for {capacity} messages of {} bytes, more than the {MAX_SOCKET_BUFFER} the executive gives a socket, and the kernel drops a datagram that does not fit",
+                            se.size
+                        ),
+                        "lower the ports' MaxNbMessages or MaxMessageSize, or use partix:Transport=\"tcp\", \"one-sided\" or \"two-sided\"",
                     );
                     ok = false;
                 }

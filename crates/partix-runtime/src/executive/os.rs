@@ -1429,7 +1429,7 @@ impl<'s> OsSwitcher<'s> {
     }
 
     /// Return the descriptor numbers a partition's process may need: above the highest target
-    /// ([`descriptor_floor`]), room for the temporary copies the child makes, and for the
+    /// (`descriptor_floor`), room for the temporary copies the child makes, and for the
     /// partition's own copies of its ports' descriptors and its work.
     pub fn descriptor_need(&self) -> u64 {
         self.prepared

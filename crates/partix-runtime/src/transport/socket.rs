@@ -156,7 +156,7 @@ pub enum SocketKind {
 }
 
 fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
-    let v = bytes.clamp(64 << 10, 16 << 20) as libc::c_int;
+    let v = bytes.clamp(64 << 10, partix_config::MAX_SOCKET_BUFFER) as libc::c_int;
     for (force, plain) in [
         (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
@@ -183,10 +183,8 @@ fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
 /// `max_message_size` bytes (before the kernel's bounds; saturating, so a module built in code
 /// with sizes past the configuration's limits cannot overflow it).
 pub fn buffer_bytes(max_message_size: u32, frames: u32) -> usize {
-    // The kernel charges about 1 KiB of overhead per small datagram.
-    (max_message_size as usize + HEADER_LEN + 1024)
-        .saturating_mul(frames as usize + 2)
-        .saturating_mul(2)
+    // One formula with the configuration's check of udp queuing channels.
+    partix_config::socket_buffer_bytes(max_message_size, frames)
 }
 
 /// Create a connected, non-blocking socket pair on 127.0.0.1 (executive side) whose buffers
