@@ -537,6 +537,9 @@ extern "C" fn meas_entry() {
     }
     // START of a higher-priority process: it runs inside START.
     for _ in 0..k {
+        // Cleared first: a run in which `hi` did not preempt inside START (no SCHED_FIFO)
+        // recorded the previous stamp as a 0 ns switch (found by review).
+        HI_FIRST.store(0, Ordering::Release);
         let t0 = Instant::now();
         let r = start(hi);
         let t1 = Instant::now();
@@ -544,7 +547,9 @@ extern "C" fn meas_entry() {
             let first = HI_FIRST.load(Ordering::Acquire);
             let t0n = t0.duration_since(epoch()).as_nanos() as u64;
             s.push(("START (higher prio, +2 switches)", ns(t0, t1)));
-            s.push(("CtswO: START->1st instr", first.saturating_sub(t0n)));
+            if first >= t0n {
+                s.push(("CtswO: START->1st instr", first - t0n));
+            }
         }
     }
     SAMPLES.lock().unwrap_or_else(|e| e.into_inner()).extend(s);

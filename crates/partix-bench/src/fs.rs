@@ -294,6 +294,9 @@ struct Row {
 
 struct Table {
     rows: Vec<Row>,
+    /// Targets met and missed.
+    met: u32,
+    missed: u32,
 }
 
 impl Table {
@@ -307,7 +310,7 @@ impl Table {
         self.rows.iter().find(|r| r.summary.name == name)
     }
 
-    fn ratio(&self, a: &str, b: &str, target: Option<f64>) {
+    fn ratio(&mut self, a: &str, b: &str, target: Option<f64>) {
         let (Some(x), Some(y)) = (self.get(a), self.get(b)) else {
             return;
         };
@@ -316,8 +319,13 @@ impl Table {
             let r = x.summary.p50 as f64 / y.summary.p50.max(1) as f64;
             line.push_str(&format!(
                 "  [target p50 <= {t:.2}x: {}]",
-                if r <= t { "met" } else { "missed" }
+                if r <= t { "met" } else { "MISSED" }
             ));
+            if r <= t {
+                self.met += 1;
+            } else {
+                self.missed += 1;
+            }
         }
         println!("{line}");
     }
@@ -362,7 +370,11 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(root.join("o"), b"open me")?;
     let client_cpu = pin_to_cpu(0);
 
-    let mut table = Table { rows: Vec::new() };
+    let mut table = Table {
+        rows: Vec::new(),
+        met: 0,
+        missed: 0,
+    };
     print_header();
     let sizes = [16usize, 1024, 0]; // 0 = the largest that fits one frame (MTU)
 
@@ -509,20 +521,20 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     for m in &labels {
-        table.ratio(
-            &format!("fs read 1024B {m}"),
-            "9P/diod read 1024B block",
-            Some(0.25),
-        );
+        // Every set against diod, which waits blocking in TCP (it has no other mode): the row
+        // names both wait modes, and a busy set's advantage is partly its mode, as the paper's
+        // design intends (polling raw frames on a dedicated CPU).
+        let t = Some(0.25);
+        table.ratio(&format!("fs read 1024B {m}"), "9P/diod read 1024B block", t);
         table.ratio(
             &format!("fs write 1024B {m}"),
             "9P/diod write 1024B block",
-            Some(0.25),
+            t,
         );
         table.ratio(
             &format!("fs open() {m}"),
             "9P/diod open (walk+lopen) block",
-            Some(0.25),
+            t,
         );
     }
     for m in &labels {
@@ -533,6 +545,7 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("paper table 7 (10 Mb/s Ethernet, 2005): close 236 µs, open 242 µs, read 1535 µs, write 1695 µs");
+    println!("targets: {} met, {} missed", table.met, table.missed);
 
     if let Some(dir) = &args.plot {
         let path = plot_cdf(dir, &table)?;

@@ -220,9 +220,10 @@ pub fn machine_line() -> String {
     )
 }
 
-/// Line colours of the plots, in series order (distinct for up to 14 series: the rtt bench's
-/// transports, their queuing classes and the baselines).
-const PALETTE: [plotters::style::RGBColor; 14] = {
+/// Line colours of the plots, in series order (distinct for up to 20 series: the rtt bench's
+/// transports, their queuing classes, the C API classes and the baselines, 18 at most; with 14
+/// colours two of those series were drawn alike; found by review).
+const PALETTE: [plotters::style::RGBColor; 20] = {
     use plotters::style::{RGBColor, BLACK, BLUE, CYAN, GREEN, MAGENTA, RED};
     [
         BLACK,
@@ -239,6 +240,12 @@ const PALETTE: [plotters::style::RGBColor; 14] = {
         RGBColor(255, 105, 180),
         RGBColor(85, 107, 47),
         RGBColor(70, 130, 180),
+        RGBColor(220, 20, 60),
+        RGBColor(0, 0, 128),
+        RGBColor(184, 134, 11),
+        RGBColor(0, 100, 0),
+        RGBColor(199, 21, 133),
+        RGBColor(95, 158, 160),
     ]
 };
 

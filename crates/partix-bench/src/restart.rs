@@ -3,10 +3,11 @@
 //! A module of two partitions on one CPU, major frame 20 ms: `RESTART` (window 0–W, W =
 //! `--restart-window-us`, 1 ms by default) runs `partix-testpart request --mode cold
 //! --after-ms A`, so each of its incarnations asks for a COLD_START `A` ms after it reached
-//! NORMAL, and `STEADY` (a 4 ms window right after it) sleeps. Two points of the schedule do
-//! the restart's work: the one that closes `RESTART`'s window and opens `STEADY`'s sees the
-//! request and kills the process; the one that opens `RESTART`'s window respawns it. A
-//! respawn longer than `RESTART`'s own window delays `STEADY`'s opening.
+//! NORMAL, and `STEADY` (a 4 ms window right after it) sleeps. The point that closes
+//! `RESTART`'s window and opens `STEADY`'s reads the request; the kill waits for `RESTART`'s
+//! next window (since session 21), and the point that opens it kills the process, waits for
+//! it to end and respawns it. Work there longer than `RESTART`'s own window delays `STEADY`'s
+//! opening.
 //!
 //! Classes, alternated per round (`--rounds`), each for `--seconds`:
 //! - **born in cgroup**: the default spawn (`clone3(CLONE_INTO_CGROUP)`; the new process joins
@@ -18,8 +19,8 @@
 //! Measured per class: the time each respawn held the executive (`RunReport::spawn_ns`), and
 //! how late `STEADY` resumed (its partition's own resume stamp, as the executive's `late`
 //! count takes it: the open's wake-up + PtswO − planned start) in three sets of frames: those
-//! where `RESTART` was respawned, those where it was killed, and the other ("quiet") frames of
-//! the same runs; every frame for "no restart". Raw baseline in the same run, on the same CPU
+//! where `RESTART` was killed and respawned, those where its request was read, and the other
+//! ("quiet") frames of the same runs; every frame for "no restart". Raw baseline in the same run, on the same CPU
 //! at the same priority (SCHED_FIFO 99): `fork` of this process, the child stopping itself,
 //! the parent's `waitpid(WUNTRACED)` — the floor of a spawn that makes a stopped process.
 
@@ -191,8 +192,9 @@ pub struct Sample {
     pub spawn: Recorder,
     /// How late STEADY resumed in frames where RESTART was respawned (ns).
     pub late_respawn: Recorder,
-    /// How late STEADY resumed in frames where RESTART was killed (ns).
-    pub late_kill: Recorder,
+    /// How late STEADY resumed in frames where RESTART's restart request was read (ns; the kill
+    /// itself is made in the respawn frame).
+    pub late_request: Recorder,
     /// How late STEADY resumed in the other frames (ns; every frame for "no restart").
     pub late_quiet: Recorder,
     /// Restarts of RESTART.
@@ -215,7 +217,7 @@ impl Measured {
         for (_, s) in self.samples.iter().filter(|(c, _)| *c == class) {
             m.spawn.merge(&s.spawn);
             m.late_respawn.merge(&s.late_respawn);
-            m.late_kill.merge(&s.late_kill);
+            m.late_request.merge(&s.late_request);
             m.late_quiet.merge(&s.late_quiet);
             m.restarts += s.restarts;
         }
@@ -230,8 +232,9 @@ fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
         spawn.record(ns);
     }
     let records = r.trace.records();
-    // Module times of RESTART's respawns (the point that opened its window) and kills (the
-    // point that saw its request: the one that opens STEADY's window).
+    // Module times of RESTART's respawns (the point that opened its window, where its process
+    // was also killed) and of the points that read its request (the ones that open STEADY's
+    // window).
     let at = |cause: &str| -> Vec<u64> {
         records
             .iter()
@@ -239,7 +242,7 @@ fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
             .map(|x| x.actual_start)
             .collect()
     };
-    let (respawns, kills) = (at("restart"), at("SET_PARTITION_MODE"));
+    let (respawns, requests) = (at("restart"), at("SET_PARTITION_MODE"));
     let mut s = Sample {
         spawn,
         restarts: r.partitions[0].stats.restarts,
@@ -256,8 +259,9 @@ fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
             d => x.actual_start + d,
         };
         let late = resumed.saturating_sub(x.planned_start);
-        // The respawn came at this frame's start (RESTART's window, up to 1 ms ahead for the
-        // executive's early wake-up); the kill at STEADY's own opening point.
+        // The kill and respawn came at this frame's start (RESTART's window, up to 1 ms ahead
+        // for the executive's early wake-up); the request was read at STEADY's own opening
+        // point.
         let frame_start = x.planned_start.saturating_sub(restart_window_ns);
         let near = |t: u64, p: u64| t + 1_000_000 >= p && t <= p + 1_000_000;
         if respawns
@@ -265,8 +269,8 @@ fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
             .any(|&t| t + 1_000_000 >= frame_start && t < x.planned_start)
         {
             s.late_respawn.record(late);
-        } else if kills.iter().any(|&t| near(t, x.planned_start)) {
-            s.late_kill.record(late);
+        } else if requests.iter().any(|&t| near(t, x.planned_start)) {
+            s.late_request.record(late);
         } else {
             s.late_quiet.record(late);
         }
@@ -367,8 +371,8 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
     for (c, name) in [(&born, "born in cgroup"), (&fork, "fork + move")] {
         for (rec, when) in [
             (&c.late_quiet, "quiet"),
-            (&c.late_kill, "kill"),
-            (&c.late_respawn, "respawn"),
+            (&c.late_request, "request"),
+            (&c.late_respawn, "kill + respawn"),
         ] {
             let r = rec.summary(&format!("STEADY late, {name}, {when}"));
             r.print_row();

@@ -13,7 +13,9 @@ use crate::report::{self, Recorder};
 use clap::Args;
 use partix_config::model::*;
 use partix_runtime::attach::monotonic_ns;
-use partix_runtime::executive::os::{default_cpu, resolve_program, run_module, RunConfig};
+use partix_runtime::executive::os::{
+    default_cpu, resolve_program, run_module, RtThread, RunConfig,
+};
 use partix_runtime::executive::Options;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,14 +93,23 @@ pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
         "partitions: partix-benchpart (APEX, 1 process each), all on CPU {cpu}; {} runs per count",
         args.runs
     );
-    let mut base = Recorder::new();
-    for _ in 0..args.runs.max(1) * 4 {
-        let t = monotonic_ns();
-        let st = std::process::Command::new("/bin/true").status();
-        if st.is_ok() {
-            base.record(monotonic_ns() - t);
+    // The baseline under the executive's conditions: a SCHED_FIFO 99 thread pinned to the
+    // partitions' CPU (it ran from the unpinned main thread; found by review).
+    let runs = args.runs.max(1) * 4;
+    let base = std::thread::spawn(move || {
+        let _rt = RtThread::enter(cpu);
+        let mut base = Recorder::new();
+        for _ in 0..runs {
+            let t = monotonic_ns();
+            let st = std::process::Command::new("/bin/true").status();
+            if st.is_ok() {
+                base.record(monotonic_ns() - t);
+            }
         }
-    }
+        base
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("baseline thread panicked"))?;
     let mut rows = Vec::new();
     for n in 1..=args.max.max(1) {
         eprintln!("partitions: {n}/{}", args.max);
@@ -145,7 +156,8 @@ pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
     }
     println!();
     report::print_header();
-    base.summary("baseline: fork+exec /bin/true").print_row();
+    let base_s = base.summary("baseline: fork+exec /bin/true (FIFO 99, same CPU)");
+    base_s.print_row();
     for (n, rec) in &rows {
         rec.summary(&format!("{n} partitions to NORMAL"))
             .print_row();
@@ -154,18 +166,23 @@ pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
     println!("paper fig. 20 (user level, log scale): startup grows roughly linearly with partitions; ours per partition:");
     for (n, rec) in &rows {
         let p50 = rec.summary("").p50;
+        let per = p50 as f64 / *n as f64;
         println!(
-            "  {n:>2} partitions: p50 {:>7.2} ms  ({:.2} ms per partition)",
+            "  {n:>2} partitions: p50 {:>7.2} ms  ({:.2} ms per partition, {:.1}x the baseline's fork+exec)",
             p50 as f64 / 1e6,
-            p50 as f64 / 1e6 / *n as f64
+            per / 1e6,
+            per / base_s.p50.max(1) as f64
         );
     }
     if let Some((_, r8)) = rows.iter().find(|(n, _)| *n == 8) {
         let s = r8.summary("");
+        // Judged on the p50 (the max is shown: one slow start of a noisy VM is not the
+        // startup's cost).
         println!(
-            "target: 8 partitions to NORMAL <= 50 ms: p50 {:.2} ms, max {:.2} ms",
+            "target: 8 partitions to NORMAL <= 50 ms: p50 {:.2} ms, max {:.2} ms  [target p50 <= 50 ms: {}]",
             s.p50 as f64 / 1e6,
-            s.max as f64 / 1e6
+            s.max as f64 / 1e6,
+            if s.p50 <= 50_000_000 { "met" } else { "MISSED" }
         );
     }
     Ok(ExitCode::SUCCESS)

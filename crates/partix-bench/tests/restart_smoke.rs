@@ -50,7 +50,7 @@ fn every_class_restarts_and_is_measured() {
         );
         for (rec, what) in [
             (&s.late_respawn, "after a respawn"),
-            (&s.late_kill, "at a kill"),
+            (&s.late_request, "at a request"),
             (&s.late_quiet, "quiet"),
         ] {
             assert!(!rec.is_empty(), "{}: no window {what}", class.name());
@@ -61,5 +61,5 @@ fn every_class_restarts_and_is_measured() {
     assert_eq!(calm.spawn.len(), 0);
     // One STEADY window per frame (1 s of 20 ms frames).
     assert_eq!(calm.late_quiet.len(), 50);
-    assert_eq!(calm.late_respawn.len() + calm.late_kill.len(), 0);
+    assert_eq!(calm.late_respawn.len() + calm.late_request.len(), 0);
 }
