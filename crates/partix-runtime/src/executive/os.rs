@@ -1286,6 +1286,15 @@ impl<'s> OsSwitcher<'s> {
         let frozen = self.cgroups[p].as_ref().is_some_and(|cg| cg.is_frozen());
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.thaw();
+            // A cgroup the kernel refuses to thaw keeps the partition held, and nothing here can
+            // undo that: it is reported (in the run's report and summary), not silently kept
+            // (found by review).
+            if cg.is_frozen() && self.cgroup_error.is_none() {
+                self.cgroup_error = Some(format!(
+                    "{}: cannot thaw it: the partition stays held",
+                    cg.path().display()
+                ));
+            }
         }
         if self.gates[p].by_signal || frozen {
             self.signal(p, libc::SIGCONT);
