@@ -5,7 +5,8 @@
 //!    get an error reply when their header is readable.
 //! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
 //! 3. A tag already answered is answered again from the session's reply cache (the operation is
-//!    not repeated); a tag older than the cache window is dropped as stale.
+//!    not repeated); a tag older than the cache window, or too far ahead of the highest seen
+//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`.
 //! 4. The opcode indexes a table of handlers, as in the paper's server (`HANDLERS`).
 //!
 //! Bounded work: one message costs at most one system call on the exported file plus a reply
@@ -193,7 +194,8 @@ struct OpenFile {
 struct Session {
     fds: Vec<Option<OpenFile>>,
     cache: ReplyCache,
-    highest_tag: Option<u32>,
+    /// Highest sequence number seen (starts at the Version's).
+    highest_tag: u32,
     last_seen: Instant,
     version_tag: u32,
 }
@@ -245,6 +247,9 @@ pub struct Server {
     counters: Counters,
     /// Replies produced outside the request path (completed parked reads).
     pending_out: Vec<(SessionKey, Vec<u8>)>,
+    /// Where the search for a free channel starts: channels rotate, so a channel just freed
+    /// is not handed out again until 255 other sessions were started.
+    channel_cursor: u8,
 }
 
 impl Server {
@@ -270,6 +275,7 @@ impl Server {
             parked: Vec::new(),
             counters: Counters::default(),
             pending_out: Vec::new(),
+            channel_cursor: 0,
         })
     }
 
@@ -290,6 +296,14 @@ impl Server {
 
     fn cache_window(&self) -> u32 {
         4 * self.cfg.outstanding + 16
+    }
+
+    /// How far ahead of the highest tag seen a request may be: `16 x` the cache window. A
+    /// client never runs ahead of what the server saw by more than its window, except after
+    /// calls it gave up on (an outage); a tag of another (ended) session using the same channel
+    /// starts at an independent random point of the 2^24 sequence space and is refused.
+    fn ahead_limit(&self) -> u32 {
+        16 * self.cache_window()
     }
 
     /// Serve on `transport` until `stop` is set.
@@ -394,6 +408,7 @@ impl Server {
             return self.version(from, tag, pkt.body(), out);
         }
         let window = self.cache_window();
+        let ahead_limit = self.ahead_limit();
         let key = SessionKey::of(*from, tag);
         let from = &key;
         let Some(s) = self.sessions.get_mut(from) else {
@@ -419,12 +434,16 @@ impl Server {
             return Some(n);
         }
         // Distance in the 24-bit sequence space, sign-extended.
-        let ahead = s
-            .highest_tag
-            .map_or(1, |h| ((tag.wrapping_sub(h)) << 8) as i32 >> 8);
-        if ahead <= -(window as i32) {
+        let ahead = ((tag.wrapping_sub(s.highest_tag)) << 8) as i32 >> 8;
+        if ahead <= -(window as i32) || ahead > ahead_limit as i32 {
+            // Not a request of this session: a stale frame, or one of an ended session whose
+            // channel was given to another. Answer NOTCONN (not cached: the tag is not this
+            // session's) so an old client learns its session is gone.
             self.counters.stale += 1;
-            return None;
+            if self.cfg.verbose {
+                eprintln!("partix-fs: {from}: tag {tag:#x} outside the session's window");
+            }
+            return Some(self.finish_uncached(from, tag, out, ErrorCode::NOTCONN));
         }
         if self
             .parked
@@ -436,7 +455,9 @@ impl Server {
             return None;
         }
         if ahead > 0 {
-            s.highest_tag = Some(tag);
+            if let Some(s) = self.sessions.get_mut(from) {
+                s.highest_tag = tag;
+            }
         }
         self.counters.requests += 1;
         let body_out = &mut out[HEADER_LEN..];
@@ -525,8 +546,12 @@ impl Server {
                 }
             }
         }
-        // The lowest channel not in use by this address.
-        let Some(channel) = (0..=u8::MAX).find(|c| {
+        // The next channel not in use by this address, from a cursor that moves on with every
+        // session: a channel just freed is not handed out again at once, so frames of the
+        // ended session still in flight (or retransmitted by a client that did not learn of
+        // the end) reach no session and get NOTCONN.
+        let cursor = self.channel_cursor;
+        let Some(channel) = (0..=u8::MAX).map(|i| cursor.wrapping_add(i)).find(|c| {
             !self.sessions.contains_key(&SessionKey {
                 addr: *from,
                 channel: *c,
@@ -535,6 +560,7 @@ impl Server {
             self.counters.refused_clients += 1;
             return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::BUSY));
         };
+        self.channel_cursor = channel.wrapping_add(1);
         let key = SessionKey {
             addr: *from,
             channel,
@@ -545,7 +571,7 @@ impl Server {
             Session {
                 fds: Vec::new(),
                 cache: ReplyCache::new(window),
-                highest_tag: None,
+                highest_tag: tag,
                 last_seen: Instant::now(),
                 version_tag: tag,
             },

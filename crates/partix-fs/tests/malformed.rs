@@ -105,10 +105,10 @@ fn malformed_frames(server_args: &[&str]) {
         sent: 0,
     };
 
-    // A session first, by hand: Version with tag 1000.
+    // A session first, by hand: Version with tag 0 (later tags follow its sequence number).
     let mut m = [0u8; 64];
     let n = MessageRepr {
-        tag: 1000,
+        tag: 0,
         body: BodyRepr::Version(VersionRepr {
             version: 1,
             channel: 0,

@@ -1,0 +1,232 @@
+//! Protocol rules of the server and the client (docs/fs-protocol.md), checked request by request
+//! through the server's dispatch on a real export directory, and end to end through a server
+//! running over UDP on the loopback interface.
+#![allow(dead_code)]
+
+use partix_fs::client::{Client, ClientConfig};
+use partix_fs::server::{Server, ServerConfig, SESSION_FD};
+use partix_fs::transport::{PeerAddr, RecvMode, Transport, UdpTransport};
+use partix_wire::ethernet::EthernetAddress;
+use partix_wire::fs::*;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A scratch export directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let root =
+            std::env::temp_dir().join(format!("pfs-rules-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        Scratch(root)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One reply, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    error: ErrorCode,
+    result: u32,
+    data: Vec<u8>,
+}
+
+/// Requests straight into [`Server::handle`] from one peer address.
+struct Dispatch {
+    server: Server,
+    peer: PeerAddr,
+    out: Vec<u8>,
+}
+
+impl Dispatch {
+    fn new(cfg: ServerConfig) -> Dispatch {
+        Dispatch {
+            server: Server::new(cfg).unwrap(),
+            peer: PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 9])),
+            out: vec![0u8; 1500],
+        }
+    }
+
+    /// Send one message; return the decoded reply, or `None` when nothing is sent back.
+    fn raw(&mut self, tag: u32, body: BodyRepr<'_>) -> Option<Answer> {
+        let m = MessageRepr { tag, body };
+        let mut b = vec![0u8; m.buffer_len()];
+        m.emit(&mut b).unwrap();
+        let n = self.server.handle(&self.peer, &b, b.len(), &mut self.out)?;
+        let p = FsPacket::new_checked(&self.out[..n]).expect("reply header");
+        assert_eq!(p.opcode(), Opcode::Reply);
+        assert_eq!(p.tag(), tag, "reply carries the request's tag");
+        let rp = ReplyPacket::new_checked(p.body()).expect("whole reply");
+        Some(Answer {
+            error: rp.error(),
+            result: rp.result(),
+            data: rp.data().to_vec(),
+        })
+    }
+
+    fn call(&mut self, tag: u32, body: BodyRepr<'_>) -> Answer {
+        self.raw(tag, body).expect("a reply")
+    }
+
+    /// Start a session with Version tag `tag`; return the granted Version body.
+    fn version(&mut self, tag: u32, msize: u32, outstanding: u32) -> VersionRepr {
+        let a = self.call(
+            tag,
+            BodyRepr::Version(VersionRepr {
+                version: PROTOCOL_VERSION,
+                channel: 0,
+                msize,
+                outstanding,
+                max_fds: 0,
+            }),
+        );
+        assert_eq!(a.error, ErrorCode::OK, "Version refused");
+        VersionRepr::parse(&VersionPacket::new_checked(&a.data[..]).unwrap()).unwrap()
+    }
+}
+
+/// Tag `seq` on `channel`.
+fn tag(channel: u16, seq: u32) -> u32 {
+    (u32::from(channel) << TAG_CHANNEL_SHIFT) | (seq & TAG_SEQ_MASK)
+}
+
+fn open_body(path: &[u8], flags: u32, mode: u32) -> BodyRepr<'_> {
+    BodyRepr::Open(OpenRepr { flags, mode, path })
+}
+
+fn write_body(fd: u32, flags: u32, offset: Option<u64>, data: &[u8]) -> BodyRepr<'_> {
+    BodyRepr::Write(WriteRepr {
+        fd,
+        flags,
+        offset,
+        data,
+    })
+}
+
+/// A server running [`Server::run`] over UDP on 127.0.0.1 in a thread, stopped on drop.
+struct LoopServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Server>>,
+}
+
+impl LoopServer {
+    fn start(cfg: ServerConfig) -> LoopServer {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+        let addr = t.local_addr();
+        let mut server = Server::new(cfg).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            server.run(&mut t, &s2).unwrap();
+            server
+        });
+        LoopServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn client(&self, cfg: ClientConfig) -> Client {
+        let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), cfg.mode).unwrap();
+        Client::connect(Box::new(t), self.addr, cfg).expect("connect over loopback UDP")
+    }
+
+    /// Stop the server; return it (for its counters).
+    fn stop(mut self) -> Server {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for LoopServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A channel freed by the end of a session is not handed to the next session at once, and a
+/// session accepts only tags near its own sequence (from its Version's tag on): frames of an
+/// ended session, retransmitted late, get NOTCONN and never run in another session.
+#[test]
+fn an_ended_sessions_frames_never_run_in_a_new_session() {
+    let dir = Scratch::new("channels");
+    std::fs::write(dir.path().join("old"), b"").unwrap();
+    std::fs::write(dir.path().join("new"), b"").unwrap();
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.max_clients = 4;
+    cfg.outstanding = 4;
+    let mut d = Dispatch::new(cfg);
+
+    // Session A opens "old" and ends.
+    let a = d.version(0x100, 1500, 4).channel;
+    let open = d.call(tag(a, 0x101), open_body(b"old", open_flags::WRONLY, 0));
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+    let end = d.call(tag(a, 0x102), BodyRepr::Close(CloseRepr { fd: SESSION_FD }));
+    assert_eq!(end.error, ErrorCode::OK);
+
+    // Session B, from the same address, opens "new" (also descriptor 0).
+    let b = d.version(0x50_0000, 1500, 4).channel;
+    assert_ne!(a, b, "the channel just freed was handed out again at once");
+    let open = d.call(tag(b, 0x50_0001), open_body(b"new", open_flags::WRONLY, 0));
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+
+    // A's write, sent late: no session on A's channel.
+    let late = d.call(tag(a, 0x103), write_body(0, 0, Some(0), b"stale"));
+    assert_eq!(late.error, ErrorCode::NOTCONN);
+
+    // Channels rotate: after enough sessions A's channel is in use again (by C). A's frames
+    // are still refused: C's sequence starts at its own Version's tag.
+    let mut c = None;
+    for i in 0..300u32 {
+        let v = d.version(0x70_0000 + i * 0x100, 1500, 4).channel;
+        if v == a {
+            c = Some(0x70_0000 + i * 0x100);
+            break;
+        }
+        d.call(
+            tag(v, 0x70_0001 + i * 0x100),
+            BodyRepr::Close(CloseRepr { fd: SESSION_FD }),
+        );
+    }
+    let c_version = c.expect("channel reused after a full turn");
+    let open = d.call(
+        tag(a, c_version + 1),
+        open_body(b"new", open_flags::WRONLY, 0),
+    );
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+    for seq in [
+        0x103,
+        0x104,
+        c_version.wrapping_sub(200),
+        c_version + 100_000,
+    ] {
+        let late = d.call(tag(a, seq), write_body(0, 0, Some(0), b"stale"));
+        assert_eq!(late.error, ErrorCode::NOTCONN, "seq {seq:#x}");
+    }
+    // C's own next request still runs (the refused tags moved nothing).
+    let w = d.call(tag(a, c_version + 2), write_body(0, 0, Some(0), b"c"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 1));
+    assert_eq!(std::fs::read(dir.path().join("old")).unwrap(), b"");
+    assert_eq!(std::fs::read(dir.path().join("new")).unwrap(), b"c");
+    assert!(d.server.counters().stale >= 4);
+}
