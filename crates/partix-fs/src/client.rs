@@ -12,10 +12,11 @@
 
 use crate::transport::{PeerAddr, RecvMode, Transport};
 use partix_wire::fs::{
-    commit_flags, max_read_data, max_write_data, write_flags, AttrPacket, AttrRepr, BodyRepr,
-    CloseRepr, CommitRepr, DirEntryRepr, ErrorCode, FileKind, FlushRepr, FsPacket, MessageRepr,
-    Opcode, OpenRepr, ReadRepr, ReaddirRepr, ReplyPacket, StatRepr, VersionPacket, VersionRepr,
-    WriteRepr, DEFAULT_MSIZE, HEADER_LEN, PROTOCOL_VERSION, TAG_CHANNEL_SHIFT, TAG_SEQ_MASK,
+    commit_flags, max_read_data, max_write_data, open_flags, write_flags, AttrPacket, AttrRepr,
+    BodyRepr, CloseRepr, CommitRepr, DirEntryRepr, ErrorCode, FileKind, FlushRepr, FsPacket,
+    MessageRepr, Opcode, OpenRepr, ReadRepr, ReaddirRepr, ReplyPacket, StatRepr, VersionPacket,
+    VersionRepr, WriteRepr, DEFAULT_MSIZE, HEADER_LEN, PROTOCOL_VERSION, TAG_CHANNEL_SHIFT,
+    TAG_SEQ_MASK,
 };
 use std::io;
 use std::time::{Duration, Instant};
@@ -209,6 +210,8 @@ pub struct Client {
     rx: Vec<u8>,
     counters: ClientCounters,
     ended: bool,
+    /// Descriptors opened with O_APPEND: written at the current position, one piece at a time.
+    append_fds: std::collections::HashSet<u32>,
 }
 
 /// Where the data of the last reply lies in the receive buffer.
@@ -254,6 +257,7 @@ impl Client {
             counters: ClientCounters::default(),
             // No session yet: nothing to end if the handshake fails.
             ended: true,
+            append_fds: std::collections::HashSet::new(),
         };
         let info = c.call(BodyRepr::Version(VersionRepr {
             version: PROTOCOL_VERSION,
@@ -517,6 +521,11 @@ impl Client {
             mode,
             path: path.as_bytes(),
         }))?;
+        if flags & open_flags::APPEND != 0 {
+            self.append_fds.insert(info.result);
+        } else {
+            self.append_fds.remove(&info.result);
+        }
         Ok(info.result)
     }
 
@@ -525,6 +534,7 @@ impl Client {
     /// # Errors
     /// [`FsError::Remote`] with `BADF` for an unknown descriptor.
     pub fn close(&mut self, fd: u32) -> Result<(), FsError> {
+        self.append_fds.remove(&fd);
         self.call(BodyRepr::Close(CloseRepr { fd }))?;
         Ok(())
     }
@@ -605,13 +615,19 @@ impl Client {
 
     /// Write `data` at `offset` (`None` = current position), split over frames. Pieces at
     /// explicit offsets are pipelined; at the current position they are sent one by one, in
-    /// order. A failure may leave earlier pieces applied: use [`Client::write_atomic`] for
-    /// all-or-nothing.
+    /// order. On a descriptor opened with `O_APPEND` the offset is ignored (as `pwrite(2)` does
+    /// on Linux) and the pieces go one by one to the end, in order. A failure may leave earlier
+    /// pieces applied: use [`Client::write_atomic`] for all-or-nothing.
     ///
     /// # Errors
     /// Transport errors, timeouts, the server's errno.
     pub fn write(&mut self, fd: u32, offset: Option<u64>, data: &[u8]) -> Result<usize, FsError> {
         let chunk = max_write_data(self.msize);
+        let offset = if self.append_fds.contains(&fd) {
+            None
+        } else {
+            offset
+        };
         match offset {
             None => {
                 let mut done = 0;
@@ -681,6 +697,11 @@ impl Client {
         }
         let len =
             u32::try_from(data.len()).map_err(|_| FsError::Invalid("atomic write over 4 GiB"))?;
+        let offset = if self.append_fds.contains(&fd) {
+            None
+        } else {
+            offset
+        };
         let chunk = max_write_data(self.msize);
         let count = data.len().div_ceil(chunk);
         let staged = self.pipeline(

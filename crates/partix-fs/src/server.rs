@@ -187,6 +187,9 @@ struct OpenFile {
     nonblocking: bool,
     /// Regular file (reads never park).
     regular: bool,
+    /// Opened with O_APPEND: every write goes to the end, whatever its offset, so writes with
+    /// an explicit offset (pipelined pieces, which may arrive in any order) are refused.
+    append: bool,
     staging: Option<Staging>,
 }
 
@@ -679,6 +682,7 @@ impl Server {
             fd,
             nonblocking: flags & open_flags::NONBLOCK != 0,
             regular,
+            append: flags & open_flags::APPEND != 0,
             staging: None,
         });
         Some(reply(out, slot as u32, ErrorCode::OK))
@@ -786,6 +790,10 @@ impl Server {
             st.pieces.push((start, end));
             return Some(reply(out, w.data.len() as u32, ErrorCode::OK));
         }
+        if f.append && w.offset.is_some() {
+            // The kernel would append it wherever it lands in arrival order.
+            return Some(reply(out, 0, ErrorCode::INVAL));
+        }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
             Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
             Err(e) => Some(errno_reply(out, e)),
@@ -810,6 +818,9 @@ impl Server {
         };
         if c.flags & commit_flags::ABORT != 0 {
             return Some(reply(out, 0, ErrorCode::OK));
+        }
+        if f.append && c.offset.is_some() {
+            return Some(reply(out, 0, ErrorCode::INVAL));
         }
         // The staged pieces must cover exactly 0..len with no gap.
         st.pieces.sort_unstable();

@@ -230,3 +230,79 @@ fn an_ended_sessions_frames_never_run_in_a_new_session() {
     assert_eq!(std::fs::read(dir.path().join("new")).unwrap(), b"c");
     assert!(d.server.counters().stale >= 4);
 }
+
+/// On an O_APPEND descriptor the server refuses writes and commits at explicit offsets (the
+/// kernel would append pipelined pieces in arrival order); at the current position they append.
+#[test]
+fn explicit_offsets_on_append_descriptors_are_refused() {
+    let dir = Scratch::new("append-server");
+    std::fs::write(dir.path().join("log"), b"head.").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let ch = d.version(0x10, 1500, 4).channel;
+    let t = |seq| tag(ch, seq);
+    let open = d.call(
+        t(0x11),
+        open_body(b"log", open_flags::WRONLY | open_flags::APPEND, 0),
+    );
+    assert_eq!(open.error, ErrorCode::OK);
+    let fd = open.result;
+    let w = d.call(t(0x12), write_body(fd, 0, Some(0), b"BAD"));
+    assert_eq!(w.error, ErrorCode::INVAL);
+    let w = d.call(t(0x13), write_body(fd, 0, None, b"one."));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 4));
+    // Staged pieces carry offsets into the staging buffer: allowed. The Commit must append.
+    let s = d.call(
+        t(0x14),
+        write_body(fd, write_flags::STAGE, Some(0), b"two."),
+    );
+    assert_eq!(s.error, ErrorCode::OK);
+    let commit = |offset| {
+        BodyRepr::Commit(CommitRepr {
+            fd,
+            flags: 0,
+            offset,
+            len: 4,
+        })
+    };
+    assert_eq!(d.call(t(0x15), commit(Some(0))).error, ErrorCode::INVAL);
+    let s = d.call(
+        t(0x16),
+        write_body(fd, write_flags::STAGE, Some(0), b"two."),
+    );
+    assert_eq!(s.error, ErrorCode::OK);
+    let c = d.call(t(0x17), commit(None));
+    assert_eq!((c.error, c.result), (ErrorCode::OK, 4));
+    assert_eq!(
+        std::fs::read(dir.path().join("log")).unwrap(),
+        b"head.one.two."
+    );
+}
+
+/// The client writes to a descriptor it opened with O_APPEND at the current position, one piece
+/// after the other, whatever offset it is given: a write over several frames appends in order.
+#[test]
+fn client_appends_split_writes_in_order() {
+    let dir = Scratch::new("append-client");
+    std::fs::write(dir.path().join("log"), b"start\n").unwrap();
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c
+        .open("log", open_flags::WRONLY | open_flags::APPEND, 0)
+        .unwrap();
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    // FUSE passes the file offset it believes in; the client must not use it.
+    assert_eq!(c.write(fd, Some(3), &data).unwrap(), data.len());
+    assert_eq!(c.write_atomic(fd, Some(0), b"atomic").unwrap(), 6);
+    c.close(fd).unwrap();
+    // The same descriptor number opened without O_APPEND writes at offsets again.
+    let fd2 = c.open("log", open_flags::WRONLY, 0).unwrap();
+    assert_eq!(fd2, fd);
+    assert_eq!(c.write(fd2, Some(0), b"START").unwrap(), 5);
+    let mut want = b"START\n".to_vec();
+    want.extend_from_slice(&data);
+    want.extend_from_slice(b"atomic");
+    assert_eq!(std::fs::read(dir.path().join("log")).unwrap(), want);
+    c.disconnect().unwrap();
+    let counters = server.stop().counters();
+    assert_eq!(counters.errors, 0, "{counters}");
+}
