@@ -22,7 +22,7 @@ use partix_wire::fs::{
     VersionPacket, VersionRepr, WritePacket, WriteRepr, HEADER_LEN, MIN_MSIZE, PROTOCOL_VERSION,
     TAG_CHANNEL_SHIFT,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -49,6 +49,10 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Largest atomic write (bytes staged per descriptor).
     pub staging_limit: usize,
+    /// Bytes staged by one session over all its descriptors.
+    pub session_staging_limit: usize,
+    /// Bytes staged by all sessions together.
+    pub total_staging_limit: usize,
     /// Log every request to stderr.
     pub verbose: bool,
 }
@@ -64,6 +68,8 @@ impl ServerConfig {
             max_clients: 16,
             idle_timeout: Duration::from_secs(60),
             staging_limit: 16 << 20,
+            session_staging_limit: 16 << 20,
+            total_staging_limit: 64 << 20,
             verbose: false,
         }
     }
@@ -176,8 +182,45 @@ impl ReplyCache {
 /// Data staged for an atomic write on one descriptor.
 #[derive(Debug, Default)]
 struct Staging {
+    /// Staged bytes (gaps not yet staged are zeros); its length is charged to the budgets.
     buf: Vec<u8>,
-    pieces: Vec<(u64, u64)>,
+    /// Disjoint staged ranges, start -> end, merged when they touch.
+    ranges: BTreeMap<u64, u64>,
+}
+
+impl Staging {
+    /// Return whether `start..end` overlaps a staged range.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.ranges
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, &e)| e > start)
+    }
+
+    /// Return how many disjoint ranges there would be with `start..end` added.
+    fn ranges_with(&self, start: u64, end: u64) -> usize {
+        let joins_left = self
+            .ranges
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(_, &e)| e == start);
+        let joins_right = self.ranges.contains_key(&end);
+        self.ranges.len() + 1 - usize::from(joins_left) - usize::from(joins_right)
+    }
+
+    /// Record `start..end` (not overlapping), merged with the ranges it touches.
+    fn add(&mut self, mut start: u64, mut end: u64) {
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back() {
+            if e == start {
+                self.ranges.remove(&s);
+                start = s;
+            }
+        }
+        if let Some(e) = self.ranges.remove(&end) {
+            end = e;
+        }
+        self.ranges.insert(start, end);
+    }
 }
 
 #[derive(Debug)]
@@ -201,6 +244,8 @@ struct Session {
     highest_tag: u32,
     last_seen: Instant,
     version_tag: u32,
+    /// Bytes staged on this session's descriptors.
+    staged: usize,
 }
 
 /// A read waiting for data on a device or pipe.
@@ -250,6 +295,8 @@ pub struct Server {
     counters: Counters,
     /// Replies produced outside the request path (completed parked reads).
     pending_out: Vec<(SessionKey, Vec<u8>)>,
+    /// Bytes staged by all sessions.
+    staged: usize,
     /// Where the search for a free channel starts: channels rotate, so a channel just freed
     /// is not handed out again until 255 other sessions were started.
     channel_cursor: u8,
@@ -279,6 +326,7 @@ impl Server {
             counters: Counters::default(),
             pending_out: Vec::new(),
             channel_cursor: 0,
+            staged: 0,
         })
     }
 
@@ -577,6 +625,7 @@ impl Server {
                 highest_tag: tag,
                 last_seen: Instant::now(),
                 version_tag: tag,
+                staged: 0,
             },
         );
         self.versions.insert((*from, tag), channel);
@@ -621,6 +670,7 @@ impl Server {
     fn end_session(&mut self, key: &SessionKey) {
         if let Some(s) = self.sessions.remove(key) {
             self.versions.remove(&(key.addr, s.version_tag));
+            self.staged -= s.staged;
         }
         self.parked.retain(|p| p.client != *key);
     }
@@ -637,6 +687,12 @@ impl Server {
             .fds
             .get_mut(fd as usize)
             .and_then(|f| f.as_mut())
+    }
+
+    /// Give back `bytes` of staging budget taken by `from`.
+    fn release_staging(&mut self, from: &SessionKey, bytes: usize) {
+        self.session(from).staged -= bytes;
+        self.staged -= bytes;
     }
 
     fn malformed(&mut self, out: &mut [u8]) -> Option<usize> {
@@ -708,7 +764,9 @@ impl Server {
         }
         let s = self.session(from);
         match s.fds.get_mut(r.fd as usize).and_then(|f| f.take()) {
-            Some(_file) => {
+            Some(file) => {
+                let staged = file.staging.as_ref().map_or(0, |st| st.buf.len());
+                self.release_staging(from, staged);
                 let from = *from;
                 let canceled: Vec<u32> = self
                     .parked
@@ -772,24 +830,12 @@ impl Server {
         let Ok(w) = WriteRepr::parse(&p) else {
             return self.malformed(out);
         };
-        let limit = self.cfg.staging_limit;
+        if w.flags & write_flags::STAGE != 0 {
+            return Some(self.stage(from, &w, out));
+        }
         let Some(f) = self.file(from, w.fd) else {
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        if w.flags & write_flags::STAGE != 0 {
-            let start = w.offset.unwrap_or(0);
-            let end = start.saturating_add(w.data.len() as u64);
-            if end > limit as u64 {
-                return Some(reply(out, 0, ErrorCode::FBIG));
-            }
-            let st = f.staging.get_or_insert_with(Staging::default);
-            if st.buf.len() < end as usize {
-                st.buf.resize(end as usize, 0);
-            }
-            st.buf[start as usize..end as usize].copy_from_slice(w.data);
-            st.pieces.push((start, end));
-            return Some(reply(out, w.data.len() as u32, ErrorCode::OK));
-        }
         if f.append && w.offset.is_some() {
             // The kernel would append it wherever it lands in arrival order.
             return Some(reply(out, 0, ErrorCode::INVAL));
@@ -798,6 +844,54 @@ impl Server {
             Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
             Err(e) => Some(errno_reply(out, e)),
         }
+    }
+
+    /// Stage one piece of an atomic write. Pieces must be non-empty and must not overlap what is
+    /// staged; the staging buffer grows to the piece's end, charged to the session's and the
+    /// server's budgets (`NOBUFS` when either is spent); at most a cache window of separate
+    /// ranges (`INVAL` beyond: a client never has more pieces missing than it has in flight).
+    fn stage(&mut self, from: &SessionKey, w: &WriteRepr<'_>, out: &mut [u8]) -> usize {
+        let limit = self.cfg.staging_limit;
+        let max_ranges = self.cache_window() as usize;
+        let session_room = self
+            .cfg
+            .session_staging_limit
+            .saturating_sub(self.session(from).staged);
+        let total_room = self.cfg.total_staging_limit.saturating_sub(self.staged);
+        let Some(f) = self.file(from, w.fd) else {
+            return reply(out, 0, ErrorCode::BADF);
+        };
+        let start = w.offset.unwrap_or(0);
+        let end = start.saturating_add(w.data.len() as u64);
+        if w.data.is_empty() {
+            return reply(out, 0, ErrorCode::INVAL);
+        }
+        if end > limit as u64 {
+            return reply(out, 0, ErrorCode::FBIG);
+        }
+        let (start, end) = (start as usize, end as usize);
+        let st = f.staging.get_or_insert_with(Staging::default);
+        if st.overlaps(start as u64, end as u64)
+            || st.ranges_with(start as u64, end as u64) > max_ranges
+        {
+            return reply(out, 0, ErrorCode::INVAL);
+        }
+        let growth = end.saturating_sub(st.buf.len());
+        if growth > session_room || growth > total_room {
+            if st.ranges.is_empty() {
+                f.staging = None;
+            }
+            return reply(out, 0, ErrorCode::NOBUFS);
+        }
+        if growth > 0 {
+            st.buf.reserve_exact(growth);
+            st.buf.resize(end, 0);
+        }
+        st.buf[start..end].copy_from_slice(w.data);
+        st.add(start as u64, end as u64);
+        self.session(from).staged += growth;
+        self.staged += growth;
+        reply(out, w.data.len() as u32, ErrorCode::OK)
     }
 
     fn op_commit(
@@ -813,27 +907,26 @@ impl Server {
         let Some(f) = self.file(from, c.fd) else {
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        let Some(mut st) = f.staging.take() else {
+        let Some(st) = f.staging.take() else {
             return Some(reply(out, 0, ErrorCode::INVAL));
         };
-        if c.flags & commit_flags::ABORT != 0 {
+        let (abort, append) = (c.flags & commit_flags::ABORT != 0, f.append);
+        let staged = st.buf.len();
+        self.release_staging(from, staged);
+        if abort {
             return Some(reply(out, 0, ErrorCode::OK));
         }
-        if f.append && c.offset.is_some() {
+        if append && c.offset.is_some() {
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
         // The staged pieces must cover exactly 0..len with no gap.
-        st.pieces.sort_unstable();
-        let mut covered = 0u64;
-        for &(s, e) in &st.pieces {
-            if s > covered {
-                break;
-            }
-            covered = covered.max(e);
-        }
-        if covered != u64::from(c.len) || st.buf.len() != c.len as usize {
+        let whole = st.ranges.len() == 1 && st.ranges.get(&0) == Some(&u64::from(c.len));
+        if !whole || st.buf.len() != c.len as usize {
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
+        let Some(f) = self.file(from, c.fd) else {
+            return Some(reply(out, 0, ErrorCode::BADF));
+        };
         match confine::write_all_at(&f.fd, &st.buf, c.offset) {
             Ok(n) if n == st.buf.len() => Some(reply(out, n as u32, ErrorCode::OK)),
             Ok(_) => Some(reply(out, 0, ErrorCode::IO)),

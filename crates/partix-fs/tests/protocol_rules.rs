@@ -306,3 +306,135 @@ fn client_appends_split_writes_in_order() {
     let counters = server.stop().counters();
     assert_eq!(counters.errors, 0, "{counters}");
 }
+
+/// Staged atomic writes are bounded: empty and overlapping pieces are refused, a descriptor
+/// keeps at most a cache window of separate ranges, and the buffers count against a
+/// per-session and a server-wide budget, given back by Commit, ABORT, Close and session end.
+#[test]
+fn staging_is_bounded_per_session_and_in_total() {
+    let dir = Scratch::new("staging");
+    for f in ["a", "b", "c"] {
+        std::fs::write(dir.path().join(f), b"").unwrap();
+    }
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.outstanding = 1; // cache window: 4 + 16 = 20 ranges
+    cfg.staging_limit = 4096;
+    cfg.session_staging_limit = 8192;
+    cfg.total_staging_limit = 12288;
+    cfg.max_clients = 4;
+    let mut d = Dispatch::new(cfg);
+    let one = d.version(0x1000, 1500, 1).channel;
+    let mut seq1 = 0x1000u32;
+    let mut t1 = || {
+        seq1 += 1;
+        tag(one, seq1)
+    };
+    let mut fds = Vec::new();
+    for f in [&b"a"[..], b"b", b"c"] {
+        let o = d.call(t1(), open_body(f, open_flags::RDWR, 0));
+        assert_eq!(o.error, ErrorCode::OK);
+        fds.push(o.result);
+    }
+    let stage = |fd, off, data: &'static [u8]| write_body(fd, write_flags::STAGE, Some(off), data);
+
+    // An empty piece far out allocates nothing: refused.
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 4000, b"")).error,
+        ErrorCode::INVAL
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 4096, b"x")).error,
+        ErrorCode::FBIG
+    );
+    // A piece overlapping staged bytes (a duplicate under another tag) is refused.
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 10, b"abcd")).error,
+        ErrorCode::OK
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 12, b"zz")).error,
+        ErrorCode::INVAL
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 10, b"abcd")).error,
+        ErrorCode::INVAL
+    );
+    // Touching pieces merge; at most 20 separate ranges.
+    assert_eq!(d.call(t1(), stage(fds[0], 14, b"ef")).error, ErrorCode::OK);
+    for i in 0..19u64 {
+        let a = d.call(t1(), stage(fds[0], 100 + 2 * i, b"g"));
+        assert_eq!(a.error, ErrorCode::OK, "range {i}");
+    }
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 200, b"h")).error,
+        ErrorCode::INVAL
+    );
+    let abort = |fd| {
+        BodyRepr::Commit(CommitRepr {
+            fd,
+            flags: commit_flags::ABORT,
+            offset: Some(0),
+            len: 0,
+        })
+    };
+    assert_eq!(d.call(t1(), abort(fds[0])).error, ErrorCode::OK);
+
+    // Session budget (8192): two full descriptors, the third refused.
+    assert_eq!(d.call(t1(), stage(fds[0], 4095, b"1")).error, ErrorCode::OK);
+    assert_eq!(d.call(t1(), stage(fds[1], 4095, b"1")).error, ErrorCode::OK);
+    assert_eq!(
+        d.call(t1(), stage(fds[2], 0, b"1")).error,
+        ErrorCode::NOBUFS
+    );
+
+    // Server budget (12288): another session gets 4096, then no more.
+    let two = d.version(0x9000, 1500, 1).channel;
+    let o = d.call(tag(two, 0x9001), open_body(b"c", open_flags::RDWR, 0));
+    let fd_two = o.result;
+    let o = d.call(tag(two, 0x9002), open_body(b"c", open_flags::RDWR, 0));
+    let fd_two_b = o.result;
+    assert_eq!(
+        d.call(tag(two, 0x9003), stage(fd_two, 4095, b"2")).error,
+        ErrorCode::OK
+    );
+    assert_eq!(
+        d.call(tag(two, 0x9004), stage(fd_two_b, 0, b"2")).error,
+        ErrorCode::NOBUFS
+    );
+    // ABORT gives session one's first descriptor back; Close its second.
+    assert_eq!(d.call(t1(), abort(fds[0])).error, ErrorCode::OK);
+    let close = d.call(t1(), BodyRepr::Close(CloseRepr { fd: fds[1] }));
+    assert_eq!(close.error, ErrorCode::OK);
+    assert_eq!(
+        d.call(tag(two, 0x9005), stage(fd_two_b, 0, b"2")).error,
+        ErrorCode::OK
+    );
+    // A whole atomic write still goes through within the budgets.
+    assert_eq!(d.call(t1(), stage(fds[2], 3, b"def")).error, ErrorCode::OK);
+    assert_eq!(d.call(t1(), stage(fds[2], 0, b"abc")).error, ErrorCode::OK);
+    let commit = d.call(
+        t1(),
+        BodyRepr::Commit(CommitRepr {
+            fd: fds[2],
+            flags: 0,
+            offset: Some(0),
+            len: 6,
+        }),
+    );
+    assert_eq!((commit.error, commit.result), (ErrorCode::OK, 6));
+    assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"abcdef");
+    // The end of session one gives back the rest: session two can stage 4096 more.
+    let end = d.call(t1(), BodyRepr::Close(CloseRepr { fd: SESSION_FD }));
+    assert_eq!(end.error, ErrorCode::OK);
+    let o = d.call(tag(two, 0x9006), open_body(b"c", open_flags::RDWR, 0));
+    assert_eq!(
+        d.call(tag(two, 0x9007), stage(o.result, 4095, b"2")).error,
+        ErrorCode::NOBUFS,
+        "session two's own budget (8192) is full"
+    );
+    assert_eq!(d.call(tag(two, 0x9008), abort(fd_two)).error, ErrorCode::OK);
+    assert_eq!(
+        d.call(tag(two, 0x9009), stage(o.result, 4095, b"2")).error,
+        ErrorCode::OK
+    );
+}
