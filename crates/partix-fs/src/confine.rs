@@ -142,6 +142,14 @@ pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> Result<usi
     Ok(done)
 }
 
+/// `poll(2)` the descriptors of `fds` without waiting; return how many have events (0 on an
+/// error: the caller polls again later). Negative descriptors are skipped by the kernel.
+pub fn poll_now(fds: &mut [libc::pollfd]) -> usize {
+    // SAFETY: `fds` holds `fds.len()` initialized entries; a timeout of 0 never blocks.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    r.max(0) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

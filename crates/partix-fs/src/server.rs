@@ -246,6 +246,8 @@ struct Session {
     version_tag: u32,
     /// Bytes staged on this session's descriptors.
     staged: usize,
+    /// Outstanding requests granted (also the most reads parked at once).
+    outstanding: u32,
 }
 
 /// A read waiting for data on a device or pipe.
@@ -295,6 +297,10 @@ pub struct Server {
     counters: Counters,
     /// Replies produced outside the request path (completed parked reads).
     pending_out: Vec<(SessionKey, Vec<u8>)>,
+    /// poll(2) set of the parked reads, rebuilt on each retry (kept to reuse its allocation).
+    pollfds: Vec<libc::pollfd>,
+    /// Receive area of parked-read retries (one, reused).
+    scratch: Vec<u8>,
     /// Bytes staged by all sessions.
     staged: usize,
     /// Where the search for a free channel starts: channels rotate, so a channel just freed
@@ -327,6 +333,8 @@ impl Server {
             pending_out: Vec::new(),
             channel_cursor: 0,
             staged: 0,
+            pollfds: Vec::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -626,6 +634,7 @@ impl Server {
                 last_seen: Instant::now(),
                 version_tag: tag,
                 staged: 0,
+                outstanding: req.outstanding.min(self.cfg.outstanding),
             },
         );
         self.versions.insert((*from, tag), channel);
@@ -806,6 +815,17 @@ impl Server {
             }
             Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
                 self.counters.parked += 1;
+                // At most the granted outstanding reads wait per session: a client never has
+                // more in flight, so the oldest beyond that was given up by its client (its
+                // Flush lost): cancel it as a Flush would.
+                let cap = self.session(from).outstanding.max(1) as usize;
+                let mine = self.parked.iter().filter(|p| p.client == *from).count();
+                if mine >= cap {
+                    if let Some(old) = self.parked.iter().find(|p| p.client == *from) {
+                        let old = old.tag;
+                        self.cancel_parked(from, old, ErrorCode::CANCELED, true);
+                    }
+                }
                 self.parked.push(Parked {
                     client: *from,
                     tag,
@@ -1034,7 +1054,7 @@ impl Server {
         else {
             return false;
         };
-        self.parked.swap_remove(i);
+        self.parked.remove(i);
         self.counters.flushed += 1;
         let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
         let mut h = FsPacket::new_unchecked(&mut m[..]);
@@ -1049,11 +1069,38 @@ impl Server {
         true
     }
 
+    /// Retry the parked reads whose descriptors poll(2) reports readable (or hung up, or in
+    /// error); the others stay parked, in order, without a system call each.
     fn retry_parked(&mut self) {
+        use std::os::fd::AsRawFd;
         let parked = std::mem::take(&mut self.parked);
+        let mut pollfds = std::mem::take(&mut self.pollfds);
+        pollfds.clear();
+        for p in &parked {
+            let fd = self
+                .file(&p.client, p.req.fd)
+                .map_or(-1, |f| f.fd.as_raw_fd());
+            pollfds.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let r = confine::poll_now(&mut pollfds);
+        if r == 0 {
+            // Nothing ready (or an error, then retried on the next round).
+            self.parked = parked;
+            self.pollfds = pollfds;
+            return;
+        }
         let msize = self.cfg.msize as usize;
-        for p in parked {
-            let mut m = vec![0u8; msize];
+        let mut m = std::mem::take(&mut self.scratch);
+        m.resize(msize, 0);
+        for (p, pfd) in parked.into_iter().zip(pollfds.iter()) {
+            if pfd.fd >= 0 && pfd.revents == 0 {
+                self.parked.push(p);
+                continue;
+            }
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
@@ -1069,15 +1116,17 @@ impl Server {
                     HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + n
                 }
                 Err(e) if e == libc::EAGAIN => {
+                    // Another parked read on the same descriptor took the data.
                     self.parked.push(p);
                     continue;
                 }
                 Err(e) => HEADER_LEN + errno_reply(&mut m[HEADER_LEN..], e),
             };
-            m.truncate(n);
             self.cache_and_count(&p.client, p.tag, &m, n);
-            self.pending_out.push((p.client, m));
+            self.pending_out.push((p.client, m[..n].to_vec()));
         }
+        self.scratch = m;
+        self.pollfds = pollfds;
     }
 }
 

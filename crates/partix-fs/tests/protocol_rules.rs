@@ -438,3 +438,46 @@ fn staging_is_bounded_per_session_and_in_total() {
         ErrorCode::OK
     );
 }
+
+fn mkfifo(path: &Path) {
+    assert!(std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// A session has at most its granted outstanding reads parked: one more cancels the oldest
+/// (which its client must have given up on), as a Flush would.
+#[test]
+fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
+    let dir = Scratch::new("parked");
+    mkfifo(&dir.path().join("fifo"));
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x500, 1500, 2);
+    assert_eq!(v.outstanding, 2);
+    let t = |seq| tag(v.channel, seq);
+    let rd = d.call(t(0x501), open_body(b"fifo", open_flags::RDONLY, 0));
+    assert_eq!(rd.error, ErrorCode::OK);
+    let wr = d.call(t(0x502), open_body(b"fifo", open_flags::WRONLY, 0));
+    assert_eq!(wr.error, ErrorCode::OK);
+    let read = BodyRepr::Read(ReadRepr {
+        fd: rd.result,
+        len: 16,
+        offset: None,
+    });
+    for seq in 0x503..0x506 {
+        assert_eq!(d.raw(t(seq), read), None, "read {seq:#x} parks");
+    }
+    // The first of three was canceled when the third parked: its retransmission is answered
+    // from the cache; the two later ones still wait (a retransmission gets nothing).
+    assert_eq!(d.raw(t(0x503), read).unwrap().error, ErrorCode::CANCELED);
+    assert_eq!(d.raw(t(0x504), read), None);
+    assert_eq!(d.raw(t(0x505), read), None);
+    let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
+    assert_eq!(d.call(t(0x506), flush(t(0x503))).result, 0);
+    assert_eq!(d.call(t(0x507), flush(t(0x504))).result, 1);
+    assert_eq!(d.call(t(0x508), flush(t(0x505))).result, 1);
+    assert_eq!(d.server.counters().parked, 3);
+    assert_eq!(d.server.counters().flushed, 3);
+}
