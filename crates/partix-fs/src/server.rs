@@ -248,6 +248,8 @@ struct Session {
     staged: usize,
     /// Outstanding requests granted (also the most reads parked at once).
     outstanding: u32,
+    /// Message size granted: no reply is larger.
+    msize: u32,
 }
 
 /// A read waiting for data on a device or pipe.
@@ -492,6 +494,7 @@ impl Server {
             out[..n].copy_from_slice(&cached[..n]);
             return Some(n);
         }
+        let msize = s.msize as usize;
         // Distance in the 24-bit sequence space, sign-extended.
         let ahead = ((tag.wrapping_sub(s.highest_tag)) << 8) as i32 >> 8;
         if ahead <= -(window as i32) || ahead > ahead_limit as i32 {
@@ -512,6 +515,16 @@ impl Server {
             // A retransmission of a read still waiting for data.
             self.counters.duplicates += 1;
             return None;
+        }
+        // Replies, like requests, fit the msize granted to this session (a client drops larger
+        // ones).
+        let cap = msize
+            .max(HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN)
+            .min(out.len());
+        let out = &mut out[..cap];
+        if wire_len > msize {
+            self.counters.oversized += 1;
+            return Some(self.finish(from, tag, out, None, ErrorCode::MSGSIZE));
         }
         if ahead > 0 {
             if let Some(s) = self.sessions.get_mut(from) {
@@ -635,6 +648,7 @@ impl Server {
                 version_tag: tag,
                 staged: 0,
                 outstanding: req.outstanding.min(self.cfg.outstanding),
+                msize: req.msize.min(self.cfg.msize),
             },
         );
         self.versions.insert((*from, tag), channel);
@@ -1024,6 +1038,9 @@ impl Server {
                     used += n;
                     count += 1;
                 }
+                // The first entry left does not fit in a reply at this session's msize: an
+                // error, not an empty reply (which would mean the end of the directory).
+                Err(_) if count == 0 => return Some(reply(out, 0, ErrorCode::NAMETOOLONG)),
                 Err(_) => break,
             }
         }
@@ -1104,7 +1121,8 @@ impl Server {
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
-            let max = max_read_data(self.cfg.msize);
+            let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
+            let max = max_read_data(session_msize.min(self.cfg.msize));
             let Some(f) = self.file(&p.client, p.req.fd) else {
                 continue;
             };

@@ -51,6 +51,8 @@ struct Dispatch {
     server: Server,
     peer: PeerAddr,
     out: Vec<u8>,
+    /// Length of the last reply message.
+    last_len: usize,
 }
 
 impl Dispatch {
@@ -59,6 +61,7 @@ impl Dispatch {
             server: Server::new(cfg).unwrap(),
             peer: PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 9])),
             out: vec![0u8; 1500],
+            last_len: 0,
         }
     }
 
@@ -68,6 +71,7 @@ impl Dispatch {
         let mut b = vec![0u8; m.buffer_len()];
         m.emit(&mut b).unwrap();
         let n = self.server.handle(&self.peer, &b, b.len(), &mut self.out)?;
+        self.last_len = n;
         let p = FsPacket::new_checked(&self.out[..n]).expect("reply header");
         assert_eq!(p.opcode(), Opcode::Reply);
         assert_eq!(p.tag(), tag, "reply carries the request's tag");
@@ -480,4 +484,101 @@ fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
     assert_eq!(d.call(t(0x508), flush(t(0x505))).result, 1);
     assert_eq!(d.server.counters().parked, 3);
     assert_eq!(d.server.counters().flushed, 3);
+}
+
+/// Replies fit the msize granted to the session, not the server's own: Readdir returns fewer
+/// entries per reply, Read fewer bytes, and an entry that fits no reply is an error, not the end
+/// of the directory.
+#[test]
+fn replies_fit_the_sessions_msize() {
+    let dir = Scratch::new("msize");
+    std::fs::create_dir(dir.path().join("many")).unwrap();
+    for i in 0..40 {
+        std::fs::write(dir.path().join(format!("many/entry-{i:03}")), b"").unwrap();
+    }
+    std::fs::create_dir(dir.path().join("long")).unwrap();
+    std::fs::write(dir.path().join("long").join("a".repeat(60)), b"").unwrap();
+    std::fs::write(dir.path().join("long/b"), b"").unwrap();
+    std::fs::write(dir.path().join("big"), vec![7u8; 4000]).unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x700, 128, 4);
+    assert_eq!(v.msize, 128);
+    let mut seq = 0x700;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let mut names = Vec::new();
+    loop {
+        let a = d.call(
+            t(),
+            BodyRepr::Readdir(ReaddirRepr {
+                cookie: names.len() as u32,
+                path: b"many",
+            }),
+        );
+        assert_eq!(a.error, ErrorCode::OK);
+        assert!(d.last_len <= 128, "Readdir reply of {} bytes", d.last_len);
+        if a.result == 0 {
+            break;
+        }
+        for e in DirEntryRepr::iter(&a.data) {
+            names.push(String::from_utf8(e.unwrap().name.to_vec()).unwrap());
+        }
+    }
+    assert_eq!(names.len(), 40);
+    let open = d.call(t(), open_body(b"big", open_flags::RDONLY, 0));
+    let r = d.call(
+        t(),
+        BodyRepr::Read(ReadRepr {
+            fd: open.result,
+            len: 1000,
+            offset: Some(0),
+        }),
+    );
+    assert_eq!(r.error, ErrorCode::OK);
+    assert!(d.last_len <= 128, "Read reply of {} bytes", d.last_len);
+    assert_eq!(r.result as usize, 128 - HEADER_LEN - 12);
+
+    // At the smallest msize a 60-byte name fits no reply: NAMETOOLONG, not "end".
+    let mut small = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = small.version(0x900, MIN_MSIZE, 4);
+    assert_eq!(v.msize, MIN_MSIZE);
+    let a = small.call(
+        tag(v.channel, 0x901),
+        BodyRepr::Readdir(ReaddirRepr {
+            cookie: 0,
+            path: b"long",
+        }),
+    );
+    assert_eq!(a.error, ErrorCode::NAMETOOLONG);
+    // The entries after it are still listed.
+    let a = small.call(
+        tag(v.channel, 0x902),
+        BodyRepr::Readdir(ReaddirRepr {
+            cookie: 1,
+            path: b"long",
+        }),
+    );
+    assert_eq!((a.error, a.result), (ErrorCode::OK, 1));
+    assert!(small.last_len <= MIN_MSIZE as usize);
+}
+
+/// End to end: a client that asked for a small msize lists a large directory.
+#[test]
+fn a_small_msize_client_lists_a_large_directory() {
+    let dir = Scratch::new("msize-client");
+    for i in 0..60 {
+        std::fs::write(dir.path().join(format!("file-number-{i:03}")), b"").unwrap();
+    }
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig {
+        msize: 200,
+        ..ClientConfig::default()
+    });
+    assert_eq!(c.msize(), 200);
+    let entries = c.readdir("").unwrap();
+    assert_eq!(entries.len(), 60);
+    assert_eq!(entries[59].name, "file-number-059");
+    c.disconnect().unwrap();
 }
