@@ -205,7 +205,7 @@ impl Filesystem for RemoteFs {
             return reply.error(libc::EINVAL);
         };
         let f = wire_flags(flags) | open_flags::CREAT | ((flags as u32) & open_flags::EXCL);
-        let fd = match self.client.open(&path, f, mode & !umask & 0o7777) {
+        let fd = match self.client.open(&path, f, mode & !umask & 0o777) {
             Ok(fd) => fd,
             Err(e) => return reply.error(e.errno()),
         };
