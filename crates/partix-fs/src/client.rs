@@ -80,12 +80,15 @@ impl From<io::Error> for FsError {
     }
 }
 
+/// Most outstanding requests a client asks for.
+pub const MAX_OUTSTANDING: u32 = 4096;
+
 /// Client parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientConfig {
     /// Largest message wanted (capped by the transport and the server).
     pub msize: u32,
-    /// Outstanding requests wanted (capped by the server).
+    /// Outstanding requests wanted (1 to [`MAX_OUTSTANDING`]; capped by the server).
     pub outstanding: u32,
     /// How receives wait.
     pub mode: RecvMode,
@@ -259,11 +262,13 @@ impl Client {
             ended: true,
             append_fds: std::collections::HashSet::new(),
         };
+        // The server caps at most 4096 (its cache window must stay far below the tag space).
+        let wanted_outstanding = cfg.outstanding.clamp(1, MAX_OUTSTANDING);
         let info = c.call(BodyRepr::Version(VersionRepr {
             version: PROTOCOL_VERSION,
             channel: 0,
             msize,
-            outstanding: cfg.outstanding.max(1),
+            outstanding: wanted_outstanding,
             max_fds: 0,
         }))?;
         let v = VersionPacket::new_checked(&c.rx[info.data.clone()])
@@ -275,7 +280,8 @@ impl Client {
         c.msize = v.msize;
         // Later tags carry the assigned channel in their top bits.
         c.next_tag = (u32::from(v.channel) << TAG_CHANNEL_SHIFT) | (c.next_tag & TAG_SEQ_MASK);
-        c.outstanding = v.outstanding.max(1);
+        // Never more than asked for, whatever the reply says (the window is allocated).
+        c.outstanding = v.outstanding.clamp(1, wanted_outstanding);
         c.max_fds = v.max_fds;
         c.ended = false;
         Ok(c)
@@ -766,12 +772,20 @@ impl Client {
             if info.result == 0 {
                 return Ok(out);
             }
+            let before = out.len();
             for e in DirEntryRepr::iter(&self.rx[info.data.clone()]) {
                 let e = e.map_err(|_| FsError::Protocol("bad Readdir reply"))?;
                 out.push(DirEntry {
                     name: String::from_utf8_lossy(e.name).into_owned(),
                     kind: e.kind,
                 });
+            }
+            // The count must match the entries carried: the next cookie is the count so far, and
+            // a reply counting entries it does not carry would be asked for again forever.
+            if out.len() - before != info.result as usize {
+                return Err(FsError::Protocol(
+                    "Readdir reply counts other entries than it carries",
+                ));
             }
         }
     }

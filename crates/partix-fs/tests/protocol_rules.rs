@@ -3,7 +3,7 @@
 //! running over UDP on the loopback interface.
 #![allow(dead_code)]
 
-use partix_fs::client::{Client, ClientConfig};
+use partix_fs::client::{Client, ClientConfig, FsError};
 use partix_fs::server::{Server, ServerConfig, SESSION_FD};
 use partix_fs::transport::{PeerAddr, RecvMode, Transport, UdpTransport};
 use partix_wire::ethernet::EthernetAddress;
@@ -11,6 +11,7 @@ use partix_wire::fs::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -581,4 +582,132 @@ fn a_small_msize_client_lists_a_large_directory() {
     assert_eq!(entries.len(), 60);
     assert_eq!(entries[59].name, "file-number-059");
     c.disconnect().unwrap();
+}
+
+/// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
+/// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
+/// entries" and none (after 50 of them, with "end").
+struct LyingServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    readdirs: Arc<AtomicU32>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LyingServer {
+    fn start() -> LyingServer {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = PeerAddr::Udp(sock.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let readdirs = Arc::new(AtomicU32::new(0));
+        let (stop2, readdirs2) = (stop.clone(), readdirs.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut out = [0u8; 2048];
+            while !stop2.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(p) = FsPacket::new_checked(&buf[..n]) else {
+                    continue;
+                };
+                let Ok(m) = MessageRepr::parse(&p) else {
+                    continue;
+                };
+                let mut data = [0u8; 64];
+                let (result, dlen) = match m.body {
+                    BodyRepr::Version(v) => {
+                        let g = VersionRepr {
+                            version: PROTOCOL_VERSION,
+                            channel: 3,
+                            msize: v.msize,
+                            outstanding: u32::MAX,
+                            max_fds: 8,
+                        };
+                        g.emit(&mut VersionPacket::new_unchecked(&mut data[..16]));
+                        (v.msize, 16)
+                    }
+                    BodyRepr::Stat(_) => {
+                        let a = AttrRepr {
+                            kind: FileKind::File,
+                            perm: 0o644,
+                            nlink: 1,
+                            size: 1,
+                            mtime_sec: u64::MAX,
+                            mtime_nsec: 999_999_999,
+                            rdev: 0,
+                            ino: 9,
+                        };
+                        a.emit(&mut AttrPacket::new_unchecked(&mut data[..AttrRepr::LEN]));
+                        (0, AttrRepr::LEN)
+                    }
+                    BodyRepr::Readdir(_) => {
+                        let k = readdirs2.fetch_add(1, Ordering::Relaxed);
+                        (if k < 50 { 5 } else { 0 }, 0)
+                    }
+                    _ => (0, 0),
+                };
+                let reply = MessageRepr {
+                    tag: m.tag,
+                    body: BodyRepr::Reply(ReplyRepr {
+                        result,
+                        error: ErrorCode::OK,
+                        data: &data[..dlen],
+                    }),
+                };
+                let len = reply.emit(&mut out).unwrap();
+                let _ = sock.send_to(&out[..len], from);
+            }
+        });
+        LyingServer {
+            addr,
+            stop,
+            readdirs,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for LyingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The client does not trust reply fields: the granted outstanding is never above what it asked
+/// for, and a Readdir reply counting entries it does not carry is a protocol error (not a loop).
+#[test]
+fn client_does_not_trust_reply_fields() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: 8,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    assert_eq!(c.outstanding(), 8);
+    // A pipelined read allocates its window from the granted value.
+    let fd = 0;
+    let mut buf = vec![0u8; 5000];
+    c.read(fd, Some(0), &mut buf).unwrap();
+    // The attributes come through as sent (FUSE turns the time into the epoch).
+    assert_eq!(c.stat("f").unwrap().mtime_sec, u64::MAX);
+    match c.readdir("") {
+        Err(FsError::Protocol(_)) => {}
+        other => panic!("Readdir with a lying count: {other:?}"),
+    }
+    assert_eq!(liar.readdirs.load(Ordering::Relaxed), 1);
+    // Asking for more than the most a server grants asks for that most.
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: u32::MAX,
+        ..ClientConfig::default()
+    };
+    let c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    assert_eq!(c.outstanding(), partix_fs::client::MAX_OUTSTANDING);
 }
