@@ -623,10 +623,11 @@ impl Client {
     /// explicit offsets are pipelined; at the current position they are sent one by one, in
     /// order. On a descriptor opened with `O_APPEND` the offset is ignored (as `pwrite(2)` does
     /// on Linux) and the pieces go one by one to the end, in order. A failure may leave earlier
-    /// pieces applied: use [`Client::write_atomic`] for all-or-nothing.
+    /// pieces applied: use [`Client::write_atomic`] for all-or-nothing. As with `write(2)`, an
+    /// error after some bytes were written returns the count of those bytes instead.
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno.
+    /// Transport errors, timeouts, the server's errno (when nothing was written).
     pub fn write(&mut self, fd: u32, offset: Option<u64>, data: &[u8]) -> Result<usize, FsError> {
         let chunk = max_write_data(self.msize);
         let offset = if self.append_fds.contains(&fd) {
@@ -638,14 +639,21 @@ impl Client {
             None => {
                 let mut done = 0;
                 for piece in data.chunks(chunk.max(1)) {
-                    let info = self.call(BodyRepr::Write(WriteRepr {
+                    let r = self.call(BodyRepr::Write(WriteRepr {
                         fd,
                         flags: 0,
                         offset: None,
                         data: piece,
-                    }))?;
-                    done += info.result as usize;
-                    if (info.result as usize) < piece.len() {
+                    }));
+                    let info = match r {
+                        Ok(info) => info,
+                        // As write(2): an error after some bytes were written reports those.
+                        Err(_) if done > 0 => return Ok(done),
+                        Err(e) => return Err(e),
+                    };
+                    let n = (info.result as usize).min(piece.len());
+                    done += n;
+                    if n < piece.len() {
                         break;
                     }
                 }

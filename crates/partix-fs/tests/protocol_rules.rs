@@ -586,7 +586,9 @@ fn a_small_msize_client_lists_a_large_directory() {
 
 /// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
 /// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
-/// entries" and none (after 50 of them, with "end").
+/// entries" and none (after 50 of them, with "end"). Writes at the current position succeed but
+/// every third fails with EIO; a write at offset 1446 (the second piece of a split write over UDP)
+/// writes 10 bytes.
 struct LyingServer {
     addr: PeerAddr,
     stop: Arc<AtomicBool>,
@@ -606,6 +608,7 @@ impl LyingServer {
         let thread = std::thread::spawn(move || {
             let mut buf = [0u8; 2048];
             let mut out = [0u8; 2048];
+            let mut current_writes = 0u32;
             while !stop2.load(Ordering::Relaxed) {
                 let Ok((n, from)) = sock.recv_from(&mut buf) else {
                     continue;
@@ -617,6 +620,7 @@ impl LyingServer {
                     continue;
                 };
                 let mut data = [0u8; 64];
+                let mut error = ErrorCode::OK;
                 let (result, dlen) = match m.body {
                     BodyRepr::Version(v) => {
                         let g = VersionRepr {
@@ -647,13 +651,24 @@ impl LyingServer {
                         let k = readdirs2.fetch_add(1, Ordering::Relaxed);
                         (if k < 50 { 5 } else { 0 }, 0)
                     }
+                    BodyRepr::Write(w) if w.offset.is_none() => {
+                        current_writes += 1;
+                        if current_writes.is_multiple_of(3) {
+                            error = ErrorCode::IO;
+                            (0, 0)
+                        } else {
+                            (w.data.len() as u32, 0)
+                        }
+                    }
+                    BodyRepr::Write(w) if w.offset == Some(1446) => (10, 0),
+                    BodyRepr::Write(w) => (w.data.len() as u32, 0),
                     _ => (0, 0),
                 };
                 let reply = MessageRepr {
                     tag: m.tag,
                     body: BodyRepr::Reply(ReplyRepr {
                         result,
-                        error: ErrorCode::OK,
+                        error,
                         data: &data[..dlen],
                     }),
                 };
@@ -710,4 +725,24 @@ fn client_does_not_trust_reply_fields() {
     };
     let c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
     assert_eq!(c.outstanding(), partix_fs::client::MAX_OUTSTANDING);
+}
+
+/// A write that fails after some pieces were written reports those bytes, as write(2) does.
+#[test]
+fn client_write_reports_the_bytes_written_before_an_error() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    let chunk = max_write_data(c.msize());
+    assert_eq!(chunk, 1446);
+    let data = vec![1u8; 4 * chunk];
+    // Pieces one and two are written, piece three fails: two pieces' worth.
+    assert_eq!(c.write(0, None, &data).unwrap(), 2 * chunk);
+    // Nothing written: the error itself.
+    assert_eq!(c.write(0, None, &data[..10]).unwrap(), 10);
+    assert_eq!(c.write(0, None, &data[..10]).unwrap(), 10);
+    assert!(matches!(
+        c.write(0, None, &data[..10]),
+        Err(FsError::Remote(ErrorCode::IO))
+    ));
 }
