@@ -579,6 +579,9 @@ impl Client {
         let Some(base) = offset else {
             return self.read_once(fd, None, buf);
         };
+        if base.checked_add(buf.len() as u64).is_none() {
+            return Err(FsError::Invalid("read beyond the largest offset"));
+        }
         if buf.len() <= chunk {
             return self.read_once(fd, offset, buf);
         }
@@ -624,7 +627,9 @@ impl Client {
     /// order. On a descriptor opened with `O_APPEND` the offset is ignored (as `pwrite(2)` does
     /// on Linux) and the pieces go one by one to the end, in order. A failure may leave earlier
     /// pieces applied: use [`Client::write_atomic`] for all-or-nothing. As with `write(2)`, an
-    /// error after some bytes were written returns the count of those bytes instead.
+    /// error after some bytes were written returns the count of those bytes instead; for
+    /// pipelined pieces that is the contiguous prefix written (pieces after a short or failed
+    /// one may have been written too).
     ///
     /// # Errors
     /// Transport errors, timeouts, the server's errno (when nothing was written).
@@ -659,6 +664,9 @@ impl Client {
                 }
                 Ok(done)
             }
+            Some(base) if base.checked_add(data.len() as u64).is_none() => {
+                Err(FsError::Invalid("write beyond the largest offset"))
+            }
             Some(base) if data.len() <= chunk => {
                 let info = self.call(BodyRepr::Write(WriteRepr {
                     fd,
@@ -666,12 +674,12 @@ impl Client {
                     offset: Some(base),
                     data,
                 }))?;
-                Ok(info.result as usize)
+                Ok((info.result as usize).min(data.len()))
             }
             Some(base) => {
                 let count = data.len().div_ceil(chunk);
-                let mut done = 0usize;
-                self.pipeline(
+                let mut wrote = vec![usize::MAX; count];
+                let r = self.pipeline(
                     count,
                     |i, tag, out| {
                         let piece = &data[i * chunk..((i + 1) * chunk).min(data.len())];
@@ -687,9 +695,26 @@ impl Client {
                         .emit(out)
                         .map_err(|_| FsError::Invalid("write request"))
                     },
-                    |_, result, _| done += result as usize,
-                )?;
-                Ok(done)
+                    |i, result, _| wrote[i] = result as usize,
+                );
+                // The result is the contiguous prefix written: stop at the first short piece
+                // (or the first without a reply), as read() does.
+                let mut done = 0usize;
+                for (i, &w) in wrote.iter().enumerate() {
+                    let want = chunk.min(data.len() - i * chunk);
+                    if w == usize::MAX {
+                        break;
+                    }
+                    done += w.min(want);
+                    if w < want {
+                        break;
+                    }
+                }
+                match r {
+                    Ok(()) => Ok(done),
+                    Err(_) if done > 0 => Ok(done),
+                    Err(e) => Err(e),
+                }
             }
         }
     }

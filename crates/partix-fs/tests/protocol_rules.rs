@@ -746,3 +746,31 @@ fn client_write_reports_the_bytes_written_before_an_error() {
         Err(FsError::Remote(ErrorCode::IO))
     ));
 }
+
+/// A split write reports the contiguous prefix written (a short middle piece ends it), and
+/// offsets whose sum with the length overflows are refused before anything is sent.
+#[test]
+fn split_write_reports_the_contiguous_prefix_and_refuses_overflowing_offsets() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    let chunk = max_write_data(c.msize());
+    assert_eq!(chunk, 1446);
+    let data = vec![1u8; 3 * chunk];
+    // The piece at offset 1446 writes 10 bytes: 1446 + 10 are contiguous.
+    assert_eq!(c.write(0, Some(0), &data).unwrap(), chunk + 10);
+    let near_end = u64::MAX - 100;
+    assert!(matches!(
+        c.write(0, Some(near_end), &data),
+        Err(FsError::Invalid(_))
+    ));
+    assert!(matches!(
+        c.write(0, Some(near_end), &data[..200]),
+        Err(FsError::Invalid(_))
+    ));
+    let mut buf = vec![0u8; 3000];
+    assert!(matches!(
+        c.read(0, Some(near_end), &mut buf),
+        Err(FsError::Invalid(_))
+    ));
+}
