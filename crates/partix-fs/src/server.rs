@@ -98,7 +98,7 @@ pub struct Counters {
     pub unknown_opcode: u64,
     /// Requests whose body did not parse.
     pub malformed: u64,
-    /// Reads parked until data arrives.
+    /// Reads parked until data arrives, writes parked until there is room.
     pub parked: u64,
     /// Requests canceled by Flush.
     pub flushed: u64,
@@ -252,12 +252,40 @@ struct Session {
     msize: u32,
 }
 
-/// A read waiting for data on a device or pipe.
-#[derive(Debug, Clone, Copy)]
+/// A read waiting for data, or a write waiting for room, on a device or pipe.
+#[derive(Debug)]
 struct Parked {
     client: SessionKey,
     tag: u32,
-    req: ReadRepr,
+    op: ParkedOp,
+}
+
+#[derive(Debug)]
+enum ParkedOp {
+    Read(ReadRepr),
+    Write {
+        fd: u32,
+        offset: Option<u64>,
+        data: Vec<u8>,
+    },
+}
+
+impl Parked {
+    /// Return the descriptor (in the session's table) the request waits on.
+    fn fd(&self) -> u32 {
+        match &self.op {
+            ParkedOp::Read(r) => r.fd,
+            ParkedOp::Write { fd, .. } => *fd,
+        }
+    }
+
+    /// Return the poll(2) events that let the request go on.
+    fn events(&self) -> i16 {
+        match self.op {
+            ParkedOp::Read(_) => libc::POLLIN,
+            ParkedOp::Write { .. } => libc::POLLOUT,
+        }
+    }
 }
 
 /// A request handler: parse the body, do the work, write the reply body into `out`; return
@@ -297,11 +325,11 @@ pub struct Server {
     versions: HashMap<(PeerAddr, u32), u8>,
     parked: Vec<Parked>,
     counters: Counters,
-    /// Replies produced outside the request path (completed parked reads).
+    /// Replies produced outside the request path (completed or canceled parked requests).
     pending_out: Vec<(SessionKey, Vec<u8>)>,
-    /// poll(2) set of the parked reads, rebuilt on each retry (kept to reuse its allocation).
+    /// poll(2) set of the parked requests, rebuilt on each retry (kept to reuse its allocation).
     pollfds: Vec<libc::pollfd>,
-    /// Receive area of parked-read retries (one, reused).
+    /// Reply area of parked-request retries (one, reused).
     scratch: Vec<u8>,
     /// Bytes staged by all sessions.
     staged: usize,
@@ -794,7 +822,7 @@ impl Server {
                 let canceled: Vec<u32> = self
                     .parked
                     .iter()
-                    .filter(|p| p.client == from && p.req.fd == r.fd)
+                    .filter(|p| p.client == from && p.fd() == r.fd)
                     .map(|p| p.tag)
                     .collect();
                 for t in canceled {
@@ -828,33 +856,38 @@ impl Server {
                 Some(ReplyPacket::<&[u8]>::FIXED_LEN + n)
             }
             Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
-                self.counters.parked += 1;
-                // At most the granted outstanding reads wait per session: a client never has
-                // more in flight, so the oldest beyond that was given up by its client (its
-                // Flush lost): cancel it as a Flush would.
-                let cap = self.session(from).outstanding.max(1) as usize;
-                let mine = self.parked.iter().filter(|p| p.client == *from).count();
-                if mine >= cap {
-                    if let Some(old) = self.parked.iter().find(|p| p.client == *from) {
-                        let old = old.tag;
-                        self.cancel_parked(from, old, ErrorCode::CANCELED, true);
-                    }
-                }
-                self.parked.push(Parked {
-                    client: *from,
-                    tag,
-                    req: r,
-                });
+                self.park(from, tag, ParkedOp::Read(r));
                 None
             }
             Err(e) => Some(errno_reply(out, e)),
         }
     }
 
+    /// Park a request that would block until its descriptor is ready.
+    fn park(&mut self, from: &SessionKey, tag: u32, op: ParkedOp) {
+        self.counters.parked += 1;
+        // At most the granted outstanding requests wait per session: a client never has more
+        // in flight, so the oldest beyond that was given up by its client (its Flush lost):
+        // cancel it as a Flush would.
+        let cap = self.session(from).outstanding.max(1) as usize;
+        let mine = self.parked.iter().filter(|p| p.client == *from).count();
+        if mine >= cap {
+            if let Some(old) = self.parked.iter().find(|p| p.client == *from) {
+                let old = old.tag;
+                self.cancel_parked(from, old, ErrorCode::CANCELED, true);
+            }
+        }
+        self.parked.push(Parked {
+            client: *from,
+            tag,
+            op,
+        });
+    }
+
     fn op_write(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
@@ -876,6 +909,16 @@ impl Server {
         }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
             Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
+            Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
+                // No room in the pipe or device: wait like a read waits for data.
+                let op = ParkedOp::Write {
+                    fd: w.fd,
+                    offset: w.offset,
+                    data: w.data.to_vec(),
+                };
+                self.park(from, tag, op);
+                None
+            }
             Err(e) => Some(errno_reply(out, e)),
         }
     }
@@ -1086,8 +1129,9 @@ impl Server {
         true
     }
 
-    /// Retry the parked reads whose descriptors poll(2) reports readable (or hung up, or in
-    /// error); the others stay parked, in order, without a system call each.
+    /// Retry the parked requests whose descriptors poll(2) reports ready (readable for a read,
+    /// writable for a write, or hung up, or in error); the others stay parked, in order, without
+    /// a system call each.
     fn retry_parked(&mut self) {
         use std::os::fd::AsRawFd;
         let parked = std::mem::take(&mut self.parked);
@@ -1095,11 +1139,11 @@ impl Server {
         pollfds.clear();
         for p in &parked {
             let fd = self
-                .file(&p.client, p.req.fd)
+                .file(&p.client, p.fd())
                 .map_or(-1, |f| f.fd.as_raw_fd());
             pollfds.push(libc::pollfd {
                 fd,
-                events: libc::POLLIN,
+                events: p.events(),
                 revents: 0,
             });
         }
@@ -1110,31 +1154,38 @@ impl Server {
             self.pollfds = pollfds;
             return;
         }
-        let msize = self.cfg.msize as usize;
         let mut m = std::mem::take(&mut self.scratch);
-        m.resize(msize, 0);
+        m.resize(self.cfg.msize as usize, 0);
         for (p, pfd) in parked.into_iter().zip(pollfds.iter()) {
             if pfd.fd >= 0 && pfd.revents == 0 {
                 self.parked.push(p);
                 continue;
             }
+            let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
+            let max = max_read_data(session_msize.min(self.cfg.msize));
+            let Some(f) = self.file(&p.client, p.fd()) else {
+                continue;
+            };
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
-            let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
-            let max = max_read_data(session_msize.min(self.cfg.msize));
-            let Some(f) = self.file(&p.client, p.req.fd) else {
-                continue;
-            };
-            let want = (p.req.len as usize).min(max);
-            let mut rp = ReplyPacket::new_unchecked(&mut m[HEADER_LEN..]);
-            let n = match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], p.req.offset) {
-                Ok(n) => {
-                    rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
-                    HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + n
+            let body = &mut m[HEADER_LEN..];
+            let done = match &p.op {
+                ParkedOp::Read(req) => {
+                    let want = (req.len as usize).min(max);
+                    let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
+                    confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset).map(|n| {
+                        rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                        ReplyPacket::<&[u8]>::FIXED_LEN + n
+                    })
                 }
+                ParkedOp::Write { offset, data, .. } => confine::write_all_at(&f.fd, data, *offset)
+                    .map(|n| reply(body, n as u32, ErrorCode::OK)),
+            };
+            let n = match done {
+                Ok(n) => HEADER_LEN + n,
                 Err(e) if e == libc::EAGAIN => {
-                    // Another parked read on the same descriptor took the data.
+                    // Another parked request on the same descriptor took the data or the room.
                     self.parked.push(p);
                     continue;
                 }
@@ -1145,6 +1196,19 @@ impl Server {
         }
         self.scratch = m;
         self.pollfds = pollfds;
+    }
+
+    /// Retry the parked requests now (as [`Server::run`] does between messages); return the
+    /// replies produced since the last call (completed or canceled parked requests) with their
+    /// destinations, for callers that drive [`Server::handle`] themselves.
+    pub fn poll_parked(&mut self) -> Vec<(PeerAddr, Vec<u8>)> {
+        if !self.parked.is_empty() {
+            self.retry_parked();
+        }
+        self.pending_out
+            .drain(..)
+            .map(|(k, m)| (k.addr, m))
+            .collect()
     }
 }
 

@@ -774,3 +774,81 @@ fn split_write_reports_the_contiguous_prefix_and_refuses_overflowing_offsets() {
         Err(FsError::Invalid(_))
     ));
 }
+
+/// A write to a full FIFO opened without O_NONBLOCK waits on the server (like a read with no
+/// data) and completes once a reader makes room; with O_NONBLOCK it gets AGAIN.
+#[test]
+fn writes_to_a_full_fifo_park_until_there_is_room() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("parked-write");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    // The reader is local: the server's end opens for writing only.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xa00, 1500, 4);
+    let mut seq = 0xa00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let wr = d.call(t(), open_body(b"fifo", open_flags::WRONLY, 0));
+    assert_eq!(wr.error, ErrorCode::OK);
+    let nb = d.call(
+        t(),
+        open_body(b"fifo", open_flags::WRONLY | open_flags::NONBLOCK, 0),
+    );
+    assert_eq!(nb.error, ErrorCode::OK);
+    let piece = vec![b'p'; 1000];
+    // Fill the pipe (64 KiB by default; at most 1 MiB here) until a write parks.
+    let mut written = 0usize;
+    let mut parked_tag = None;
+    for _ in 0..2000 {
+        let tg = t();
+        match d.raw(tg, write_body(wr.result, 0, None, &piece)) {
+            Some(a) => {
+                assert_eq!(a.error, ErrorCode::OK, "a blocking write must not fail");
+                written += a.result as usize;
+            }
+            None => {
+                parked_tag = Some(tg);
+                break;
+            }
+        }
+    }
+    let parked_tag = parked_tag.expect("a write to the full pipe parks");
+    // Not ready: nothing completes, a retransmission gets nothing either.
+    assert!(d.server.poll_parked().is_empty());
+    assert_eq!(
+        d.raw(parked_tag, write_body(wr.result, 0, None, &piece)),
+        None
+    );
+    // The non-blocking descriptor gets AGAIN at once.
+    let a = d.call(t(), write_body(nb.result, 0, None, &piece));
+    assert_eq!(a.error, ErrorCode::AGAIN);
+    // Make room: the parked write completes with its whole piece.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut drained = 0usize;
+    while drained < written {
+        drained += reader.read(&mut buf).unwrap();
+    }
+    let replies = d.server.poll_parked();
+    assert_eq!(replies.len(), 1);
+    let p = FsPacket::new_checked(&replies[0].1[..]).unwrap();
+    assert_eq!(p.tag(), parked_tag);
+    let rp = ReplyPacket::new_checked(p.body()).unwrap();
+    assert_eq!((rp.error(), rp.result()), (ErrorCode::OK, 1000));
+    assert_eq!(reader.read(&mut buf).unwrap(), 1000);
+    // Its retransmission is answered from the cache, not written again.
+    let again = d.call(parked_tag, write_body(wr.result, 0, None, &piece));
+    assert_eq!((again.error, again.result), (ErrorCode::OK, 1000));
+    assert!(matches!(
+        reader.read(&mut buf),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    ));
+}
