@@ -478,7 +478,9 @@ impl Server {
         if wire_len > self.cfg.msize as usize || msg.len() < wire_len {
             self.counters.oversized += 1;
             let key = SessionKey::of(*from, tag);
-            return Some(self.finish(&key, tag, out, None, ErrorCode::MSGSIZE));
+            // Not cached: the frame was never checked against the session's tag window (a
+            // stale frame must not leave a reply for a tag its session has yet to use).
+            return Some(self.finish_uncached(&key, tag, out, ErrorCode::MSGSIZE));
         }
         let Some(index) = opcode.index() else {
             self.counters.unknown_opcode += 1;
@@ -486,7 +488,7 @@ impl Server {
                 eprintln!("partix-fs: {from}: unknown opcode {}", u16::from(opcode));
             }
             let key = SessionKey::of(*from, tag);
-            return Some(self.finish(&key, tag, out, None, ErrorCode::NOSYS));
+            return Some(self.finish_uncached(&key, tag, out, ErrorCode::NOSYS));
         };
         if opcode == Opcode::Reply {
             // Never answer a reply: two servers must not ping-pong errors forever.
@@ -700,7 +702,8 @@ impl Server {
         Some(self.cache_and_count(&key, tag, out, n))
     }
 
-    /// Write an error reply to a Version that opened no session (nothing to cache it in).
+    /// Write an error reply that is not cached: to a Version that opened no session, or to a
+    /// frame that is not (or was not checked to be) a request of the session its tag names.
     fn finish_uncached(
         &mut self,
         from: &SessionKey,
@@ -712,7 +715,10 @@ impl Server {
         self.counters.replies += 1;
         self.counters.errors += 1;
         if self.cfg.verbose {
-            eprintln!("partix-fs: {}: Version tag {tag}: error {}", from.addr, e.0);
+            eprintln!(
+                "partix-fs: {}: tag {tag:#x}: error {} (not cached)",
+                from.addr, e.0
+            );
         }
         HEADER_LEN + n
     }

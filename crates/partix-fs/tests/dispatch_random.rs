@@ -175,7 +175,9 @@ fn random_frames_never_crash_dispatch_and_are_counted() {
     assert!(c.frames >= 5000, "{c}");
     assert!(c.drops > 0 && c.errors > 100 && c.malformed > 10, "{c}");
     assert!(c.unknown_opcode > 100 && c.oversized > 10, "{c}");
-    assert!(c.requests > 300 && c.stale > 0 && c.duplicates > 0, "{c}");
+    // Duplicates: see the next test (here the tags are fresh or stale, and error replies to
+    // frames refused before the tag check, unknown opcodes and oversized, are not cached).
+    assert!(c.requests > 300 && c.stale > 0, "{c}");
     // The file is still there (mutated writes may have made it sparse and huge: only stat it).
     assert!(std::fs::metadata(root.join("f")).unwrap().is_file());
 }

@@ -852,3 +852,40 @@ fn writes_to_a_full_fifo_park_until_there_is_room() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
     ));
 }
+
+/// Error replies to frames refused before their tag was checked against the session's window
+/// (unknown opcode, oversized) are not cached: they never take the place of the reply to a
+/// later request with the same tag.
+#[test]
+fn early_error_replies_leave_nothing_in_the_reply_cache() {
+    let dir = Scratch::new("early-errors");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x40, 512, 4);
+    let t = |seq| tag(v.channel, seq);
+    // An unknown opcode and an oversized Stat, with tags the session has not used yet.
+    let mut m = vec![0x77, 0x77];
+    m.extend_from_slice(&t(0x42).to_be_bytes());
+    let n = d.server.handle(&d.peer, &m, m.len(), &mut d.out).unwrap();
+    let p = FsPacket::new_checked(&d.out[..n]).unwrap();
+    assert_eq!(
+        ReplyPacket::new_checked(p.body()).unwrap().error(),
+        ErrorCode::NOSYS
+    );
+    let mut big = vec![0u8, 6];
+    big.extend_from_slice(&t(0x43).to_be_bytes());
+    big.extend_from_slice(b"f\0");
+    let n = d.server.handle(&d.peer, &big, 5000, &mut d.out).unwrap();
+    let p = FsPacket::new_checked(&d.out[..n]).unwrap();
+    assert_eq!(
+        ReplyPacket::new_checked(p.body()).unwrap().error(),
+        ErrorCode::MSGSIZE
+    );
+    // The session's own requests with those tags run.
+    let open = d.call(t(0x41), open_body(b"f", open_flags::RDONLY, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    let stat = d.call(t(0x42), BodyRepr::Stat(StatRepr { path: b"f" }));
+    assert_eq!(stat.error, ErrorCode::OK);
+    let stat = d.call(t(0x43), BodyRepr::Stat(StatRepr { path: b"f" }));
+    assert_eq!(stat.error, ErrorCode::OK);
+}
