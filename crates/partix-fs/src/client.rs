@@ -12,10 +12,11 @@
 
 use crate::transport::{PeerAddr, RecvMode, Transport};
 use partix_wire::fs::{
-    commit_flags, max_read_data, max_write_data, write_flags, AttrPacket, AttrRepr, BodyRepr,
-    CloseRepr, CommitRepr, DirEntryRepr, ErrorCode, FileKind, FlushRepr, FsPacket, MessageRepr,
-    Opcode, OpenRepr, ReadRepr, ReaddirRepr, ReplyPacket, StatRepr, VersionPacket, VersionRepr,
-    WriteRepr, DEFAULT_MSIZE, HEADER_LEN, PROTOCOL_VERSION, TAG_CHANNEL_SHIFT, TAG_SEQ_MASK,
+    commit_flags, max_read_data, max_write_data, open_flags, write_flags, AttrPacket, AttrRepr,
+    BodyRepr, CloseRepr, CommitRepr, DirEntryRepr, ErrorCode, FileKind, FlushRepr, FsPacket,
+    MessageRepr, Opcode, OpenRepr, ReadRepr, ReaddirRepr, ReplyPacket, StatRepr, VersionPacket,
+    VersionRepr, WriteRepr, DEFAULT_MSIZE, HEADER_LEN, PROTOCOL_VERSION, TAG_CHANNEL_SHIFT,
+    TAG_SEQ_MASK,
 };
 use std::io;
 use std::time::{Duration, Instant};
@@ -79,12 +80,15 @@ impl From<io::Error> for FsError {
     }
 }
 
+/// Most outstanding requests a client asks for.
+pub const MAX_OUTSTANDING: u32 = 4096;
+
 /// Client parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientConfig {
     /// Largest message wanted (capped by the transport and the server).
     pub msize: u32,
-    /// Outstanding requests wanted (capped by the server).
+    /// Outstanding requests wanted (1 to [`MAX_OUTSTANDING`]; capped by the server).
     pub outstanding: u32,
     /// How receives wait.
     pub mode: RecvMode,
@@ -209,6 +213,8 @@ pub struct Client {
     rx: Vec<u8>,
     counters: ClientCounters,
     ended: bool,
+    /// Descriptors opened with O_APPEND: written at the current position, one piece at a time.
+    append_fds: std::collections::HashSet<u32>,
 }
 
 /// Where the data of the last reply lies in the receive buffer.
@@ -254,12 +260,15 @@ impl Client {
             counters: ClientCounters::default(),
             // No session yet: nothing to end if the handshake fails.
             ended: true,
+            append_fds: std::collections::HashSet::new(),
         };
+        // The server caps at most 4096 (its cache window must stay far below the tag space).
+        let wanted_outstanding = cfg.outstanding.clamp(1, MAX_OUTSTANDING);
         let info = c.call(BodyRepr::Version(VersionRepr {
             version: PROTOCOL_VERSION,
             channel: 0,
             msize,
-            outstanding: cfg.outstanding.max(1),
+            outstanding: wanted_outstanding,
             max_fds: 0,
         }))?;
         let v = VersionPacket::new_checked(&c.rx[info.data.clone()])
@@ -271,7 +280,8 @@ impl Client {
         c.msize = v.msize;
         // Later tags carry the assigned channel in their top bits.
         c.next_tag = (u32::from(v.channel) << TAG_CHANNEL_SHIFT) | (c.next_tag & TAG_SEQ_MASK);
-        c.outstanding = v.outstanding.max(1);
+        // Never more than asked for, whatever the reply says (the window is allocated).
+        c.outstanding = v.outstanding.clamp(1, wanted_outstanding);
         c.max_fds = v.max_fds;
         c.ended = false;
         Ok(c)
@@ -517,6 +527,11 @@ impl Client {
             mode,
             path: path.as_bytes(),
         }))?;
+        if flags & open_flags::APPEND != 0 {
+            self.append_fds.insert(info.result);
+        } else {
+            self.append_fds.remove(&info.result);
+        }
         Ok(info.result)
     }
 
@@ -525,6 +540,7 @@ impl Client {
     /// # Errors
     /// [`FsError::Remote`] with `BADF` for an unknown descriptor.
     pub fn close(&mut self, fd: u32) -> Result<(), FsError> {
+        self.append_fds.remove(&fd);
         self.call(BodyRepr::Close(CloseRepr { fd }))?;
         Ok(())
     }
@@ -563,6 +579,9 @@ impl Client {
         let Some(base) = offset else {
             return self.read_once(fd, None, buf);
         };
+        if base.checked_add(buf.len() as u64).is_none() {
+            return Err(FsError::Invalid("read beyond the largest offset"));
+        }
         if buf.len() <= chunk {
             return self.read_once(fd, offset, buf);
         }
@@ -605,29 +624,48 @@ impl Client {
 
     /// Write `data` at `offset` (`None` = current position), split over frames. Pieces at
     /// explicit offsets are pipelined; at the current position they are sent one by one, in
-    /// order. A failure may leave earlier pieces applied: use [`Client::write_atomic`] for
-    /// all-or-nothing.
+    /// order. On a descriptor opened with `O_APPEND` the offset is ignored (as `pwrite(2)` does
+    /// on Linux) and the pieces go one by one to the end, in order. A failure may leave earlier
+    /// pieces applied: use [`Client::write_atomic`] for all-or-nothing. As with `write(2)`, an
+    /// error after some bytes were written returns the count of those bytes instead; for
+    /// pipelined pieces that is the contiguous prefix written (pieces after a short or failed
+    /// one may have been written too).
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno.
+    /// Transport errors, timeouts, the server's errno (when nothing was written).
     pub fn write(&mut self, fd: u32, offset: Option<u64>, data: &[u8]) -> Result<usize, FsError> {
         let chunk = max_write_data(self.msize);
+        let offset = if self.append_fds.contains(&fd) {
+            None
+        } else {
+            offset
+        };
         match offset {
             None => {
                 let mut done = 0;
                 for piece in data.chunks(chunk.max(1)) {
-                    let info = self.call(BodyRepr::Write(WriteRepr {
+                    let r = self.call(BodyRepr::Write(WriteRepr {
                         fd,
                         flags: 0,
                         offset: None,
                         data: piece,
-                    }))?;
-                    done += info.result as usize;
-                    if (info.result as usize) < piece.len() {
+                    }));
+                    let info = match r {
+                        Ok(info) => info,
+                        // As write(2): an error after some bytes were written reports those.
+                        Err(_) if done > 0 => return Ok(done),
+                        Err(e) => return Err(e),
+                    };
+                    let n = (info.result as usize).min(piece.len());
+                    done += n;
+                    if n < piece.len() {
                         break;
                     }
                 }
                 Ok(done)
+            }
+            Some(base) if base.checked_add(data.len() as u64).is_none() => {
+                Err(FsError::Invalid("write beyond the largest offset"))
             }
             Some(base) if data.len() <= chunk => {
                 let info = self.call(BodyRepr::Write(WriteRepr {
@@ -636,12 +674,12 @@ impl Client {
                     offset: Some(base),
                     data,
                 }))?;
-                Ok(info.result as usize)
+                Ok((info.result as usize).min(data.len()))
             }
             Some(base) => {
                 let count = data.len().div_ceil(chunk);
-                let mut done = 0usize;
-                self.pipeline(
+                let mut wrote = vec![usize::MAX; count];
+                let r = self.pipeline(
                     count,
                     |i, tag, out| {
                         let piece = &data[i * chunk..((i + 1) * chunk).min(data.len())];
@@ -657,9 +695,26 @@ impl Client {
                         .emit(out)
                         .map_err(|_| FsError::Invalid("write request"))
                     },
-                    |_, result, _| done += result as usize,
-                )?;
-                Ok(done)
+                    |i, result, _| wrote[i] = result as usize,
+                );
+                // The result is the contiguous prefix written: stop at the first short piece
+                // (or the first without a reply), as read() does.
+                let mut done = 0usize;
+                for (i, &w) in wrote.iter().enumerate() {
+                    let want = chunk.min(data.len() - i * chunk);
+                    if w == usize::MAX {
+                        break;
+                    }
+                    done += w.min(want);
+                    if w < want {
+                        break;
+                    }
+                }
+                match r {
+                    Ok(()) => Ok(done),
+                    Err(_) if done > 0 => Ok(done),
+                    Err(e) => Err(e),
+                }
             }
         }
     }
@@ -681,6 +736,11 @@ impl Client {
         }
         let len =
             u32::try_from(data.len()).map_err(|_| FsError::Invalid("atomic write over 4 GiB"))?;
+        let offset = if self.append_fds.contains(&fd) {
+            None
+        } else {
+            offset
+        };
         let chunk = max_write_data(self.msize);
         let count = data.len().div_ceil(chunk);
         let staged = self.pipeline(
@@ -745,12 +805,20 @@ impl Client {
             if info.result == 0 {
                 return Ok(out);
             }
+            let before = out.len();
             for e in DirEntryRepr::iter(&self.rx[info.data.clone()]) {
                 let e = e.map_err(|_| FsError::Protocol("bad Readdir reply"))?;
                 out.push(DirEntry {
                     name: String::from_utf8_lossy(e.name).into_owned(),
                     kind: e.kind,
                 });
+            }
+            // The count must match the entries carried: the next cookie is the count so far, and
+            // a reply counting entries it does not carry would be asked for again forever.
+            if out.len() - before != info.result as usize {
+                return Err(FsError::Protocol(
+                    "Readdir reply counts other entries than it carries",
+                ));
             }
         }
     }

@@ -31,7 +31,9 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
 
 /// Open `path` (relative to `root`) beneath `root`; return the descriptor or the errno.
 ///
-/// An empty path names the root itself.
+/// An empty path names the root itself. A file created here gets only the permission bits of
+/// `mode` (`0o777`): setuid, setgid and sticky bits from a remote client are dropped (the
+/// server often runs as root).
 pub fn open_beneath(root: &OwnedFd, path: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
     let path = if path.is_empty() { &b"."[..] } else { path };
     let c = CString::new(path).map_err(|_| libc::EINVAL)?;
@@ -39,7 +41,7 @@ pub fn open_beneath(root: &OwnedFd, path: &[u8], flags: i32, mode: u32) -> Resul
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
     how.mode = if flags & libc::O_CREAT != 0 {
-        u64::from(mode & 0o7777)
+        u64::from(mode & 0o777)
     } else {
         0
     };
@@ -142,6 +144,14 @@ pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> Result<usi
     Ok(done)
 }
 
+/// `poll(2)` the descriptors of `fds` without waiting; return how many have events (0 on an
+/// error: the caller polls again later). Negative descriptors are skipped by the kernel.
+pub fn poll_now(fds: &mut [libc::pollfd]) -> usize {
+    // SAFETY: `fds` holds `fds.len()` initialized entries; a timeout of 0 never blocks.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    r.max(0) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +181,23 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn created_files_get_no_setuid_setgid_or_sticky_bit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pfs-confine-mode-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = open_root(&dir).unwrap();
+        let flags = libc::O_CREAT | libc::O_WRONLY;
+        drop(open_beneath(&root, b"f", flags, 0o7755).unwrap());
+        let mode = std::fs::metadata(dir.join("f"))
+            .unwrap()
+            .permissions()
+            .mode();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(mode & 0o7000, 0, "mode {mode:o}");
+        assert_eq!(mode & 0o700, 0o700, "mode {mode:o}");
     }
 }

@@ -69,7 +69,7 @@ impl RemoteFs {
     }
 
     fn attr(&self, ino: u64, a: &Attr) -> FileAttr {
-        let mtime = UNIX_EPOCH + Duration::new(a.mtime_sec, a.mtime_nsec);
+        let mtime = mtime_of(a);
         let (kind, size) = match a.kind {
             FileKind::Dir => (FileType::Directory, a.size),
             FileKind::Symlink => (FileType::Symlink, a.size),
@@ -101,6 +101,15 @@ impl RemoteFs {
         let a = self.client.stat(&path).map_err(|e| e.errno())?;
         Ok(self.attr(ino, &a))
     }
+}
+
+/// Return the modification time of `a`; a time the system cannot represent (a server's reply
+/// is not trusted) is reported as the epoch.
+fn mtime_of(a: &Attr) -> SystemTime {
+    UNIX_EPOCH
+        .checked_add(Duration::from_secs(a.mtime_sec))
+        .and_then(|t| t.checked_add(Duration::from_nanos(u64::from(a.mtime_nsec))))
+        .unwrap_or(UNIX_EPOCH)
 }
 
 fn wire_flags(flags: i32) -> u32 {
@@ -205,7 +214,7 @@ impl Filesystem for RemoteFs {
             return reply.error(libc::EINVAL);
         };
         let f = wire_flags(flags) | open_flags::CREAT | ((flags as u32) & open_flags::EXCL);
-        let fd = match self.client.open(&path, f, mode & !umask & 0o7777) {
+        let fd = match self.client.open(&path, f, mode & !umask & 0o777) {
             Ok(fd) => fd,
             Err(e) => return reply.error(e.errno()),
         };
@@ -377,4 +386,37 @@ pub fn mount_client(client: Client, mountpoint: &Path) -> anyhow::Result<()> {
     ];
     fuser::mount2(RemoteFs::new(client), mountpoint, &opts)
         .with_context(|| format!("mounting on {}", mountpoint.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr(mtime_sec: u64, mtime_nsec: u32) -> Attr {
+        Attr {
+            kind: FileKind::File,
+            perm: 0o644,
+            nlink: 1,
+            size: 0,
+            mtime_sec,
+            mtime_nsec,
+            rdev: 0,
+            ino: 1,
+        }
+    }
+
+    #[test]
+    fn modification_times_from_the_server_never_panic() {
+        assert_eq!(mtime_of(&attr(10, 5)), UNIX_EPOCH + Duration::new(10, 5));
+        // Beyond what SystemTime holds, and nanoseconds that carry into a full second.
+        for (s, ns) in [
+            (u64::MAX, 0),
+            (1 << 63, 0),
+            (u64::MAX, u32::MAX),
+            (0, u32::MAX),
+        ] {
+            let t = mtime_of(&attr(s, ns));
+            assert!(t >= UNIX_EPOCH, "{s} {ns}");
+        }
+    }
 }

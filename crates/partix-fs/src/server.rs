@@ -5,7 +5,8 @@
 //!    get an error reply when their header is readable.
 //! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
 //! 3. A tag already answered is answered again from the session's reply cache (the operation is
-//!    not repeated); a tag older than the cache window is dropped as stale.
+//!    not repeated); a tag older than the cache window, or too far ahead of the highest seen
+//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`.
 //! 4. The opcode indexes a table of handlers, as in the paper's server (`HANDLERS`).
 //!
 //! Bounded work: one message costs at most one system call on the exported file plus a reply
@@ -21,7 +22,7 @@ use partix_wire::fs::{
     VersionPacket, VersionRepr, WritePacket, WriteRepr, HEADER_LEN, MIN_MSIZE, PROTOCOL_VERSION,
     TAG_CHANNEL_SHIFT,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -48,6 +49,10 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Largest atomic write (bytes staged per descriptor).
     pub staging_limit: usize,
+    /// Bytes staged by one session over all its descriptors.
+    pub session_staging_limit: usize,
+    /// Bytes staged by all sessions together.
+    pub total_staging_limit: usize,
     /// Log every request to stderr.
     pub verbose: bool,
 }
@@ -63,6 +68,8 @@ impl ServerConfig {
             max_clients: 16,
             idle_timeout: Duration::from_secs(60),
             staging_limit: 16 << 20,
+            session_staging_limit: 16 << 20,
+            total_staging_limit: 64 << 20,
             verbose: false,
         }
     }
@@ -91,7 +98,7 @@ pub struct Counters {
     pub unknown_opcode: u64,
     /// Requests whose body did not parse.
     pub malformed: u64,
-    /// Reads parked until data arrives.
+    /// Reads parked until data arrives, writes parked until there is room.
     pub parked: u64,
     /// Requests canceled by Flush.
     pub flushed: u64,
@@ -175,8 +182,45 @@ impl ReplyCache {
 /// Data staged for an atomic write on one descriptor.
 #[derive(Debug, Default)]
 struct Staging {
+    /// Staged bytes (gaps not yet staged are zeros); its length is charged to the budgets.
     buf: Vec<u8>,
-    pieces: Vec<(u64, u64)>,
+    /// Disjoint staged ranges, start -> end, merged when they touch.
+    ranges: BTreeMap<u64, u64>,
+}
+
+impl Staging {
+    /// Return whether `start..end` overlaps a staged range.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.ranges
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, &e)| e > start)
+    }
+
+    /// Return how many disjoint ranges there would be with `start..end` added.
+    fn ranges_with(&self, start: u64, end: u64) -> usize {
+        let joins_left = self
+            .ranges
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(_, &e)| e == start);
+        let joins_right = self.ranges.contains_key(&end);
+        self.ranges.len() + 1 - usize::from(joins_left) - usize::from(joins_right)
+    }
+
+    /// Record `start..end` (not overlapping), merged with the ranges it touches.
+    fn add(&mut self, mut start: u64, mut end: u64) {
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back() {
+            if e == start {
+                self.ranges.remove(&s);
+                start = s;
+            }
+        }
+        if let Some(e) = self.ranges.remove(&end) {
+            end = e;
+        }
+        self.ranges.insert(start, end);
+    }
 }
 
 #[derive(Debug)]
@@ -186,6 +230,9 @@ struct OpenFile {
     nonblocking: bool,
     /// Regular file (reads never park).
     regular: bool,
+    /// Opened with O_APPEND: every write goes to the end, whatever its offset, so writes with
+    /// an explicit offset (pipelined pieces, which may arrive in any order) are refused.
+    append: bool,
     staging: Option<Staging>,
 }
 
@@ -193,17 +240,52 @@ struct OpenFile {
 struct Session {
     fds: Vec<Option<OpenFile>>,
     cache: ReplyCache,
-    highest_tag: Option<u32>,
+    /// Highest sequence number seen (starts at the Version's).
+    highest_tag: u32,
     last_seen: Instant,
     version_tag: u32,
+    /// Bytes staged on this session's descriptors.
+    staged: usize,
+    /// Outstanding requests granted (also the most reads parked at once).
+    outstanding: u32,
+    /// Message size granted: no reply is larger.
+    msize: u32,
 }
 
-/// A read waiting for data on a device or pipe.
-#[derive(Debug, Clone, Copy)]
+/// A read waiting for data, or a write waiting for room, on a device or pipe.
+#[derive(Debug)]
 struct Parked {
     client: SessionKey,
     tag: u32,
-    req: ReadRepr,
+    op: ParkedOp,
+}
+
+#[derive(Debug)]
+enum ParkedOp {
+    Read(ReadRepr),
+    Write {
+        fd: u32,
+        offset: Option<u64>,
+        data: Vec<u8>,
+    },
+}
+
+impl Parked {
+    /// Return the descriptor (in the session's table) the request waits on.
+    fn fd(&self) -> u32 {
+        match &self.op {
+            ParkedOp::Read(r) => r.fd,
+            ParkedOp::Write { fd, .. } => *fd,
+        }
+    }
+
+    /// Return the poll(2) events that let the request go on.
+    fn events(&self) -> i16 {
+        match self.op {
+            ParkedOp::Read(_) => libc::POLLIN,
+            ParkedOp::Write { .. } => libc::POLLOUT,
+        }
+    }
 }
 
 /// A request handler: parse the body, do the work, write the reply body into `out`; return
@@ -243,8 +325,17 @@ pub struct Server {
     versions: HashMap<(PeerAddr, u32), u8>,
     parked: Vec<Parked>,
     counters: Counters,
-    /// Replies produced outside the request path (completed parked reads).
+    /// Replies produced outside the request path (completed or canceled parked requests).
     pending_out: Vec<(SessionKey, Vec<u8>)>,
+    /// poll(2) set of the parked requests, rebuilt on each retry (kept to reuse its allocation).
+    pollfds: Vec<libc::pollfd>,
+    /// Reply area of parked-request retries (one, reused).
+    scratch: Vec<u8>,
+    /// Bytes staged by all sessions.
+    staged: usize,
+    /// Where the search for a free channel starts: channels rotate, so a channel just freed
+    /// is not handed out again until 255 other sessions were started.
+    channel_cursor: u8,
 }
 
 impl Server {
@@ -270,6 +361,10 @@ impl Server {
             parked: Vec::new(),
             counters: Counters::default(),
             pending_out: Vec::new(),
+            channel_cursor: 0,
+            staged: 0,
+            pollfds: Vec::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -290,6 +385,14 @@ impl Server {
 
     fn cache_window(&self) -> u32 {
         4 * self.cfg.outstanding + 16
+    }
+
+    /// How far ahead of the highest tag seen a request may be: `16 x` the cache window. A
+    /// client never runs ahead of what the server saw by more than its window, except after
+    /// calls it gave up on (an outage); a tag of another (ended) session using the same channel
+    /// starts at an independent random point of the 2^24 sequence space and is refused.
+    fn ahead_limit(&self) -> u32 {
+        16 * self.cache_window()
     }
 
     /// Serve on `transport` until `stop` is set.
@@ -375,7 +478,9 @@ impl Server {
         if wire_len > self.cfg.msize as usize || msg.len() < wire_len {
             self.counters.oversized += 1;
             let key = SessionKey::of(*from, tag);
-            return Some(self.finish(&key, tag, out, None, ErrorCode::MSGSIZE));
+            // Not cached: the frame was never checked against the session's tag window (a
+            // stale frame must not leave a reply for a tag its session has yet to use).
+            return Some(self.finish_uncached(&key, tag, out, ErrorCode::MSGSIZE));
         }
         let Some(index) = opcode.index() else {
             self.counters.unknown_opcode += 1;
@@ -383,7 +488,7 @@ impl Server {
                 eprintln!("partix-fs: {from}: unknown opcode {}", u16::from(opcode));
             }
             let key = SessionKey::of(*from, tag);
-            return Some(self.finish(&key, tag, out, None, ErrorCode::NOSYS));
+            return Some(self.finish_uncached(&key, tag, out, ErrorCode::NOSYS));
         };
         if opcode == Opcode::Reply {
             // Never answer a reply: two servers must not ping-pong errors forever.
@@ -394,6 +499,7 @@ impl Server {
             return self.version(from, tag, pkt.body(), out);
         }
         let window = self.cache_window();
+        let ahead_limit = self.ahead_limit();
         let key = SessionKey::of(*from, tag);
         let from = &key;
         let Some(s) = self.sessions.get_mut(from) else {
@@ -418,13 +524,18 @@ impl Server {
             out[..n].copy_from_slice(&cached[..n]);
             return Some(n);
         }
+        let msize = s.msize as usize;
         // Distance in the 24-bit sequence space, sign-extended.
-        let ahead = s
-            .highest_tag
-            .map_or(1, |h| ((tag.wrapping_sub(h)) << 8) as i32 >> 8);
-        if ahead <= -(window as i32) {
+        let ahead = ((tag.wrapping_sub(s.highest_tag)) << 8) as i32 >> 8;
+        if ahead <= -(window as i32) || ahead > ahead_limit as i32 {
+            // Not a request of this session: a stale frame, or one of an ended session whose
+            // channel was given to another. Answer NOTCONN (not cached: the tag is not this
+            // session's) so an old client learns its session is gone.
             self.counters.stale += 1;
-            return None;
+            if self.cfg.verbose {
+                eprintln!("partix-fs: {from}: tag {tag:#x} outside the session's window");
+            }
+            return Some(self.finish_uncached(from, tag, out, ErrorCode::NOTCONN));
         }
         if self
             .parked
@@ -435,8 +546,20 @@ impl Server {
             self.counters.duplicates += 1;
             return None;
         }
+        // Replies, like requests, fit the msize granted to this session (a client drops larger
+        // ones).
+        let cap = msize
+            .max(HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN)
+            .min(out.len());
+        let out = &mut out[..cap];
+        if wire_len > msize {
+            self.counters.oversized += 1;
+            return Some(self.finish(from, tag, out, None, ErrorCode::MSGSIZE));
+        }
         if ahead > 0 {
-            s.highest_tag = Some(tag);
+            if let Some(s) = self.sessions.get_mut(from) {
+                s.highest_tag = tag;
+            }
         }
         self.counters.requests += 1;
         let body_out = &mut out[HEADER_LEN..];
@@ -525,8 +648,12 @@ impl Server {
                 }
             }
         }
-        // The lowest channel not in use by this address.
-        let Some(channel) = (0..=u8::MAX).find(|c| {
+        // The next channel not in use by this address, from a cursor that moves on with every
+        // session: a channel just freed is not handed out again at once, so frames of the
+        // ended session still in flight (or retransmitted by a client that did not learn of
+        // the end) reach no session and get NOTCONN.
+        let cursor = self.channel_cursor;
+        let Some(channel) = (0..=u8::MAX).map(|i| cursor.wrapping_add(i)).find(|c| {
             !self.sessions.contains_key(&SessionKey {
                 addr: *from,
                 channel: *c,
@@ -535,6 +662,7 @@ impl Server {
             self.counters.refused_clients += 1;
             return Some(self.finish_uncached(&nosession, tag, out, ErrorCode::BUSY));
         };
+        self.channel_cursor = channel.wrapping_add(1);
         let key = SessionKey {
             addr: *from,
             channel,
@@ -545,9 +673,12 @@ impl Server {
             Session {
                 fds: Vec::new(),
                 cache: ReplyCache::new(window),
-                highest_tag: None,
+                highest_tag: tag,
                 last_seen: Instant::now(),
                 version_tag: tag,
+                staged: 0,
+                outstanding: req.outstanding.min(self.cfg.outstanding),
+                msize: req.msize.min(self.cfg.msize),
             },
         );
         self.versions.insert((*from, tag), channel);
@@ -571,7 +702,8 @@ impl Server {
         Some(self.cache_and_count(&key, tag, out, n))
     }
 
-    /// Write an error reply to a Version that opened no session (nothing to cache it in).
+    /// Write an error reply that is not cached: to a Version that opened no session, or to a
+    /// frame that is not (or was not checked to be) a request of the session its tag names.
     fn finish_uncached(
         &mut self,
         from: &SessionKey,
@@ -583,7 +715,10 @@ impl Server {
         self.counters.replies += 1;
         self.counters.errors += 1;
         if self.cfg.verbose {
-            eprintln!("partix-fs: {}: Version tag {tag}: error {}", from.addr, e.0);
+            eprintln!(
+                "partix-fs: {}: tag {tag:#x}: error {} (not cached)",
+                from.addr, e.0
+            );
         }
         HEADER_LEN + n
     }
@@ -592,6 +727,7 @@ impl Server {
     fn end_session(&mut self, key: &SessionKey) {
         if let Some(s) = self.sessions.remove(key) {
             self.versions.remove(&(key.addr, s.version_tag));
+            self.staged -= s.staged;
         }
         self.parked.retain(|p| p.client != *key);
     }
@@ -608,6 +744,12 @@ impl Server {
             .fds
             .get_mut(fd as usize)
             .and_then(|f| f.as_mut())
+    }
+
+    /// Give back `bytes` of staging budget taken by `from`.
+    fn release_staging(&mut self, from: &SessionKey, bytes: usize) {
+        self.session(from).staged -= bytes;
+        self.staged -= bytes;
     }
 
     fn malformed(&mut self, out: &mut [u8]) -> Option<usize> {
@@ -653,6 +795,7 @@ impl Server {
             fd,
             nonblocking: flags & open_flags::NONBLOCK != 0,
             regular,
+            append: flags & open_flags::APPEND != 0,
             staging: None,
         });
         Some(reply(out, slot as u32, ErrorCode::OK))
@@ -678,12 +821,14 @@ impl Server {
         }
         let s = self.session(from);
         match s.fds.get_mut(r.fd as usize).and_then(|f| f.take()) {
-            Some(_file) => {
+            Some(file) => {
+                let staged = file.staging.as_ref().map_or(0, |st| st.buf.len());
+                self.release_staging(from, staged);
                 let from = *from;
                 let canceled: Vec<u32> = self
                     .parked
                     .iter()
-                    .filter(|p| p.client == from && p.req.fd == r.fd)
+                    .filter(|p| p.client == from && p.fd() == r.fd)
                     .map(|p| p.tag)
                     .collect();
                 for t in canceled {
@@ -717,22 +862,38 @@ impl Server {
                 Some(ReplyPacket::<&[u8]>::FIXED_LEN + n)
             }
             Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
-                self.counters.parked += 1;
-                self.parked.push(Parked {
-                    client: *from,
-                    tag,
-                    req: r,
-                });
+                self.park(from, tag, ParkedOp::Read(r));
                 None
             }
             Err(e) => Some(errno_reply(out, e)),
         }
     }
 
+    /// Park a request that would block until its descriptor is ready.
+    fn park(&mut self, from: &SessionKey, tag: u32, op: ParkedOp) {
+        self.counters.parked += 1;
+        // At most the granted outstanding requests wait per session: a client never has more
+        // in flight, so the oldest beyond that was given up by its client (its Flush lost):
+        // cancel it as a Flush would.
+        let cap = self.session(from).outstanding.max(1) as usize;
+        let mine = self.parked.iter().filter(|p| p.client == *from).count();
+        if mine >= cap {
+            if let Some(old) = self.parked.iter().find(|p| p.client == *from) {
+                let old = old.tag;
+                self.cancel_parked(from, old, ErrorCode::CANCELED, true);
+            }
+        }
+        self.parked.push(Parked {
+            client: *from,
+            tag,
+            op,
+        });
+    }
+
     fn op_write(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
@@ -742,28 +903,78 @@ impl Server {
         let Ok(w) = WriteRepr::parse(&p) else {
             return self.malformed(out);
         };
-        let limit = self.cfg.staging_limit;
+        if w.flags & write_flags::STAGE != 0 {
+            return Some(self.stage(from, &w, out));
+        }
         let Some(f) = self.file(from, w.fd) else {
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        if w.flags & write_flags::STAGE != 0 {
-            let start = w.offset.unwrap_or(0);
-            let end = start.saturating_add(w.data.len() as u64);
-            if end > limit as u64 {
-                return Some(reply(out, 0, ErrorCode::FBIG));
-            }
-            let st = f.staging.get_or_insert_with(Staging::default);
-            if st.buf.len() < end as usize {
-                st.buf.resize(end as usize, 0);
-            }
-            st.buf[start as usize..end as usize].copy_from_slice(w.data);
-            st.pieces.push((start, end));
-            return Some(reply(out, w.data.len() as u32, ErrorCode::OK));
+        if f.append && w.offset.is_some() {
+            // The kernel would append it wherever it lands in arrival order.
+            return Some(reply(out, 0, ErrorCode::INVAL));
         }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
             Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
+            Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
+                // No room in the pipe or device: wait like a read waits for data.
+                let op = ParkedOp::Write {
+                    fd: w.fd,
+                    offset: w.offset,
+                    data: w.data.to_vec(),
+                };
+                self.park(from, tag, op);
+                None
+            }
             Err(e) => Some(errno_reply(out, e)),
         }
+    }
+
+    /// Stage one piece of an atomic write. Pieces must be non-empty and must not overlap what is
+    /// staged; the staging buffer grows to the piece's end, charged to the session's and the
+    /// server's budgets (`NOBUFS` when either is spent); at most a cache window of separate
+    /// ranges (`INVAL` beyond: a client never has more pieces missing than it has in flight).
+    fn stage(&mut self, from: &SessionKey, w: &WriteRepr<'_>, out: &mut [u8]) -> usize {
+        let limit = self.cfg.staging_limit;
+        let max_ranges = self.cache_window() as usize;
+        let session_room = self
+            .cfg
+            .session_staging_limit
+            .saturating_sub(self.session(from).staged);
+        let total_room = self.cfg.total_staging_limit.saturating_sub(self.staged);
+        let Some(f) = self.file(from, w.fd) else {
+            return reply(out, 0, ErrorCode::BADF);
+        };
+        let start = w.offset.unwrap_or(0);
+        let end = start.saturating_add(w.data.len() as u64);
+        if w.data.is_empty() {
+            return reply(out, 0, ErrorCode::INVAL);
+        }
+        if end > limit as u64 {
+            return reply(out, 0, ErrorCode::FBIG);
+        }
+        let (start, end) = (start as usize, end as usize);
+        let st = f.staging.get_or_insert_with(Staging::default);
+        if st.overlaps(start as u64, end as u64)
+            || st.ranges_with(start as u64, end as u64) > max_ranges
+        {
+            return reply(out, 0, ErrorCode::INVAL);
+        }
+        let growth = end.saturating_sub(st.buf.len());
+        if growth > session_room || growth > total_room {
+            if st.ranges.is_empty() {
+                f.staging = None;
+            }
+            return reply(out, 0, ErrorCode::NOBUFS);
+        }
+        if growth > 0 {
+            st.buf.reserve_exact(growth);
+            st.buf.resize(end, 0);
+        }
+        st.buf[start..end].copy_from_slice(w.data);
+        st.add(start as u64, end as u64);
+        self.session(from).staged += growth;
+        self.staged += growth;
+        reply(out, w.data.len() as u32, ErrorCode::OK)
     }
 
     fn op_commit(
@@ -779,24 +990,26 @@ impl Server {
         let Some(f) = self.file(from, c.fd) else {
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        let Some(mut st) = f.staging.take() else {
+        let Some(st) = f.staging.take() else {
             return Some(reply(out, 0, ErrorCode::INVAL));
         };
-        if c.flags & commit_flags::ABORT != 0 {
+        let (abort, append) = (c.flags & commit_flags::ABORT != 0, f.append);
+        let staged = st.buf.len();
+        self.release_staging(from, staged);
+        if abort {
             return Some(reply(out, 0, ErrorCode::OK));
         }
-        // The staged pieces must cover exactly 0..len with no gap.
-        st.pieces.sort_unstable();
-        let mut covered = 0u64;
-        for &(s, e) in &st.pieces {
-            if s > covered {
-                break;
-            }
-            covered = covered.max(e);
-        }
-        if covered != u64::from(c.len) || st.buf.len() != c.len as usize {
+        if append && c.offset.is_some() {
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
+        // The staged pieces must cover exactly 0..len with no gap.
+        let whole = st.ranges.len() == 1 && st.ranges.get(&0) == Some(&u64::from(c.len));
+        if !whole || st.buf.len() != c.len as usize {
+            return Some(reply(out, 0, ErrorCode::INVAL));
+        }
+        let Some(f) = self.file(from, c.fd) else {
+            return Some(reply(out, 0, ErrorCode::BADF));
+        };
         match confine::write_all_at(&f.fd, &st.buf, c.offset) {
             Ok(n) if n == st.buf.len() => Some(reply(out, n as u32, ErrorCode::OK)),
             Ok(_) => Some(reply(out, 0, ErrorCode::IO)),
@@ -874,6 +1087,9 @@ impl Server {
                     used += n;
                     count += 1;
                 }
+                // The first entry left does not fit in a reply at this session's msize: an
+                // error, not an empty reply (which would mean the end of the directory).
+                Err(_) if count == 0 => return Some(reply(out, 0, ErrorCode::NAMETOOLONG)),
                 Err(_) => break,
             }
         }
@@ -904,7 +1120,7 @@ impl Server {
         else {
             return false;
         };
-        self.parked.swap_remove(i);
+        self.parked.remove(i);
         self.counters.flushed += 1;
         let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
         let mut h = FsPacket::new_unchecked(&mut m[..]);
@@ -919,35 +1135,86 @@ impl Server {
         true
     }
 
+    /// Retry the parked requests whose descriptors poll(2) reports ready (readable for a read,
+    /// writable for a write, or hung up, or in error); the others stay parked, in order, without
+    /// a system call each.
     fn retry_parked(&mut self) {
+        use std::os::fd::AsRawFd;
         let parked = std::mem::take(&mut self.parked);
-        let msize = self.cfg.msize as usize;
-        for p in parked {
-            let mut m = vec![0u8; msize];
+        let mut pollfds = std::mem::take(&mut self.pollfds);
+        pollfds.clear();
+        for p in &parked {
+            let fd = self
+                .file(&p.client, p.fd())
+                .map_or(-1, |f| f.fd.as_raw_fd());
+            pollfds.push(libc::pollfd {
+                fd,
+                events: p.events(),
+                revents: 0,
+            });
+        }
+        let r = confine::poll_now(&mut pollfds);
+        if r == 0 {
+            // Nothing ready (or an error, then retried on the next round).
+            self.parked = parked;
+            self.pollfds = pollfds;
+            return;
+        }
+        let mut m = std::mem::take(&mut self.scratch);
+        m.resize(self.cfg.msize as usize, 0);
+        for (p, pfd) in parked.into_iter().zip(pollfds.iter()) {
+            if pfd.fd >= 0 && pfd.revents == 0 {
+                self.parked.push(p);
+                continue;
+            }
+            let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
+            let max = max_read_data(session_msize.min(self.cfg.msize));
+            let Some(f) = self.file(&p.client, p.fd()) else {
+                continue;
+            };
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
-            let max = max_read_data(self.cfg.msize);
-            let Some(f) = self.file(&p.client, p.req.fd) else {
-                continue;
-            };
-            let want = (p.req.len as usize).min(max);
-            let mut rp = ReplyPacket::new_unchecked(&mut m[HEADER_LEN..]);
-            let n = match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], p.req.offset) {
-                Ok(n) => {
-                    rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
-                    HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + n
+            let body = &mut m[HEADER_LEN..];
+            let done = match &p.op {
+                ParkedOp::Read(req) => {
+                    let want = (req.len as usize).min(max);
+                    let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
+                    confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset).map(|n| {
+                        rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                        ReplyPacket::<&[u8]>::FIXED_LEN + n
+                    })
                 }
+                ParkedOp::Write { offset, data, .. } => confine::write_all_at(&f.fd, data, *offset)
+                    .map(|n| reply(body, n as u32, ErrorCode::OK)),
+            };
+            let n = match done {
+                Ok(n) => HEADER_LEN + n,
                 Err(e) if e == libc::EAGAIN => {
+                    // Another parked request on the same descriptor took the data or the room.
                     self.parked.push(p);
                     continue;
                 }
                 Err(e) => HEADER_LEN + errno_reply(&mut m[HEADER_LEN..], e),
             };
-            m.truncate(n);
             self.cache_and_count(&p.client, p.tag, &m, n);
-            self.pending_out.push((p.client, m));
+            self.pending_out.push((p.client, m[..n].to_vec()));
         }
+        self.scratch = m;
+        self.pollfds = pollfds;
+    }
+
+    /// Retry the parked requests now (as [`Server::run`] does between messages); return the
+    /// replies produced since the last call (completed or canceled parked requests) with their
+    /// destinations, for callers that drive [`Server::handle`] themselves.
+    pub fn poll_parked(&mut self) -> Vec<(PeerAddr, Vec<u8>)> {
+        if !self.parked.is_empty() {
+            self.retry_parked();
+        }
+        self.pending_out
+            .drain(..)
+            .map(|(k, m)| (k.addr, m))
+            .collect()
     }
 }
 

@@ -112,6 +112,7 @@ fn random_frames_never_crash_dispatch_and_are_counted() {
     ];
     let mut rng = Rng::new(2024);
     let mut seq = 100u32;
+    let mut escapes_refused = 0u32;
     for i in 0..5000u32 {
         let mut f = if i % 4 == 0 {
             let n = rng.below(200) as usize;
@@ -152,20 +153,31 @@ fn random_frames_never_crash_dispatch_and_are_counted() {
             assert_eq!(p.opcode(), Opcode::Reply);
             let rp = ReplyPacket::new_checked(p.body()).expect("reply body is whole");
             if i % 50 == 0 && wire_len == f.len() {
-                // Refused: escaping path, or the descriptor table is already full.
+                // Refused: escaping path, or the descriptor table is already full, or (a
+                // mutated tag moved the session's highest tag ahead) outside its window.
                 assert!(
-                    matches!(rp.error(), ErrorCode::XDEV | ErrorCode::MFILE),
+                    matches!(
+                        rp.error(),
+                        ErrorCode::XDEV | ErrorCode::MFILE | ErrorCode::NOTCONN
+                    ),
                     "{:?}",
                     rp.error()
                 );
+                escapes_refused += u32::from(rp.error() == ErrorCode::XDEV);
             }
         }
     }
     let c = server.counters();
+    assert!(
+        escapes_refused >= 10,
+        "{escapes_refused} escapes reached the handler"
+    );
     assert!(c.frames >= 5000, "{c}");
     assert!(c.drops > 0 && c.errors > 100 && c.malformed > 10, "{c}");
     assert!(c.unknown_opcode > 100 && c.oversized > 10, "{c}");
-    assert!(c.requests > 300 && c.stale > 0 && c.duplicates > 0, "{c}");
+    // Duplicates: see the next test (here the tags are fresh or stale, and error replies to
+    // frames refused before the tag check, unknown opcodes and oversized, are not cached).
+    assert!(c.requests > 300 && c.stale > 0, "{c}");
     // The file is still there (mutated writes may have made it sparse and huge: only stat it).
     assert!(std::fs::metadata(root.join("f")).unwrap().is_file());
 }

@@ -9,8 +9,8 @@ use partix_fs::netns::in_netns;
 use partix_fs::transport::{PacketTransport, RecvMode, Transport};
 use partix_wire::ethernet::EthernetAddress;
 use partix_wire::fs::{
-    BodyRepr, ErrorCode, FsPacket, MessageRepr, Opcode, ReplyPacket, VersionPacket, VersionRepr,
-    ETHERTYPE, TAG_CHANNEL_SHIFT,
+    open_flags, BodyRepr, ErrorCode, FsPacket, MessageRepr, Opcode, ReplyPacket, VersionPacket,
+    VersionRepr, WriteRepr, ETHERTYPE, TAG_CHANNEL_SHIFT,
 };
 use std::collections::HashSet;
 use std::time::Duration;
@@ -105,10 +105,10 @@ fn malformed_frames(server_args: &[&str]) {
         sent: 0,
     };
 
-    // A session first, by hand: Version with tag 1000.
+    // A session first, by hand: Version with tag 0 (later tags follow its sequence number).
     let mut m = [0u8; 64];
     let n = MessageRepr {
-        tag: 1000,
+        tag: 0,
         body: BodyRepr::Version(VersionRepr {
             version: 1,
             channel: 0,
@@ -256,4 +256,56 @@ fn malformed_frames(server_args: &[&str]) {
         "frames={frames}, expected {least}..={most} ({handshake_tries} handshake tries, \
          {after_handshake} frames after it, client {cc:?}): {log}"
     );
+}
+
+/// Two processes behind one MAC address, one after the other: the first one's write, arriving
+/// after its session ended (a late retransmission), must not run in the second one's session
+/// (same descriptor number, other file). It gets NOTCONN.
+#[test]
+fn a_late_frame_of_an_ended_session_never_runs_in_the_next_one() {
+    let net = Net::new();
+    std::fs::write(net.root.join("old"), b"").unwrap();
+    std::fs::write(net.root.join("new"), b"").unwrap();
+    let _server = net.serve(&[]);
+    let mut first = net.client();
+    let fd = first.open("old", open_flags::WRONLY, 0).unwrap();
+    // The write the first process would send next, kept to be sent late.
+    let tag = first.peek_tag();
+    let mut late = vec![0u8; 64];
+    let n = MessageRepr {
+        tag,
+        body: BodyRepr::Write(WriteRepr {
+            fd,
+            flags: 0,
+            offset: Some(0),
+            data: b"stale",
+        }),
+    }
+    .emit(&mut late)
+    .unwrap();
+    late.truncate(n);
+    first.disconnect().unwrap();
+
+    let mut second = net.client();
+    assert_eq!(second.open("new", open_flags::WRONLY, 0).unwrap(), fd);
+
+    // The late frame, from the same interface (the same MAC address as both clients).
+    let ifa = net.pair.if_a.clone();
+    let t = in_netns(&net.pair.ns_a, move || {
+        PacketTransport::open(&ifa, RecvMode::Block)
+    })
+    .unwrap()
+    .unwrap();
+    let mut raw = Raw {
+        me: t.mac(),
+        t,
+        server: net.pair.mac_b,
+        sent: 0,
+    };
+    raw.send(&late);
+    assert_eq!(raw.reply(tag), Some(ErrorCode::NOTCONN));
+    // The second session still works, and neither file was written by the late frame.
+    assert_eq!(second.write(fd, Some(0), b"mine").unwrap(), 4);
+    assert_eq!(std::fs::read(net.root.join("new")).unwrap(), b"mine");
+    assert_eq!(std::fs::read(net.root.join("old")).unwrap(), b"");
 }

@@ -158,6 +158,9 @@ impl ErrorCode {
     pub const PROTO: ErrorCode = ErrorCode(71);
     /// Message too long (larger than the negotiated msize).
     pub const MSGSIZE: ErrorCode = ErrorCode(90);
+    /// No buffer space: the session's or the server's staging budget for atomic writes is
+    /// spent.
+    pub const NOBUFS: ErrorCode = ErrorCode(105);
     /// No session: the client did not start with a Version handshake.
     pub const NOTCONN: ErrorCode = ErrorCode(107);
     /// Operation canceled (by a Flush).

@@ -1,0 +1,891 @@
+//! Protocol rules of the server and the client (docs/fs-protocol.md), checked request by request
+//! through the server's dispatch on a real export directory, and end to end through a server
+//! running over UDP on the loopback interface.
+#![allow(dead_code)]
+
+use partix_fs::client::{Client, ClientConfig, FsError};
+use partix_fs::server::{Server, ServerConfig, SESSION_FD};
+use partix_fs::transport::{PeerAddr, RecvMode, Transport, UdpTransport};
+use partix_wire::ethernet::EthernetAddress;
+use partix_wire::fs::*;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A scratch export directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let root =
+            std::env::temp_dir().join(format!("pfs-rules-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        Scratch(root)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One reply, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    error: ErrorCode,
+    result: u32,
+    data: Vec<u8>,
+}
+
+/// Requests straight into [`Server::handle`] from one peer address.
+struct Dispatch {
+    server: Server,
+    peer: PeerAddr,
+    out: Vec<u8>,
+    /// Length of the last reply message.
+    last_len: usize,
+}
+
+impl Dispatch {
+    fn new(cfg: ServerConfig) -> Dispatch {
+        Dispatch {
+            server: Server::new(cfg).unwrap(),
+            peer: PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 9])),
+            out: vec![0u8; 1500],
+            last_len: 0,
+        }
+    }
+
+    /// Send one message; return the decoded reply, or `None` when nothing is sent back.
+    fn raw(&mut self, tag: u32, body: BodyRepr<'_>) -> Option<Answer> {
+        let m = MessageRepr { tag, body };
+        let mut b = vec![0u8; m.buffer_len()];
+        m.emit(&mut b).unwrap();
+        let n = self.server.handle(&self.peer, &b, b.len(), &mut self.out)?;
+        self.last_len = n;
+        let p = FsPacket::new_checked(&self.out[..n]).expect("reply header");
+        assert_eq!(p.opcode(), Opcode::Reply);
+        assert_eq!(p.tag(), tag, "reply carries the request's tag");
+        let rp = ReplyPacket::new_checked(p.body()).expect("whole reply");
+        Some(Answer {
+            error: rp.error(),
+            result: rp.result(),
+            data: rp.data().to_vec(),
+        })
+    }
+
+    fn call(&mut self, tag: u32, body: BodyRepr<'_>) -> Answer {
+        self.raw(tag, body).expect("a reply")
+    }
+
+    /// Start a session with Version tag `tag`; return the granted Version body.
+    fn version(&mut self, tag: u32, msize: u32, outstanding: u32) -> VersionRepr {
+        let a = self.call(
+            tag,
+            BodyRepr::Version(VersionRepr {
+                version: PROTOCOL_VERSION,
+                channel: 0,
+                msize,
+                outstanding,
+                max_fds: 0,
+            }),
+        );
+        assert_eq!(a.error, ErrorCode::OK, "Version refused");
+        VersionRepr::parse(&VersionPacket::new_checked(&a.data[..]).unwrap()).unwrap()
+    }
+}
+
+/// Tag `seq` on `channel`.
+fn tag(channel: u16, seq: u32) -> u32 {
+    (u32::from(channel) << TAG_CHANNEL_SHIFT) | (seq & TAG_SEQ_MASK)
+}
+
+fn open_body(path: &[u8], flags: u32, mode: u32) -> BodyRepr<'_> {
+    BodyRepr::Open(OpenRepr { flags, mode, path })
+}
+
+fn write_body(fd: u32, flags: u32, offset: Option<u64>, data: &[u8]) -> BodyRepr<'_> {
+    BodyRepr::Write(WriteRepr {
+        fd,
+        flags,
+        offset,
+        data,
+    })
+}
+
+/// A server running [`Server::run`] over UDP on 127.0.0.1 in a thread, stopped on drop.
+struct LoopServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Server>>,
+}
+
+impl LoopServer {
+    fn start(cfg: ServerConfig) -> LoopServer {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+        let addr = t.local_addr();
+        let mut server = Server::new(cfg).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            server.run(&mut t, &s2).unwrap();
+            server
+        });
+        LoopServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn client(&self, cfg: ClientConfig) -> Client {
+        let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), cfg.mode).unwrap();
+        Client::connect(Box::new(t), self.addr, cfg).expect("connect over loopback UDP")
+    }
+
+    /// Stop the server; return it (for its counters).
+    fn stop(mut self) -> Server {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for LoopServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A channel freed by the end of a session is not handed to the next session at once, and a
+/// session accepts only tags near its own sequence (from its Version's tag on): frames of an
+/// ended session, retransmitted late, get NOTCONN and never run in another session.
+#[test]
+fn an_ended_sessions_frames_never_run_in_a_new_session() {
+    let dir = Scratch::new("channels");
+    std::fs::write(dir.path().join("old"), b"").unwrap();
+    std::fs::write(dir.path().join("new"), b"").unwrap();
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.max_clients = 4;
+    cfg.outstanding = 4;
+    let mut d = Dispatch::new(cfg);
+
+    // Session A opens "old" and ends.
+    let a = d.version(0x100, 1500, 4).channel;
+    let open = d.call(tag(a, 0x101), open_body(b"old", open_flags::WRONLY, 0));
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+    let end = d.call(tag(a, 0x102), BodyRepr::Close(CloseRepr { fd: SESSION_FD }));
+    assert_eq!(end.error, ErrorCode::OK);
+
+    // Session B, from the same address, opens "new" (also descriptor 0).
+    let b = d.version(0x50_0000, 1500, 4).channel;
+    assert_ne!(a, b, "the channel just freed was handed out again at once");
+    let open = d.call(tag(b, 0x50_0001), open_body(b"new", open_flags::WRONLY, 0));
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+
+    // A's write, sent late: no session on A's channel.
+    let late = d.call(tag(a, 0x103), write_body(0, 0, Some(0), b"stale"));
+    assert_eq!(late.error, ErrorCode::NOTCONN);
+
+    // Channels rotate: after enough sessions A's channel is in use again (by C). A's frames
+    // are still refused: C's sequence starts at its own Version's tag.
+    let mut c = None;
+    for i in 0..300u32 {
+        let v = d.version(0x70_0000 + i * 0x100, 1500, 4).channel;
+        if v == a {
+            c = Some(0x70_0000 + i * 0x100);
+            break;
+        }
+        d.call(
+            tag(v, 0x70_0001 + i * 0x100),
+            BodyRepr::Close(CloseRepr { fd: SESSION_FD }),
+        );
+    }
+    let c_version = c.expect("channel reused after a full turn");
+    let open = d.call(
+        tag(a, c_version + 1),
+        open_body(b"new", open_flags::WRONLY, 0),
+    );
+    assert_eq!((open.error, open.result), (ErrorCode::OK, 0));
+    for seq in [
+        0x103,
+        0x104,
+        c_version.wrapping_sub(200),
+        c_version + 100_000,
+    ] {
+        let late = d.call(tag(a, seq), write_body(0, 0, Some(0), b"stale"));
+        assert_eq!(late.error, ErrorCode::NOTCONN, "seq {seq:#x}");
+    }
+    // C's own next request still runs (the refused tags moved nothing).
+    let w = d.call(tag(a, c_version + 2), write_body(0, 0, Some(0), b"c"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 1));
+    assert_eq!(std::fs::read(dir.path().join("old")).unwrap(), b"");
+    assert_eq!(std::fs::read(dir.path().join("new")).unwrap(), b"c");
+    assert!(d.server.counters().stale >= 4);
+}
+
+/// On an O_APPEND descriptor the server refuses writes and commits at explicit offsets (the
+/// kernel would append pipelined pieces in arrival order); at the current position they append.
+#[test]
+fn explicit_offsets_on_append_descriptors_are_refused() {
+    let dir = Scratch::new("append-server");
+    std::fs::write(dir.path().join("log"), b"head.").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let ch = d.version(0x10, 1500, 4).channel;
+    let t = |seq| tag(ch, seq);
+    let open = d.call(
+        t(0x11),
+        open_body(b"log", open_flags::WRONLY | open_flags::APPEND, 0),
+    );
+    assert_eq!(open.error, ErrorCode::OK);
+    let fd = open.result;
+    let w = d.call(t(0x12), write_body(fd, 0, Some(0), b"BAD"));
+    assert_eq!(w.error, ErrorCode::INVAL);
+    let w = d.call(t(0x13), write_body(fd, 0, None, b"one."));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 4));
+    // Staged pieces carry offsets into the staging buffer: allowed. The Commit must append.
+    let s = d.call(
+        t(0x14),
+        write_body(fd, write_flags::STAGE, Some(0), b"two."),
+    );
+    assert_eq!(s.error, ErrorCode::OK);
+    let commit = |offset| {
+        BodyRepr::Commit(CommitRepr {
+            fd,
+            flags: 0,
+            offset,
+            len: 4,
+        })
+    };
+    assert_eq!(d.call(t(0x15), commit(Some(0))).error, ErrorCode::INVAL);
+    let s = d.call(
+        t(0x16),
+        write_body(fd, write_flags::STAGE, Some(0), b"two."),
+    );
+    assert_eq!(s.error, ErrorCode::OK);
+    let c = d.call(t(0x17), commit(None));
+    assert_eq!((c.error, c.result), (ErrorCode::OK, 4));
+    assert_eq!(
+        std::fs::read(dir.path().join("log")).unwrap(),
+        b"head.one.two."
+    );
+}
+
+/// The client writes to a descriptor it opened with O_APPEND at the current position, one piece
+/// after the other, whatever offset it is given: a write over several frames appends in order.
+#[test]
+fn client_appends_split_writes_in_order() {
+    let dir = Scratch::new("append-client");
+    std::fs::write(dir.path().join("log"), b"start\n").unwrap();
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c
+        .open("log", open_flags::WRONLY | open_flags::APPEND, 0)
+        .unwrap();
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    // FUSE passes the file offset it believes in; the client must not use it.
+    assert_eq!(c.write(fd, Some(3), &data).unwrap(), data.len());
+    assert_eq!(c.write_atomic(fd, Some(0), b"atomic").unwrap(), 6);
+    c.close(fd).unwrap();
+    // The same descriptor number opened without O_APPEND writes at offsets again.
+    let fd2 = c.open("log", open_flags::WRONLY, 0).unwrap();
+    assert_eq!(fd2, fd);
+    assert_eq!(c.write(fd2, Some(0), b"START").unwrap(), 5);
+    let mut want = b"START\n".to_vec();
+    want.extend_from_slice(&data);
+    want.extend_from_slice(b"atomic");
+    assert_eq!(std::fs::read(dir.path().join("log")).unwrap(), want);
+    c.disconnect().unwrap();
+    let counters = server.stop().counters();
+    assert_eq!(counters.errors, 0, "{counters}");
+}
+
+/// Staged atomic writes are bounded: empty and overlapping pieces are refused, a descriptor
+/// keeps at most a cache window of separate ranges, and the buffers count against a
+/// per-session and a server-wide budget, given back by Commit, ABORT, Close and session end.
+#[test]
+fn staging_is_bounded_per_session_and_in_total() {
+    let dir = Scratch::new("staging");
+    for f in ["a", "b", "c"] {
+        std::fs::write(dir.path().join(f), b"").unwrap();
+    }
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.outstanding = 1; // cache window: 4 + 16 = 20 ranges
+    cfg.staging_limit = 4096;
+    cfg.session_staging_limit = 8192;
+    cfg.total_staging_limit = 12288;
+    cfg.max_clients = 4;
+    let mut d = Dispatch::new(cfg);
+    let one = d.version(0x1000, 1500, 1).channel;
+    let mut seq1 = 0x1000u32;
+    let mut t1 = || {
+        seq1 += 1;
+        tag(one, seq1)
+    };
+    let mut fds = Vec::new();
+    for f in [&b"a"[..], b"b", b"c"] {
+        let o = d.call(t1(), open_body(f, open_flags::RDWR, 0));
+        assert_eq!(o.error, ErrorCode::OK);
+        fds.push(o.result);
+    }
+    let stage = |fd, off, data: &'static [u8]| write_body(fd, write_flags::STAGE, Some(off), data);
+
+    // An empty piece far out allocates nothing: refused.
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 4000, b"")).error,
+        ErrorCode::INVAL
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 4096, b"x")).error,
+        ErrorCode::FBIG
+    );
+    // A piece overlapping staged bytes (a duplicate under another tag) is refused.
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 10, b"abcd")).error,
+        ErrorCode::OK
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 12, b"zz")).error,
+        ErrorCode::INVAL
+    );
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 10, b"abcd")).error,
+        ErrorCode::INVAL
+    );
+    // Touching pieces merge; at most 20 separate ranges.
+    assert_eq!(d.call(t1(), stage(fds[0], 14, b"ef")).error, ErrorCode::OK);
+    for i in 0..19u64 {
+        let a = d.call(t1(), stage(fds[0], 100 + 2 * i, b"g"));
+        assert_eq!(a.error, ErrorCode::OK, "range {i}");
+    }
+    assert_eq!(
+        d.call(t1(), stage(fds[0], 200, b"h")).error,
+        ErrorCode::INVAL
+    );
+    let abort = |fd| {
+        BodyRepr::Commit(CommitRepr {
+            fd,
+            flags: commit_flags::ABORT,
+            offset: Some(0),
+            len: 0,
+        })
+    };
+    assert_eq!(d.call(t1(), abort(fds[0])).error, ErrorCode::OK);
+
+    // Session budget (8192): two full descriptors, the third refused.
+    assert_eq!(d.call(t1(), stage(fds[0], 4095, b"1")).error, ErrorCode::OK);
+    assert_eq!(d.call(t1(), stage(fds[1], 4095, b"1")).error, ErrorCode::OK);
+    assert_eq!(
+        d.call(t1(), stage(fds[2], 0, b"1")).error,
+        ErrorCode::NOBUFS
+    );
+
+    // Server budget (12288): another session gets 4096, then no more.
+    let two = d.version(0x9000, 1500, 1).channel;
+    let o = d.call(tag(two, 0x9001), open_body(b"c", open_flags::RDWR, 0));
+    let fd_two = o.result;
+    let o = d.call(tag(two, 0x9002), open_body(b"c", open_flags::RDWR, 0));
+    let fd_two_b = o.result;
+    assert_eq!(
+        d.call(tag(two, 0x9003), stage(fd_two, 4095, b"2")).error,
+        ErrorCode::OK
+    );
+    assert_eq!(
+        d.call(tag(two, 0x9004), stage(fd_two_b, 0, b"2")).error,
+        ErrorCode::NOBUFS
+    );
+    // ABORT gives session one's first descriptor back; Close its second.
+    assert_eq!(d.call(t1(), abort(fds[0])).error, ErrorCode::OK);
+    let close = d.call(t1(), BodyRepr::Close(CloseRepr { fd: fds[1] }));
+    assert_eq!(close.error, ErrorCode::OK);
+    assert_eq!(
+        d.call(tag(two, 0x9005), stage(fd_two_b, 0, b"2")).error,
+        ErrorCode::OK
+    );
+    // A whole atomic write still goes through within the budgets.
+    assert_eq!(d.call(t1(), stage(fds[2], 3, b"def")).error, ErrorCode::OK);
+    assert_eq!(d.call(t1(), stage(fds[2], 0, b"abc")).error, ErrorCode::OK);
+    let commit = d.call(
+        t1(),
+        BodyRepr::Commit(CommitRepr {
+            fd: fds[2],
+            flags: 0,
+            offset: Some(0),
+            len: 6,
+        }),
+    );
+    assert_eq!((commit.error, commit.result), (ErrorCode::OK, 6));
+    assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"abcdef");
+    // The end of session one gives back the rest: session two can stage 4096 more.
+    let end = d.call(t1(), BodyRepr::Close(CloseRepr { fd: SESSION_FD }));
+    assert_eq!(end.error, ErrorCode::OK);
+    let o = d.call(tag(two, 0x9006), open_body(b"c", open_flags::RDWR, 0));
+    assert_eq!(
+        d.call(tag(two, 0x9007), stage(o.result, 4095, b"2")).error,
+        ErrorCode::NOBUFS,
+        "session two's own budget (8192) is full"
+    );
+    assert_eq!(d.call(tag(two, 0x9008), abort(fd_two)).error, ErrorCode::OK);
+    assert_eq!(
+        d.call(tag(two, 0x9009), stage(o.result, 4095, b"2")).error,
+        ErrorCode::OK
+    );
+}
+
+fn mkfifo(path: &Path) {
+    assert!(std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// A session has at most its granted outstanding reads parked: one more cancels the oldest
+/// (which its client must have given up on), as a Flush would.
+#[test]
+fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
+    let dir = Scratch::new("parked");
+    mkfifo(&dir.path().join("fifo"));
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x500, 1500, 2);
+    assert_eq!(v.outstanding, 2);
+    let t = |seq| tag(v.channel, seq);
+    let rd = d.call(t(0x501), open_body(b"fifo", open_flags::RDONLY, 0));
+    assert_eq!(rd.error, ErrorCode::OK);
+    let wr = d.call(t(0x502), open_body(b"fifo", open_flags::WRONLY, 0));
+    assert_eq!(wr.error, ErrorCode::OK);
+    let read = BodyRepr::Read(ReadRepr {
+        fd: rd.result,
+        len: 16,
+        offset: None,
+    });
+    for seq in 0x503..0x506 {
+        assert_eq!(d.raw(t(seq), read), None, "read {seq:#x} parks");
+    }
+    // The first of three was canceled when the third parked: its retransmission is answered
+    // from the cache; the two later ones still wait (a retransmission gets nothing).
+    assert_eq!(d.raw(t(0x503), read).unwrap().error, ErrorCode::CANCELED);
+    assert_eq!(d.raw(t(0x504), read), None);
+    assert_eq!(d.raw(t(0x505), read), None);
+    let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
+    assert_eq!(d.call(t(0x506), flush(t(0x503))).result, 0);
+    assert_eq!(d.call(t(0x507), flush(t(0x504))).result, 1);
+    assert_eq!(d.call(t(0x508), flush(t(0x505))).result, 1);
+    assert_eq!(d.server.counters().parked, 3);
+    assert_eq!(d.server.counters().flushed, 3);
+}
+
+/// Replies fit the msize granted to the session, not the server's own: Readdir returns fewer
+/// entries per reply, Read fewer bytes, and an entry that fits no reply is an error, not the end
+/// of the directory.
+#[test]
+fn replies_fit_the_sessions_msize() {
+    let dir = Scratch::new("msize");
+    std::fs::create_dir(dir.path().join("many")).unwrap();
+    for i in 0..40 {
+        std::fs::write(dir.path().join(format!("many/entry-{i:03}")), b"").unwrap();
+    }
+    std::fs::create_dir(dir.path().join("long")).unwrap();
+    std::fs::write(dir.path().join("long").join("a".repeat(60)), b"").unwrap();
+    std::fs::write(dir.path().join("long/b"), b"").unwrap();
+    std::fs::write(dir.path().join("big"), vec![7u8; 4000]).unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x700, 128, 4);
+    assert_eq!(v.msize, 128);
+    let mut seq = 0x700;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let mut names = Vec::new();
+    loop {
+        let a = d.call(
+            t(),
+            BodyRepr::Readdir(ReaddirRepr {
+                cookie: names.len() as u32,
+                path: b"many",
+            }),
+        );
+        assert_eq!(a.error, ErrorCode::OK);
+        assert!(d.last_len <= 128, "Readdir reply of {} bytes", d.last_len);
+        if a.result == 0 {
+            break;
+        }
+        for e in DirEntryRepr::iter(&a.data) {
+            names.push(String::from_utf8(e.unwrap().name.to_vec()).unwrap());
+        }
+    }
+    assert_eq!(names.len(), 40);
+    let open = d.call(t(), open_body(b"big", open_flags::RDONLY, 0));
+    let r = d.call(
+        t(),
+        BodyRepr::Read(ReadRepr {
+            fd: open.result,
+            len: 1000,
+            offset: Some(0),
+        }),
+    );
+    assert_eq!(r.error, ErrorCode::OK);
+    assert!(d.last_len <= 128, "Read reply of {} bytes", d.last_len);
+    assert_eq!(r.result as usize, 128 - HEADER_LEN - 12);
+
+    // At the smallest msize a 60-byte name fits no reply: NAMETOOLONG, not "end".
+    let mut small = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = small.version(0x900, MIN_MSIZE, 4);
+    assert_eq!(v.msize, MIN_MSIZE);
+    let a = small.call(
+        tag(v.channel, 0x901),
+        BodyRepr::Readdir(ReaddirRepr {
+            cookie: 0,
+            path: b"long",
+        }),
+    );
+    assert_eq!(a.error, ErrorCode::NAMETOOLONG);
+    // The entries after it are still listed.
+    let a = small.call(
+        tag(v.channel, 0x902),
+        BodyRepr::Readdir(ReaddirRepr {
+            cookie: 1,
+            path: b"long",
+        }),
+    );
+    assert_eq!((a.error, a.result), (ErrorCode::OK, 1));
+    assert!(small.last_len <= MIN_MSIZE as usize);
+}
+
+/// End to end: a client that asked for a small msize lists a large directory.
+#[test]
+fn a_small_msize_client_lists_a_large_directory() {
+    let dir = Scratch::new("msize-client");
+    for i in 0..60 {
+        std::fs::write(dir.path().join(format!("file-number-{i:03}")), b"").unwrap();
+    }
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig {
+        msize: 200,
+        ..ClientConfig::default()
+    });
+    assert_eq!(c.msize(), 200);
+    let entries = c.readdir("").unwrap();
+    assert_eq!(entries.len(), 60);
+    assert_eq!(entries[59].name, "file-number-059");
+    c.disconnect().unwrap();
+}
+
+/// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
+/// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
+/// entries" and none (after 50 of them, with "end"). Writes at the current position succeed but
+/// every third fails with EIO; a write at offset 1446 (the second piece of a split write over UDP)
+/// writes 10 bytes.
+struct LyingServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    readdirs: Arc<AtomicU32>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LyingServer {
+    fn start() -> LyingServer {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = PeerAddr::Udp(sock.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let readdirs = Arc::new(AtomicU32::new(0));
+        let (stop2, readdirs2) = (stop.clone(), readdirs.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut out = [0u8; 2048];
+            let mut current_writes = 0u32;
+            while !stop2.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(p) = FsPacket::new_checked(&buf[..n]) else {
+                    continue;
+                };
+                let Ok(m) = MessageRepr::parse(&p) else {
+                    continue;
+                };
+                let mut data = [0u8; 64];
+                let mut error = ErrorCode::OK;
+                let (result, dlen) = match m.body {
+                    BodyRepr::Version(v) => {
+                        let g = VersionRepr {
+                            version: PROTOCOL_VERSION,
+                            channel: 3,
+                            msize: v.msize,
+                            outstanding: u32::MAX,
+                            max_fds: 8,
+                        };
+                        g.emit(&mut VersionPacket::new_unchecked(&mut data[..16]));
+                        (v.msize, 16)
+                    }
+                    BodyRepr::Stat(_) => {
+                        let a = AttrRepr {
+                            kind: FileKind::File,
+                            perm: 0o644,
+                            nlink: 1,
+                            size: 1,
+                            mtime_sec: u64::MAX,
+                            mtime_nsec: 999_999_999,
+                            rdev: 0,
+                            ino: 9,
+                        };
+                        a.emit(&mut AttrPacket::new_unchecked(&mut data[..AttrRepr::LEN]));
+                        (0, AttrRepr::LEN)
+                    }
+                    BodyRepr::Readdir(_) => {
+                        let k = readdirs2.fetch_add(1, Ordering::Relaxed);
+                        (if k < 50 { 5 } else { 0 }, 0)
+                    }
+                    BodyRepr::Write(w) if w.offset.is_none() => {
+                        current_writes += 1;
+                        if current_writes.is_multiple_of(3) {
+                            error = ErrorCode::IO;
+                            (0, 0)
+                        } else {
+                            (w.data.len() as u32, 0)
+                        }
+                    }
+                    BodyRepr::Write(w) if w.offset == Some(1446) => (10, 0),
+                    BodyRepr::Write(w) => (w.data.len() as u32, 0),
+                    _ => (0, 0),
+                };
+                let reply = MessageRepr {
+                    tag: m.tag,
+                    body: BodyRepr::Reply(ReplyRepr {
+                        result,
+                        error,
+                        data: &data[..dlen],
+                    }),
+                };
+                let len = reply.emit(&mut out).unwrap();
+                let _ = sock.send_to(&out[..len], from);
+            }
+        });
+        LyingServer {
+            addr,
+            stop,
+            readdirs,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for LyingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The client does not trust reply fields: the granted outstanding is never above what it asked
+/// for, and a Readdir reply counting entries it does not carry is a protocol error (not a loop).
+#[test]
+fn client_does_not_trust_reply_fields() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: 8,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    assert_eq!(c.outstanding(), 8);
+    // A pipelined read allocates its window from the granted value.
+    let fd = 0;
+    let mut buf = vec![0u8; 5000];
+    c.read(fd, Some(0), &mut buf).unwrap();
+    // The attributes come through as sent (FUSE turns the time into the epoch).
+    assert_eq!(c.stat("f").unwrap().mtime_sec, u64::MAX);
+    match c.readdir("") {
+        Err(FsError::Protocol(_)) => {}
+        other => panic!("Readdir with a lying count: {other:?}"),
+    }
+    assert_eq!(liar.readdirs.load(Ordering::Relaxed), 1);
+    // Asking for more than the most a server grants asks for that most.
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: u32::MAX,
+        ..ClientConfig::default()
+    };
+    let c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    assert_eq!(c.outstanding(), partix_fs::client::MAX_OUTSTANDING);
+}
+
+/// A write that fails after some pieces were written reports those bytes, as write(2) does.
+#[test]
+fn client_write_reports_the_bytes_written_before_an_error() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    let chunk = max_write_data(c.msize());
+    assert_eq!(chunk, 1446);
+    let data = vec![1u8; 4 * chunk];
+    // Pieces one and two are written, piece three fails: two pieces' worth.
+    assert_eq!(c.write(0, None, &data).unwrap(), 2 * chunk);
+    // Nothing written: the error itself.
+    assert_eq!(c.write(0, None, &data[..10]).unwrap(), 10);
+    assert_eq!(c.write(0, None, &data[..10]).unwrap(), 10);
+    assert!(matches!(
+        c.write(0, None, &data[..10]),
+        Err(FsError::Remote(ErrorCode::IO))
+    ));
+}
+
+/// A split write reports the contiguous prefix written (a short middle piece ends it), and
+/// offsets whose sum with the length overflows are refused before anything is sent.
+#[test]
+fn split_write_reports_the_contiguous_prefix_and_refuses_overflowing_offsets() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    let chunk = max_write_data(c.msize());
+    assert_eq!(chunk, 1446);
+    let data = vec![1u8; 3 * chunk];
+    // The piece at offset 1446 writes 10 bytes: 1446 + 10 are contiguous.
+    assert_eq!(c.write(0, Some(0), &data).unwrap(), chunk + 10);
+    let near_end = u64::MAX - 100;
+    assert!(matches!(
+        c.write(0, Some(near_end), &data),
+        Err(FsError::Invalid(_))
+    ));
+    assert!(matches!(
+        c.write(0, Some(near_end), &data[..200]),
+        Err(FsError::Invalid(_))
+    ));
+    let mut buf = vec![0u8; 3000];
+    assert!(matches!(
+        c.read(0, Some(near_end), &mut buf),
+        Err(FsError::Invalid(_))
+    ));
+}
+
+/// A write to a full FIFO opened without O_NONBLOCK waits on the server (like a read with no
+/// data) and completes once a reader makes room; with O_NONBLOCK it gets AGAIN.
+#[test]
+fn writes_to_a_full_fifo_park_until_there_is_room() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("parked-write");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    // The reader is local: the server's end opens for writing only.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xa00, 1500, 4);
+    let mut seq = 0xa00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let wr = d.call(t(), open_body(b"fifo", open_flags::WRONLY, 0));
+    assert_eq!(wr.error, ErrorCode::OK);
+    let nb = d.call(
+        t(),
+        open_body(b"fifo", open_flags::WRONLY | open_flags::NONBLOCK, 0),
+    );
+    assert_eq!(nb.error, ErrorCode::OK);
+    let piece = vec![b'p'; 1000];
+    // Fill the pipe (64 KiB by default; at most 1 MiB here) until a write parks.
+    let mut written = 0usize;
+    let mut parked_tag = None;
+    for _ in 0..2000 {
+        let tg = t();
+        match d.raw(tg, write_body(wr.result, 0, None, &piece)) {
+            Some(a) => {
+                assert_eq!(a.error, ErrorCode::OK, "a blocking write must not fail");
+                written += a.result as usize;
+            }
+            None => {
+                parked_tag = Some(tg);
+                break;
+            }
+        }
+    }
+    let parked_tag = parked_tag.expect("a write to the full pipe parks");
+    // Not ready: nothing completes, a retransmission gets nothing either.
+    assert!(d.server.poll_parked().is_empty());
+    assert_eq!(
+        d.raw(parked_tag, write_body(wr.result, 0, None, &piece)),
+        None
+    );
+    // The non-blocking descriptor gets AGAIN at once.
+    let a = d.call(t(), write_body(nb.result, 0, None, &piece));
+    assert_eq!(a.error, ErrorCode::AGAIN);
+    // Make room: the parked write completes with its whole piece.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut drained = 0usize;
+    while drained < written {
+        drained += reader.read(&mut buf).unwrap();
+    }
+    let replies = d.server.poll_parked();
+    assert_eq!(replies.len(), 1);
+    let p = FsPacket::new_checked(&replies[0].1[..]).unwrap();
+    assert_eq!(p.tag(), parked_tag);
+    let rp = ReplyPacket::new_checked(p.body()).unwrap();
+    assert_eq!((rp.error(), rp.result()), (ErrorCode::OK, 1000));
+    assert_eq!(reader.read(&mut buf).unwrap(), 1000);
+    // Its retransmission is answered from the cache, not written again.
+    let again = d.call(parked_tag, write_body(wr.result, 0, None, &piece));
+    assert_eq!((again.error, again.result), (ErrorCode::OK, 1000));
+    assert!(matches!(
+        reader.read(&mut buf),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    ));
+}
+
+/// Error replies to frames refused before their tag was checked against the session's window
+/// (unknown opcode, oversized) are not cached: they never take the place of the reply to a
+/// later request with the same tag.
+#[test]
+fn early_error_replies_leave_nothing_in_the_reply_cache() {
+    let dir = Scratch::new("early-errors");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x40, 512, 4);
+    let t = |seq| tag(v.channel, seq);
+    // An unknown opcode and an oversized Stat, with tags the session has not used yet.
+    let mut m = vec![0x77, 0x77];
+    m.extend_from_slice(&t(0x42).to_be_bytes());
+    let n = d.server.handle(&d.peer, &m, m.len(), &mut d.out).unwrap();
+    let p = FsPacket::new_checked(&d.out[..n]).unwrap();
+    assert_eq!(
+        ReplyPacket::new_checked(p.body()).unwrap().error(),
+        ErrorCode::NOSYS
+    );
+    let mut big = vec![0u8, 6];
+    big.extend_from_slice(&t(0x43).to_be_bytes());
+    big.extend_from_slice(b"f\0");
+    let n = d.server.handle(&d.peer, &big, 5000, &mut d.out).unwrap();
+    let p = FsPacket::new_checked(&d.out[..n]).unwrap();
+    assert_eq!(
+        ReplyPacket::new_checked(p.body()).unwrap().error(),
+        ErrorCode::MSGSIZE
+    );
+    // The session's own requests with those tags run.
+    let open = d.call(t(0x41), open_body(b"f", open_flags::RDONLY, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    let stat = d.call(t(0x42), BodyRepr::Stat(StatRepr { path: b"f" }));
+    assert_eq!(stat.error, ErrorCode::OK);
+    let stat = d.call(t(0x43), BodyRepr::Stat(StatRepr { path: b"f" }));
+    assert_eq!(stat.error, ErrorCode::OK);
+}
