@@ -25,21 +25,6 @@ fn soft_nofile(n: u64) {
     }
 }
 
-/// `book.xml` with its queuing channel on `transport`.
-fn book_on(transport: &str, dir: &std::path::Path) -> partix_config::model::Module {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/book.xml"),
-    )
-    .unwrap();
-    let with = text.replace(
-        r#"ChannelName="order-q">"#,
-        &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
-    );
-    let path = dir.join(format!("{transport}-book.xml"));
-    std::fs::write(&path, with).unwrap();
-    partix_config::load(&path).unwrap()
-}
-
 #[test]
 fn partitions_with_ports_start_under_a_low_descriptor_limit_and_beside_busy_numbers() {
     soft_nofile(1024);
@@ -55,7 +40,7 @@ fn partitions_with_ports_start_under_a_low_descriptor_limit_and_beside_busy_numb
         held.push(f);
     }
     for transport in ["one-sided", "udp"] {
-        let m = book_on(transport, &dir);
+        let m = common::on_transport("book.xml", transport, &dir);
         let out = common::run_roles(
             &format!("fds-{transport}"),
             m,
@@ -118,7 +103,7 @@ exec sleep 60
     let n = stray.to_string();
     let out = common::run_roles(
         "inherit",
-        book_on("one-sided", &dir),
+        common::on_transport("book.xml", "one-sided", &dir),
         script.to_str().unwrap(),
         &common::out_dir("exec-inherit"),
         &[("inherited", &[&n], true), ("inherited", &[&n], true)],

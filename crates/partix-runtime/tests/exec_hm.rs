@@ -7,7 +7,6 @@ mod exec_util;
 use exec_util::*;
 use partix_config::model::{ErrorCode, ErrorLevel, ModuleAction, PartitionAction};
 use partix_runtime::executive::hm::{Action, Death};
-use partix_runtime::executive::os::{resolve_program, run_module, RunConfig};
 use partix_runtime::executive::{EndReason, Options, SwitchMechanism};
 use partix_runtime::state::mode;
 use partix_runtime::trace::RecordKind;
@@ -172,18 +171,10 @@ fn a_shutdown_or_a_stop_during_the_initialisation_ends_the_run_with_its_report()
         m
     };
     let run = |m: &partix_config::model::Module, init_timeout_ms: u64, stop_after: Option<u64>| {
-        let programs = (0..m.partitions.len())
-            .map(|p| resolve_program(m, p).unwrap())
-            .collect();
-        let cfg = RunConfig {
-            programs,
-            cpu: None,
-            options: Options {
-                max_frames: Some(10),
-                init_timeout: std::time::Duration::from_millis(init_timeout_ms),
-                ..Options::default()
-            },
-            rt_unthrottle: false,
+        let options = Options {
+            max_frames: Some(10),
+            init_timeout: std::time::Duration::from_millis(init_timeout_ms),
+            ..Options::default()
         };
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         if let Some(ms) = stop_after {
@@ -193,7 +184,7 @@ fn a_shutdown_or_a_stop_during_the_initialisation_ends_the_run_with_its_report()
                 stop.store(true, std::sync::atomic::Ordering::Release);
             });
         }
-        run_module(m, cfg, &stop)
+        run_with(m, options, &stop)
     };
     let r = run(&m(true), 200, None).expect("a report, not a failure to start");
     assert_eq!(r.end, EndReason::HmShutdown);

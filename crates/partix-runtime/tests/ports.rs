@@ -419,25 +419,6 @@ fn a_process_stopped_while_waiting_holds_no_place_in_line() {
     assert_eq!(all_pass("STALE_DST", &out[1]), 3, "{:#?}", out[1]);
 }
 
-/// Load `tests/ports/NAME` with its queuing channel `order-q` on `transport` (written to
-/// `dir`).
-fn on_transport(name: &str, transport: &str, dir: &std::path::Path) -> Module {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/ports")
-            .join(name),
-    )
-    .unwrap();
-    let with = text.replace(
-        r#"ChannelName="order-q">"#,
-        &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
-    );
-    assert_ne!(with, text, "{name}'s queuing channel not found");
-    let path = dir.join(format!("{transport}-{name}"));
-    std::fs::write(&path, with).unwrap();
-    partix_config::load(&path).unwrap_or_else(|e| panic!("{name} on {transport}: {e}"))
-}
-
 /// ARINC 653 gives a queued message to the first waiting receiver even while it is suspended:
 /// the second in line is not held up by it (it was, when the head had to take the message
 /// itself), and the suspended one returns its message when resumed.
@@ -446,7 +427,7 @@ fn on_transport(name: &str, transport: &str, dir: &std::path::Path) -> Module {
 fn a_suspended_receiver_first_in_line_is_handed_its_message_and_holds_up_nobody() {
     let dir = common::out_dir("ports-suspend-cfg");
     for transport in ["one-sided", "two-sided", "udp", "tcp"] {
-        let m = on_transport("order.xml", transport, &dir);
+        let m = common::on_transport("order.xml", transport, &dir);
         let out = run(
             &m,
             &format!("suspend-{transport}"),
@@ -470,7 +451,7 @@ fn a_suspended_receiver_first_in_line_is_handed_its_message_and_holds_up_nobody(
 fn a_suspended_sender_first_in_line_has_its_message_sent_and_holds_up_nobody() {
     let dir = common::out_dir("ports-suspend-send-cfg");
     for transport in ["one-sided", "two-sided", "udp", "tcp"] {
-        let m = on_transport("suspend_send.xml", transport, &dir);
+        let m = common::on_transport("suspend_send.xml", transport, &dir);
         let out = run(
             &m,
             &format!("suspend-send-{transport}"),
@@ -502,7 +483,7 @@ fn a_suspended_sender_first_in_line_has_its_message_sent_and_holds_up_nobody() {
 fn a_queuing_source_restarted_while_full_stays_full_and_loses_nothing() {
     let dir = common::out_dir("ports-book-cfg");
     for transport in ["one-sided", "two-sided", "udp", "tcp"] {
-        let m = on_transport("book.xml", transport, &dir);
+        let m = common::on_transport("book.xml", transport, &dir);
         let out = run(
             &m,
             &format!("book-{transport}"),

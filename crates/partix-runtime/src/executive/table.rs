@@ -48,6 +48,20 @@ struct Point {
     open: Option<(usize, u32, u64, bool)>, // partition index, window id, duration, period start
 }
 
+impl Point {
+    /// The window this point opens, planned at `planned`.
+    fn window_at(&self, planned: u64) -> Option<PlannedWindow> {
+        self.open
+            .map(|(partition, window, dur, period_start)| PlannedWindow {
+                partition,
+                window,
+                start: planned,
+                end: planned + dur,
+                period_start,
+            })
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Table {
     major_ns: u64,
@@ -178,15 +192,7 @@ impl Planner {
             Some(w) if w.end <= planned => self.open.take(),
             _ => None,
         };
-        let open = p
-            .open
-            .map(|(partition, window, dur, period_start)| PlannedWindow {
-                partition,
-                window,
-                start: planned,
-                end: planned + dur,
-                period_start,
-            });
+        let open = p.window_at(planned);
         if open.is_some() {
             self.open = open;
         }
@@ -219,15 +225,7 @@ impl Planner {
         self.current = self.next;
         let p = &self.tables[self.current].points[0];
         let planned = self.frame_start + p.offset;
-        let open = p
-            .open
-            .map(|(partition, window, dur, period_start)| PlannedWindow {
-                partition,
-                window,
-                start: planned,
-                end: planned + dur,
-                period_start,
-            });
+        let open = p.window_at(planned);
         self.open = open;
         Event {
             planned,

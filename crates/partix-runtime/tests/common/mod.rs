@@ -35,6 +35,26 @@ pub fn load(rel: &str) -> Module {
     partix_config::load(&path).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
+/// `tests/ports/NAME` with its queuing channel `order-q` on `transport` (`partix:Transport`),
+/// written as `dir/<transport>-<name>` and loaded.
+#[allow(dead_code)] // used by the port tests only
+pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ports")
+            .join(name),
+    )
+    .unwrap();
+    let with = text.replace(
+        r#"ChannelName="order-q">"#,
+        &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
+    );
+    assert_ne!(with, text, "{name}'s queuing channel not found");
+    let path = dir.join(format!("{transport}-{name}"));
+    std::fs::write(&path, with).unwrap();
+    partix_config::load(&path).unwrap_or_else(|e| panic!("{name} on {transport}: {e}"))
+}
+
 /// Instantiate the template `tpl` (relative to this crate's directory) for `transport`
 /// (`@TRANSPORT@`) as `dir/<name>-<transport>.xml` and load it.
 #[allow(dead_code)] // used by the tests of templates only

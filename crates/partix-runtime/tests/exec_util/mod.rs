@@ -107,18 +107,37 @@ pub fn run_frames(m: &Module, frames: u64, switch: SwitchMechanism) -> RunReport
     // two tests of one binary running at once would take each other's windows.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    run_with(
+        m,
+        Options {
+            max_frames: Some(frames),
+            switch,
+            ..Options::default()
+        },
+        &AtomicBool::new(false),
+    )
+    .unwrap()
+}
+
+/// Run module `m` (every partition's program resolved from it) on the default CPU with
+/// `options` until `stop` or the options end it.
+///
+/// # Errors
+/// As [`run_module`].
+#[allow(dead_code)] // not used by every test binary
+pub fn run_with(
+    m: &Module,
+    options: Options,
+    stop: &AtomicBool,
+) -> Result<RunReport, partix_runtime::executive::os::RunError> {
     let programs = (0..m.partitions.len())
         .map(|p| resolve_program(m, p).unwrap())
         .collect();
     let cfg = RunConfig {
         programs,
         cpu: None,
-        options: Options {
-            max_frames: Some(frames),
-            switch,
-            ..Options::default()
-        },
+        options,
         rt_unthrottle: false,
     };
-    run_module(m, cfg, &AtomicBool::new(false)).unwrap()
+    run_module(m, cfg, stop)
 }
