@@ -30,7 +30,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -168,6 +168,31 @@ fn write_control(dir: &Path, name: &str, value: &str) -> io::Result<()> {
 
 /// Remove cgroup directory `dir`, waiting up to 200 ms for its processes to leave (a killed
 /// task leaves at its exit).
+/// A pidfd for `pid` (`pidfd_open(2)`).
+fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just made and is owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// SIGKILL the process `fd` names (an ended one is not signalled, whatever has its pid now).
+fn pidfd_kill(fd: &OwnedFd) {
+    // SAFETY: pidfd_send_signal with a null siginfo and no flags reads no memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+}
+
 fn remove_cgroup_dir(dir: &Path) {
     for _ in 0..200 {
         match std::fs::remove_dir(dir) {
@@ -493,13 +518,42 @@ impl PartitionCgroup {
 
     /// SIGKILL every process listed in the cgroup (after [`PartitionCgroup::kill`]: one born
     /// since, or one not ended yet); return whether any was.
+    ///
+    /// A listed process may end and be reaped (by init, for one the partition forked) before
+    /// it is signalled, and its pid be given to an unrelated process. So each pid is pinned
+    /// first with a pidfd, and only the pidfds whose pid is still listed afterwards are
+    /// signalled: a pidfd names one process for good, and one listed after its pidfd was
+    /// opened is in the cgroup. Where no pidfd can be had (before Linux 5.3), `kill`.
     pub fn kill_rest(&self) -> bool {
-        let pids = self.pids();
-        for &pid in &pids {
-            // SAFETY: kill has no memory preconditions; the pids are the partition's.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+        self.kill_listed(self.pids())
+    }
+
+    /// SIGKILL those of `pids` (a listing of the cgroup, maybe stale) that are in the cgroup.
+    fn kill_listed(&self, pids: Vec<i32>) -> bool {
+        if pids.is_empty() {
+            return false;
         }
-        !pids.is_empty()
+        let pinned: Vec<(i32, io::Result<OwnedFd>)> =
+            pids.iter().map(|&pid| (pid, pidfd_open(pid))).collect();
+        let mut still = self.pids();
+        still.sort_unstable();
+        for (pid, fd) in pinned {
+            if still.binary_search(&pid).is_err() {
+                continue;
+            }
+            match fd {
+                Ok(fd) => pidfd_kill(&fd),
+                // It ended before it was pinned; listed again, it is a new process of the
+                // cgroup's, signalled by the next call.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                // No pidfds (ENOSYS), or no descriptor left (EMFILE).
+                // SAFETY: kill has no memory preconditions; the pid is listed in the cgroup.
+                Err(_) => unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                },
+            }
+        }
+        true
     }
 
     /// SIGKILL every process of the cgroup for good (`cgroup.kill` where the kernel has it,
@@ -655,5 +709,50 @@ mod tests {
         }
         drop(cg);
         assert!(!dir.exists(), "{} was not removed", dir.display());
+    }
+
+    /// A stale listing: a pid listed once may belong to another process by the time it is
+    /// signalled. Only a process still in the cgroup is killed.
+    #[test]
+    fn a_pid_no_longer_in_the_cgroup_is_not_killed() {
+        let cg = match PartitionCgroup::create(1) {
+            Ok(cg) => cg,
+            Err(e) => {
+                eprintln!(
+                    "SKIPPED a_pid_no_longer_in_the_cgroup_is_not_killed: no writable cgroup \
+                     v2 hierarchy ({e})"
+                );
+                return;
+            }
+        };
+        let spin = || {
+            // SAFETY: the child only sleeps until it is killed.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                loop {
+                    // SAFETY: pause has no preconditions.
+                    unsafe { libc::pause() };
+                }
+            }
+            pid
+        };
+        let inside = spin();
+        cg.add(inside).unwrap();
+        // As if a listed process had ended and its pid gone to this one, outside the cgroup.
+        let outside = spin();
+        assert!(cg.kill_listed(vec![outside, inside]));
+        let mut st = 0;
+        // SAFETY: inside is our child.
+        assert_eq!(unsafe { libc::waitpid(inside, &mut st, 0) }, inside);
+        assert!(libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: outside is our child.
+        let ended = unsafe { libc::waitpid(outside, &mut st, libc::WNOHANG) };
+        // SAFETY: as above; it is ended and reaped whatever the verdict.
+        unsafe {
+            libc::kill(outside, libc::SIGKILL);
+            libc::waitpid(outside, &mut st, 0);
+        }
+        assert_eq!(ended, 0, "the process outside the cgroup was killed");
     }
 }
