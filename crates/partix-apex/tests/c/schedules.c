@@ -45,5 +45,8 @@ int main(void)
     printf("SET_MODULE_SCHEDULE known rc=%s\n", rc_name(rc));
     GET_MODULE_SCHEDULE_STATUS(&st, &rc);
     printf("GET_MODULE_SCHEDULE_STATUS ok rc=%s\n", rc_name(rc));
+    /* A system partition's SET is seen at once: it is the next schedule. */
+    printf("VALUE CURRENT_SCHEDULE after_set %d\n", (int)st.CURRENT_SCHEDULE);
+    printf("VALUE NEXT_SCHEDULE after_set %d\n", (int)st.NEXT_SCHEDULE);
     return 0;
 }

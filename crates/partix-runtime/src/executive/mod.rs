@@ -1203,8 +1203,11 @@ impl<'m> Executive<'m> {
         sched_id: u32,
     ) {
         let st = self.shared.partition(p);
-        let sreq = st.requested_schedule.swap(NO_REQUEST, Ordering::AcqRel);
-        if sreq != NO_REQUEST && self.module.partitions[p].system_partition {
+        let sreq = st.requested_schedule.load(Ordering::Acquire);
+        if sreq == NO_REQUEST {
+            return;
+        }
+        if self.module.partitions[p].system_partition {
             if let Some(idx) = self.planner.request_schedule(ScheduleId(sreq)) {
                 self.shared
                     .module()
@@ -1218,6 +1221,15 @@ impl<'m> Executive<'m> {
                 self.record(sw, r);
             }
         }
+        // Cleared after `next_schedule` is stored: a partition that finds its request gone
+        // finds the schedule it asked for in GET_MODULE_SCHEDULE_STATUS. A request made
+        // meanwhile stays for the next look.
+        let _ = st.requested_schedule.compare_exchange(
+            sreq,
+            NO_REQUEST,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 
     /// At a frame boundary, when it is near (`wake`, module time): take the schedule requests

@@ -16,7 +16,7 @@ use super::hm;
 use super::process::LockLevel;
 use super::rt::{self, rt, FIFO_MONITOR};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
-use crate::state::{mode, start_condition};
+use crate::state::{mode, start_condition, NO_REQUEST};
 use partix_shm::futex;
 use std::sync::atomic::Ordering;
 
@@ -275,13 +275,25 @@ pub fn set_module_schedule(id: ScheduleId) -> ApexResult<()> {
 }
 
 /// Return the module schedule status (`GET_MODULE_SCHEDULE_STATUS`): plain loads.
+///
+/// The next schedule is this partition's own SET_MODULE_SCHEDULE request while the executive
+/// has not taken it yet (it takes requests when the partition's window closes and near a
+/// frame boundary), so a SET is seen at once. The executive stores the module's next schedule
+/// before it clears the request: once the request is gone, the module's value includes it.
 pub fn get_module_schedule_status() -> ModuleScheduleStatus {
-    let m = rt().ctx.module();
+    let ctx = &rt().ctx;
+    let m = ctx.module();
+    let own = ctx.partition().requested_schedule.load(Ordering::Acquire);
+    let next = if own != NO_REQUEST {
+        own
+    } else {
+        m.next_schedule.load(Ordering::Acquire)
+    };
     ModuleScheduleStatus {
         time_of_last_schedule_switch: m.last_schedule_switch_ns.load(Ordering::Relaxed)
             as SystemTime,
         current_schedule: ScheduleId(m.current_schedule.load(Ordering::Relaxed) as i32),
-        next_schedule: ScheduleId(m.next_schedule.load(Ordering::Relaxed) as i32),
+        next_schedule: ScheduleId(next as i32),
     }
 }
 

@@ -492,6 +492,12 @@ fn standalone_setup(ctx: &PartitionContext) {
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
     }
+    // The module runs the configuration's initial schedule (without one: schedule 0).
+    if let Some(m) = super::hm::config() {
+        let id = m.initial().id.0;
+        ctx.module().current_schedule.store(id, Ordering::Release);
+        ctx.module().next_schedule.store(id, Ordering::Release);
+    }
     let p = ctx.partition();
     if let Some((mode, cond, restarts)) = std::env::var(super::partition::ENV_STANDALONE_RESTART)
         .ok()
