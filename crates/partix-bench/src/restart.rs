@@ -29,7 +29,7 @@ use clap::Args;
 use partix_config::model::*;
 use partix_runtime::attach::monotonic_ns;
 use partix_runtime::executive::os::{
-    default_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
+    pick_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
 };
 use partix_runtime::executive::Options;
 use partix_runtime::trace::RecordKind;
@@ -319,7 +319,7 @@ fn fork_baseline(cpu: usize, samples: u32) -> Recorder {
 /// # Errors
 /// A partition program cannot be found, or a run fails.
 pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
-    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let cpu = pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
     let mut m = Measured::default();
     let runs = args.rounds.max(1) as usize * Class::ALL.len();
     for round in 0..args.rounds.max(1) {
@@ -342,7 +342,7 @@ pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
 
 /// Run the benchmark.
 pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
-    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let cpu = pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
     let w1 = args.restart_window_us.clamp(100, 10_000);
     println!("# partix bench restart — what a partition's restart costs the next window");
     println!("{}", report::machine_line());

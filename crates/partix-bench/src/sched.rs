@@ -21,7 +21,7 @@ use hdrhistogram::Histogram;
 use partix_config::model::*;
 use partix_runtime::attach::monotonic_ns;
 use partix_runtime::executive::os::{
-    default_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
+    pick_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
 };
 use partix_runtime::executive::{Options, SwitchMechanism};
 use std::path::{Path, PathBuf};
@@ -641,7 +641,7 @@ fn handoff_baseline(cpu: usize, samples: u64, how: Handoff) -> anyhow::Result<Re
 
 /// Run the benchmark.
 pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
-    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let cpu = pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
     let secs = args.seconds.max(1);
     println!("# partix bench sched — partition scheduling overheads (paper table V, figs. 6/7/15)");
     println!("{}", report::machine_line());

@@ -13,9 +13,7 @@ use crate::report::{self, Recorder};
 use clap::Args;
 use partix_config::model::*;
 use partix_runtime::attach::monotonic_ns;
-use partix_runtime::executive::os::{
-    default_cpu, resolve_program, run_module, RtThread, RunConfig,
-};
+use partix_runtime::executive::os::{pick_cpu, resolve_program, run_module, RtThread, RunConfig};
 use partix_runtime::executive::Options;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,7 +84,7 @@ fn module(n: u32) -> Module {
 
 /// Run the benchmark.
 pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
-    let cpu = args.cpu.unwrap_or_else(default_cpu);
+    let cpu = pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
     println!("# partix bench startup — launch to all partitions NORMAL (paper fig. 20)");
     println!("{}", report::machine_line());
     println!(

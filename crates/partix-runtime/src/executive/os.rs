@@ -1979,10 +1979,13 @@ pub struct RtThread {
     old_rttime: libc::rlimit,
     /// Whether SCHED_FIFO could be set (needs root or CAP_SYS_NICE).
     pub realtime: bool,
+    /// Whether the thread could be pinned to its CPU (see [`check_cpus`]).
+    pub pinned: bool,
 }
 
 impl RtThread {
-    /// Enter real-time mode on `cpu`.
+    /// Enter real-time mode on `cpu` (one that [`check_cpus`] accepts, or the thread is not
+    /// pinned: `pinned` says so).
     pub fn enter(cpu: usize) -> RtThread {
         // SAFETY: plain syscalls on the calling thread with valid pointers.
         unsafe {
@@ -1992,8 +1995,10 @@ impl RtThread {
             let mut old_cpus: libc::cpu_set_t = std::mem::zeroed();
             libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old_cpus);
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let pinned = cpu < libc::CPU_SETSIZE as usize && {
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+            };
             // Watchdog: the executive blocks at every scheduling point, so a real-time thread of
             // this process that runs for seconds without blocking is a bug that would starve the
             // partitions' CPU. The kernel then sends SIGXCPU (whose default action ends the
@@ -2016,6 +2021,7 @@ impl RtThread {
                 old_cpus,
                 old_rttime,
                 realtime,
+                pinned,
             }
         }
     }
@@ -2086,6 +2092,77 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// Return the default CPU of the executive and the partitions: the last CPU allowed.
 pub fn default_cpu() -> usize {
     allowed_cpus().last().copied().unwrap_or(0)
+}
+
+/// The executive's CPU: `cpu` if this process may use it, else an error saying which it may
+/// use; `None`: the last CPU allowed ([`default_cpu`]).
+///
+/// # Errors
+/// `cpu` is not one of [`allowed_cpus`].
+pub fn pick_cpu(cpu: Option<usize>) -> Result<usize, String> {
+    let allowed = allowed_cpus();
+    match cpu {
+        None => Ok(allowed.last().copied().unwrap_or(0)),
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(not_allowed(c, &allowed)),
+    }
+}
+
+fn not_allowed(cpu: usize, allowed: &[usize]) -> String {
+    format!(
+        "--cpu {cpu}: not a CPU this process may use (allowed: {}); choose one of them",
+        cpu_list_text(allowed)
+    )
+}
+
+/// Check the executive's CPU (`--cpu`) and every partition's `partix:Affinity` against the CPUs
+/// this process may use (`allowed`, [`allowed_cpus`] read before any pinning). A CPU outside
+/// them would leave the executive or a partition unpinned: the premise that a partition never
+/// runs while the executive works on its CPU would fail silently.
+///
+/// # Errors
+/// A message naming the CPU, where it comes from and the CPUs allowed.
+pub fn check_cpus(module: &Module, cpu: usize, allowed: &[usize]) -> Result<(), String> {
+    let list = || cpu_list_text(allowed);
+    if !allowed.contains(&cpu) {
+        return Err(not_allowed(cpu, allowed));
+    }
+    for part in &module.partitions {
+        for &c in part.affinity.as_deref().unwrap_or_default() {
+            if !allowed.contains(&c) {
+                return Err(format!(
+                    "partition `{}`: partix:Affinity CPU {c} is not one this process may use \
+                     (allowed: {}); change the configuration or the process's CPU set",
+                    part.name,
+                    list()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `0-3,6` for CPUs 0, 1, 2, 3 and 6 (sorted input).
+fn cpu_list_text(cpus: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(",")
+    }
 }
 
 /// Find the program of a partition: `partix:Executable` as given when it contains a `/`,
@@ -2284,6 +2361,8 @@ pub enum RunError {
     Start(StartError),
     /// The channels could not be built.
     Channels(crate::channels::ChannelError),
+    /// A CPU of the executive or of a partition is not one this process may use.
+    Cpu(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -2294,6 +2373,7 @@ impl std::fmt::Display for RunError {
             RunError::Plan(e) => write!(f, "{e}"),
             RunError::Start(e) => write!(f, "{e}"),
             RunError::Channels(e) => write!(f, "{e}"),
+            RunError::Cpu(e) => write!(f, "{e}"),
         }
     }
 }
@@ -2363,7 +2443,12 @@ pub fn run_module(
     stop: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let launched = monotonic_ns();
-    let cpu = cfg.cpu.unwrap_or_else(default_cpu);
+    let allowed = allowed_cpus();
+    let cpu = cfg
+        .cpu
+        .unwrap_or_else(|| allowed.last().copied().unwrap_or(0));
+    // Before anything changes the system's state (the RT throttling) or this thread's.
+    check_cpus(module, cpu, &allowed).map_err(RunError::Cpu)?;
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
     let _unthrottle = if cfg.rt_unthrottle {
         match RtUnthrottle::enter() {
@@ -2377,6 +2462,11 @@ pub fn run_module(
         None
     };
     let rt = RtThread::enter(cpu);
+    if !rt.pinned {
+        return Err(RunError::Cpu(format!(
+            "--cpu {cpu}: the executive's thread could not be pinned to it"
+        )));
+    }
     if !rt.realtime {
         eprintln!("partix: warning: cannot use SCHED_FIFO (needs root or CAP_SYS_NICE); windows will be imprecise");
     }
@@ -2548,6 +2638,49 @@ mod tests {
     /// After a `cgroup.kill`, Linux 6.18 kills such a process at birth, so the restart failed
     /// ("the new process ended before exec (killed by SIGKILL)"): `PartitionCgroup::kill`
     /// kills without it.
+    /// `--cpu` and `partix:Affinity` are checked against the CPUs the process may use, before
+    /// anything is pinned: a CPU outside them (or beyond the kernel's CPU set: `CPU_SET`
+    /// panicked where it could not unwind) is refused with a message naming it.
+    #[test]
+    fn cpus_outside_the_allowed_set_are_refused_with_the_allowed_list() {
+        let xml = |affinity: &str| {
+            format!(
+                r#"<ARINC_653_Module xmlns:partix="urn:partix:config:1">
+  <Partition PartitionIdentifier="1" PartitionName="A" EntryPoint="main" {affinity}/>
+  <Module_Schedule MajorFrameSeconds="0.01">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.01" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>"#
+            )
+        };
+        let plain = partix_config::parse_str(&xml(""), None).unwrap();
+        let pinned = partix_config::parse_str(&xml(r#"partix:Affinity="3""#), None).unwrap();
+        let allowed = [0, 1, 2, 5];
+        assert_eq!(check_cpus(&plain, 1, &allowed), Ok(()));
+        let e = check_cpus(&plain, 4, &allowed).unwrap_err();
+        assert!(e.contains("--cpu 4") && e.contains("allowed: 0-2,5"), "{e}");
+        let e = check_cpus(&plain, libc::CPU_SETSIZE as usize, &allowed).unwrap_err();
+        assert!(e.contains("not a CPU this process may use"), "{e}");
+        let e = check_cpus(&pinned, 1, &allowed).unwrap_err();
+        assert!(e.contains("partition `A`") && e.contains("CPU 3"), "{e}");
+        assert_eq!(cpu_list_text(&[]), "none");
+        // The process's own CPUs: the last is the default, one beyond them is refused.
+        let own = allowed_cpus();
+        assert_eq!(pick_cpu(None), Ok(*own.last().unwrap()));
+        assert!(pick_cpu(Some(own.last().unwrap() + 1)).is_err());
+        assert!(pick_cpu(Some(4096)).is_err());
+    }
+
+    /// A thread cannot be pinned to a CPU beyond the kernel's CPU set: `enter` says so instead
+    /// of panicking in `CPU_SET`.
+    #[test]
+    fn an_rt_thread_on_a_cpu_beyond_the_set_is_not_pinned() {
+        let t = std::thread::spawn(|| RtThread::enter(libc::CPU_SETSIZE as usize).pinned);
+        assert!(!t.join().unwrap());
+    }
+
     #[test]
     fn a_process_born_in_a_cgroup_after_its_kill_lives() {
         const TEST: &str = "a_process_born_in_a_cgroup_after_its_kill_lives";
