@@ -1312,6 +1312,14 @@ fn hm(
                     );
                     continue;
                 }
+            } else if code == ErrorCode::InitTimeout {
+                // Not in System_HM_Table: the runtime's default level, MODULE.
+                c.err(
+                    e.error_id.loc,
+                    "INIT_TIMEOUT is handled at MODULE level when System_HM_Table does not list it, so this partition action never applies",
+                    "add INIT_TIMEOUT to System_HM_Table: with ErrorLevel=\"PARTITION\" for this action to apply, or with ErrorLevel=\"MODULE\" and an action in Module_HM_Table",
+                );
+                continue;
             }
             if let Some((first_id, first)) = actions.get(&code) {
                 c.err(
