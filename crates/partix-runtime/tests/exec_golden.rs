@@ -200,9 +200,10 @@ impl Switcher for MockSwitcher<'_> {
                 s
             }
             RecordKind::Window => format!(
-                "  window {} win={} planned=[{},{}] actual=[{},{}]",
+                "  window {} win={} frame={} planned=[{},{}] actual=[{},{}]",
                 name(r.partition),
                 r.window,
+                r.frame,
                 ms(r.planned_start),
                 ms(r.planned_end),
                 ms(r.actual_start),
@@ -214,8 +215,20 @@ impl Switcher for MockSwitcher<'_> {
                 r.window,
                 if r.text.is_empty() { "IDLE" } else { r.text }
             ),
-            RecordKind::Hm => format!("  HM {} {} -> {}", name(r.partition), r.text, r.text2),
-            RecordKind::Mode => format!("  mode {} {} ({})", name(r.partition), r.text, r.text2),
+            RecordKind::Hm => format!(
+                "  HM {} {} -> {} frame={}",
+                name(r.partition),
+                r.text,
+                r.text2,
+                r.frame
+            ),
+            RecordKind::Mode => format!(
+                "  mode {} {} ({}) frame={}",
+                name(r.partition),
+                r.text,
+                r.text2,
+                r.frame
+            ),
             RecordKind::ScheduleSwitch => format!("  schedule {} -> {}", r.detail, r.window),
             RecordKind::ScheduleRequest => {
                 format!("  request schedule {} by {}", r.window, name(r.partition))
@@ -656,7 +669,8 @@ fn init_timeout_with_module_shutdown_fails_startup() {
     let (err, log) = run_golden_stuck(&m, Vec::new(), 2, 0, &[2]).unwrap_err();
     assert!(err.contains("shut the module down"), "{err}");
     assert!(
-        log.iter().any(|l| l == "  HM P3 INIT_TIMEOUT -> SHUTDOWN"),
+        log.iter()
+            .any(|l| l == "  HM P3 INIT_TIMEOUT -> SHUTDOWN frame=0"),
         "{log:#?}"
     );
 }

@@ -502,6 +502,12 @@ impl<'m> Executive<'m> {
         }
     }
 
+    /// The running frame's index (0-based, as window and point records count frames; 0 during
+    /// the initialisation): `frames` counts the frames started.
+    fn frame_index(&self) -> u64 {
+        self.frames.saturating_sub(1)
+    }
+
     fn mode_record<S: Switcher>(
         &mut self,
         sw: &mut S,
@@ -514,7 +520,7 @@ impl<'m> Executive<'m> {
         r.text = mode_name(m);
         r.text2 = cause;
         r.actual_start = at;
-        r.frame = self.frames;
+        r.frame = self.frame_index();
         r.schedule = self.planner.schedule_id(self.planner.current()).0;
         self.parts[p].seen_mode = m;
         self.record(sw, r);
@@ -866,7 +872,7 @@ impl<'m> Executive<'m> {
             None => 0,
         };
         r.actual_start = at;
-        r.frame = self.frames;
+        r.frame = self.frame_index();
         r.schedule = self.planner.schedule_id(self.planner.current()).0;
         self.record(sw, r);
         self.hm_events.push(HmEvent {
@@ -1117,7 +1123,14 @@ impl<'m> Executive<'m> {
         sched_id: u32,
     ) -> Option<EndReason> {
         if let Some(w) = ev.close {
-            self.close(sw, w, wake, ev.frame, sched_id);
+            // A window closed at a frame's first point opened in the frame before (no window
+            // spans a frame boundary).
+            let opened = if ev.point == 0 {
+                ev.frame.saturating_sub(1)
+            } else {
+                ev.frame
+            };
+            self.close(sw, w, wake, opened, sched_id);
         }
         if ev.point == 0 {
             if let Some(max) = self.opts.max_frames {
