@@ -8,8 +8,9 @@ use exec_util::*;
 use partix_config::model::{ErrorCode, Module, PartitionAction};
 use partix_runtime::executive::hm::Death;
 use partix_runtime::executive::shared::SharedState;
+use partix_runtime::executive::ProcessTotals;
 use partix_runtime::executive::{Clock, Executive, Options, Switcher};
-use partix_runtime::state::{mode, NO_REQUEST};
+use partix_runtime::state::{mode, NAME_LEN, NO_REQUEST};
 use partix_runtime::trace::{Record, RecordKind};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -23,6 +24,10 @@ enum Act {
     RequestSchedule(usize, u32),
     RequestMode(usize, u32),
     Die(usize, Death),
+    /// Partition, slot, name, jobs: as the partition runtime does, create the process in the
+    /// slot (the name written before the slot is published) and count jobs started and
+    /// completed on top of what the slot holds, with a CtswO of 7 µs each.
+    Jobs(usize, usize, &'static str, u64),
 }
 
 struct World<'a> {
@@ -83,6 +88,25 @@ impl World<'_> {
                         self.alive[p] = false;
                         self.deaths.push_back((p, d));
                     }
+                }
+                Act::Jobs(p, i, name, jobs) => {
+                    let st = self.shared.partition(p);
+                    let slot = &st.processes[i];
+                    if st.n_processes.load(Ordering::Acquire) as usize <= i {
+                        let mut bytes = [0u8; NAME_LEN];
+                        bytes[..name.len()].copy_from_slice(name.as_bytes());
+                        // SAFETY: the slot is not published yet (n_processes ≤ i), and this
+                        // test's thread is the only one that touches the region.
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            slot.name.write(&bytes)
+                        };
+                        st.n_processes.store(i as u32 + 1, Ordering::Release);
+                    }
+                    slot.jobs.fetch_add(jobs, Ordering::AcqRel);
+                    slot.releases.fetch_add(jobs, Ordering::AcqRel);
+                    slot.last_ctsw_ns.store(7_000, Ordering::Release);
+                    slot.total_ctsw_ns.fetch_add(7_000 * jobs, Ordering::AcqRel);
                 }
             }
         }
@@ -281,6 +305,8 @@ fn run_golden_stuck(
 thread_local! {
     /// `Options::switch_prewarm` (µs) of the runs made by this test's thread.
     static PREWARM_US: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The last run's process counters (`Executive::process_totals`) and CtswO sample count.
+    static LAST_PROCESSES: RefCell<(Vec<ProcessTotals>, u64)> = const { RefCell::new((Vec::new(), 0)) };
 }
 
 /// [`run_golden_stuck`], also returning how the arm-ahead predictions matched.
@@ -329,6 +355,7 @@ fn run_golden_arms(
     }
     world.borrow_mut().log.push("-- cyclic".into());
     ex.run(&mut clock, &mut sw, &AtomicBool::new(false));
+    LAST_PROCESSES.with(|l| *l.borrow_mut() = (ex.process_totals(), ex.overheads.ctswo.len()));
     let ms = shared.module();
     let status = format!(
         "-- end: current_schedule={} next_schedule={} last_switch={:.3}ms major_frames={} P1.restarts={} P2.restarts={} P3.mode={}",
@@ -673,4 +700,66 @@ fn init_timeout_with_module_shutdown_fails_startup() {
             .any(|l| l == "  HM P3 INIT_TIMEOUT -> SHUTDOWN frame=0"),
         "{log:#?}"
     );
+}
+
+/// A restarted partition's processes keep their own counters: the executive folds the ended
+/// incarnation's slots into its totals by name and zeroes them before the respawn. Before, a
+/// slot reused by another process carried the first one's jobs under the new name, the first
+/// one's figures vanished from the report, and the first close after the restart counted the
+/// old incarnation's last CtswO again.
+#[test]
+fn a_restarted_partitions_processes_are_counted_by_name_across_incarnations() {
+    let m = golden_module();
+    let script = vec![
+        // P2's first incarnation (window 5-12 ms): A in slot 0, B in slot 1.
+        (6_000_000, Act::Jobs(1, 0, "A", 5)),
+        (6_000_000, Act::Jobs(1, 1, "B", 1)),
+        // It segfaults: COLD_START in its next window (25 ms).
+        (8_000_000, Act::Die(1, Death::Signaled(libc::SIGSEGV))),
+        // The second incarnation creates only B, in slot 0.
+        (27_000_000, Act::Jobs(1, 0, "B", 2)),
+    ];
+    let log = run_golden(&m, script, 3, 0);
+    assert!(
+        log.iter().any(|l| l.contains("mode P2 COLD_START (HM)")),
+        "{log:#?}"
+    );
+    let (totals, ctswo) = LAST_PROCESSES.with(|l| l.borrow().clone());
+    let of = |name: &str| {
+        totals
+            .iter()
+            .find(|t| t.partition == 1 && t.name == name)
+            .unwrap_or_else(|| panic!("no {name}: {totals:#?}"))
+    };
+    assert_eq!((of("A").jobs, of("A").releases), (5, 5), "{totals:#?}");
+    assert_eq!((of("B").jobs, of("B").releases), (3, 3), "{totals:#?}");
+    assert_eq!(of("B").total_ctsw_ns, 21_000);
+    assert_eq!(totals.len(), 2, "{totals:#?}");
+    // One CtswO sample per process per close that saw new jobs: A and B at 12 ms, B at 32 ms.
+    assert_eq!(ctswo, 3);
+}
+
+/// A partition whose incarnations keep naming new processes holds at most `MAX_RETIRED`
+/// entries; the last, "(other processes)", sums the rest, and other partitions keep theirs.
+#[test]
+fn process_totals_are_bounded_per_partition() {
+    use partix_runtime::executive::{MAX_RETIRED, OTHER_PROCESSES};
+    let one = |partition: usize, name: String| ProcessTotals {
+        partition,
+        name,
+        jobs: 1,
+        ..ProcessTotals::default()
+    };
+    let mut list = Vec::new();
+    for i in 0..3 * MAX_RETIRED {
+        ProcessTotals::merge_into(one(0, format!("p{i}")), &mut list, MAX_RETIRED);
+    }
+    ProcessTotals::merge_into(one(1, "q".into()), &mut list, MAX_RETIRED);
+    ProcessTotals::merge_into(one(0, "p0".into()), &mut list, MAX_RETIRED);
+    let of0: Vec<_> = list.iter().filter(|t| t.partition == 0).collect();
+    assert_eq!(of0.len(), MAX_RETIRED);
+    let other = of0.iter().find(|t| t.name == OTHER_PROCESSES).unwrap();
+    assert_eq!(other.jobs, (3 * MAX_RETIRED - (MAX_RETIRED - 1)) as u64);
+    assert_eq!(of0.iter().find(|t| t.name == "p0").unwrap().jobs, 2);
+    assert_eq!(list.iter().filter(|t| t.partition == 1).count(), 1);
 }

@@ -397,6 +397,105 @@ pub struct Executive<'m> {
     /// The run phase has begun: kills of partitions whose window is closed wait for their
     /// next window ([`PartRun::kill_pending`]).
     in_run: bool,
+    /// The process counters of the partitions' ended incarnations, by partition and name
+    /// (folded at each respawn, see [`ProcessTotals`]).
+    pub retired: Vec<ProcessTotals>,
+}
+
+/// Most entries of one partition in [`Executive::retired`]: a partition whose incarnations
+/// keep naming new processes has the rest of them folded into one entry named
+/// [`OTHER_PROCESSES`].
+pub const MAX_RETIRED: usize = 2 * MAX_PROCESSES;
+
+/// The name of the entry that holds the processes beyond [`MAX_RETIRED`].
+pub const OTHER_PROCESSES: &str = "(other processes)";
+
+/// One APEX process's counters (from its process slot), summed over the incarnations of its
+/// partition that created a process of that name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessTotals {
+    /// Partition index.
+    pub partition: usize,
+    /// Process name.
+    pub name: String,
+    /// Jobs completed.
+    pub jobs: u64,
+    /// Deadline misses.
+    pub deadline_misses: u64,
+    /// Sum of the response times (ns).
+    pub total_response_ns: u64,
+    /// Worst response time (ns).
+    pub worst_response_ns: u64,
+    /// Jobs started.
+    pub releases: u64,
+    /// Sum of the CtswO values (ns).
+    pub total_ctsw_ns: u64,
+    /// Worst CtswO (ns).
+    pub worst_ctsw_ns: u64,
+}
+
+impl ProcessTotals {
+    /// The counters of `slot` of partition `partition`.
+    pub fn from_slot(partition: usize, slot: &crate::state::ProcessSlot) -> ProcessTotals {
+        let len = slot
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(crate::state::NAME_LEN);
+        ProcessTotals {
+            partition,
+            name: String::from_utf8_lossy(&slot.name[..len]).into_owned(),
+            jobs: slot.jobs.load(Ordering::Acquire),
+            deadline_misses: slot.deadline_misses.load(Ordering::Acquire),
+            total_response_ns: slot.total_response_ns.load(Ordering::Acquire),
+            worst_response_ns: slot.worst_response_ns.load(Ordering::Acquire),
+            releases: slot.releases.load(Ordering::Acquire),
+            total_ctsw_ns: slot.total_ctsw_ns.load(Ordering::Acquire),
+            worst_ctsw_ns: slot.worst_ctsw_ns.load(Ordering::Acquire),
+        }
+    }
+
+    /// Add `o`'s counters to these.
+    pub fn add(&mut self, o: &ProcessTotals) {
+        self.jobs = self.jobs.saturating_add(o.jobs);
+        self.deadline_misses = self.deadline_misses.saturating_add(o.deadline_misses);
+        self.total_response_ns = self.total_response_ns.saturating_add(o.total_response_ns);
+        self.worst_response_ns = self.worst_response_ns.max(o.worst_response_ns);
+        self.releases = self.releases.saturating_add(o.releases);
+        self.total_ctsw_ns = self.total_ctsw_ns.saturating_add(o.total_ctsw_ns);
+        self.worst_ctsw_ns = self.worst_ctsw_ns.max(o.worst_ctsw_ns);
+    }
+
+    /// Add `t` to the entry of its partition and name in `list`, or append it: at most
+    /// `cap` entries per partition, the last of which, [`OTHER_PROCESSES`], holds the rest.
+    pub fn merge_into(t: ProcessTotals, list: &mut Vec<ProcessTotals>, cap: usize) {
+        if let Some(e) = list
+            .iter_mut()
+            .find(|e| e.partition == t.partition && e.name == t.name)
+        {
+            e.add(&t);
+            return;
+        }
+        let held = list.iter().filter(|e| e.partition == t.partition).count();
+        if held + 1 < cap {
+            list.push(t);
+            return;
+        }
+        if let Some(e) = list
+            .iter_mut()
+            .find(|e| e.partition == t.partition && e.name == OTHER_PROCESSES)
+        {
+            e.add(&t);
+        } else {
+            let mut other = ProcessTotals {
+                partition: t.partition,
+                name: OTHER_PROCESSES.into(),
+                ..ProcessTotals::default()
+            };
+            other.add(&t);
+            list.push(other);
+        }
+    }
 }
 
 fn mode_name(m: u32) -> &'static str {
@@ -447,6 +546,7 @@ impl<'m> Executive<'m> {
             startup_ns: 0,
             frames: 0,
             in_run: false,
+            retired: Vec::new(),
         })
     }
 
@@ -742,6 +842,60 @@ impl<'m> Executive<'m> {
         Ok(())
     }
 
+    /// Before partition `p`'s next incarnation (its process has ended): fold the counters of
+    /// its process slots into [`Executive::retired`] and zero them, so that a slot's counters
+    /// are those of the process the new incarnation creates in it, and its `releases` start
+    /// again from the zero `slot_seen` is reset to.
+    fn retire_processes(&mut self, p: usize) {
+        let st = self.shared.partition(p);
+        let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
+        for slot in &st.processes[..n] {
+            ProcessTotals::merge_into(
+                ProcessTotals::from_slot(p, slot),
+                &mut self.retired,
+                MAX_RETIRED,
+            );
+        }
+        for slot in &st.processes {
+            for c in [
+                &slot.jobs,
+                &slot.deadline_misses,
+                &slot.last_release_ns,
+                &slot.last_start_ns,
+                &slot.worst_response_ns,
+                &slot.last_completion_ns,
+                &slot.last_response_ns,
+                &slot.total_response_ns,
+                &slot.releases,
+                &slot.last_ctsw_ns,
+                &slot.worst_ctsw_ns,
+                &slot.total_ctsw_ns,
+            ] {
+                c.store(0, Ordering::Release);
+            }
+        }
+    }
+
+    /// The counters of every APEX process of the run, by partition and name: those of the
+    /// partitions' ended incarnations ([`Executive::retired`]) and those of the running ones'
+    /// process slots.
+    pub fn process_totals(&self) -> Vec<ProcessTotals> {
+        let mut totals = self.retired.clone();
+        for p in 0..self.parts.len() {
+            let st = self.shared.partition(p);
+            let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
+            for slot in &st.processes[..n] {
+                ProcessTotals::merge_into(
+                    ProcessTotals::from_slot(p, slot),
+                    &mut totals,
+                    MAX_RETIRED,
+                );
+            }
+        }
+        totals.sort_by_key(|t| t.partition);
+        totals
+    }
+
     /// Spawn partition `p` (stopped) and publish its start in shared memory.
     fn respawn<S: Switcher>(
         &mut self,
@@ -751,6 +905,7 @@ impl<'m> Executive<'m> {
         cond: u32,
     ) -> Result<i32, StartError> {
         let st = self.shared.partition(p);
+        self.retire_processes(p);
         st.operating_mode.store(m, Ordering::Release);
         st.start_condition.store(cond, Ordering::Release);
         st.requested_mode.store(NO_REQUEST, Ordering::Release);

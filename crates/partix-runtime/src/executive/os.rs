@@ -26,7 +26,7 @@ use crate::channels::{ChannelSet, ENV_PORT_FDS};
 use crate::partition::hm::{ENV_CONFIG, ENV_CONFIG_FD};
 use crate::state::{
     PartitionState, ENV_DESCRIPTOR_TABLE, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
-    MAX_PROCESSES, MAX_TIDS, NAME_LEN,
+    MAX_TIDS,
 };
 use crate::trace::Trace;
 use partix_config::model::{DescriptorTable, Module};
@@ -2539,22 +2539,18 @@ pub fn run_module(
             oom_kills: oom_kills.get(i).copied().unwrap_or(0),
             distrusted: distrusted_by_partition.get(i).copied().unwrap_or(false),
         });
-        let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
-        for slot in &st.processes[..n] {
-            let len = slot.name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
-            let jobs = slot.jobs.load(Ordering::Acquire);
-            let releases = slot.releases.load(Ordering::Acquire);
-            processes.push(ProcessReport {
-                partition: i,
-                name: String::from_utf8_lossy(&slot.name[..len]).into_owned(),
-                jobs,
-                mean_response_ns: slot.total_response_ns.load(Ordering::Acquire) / jobs.max(1),
-                worst_ctsw_ns: slot.worst_ctsw_ns.load(Ordering::Acquire),
-                mean_ctsw_ns: slot.total_ctsw_ns.load(Ordering::Acquire) / releases.max(1),
-                deadline_misses: slot.deadline_misses.load(Ordering::Acquire),
-                worst_response_ns: slot.worst_response_ns.load(Ordering::Acquire),
-            });
-        }
+    }
+    for t in ex.process_totals() {
+        processes.push(ProcessReport {
+            partition: t.partition,
+            name: t.name,
+            jobs: t.jobs,
+            mean_response_ns: t.total_response_ns / t.jobs.max(1),
+            worst_ctsw_ns: t.worst_ctsw_ns,
+            mean_ctsw_ns: t.total_ctsw_ns / t.releases.max(1),
+            deadline_misses: t.deadline_misses,
+            worst_response_ns: t.worst_response_ns,
+        });
     }
     Ok(RunReport {
         end,
