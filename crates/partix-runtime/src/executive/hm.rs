@@ -63,6 +63,36 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// Every error code, in the order of [`code_index`].
+pub const ERROR_CODES: [ErrorCode; 10] = [
+    ErrorCode::DeadlineMissed,
+    ErrorCode::ApplicationError,
+    ErrorCode::NumericError,
+    ErrorCode::IllegalRequest,
+    ErrorCode::StackOverflow,
+    ErrorCode::MemoryViolation,
+    ErrorCode::HardwareFault,
+    ErrorCode::PowerFail,
+    ErrorCode::PartitionCrash,
+    ErrorCode::InitTimeout,
+];
+
+/// Return the index of `code` in [`ERROR_CODES`].
+pub fn code_index(code: ErrorCode) -> usize {
+    match code {
+        ErrorCode::DeadlineMissed => 0,
+        ErrorCode::ApplicationError => 1,
+        ErrorCode::NumericError => 2,
+        ErrorCode::IllegalRequest => 3,
+        ErrorCode::StackOverflow => 4,
+        ErrorCode::MemoryViolation => 5,
+        ErrorCode::HardwareFault => 6,
+        ErrorCode::PowerFail => 7,
+        ErrorCode::PartitionCrash => 8,
+        ErrorCode::InitTimeout => 9,
+    }
+}
+
 /// Return the standard's name of an error code.
 pub fn code_name(code: ErrorCode) -> &'static str {
     match code {
@@ -192,6 +222,13 @@ pub fn decide(module: &Module, pidx: usize, code: ErrorCode) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_codes_are_indexed_in_order() {
+        for (i, c) in ERROR_CODES.iter().enumerate() {
+            assert_eq!(code_index(*c), i, "{c:?}");
+        }
+    }
 
     #[test]
     fn signals_map_to_codes() {
