@@ -36,10 +36,15 @@ impl Recorder {
     /// Add every sample of `other`.
     pub fn merge(&mut self, other: &Recorder) {
         // Same bounds on both sides (`new`), so adding cannot fail; saturate if it ever did.
-        if self.hist.add(&other.hist).is_err() {
-            for v in other.hist.iter_recorded() {
+        self.add_histogram(&other.hist);
+    }
+
+    /// Add every sample of histogram `h` (values outside this recorder's range saturate).
+    pub fn add_histogram(&mut self, h: &Histogram<u64>) {
+        if self.hist.add(h).is_err() {
+            for v in h.iter_recorded() {
                 self.hist
-                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+                    .saturating_record_n(v.value_iterated_to().max(1), v.count_at_value());
             }
         }
     }

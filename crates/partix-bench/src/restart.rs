@@ -16,7 +16,7 @@
 //!   new pid into the cgroup's `cgroup.procs` (and the v1 holds'), as partix did before;
 //! - **no restart**: `RESTART` only sleeps, the schedule's own lateness.
 //!
-//! Measured per class: the time each respawn held the executive (`RunReport::spawn_ns`), and
+//! Measured per class: the time each respawn held the executive (`RunReport::spawns`), and
 //! how late `STEADY` resumed (its partition's own resume stamp, as the executive's `late`
 //! count takes it: the open's wake-up + PtswO − planned start) in three sets of frames: those
 //! where `RESTART` was killed and respawned, those where its request was read, and the other
@@ -226,11 +226,9 @@ impl Measured {
 }
 
 fn sample_of(r: &RunReport, restart_window_ns: u64) -> Sample {
+    // The restarts' spawns (the startup's, one per partition, are apart).
     let mut spawn = Recorder::new();
-    // The startup's spawns come first, one per partition.
-    for &ns in r.spawn_ns.iter().skip(r.partitions.len()) {
-        spawn.record(ns);
-    }
+    spawn.add_histogram(&r.spawns.respawn_ns);
     let records = r.trace.records();
     // Module times of RESTART's respawns (the point that opened its window, where its process
     // was also killed) and of the points that read its request (the ones that open STEADY's

@@ -97,7 +97,8 @@ pub struct RunArgs {
     /// Stop after this many major frames (default: run until Ctrl-C).
     #[arg(long)]
     pub frames: Option<u64>,
-    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file.
+    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file (created before
+    /// the run starts).
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Executive options.
@@ -183,6 +184,15 @@ fn execute(
     trace: Option<&Path>,
     o: &ExecOpts,
 ) -> anyhow::Result<ExitCode> {
+    // The trace file is created first: a path that cannot be written ends the command before
+    // any partition is built or started, not after the whole run.
+    let trace = trace
+        .map(|path| {
+            std::fs::File::create(path)
+                .map(|f| (path, f))
+                .with_context(|| format!("cannot create trace file {}", path.display()))
+        })
+        .transpose()?;
     let mut programs = Vec::with_capacity(module.partitions.len());
     for p in 0..module.partitions.len() {
         programs.push(program(module, p)?);
@@ -217,22 +227,30 @@ fn execute(
         .join()
         .map_err(|_| anyhow::anyhow!("the executive thread panicked"))??;
     print!("{}", summary::render(&report));
-    if let Some(path) = trace {
-        let f = std::fs::File::create(path)
-            .with_context(|| format!("cannot create trace file {}", path.display()))?;
-        report
-            .trace
-            .write_chrome_json(f)
-            .with_context(|| format!("cannot write trace file {}", path.display()))?;
+    let hm_shutdown = report.end == partix_runtime::executive::EndReason::HmShutdown;
+    if let Some((path, f)) = trace {
+        if let Err(e) = report.trace.write_chrome_json(f) {
+            // After an HM shutdown the exit status stays 3: that is what the run did.
+            eprintln!(
+                "partix: error: cannot write trace file {}: {e}",
+                path.display()
+            );
+            return Ok(if hm_shutdown {
+                ExitCode::from(3)
+            } else {
+                ExitCode::FAILURE
+            });
+        }
         println!(
             "trace: {} ({} records; open it at https://ui.perfetto.dev)",
             path.display(),
             report.trace.records().len()
         );
     }
-    Ok(match report.end {
-        partix_runtime::executive::EndReason::HmShutdown => ExitCode::from(3),
-        _ => ExitCode::SUCCESS,
+    Ok(if hm_shutdown {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// One module at a time: the tests of this file run in parallel threads, and two executives
 /// (each SCHED_FIFO 99 on the first allowed CPU) would share the CPU their windows assume. A
@@ -131,4 +132,33 @@ fn run_refuses_a_broken_module_with_its_location() {
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(all.contains("broken.xml:"), "{all}");
+}
+
+/// A `--trace` path that cannot be created ends `partix run` at once with an error naming the
+/// path, before any partition is built or started. It used to be found only after the whole
+/// run (here 250 frames, 20 s), whose exit status (3 after an HM shutdown) it then replaced.
+#[test]
+fn run_refuses_an_unwritable_trace_path_before_the_partitions_start() {
+    let _one = one_module_at_a_time();
+    let bad = "/nonexistent/dir/x.json";
+    let t0 = Instant::now();
+    let out = partix()
+        .arg("run")
+        .arg(repo().join("examples/uav/module.xml"))
+        .args(["--frames", "250", "--trace", bad])
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    // The only output is the error: no summary, no partition's output, no HM event.
+    assert!(out.stdout.is_empty(), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{all}");
+    assert!(
+        stderr.starts_with(&format!("partix: error: cannot create trace file {bad}: ")),
+        "{all}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}\n{all}");
 }

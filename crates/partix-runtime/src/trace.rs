@@ -149,20 +149,54 @@ impl Trace {
 
     /// Write the trace as Chrome trace-event JSON.
     ///
+    /// Streamed: each event is built and written on its own (through a `BufWriter`), so the
+    /// memory this needs does not grow with the number of records (the whole document built as
+    /// one `serde_json::Value` first took about 7 GB for 2^20 records).
+    ///
     /// # Errors
     /// The writer's I/O errors.
     pub fn write_chrome_json<W: Write>(&self, w: W) -> io::Result<()> {
+        let mut w = io::BufWriter::new(w);
+        w.write_all(b"{\"traceEvents\":[")?;
+        let mut first = true;
+        self.for_each_event(|e| {
+            if !std::mem::take(&mut first) {
+                w.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut w, &e).map_err(io::Error::from)
+        })?;
+        w.write_all(b"],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+        let other =
+            serde_json::json!({"module": self.module_name, "dropped_records": self.dropped});
+        serde_json::to_writer(&mut w, &other)?;
+        w.write_all(b"}")?;
+        w.flush()
+    }
+
+    /// Call `emit` with each trace event in order: the metadata events, then the events of each
+    /// record. Stop at `emit`'s first error.
+    fn for_each_event(
+        &self,
+        mut emit: impl FnMut(serde_json::Value) -> io::Result<()>,
+    ) -> io::Result<()> {
         use serde_json::json;
         let us = |ns: u64| ns as f64 / 1000.0;
-        let mut ev = Vec::with_capacity(self.records.len() * 2 + 8);
-        ev.push(json!({"ph":"M","pid":1,"name":"process_name","args":{"name":format!("partix module {}", self.module_name)}}));
-        ev.push(json!({"ph":"M","pid":1,"tid":0,"name":"thread_name","args":{"name":"executive"}}));
+        emit(
+            json!({"ph":"M","pid":1,"name":"process_name","args":{"name":format!("partix module {}", self.module_name)}}),
+        )?;
+        emit(json!({"ph":"M","pid":1,"tid":0,"name":"thread_name","args":{"name":"executive"}}))?;
         for (i, n) in self.partition_names.iter().enumerate() {
             let i = i as u64;
-            ev.push(json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_name","args":{"name":n}}));
-            ev.push(json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_name","args":{"name":format!("{n} planned")}}));
-            ev.push(json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_sort_index","args":{"sort_index":2*i+1}}));
-            ev.push(json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_sort_index","args":{"sort_index":2*i+2}}));
+            emit(json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_name","args":{"name":n}}))?;
+            emit(
+                json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_name","args":{"name":format!("{n} planned")}}),
+            )?;
+            emit(
+                json!({"ph":"M","pid":1,"tid":2*i+1,"name":"thread_sort_index","args":{"sort_index":2*i+1}}),
+            )?;
+            emit(
+                json!({"ph":"M","pid":1,"tid":2*i+2,"name":"thread_sort_index","args":{"sort_index":2*i+2}}),
+            )?;
         }
         for r in &self.records {
             let p = r.partition as u64;
@@ -178,51 +212,61 @@ impl Trace {
                     if r.ptswo_ns != u64::MAX {
                         args["ptswo_us"] = json!(us(r.ptswo_ns));
                     }
-                    ev.push(json!({"ph":"X","pid":1,"tid":2*p+1,"name":format!("{name} w{}", r.window),
-                        "ts":us(r.actual_start),"dur":us(r.actual_end.saturating_sub(r.actual_start)),"args":args}));
-                    ev.push(json!({"ph":"X","pid":1,"tid":2*p+2,"name":format!("{name} w{} planned", r.window),
+                    emit(
+                        json!({"ph":"X","pid":1,"tid":2*p+1,"name":format!("{name} w{}", r.window),
+                        "ts":us(r.actual_start),"dur":us(r.actual_end.saturating_sub(r.actual_start)),"args":args}),
+                    )?;
+                    emit(
+                        json!({"ph":"X","pid":1,"tid":2*p+2,"name":format!("{name} w{} planned", r.window),
                         "ts":us(r.planned_start),"dur":us(r.planned_end.saturating_sub(r.planned_start)),
-                        "args":{"window":r.window,"frame":r.frame}}));
+                        "args":{"window":r.window,"frame":r.frame}}),
+                    )?;
                     if r.ptswo_ns != u64::MAX {
-                        ev.push(
+                        emit(
                             json!({"ph":"C","pid":1,"name":"PtswO","ts":us(r.actual_start),
                             "args":{"us":us(r.ptswo_ns)}}),
-                        );
+                        )?;
                     }
                 }
                 RecordKind::Point => {
-                    ev.push(
+                    emit(
                         json!({"ph":"C","pid":1,"name":"TmrO","ts":us(r.actual_start),
                         "args":{"us":us(r.tmro_ns)}}),
-                    );
+                    )?;
                 }
                 RecordKind::Skipped => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} {}: window {} skipped", if r.text.is_empty() { "IDLE" } else { r.text }, r.window),
-                        "ts":us(r.planned_start),"args":{"window":r.window,"frame":r.frame}}));
+                    emit(
+                        json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} {}: window {} skipped", if r.text.is_empty() { "IDLE" } else { r.text }, r.window),
+                        "ts":us(r.planned_start),"args":{"window":r.window,"frame":r.frame}}),
+                    )?;
                 }
                 RecordKind::Hm => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("HM {name}: {} -> {}", r.text, r.text2),
-                        "ts":us(r.actual_start),"args":{"partition":name,"error":r.text,"action":r.text2,"detail":r.detail,"frame":r.frame}}));
+                    emit(
+                        json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("HM {name}: {} -> {}", r.text, r.text2),
+                        "ts":us(r.actual_start),"args":{"partition":name,"error":r.text,"action":r.text2,"detail":r.detail,"frame":r.frame}}),
+                    )?;
                 }
                 RecordKind::Mode => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} mode {}", r.text),
-                        "ts":us(r.actual_start),"args":{"mode":r.text,"cause":r.text2,"frame":r.frame}}));
+                    emit(
+                        json!({"ph":"i","pid":1,"tid":2*p+1,"s":"t","name":format!("{name} mode {}", r.text),
+                        "ts":us(r.actual_start),"args":{"mode":r.text,"cause":r.text2,"frame":r.frame}}),
+                    )?;
                 }
                 RecordKind::ScheduleSwitch => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("module schedule {} -> {}", r.detail, r.window),
-                        "ts":us(r.actual_start),"args":{"from":r.detail,"to":r.window,"frame":r.frame}}));
+                    emit(
+                        json!({"ph":"i","pid":1,"tid":0,"s":"g","name":format!("module schedule {} -> {}", r.detail, r.window),
+                        "ts":us(r.actual_start),"args":{"from":r.detail,"to":r.window,"frame":r.frame}}),
+                    )?;
                 }
                 RecordKind::ScheduleRequest => {
-                    ev.push(json!({"ph":"i","pid":1,"tid":0,"s":"t","name":format!("SET_MODULE_SCHEDULE {} by {name}", r.window),
-                        "ts":us(r.actual_start),"args":{"schedule":r.window,"frame":r.frame}}));
+                    emit(
+                        json!({"ph":"i","pid":1,"tid":0,"s":"t","name":format!("SET_MODULE_SCHEDULE {} by {name}", r.window),
+                        "ts":us(r.actual_start),"args":{"schedule":r.window,"frame":r.frame}}),
+                    )?;
                 }
             }
         }
-        let doc = json!({"traceEvents": ev, "displayTimeUnit": "ns",
-            "otherData": {"module": self.module_name, "dropped_records": self.dropped}});
-        let mut w = io::BufWriter::new(w);
-        serde_json::to_writer(&mut w, &doc)?;
-        w.flush()
+        Ok(())
     }
 }
 

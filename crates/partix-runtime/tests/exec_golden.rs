@@ -8,8 +8,10 @@ use exec_util::*;
 use partix_config::model::{ErrorCode, Module, PartitionAction};
 use partix_runtime::executive::hm::Death;
 use partix_runtime::executive::shared::SharedState;
-use partix_runtime::executive::ProcessTotals;
-use partix_runtime::executive::{Clock, Executive, Options, Switcher};
+use partix_runtime::executive::summary::render_hm_events;
+use partix_runtime::executive::{
+    Clock, Executive, HmEvents, Options, PartitionStats, ProcessTotals, Switcher, HM_EVENTS_KEPT,
+};
 use partix_runtime::state::{mode, NAME_LEN, NO_REQUEST};
 use partix_runtime::trace::{Record, RecordKind};
 use std::cell::RefCell;
@@ -319,6 +321,31 @@ fn run_golden_arms(
     arm_ahead: bool,
     early: bool,
 ) -> Result<(Vec<String>, ArmStats), (String, Vec<String>)> {
+    run_outcome(module, script, frames, late, stuck, arm_ahead, early).map(|o| (o.log, o.arms))
+}
+
+/// What a run of the golden scenario left.
+struct Outcome {
+    /// The log (as in the golden files).
+    log: Vec<String>,
+    /// How the arm-ahead predictions matched.
+    arms: ArmStats,
+    /// The executive's HM events.
+    hm_events: HmEvents,
+    /// The executive's counters, by partition.
+    stats: Vec<PartitionStats>,
+}
+
+/// Run the golden scenario (see [`run_golden_arms`]) and return all it left.
+fn run_outcome(
+    module: &Module,
+    script: Vec<(u64, Act)>,
+    frames: u64,
+    late: u64,
+    stuck: &[usize],
+    arm_ahead: bool,
+    early: bool,
+) -> Result<Outcome, (String, Vec<String>)> {
     let shared = SharedState::create(module, EPOCH).unwrap();
     let world = Rc::new(RefCell::new(World {
         now: EPOCH,
@@ -377,7 +404,14 @@ fn run_golden_arms(
     let mut log = std::mem::take(&mut world.borrow_mut().log);
     log.push(status);
     let arms = world.borrow().arms;
-    Ok((log, arms))
+    Ok(Outcome {
+        log,
+        arms,
+        hm_events: ex.hm_events.clone(),
+        stats: (0..module.partitions.len())
+            .map(|p| ex.partition_stats(p).clone())
+            .collect(),
+    })
 }
 
 fn compare(name: &str, got: &[String]) {
@@ -762,4 +796,84 @@ fn process_totals_are_bounded_per_partition() {
     assert_eq!(other.jobs, (3 * MAX_RETIRED - (MAX_RETIRED - 1)) as u64);
     assert_eq!(of0.iter().find(|t| t.name == "p0").unwrap().jobs, 2);
     assert_eq!(list.iter().filter(|t| t.partition == 1).count(), 1);
+}
+
+/// A partition that crashes in every window (a restart loop) has one HM event per window: the
+/// executive keeps the first and the last [`HM_EVENTS_KEPT`] of them, counts every one (per
+/// partition and error code), and the summary says how many it left out. Every event used to
+/// be kept, and printed: a long crash loop grew them without limit.
+#[test]
+fn a_crash_loop_keeps_a_bounded_record_of_its_hm_events() {
+    let m = golden_module();
+    // P2 (MEMORY_VIOLATION → COLD_START) segfaults in each of its windows (5-12 ms), restarted
+    // in the next one; P3 is killed once in its first window (PARTITION_CRASH → IDLE, no table
+    // entry).
+    const FRAMES: u64 = 1000;
+    let mut script: Vec<(u64, Act)> = (0..FRAMES - 1)
+        .map(|f| {
+            (
+                f * 20_000_000 + 8_000_000,
+                Act::Die(1, Death::Signaled(libc::SIGSEGV)),
+            )
+        })
+        .collect();
+    script.insert(1, (15_000_000, Act::Die(2, Death::Signaled(libc::SIGKILL))));
+    let o = run_outcome(&m, script, FRAMES, 0, &[], true, false).unwrap();
+    let logged = o.log.iter().filter(|l| l.starts_with("  HM ")).count() as u64;
+    assert_eq!(logged, FRAMES, "one death per frame of P2, one of P3");
+    let ev = &o.hm_events;
+    assert_eq!(ev.total(), FRAMES);
+    assert_eq!(ev.len(), 2 * HM_EVENTS_KEPT);
+    assert_eq!(ev.omitted(), FRAMES - 2 * HM_EVENTS_KEPT as u64);
+    assert_eq!(ev.count(1, ErrorCode::MemoryViolation), FRAMES - 1);
+    assert_eq!(ev.count(2, ErrorCode::PartitionCrash), 1);
+    assert_eq!(ev.counts().count(), 2);
+    assert_eq!(o.stats[1].hm_events, FRAMES - 1);
+    assert_eq!(o.stats[1].restarts, FRAMES - 1);
+    // The first ones (P2's first death, P3's, then P2's of frame 1...) and the last ones, in
+    // order: P2's deaths of the last frames, each read at the close of its window (12 ms).
+    assert_eq!(ev.head().len(), HM_EVENTS_KEPT);
+    assert_eq!(
+        (ev[0].partition, ev[1].partition, ev[2].partition),
+        (1, 2, 1)
+    );
+    assert_eq!(
+        (ev[0].at_ns, ev[1].at_ns, ev[2].at_ns),
+        (12_000_000, 20_000_000, 32_000_000)
+    );
+    let tail: Vec<_> = ev.tail().collect();
+    assert_eq!(tail.len(), HM_EVENTS_KEPT);
+    for (i, e) in tail.iter().enumerate() {
+        let frame = FRAMES - 1 - HM_EVENTS_KEPT as u64 + i as u64;
+        assert_eq!((e.partition, e.at_ns), (1, frame * 20_000_000 + 12_000_000));
+    }
+    let text = render_hm_events(ev, &["P1", "P2", "P3"]);
+    let omitted = FRAMES - 2 * HM_EVENTS_KEPT as u64;
+    assert!(
+        text.contains(&format!("  … {omitted} more HM events")),
+        "{text}"
+    );
+    assert!(text.lines().count() < 2 * HM_EVENTS_KEPT + 8, "{text}");
+    let count_line = |name: &str, code: &str, n: u64| {
+        text.lines().any(|l| {
+            l.split_whitespace().collect::<Vec<_>>() == [name, code, n.to_string().as_str()]
+        })
+    };
+    assert!(count_line("P2", "MEMORY_VIOLATION", FRAMES - 1), "{text}");
+    assert!(count_line("P3", "PARTITION_CRASH", 1), "{text}");
+}
+
+/// With few events everything is kept and the summary lists them all, with no count lines.
+#[test]
+fn few_hm_events_are_all_kept() {
+    let m = golden_module();
+    let script = vec![(15_000_000, Act::Die(2, Death::Signaled(libc::SIGKILL)))];
+    let o = run_outcome(&m, script, 3, 0, &[], true, false).unwrap();
+    assert_eq!((o.hm_events.total(), o.hm_events.len()), (1, 1));
+    assert_eq!(o.hm_events.omitted(), 0);
+    let text = render_hm_events(&o.hm_events, &["P1", "P2", "P3"]);
+    assert_eq!(
+        text,
+        "HM events:\n  t=20.000ms P3 killed by SIGKILL: PARTITION_CRASH level=PARTITION -> IDLE\n"
+    );
 }

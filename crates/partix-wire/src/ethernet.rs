@@ -23,18 +23,25 @@ impl EthernetAddress {
     /// The broadcast address.
     pub const BROADCAST: EthernetAddress = EthernetAddress([0xff; 6]);
 
-    /// Parse `aa:bb:cc:dd:ee:ff` (also accepts `-` separators).
+    /// Parse `aa:bb:cc:dd:ee:ff` or `aa-bb-cc-dd-ee-ff`: six bytes of exactly two hex digits
+    /// each (either case), all separated by the same character. Anything else is `None` (a
+    /// leading `+`, one digit, or mixed separators were accepted before).
     pub fn parse(s: &str) -> Option<EthernetAddress> {
+        let b = s.as_bytes();
+        if b.len() != 17 || (b[2] != b':' && b[2] != b'-') {
+            return None;
+        }
+        let sep = b[2];
+        let hex = |c: u8| char::from(c).to_digit(16);
         let mut out = [0u8; 6];
-        let mut n = 0;
-        for part in s.split([':', '-']) {
-            if n == 6 || part.is_empty() || part.len() > 2 {
+        for (i, o) in out.iter_mut().enumerate() {
+            let at = 3 * i;
+            if i > 0 && b[at - 1] != sep {
                 return None;
             }
-            out[n] = u8::from_str_radix(part, 16).ok()?;
-            n += 1;
+            *o = u8::try_from(hex(b[at])? * 16 + hex(b[at + 1])?).ok()?;
         }
-        (n == 6).then_some(EthernetAddress(out))
+        Some(EthernetAddress(out))
     }
 
     /// Return whether this is the broadcast address.
@@ -159,5 +166,32 @@ mod tests {
         assert!(EthernetAddress::parse("02:00:00:00:00:01:02").is_none());
         assert!(EthernetAddress::parse("zz:00:00:00:00:01").is_none());
         assert!(EthernetAddress::parse("").is_none());
+        // `u8::from_str_radix` takes a leading '+'; a byte is exactly two hex digits.
+        assert!(EthernetAddress::parse("+1:+2:+3:+4:+5:+6").is_none());
+        assert!(EthernetAddress::parse("2:0:0:0:0:1").is_none());
+        assert!(EthernetAddress::parse("002:00:00:00:00:1").is_none());
+        // One separator throughout.
+        assert!(EthernetAddress::parse("02:00-00:00-00:01").is_none());
+        assert!(EthernetAddress::parse("02-00-00-00-00:01").is_none());
+        assert!(EthernetAddress::parse("02.00.00.00.00.01").is_none());
+        assert!(EthernetAddress::parse("02:00:00:00:00:01:").is_none());
+        assert!(EthernetAddress::parse("02:00:00:00:00:é").is_none());
+    }
+
+    #[test]
+    fn mac_parse_accepts_both_separators_and_cases() {
+        let want = EthernetAddress([0x02, 0x70, 0x66, 0x73, 0xab, 0x0b]);
+        for s in [
+            "02:70:66:73:ab:0b",
+            "02-70-66-73-ab-0b",
+            "02:70:66:73:AB:0B",
+            "02-70-66-73-Ab-0b",
+        ] {
+            assert_eq!(EthernetAddress::parse(s), Some(want), "{s}");
+        }
+        assert_eq!(
+            EthernetAddress::parse("ff:ff:ff:ff:ff:ff"),
+            Some(EthernetAddress::BROADCAST)
+        );
     }
 }

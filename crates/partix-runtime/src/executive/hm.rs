@@ -39,27 +39,108 @@ impl Death {
 }
 
 impl std::fmt::Display for Death {
+    /// `exited with status C`; `killed by SIGSEGV` for the signals a partition usually dies of
+    /// ([`COMMON_SIGNALS`]); `killed by signal N (NAME)` for the others (`NAME` from
+    /// [`signal_name`], `SIGRTMIN+k` for a real-time signal; none for a number Linux does not
+    /// define). Other signals used to read only "killed by a signal".
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match *self {
             Death::Exited(c) => write!(f, "exited with status {c}"),
-            Death::Signaled(s) => write!(f, "killed by {}", signal_name(*s)),
+            Death::Signaled(s) => match signal_name(s) {
+                Some(name) if COMMON_SIGNALS.contains(&s) => write!(f, "killed by {name}"),
+                Some(name) => write!(f, "killed by signal {s} ({name})"),
+                None if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&s) => {
+                    write!(
+                        f,
+                        "killed by signal {s} (SIGRTMIN+{})",
+                        s - libc::SIGRTMIN()
+                    )
+                }
+                None => write!(f, "killed by signal {s}"),
+            },
         }
     }
 }
 
-/// Return the conventional name of a signal number.
-pub fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGSEGV => "SIGSEGV",
+/// The signals a [`Death`] names without their number ("killed by SIGSEGV").
+pub const COMMON_SIGNALS: [i32; 9] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+    libc::SIGKILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGXCPU,
+];
+
+/// Return the conventional name of a signal number (`None` for a real-time signal or a number
+/// Linux does not define).
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
         libc::SIGBUS => "SIGBUS",
         libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
         libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
         libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
         libc::SIGXCPU => "SIGXCPU",
-        _ => "a signal",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    })
+}
+
+/// Every error code, in the order of [`code_index`].
+pub const ERROR_CODES: [ErrorCode; 10] = [
+    ErrorCode::DeadlineMissed,
+    ErrorCode::ApplicationError,
+    ErrorCode::NumericError,
+    ErrorCode::IllegalRequest,
+    ErrorCode::StackOverflow,
+    ErrorCode::MemoryViolation,
+    ErrorCode::HardwareFault,
+    ErrorCode::PowerFail,
+    ErrorCode::PartitionCrash,
+    ErrorCode::InitTimeout,
+];
+
+/// Return the index of `code` in [`ERROR_CODES`].
+pub fn code_index(code: ErrorCode) -> usize {
+    match code {
+        ErrorCode::DeadlineMissed => 0,
+        ErrorCode::ApplicationError => 1,
+        ErrorCode::NumericError => 2,
+        ErrorCode::IllegalRequest => 3,
+        ErrorCode::StackOverflow => 4,
+        ErrorCode::MemoryViolation => 5,
+        ErrorCode::HardwareFault => 6,
+        ErrorCode::PowerFail => 7,
+        ErrorCode::PartitionCrash => 8,
+        ErrorCode::InitTimeout => 9,
     }
 }
 
@@ -192,6 +273,46 @@ pub fn decide(module: &Module, pidx: usize, code: ErrorCode) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A death by a signal other than the common ones gives its number and name (it read
+    /// "killed by a signal"); the common ones read as before.
+    #[test]
+    fn a_death_by_any_signal_gives_the_signal() {
+        assert_eq!(
+            Death::Signaled(libc::SIGPIPE).to_string(),
+            "killed by signal 13 (SIGPIPE)"
+        );
+        assert_eq!(
+            Death::Signaled(libc::SIGUSR1).to_string(),
+            format!("killed by signal {} (SIGUSR1)", libc::SIGUSR1)
+        );
+        let rt = libc::SIGRTMIN() + 2;
+        assert_eq!(
+            Death::Signaled(rt).to_string(),
+            format!("killed by signal {rt} (SIGRTMIN+2)")
+        );
+        assert_eq!(Death::Signaled(99).to_string(), "killed by signal 99");
+        assert_eq!(
+            Death::Signaled(libc::SIGSEGV).to_string(),
+            "killed by SIGSEGV"
+        );
+        assert_eq!(
+            Death::Signaled(libc::SIGKILL).to_string(),
+            "killed by SIGKILL"
+        );
+        assert_eq!(Death::Exited(3).to_string(), "exited with status 3");
+        for s in COMMON_SIGNALS {
+            let text = Death::Signaled(s).to_string();
+            assert!(!text.contains("signal "), "{text}");
+        }
+    }
+
+    #[test]
+    fn error_codes_are_indexed_in_order() {
+        for (i, c) in ERROR_CODES.iter().enumerate() {
+            assert_eq!(code_index(*c), i, "{c:?}");
+        }
+    }
 
     #[test]
     fn signals_map_to_codes() {

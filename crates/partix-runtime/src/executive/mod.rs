@@ -292,6 +292,121 @@ pub struct HmEvent {
     pub decision: Decision,
 }
 
+/// How many HM events [`HmEvents`] keeps at each end of a run: the first ones and the last ones.
+pub const HM_EVENTS_KEPT: usize = 64;
+
+/// The HM events of a run, bounded: the first [`HM_EVENTS_KEPT`] and the last
+/// [`HM_EVENTS_KEPT`] events, the number of those in between that were left out, and exact
+/// counts per partition and error code. A partition that crashes in every window (a restart
+/// loop) has one event per window: kept all, a long run's events grew without limit. Allocated
+/// when made, nothing after.
+#[derive(Debug, Clone)]
+pub struct HmEvents {
+    head: Vec<HmEvent>,
+    tail: std::collections::VecDeque<HmEvent>,
+    total: u64,
+    /// Per partition, per error code ([`hm::code_index`]).
+    counts: Vec<[u64; hm::ERROR_CODES.len()]>,
+}
+
+impl HmEvents {
+    /// Return an empty record for `partitions` partitions.
+    pub fn new(partitions: usize) -> HmEvents {
+        HmEvents {
+            head: Vec::with_capacity(HM_EVENTS_KEPT),
+            tail: std::collections::VecDeque::with_capacity(HM_EVENTS_KEPT),
+            total: 0,
+            counts: vec![[0; hm::ERROR_CODES.len()]; partitions],
+        }
+    }
+
+    /// Record `e`: kept if among the first or (so far) the last [`HM_EVENTS_KEPT`], counted
+    /// always.
+    pub fn push(&mut self, e: HmEvent) {
+        self.total += 1;
+        if let Some(c) = self.counts.get_mut(e.partition) {
+            c[hm::code_index(e.decision.code)] += 1;
+        }
+        if self.head.len() < HM_EVENTS_KEPT {
+            self.head.push(e);
+        } else {
+            if self.tail.len() == HM_EVENTS_KEPT {
+                self.tail.pop_front();
+            }
+            self.tail.push_back(e);
+        }
+    }
+
+    /// Return how many events were kept (at most 2 × [`HM_EVENTS_KEPT`]).
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// Return whether no event happened.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Return how many events happened.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Return how many events happened between the first and the last kept ones, not kept.
+    pub fn omitted(&self) -> u64 {
+        self.total - self.len() as u64
+    }
+
+    /// Return the first events (up to [`HM_EVENTS_KEPT`]), in order.
+    pub fn head(&self) -> &[HmEvent] {
+        &self.head
+    }
+
+    /// Return the last events kept after [`HmEvents::head`] (up to [`HM_EVENTS_KEPT`]), in
+    /// order; [`HmEvents::omitted`] events came between the two.
+    pub fn tail(&self) -> impl Iterator<Item = &HmEvent> {
+        self.tail.iter()
+    }
+
+    /// Return the kept events in order (the head, then the tail).
+    pub fn iter(&self) -> impl Iterator<Item = &HmEvent> {
+        self.head.iter().chain(self.tail.iter())
+    }
+
+    /// Return the first event.
+    pub fn first(&self) -> Option<&HmEvent> {
+        self.head.first()
+    }
+
+    /// Return how many events of partition `p` had error code `code` (exact).
+    pub fn count(&self, p: usize, code: ErrorCode) -> u64 {
+        self.counts.get(p).map_or(0, |c| c[hm::code_index(code)])
+    }
+
+    /// Return the nonzero counts: (partition, code, events).
+    pub fn counts(&self) -> impl Iterator<Item = (usize, ErrorCode, u64)> + '_ {
+        self.counts.iter().enumerate().flat_map(|(p, c)| {
+            hm::ERROR_CODES
+                .iter()
+                .zip(c)
+                .filter(|(_, &n)| n > 0)
+                .map(move |(&code, &n)| (p, code, n))
+        })
+    }
+}
+
+impl std::ops::Index<usize> for HmEvents {
+    type Output = HmEvent;
+
+    /// The `i`-th kept event (in [`HmEvents::iter`]'s order).
+    fn index(&self, i: usize) -> &HmEvent {
+        match i.checked_sub(self.head.len()) {
+            None => &self.head[i],
+            Some(j) => &self.tail[j],
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Running,
@@ -388,8 +503,8 @@ pub struct Executive<'m> {
     pub trace: Trace,
     /// The overhead histograms.
     pub overheads: Overheads,
-    /// HM events handled.
-    pub hm_events: Vec<HmEvent>,
+    /// HM events handled (bounded: see [`HmEvents`]).
+    pub hm_events: HmEvents,
     /// Time from the start of [`Executive::startup`] until every partition was NORMAL (or IDLE).
     pub startup_ns: u64,
     /// Major frames started.
@@ -542,7 +657,7 @@ impl<'m> Executive<'m> {
             opts,
             epoch: shared.module().epoch_ns.load(Ordering::Relaxed),
             overheads: Overheads::new(),
-            hm_events: Vec::new(),
+            hm_events: HmEvents::new(n),
             startup_ns: 0,
             frames: 0,
             in_run: false,

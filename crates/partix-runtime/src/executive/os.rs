@@ -18,7 +18,7 @@ use super::cgroup::PartitionCgroup;
 use super::hm::Death;
 use super::shared::SharedState;
 use super::{
-    Clock, EndReason, Executive, HmEvent, Options, Overheads, PartitionStats, StartError,
+    Clock, EndReason, Executive, HmEvents, Options, Overheads, PartitionStats, StartError,
     SwitchMechanism, Switcher,
 };
 use crate::attach::{monotonic_ns, park_signal};
@@ -446,8 +446,8 @@ pub struct OsSwitcher<'s> {
     joins: ChildJoins,
     /// Whether new processes are made in their cgroup ([`Options::spawn_into_cgroup`]).
     into_cgroup: bool,
-    /// How long each call of `spawn` took (ns), in order: startup's first, then restarts'.
-    pub spawn_ns: Vec<u64>,
+    /// How long each call of `spawn` took (bounded: [`SpawnTimes`]).
+    pub spawns: SpawnTimes,
     shared: &'s SharedState,
     mechanism: SwitchMechanism,
     park_bound_ns: u64,
@@ -750,7 +750,7 @@ impl<'s> OsSwitcher<'s> {
             ending: Vec::with_capacity(programs.len()),
             joins: ChildJoins::new(programs.len())?,
             into_cgroup: true,
-            spawn_ns: Vec::new(),
+            spawns: SpawnTimes::new(programs.len()),
             shared,
             mechanism: SwitchMechanism::default(),
             park_bound_ns: Options::default().park_bound.as_nanos() as u64,
@@ -1495,7 +1495,7 @@ impl Switcher for OsSwitcher<'_> {
     fn spawn(&mut self, p: usize) -> Result<i32, String> {
         let t0 = monotonic_ns();
         let r = self.spawn_process(p);
-        self.spawn_ns.push(monotonic_ns() - t0);
+        self.spawns.record(monotonic_ns() - t0);
         r
     }
 
@@ -2306,8 +2306,8 @@ pub struct RunReport {
     pub trace: Trace,
     /// Overhead histograms.
     pub overheads: Overheads,
-    /// HM events.
-    pub hm_events: Vec<HmEvent>,
+    /// HM events (bounded: the first and last [`super::HM_EVENTS_KEPT`], and counts).
+    pub hm_events: HmEvents,
     /// Per partition.
     pub partitions: Vec<PartitionReport>,
     /// Per process.
@@ -2343,9 +2343,48 @@ pub struct RunReport {
     /// Sleeps of the scheduling thread that only blocked on a timer armed ahead
     /// ([`Options::arm_ahead`]).
     pub armed_sleeps: u64,
-    /// How long each partition process's spawn held the executive (ns), in order: the
-    /// startup's first, then the restarts'.
-    pub spawn_ns: Vec<u64>,
+    /// How long each partition process's spawn held the executive: the startup's, then a
+    /// histogram of the restarts' (bounded: [`SpawnTimes`]).
+    pub spawns: SpawnTimes,
+}
+
+/// How long the spawns of a run held the executive (ns), bounded: the first spawn of each
+/// partition (the startup's, in order) and a histogram of every later one (the respawns of
+/// restarts). A partition restarted in every window respawns once per window: a list of every
+/// spawn grew without limit in a long run.
+#[derive(Debug, Clone)]
+pub struct SpawnTimes {
+    /// The first spawns, up to one per partition (the startup's), in order.
+    pub startup_ns: Vec<u64>,
+    /// Every later spawn (1 ns .. 100 s, 3 significant digits; longer ones saturate).
+    pub respawn_ns: hdrhistogram::Histogram<u64>,
+    partitions: usize,
+}
+
+impl SpawnTimes {
+    /// Return an empty record for a module of `partitions` partitions (allocated now).
+    pub fn new(partitions: usize) -> SpawnTimes {
+        SpawnTimes {
+            startup_ns: Vec::with_capacity(partitions),
+            respawn_ns: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3)
+                .expect("valid bounds"),
+            partitions,
+        }
+    }
+
+    /// Record a spawn that took `ns` (no allocation).
+    pub fn record(&mut self, ns: u64) {
+        if self.startup_ns.len() < self.partitions {
+            self.startup_ns.push(ns);
+        } else {
+            self.respawn_ns.saturating_record(ns.max(1));
+        }
+    }
+
+    /// Return how many spawns were recorded.
+    pub fn total(&self) -> u64 {
+        self.startup_ns.len() as u64 + self.respawn_ns.len()
+    }
 }
 
 /// Failure of [`run_module`].
@@ -2518,7 +2557,7 @@ pub fn run_module(
     let users_no_fifo = sw.users_no_fifo.take();
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
     let oom_kills = sw.oom_kills();
-    let spawn_ns = std::mem::take(&mut sw.spawn_ns);
+    let spawns = std::mem::replace(&mut sw.spawns, SpawnTimes::new(0));
     drop(sw);
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
@@ -2560,7 +2599,7 @@ pub fn run_module(
         frames: ex.frames,
         trace: std::mem::replace(&mut ex.trace, Trace::with_capacity(0, "", Vec::new())),
         overheads: ex.overheads.clone(),
-        hm_events: std::mem::take(&mut ex.hm_events),
+        hm_events: std::mem::replace(&mut ex.hm_events, HmEvents::new(0)),
         partitions,
         processes,
         realtime,
@@ -2575,7 +2614,7 @@ pub fn run_module(
         users_keep_nice,
         users_no_fifo,
         armed_sleeps: clock.armed_sleeps,
-        spawn_ns,
+        spawns,
     })
 }
 
@@ -2874,5 +2913,25 @@ mod tests {
             (after.rlim_cur, after.rlim_max),
             (before.rlim_cur, before.rlim_max)
         );
+    }
+
+    /// The spawn times of a restart loop stay bounded: the startup's (one per partition) are
+    /// kept in order, every later one is counted in a fixed-size histogram (a list of every
+    /// spawn grew by one per restarted window).
+    #[test]
+    fn spawn_times_are_bounded() {
+        let mut t = SpawnTimes::new(3);
+        let cap = t.startup_ns.capacity();
+        for ns in [10, 20, 30] {
+            t.record(ns);
+        }
+        for i in 0..100_000u64 {
+            t.record(500_000 + i % 1000);
+        }
+        assert_eq!(t.startup_ns, [10, 20, 30]);
+        assert_eq!(t.startup_ns.capacity(), cap);
+        assert_eq!(t.respawn_ns.len(), 100_000);
+        assert_eq!(t.total(), 100_003);
+        assert!(t.respawn_ns.max() >= 500_999 && t.respawn_ns.min() <= 500_000);
     }
 }

@@ -2,6 +2,7 @@
 
 use super::hm;
 use super::os::RunReport;
+use super::{HmEvent, HmEvents};
 use crate::state::mode;
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
@@ -34,6 +35,61 @@ fn mode_name(m: u32) -> &'static str {
         mode::NORMAL => "NORMAL",
         _ => "?",
     }
+}
+
+/// Render the summary's HM events (nothing when there were none; `names` by partition index):
+/// the kept events ([`HmEvents`]: the first and the last [`super::HM_EVENTS_KEPT`]), a line
+/// `… K more HM events` where those between them were left out, and then the exact counts per
+/// partition and error code.
+pub fn render_hm_events(events: &HmEvents, names: &[&str]) -> String {
+    let mut s = String::new();
+    if events.is_empty() {
+        return s;
+    }
+    let line = |s: &mut String, e: &HmEvent| {
+        let _ = writeln!(
+            s,
+            "  t={:.3}ms {} {}: {} level={} -> {}",
+            e.at_ns as f64 / 1e6,
+            names.get(e.partition).copied().unwrap_or("?"),
+            e.death
+                .map_or_else(|| "init timeout".to_string(), |d| d.to_string()),
+            hm::code_name(e.decision.code),
+            hm::level_name(e.decision.level),
+            e.decision.action.name()
+        );
+    };
+    let _ = writeln!(s, "HM events:");
+    for e in events.head() {
+        line(&mut s, e);
+    }
+    if events.omitted() > 0 {
+        let _ = writeln!(
+            s,
+            "  … {} more HM events (not kept: the first and the last {} are)",
+            events.omitted(),
+            super::HM_EVENTS_KEPT
+        );
+    }
+    for e in events.tail() {
+        line(&mut s, e);
+    }
+    if events.omitted() > 0 {
+        let _ = writeln!(
+            s,
+            "HM events by partition and code ({} in all):",
+            events.total()
+        );
+        for (p, code, n) in events.counts() {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:<17} {n}",
+                names.get(p).copied().unwrap_or("?"),
+                hm::code_name(code)
+            );
+        }
+    }
+    s
 }
 
 /// Render the summary of a run.
@@ -145,24 +201,8 @@ pub fn render(r: &RunReport) -> String {
             "  partix:User partitions ran their processes under SCHED_OTHER (no priority preemption among them): {e}"
         );
     }
-    if !r.hm_events.is_empty() {
-        let _ = writeln!(s, "HM events:");
-        for e in &r.hm_events {
-            let _ = writeln!(
-                s,
-                "  t={:.3}ms {} {}: {} level={} -> {}",
-                e.at_ns as f64 / 1e6,
-                r.partitions
-                    .get(e.partition)
-                    .map_or("?", |p| p.name.as_str()),
-                e.death
-                    .map_or_else(|| "init timeout".to_string(), |d| d.to_string()),
-                hm::code_name(e.decision.code),
-                hm::level_name(e.decision.level),
-                e.decision.action.name()
-            );
-        }
-    }
+    let names: Vec<&str> = r.partitions.iter().map(|p| p.name.as_str()).collect();
+    s += &render_hm_events(&r.hm_events, &names);
     if !r.processes.is_empty() {
         let _ = writeln!(s, "processes:");
         for p in &r.processes {
