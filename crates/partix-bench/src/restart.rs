@@ -42,17 +42,17 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct RestartArgs {
     /// Seconds of schedule per class and round.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=crate::sched::MAX_SECONDS))]
     pub seconds: u64,
     /// Rounds; the classes alternate within each.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
     /// Milliseconds each incarnation of `RESTART` runs after reaching NORMAL before it asks for
     /// a COLD_START.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub after_ms: u64,
     /// Length of `RESTART`'s window (µs); its respawn is charged to it.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=10_000))]
     pub restart_window_us: u64,
     /// CPU of the executive and the partitions (default: the last CPU).
     #[arg(long)]

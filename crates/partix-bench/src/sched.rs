@@ -24,6 +24,7 @@ use partix_runtime::executive::os::{
     pick_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
 };
 use partix_runtime::executive::{Options, SwitchMechanism};
+use partix_runtime::state::MAX_PROCESSES;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -33,13 +34,14 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct SchedArgs {
     /// Seconds of schedule per process count (and per baseline).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     pub seconds: u64,
     /// APEX processes per partition, one run each (paper figs. 6/7).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_PROCESSES as i64))]
     pub processes: Vec<u32>,
     /// Busy time of each job (µs).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub work_us: u64,
     /// CPU of the executive and the partitions (default: the last CPU).
     #[arg(long)]
@@ -55,11 +57,12 @@ pub struct SchedArgs {
     #[arg(long, value_delimiter = ',', default_value = "gate,signals")]
     pub switch: Vec<SwitchMechanism>,
     /// The executive's early wake-up before an opening point (µs; 0: none).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub lead_us: u64,
     /// With the gate's lead: also wake this many µs before the early wake-up
     /// (`Options::switch_prewarm`); one executive run per value.
-    #[arg(long, value_delimiter = ',', default_value = "300")]
+    #[arg(long, value_delimiter = ',', default_value = "300",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub prewarm_us: Vec<u64>,
     /// With the gate's lead: arm the wake-up after an opening point during the lead
     /// (`Options::arm_ahead`); one executive run per value (false, true).
@@ -72,13 +75,20 @@ pub struct SchedArgs {
     pub early_switch: Vec<bool>,
     /// Idle time between the two windows (µs); 0: back to back, so every open is also the close
     /// of the other partition.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
     pub gap_us: u64,
     /// Length of each partition's window (µs); windows are `--gap-us` apart and the major frame
     /// is 2 × (window + gap) (default: 4 ms windows, 1 ms gaps, 10 ms frame).
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..=MAX_OPTION_US))]
     pub window_us: u64,
 }
+
+/// Longest run per class and process count (`--seconds`): an hour.
+pub const MAX_SECONDS: u64 = 3600;
+
+/// Largest time option (µs): a second, as `partix run`'s. Larger values overflowed the
+/// module's arithmetic (`(frames + 2) × 12` records, `seconds × 1000` loops).
+pub const MAX_OPTION_US: u64 = 1_000_000;
 
 /// The paper's table V / VIII user-level and kernel-level figures (µs): (avg, jitter).
 type AvgJitter = (f64, f64);

@@ -24,10 +24,10 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct StartupArgs {
     /// Largest number of partitions.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub max: u32,
     /// Runs per partition count.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// CPU of the executive and the partitions (default: the last CPU).
     #[arg(long)]

@@ -84,4 +84,41 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{flag} {good}: {e}"));
         }
     }
+
+    /// The benches that run the executive bound their options as `partix run` does: larger
+    /// values wrapped the module's arithmetic in release builds (`seconds × 1000`,
+    /// `(frames + 2) × 12`, µs × 1000).
+    #[test]
+    fn bench_options_out_of_range_are_refused_at_the_command_line() {
+        for (bench, flag, bad) in [
+            ("sched", "--seconds", "0"),
+            ("sched", "--seconds", "18446744073709551615"),
+            ("sched", "--lead-us", "18446744073709551615"),
+            ("sched", "--window-us", "0"),
+            ("sched", "--gap-us", "1000001"),
+            ("sched", "--work-us", "1000001"),
+            ("sched", "--prewarm-us", "300,99999999999"),
+            ("sched", "--processes", "1,65"),
+            ("restart", "--seconds", "3601"),
+            ("restart", "--rounds", "0"),
+            ("restart", "--after-ms", "60001"),
+            ("restart", "--restart-window-us", "99"),
+            ("startup", "--max", "0"),
+            ("startup", "--runs", "1001"),
+        ] {
+            let e = Cli::try_parse_from(["partix", "bench", bench, flag, bad])
+                .expect_err(&format!("{bench} {flag} {bad}"));
+            assert!(e.to_string().contains(flag), "{bench} {flag} {bad}: {e}");
+        }
+        for (bench, flag, good) in [
+            ("sched", "--seconds", "3600"),
+            ("sched", "--processes", "1,64"),
+            ("sched", "--gap-us", "0"),
+            ("restart", "--restart-window-us", "10000"),
+            ("startup", "--max", "64"),
+        ] {
+            Cli::try_parse_from(["partix", "bench", bench, flag, good])
+                .unwrap_or_else(|e| panic!("{bench} {flag} {good}: {e}"));
+        }
+    }
 }
