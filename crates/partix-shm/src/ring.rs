@@ -671,8 +671,12 @@ mod shm {
     }
 
     impl Ring {
-        fn open(region: Arc<Region>, offset: usize) -> Result<Ring, AreaError> {
-            Self::open_with(region, offset, None)
+        fn open(
+            region: Arc<Region>,
+            offset: usize,
+            expect: Option<RingLayout>,
+        ) -> Result<Ring, AreaError> {
+            Self::open_with(region, offset, None, expect)
         }
 
         /// Open a split ring; `data_rw`: whether this role stores into the data area.
@@ -682,46 +686,59 @@ mod shm {
             ctrl: Arc<Region>,
             ctrl_offset: usize,
             data_rw: bool,
+            expect: Option<RingLayout>,
         ) -> Result<Ring, AreaError> {
             let c = Area::new(ctrl, ctrl_offset, CONTROL_LEN)?;
             if !c.writable() {
                 return Err(AreaError::ReadOnly);
             }
-            let r = Self::open_with(data, offset, Some(c))?;
+            let r = Self::open_with(data, offset, Some(c), expect)?;
             if data_rw && !r.area.writable() {
                 return Err(AreaError::ReadOnly);
             }
             Ok(r)
         }
 
+        /// With `expect`, the ring is laid out as that says and its header is not read: the
+        /// header lies where the other side may store (a split ring's data area is the
+        /// producer's; a two-sided queue's TX region is mapped read-write by both sides), and
+        /// a side told the layout by whoever made the ring does not depend on it.
         fn open_with(
             region: Arc<Region>,
             offset: usize,
             ctrl: Option<Area>,
+            expect: Option<RingLayout>,
         ) -> Result<Ring, AreaError> {
             let hdr = Area::new(region, offset, SLOTS)?;
             if ctrl.is_none() && !hdr.writable() {
                 return Err(AreaError::ReadOnly);
             }
-            // SYNC POINT: pairs with the Release magic store of `init` / `init_split`: a load and
-            // an Acquire fence, the data area may be mapped read-only (see `RingView::load_tail`).
-            let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
-            fence(Ordering::Acquire);
-            let want = if ctrl.is_some() { MAGIC_SPLIT } else { MAGIC };
-            if magic != want {
-                return Err(AreaError::BadMagic { found: magic });
-            }
-            let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
-            if version != VERSION {
-                return Err(AreaError::BadVersion { found: version });
-            }
-            let layout = RingLayout::new(
-                hdr.u32_at(HDR_CAPACITY).load(Ordering::Relaxed),
-                hdr.u32_at(HDR_MAX).load(Ordering::Relaxed),
-            )?;
-            if hdr.u32_at(HDR_STRIDE).load(Ordering::Relaxed) as usize != layout.stride() {
-                return Err(AreaError::BadParameter("ring header slot_words mismatch"));
-            }
+            let layout = match expect {
+                Some(layout) => layout,
+                None => {
+                    // SYNC POINT: pairs with the Release magic store of `init` / `init_split`: a
+                    // load and an Acquire fence, the data area may be mapped read-only (see
+                    // `RingView::load_tail`).
+                    let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
+                    fence(Ordering::Acquire);
+                    let want = if ctrl.is_some() { MAGIC_SPLIT } else { MAGIC };
+                    if magic != want {
+                        return Err(AreaError::BadMagic { found: magic });
+                    }
+                    let version = hdr.u32_at(HDR_VERSION).load(Ordering::Relaxed);
+                    if version != VERSION {
+                        return Err(AreaError::BadVersion { found: version });
+                    }
+                    let layout = RingLayout::new(
+                        hdr.u32_at(HDR_CAPACITY).load(Ordering::Relaxed),
+                        hdr.u32_at(HDR_MAX).load(Ordering::Relaxed),
+                    )?;
+                    if hdr.u32_at(HDR_STRIDE).load(Ordering::Relaxed) as usize != layout.stride() {
+                        return Err(AreaError::BadParameter("ring header slot_words mismatch"));
+                    }
+                    layout
+                }
+            };
             let area = hdr.resized(layout.size_bytes())?;
             let (head, head_off, notifier) = match ctrl {
                 None => (
@@ -778,7 +795,23 @@ mod shm {
         /// [`AreaError::BadMagic`], [`AreaError::BadVersion`], [`AreaError::BadParameter`],
         /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<RingProducer, AreaError> {
-            let ring = Ring::open(region, offset)?;
+            let ring = Ring::open(region, offset, None)?;
+            let st = ring.view().producer_state();
+            Ok(RingProducer { ring, st })
+        }
+
+        /// Open the ring at `offset` of `region` laid out as `layout` (the layout it was
+        /// initialised with, as its maker says), without reading its header, which the other
+        /// side may overwrite.
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn attach_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            layout: RingLayout,
+        ) -> Result<RingProducer, AreaError> {
+            let ring = Ring::open(region, offset, Some(layout))?;
             let st = ring.view().producer_state();
             Ok(RingProducer { ring, st })
         }
@@ -794,7 +827,7 @@ mod shm {
             ctrl: Arc<Region>,
             ctrl_offset: usize,
         ) -> Result<RingProducer, AreaError> {
-            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, true)?;
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, true, None)?;
             let st = ring.view().producer_state();
             Ok(RingProducer { ring, st })
         }
@@ -957,7 +990,22 @@ mod shm {
         /// # Errors
         /// As [`RingProducer::attach`].
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<RingConsumer, AreaError> {
-            let ring = Ring::open(region, offset)?;
+            let ring = Ring::open(region, offset, None)?;
+            let st = ring.view().consumer_state();
+            Ok(RingConsumer { ring, st })
+        }
+
+        /// As [`RingConsumer::attach`], laid out as `layout` without reading the header (see
+        /// [`RingProducer::attach_expecting`]).
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn attach_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            layout: RingLayout,
+        ) -> Result<RingConsumer, AreaError> {
+            let ring = Ring::open(region, offset, Some(layout))?;
             let st = ring.view().consumer_state();
             Ok(RingConsumer { ring, st })
         }
@@ -973,7 +1021,24 @@ mod shm {
             ctrl: Arc<Region>,
             ctrl_offset: usize,
         ) -> Result<RingConsumer, AreaError> {
-            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false)?;
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false, None)?;
+            let st = ring.view().consumer_state();
+            Ok(RingConsumer { ring, st })
+        }
+
+        /// As [`RingConsumer::attach_split`], laid out as `layout` without reading the header,
+        /// which lies in the producer's data area (see [`RingProducer::attach_expecting`]).
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`] (`ctrl`), [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn attach_split_expecting(
+            data: Arc<Region>,
+            offset: usize,
+            ctrl: Arc<Region>,
+            ctrl_offset: usize,
+            layout: RingLayout,
+        ) -> Result<RingConsumer, AreaError> {
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false, Some(layout))?;
             let st = ring.view().consumer_state();
             Ok(RingConsumer { ring, st })
         }
@@ -1200,7 +1265,7 @@ mod shm {
             p.try_push(b"ok").unwrap();
             p.try_push(b"ok2").unwrap();
             // A broken producer scribbles an impossible length into slot 0.
-            let ring = Ring::open(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0, None).unwrap();
             ring.area.u64_at(SLOTS).store(1 << 40, Ordering::Relaxed);
             let mut buf = [0u8; 8];
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
@@ -1223,7 +1288,7 @@ mod shm {
             l.init(&r, 0).unwrap();
             let mut p = RingProducer::attach(r.clone(), 0).unwrap();
             let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
-            let ring = Ring::open(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0, None).unwrap();
             p.try_push(b"a").unwrap();
             let mut buf = [0u8; 8];
             assert_eq!(c.try_pop(&mut buf), Ok(1));
@@ -1252,7 +1317,7 @@ mod shm {
             l.init(&r, 0).unwrap();
             let mut p = RingProducer::attach(r.clone(), 0).unwrap();
             let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
-            let ring = Ring::open(r.clone(), 0).unwrap();
+            let ring = Ring::open(r.clone(), 0, None).unwrap();
             let stride = 8 * ring.stride;
             for len in 14..=16u64 {
                 p.try_push(b"bad").unwrap();
@@ -1369,6 +1434,47 @@ mod shm {
                 RingLayout::new(1024, 64).unwrap().init(&r, 0),
                 Err(AreaError::TooSmall { .. })
             ));
+        }
+
+        /// A split ring's header lies in the producer's data area: a consumer told the layout
+        /// opens the ring without it after the producer overwrote it, and so does a producer
+        /// (of a ring whose header the other side can write).
+        #[test]
+        #[allow(unsafe_code)]
+        fn sides_told_the_layout_open_a_ring_whose_header_was_overwritten() {
+            let l = RingLayout::new(4, 16).unwrap();
+            let data = Arc::new(Region::create("partix-ring-data", l.size_bytes()).unwrap());
+            let ctrl = Arc::new(Region::create("partix-ring-ctrl", CONTROL_LEN).unwrap());
+            l.init_split(&data, 0, &ctrl, 0).unwrap();
+            let mut p = RingProducer::attach_split(data.clone(), 0, ctrl.clone(), 0).unwrap();
+            p.try_push(b"one").unwrap();
+            let hdr = Area::new(data.clone(), 0, 64).unwrap();
+            for off in [0, 8, 16] {
+                hdr.u64_at(off)
+                    .store(0x5a5a_5a5a_5a5a_5a5a, Ordering::Relaxed);
+            }
+            assert!(RingConsumer::attach_split(data.clone(), 0, ctrl.clone(), 0).is_err());
+            let mut c =
+                RingConsumer::attach_split_expecting(data.clone(), 0, ctrl.clone(), 0, l).unwrap();
+            p.try_push(b"two").unwrap();
+            let mut buf = [0u8; 16];
+            let n = c.try_pop(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"one");
+            let n = c.try_pop(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"two");
+            // An unsplit ring: both sides told the layout.
+            let r = Arc::new(Region::create("partix-ring-one", l.size_bytes()).unwrap());
+            l.init(&r, 0).unwrap();
+            Area::new(r.clone(), 0, 64)
+                .unwrap()
+                .u64_at(0)
+                .store(7, Ordering::Relaxed);
+            assert!(RingProducer::attach(r.clone(), 0).is_err());
+            let mut p = RingProducer::attach_expecting(r.clone(), 0, l).unwrap();
+            let mut c = RingConsumer::attach_expecting(r, 0, l).unwrap();
+            p.try_push(b"three").unwrap();
+            let n = c.try_pop(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"three");
         }
     }
 }

@@ -480,7 +480,28 @@ mod shm {
 
     impl Slot {
         fn open(region: Arc<Region>, offset: usize) -> Result<Slot, AreaError> {
+            Self::open_expecting(region, offset, None)
+        }
+
+        /// Open the slot; with `expect`, laid out as that says and its header not read (the
+        /// writer's side can overwrite the header: a reader told the layout by whoever made
+        /// the slot does not depend on it).
+        fn open_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            expect: Option<SamplingLayout>,
+        ) -> Result<Slot, AreaError> {
             let hdr = Area::new(region, offset, 64)?;
+            if let Some(layout) = expect {
+                let area = hdr.resized(layout.size_bytes())?;
+                return Ok(Slot {
+                    area,
+                    max: layout.max_message_size(),
+                    words: layout.payload_words(),
+                    begin: layout.begin_offset(),
+                    end: layout.end_offset(),
+                });
+            }
             // Relaxed + fence: the mapping may be read-only (see `SlotView::end`).
             let magic = hdr.u64_at(HDR_MAGIC).load(Ordering::Relaxed);
             fence(Ordering::Acquire);
@@ -757,6 +778,24 @@ mod shm {
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<SamplingReader, AreaError> {
             Ok(SamplingReader {
                 slot: Slot::open(region, offset)?,
+                max_attempts: DEFAULT_MAX_ATTEMPTS,
+                notifier: None,
+            })
+        }
+
+        /// Open the slot at `offset` of `region` laid out as `layout` (the layout it was
+        /// initialised with, as its maker says), without reading its header: the writer can
+        /// overwrite the header, and a reader that trusted it could not open the slot again.
+        ///
+        /// # Errors
+        /// [`AreaError::Misaligned`] or [`AreaError::TooSmall`].
+        pub fn attach_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            layout: SamplingLayout,
+        ) -> Result<SamplingReader, AreaError> {
+            Ok(SamplingReader {
+                slot: Slot::open_expecting(region, offset, Some(layout))?,
                 max_attempts: DEFAULT_MAX_ATTEMPTS,
                 notifier: None,
             })
@@ -1158,6 +1197,30 @@ mod shm {
                 w.write(format!("{mode:?}").as_bytes()).unwrap();
                 assert_eq!(t.join().unwrap(), format!("{mode:?}").into_bytes());
             }
+        }
+
+        /// The writer's side can overwrite the slot's header (it maps the slot read-write): a
+        /// reader told the layout opens the slot without it, and reads the next message.
+        #[test]
+        fn a_reader_told_the_layout_opens_a_slot_whose_header_was_overwritten() {
+            let layout = SamplingLayout::new(24).unwrap();
+            let r = region(layout.size_bytes());
+            let mut w = SamplingWriter::init(r.clone(), 0, layout).unwrap();
+            w.write(b"before").unwrap();
+            let hdr = Area::new(r.clone(), 0, 64).unwrap();
+            for off in [0, 8, 16] {
+                hdr.u64_at(off)
+                    .store(0x5a5a_5a5a_5a5a_5a5a, Ordering::Relaxed);
+            }
+            let ro = read_only(&r);
+            assert!(SamplingReader::attach(ro.clone(), 0).is_err());
+            let reader = SamplingReader::attach_expecting(ro, 0, layout).unwrap();
+            let mut buf = [0u8; 24];
+            let n = reader.read(&mut buf).unwrap().len;
+            assert_eq!(&buf[..n], b"before");
+            w.write(b"after").unwrap();
+            let n = reader.read(&mut buf).unwrap().len;
+            assert_eq!(&buf[..n], b"after");
         }
     }
 }

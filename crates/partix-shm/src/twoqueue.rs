@@ -146,8 +146,34 @@ impl QueueSender {
     /// # Errors
     /// [`AreaError`] when the region is missing, incompatible or read-only.
     pub fn attach(tx: Arc<Region>, limit: u32) -> Result<QueueSender, AreaError> {
+        Self::with_producer(RingProducer::attach(tx.clone(), TX_RING)?, tx, limit)
+    }
+
+    /// Attach to a TX region initialised with `shape`, without reading the ring's header: the
+    /// destination maps the TX region read-write, and a sender that trusted the header could
+    /// not attach again after the destination overwrote it.
+    ///
+    /// # Errors
+    /// [`AreaError`] when the region is too small or read-only.
+    pub fn attach_expecting(
+        tx: Arc<Region>,
+        shape: QueueShape,
+        limit: u32,
+    ) -> Result<QueueSender, AreaError> {
+        Self::with_producer(
+            RingProducer::attach_expecting(tx.clone(), TX_RING, shape.ring)?,
+            tx,
+            limit,
+        )
+    }
+
+    fn with_producer(
+        prod: RingProducer,
+        tx: Arc<Region>,
+        limit: u32,
+    ) -> Result<QueueSender, AreaError> {
         Ok(QueueSender {
-            prod: RingProducer::attach(tx.clone(), TX_RING)?,
+            prod,
             ack: ack_area(&tx)?,
             doorbell: Notifier::new(tx, TX_DOORBELL)?,
             limit: u64::from(limit),
@@ -208,8 +234,32 @@ impl QueueSenderProbe {
     /// # Errors
     /// [`AreaError`] when the region is missing, incompatible or read-only.
     pub fn attach(tx: Arc<Region>, limit: u32) -> Result<QueueSenderProbe, AreaError> {
+        Self::with_producer(RingProducer::attach(tx.clone(), TX_RING)?, tx, limit)
+    }
+
+    /// As [`QueueSender::attach_expecting`].
+    ///
+    /// # Errors
+    /// [`AreaError`] when the region is too small or read-only.
+    pub fn attach_expecting(
+        tx: Arc<Region>,
+        shape: QueueShape,
+        limit: u32,
+    ) -> Result<QueueSenderProbe, AreaError> {
+        Self::with_producer(
+            RingProducer::attach_expecting(tx.clone(), TX_RING, shape.ring)?,
+            tx,
+            limit,
+        )
+    }
+
+    fn with_producer(
+        prod: RingProducer,
+        tx: Arc<Region>,
+        limit: u32,
+    ) -> Result<QueueSenderProbe, AreaError> {
         Ok(QueueSenderProbe {
-            prod: Arc::new(RingProducer::attach(tx.clone(), TX_RING)?),
+            prod: Arc::new(prod),
             ack: ack_area(&tx)?,
             space: Notifier::new(tx.clone(), TX_SPACE)?,
             tx,
@@ -344,8 +394,41 @@ impl QueueManager {
     /// # Errors
     /// [`AreaError`] when a region is missing, incompatible or read-only, or the rings differ.
     pub fn attach(tx: Arc<Region>, rx: Arc<Region>) -> Result<QueueManager, AreaError> {
-        let txc = RingConsumer::attach(tx.clone(), TX_RING)?;
+        Self::open(tx, rx, None)
+    }
+
+    /// As [`QueueManager::attach`], with both regions initialised with `shape`: the TX ring's
+    /// header, which the source may overwrite (it maps the TX region read-write), is not read;
+    /// the RX ring (the destination's alone) must say `shape`.
+    ///
+    /// # Errors
+    /// [`AreaError`] when a region is too small or read-only, or the RX ring is missing or of
+    /// another shape.
+    pub fn attach_expecting(
+        tx: Arc<Region>,
+        rx: Arc<Region>,
+        shape: QueueShape,
+    ) -> Result<QueueManager, AreaError> {
+        Self::open(tx, rx, Some(shape))
+    }
+
+    fn open(
+        tx: Arc<Region>,
+        rx: Arc<Region>,
+        expect: Option<QueueShape>,
+    ) -> Result<QueueManager, AreaError> {
         let rxp = RingProducer::attach(rx.clone(), RX_RING)?;
+        let txc = match expect {
+            Some(shape) => {
+                if RingLayout::new(rxp.capacity() as u32, rxp.max_message_size())? != shape.ring {
+                    return Err(AreaError::BadParameter(
+                        "the RX ring was not initialised with the expected shape",
+                    ));
+                }
+                RingConsumer::attach_expecting(tx.clone(), TX_RING, shape.ring)?
+            }
+            None => RingConsumer::attach(tx.clone(), TX_RING)?,
+        };
         if txc.max_message_size() > rxp.max_message_size() || txc.capacity() != rxp.capacity() {
             return Err(AreaError::BadParameter(
                 "TX and RX rings differ in capacity or the TX messages exceed the RX buffers",
@@ -1223,5 +1306,43 @@ mod tests {
         s.try_send(b"x").unwrap();
         t.join().unwrap();
         assert!(m.lock().unwrap().moved() >= 1000);
+    }
+
+    /// The destination maps the TX region read-write and can overwrite the TX ring's header: a
+    /// sender, a probe and a manager told the shape attach without it, and the queue goes on.
+    #[test]
+    fn sides_told_the_shape_attach_to_a_tx_ring_whose_header_was_overwritten() {
+        let shape = QueueShape::new(16, 3).unwrap();
+        let tx = Arc::new(Region::create("partix-twoqueue-tx", shape.tx_size_bytes()).unwrap());
+        let rx = Arc::new(Region::create("partix-twoqueue-rx", shape.rx_size_bytes()).unwrap());
+        shape.init(&tx, &rx).unwrap();
+        let hdr = Area::new(tx.clone(), TX_RING, 64).unwrap();
+        for off in [0, 8, 16] {
+            hdr.u64_at(off)
+                .store(0x5a5a_5a5a_5a5a_5a5a, Ordering::Relaxed);
+        }
+        assert!(QueueSender::attach(tx.clone(), 3).is_err());
+        assert!(QueueManager::attach(tx.clone(), rx.clone()).is_err());
+        let other = QueueShape::new(32, 3).unwrap();
+        assert!(matches!(
+            QueueManager::attach_expecting(tx.clone(), rx.clone(), other),
+            Err(AreaError::BadParameter(_))
+        ));
+        let mut s = QueueSender::attach_expecting(tx.clone(), shape, 3).unwrap();
+        let probe = QueueSenderProbe::attach_expecting(tx.clone(), shape, 3).unwrap();
+        let mut m = QueueManager::attach_expecting(tx.clone(), rx.clone(), shape).unwrap();
+        let mut r = QueueReceiver::attach(tx, rx).unwrap();
+        for i in 0..3u8 {
+            s.try_send(&[i]).unwrap();
+        }
+        assert_eq!(probe.in_flight(), 3);
+        assert_eq!(s.try_send(&[9]), Err(PushError::Full));
+        m.run_once();
+        let mut buf = [0u8; 16];
+        for i in 0..3u8 {
+            assert_eq!(r.try_recv(&mut buf), Ok(1));
+            assert_eq!(buf[0], i);
+        }
+        assert_eq!(probe.in_flight(), 0);
     }
 }

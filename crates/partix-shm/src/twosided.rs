@@ -795,15 +795,26 @@ mod shm {
         Ok(())
     }
 
+    /// Open an area; with `expect`, laid out as that says and its header not read (the TX
+    /// area is mapped read-write by both sides: either may overwrite its header).
     fn open_area(
         region: Arc<Region>,
         offset: usize,
         magic: u64,
         tx: bool,
+        expect: Option<RingShape>,
     ) -> Result<(Area, RingShape), AreaError> {
         let hdr = Area::new(region, offset, 64)?;
         if !hdr.writable() {
             return Err(AreaError::ReadOnly);
+        }
+        if let Some(shape) = expect {
+            let len = if tx {
+                shape.tx_size_bytes()
+            } else {
+                shape.rx_size_bytes()
+            };
+            return Ok((hdr.resized(len)?, shape));
         }
         let found = hdr.u64_at(HDR_MAGIC).load(Ordering::Acquire);
         if found != magic {
@@ -840,8 +851,12 @@ mod shm {
     }
 
     impl Tx {
-        fn open(region: Arc<Region>, offset: usize) -> Result<Tx, AreaError> {
-            let (area, shape) = open_area(region, offset, TX_MAGIC, true)?;
+        fn open(
+            region: Arc<Region>,
+            offset: usize,
+            expect: Option<RingShape>,
+        ) -> Result<Tx, AreaError> {
+            let (area, shape) = open_area(region, offset, TX_MAGIC, true, expect)?;
             let doorbell = Notifier::from_area(sub(&area, TX_DOORBELL)?);
             Ok(Tx {
                 area,
@@ -871,7 +886,7 @@ mod shm {
 
     impl Rx {
         fn open(region: Arc<Region>, offset: usize) -> Result<Rx, AreaError> {
-            let (area, shape) = open_area(region, offset, RX_MAGIC, false)?;
+            let (area, shape) = open_area(region, offset, RX_MAGIC, false, None)?;
             let data = Notifier::from_area(sub(&area, RX_DATA)?);
             let ack = Notifier::from_area(sub(&area, RX_ACK)?);
             Ok(Rx {
@@ -926,7 +941,23 @@ mod shm {
         /// # Errors
         /// [`AreaError`] when the area is missing, incompatible or read-only.
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<TwoSidedSender, AreaError> {
-            let tx = Tx::open(region, offset)?;
+            let tx = Tx::open(region, offset, None)?;
+            let written = tx.view().written();
+            Ok(TwoSidedSender { tx, written })
+        }
+
+        /// Take over a TX area initialised with `shape`, without reading its header: the
+        /// destination maps the TX area read-write, and a sender that trusted the header could
+        /// not attach again after the destination overwrote it.
+        ///
+        /// # Errors
+        /// [`AreaError`] when the area is too small or read-only.
+        pub fn attach_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            shape: RingShape,
+        ) -> Result<TwoSidedSender, AreaError> {
+            let tx = Tx::open(region, offset, Some(shape))?;
             let written = tx.view().written();
             Ok(TwoSidedSender { tx, written })
         }
@@ -1158,8 +1189,40 @@ mod shm {
             rx_region: Arc<Region>,
             rx_offset: usize,
         ) -> Result<NetworkManager, AreaError> {
-            let tx = Tx::open(tx_region, tx_offset)?;
+            Self::open(tx_region, tx_offset, rx_region, rx_offset, None)
+        }
+
+        /// As [`NetworkManager::attach`], with both areas initialised with `shape`: the TX
+        /// area's header, which the source may overwrite (it maps the TX area read-write), is
+        /// not read; the RX area (the destination's alone) must say `shape`.
+        ///
+        /// # Errors
+        /// [`AreaError`] when an area is too small or read-only, or the RX area is missing or
+        /// of another shape.
+        pub fn attach_expecting(
+            tx_region: Arc<Region>,
+            tx_offset: usize,
+            rx_region: Arc<Region>,
+            rx_offset: usize,
+            shape: RingShape,
+        ) -> Result<NetworkManager, AreaError> {
+            Self::open(tx_region, tx_offset, rx_region, rx_offset, Some(shape))
+        }
+
+        fn open(
+            tx_region: Arc<Region>,
+            tx_offset: usize,
+            rx_region: Arc<Region>,
+            rx_offset: usize,
+            expect: Option<RingShape>,
+        ) -> Result<NetworkManager, AreaError> {
             let rx = Rx::open(rx_region, rx_offset)?;
+            if expect.is_some_and(|s| s != rx.shape) {
+                return Err(AreaError::BadParameter(
+                    "the RX area was not initialised with the expected shape",
+                ));
+            }
+            let tx = Tx::open(tx_region, tx_offset, expect)?;
             if tx.shape.max_message_size > rx.shape.max_message_size {
                 return Err(AreaError::BadParameter(
                     "TX max_message_size exceeds the RX buffers",
@@ -1579,6 +1642,38 @@ mod shm {
                 NetworkManager::attach(rxr, 0, txr, 0),
                 Err(AreaError::BadMagic { .. })
             ));
+        }
+
+        /// Both sides map the TX area read-write, so either can overwrite its header: a sender
+        /// and a manager told the shape attach without it and deliver the next message; a
+        /// manager whose own RX area says another shape is refused.
+        #[test]
+        fn sides_told_the_shape_attach_to_a_tx_area_whose_header_was_overwritten() {
+            let shape = RingShape::new(16, 2).unwrap();
+            let txr = Arc::new(Region::create("partix-shm-tx", shape.tx_size_bytes()).unwrap());
+            let rxr = Arc::new(Region::create("partix-shm-rx", shape.rx_size_bytes()).unwrap());
+            TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+            TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+            let hdr = Area::new(txr.clone(), 0, 64).unwrap();
+            for off in [0, 8, 16] {
+                hdr.u64_at(off)
+                    .store(0x5a5a_5a5a_5a5a_5a5a, Ordering::Relaxed);
+            }
+            assert!(TwoSidedSender::attach(txr.clone(), 0).is_err());
+            assert!(NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).is_err());
+            let other = RingShape::new(16, 4).unwrap();
+            assert!(matches!(
+                NetworkManager::attach_expecting(txr.clone(), 0, rxr.clone(), 0, other),
+                Err(AreaError::BadParameter(_))
+            ));
+            let mut s = TwoSidedSender::attach_expecting(txr.clone(), 0, shape).unwrap();
+            let mut m = NetworkManager::attach_expecting(txr, 0, rxr.clone(), 0, shape).unwrap();
+            let mut r = TwoSidedReceiver::attach(rxr, 0).unwrap();
+            s.write(b"after").unwrap();
+            m.run_once();
+            let mut buf = [0u8; 16];
+            let ok = r.read(&mut buf).unwrap();
+            assert_eq!(&buf[..ok.len], b"after");
         }
     }
 }
