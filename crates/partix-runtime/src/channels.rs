@@ -1416,6 +1416,56 @@ mod tests {
         }
     }
 
+    /// A full source whose MaxNbMessages (64) exceeds the destination's (4) waits for room
+    /// without spinning, on every transport: its waiter says "not ready" while every send
+    /// answers Full, and a timed wait sleeps until its deadline. (One-sided: the ring is sized
+    /// for the destination, and the waiter compared the queued count with the source's 64, so
+    /// it was always ready: a 200 ms wait looked 700 000 times in a debug build, at 100 % CPU.)
+    #[test]
+    fn a_full_source_that_declares_more_messages_than_its_ring_holds_sleeps_while_it_waits() {
+        use crate::transport::{QueueSource, Transport};
+        use partix_shm::ring::PushError;
+        for t in Transport::ALL {
+            let mut m = module();
+            m.partitions[0].queuing_ports[0].max_nb_messages = 64;
+            m.partitions[1].queuing_ports[0].max_nb_messages = 4;
+            m.channels[1].transport = Some(t.name().into());
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, _b) = (mapped(&set, 0), mapped(&set, 1));
+            let mut q = QueueSource::attach(&a[2]).unwrap();
+            let w = q.waiter(&a[2]).unwrap();
+            let mut sent = 0;
+            while q.try_send(&[1u8; 8]).is_ok() {
+                sent += 1;
+                assert!(sent <= 64, "{t}");
+            }
+            assert!(sent >= 4, "{t}: only {sent} sent");
+            assert!(
+                !w.ready(),
+                "{t}: full ({sent} sent) but the waiter says ready"
+            );
+            // Wait 200 ms as a sender with a time-out does (sockets park in slices).
+            let t0 = std::time::Instant::now();
+            let deadline = t0 + Duration::from_millis(200);
+            let (mut looks, mut ready) = (0u32, 0u32);
+            while std::time::Instant::now() < deadline {
+                w.park_until(Some(deadline), || {
+                    looks += 1;
+                    let r = w.ready();
+                    ready += u32::from(r);
+                    r
+                });
+                assert_eq!(q.try_send(&[1u8; 8]), Err(PushError::Full), "{t}");
+            }
+            assert!(t0.elapsed() >= Duration::from_millis(190), "{t}");
+            assert_eq!(
+                ready, 0,
+                "{t}: ready {ready} times out of {looks} while full"
+            );
+            assert!(looks < 100, "{t}: {looks} looks in 200 ms");
+        }
+    }
+
     /// A udp/tcp sampling destination that nobody reads while its source writes far more frames
     /// than its socket holds still reads the message written last: its receiving agent keeps
     /// the socket drained. (Without the agent, udp read a frame from when the socket filled,
