@@ -92,7 +92,9 @@ const UDP_DRAIN_CHARGE: usize = 256;
 /// The header of a frame (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRepr {
-    /// Sequence number (sampling: 1, 2, ... per source; queuing: not used).
+    /// Sequence number (sampling: 1, 2, ... per source incarnation, which a destination
+    /// renumbers as it receives them, see `SampleRx::keep`; queuing: the source's count of
+    /// frames sent, this one included; ack: the destination's identity).
     pub seq: u32,
     /// Payload length (0: an acknowledgement).
     pub len: u32,
@@ -1012,7 +1014,12 @@ pub struct SampleRx {
     last_at: usize,
     /// The address of the caller's buffer in the latest call (a placement hint only), or 0.
     dst: usize,
+    /// The newest frame's header, its `seq` replaced by this destination's own number for it
+    /// ([`SampleRx::keep`]).
     have: Option<FrameRepr>,
+    /// The number of the last frame kept: this destination numbers the frames it receives
+    /// itself, 1, 2, ... (wrapping, never 0).
+    numbered: u32,
     /// A look of the current call found the socket empty (see [`SampleRx::wait_newer_or`]);
     /// cleared by [`SampleRx::new_call`] and whenever a frame is taken without draining.
     looked_empty: bool,
@@ -1029,6 +1036,7 @@ impl SampleRx {
             last_at: 0,
             dst: 0,
             have: None,
+            numbered: 0,
             looked_empty: false,
         }
     }
@@ -1106,12 +1114,26 @@ impl SampleRx {
         }
     }
 
-    /// Keep the frame `h` just received at `at` in `scratch` as the newest.
+    /// Keep the frame `h` just received at `at` in `scratch` as the newest, numbered with the
+    /// next number of this destination; return that number.
+    ///
+    /// The number the waits compare (`last_seq`) is this destination's, not the source's: every
+    /// frame taken from the socket is a write of the source (a socket neither repeats nor
+    /// reorders frames), so each is newer than the one before it. The source's own numbers
+    /// start again at 1 when its partition restarts (the socket outlives it, its count does
+    /// not): a destination whose last message was the source's number n took the restarted
+    /// source's n-th write for the message it already had, and `wait_sampling_message` slept
+    /// through it (a source writing once per incarnation was never seen again).
     #[inline]
-    fn keep(&mut self, h: FrameRepr, at: usize) {
+    fn keep(&mut self, h: FrameRepr, at: usize) -> u32 {
         std::mem::swap(&mut self.scratch, &mut self.last);
         self.last_at = at;
-        self.have = Some(h);
+        self.numbered = self.numbered.wrapping_add(1).max(1);
+        self.have = Some(FrameRepr {
+            seq: self.numbered,
+            ..h
+        });
+        self.numbered
     }
 
     /// Copy the newest frame already taken into `buf`.
@@ -1244,11 +1266,8 @@ impl SampleRx {
                 match got {
                     Some(Recv::Frame(h)) => {
                         self.looked_empty = false;
-                        if h.len != 0 {
-                            self.keep(h, at);
-                            if Some(h.seq) != last_seq {
-                                return self.copy_newest(buf).map_err(WaitError::Read);
-                            }
+                        if h.len != 0 && Some(self.keep(h, at)) != last_seq {
+                            return self.copy_newest(buf).map_err(WaitError::Read);
                         }
                     }
                     Some(Recv::Nothing) => {}
@@ -1960,6 +1979,48 @@ mod tests {
             assert_eq!((ok.seq, ok.len), (6, 33), "{kind:?}");
             assert_eq!(buf[..33], [6u8; 33]);
             t.join().unwrap();
+        }
+    }
+
+    /// A sampling source restarted (its partition restarts, the socket lives on) numbers its
+    /// writes from 1 again; a destination waiting past the message it read last, the old
+    /// incarnation's third, gets the new incarnation's third, which carries the same number.
+    /// (It used to compare the source's numbers and took that message for the one it had: the
+    /// wait timed out, and a source writing once per incarnation was never seen again.)
+    #[test]
+    fn a_wait_returns_a_restarted_sources_message_that_carries_the_number_of_the_last_one() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 16, 4);
+            let afd = a.try_clone_fd().unwrap();
+            let mut tx = SampleTx::new(vec![a]);
+            let mut rx = SampleRx::new(b);
+            let mut buf = [0u8; 16];
+            for i in 1..=3u8 {
+                tx.write(&[i; 4], u64::from(i));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            let ok = rx
+                .wait_newer(&mut buf, None, RecvMode::Spin, Some(Duration::from_secs(5)))
+                .unwrap();
+            assert_eq!(buf[..4], [3; 4], "{kind:?}");
+            let last = Some(ok.seq);
+            // The source partition restarts: a new incarnation on the same socket.
+            drop(tx);
+            let mut tx = SampleTx::new(vec![FrameSocket::new(afd, kind, 16)]);
+            for i in 11..=13u8 {
+                tx.write(&[i; 4], u64::from(i));
+            }
+            for mode in [RecvMode::Blocking, RecvMode::Spin] {
+                rx.new_call();
+                let r = rx.wait_newer(&mut buf, last, mode, Some(Duration::from_secs(5)));
+                let ok = r.unwrap_or_else(|e| panic!("{kind:?} {mode:?}: {e:?}"));
+                assert_ne!(Some(ok.seq), last, "{kind:?}");
+                assert_eq!(
+                    (&buf[..4], ok.written_at_ns),
+                    (&[13u8; 4][..], 13),
+                    "{kind:?} {mode:?}"
+                );
+            }
         }
     }
 
