@@ -189,6 +189,94 @@ pub fn buffer_bytes(max_message_size: u32, frames: u32) -> usize {
     partix_config::socket_buffer_bytes(max_message_size, frames)
 }
 
+/// Read back the receive and send buffers of socket `fd` (`SO_RCVBUF`, `SO_SNDBUF`, bytes): what
+/// the kernel granted, in its own accounting (twice what was asked, the doubling being its
+/// allowance for its bookkeeping; bounded by `net.core.rmem_max` / `wmem_max` unless the
+/// process may force the size, `CAP_NET_ADMIN`).
+///
+/// # Errors
+/// The system error of `getsockopt`.
+pub fn granted_buffers(fd: &impl AsRawFd) -> io::Result<(usize, usize)> {
+    let get = |opt| {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into the c_int `v`.
+        let r = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            Ok(usize::try_from(v).unwrap_or(0))
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    Ok((get(libc::SO_RCVBUF)?, get(libc::SO_SNDBUF)?))
+}
+
+/// A udp queuing channel whose sockets the kernel gave less receive buffer than its capacity
+/// needs ([`udp_queue_shortfall`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferShortfall {
+    /// Which end's receive buffer is short: `"destination"` (the messages) or `"source"` (the
+    /// acknowledgements).
+    pub end: &'static str,
+    /// Bytes of receive buffer needed, in the kernel's accounting (as `SO_RCVBUF` reports it).
+    pub needed: usize,
+    /// Bytes granted (`SO_RCVBUF` read back).
+    pub granted: usize,
+}
+
+/// Check that the receive buffers of a udp queuing channel's sockets (`src`, `dst`, made by
+/// [`socket_pair`] for `frames` frames of `max_message_size` bytes) hold what its credit lets
+/// into them: `frames` messages at the destination, as many acknowledgements at the source.
+/// `None` when they do.
+///
+/// The kernel charges a datagram its buffer's whole allocation (for a small frame about 800
+/// bytes, and up to twice the frame for a large one, rounded to a power of two), and drops a
+/// datagram that finds the receive buffer full: a channel whose credit exceeds what fits would
+/// lose messages silently, and the credit they took would be lost for good. [`buffer_bytes`] is
+/// that need (1 KiB of overhead and the header on each frame, for `frames` + 2 frames, twice);
+/// the executive asks it of the kernel, which grants twice that when the executive may force the
+/// size (`SO_RCVBUFFORCE`, `CAP_NET_ADMIN`), and otherwise at most twice `net.core.rmem_max`.
+/// (The send buffers need no check: loopback hands a datagram on as it is sent, so a send
+/// buffer holds one datagram at most, and a send that does not fit fails, counting nothing.)
+///
+/// # Errors
+/// The system error of `getsockopt`.
+pub fn udp_queue_shortfall(
+    src: &impl AsRawFd,
+    dst: &impl AsRawFd,
+    max_message_size: u32,
+    frames: u32,
+) -> io::Result<Option<BufferShortfall>> {
+    // Acknowledgements: one per message consumed at most between two drains of the source,
+    // and the destination's announcements; each a frame without payload.
+    for (end, fd, needed) in [
+        (
+            "destination",
+            dst.as_raw_fd(),
+            buffer_bytes(max_message_size, frames),
+        ),
+        ("source", src.as_raw_fd(), buffer_bytes(0, frames)),
+    ] {
+        let (granted, _) = granted_buffers(&fd)?;
+        if granted < needed {
+            return Ok(Some(BufferShortfall {
+                end,
+                needed,
+                granted,
+            }));
+        }
+    }
+    Ok(None)
+}
+
 /// Create a connected, non-blocking socket pair on 127.0.0.1 (executive side) whose buffers
 /// hold `frames` frames of `max_message_size` bytes; return (source end, destination end).
 ///
