@@ -17,7 +17,10 @@
 //!   (destination only); the destination runs the network manager thread. Source: the TX
 //!   regions; destination: `TX, RX`.
 //! - **udp / tcp**: per destination a connected socket pair on 127.0.0.1
-//!   ([`crate::transport::socket::socket_pair`]); each end gets its socket.
+//!   ([`crate::transport::socket::socket_pair`]); each end gets its socket. A queuing channel's
+//!   ends also get a small region each, their *books* (`socket::QueueTx::with_book`,
+//!   `socket::QueueRx::with_book`): counts that outlive the partition's restarts. Source:
+//!   `socket, book`; destination: `socket, book`.
 //!   **Opposite tcp sampling channels share one connection** ([`reverse_tcp_pairs`]): a
 //!   sampling channel `P/X -> Q/Y` and one `Q/V -> P/W` (one destination each, both `tcp`) are
 //!   carried by the two directions of one connection, so each direction holds exactly one
@@ -661,9 +664,17 @@ impl ChannelSet {
                             )
                             .map_err(region_err(&plabel))?;
                             let ki = set.push(Resource::region(book));
+                            // The destination's identity and count of frames taken, kept
+                            // across its restarts (`socket::QueueRx::with_book`).
+                            let dbook = Region::create(
+                                &format!("{name}-dbook"),
+                                Words::bytes(socket::DEST_BOOK_WORDS),
+                            )
+                            .map_err(region_err(&plabel))?;
+                            let dki = set.push(Resource::region(dbook));
                             (
                                 vec![(ai, Access::ReadWrite), (ki, Access::ReadWrite)],
-                                vec![(bi, Access::ReadWrite)],
+                                vec![(bi, Access::ReadWrite), (dki, Access::ReadWrite)],
                             )
                         }
                     };
@@ -1228,8 +1239,10 @@ mod tests {
         m.channels[1].transport = Some("udp".into());
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
-        // A udp queuing source: its socket and its book (a region).
+        // A udp queuing source: its socket and its book (a region); its destination too.
         assert!(v.contains("q:Q%20OUT:src:16:5:606w+607w:udp"), "{v}");
+        let w = set.env_value(1);
+        assert!(w.contains("q:QIN:dst:16:5:602w+603w:udp:nb=5"), "{w}");
         assert!(
             v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w,"),
             "{v}"

@@ -1040,7 +1040,17 @@ impl QueueDestination {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                let rx = socket::QueueRx::new(s, limit);
+                // The executive gives the destination its book, a region that outlives the
+                // partition's restarts (`QueueRx::with_book`).
+                let rx = match port.regions.first() {
+                    Some(r) => socket::QueueRx::with_book(
+                        s,
+                        limit,
+                        Words::attach(r.clone(), 0, socket::DEST_BOOK_WORDS)
+                            .map_err(|e| err(port, e))?,
+                    ),
+                    None => socket::QueueRx::new(s, limit),
+                };
                 QueueDestination::Socket(match port.desc.capacity {
                     Some(c) => rx.with_credit(c),
                     None => rx,
