@@ -28,8 +28,11 @@
 //!   read started, see `SampleRx::drain`) and keeps it with its time stamp.
 //! - **Queuing**: credits. The source may send while `sent - acked < MaxNbMessages`; the
 //!   destination buffers what it drained (at most `MaxNbMessages` messages, allocated once) and
-//!   acknowledges consumed messages in batches of `max(1, MaxNbMessages / 2)`, and always before
-//!   it reports an empty queue (so a sender waiting for credit is never left waiting on a batch).
+//!   acknowledges consumed messages in batches of half the credit, always before it reports an
+//!   empty queue, and at once whenever the source may have used its whole credit (what it
+//!   consumed and did not acknowledge, what it buffers and what the socket still holds reach the
+//!   credit: [`QueueRx::try_recv`] looks at the socket that far), so a sender is never told the
+//!   queue is full, nor left waiting, while the destination has room.
 //!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
 //!   The source keeps its counts in a region that outlives its restarts ([`QueueTx::with_book`]):
 //!   a restarted source goes on with the messages its earlier incarnations left in flight, so
@@ -1655,6 +1658,8 @@ pub struct QueueRx {
     /// ack (its announcement) went out.
     acked_sent: u64,
     batch: u64,
+    /// The source's credit (the channel's capacity; at most `limit`).
+    credit: u64,
     scratch: Vec<u8>,
     counters: Arc<Counters>,
     /// Where this destination keeps its identity and its count of frames taken off the socket
@@ -1746,6 +1751,7 @@ impl QueueRx {
             consumed: 0,
             acked_sent: QueueRx::UNANNOUNCED,
             batch: (limit as u64 / 2).max(1),
+            credit: limit as u64,
             scratch: vec![0u8; max + HEADER_LEN],
             counters: Arc::new(Counters::default()),
             limit,
@@ -1787,10 +1793,12 @@ impl QueueRx {
         }
     }
 
-    /// Acknowledge in batches for a source whose credit is `credit` messages (the channel's
-    /// capacity, when it is below this port's `MaxNbMessages`): half of it.
+    /// Acknowledge for a source whose credit is `credit` messages (the channel's capacity, when
+    /// it is below this port's `MaxNbMessages`): in batches of half of it, and at once when the
+    /// source may have used it all ([`QueueRx::try_recv`]).
     pub fn with_credit(mut self, credit: u32) -> QueueRx {
-        self.batch = (u64::from(credit).min(self.limit as u64) / 2).max(1);
+        self.credit = u64::from(credit).clamp(1, self.limit as u64);
+        self.batch = (self.credit / 2).max(1);
         self
     }
 
@@ -1864,6 +1872,8 @@ impl QueueRx {
     /// # Errors
     /// [`PopError::Empty`] or [`PopError::BufferTooSmall`] (the message stays).
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
+        // Whether this call found the socket drained (what the source sent is all here).
+        let mut drained = false;
         if self.count == 0 {
             // One message is all this call needs (FIFO: whatever comes next is next in order):
             // no receive that would only answer EAGAIN on the path of every message. Over TCP
@@ -1871,6 +1881,8 @@ impl QueueRx {
             // (which polls the socket) cannot see them: those are taken too (no system call).
             if self.take_frame() {
                 while self.count < self.limit && self.sock.frame_buffered() && self.take_frame() {}
+                // TCP: a read shorter than its room drained the socket.
+                drained = !self.sock.may_have_more();
             }
             self.note_stream();
             self.counters.a.store(self.count as u64, Ordering::Release);
@@ -1889,10 +1901,40 @@ impl QueueRx {
         self.count -= 1;
         self.counters.a.store(self.count as u64, Ordering::Release);
         self.consumed += 1;
-        if self.consumed.wrapping_sub(self.acked_sent) >= self.batch {
+        let owed = self.consumed.wrapping_sub(self.acked_sent);
+        if owed >= self.batch || owed + self.count as u64 >= self.credit {
+            // A batch, or the source has used its whole credit (it may be waiting for it).
             self.send_ack();
+        } else if !drained {
+            self.look_ahead(owed);
         }
         Ok(len)
+    }
+
+    /// After a receive that owes the source `owed` messages (fewer than a batch): find out
+    /// whether the source may have used its whole credit, and acknowledge at once if so.
+    ///
+    /// The source is out of credit when the messages it sent and this side has not
+    /// acknowledged, those consumed (`owed`), those buffered and those still in the socket,
+    /// reach its credit; one-sided and two-sided queues return credit with every receive, and a
+    /// sender must not be told NOT_AVAILABLE (or time out) while the destination has room.
+    /// What the socket holds is seen only by taking it: the frames are taken into the buffer
+    /// until they reach the credit's boundary or the socket is found empty (a look that the next
+    /// receive would have made anyway, unless it answers EAGAIN: then it is one receive more
+    /// for this message).
+    #[cold]
+    fn look_ahead(&mut self, owed: u64) {
+        while owed + (self.count as u64) < self.credit
+            && self.count < self.limit
+            && self.take_frame()
+        {
+            while self.count < self.limit && self.sock.frame_buffered() && self.take_frame() {}
+        }
+        self.note_stream();
+        self.counters.a.store(self.count as u64, Ordering::Release);
+        if owed + self.count as u64 >= self.credit {
+            self.send_ack();
+        }
     }
 
     /// Return the number of messages that arrived and were not consumed.
@@ -2706,23 +2748,40 @@ mod tests {
         (rx, tx, w)
     }
 
-    /// A udp queuing receive takes one datagram from the socket per message it returns (FIFO:
-    /// the next one is the next in order), so a delivered message costs no receive that only
-    /// answers EAGAIN; the others stay in the socket, in order, and the status still counts them.
+    /// A udp queuing receive takes the datagram of the message it returns, and looks at the
+    /// socket beyond it only as far as it must to tell whether the source may be out of credit
+    /// (then it acknowledges at once): up to the credit's boundary, or until the socket is
+    /// empty. A receive that acknowledges (a batch) looks no further. Order is kept, and the
+    /// status counts every message.
     #[test]
-    fn a_udp_queuing_receive_takes_one_datagram_per_message() {
-        let (mut rx, _tx, _) = three_queued(SocketKind::Udp);
+    fn a_udp_queuing_receive_looks_past_its_message_only_as_far_as_the_credit_needs() {
+        let (mut rx, mut tx, _) = three_queued(SocketKind::Udp);
         let mut buf = [0u8; 8];
+        // Credit 4, 3 in flight: the receive takes 0, then 1 and 2, and finds the socket empty
+        // (3 < 4: the source has credit left, no ack).
+        let looks = rx.sock.looks;
         assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0));
-        assert_eq!(
-            rx.count, 0,
-            "only the message returned was taken from the socket"
-        );
+        assert_eq!((rx.count, rx.sock.looks - looks), (2, 4));
+        assert_eq!(tx.len(), 3);
         assert_eq!(rx.len(), 2);
-        for i in 1..3u8 {
+        // The next receive completes a batch (2): it acknowledges and looks no further.
+        let looks = rx.sock.looks;
+        assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 1));
+        assert_eq!(rx.sock.looks, looks);
+        assert_eq!(tx.len(), 1);
+        // Four more make the source full: the receive that takes the next one sees it (its
+        // look reaches the credit's boundary) and acknowledges at once.
+        for i in 3..6u8 {
+            tx.try_send(&[i]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 2));
+        assert_eq!(tx.len(), 3);
+        for i in 3..6u8 {
             assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), i));
         }
         assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+        assert_eq!(tx.len(), 0);
     }
 
     /// Over TCP one read can bring several frames into the stream buffer, where the waiter
@@ -2933,6 +2992,64 @@ mod tests {
         assert_eq!(tx.try_send(&[5]), Err(PushError::Full));
         assert_eq!(receive_all(&mut rx, 8), [1, 2, 3, 4]);
         assert_eq!(tx.len(), 0);
+    }
+
+    /// A source out of credit gets it back as soon as its destination takes a message, as over
+    /// shared memory: the destination acknowledges at once whenever the source may have used
+    /// its whole credit (here: 4 sent, 1 received; then, with a credit of 8, 5 sent, 1
+    /// received, 3 more sent, 1 more received), and a sender waiting for room is woken. (The
+    /// destination acknowledged in batches of half the credit, so the source stayed full with
+    /// room at the destination: NOT_AVAILABLE, or TIMED_OUT for a sender that waits.)
+    #[test]
+    fn a_full_source_can_send_again_as_soon_as_its_destination_takes_a_message() {
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            let mut tx = QueueTx::new(a, 4);
+            let mut rx = QueueRx::new(b, 4).with_credit(4);
+            for i in 0..4u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            std::thread::sleep(Duration::from_millis(5));
+            let w = tx.waiter().unwrap();
+            assert!(!w.ready(), "{kind:?}");
+            let mut buf = [0u8; 8];
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0), "{kind:?}");
+            // The waiter of a sender with a time-out wakes for the acknowledgement.
+            assert!(
+                w.park_until(Some(Instant::now() + Duration::from_secs(1)), || w.ready()),
+                "{kind:?}: a waiting sender is not woken"
+            );
+            assert_eq!(tx.try_send(&[4]), Ok(()), "{kind:?}: full with room");
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            assert_eq!(receive_all(&mut rx, 8), [1, 2, 3, 4], "{kind:?}");
+
+            // Credit 8: what the destination learnt about the socket in one call is stale in the
+            // next; the source fills up in between.
+            let (a, b) = pair(kind, 8, 8);
+            let mut tx = QueueTx::new(a, 8);
+            let mut rx = QueueRx::new(b, 8).with_credit(8);
+            for i in 0..5u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 0), "{kind:?}");
+            for i in 5..8u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[9]), Err(PushError::Full), "{kind:?}");
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!((rx.try_recv(&mut buf), buf[0]), (Ok(1), 1), "{kind:?}");
+            // Both messages taken are acknowledged.
+            assert_eq!(tx.try_send(&[8]), Ok(()), "{kind:?}: full with room");
+            assert_eq!(tx.try_send(&[9]), Ok(()), "{kind:?}: full with room");
+            assert_eq!(tx.try_send(&[10]), Err(PushError::Full), "{kind:?}");
+            assert_eq!(
+                receive_all(&mut rx, 8),
+                [2, 3, 4, 5, 6, 7, 8, 9],
+                "{kind:?}"
+            );
+        }
     }
 
     /// Park on `w` for `time` (in slices, as a waiting process does; never ready); return the
