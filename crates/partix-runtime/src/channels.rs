@@ -17,7 +17,10 @@
 //!   (destination only); the destination runs the network manager thread. Source: the TX
 //!   regions; destination: `TX, RX`.
 //! - **udp / tcp**: per destination a connected socket pair on 127.0.0.1
-//!   ([`crate::transport::socket::socket_pair`]); each end gets its socket.
+//!   ([`crate::transport::socket::socket_pair`]); each end gets its socket. A queuing channel's
+//!   ends also get a small region each, their *books* (`socket::QueueTx::with_book`,
+//!   `socket::QueueRx::with_book`): counts that outlive the partition's restarts. Source:
+//!   `socket, book`; destination: `socket, book`.
 //!   **Opposite tcp sampling channels share one connection** ([`reverse_tcp_pairs`]): a
 //!   sampling channel `P/X -> Q/Y` and one `Q/V -> P/W` (one destination each, both `tcp`) are
 //!   carried by the two directions of one connection, so each direction holds exactly one
@@ -122,6 +125,20 @@ pub enum ChannelError {
         /// Why.
         error: std::io::Error,
     },
+    /// The kernel gave a `udp` queuing channel's sockets less receive buffer than its capacity
+    /// needs: datagrams beyond it would be dropped, messages lost silently.
+    SocketBuffers {
+        /// `ChannelName` or `channel <id>`.
+        channel: String,
+        /// The source port, `partition/port`.
+        port: String,
+        /// The channel's capacity (messages) and `MaxMessageSize`.
+        capacity: u32,
+        /// `MaxMessageSize`.
+        max_message_size: u32,
+        /// What is short.
+        shortfall: socket::BufferShortfall,
+    },
 }
 
 impl fmt::Display for ChannelError {
@@ -144,6 +161,32 @@ impl fmt::Display for ChannelError {
             }
             ChannelError::Socket { port, error } => {
                 write!(f, "port {port}: cannot create its loopback socket pair: {error}")
+            }
+            ChannelError::SocketBuffers {
+                channel,
+                port,
+                capacity,
+                max_message_size,
+                shortfall,
+            } => {
+                // SO_RCVBUF asked without CAP_NET_ADMIN is capped at rmem_max, then doubled.
+                let rmem_max = shortfall.needed.div_ceil(2);
+                let what = match shortfall.end {
+                    "source" => "acknowledgements",
+                    _ => "messages",
+                };
+                write!(
+                    f,
+                    "{channel} (udp, source {port}): the {} socket needs {} bytes of receive \
+                     buffer to hold {capacity} {what} (MaxMessageSize {max_message_size}), but \
+                     the kernel granted {} bytes, and it drops the datagrams that do not fit; \
+                     run the executive as root (CAP_NET_ADMIN lets it force the size), raise \
+                     net.core.rmem_max to at least {rmem_max} (sysctl -w \
+                     net.core.rmem_max={rmem_max}), lower the ports' MaxNbMessages or \
+                     MaxMessageSize, or use partix:Transport=\"tcp\", \"one-sided\" or \
+                     \"two-sided\"",
+                    shortfall.end, shortfall.needed, shortfall.granted
+                )
             }
         }
     }
@@ -589,13 +632,28 @@ impl ChannelSet {
                                     capacities.push(((di, d.port.clone()), capacity));
                                 }
                             }
+                            let sock_err = |error| ChannelError::Socket {
+                                port: plabel.clone(),
+                                error,
+                            };
                             let (a, b) =
-                                socket::socket_pair(kind, max, capacity).map_err(|error| {
-                                    ChannelError::Socket {
-                                        port: plabel.clone(),
-                                        error,
-                                    }
-                                })?;
+                                socket::socket_pair(kind, max, capacity).map_err(sock_err)?;
+                            // A udp queue loses what its receive buffers cannot hold: refuse
+                            // one whose buffers the kernel capped below its capacity.
+                            if kind == socket::SocketKind::Udp {
+                                if let Some(shortfall) =
+                                    socket::udp_queue_shortfall(&a, &b, max, capacity)
+                                        .map_err(sock_err)?
+                                {
+                                    return Err(ChannelError::SocketBuffers {
+                                        channel: channel_label(c),
+                                        port: plabel,
+                                        capacity,
+                                        max_message_size: max,
+                                        shortfall,
+                                    });
+                                }
+                            }
                             let ai = set.push(Resource::Socket(a));
                             let bi = set.push(Resource::Socket(b));
                             // The source's counts of frames in flight, kept across its
@@ -606,9 +664,17 @@ impl ChannelSet {
                             )
                             .map_err(region_err(&plabel))?;
                             let ki = set.push(Resource::region(book));
+                            // The destination's identity and count of frames taken, kept
+                            // across its restarts (`socket::QueueRx::with_book`).
+                            let dbook = Region::create(
+                                &format!("{name}-dbook"),
+                                Words::bytes(socket::DEST_BOOK_WORDS),
+                            )
+                            .map_err(region_err(&plabel))?;
+                            let dki = set.push(Resource::region(dbook));
                             (
                                 vec![(ai, Access::ReadWrite), (ki, Access::ReadWrite)],
-                                vec![(bi, Access::ReadWrite)],
+                                vec![(bi, Access::ReadWrite), (dki, Access::ReadWrite)],
                             )
                         }
                     };
@@ -1173,8 +1239,10 @@ mod tests {
         m.channels[1].transport = Some("udp".into());
         let set = ChannelSet::create(&m).unwrap();
         let v = set.env_value(0);
-        // A udp queuing source: its socket and its book (a region).
+        // A udp queuing source: its socket and its book (a region); its destination too.
         assert!(v.contains("q:Q%20OUT:src:16:5:606w+607w:udp"), "{v}");
+        let w = set.env_value(1);
+        assert!(w.contains("q:QIN:dst:16:5:602w+603w:udp:nb=5"), "{w}");
         assert!(
             v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w,"),
             "{v}"
@@ -1413,6 +1481,177 @@ mod tests {
                 }
                 assert_eq!(got, sent, "{t} {src_nb}/{dst_nb}: messages lost");
             }
+        }
+    }
+
+    /// Drop `CAP_NET_ADMIN` from the calling thread's capabilities (only this thread: Linux
+    /// keeps capabilities per thread), as an executive that is not root runs: it cannot force
+    /// socket buffers past `net.core.rmem_max`.
+    fn drop_net_admin_in_this_thread() {
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        const CAP_NET_ADMIN: u32 = 12;
+        let mut h = Header {
+            version: 0x2008_0522,
+            pid: 0,
+        };
+        let mut d = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        // SAFETY: capget writes the header and two data structs of version 3.
+        let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        d[0].effective &= !(1 << CAP_NET_ADMIN);
+        d[0].permitted &= !(1 << CAP_NET_ADMIN);
+        // SAFETY: capset reads the header and two data structs of version 3; a thread may
+        // always drop capabilities.
+        let r = unsafe { libc::syscall(libc::SYS_capset, &h, d.as_ptr()) };
+        assert_eq!(r, 0);
+    }
+
+    /// A udp queuing channel whose sockets the kernel gives less receive buffer than its
+    /// capacity needs (an executive without `CAP_NET_ADMIN`: `net.core.rmem_max` caps them) is
+    /// refused when the channels are made, with a message that names the channel, what was
+    /// needed, what was granted and what to do; a channel that is made loses nothing. (It used
+    /// to be made: the source's credit was the whole capacity, the kernel dropped the datagrams
+    /// past the buffer, and the credit they took was lost for good.)
+    #[test]
+    fn a_udp_queue_whose_sockets_cannot_hold_its_capacity_is_refused_not_lossy() {
+        use crate::transport::{QueueDestination, QueueSource};
+        use partix_shm::ring::{PopError, PushError};
+        std::thread::spawn(|| {
+            drop_net_admin_in_this_thread();
+            let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            // The kernel grants twice what it is asked, asked at most rmem_max (and the
+            // executive asks at most MAX_SOCKET_BUFFER); the kernel charges an 8 KiB datagram
+            // about 16.6 KiB. Ask for a capacity a quarter beyond what fits.
+            let granted = 2 * rmem_max.min(partix_config::MAX_SOCKET_BUFFER);
+            let nb = (granted * 5 / 4 / 16_000) as u32 + 1;
+            let mut m = module();
+            m.channels[1].transport = Some("udp".into());
+            for p in 0..2 {
+                m.partitions[p].queuing_ports[0].max_nb_messages = nb;
+                m.partitions[p].queuing_ports[0].max_message_size = 8192;
+            }
+            let set = match ChannelSet::create(&m) {
+                Err(e) => {
+                    let needed = socket::buffer_bytes(8192, nb);
+                    let e = e.to_string();
+                    for part in [
+                        "channel 2 (udp, source A/Q OUT): the destination socket".to_string(),
+                        format!("needs {needed} bytes of receive buffer"),
+                        format!("to hold {nb} messages (MaxMessageSize 8192)"),
+                        format!("granted {granted} bytes"),
+                        "run the executive as root".into(),
+                        format!("net.core.rmem_max to at least {}", needed.div_ceil(2)),
+                    ] {
+                        assert!(e.contains(&part), "{part:?} not in: {e}");
+                    }
+                    return;
+                }
+                Ok(set) => set,
+            };
+            // Made: the source fills its credit while the destination does not read, then
+            // every message must arrive, in order, and the credit come back.
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            let mut q = QueueSource::attach(&a[2]).unwrap();
+            let mut d = QueueDestination::attach(&b[1]).unwrap();
+            let mut sent = 0u32;
+            let mut msg = [0u8; 8192];
+            loop {
+                msg[..4].copy_from_slice(&sent.to_le_bytes());
+                match q.try_send(&msg) {
+                    Ok(()) => sent += 1,
+                    Err(PushError::Full) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(sent, nb);
+            std::thread::sleep(Duration::from_millis(50));
+            let mut got = 0u32;
+            let mut buf = [0u8; 8192];
+            loop {
+                match d.try_recv(&mut buf) {
+                    Ok(_) => {
+                        let seq = u32::from_le_bytes(buf[..4].try_into().unwrap());
+                        assert_eq!(seq, got, "message {got} lost ({sent} sent, credit {nb})");
+                        got += 1;
+                    }
+                    Err(PopError::Empty) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(got, sent, "messages lost");
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(q.len(), 0, "credit not returned");
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// A full source whose MaxNbMessages (64) exceeds the destination's (4) waits for room
+    /// without spinning, on every transport: its waiter says "not ready" while every send
+    /// answers Full, and a timed wait sleeps until its deadline. (One-sided: the ring is sized
+    /// for the destination, and the waiter compared the queued count with the source's 64, so
+    /// it was always ready: a 200 ms wait looked 700 000 times in a debug build, at 100 % CPU.)
+    #[test]
+    fn a_full_source_that_declares_more_messages_than_its_ring_holds_sleeps_while_it_waits() {
+        use crate::transport::{QueueSource, Transport};
+        use partix_shm::ring::PushError;
+        for t in Transport::ALL {
+            let mut m = module();
+            m.partitions[0].queuing_ports[0].max_nb_messages = 64;
+            m.partitions[1].queuing_ports[0].max_nb_messages = 4;
+            m.channels[1].transport = Some(t.name().into());
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, _b) = (mapped(&set, 0), mapped(&set, 1));
+            let mut q = QueueSource::attach(&a[2]).unwrap();
+            let w = q.waiter(&a[2]).unwrap();
+            let mut sent = 0;
+            while q.try_send(&[1u8; 8]).is_ok() {
+                sent += 1;
+                assert!(sent <= 64, "{t}");
+            }
+            assert!(sent >= 4, "{t}: only {sent} sent");
+            assert!(
+                !w.ready(),
+                "{t}: full ({sent} sent) but the waiter says ready"
+            );
+            // Wait 200 ms as a sender with a time-out does (sockets park in slices).
+            let t0 = std::time::Instant::now();
+            let deadline = t0 + Duration::from_millis(200);
+            let (mut looks, mut ready) = (0u32, 0u32);
+            while std::time::Instant::now() < deadline {
+                w.park_until(Some(deadline), || {
+                    looks += 1;
+                    let r = w.ready();
+                    ready += u32::from(r);
+                    r
+                });
+                assert_eq!(q.try_send(&[1u8; 8]), Err(PushError::Full), "{t}");
+            }
+            assert!(t0.elapsed() >= Duration::from_millis(190), "{t}");
+            assert_eq!(
+                ready, 0,
+                "{t}: ready {ready} times out of {looks} while full"
+            );
+            assert!(looks < 100, "{t}: {looks} looks in 200 ms");
         }
     }
 

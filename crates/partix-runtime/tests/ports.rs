@@ -506,6 +506,38 @@ fn a_queuing_source_restarted_while_full_stays_full_and_loses_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The destination's counterpart: a queuing destination restarted (twice, without reading)
+/// while its source keeps the queue full leaves the source full, and then gets every message
+/// once, in order. On every transport (udp and tcp keep the destination's count of frames taken
+/// in a region for that: without it, each restart made the source start again with nothing in
+/// flight, and it sent 4 more).
+#[test]
+fn a_queuing_destination_restarted_while_full_keeps_its_source_full_and_loses_nothing() {
+    let dir = common::out_dir("ports-dbook-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("dbook.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("dbook-{transport}"),
+            &[("dbook-src", &[], true), ("dbook-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} DBOOK_SRC"), &out[0]),
+            4 + 3 * 2 + 4,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} DBOOK_DST"), &out[1]),
+            2,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_restarted_partition_sees_the_last_message() {
     let m = load("restart.xml");

@@ -56,6 +56,13 @@
 //!                  (TIME_OUT 0: NOT_AVAILABLE; NB_MESSAGE 4); the last writes "go" on GO and
 //!                  sends 4..7, waiting for room
 //!   book-dst       waits for "go" on GO, then receives 0..7, each once, in order, and no more
+//!   dbook-src      (tests/ports/dbook.xml) fills QOUT (4) with messages 0..3, then for each
+//!                  incarnation k of the destination ("up k" on BACK) finds it full (TIME_OUT 0:
+//!                  NOT_AVAILABLE; NB_MESSAGE 4) and answers "ok k" on GO; then sends 4..7,
+//!                  waiting for room
+//!   dbook-dst      in each incarnation k, makes QIN, writes "up k" on BACK, waits for "ok k" on
+//!                  GO and restarts itself (COLD_START) twice without reading; the last receives
+//!                  0..7, each once, in order, and no more
 //!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
 //!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
 //!                  the test compares them with the partition's partix:Affinity
@@ -1336,6 +1343,101 @@ extern "C" fn book_dst_process() {
     idle_forever();
 }
 
+// ------------------------------------------- a queuing destination restarted while it is full
+
+/// Wait until sampling port `port` holds `want` (polling every millisecond).
+fn await_sampling(port: SamplingPortId, want: &[u8]) {
+    let mut buf = [0u8; 8];
+    loop {
+        if let Ok((n, _)) = read_sampling_message(port, &mut buf) {
+            if &buf[..n] == want {
+                return;
+            }
+        }
+        let _ = timed_wait(MS);
+    }
+}
+
+extern "C" fn dbook_src_process() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let back = get_sampling_port_id("BACK").expect("BACK");
+    for i in 0..4u8 {
+        check(
+            &format!("send {i}"),
+            send_queuing_message(q, &[i], 0),
+            Ok(()),
+        );
+    }
+    for k in 0..=BOOK_RESTARTS {
+        // Destination incarnation k has made its port (and so announced itself).
+        await_sampling(back, format!("up {k}").as_bytes());
+        check(
+            &format!("destination incarnation {k}: full"),
+            send_queuing_message(q, &[9], 0),
+            Err(ApexError::NotAvailable),
+        );
+        let st = get_queuing_port_status(q);
+        expect_dbg(
+            &format!("destination incarnation {k}: 4 in flight"),
+            st.as_ref().is_ok_and(|s| s.nb_message == 4),
+            st,
+        );
+        write_sampling_message(go, format!("ok {k}").as_bytes()).expect("GO");
+    }
+    for i in 4..8u8 {
+        check(
+            &format!("send {i} once there is room"),
+            send_queuing_message(q, &[i], 5_000 * MS),
+            Ok(()),
+        );
+    }
+    out("END dbook-src");
+    idle_forever();
+}
+
+extern "C" fn dbook_dst_process() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let go = get_sampling_port_id("GO").expect("GO");
+    let back = get_sampling_port_id("BACK").expect("BACK");
+    let k = testpart_common::out_lines()
+        .iter()
+        .filter(|l| l.starts_with("INFO incarnation"))
+        .count();
+    out(&format!("INFO incarnation {k}"));
+    write_sampling_message(back, format!("up {k}").as_bytes()).expect("BACK");
+    await_sampling(go, format!("ok {k}").as_bytes());
+    if k < BOOK_RESTARTS {
+        // Restart without having read anything: the source's messages stay in flight.
+        let e = set_partition_mode(OperatingMode::ColdStart);
+        out(&format!("FAIL set_partition_mode(ColdStart): {e:?}"));
+        idle_forever();
+    }
+    let mut buf = [0u8; 8];
+    let mut got = Vec::new();
+    for _ in 0..8 {
+        match receive_queuing_message(q, &mut buf, 5_000 * MS) {
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => {
+                out(&format!("FAIL receive: {e:?} after {got:?}"));
+                break;
+            }
+        }
+    }
+    expect_dbg(
+        "every message, once, in order",
+        got == [0, 1, 2, 3, 4, 5, 6, 7],
+        &got,
+    );
+    check(
+        "nothing more",
+        receive_queuing_message(q, &mut buf, 0),
+        Err(ApexError::NotAvailable),
+    );
+    out("END dbook-dst");
+    idle_forever();
+}
+
 // ------------------------------------------------------------------------------ waiting order
 
 static GOT: std::sync::Mutex<Vec<(i32, u8)>> = std::sync::Mutex::new(Vec::new());
@@ -1811,6 +1913,18 @@ fn main() {
             create_queuing_port("QIN", 8, 4, d, QueuingDiscipline::Fifo).expect("QIN");
             create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
             process("dst", book_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "dbook-src" => {
+            create_queuing_port("QOUT", 8, 4, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("GO", 8, s, 1_000 * MS).expect("GO");
+            create_sampling_port("BACK", 8, d, 1_000 * MS).expect("BACK");
+            process("src", dbook_src_process, 10, INFINITE_TIME_VALUE);
+        }
+        "dbook-dst" => {
+            create_queuing_port("QIN", 8, 4, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
+            create_sampling_port("BACK", 8, s, 1_000 * MS).expect("BACK");
+            process("dst", dbook_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "order-src" => {
             create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");

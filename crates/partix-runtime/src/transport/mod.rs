@@ -845,7 +845,8 @@ fn park_watching(
 /// The source end of a queuing channel.
 #[derive(Debug)]
 pub enum QueueSource {
-    /// The producer of the ring, the data notifier, `MaxNbMessages`.
+    /// The producer of the ring, the data notifier, and the most messages it may queue:
+    /// `MaxNbMessages`, or the ring's capacity if that is smaller.
     OneSided(RingProducer, Notifier, usize),
     /// The TX ring within the credit.
     TwoSided(QueueSender),
@@ -864,11 +865,17 @@ impl QueueSource {
         Ok(match port.desc.transport {
             Transport::OneSided => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
+                let p = RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                    .map_err(|e| err(port, e))?;
+                // The ring is sized for the destination: a source that declares more
+                // MaxNbMessages than the ring holds can never queue more than the ring does, and
+                // its waiter must compare with that bound (with the source's own, it said "room"
+                // while every push answered Full, and a waiting sender spun).
+                let limit = (limit as usize).min(p.capacity());
                 QueueSource::OneSided(
-                    RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
-                        .map_err(|e| err(port, e))?,
+                    p,
                     Notifier::new(ctrl, DATA_NOTIFIER).map_err(|e| err(port, e))?,
-                    limit as usize,
+                    limit,
                 )
             }
             Transport::TwoSided => QueueSource::TwoSided(
@@ -1033,7 +1040,17 @@ impl QueueDestination {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                let rx = socket::QueueRx::new(s, limit);
+                // The executive gives the destination its book, a region that outlives the
+                // partition's restarts (`QueueRx::with_book`).
+                let rx = match port.regions.first() {
+                    Some(r) => socket::QueueRx::with_book(
+                        s,
+                        limit,
+                        Words::attach(r.clone(), 0, socket::DEST_BOOK_WORDS)
+                            .map_err(|e| err(port, e))?,
+                    ),
+                    None => socket::QueueRx::new(s, limit),
+                };
                 QueueDestination::Socket(match port.desc.capacity {
                     Some(c) => rx.with_credit(c),
                     None => rx,
