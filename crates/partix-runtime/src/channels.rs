@@ -219,6 +219,12 @@ pub struct PortDesc {
     /// destination's acknowledgement batches go by it, and the sockets hold that many frames,
     /// so none is ever lost. `None` elsewhere.
     pub capacity: Option<u32>,
+    /// A shared-memory port: the (largest message, message count; 0 for sampling) its
+    /// channel's regions were laid out with ([`sampling_layout`], [`queuing_layout`],
+    /// [`two_sided_sampling_shape`], [`two_sided_queue_shape`]). The port attaches with that
+    /// layout and never reads the regions' headers, which the other side can overwrite
+    /// (`docs/shm-channels.md`, "Headers the peer can write"). `None`: read the headers.
+    pub layout: Option<(u32, u32)>,
 }
 
 /// The runtime's mode for a configured `partix:ReceiveMode` (`spin-then-park` without a count:
@@ -299,8 +305,41 @@ fn channel_label(c: &Channel) -> String {
     }
 }
 
+/// The layout of a one-sided sampling slot for messages of up to `max` bytes (made by the
+/// executive, and attached to with it: [`PortDesc::layout`]).
+///
+/// # Errors
+/// As [`SamplingLayout::new`].
+pub fn sampling_layout(max: u32) -> Result<SamplingLayout, AreaError> {
+    SamplingLayout::new(max)
+}
+
+/// The layout of a one-sided queuing ring for `nb` messages of up to `max` bytes.
+///
+/// # Errors
+/// As [`RingLayout::new`].
+pub fn queuing_layout(max: u32, nb: u32) -> Result<RingLayout, AreaError> {
+    RingLayout::new(ring_capacity(nb), max)
+}
+
+/// The shape of a two-sided sampling channel's areas for messages of up to `max` bytes.
+///
+/// # Errors
+/// As [`RingShape::new`].
+pub fn two_sided_sampling_shape(max: u32) -> Result<RingShape, AreaError> {
+    RingShape::new(max, TWO_SIDED_SAMPLING_SLOTS)
+}
+
+/// The shape of a two-sided queuing channel's regions for `nb` messages of up to `max` bytes.
+///
+/// # Errors
+/// As [`QueueShape::new`].
+pub fn two_sided_queue_shape(max: u32, nb: u32) -> Result<QueueShape, AreaError> {
+    QueueShape::new(max, nb.max(1))
+}
+
 fn sampling_region(name: &str, port: &str, max: u32) -> Result<Region, ChannelError> {
-    let layout = SamplingLayout::new(max).map_err(|error| ChannelError::Layout {
+    let layout = sampling_layout(max).map_err(|error| ChannelError::Layout {
         port: port.into(),
         error,
     })?;
@@ -330,7 +369,7 @@ fn queuing_regions(
     max: u32,
     nb: u32,
 ) -> Result<(Region, Region), ChannelError> {
-    let layout = RingLayout::new(ring_capacity(nb), max).map_err(layout_err(port))?;
+    let layout = queuing_layout(max, nb).map_err(layout_err(port))?;
     let data = Arc::new(Region::create(name, layout.size_bytes()).map_err(region_err(port))?);
     let ctrl =
         Arc::new(Region::create(&format!("{name}-ctl"), CONTROL_LEN).map_err(region_err(port))?);
@@ -362,7 +401,7 @@ fn notifier_region(name: &str, port: &str) -> Result<Region, ChannelError> {
 }
 
 fn two_sided_sampling(name: &str, port: &str, max: u32) -> Result<(Region, Region), ChannelError> {
-    let shape = RingShape::new(max, TWO_SIDED_SAMPLING_SLOTS).map_err(layout_err(port))?;
+    let shape = two_sided_sampling_shape(max).map_err(layout_err(port))?;
     let tx = Arc::new(
         Region::create(&format!("{name}-tx"), shape.tx_size_bytes()).map_err(region_err(port))?,
     );
@@ -383,7 +422,7 @@ fn two_sided_queuing(
     max: u32,
     nb: u32,
 ) -> Result<(Region, Region), ChannelError> {
-    let shape = QueueShape::new(max, nb.max(1)).map_err(layout_err(port))?;
+    let shape = two_sided_queue_shape(max, nb).map_err(layout_err(port))?;
     let tx = Arc::new(
         Region::create(&format!("{name}-tx"), shape.tx_size_bytes()).map_err(region_err(port))?,
     );
@@ -515,6 +554,8 @@ impl ChannelSet {
         let mut ends: Vec<(End, Transport)> = Vec::new();
         // The capacity of each udp/tcp queuing end ([`PortDesc::capacity`]).
         let mut capacities: Vec<((usize, String), u32)> = Vec::new();
+        // The layout of each shared-memory end's regions ([`PortDesc::layout`]).
+        let mut layouts: Vec<((usize, String), (u32, u32))> = Vec::new();
         let partner = reverse_tcp_pairs(module, &transports);
         // For the second channel of a pair: (its source's socket, its destination's socket),
         // made with the first.
@@ -576,10 +617,16 @@ impl ChannelSet {
                             }
                         };
                         if let Some(di) = module.partition_index(d.partition) {
+                            if transport.is_shared_memory() {
+                                layouts.push(((di, d.port.clone()), (max, 0)));
+                            }
                             ends.push(((di, d.port.clone(), dst_res), transport));
                         }
                     }
                     if let Some(si) = src_idx {
+                        if transport.is_shared_memory() {
+                            layouts.push(((si, src.port.clone()), (max, 0)));
+                        }
                         ends.push(((si, src.port.clone(), src_res), transport));
                     }
                 }
@@ -679,11 +726,17 @@ impl ChannelSet {
                         }
                     };
                     if let Some(si) = src_idx {
+                        if transport.is_shared_memory() {
+                            layouts.push(((si, src.port.clone()), (max, nb)));
+                        }
                         ends.push(((si, src.port.clone(), src_res), transport));
                     }
                     // A queuing channel has one destination (the configuration checks it).
                     if let Some(d) = c.destinations.first() {
                         if let Some(di) = module.partition_index(d.partition) {
+                            if transport.is_shared_memory() {
+                                layouts.push(((di, d.port.clone()), (max, nb)));
+                            }
                             ends.push(((di, d.port.clone(), dst_res), transport));
                         }
                     }
@@ -696,9 +749,15 @@ impl ChannelSet {
                     .find(|((i, n, _), _)| *i == pi && n == name)
                     .map(|((_, _, r), t)| (r.clone(), *t))
             };
+            let layout_of = |name: &str| {
+                layouts
+                    .iter()
+                    .find(|((i, n), _)| *i == pi && n == name)
+                    .map(|&(_, l)| l)
+            };
             for sp in &part.sampling_ports {
-                let (regions, transport) = match find(&sp.name) {
-                    Some(r) => r,
+                let (regions, transport, layout) = match find(&sp.name) {
+                    Some((r, t)) => (r, t, layout_of(&sp.name)),
                     None => {
                         let name = format!("partix-unconnected-{}/{}", part.name, sp.name);
                         let r = sampling_region(&name, &sp.name, sp.max_message_size)?;
@@ -712,6 +771,7 @@ impl ChannelSet {
                         (
                             vec![(ri, access), (ni, Access::ReadWrite)],
                             Transport::OneSided,
+                            Some((sp.max_message_size, 0)),
                         )
                     }
                 };
@@ -727,13 +787,14 @@ impl ChannelSet {
                         transport,
                         recv_mode: sp.receive_mode.map(recv_mode_of),
                         capacity: None,
+                        layout,
                     },
                     regions,
                 });
             }
             for qp in &part.queuing_ports {
-                let (regions, transport) = match find(&qp.name) {
-                    Some(r) => r,
+                let (regions, transport, layout) = match find(&qp.name) {
+                    Some((r, t)) => (r, t, layout_of(&qp.name)),
                     None => {
                         let name = format!("partix-unconnected-{}/{}", part.name, qp.name);
                         let (data, ctrl) = queuing_regions(
@@ -751,6 +812,7 @@ impl ChannelSet {
                         (
                             vec![(di, access), (ci, Access::ReadWrite)],
                             Transport::OneSided,
+                            Some((qp.max_message_size, qp.max_nb_messages)),
                         )
                     }
                 };
@@ -769,6 +831,7 @@ impl ChannelSet {
                             .iter()
                             .find(|((i, n), _)| *i == pi && *n == qp.name)
                             .map(|&(_, c)| c),
+                        layout,
                     },
                     regions,
                 });
@@ -874,6 +937,9 @@ pub fn encode_ports(ports: &[PortDesc]) -> String {
         if let Some(c) = p.capacity {
             transport.push_str(&format!(":nb={c}"));
         }
+        if let Some((max, nb)) = p.layout {
+            transport.push_str(&format!(":lay={max}x{nb}"));
+        }
         entries.push(format!(
             "{}:{}:{}:{}:{}:{}{transport}",
             match p.kind {
@@ -905,9 +971,21 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
         let [kind, name, dir, max, param, fds, ref extra @ ..] = f[..] else {
             return Err(bad());
         };
-        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`, `nb=N`.
-        let (mut transport, mut recv_mode, mut capacity) = (None, None, None);
+        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`, `nb=N`,
+        // `lay=MAXxNB`.
+        let (mut transport, mut recv_mode, mut capacity, mut layout) = (None, None, None, None);
         for x in extra {
+            if layout.is_some() {
+                return Err(bad());
+            }
+            if let Some(l) = x.strip_prefix("lay=") {
+                let (max, nb) = l.split_once('x').ok_or_else(bad)?;
+                layout = Some((
+                    max.parse().map_err(|_| bad())?,
+                    nb.parse().map_err(|_| bad())?,
+                ));
+                continue;
+            }
             if let Some(n) = x.strip_prefix("nb=") {
                 if capacity.is_some() {
                     return Err(bad());
@@ -967,6 +1045,7 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
             transport,
             recv_mode,
             capacity,
+            layout,
         });
     }
     Ok(out)
@@ -1244,7 +1323,7 @@ mod tests {
         let w = set.env_value(1);
         assert!(w.contains("q:QIN:dst:16:5:602w+603w:udp:nb=5"), "{w}");
         assert!(
-            v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w,"),
+            v.contains("s:OUT:src:40:100000000:600w+601w+602w+603w:lay=40x0,"),
             "{v}"
         );
         assert_eq!(decode_ports(&v).unwrap(), set.ports_of(0));
@@ -1262,8 +1341,11 @@ mod tests {
             v.contains("q:Q%20OUT:src:16:5:606w+607w:udp:recv=park7:nb=5"),
             "{v}"
         );
-        assert!(v.contains(":600w+601w+602w+603w:recv=spin,"), "{v}");
-        assert!(v.contains(":604r+605w:recv=park2000,"), "{v}");
+        assert!(
+            v.contains(":600w+601w+602w+603w:recv=spin:lay=40x0,"),
+            "{v}"
+        );
+        assert!(v.contains(":604r+605w:recv=park2000:lay=40x0,"), "{v}");
         for p in 0..3 {
             assert_eq!(decode_ports(&set.env_value(p)).unwrap(), set.ports_of(p));
         }
@@ -1287,6 +1369,10 @@ mod tests {
             "s:%G1:src:1:1:600w",
             "s:A:src:-1:1:600w",
             "s:A:src:1:1:600w:carrier-pigeon",
+            "s:A:src:1:1:600w:lay=16",
+            "s:A:src:1:1:600w:lay=16xq",
+            "s:A:src:1:1:600w:lay=16x0:recv=spin",
+            "s:A:src:1:1:600w:lay=16x0:lay=16x0",
         ] {
             assert!(decode_ports(bad).is_err(), "{bad}");
         }
@@ -1652,6 +1738,102 @@ mod tests {
                 "{t}: ready {ready} times out of {looks} while full"
             );
             assert!(looks < 100, "{t}: {looks} looks in 200 ms");
+        }
+    }
+
+    /// Headers the peer can write: a broken partition that overwrote the header of a region
+    /// its peer maps (the one-sided slot and ring, which the source writes; a two-sided TX
+    /// region, which both sides map read-write) made the peer's next attach fail, so a
+    /// partition restarted after that could not create its port again. Both sides now attach
+    /// with the layout the executive gives them (`PortDesc::layout`) and never read those
+    /// headers.
+    #[test]
+    fn ports_attach_to_channels_whose_shared_headers_were_overwritten() {
+        use crate::transport::{
+            QueueDestination, QueueSource, SamplingDestination, SamplingSource, Transport,
+        };
+        let scribble = |r: &Arc<Region>, off: usize| {
+            let hdr = Words::attach(r.clone(), off, 3).unwrap();
+            for i in 0..3 {
+                hdr.get(i)
+                    .store(0x5a5a_5a5a_5a5a_5a5a, std::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        // CPU ticks of this process's threads named `name` (the managers of this test's ports).
+        let ticks = |name: &str| -> u64 {
+            let mut sum = 0;
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() != name {
+                    continue;
+                }
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+                let f: Vec<u64> = rest
+                    .split_whitespace()
+                    .map(|v| v.parse().unwrap_or(0))
+                    .collect();
+                // utime and stime: fields 14 and 15, 12 and 13 after the state.
+                sum += f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+            }
+            sum
+        };
+        for t in [Transport::OneSided, Transport::TwoSided] {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            // Names of their own for the managers' threads ("partix-netmgr-" + the port).
+            m.partitions[1].queuing_ports[0].name = "HQ".into();
+            m.channels[1].destinations[0].port = "HQ".into();
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            assert!(
+                a[0].desc.layout.is_some() && b[1].desc.layout.is_some(),
+                "{t}"
+            );
+            // The source's first region: the first destination's slot or TX area (sampling),
+            // the ring's data or TX region (queuing).
+            let ring = match t {
+                Transport::TwoSided => partix_shm::twoqueue::TX_RING_OFFSET,
+                _ => crate::transport::RING_OFFSET,
+            };
+            scribble(&a[0].regions[0], 0);
+            scribble(&a[2].regions[0], ring);
+            let mut w = SamplingSource::attach(&a[0]).expect("sampling source");
+            let mut r = SamplingDestination::attach(&b[0]).expect("sampling destination");
+            let mut q = QueueSource::attach(&a[2]).expect("queuing source");
+            let mut d = QueueDestination::attach(&b[1]).expect("queuing destination");
+            w.write(b"sample", 1);
+            q.try_send(b"queued").unwrap();
+            let mut buf = [0u8; 64];
+            let t0 = std::time::Instant::now();
+            let got = loop {
+                if let Ok(ok) = r.read(&mut buf) {
+                    break buf[..ok.len].to_vec();
+                }
+                assert!(t0.elapsed() < Duration::from_secs(5), "{t}: no sample");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            assert_eq!(got, b"sample", "{t}");
+            let n = loop {
+                if let Ok(n) = d.try_recv(&mut buf) {
+                    break n;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(5), "{t}: no message");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            assert_eq!(&buf[..n], b"queued", "{t}");
+            // The two-sided queue manager sleeps: a probe of the TX ring made from its header
+            // could not attach, and the manager's park then spun at 100 % CPU.
+            if t == Transport::TwoSided {
+                std::thread::sleep(Duration::from_millis(50));
+                let before = ticks("partix-netmgr-H");
+                std::thread::sleep(Duration::from_millis(500));
+                let spent = ticks("partix-netmgr-H") - before;
+                assert!(spent < 10, "the idle manager used {spent} ticks in 500 ms");
+            }
+            drop((w, r, q, d));
         }
     }
 

@@ -832,6 +832,23 @@ mod shm {
             Ok(RingProducer { ring, st })
         }
 
+        /// As [`RingProducer::attach_split`], laid out as `layout` without reading the header
+        /// (see [`RingProducer::attach_expecting`]).
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`], [`AreaError::TooSmall`].
+        pub fn attach_split_expecting(
+            data: Arc<Region>,
+            offset: usize,
+            ctrl: Arc<Region>,
+            ctrl_offset: usize,
+            layout: RingLayout,
+        ) -> Result<RingProducer, AreaError> {
+            let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, true, Some(layout))?;
+            let st = ring.view().producer_state();
+            Ok(RingProducer { ring, st })
+        }
+
         /// Return the number of messages published since the ring was initialised (the shared
         /// `tail`, acquiring).
         pub fn pushed(&self) -> u64 {

@@ -620,7 +620,23 @@ mod shm {
         /// # Errors
         /// As [`SamplingReader::attach`], plus [`AreaError::ReadOnly`].
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<SamplingWriter, AreaError> {
-            let slot = Slot::open(region, offset)?;
+            Self::take_over(Slot::open(region, offset)?)
+        }
+
+        /// As [`SamplingWriter::attach`], laid out as `layout` without reading the header (see
+        /// [`SamplingReader::attach_expecting`]).
+        ///
+        /// # Errors
+        /// [`AreaError::ReadOnly`], [`AreaError::Misaligned`] or [`AreaError::TooSmall`].
+        pub fn attach_expecting(
+            region: Arc<Region>,
+            offset: usize,
+            layout: SamplingLayout,
+        ) -> Result<SamplingWriter, AreaError> {
+            Self::take_over(Slot::open_expecting(region, offset, Some(layout))?)
+        }
+
+        fn take_over(slot: Slot) -> Result<SamplingWriter, AreaError> {
             if !slot.area.writable() {
                 return Err(AreaError::ReadOnly);
             }

@@ -54,6 +54,9 @@ const TX_DOORBELL: usize = 0;
 const TX_SPACE: usize = NOTIFIER_LEN;
 const TX_ACK: usize = 2 * NOTIFIER_LEN;
 const TX_RING: usize = 3 * NOTIFIER_LEN;
+
+/// Where the TX ring (and its header) starts in the TX region.
+pub const TX_RING_OFFSET: usize = TX_RING;
 const RX_DATA: usize = 0;
 const RX_RING: usize = 2 * NOTIFIER_LEN;
 
@@ -675,8 +678,13 @@ pub fn run_manager_with(
 ) {
     let (doorbell, space, ack, probe) = {
         let m = manager.lock().unwrap_or_else(|e| e.into_inner());
-        // A second consumer handle that never pops: it only reads the counters.
-        let probe = RingConsumer::attach(m.tx_region.clone(), TX_RING).ok();
+        // A second consumer handle that never pops: it only reads the counters. Laid out as the
+        // manager's own (not from the TX ring's header, which the source can overwrite: a
+        // probe that could not attach left the park below without a condition, and the
+        // manager spun).
+        let probe = RingLayout::new(m.capacity as u32, m.tx_max as u32)
+            .and_then(|l| RingConsumer::attach_expecting(m.tx_region.clone(), TX_RING, l))
+            .ok();
         let ack = ack_area(&m.tx_region).ok();
         (m.doorbell.clone(), m.space.clone(), ack, probe)
     };

@@ -18,14 +18,14 @@
 
 pub mod socket;
 
-use crate::channels::MappedPort;
+use crate::channels::{self, MappedPort};
 use partix_config::model::{ChannelKind, PortDirection};
 use partix_shm::futex;
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{Flags, ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
 use partix_shm::twoqueue::{
-    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
+    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe, QueueShape,
 };
 use partix_shm::twosided::{
     run_shared_with, NetworkManager, Progress, TwoSidedReceiver, TwoSidedSender,
@@ -81,6 +81,11 @@ impl Transport {
         }
     }
 
+    /// Whether the channel is made of shared-memory regions (one-sided, two-sided).
+    pub fn is_shared_memory(self) -> bool {
+        matches!(self, Transport::OneSided | Transport::TwoSided)
+    }
+
     /// Return the socket kind, for the socket transports.
     pub fn socket_kind(self) -> Option<SocketKind> {
         match self {
@@ -122,6 +127,125 @@ impl std::error::Error for AttachError {}
 
 fn err(port: &MappedPort, e: impl fmt::Display) -> AttachError {
     AttachError(format!("{} ({}): {e}", port.desc.name, port.desc.transport))
+}
+
+// The shared-memory attaches: with the layout the executive gave the port
+// (`PortDesc::layout`), the regions' headers, which the other side can overwrite, are not read.
+
+fn sampling_reader(port: &MappedPort, r: Arc<Region>) -> Result<SamplingReader, AttachError> {
+    match port.desc.layout {
+        Some((max, _)) => {
+            let l = channels::sampling_layout(max).map_err(|e| err(port, e))?;
+            SamplingReader::attach_expecting(r, 0, l)
+        }
+        None => SamplingReader::attach(r, 0),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn two_sided_sender(port: &MappedPort, r: Arc<Region>) -> Result<TwoSidedSender, AttachError> {
+    match port.desc.layout {
+        Some((max, _)) => {
+            let shape = channels::two_sided_sampling_shape(max).map_err(|e| err(port, e))?;
+            TwoSidedSender::attach_expecting(r, 0, shape)
+        }
+        None => TwoSidedSender::attach(r, 0),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn network_manager(
+    port: &MappedPort,
+    tx: Arc<Region>,
+    rx: Arc<Region>,
+) -> Result<NetworkManager, AttachError> {
+    match port.desc.layout {
+        Some((max, _)) => {
+            let shape = channels::two_sided_sampling_shape(max).map_err(|e| err(port, e))?;
+            NetworkManager::attach_expecting(tx, 0, rx, 0, shape)
+        }
+        None => NetworkManager::attach(tx, 0, rx, 0),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn queue_shape(port: &MappedPort) -> Result<Option<QueueShape>, AttachError> {
+    port.desc
+        .layout
+        .map(|(max, nb)| channels::two_sided_queue_shape(max, nb))
+        .transpose()
+        .map_err(|e| err(port, e))
+}
+
+fn queue_sender(port: &MappedPort, limit: u32) -> Result<QueueSender, AttachError> {
+    let tx = region(port, 0)?;
+    match queue_shape(port)? {
+        Some(shape) => QueueSender::attach_expecting(tx, shape, limit),
+        None => QueueSender::attach(tx, limit),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn queue_sender_probe(port: &MappedPort, limit: u32) -> Result<QueueSenderProbe, AttachError> {
+    let tx = region(port, 0)?;
+    match queue_shape(port)? {
+        Some(shape) => QueueSenderProbe::attach_expecting(tx, shape, limit),
+        None => QueueSenderProbe::attach(tx, limit),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn queue_manager(
+    port: &MappedPort,
+    tx: Arc<Region>,
+    rx: Arc<Region>,
+) -> Result<QueueManager, AttachError> {
+    match queue_shape(port)? {
+        Some(shape) => QueueManager::attach_expecting(tx, rx, shape),
+        None => QueueManager::attach(tx, rx),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn sampling_writer(port: &MappedPort, r: Arc<Region>) -> Result<SamplingWriter, AttachError> {
+    match port.desc.layout {
+        Some((max, _)) => {
+            let l = channels::sampling_layout(max).map_err(|e| err(port, e))?;
+            SamplingWriter::attach_expecting(r, 0, l)
+        }
+        None => SamplingWriter::attach(r, 0),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn ring_producer(
+    port: &MappedPort,
+    data: Arc<Region>,
+    ctrl: Arc<Region>,
+) -> Result<RingProducer, AttachError> {
+    match port.desc.layout {
+        Some((max, nb)) => {
+            let l = channels::queuing_layout(max, nb).map_err(|e| err(port, e))?;
+            RingProducer::attach_split_expecting(data, RING_OFFSET, ctrl, CONTROL_OFFSET, l)
+        }
+        None => RingProducer::attach_split(data, RING_OFFSET, ctrl, CONTROL_OFFSET),
+    }
+    .map_err(|e| err(port, e))
+}
+
+fn ring_consumer(
+    port: &MappedPort,
+    data: Arc<Region>,
+    ctrl: Arc<Region>,
+) -> Result<RingConsumer, AttachError> {
+    match port.desc.layout {
+        Some((max, nb)) => {
+            let l = channels::queuing_layout(max, nb).map_err(|e| err(port, e))?;
+            RingConsumer::attach_split_expecting(data, RING_OFFSET, ctrl, CONTROL_OFFSET, l)
+        }
+        None => RingConsumer::attach_split(data, RING_OFFSET, ctrl, CONTROL_OFFSET),
+    }
+    .map_err(|e| err(port, e))
 }
 
 fn region(port: &MappedPort, i: usize) -> Result<Arc<Region>, AttachError> {
@@ -372,8 +496,7 @@ impl SamplingSource {
                 // Per destination: the slot, then its notifier region.
                 let mut v = Vec::new();
                 for pair in port.regions.chunks(2) {
-                    let mut w =
-                        SamplingWriter::attach(pair[0].clone(), 0).map_err(|e| err(port, e))?;
+                    let mut w = sampling_writer(port, pair[0].clone())?;
                     if let Some(n) = pair.get(1) {
                         w = w.with_notifier(Notifier::new(n.clone(), 0).map_err(|e| err(port, e))?);
                     }
@@ -384,9 +507,8 @@ impl SamplingSource {
             Transport::TwoSided => SamplingSource::TwoSided(
                 port.regions
                     .iter()
-                    .map(|r| TwoSidedSender::attach(r.clone(), 0))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| err(port, e))?,
+                    .map(|r| two_sided_sender(port, r.clone()))
+                    .collect::<Result<_, _>>()?,
             ),
             t @ (Transport::Udp | Transport::Tcp) => SamplingSource::Socket(socket::SampleTx::new(
                 sockets(port, t.socket_kind().expect("socket"))?,
@@ -546,8 +668,7 @@ impl SamplingDestination {
         check(port, ChannelKind::Sampling, PortDirection::Destination)?;
         Ok(match port.desc.transport {
             Transport::OneSided => {
-                let mut r =
-                    SamplingReader::attach(region(port, 0)?, 0).map_err(|e| err(port, e))?;
+                let mut r = sampling_reader(port, region(port, 0)?)?;
                 if let Some(n) = port.regions.get(1) {
                     r = r.with_notifier(Notifier::new(n.clone(), 0).map_err(|e| err(port, e))?);
                 }
@@ -555,9 +676,7 @@ impl SamplingDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let h = Arc::new(Helped::new(
-                    NetworkManager::attach(tx, 0, rx.clone(), 0).map_err(|e| err(port, e))?,
-                ));
+                let h = Arc::new(Helped::new(network_manager(port, tx, rx.clone())?));
                 let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
                 let h2 = h.clone();
                 spawn_manager(&port.desc.name, move || {
@@ -865,8 +984,7 @@ impl QueueSource {
         Ok(match port.desc.transport {
             Transport::OneSided => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
-                let p = RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
-                    .map_err(|e| err(port, e))?;
+                let p = ring_producer(port, data, ctrl.clone())?;
                 // The ring is sized for the destination: a source that declares more
                 // MaxNbMessages than the ring holds can never queue more than the ring does, and
                 // its waiter must compare with that bound (with the source's own, it said "room"
@@ -878,9 +996,7 @@ impl QueueSource {
                     limit,
                 )
             }
-            Transport::TwoSided => QueueSource::TwoSided(
-                QueueSender::attach(region(port, 0)?, limit).map_err(|e| err(port, e))?,
-            ),
+            Transport::TwoSided => QueueSource::TwoSided(queue_sender(port, limit)?),
             t @ (Transport::Udp | Transport::Tcp) => {
                 let s = sockets(port, t.socket_kind().expect("socket"))?
                     .into_iter()
@@ -912,19 +1028,14 @@ impl QueueSource {
             QueueSource::OneSided(_, _, limit) => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueWaiter::Ring {
-                    probe: RingProbe::Producer(
-                        RingProducer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
-                            .map_err(|e| err(port, e))?,
-                    ),
+                    probe: RingProbe::Producer(ring_producer(port, data, ctrl.clone())?),
                     notifier: Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
                     limit: *limit,
                 }
             }
             QueueSource::TwoSided(_) => {
                 let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
-                QueueWaiter::Credit(
-                    QueueSenderProbe::attach(region(port, 0)?, limit).map_err(|e| err(port, e))?,
-                )
+                QueueWaiter::Credit(queue_sender_probe(port, limit)?)
             }
             QueueSource::Socket(s) => QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?),
         })
@@ -1016,16 +1127,13 @@ impl QueueDestination {
             Transport::OneSided => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueDestination::OneSided(
-                    RingConsumer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
-                        .map_err(|e| err(port, e))?,
+                    ring_consumer(port, data, ctrl.clone())?,
                     Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
                 )
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let h = Arc::new(Helped::new(
-                    QueueManager::attach(tx.clone(), rx.clone()).map_err(|e| err(port, e))?,
-                ));
+                let h = Arc::new(Helped::new(queue_manager(port, tx.clone(), rx.clone())?));
                 let r = QueueReceiver::attach(tx, rx).map_err(|e| err(port, e))?;
                 let h2 = h.clone();
                 spawn_manager(&port.desc.name, move || {
@@ -1068,10 +1176,7 @@ impl QueueDestination {
             QueueDestination::OneSided(..) => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
                 QueueWaiter::Ring {
-                    probe: RingProbe::Consumer(
-                        RingConsumer::attach_split(data, RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
-                            .map_err(|e| err(port, e))?,
-                    ),
+                    probe: RingProbe::Consumer(ring_consumer(port, data, ctrl.clone())?),
                     notifier: Notifier::new(ctrl, DATA_NOTIFIER).map_err(|e| err(port, e))?,
                     limit: 0,
                 }
