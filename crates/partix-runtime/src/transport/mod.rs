@@ -23,14 +23,16 @@ use partix_config::model::{ChannelKind, PortDirection};
 use partix_shm::futex;
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
-use partix_shm::sampling::{Flags, ReadError, ReadOk, SamplingReader, SamplingWriter, WaitError};
+use partix_shm::sampling::{
+    Flags, ReadError, ReadOk, SamplingLayout, SamplingReader, SamplingWriter, WaitError,
+};
 use partix_shm::twoqueue::{
-    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe, QueueShape,
+    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
 use partix_shm::twosided::{
-    run_shared_with, NetworkManager, Progress, TwoSidedReceiver, TwoSidedSender,
+    run_shared_with, NetworkManager, Progress, RingShape, TwoSidedReceiver, TwoSidedSender,
 };
-use partix_shm::{Notifier, RecvMode, Region, Words};
+use partix_shm::{AreaError, Notifier, RecvMode, Region, Words};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -129,29 +131,55 @@ fn err(port: &MappedPort, e: impl fmt::Display) -> AttachError {
     AttachError(format!("{} ({}): {e}", port.desc.name, port.desc.transport))
 }
 
-// The shared-memory attaches: with the layout the executive gave the port
-// (`PortDesc::layout`), the regions' headers, which the other side can overwrite, are not read.
-
-fn sampling_reader(port: &MappedPort, r: Arc<Region>) -> Result<SamplingReader, AttachError> {
+/// Attach a shared-memory structure: with the layout the executive gave the port
+/// (`PortDesc::layout`, made into `L` by `layout`) through `told`, which does not read the
+/// regions' headers (the other side can overwrite them); without one, through `plain`.
+fn attach_with<L, T>(
+    port: &MappedPort,
+    layout: fn(u32, u32) -> Result<L, AreaError>,
+    told: impl FnOnce(L) -> Result<T, AreaError>,
+    plain: impl FnOnce() -> Result<T, AreaError>,
+) -> Result<T, AttachError> {
     match port.desc.layout {
-        Some((max, _)) => {
-            let l = channels::sampling_layout(max).map_err(|e| err(port, e))?;
-            SamplingReader::attach_expecting(r, 0, l)
-        }
-        None => SamplingReader::attach(r, 0),
+        Some((max, nb)) => layout(max, nb).and_then(told),
+        None => plain(),
     }
     .map_err(|e| err(port, e))
 }
 
+fn sampling_layout(max: u32, _: u32) -> Result<SamplingLayout, AreaError> {
+    channels::sampling_layout(max)
+}
+
+fn two_sided_sampling_shape(max: u32, _: u32) -> Result<RingShape, AreaError> {
+    channels::two_sided_sampling_shape(max)
+}
+
+fn sampling_reader(port: &MappedPort, r: Arc<Region>) -> Result<SamplingReader, AttachError> {
+    attach_with(
+        port,
+        sampling_layout,
+        |l| SamplingReader::attach_expecting(r.clone(), 0, l),
+        || SamplingReader::attach(r.clone(), 0),
+    )
+}
+
+fn sampling_writer(port: &MappedPort, r: Arc<Region>) -> Result<SamplingWriter, AttachError> {
+    attach_with(
+        port,
+        sampling_layout,
+        |l| SamplingWriter::attach_expecting(r.clone(), 0, l),
+        || SamplingWriter::attach(r.clone(), 0),
+    )
+}
+
 fn two_sided_sender(port: &MappedPort, r: Arc<Region>) -> Result<TwoSidedSender, AttachError> {
-    match port.desc.layout {
-        Some((max, _)) => {
-            let shape = channels::two_sided_sampling_shape(max).map_err(|e| err(port, e))?;
-            TwoSidedSender::attach_expecting(r, 0, shape)
-        }
-        None => TwoSidedSender::attach(r, 0),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        two_sided_sampling_shape,
+        |s| TwoSidedSender::attach_expecting(r.clone(), 0, s),
+        || TwoSidedSender::attach(r.clone(), 0),
+    )
 }
 
 fn network_manager(
@@ -159,40 +187,32 @@ fn network_manager(
     tx: Arc<Region>,
     rx: Arc<Region>,
 ) -> Result<NetworkManager, AttachError> {
-    match port.desc.layout {
-        Some((max, _)) => {
-            let shape = channels::two_sided_sampling_shape(max).map_err(|e| err(port, e))?;
-            NetworkManager::attach_expecting(tx, 0, rx, 0, shape)
-        }
-        None => NetworkManager::attach(tx, 0, rx, 0),
-    }
-    .map_err(|e| err(port, e))
-}
-
-fn queue_shape(port: &MappedPort) -> Result<Option<QueueShape>, AttachError> {
-    port.desc
-        .layout
-        .map(|(max, nb)| channels::two_sided_queue_shape(max, nb))
-        .transpose()
-        .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        two_sided_sampling_shape,
+        |s| NetworkManager::attach_expecting(tx.clone(), 0, rx.clone(), 0, s),
+        || NetworkManager::attach(tx.clone(), 0, rx.clone(), 0),
+    )
 }
 
 fn queue_sender(port: &MappedPort, limit: u32) -> Result<QueueSender, AttachError> {
     let tx = region(port, 0)?;
-    match queue_shape(port)? {
-        Some(shape) => QueueSender::attach_expecting(tx, shape, limit),
-        None => QueueSender::attach(tx, limit),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        channels::two_sided_queue_shape,
+        |s| QueueSender::attach_expecting(tx.clone(), s, limit),
+        || QueueSender::attach(tx.clone(), limit),
+    )
 }
 
 fn queue_sender_probe(port: &MappedPort, limit: u32) -> Result<QueueSenderProbe, AttachError> {
     let tx = region(port, 0)?;
-    match queue_shape(port)? {
-        Some(shape) => QueueSenderProbe::attach_expecting(tx, shape, limit),
-        None => QueueSenderProbe::attach(tx, limit),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        channels::two_sided_queue_shape,
+        |s| QueueSenderProbe::attach_expecting(tx.clone(), s, limit),
+        || QueueSenderProbe::attach(tx.clone(), limit),
+    )
 }
 
 fn queue_manager(
@@ -200,22 +220,12 @@ fn queue_manager(
     tx: Arc<Region>,
     rx: Arc<Region>,
 ) -> Result<QueueManager, AttachError> {
-    match queue_shape(port)? {
-        Some(shape) => QueueManager::attach_expecting(tx, rx, shape),
-        None => QueueManager::attach(tx, rx),
-    }
-    .map_err(|e| err(port, e))
-}
-
-fn sampling_writer(port: &MappedPort, r: Arc<Region>) -> Result<SamplingWriter, AttachError> {
-    match port.desc.layout {
-        Some((max, _)) => {
-            let l = channels::sampling_layout(max).map_err(|e| err(port, e))?;
-            SamplingWriter::attach_expecting(r, 0, l)
-        }
-        None => SamplingWriter::attach(r, 0),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        channels::two_sided_queue_shape,
+        |s| QueueManager::attach_expecting(tx.clone(), rx.clone(), s),
+        || QueueManager::attach(tx.clone(), rx.clone()),
+    )
 }
 
 fn ring_producer(
@@ -223,14 +233,20 @@ fn ring_producer(
     data: Arc<Region>,
     ctrl: Arc<Region>,
 ) -> Result<RingProducer, AttachError> {
-    match port.desc.layout {
-        Some((max, nb)) => {
-            let l = channels::queuing_layout(max, nb).map_err(|e| err(port, e))?;
-            RingProducer::attach_split_expecting(data, RING_OFFSET, ctrl, CONTROL_OFFSET, l)
-        }
-        None => RingProducer::attach_split(data, RING_OFFSET, ctrl, CONTROL_OFFSET),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        channels::queuing_layout,
+        |l| {
+            RingProducer::attach_split_expecting(
+                data.clone(),
+                RING_OFFSET,
+                ctrl.clone(),
+                CONTROL_OFFSET,
+                l,
+            )
+        },
+        || RingProducer::attach_split(data.clone(), RING_OFFSET, ctrl.clone(), CONTROL_OFFSET),
+    )
 }
 
 fn ring_consumer(
@@ -238,14 +254,20 @@ fn ring_consumer(
     data: Arc<Region>,
     ctrl: Arc<Region>,
 ) -> Result<RingConsumer, AttachError> {
-    match port.desc.layout {
-        Some((max, nb)) => {
-            let l = channels::queuing_layout(max, nb).map_err(|e| err(port, e))?;
-            RingConsumer::attach_split_expecting(data, RING_OFFSET, ctrl, CONTROL_OFFSET, l)
-        }
-        None => RingConsumer::attach_split(data, RING_OFFSET, ctrl, CONTROL_OFFSET),
-    }
-    .map_err(|e| err(port, e))
+    attach_with(
+        port,
+        channels::queuing_layout,
+        |l| {
+            RingConsumer::attach_split_expecting(
+                data.clone(),
+                RING_OFFSET,
+                ctrl.clone(),
+                CONTROL_OFFSET,
+                l,
+            )
+        },
+        || RingConsumer::attach_split(data.clone(), RING_OFFSET, ctrl.clone(), CONTROL_OFFSET),
+    )
 }
 
 fn region(port: &MappedPort, i: usize) -> Result<Arc<Region>, AttachError> {
