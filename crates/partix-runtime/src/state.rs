@@ -31,7 +31,7 @@ pub const ENV_DESCRIPTOR_TABLE: &str = "PARTIX_DESCRIPTOR_TABLE";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Entries of a partition's thread table ([`PartitionState::tids`]): every process and the error
@@ -229,6 +229,11 @@ pub struct ProcessSlot {
     /// [`process_state`]. READY here means "ready or running" (the runtime reports RUNNING to the
     /// process itself: on one CPU only the caller is running).
     pub state: AtomicU32,
+    /// While `state` is WAITING: the module time (ns) at which the wait ends by itself (a
+    /// time-out, a release point), after which the process is READY even before its thread runs
+    /// again to leave the wait; 0 = only another process or an event ends it (a wait ending at
+    /// time 0 is stored as 1). Stored before `state` (which is stored with Release).
+    pub wait_ends_ns: AtomicU64,
     /// Base priority.
     pub base_priority: AtomicU32,
     /// Current priority.

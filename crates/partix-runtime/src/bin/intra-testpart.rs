@@ -21,7 +21,7 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use testpart_common::{
     check, expect, expect_dbg, idle_forever, new_process, normal, out, state, MS,
@@ -623,6 +623,87 @@ extern "C" fn codes_w2() {
     idle_forever();
 }
 
+/// The wait w3 is in (its stage) and the module time at which it began it.
+static W3_STAGE: AtomicU32 = AtomicU32::new(0);
+static W3_SINCE: AtomicI64 = AtomicI64::new(0);
+static W3_RESULTS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// How long each of w3's timed waits lasts.
+const W3_WAIT: SystemTime = 200 * MS;
+
+extern "C" fn codes_w3() {
+    let record = |r: ApexResult<()>| W3_RESULTS.lock().unwrap().push(return_code_of(&r));
+    W3_SINCE.store(get_time(), Ordering::Release);
+    W3_STAGE.store(1, Ordering::Release);
+    record(timed_wait(W3_WAIT));
+    W3_SINCE.store(get_time(), Ordering::Release);
+    W3_STAGE.store(2, Ordering::Release);
+    record(suspend_self(W3_WAIT));
+    W3_SINCE.store(get_time(), Ordering::Release);
+    W3_STAGE.store(3, Ordering::Release);
+    record(wait_semaphore(sem("Z"), W3_WAIT));
+    W3_STAGE.store(4, Ordering::Release);
+    idle_forever();
+}
+
+/// Spin (the caller keeps the CPU: w3, of lower priority, does not run) until `W3_WAIT` plus a
+/// margin after w3 began its wait.
+fn spin_past_w3_wait() {
+    let end = W3_SINCE.load(Ordering::Acquire) + W3_WAIT + 5 * MS;
+    while get_time() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// A timed wait (DELAYED_START's release, TIMED_WAIT, SUSPEND_SELF and a semaphore's time-out)
+/// makes the process READY when it ends, before its thread (of lower priority, kept off the CPU
+/// by the driver) runs again: it was shown WAITING until then.
+fn timed_waits_end_by_themselves() {
+    let w3 = pid("w3");
+    W3_SINCE.store(get_time(), Ordering::Release);
+    check("delayed_start w3", delayed_start(w3, W3_WAIT), Ok(()));
+    expect_dbg(
+        "w3 waits for its release",
+        state(w3) == ProcessState::Waiting,
+        state(w3),
+    );
+    spin_past_w3_wait();
+    expect_dbg(
+        "w3 past its release is READY",
+        state(w3) == ProcessState::Ready,
+        state(w3),
+    );
+    let names = ["", "TIMED_WAIT", "SUSPEND_SELF", "WAIT_SEMAPHORE"];
+    for stage in 1..=3u32 {
+        let name = names[stage as usize];
+        let in_wait =
+            || W3_STAGE.load(Ordering::Acquire) == stage && state(w3) == ProcessState::Waiting;
+        expect_dbg(
+            &format!("w3 is WAITING in {name}"),
+            until(in_wait),
+            (W3_STAGE.load(Ordering::Acquire), state(w3)),
+        );
+        spin_past_w3_wait();
+        expect_dbg(
+            &format!("w3 is READY once its {name} ended"),
+            state(w3) == ProcessState::Ready,
+            state(w3),
+        );
+        if stage == 2 {
+            check(
+                "resume w3 whose SUSPEND_SELF timed out",
+                resume(w3),
+                Err(ApexError::NoAction),
+            );
+        }
+    }
+    expect_dbg(
+        "w3 got NO_ERROR, TIMED_OUT, TIMED_OUT",
+        until(|| W3_STAGE.load(Ordering::Acquire) == 4) && *W3_RESULTS.lock().unwrap() == [0, 6, 6],
+        W3_RESULTS.lock().unwrap().clone(),
+    );
+    check("stop w3", stop(w3), Ok(()));
+}
+
 extern "C" fn codes_driver() {
     use ApexError::*;
     use QueuingDiscipline::*;
@@ -785,6 +866,13 @@ extern "C" fn codes_driver() {
     expect_dbg("the expired waiter did not take the unit", st == Ok(1), st);
     check("take the unit back", wait_semaphore(s, 0), Ok(()));
     check("resume w1", resume(w1), Ok(()));
+    // Its time-out expired while it was suspended: RESUME makes it READY at once, although it
+    // (lower priority) has not run yet to collect its TIMED_OUT.
+    expect_dbg(
+        "resumed w1 whose time-out expired is READY",
+        state(w1) == ProcessState::Ready,
+        state(w1),
+    );
     expect_dbg(
         "w1 got TIMED_OUT after RESUME",
         until(|| w1_results() == [0, 6]),
@@ -864,6 +952,8 @@ extern "C" fn codes_driver() {
         (state(w2), W2_RETURNED.load(Ordering::Acquire)),
     );
     check("stop waiting w2", stop(w2), Ok(()));
+
+    timed_waits_end_by_themselves();
 
     // Counting: CNT starts at 3 of 5.
     let c = sem("CNT");
@@ -1317,6 +1407,7 @@ fn main() {
             create_error_handler(codes_error_handler, 0).expect("error handler");
             new_process("w1", codes_w1, 10);
             new_process("w2", codes_w2, 10);
+            new_process("w3", codes_w3, 10);
             start(new_process("driver", codes_driver, 20)).expect("start driver");
         }
         "order" => order_init(),

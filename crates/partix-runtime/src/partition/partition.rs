@@ -14,7 +14,7 @@
 use super::error::{ApexError, ApexResult};
 use super::hm;
 use super::process::LockLevel;
-use super::rt::{self, rt, FIFO_MONITOR};
+use super::rt::{self, rt, FIFO_MONITOR, W_RELEASE};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::state::{mode, start_condition, NO_REQUEST};
 use partix_shm::futex;
@@ -171,6 +171,9 @@ fn enter_normal() -> ! {
             if !p.dormant && p.release_ns.is_none() {
                 let release = anchor.saturating_add(p.start_delay);
                 p.release_ns = Some(release);
+                if p.reasons & W_RELEASE != 0 {
+                    p.wait_for(W_RELEASE, Some(release));
+                }
                 // A deadline past SYSTEM_TIME's range (a delay and a capacity near it, checked
                 // only against "now" at the START) is none: as a SYSTEM_TIME it would read
                 // negative in GET_PROCESS_STATUS.

@@ -808,7 +808,7 @@ pub fn wait_sampling_message(
     // mode says (its spins come after the unmarked ones).
     let mut marked = mode == RecvMode::Blocking;
     if marked {
-        rt().set_resource_wait(true);
+        rt().enter_resource_wait(deadline);
     }
     // Wait in slices of at most `max_slice`, releasing the port between them, so that a process
     // reading the same port is never held up for longer than a slice. The first slice needs no
@@ -852,12 +852,12 @@ pub fn wait_sampling_message(
         }
         if !marked {
             // Outside the port lock (it takes the runtime lock).
-            rt().set_resource_wait(true);
+            rt().enter_resource_wait(deadline);
             marked = true;
         }
     };
     if marked {
-        rt().set_resource_wait(false);
+        rt().leave_resource_wait();
     }
     r
 }
@@ -1296,7 +1296,7 @@ impl QueuingPort {
         self.waiter.kick();
         let r = self.wait_queued(st, ticket, deadline, op, &mut marked);
         if marked {
-            rt().set_resource_wait(false);
+            rt().leave_resource_wait();
         }
         r
     }
@@ -1314,7 +1314,7 @@ impl QueuingPort {
     ) -> ApexResult<usize> {
         let mark = |marked: &mut bool| {
             if !*marked {
-                rt().set_resource_wait(true);
+                rt().enter_resource_wait(deadline);
                 *marked = true;
             }
         };

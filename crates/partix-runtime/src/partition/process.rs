@@ -221,6 +221,8 @@ pub fn create_process_with(attr: &ProcessAttributes, c_invalid: bool) -> ApexRes
             attrs: a,
             dormant: true,
             reasons: 0,
+            timed: 0,
+            wait_ends: 0,
             release_ns: None,
             start_delay: 0,
             deadline_ns: u64::MAX,
@@ -353,11 +355,11 @@ pub(crate) fn start_locked(
     } else {
         u64::MAX
     };
-    p.reasons = if release.is_none() || delay > 0 || periodic {
-        W_RELEASE
-    } else {
-        0
-    };
+    p.reasons = 0;
+    if release.is_none() || delay > 0 || periodic {
+        // Its release ends the wait (once NORMAL mode sets it, for a start in initialisation).
+        p.wait_for(W_RELEASE, release);
+    }
     r.publish(idx, p);
     r.apply_priority(inner, idx);
     r.ctl[idx]
@@ -446,7 +448,7 @@ pub fn suspend(pid: ProcessId) -> ApexResult<()> {
         if p.reasons & W_SUSPEND != 0 {
             return Err(ApexError::NoAction);
         }
-        p.reasons |= W_SUSPEND;
+        p.wait_for(W_SUSPEND, None);
         r.publish(idx, p);
         let c = &r.ctl[idx];
         let s = c.suspend.load(Ordering::Acquire);
@@ -497,19 +499,22 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
                 // was lost: the caller ran after its own time-out (found by review).
                 return Ok(None);
             }
-            p.reasons |= W_SUSPEND;
+            let until =
+                (timeout != INFINITE_TIME_VALUE).then(|| r.now().saturating_add(timeout as u64));
+            p.wait_for(W_SUSPEND, until);
             r.publish(idx, p);
             let s = c.suspend.load(Ordering::Acquire);
             let w = (s + SUSP_SEQ) | SUSP | SUSP_SELF;
             c.suspend.store(w, Ordering::Release);
-            Ok(Some(Some(w)))
+            Ok(Some(Some((w, until))))
         })?;
         if let Some(w) = word {
             break w;
         }
     };
-    let Some(word) = word else { return Ok(()) };
-    let until = (timeout != INFINITE_TIME_VALUE).then(|| r.now().saturating_add(timeout as u64));
+    let Some((word, until)) = word else {
+        return Ok(());
+    };
     loop {
         if c.suspend.load(Ordering::Acquire) != word {
             // Resumed, or stopped: a stopped incarnation ends here and never returns to the
@@ -562,7 +567,9 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
             if p.dormant || p.attrs.period != INFINITE_TIME_VALUE {
                 return Err(ApexError::InvalidMode);
             }
-            if p.reasons & W_SUSPEND == 0 {
+            if p.reasons & W_SUSPEND == 0 || p.timed_out(W_SUSPEND, r.now()) {
+                // Not suspended, or its SUSPEND_SELF's time-out expired (it returns TIMED_OUT
+                // when it runs again).
                 return Err(ApexError::NoAction);
             }
             p.reasons &= !W_SUSPEND;
@@ -671,9 +678,13 @@ pub fn get_process_status(pid: ProcessId) -> ApexResult<ProcessStatus> {
     let attributes = r.attrs[idx].get().ok_or(ApexError::InvalidParam)?.clone();
     let s = r.slot(idx);
     let st = s.state.load(Ordering::Acquire);
+    // A wait that ended by itself (its time-out, its release point) leaves the process READY
+    // although its thread, kept off the CPU by a process of higher priority, has not left the
+    // wait yet (ARINC 653: the time-out makes it READY).
+    let ends = s.wait_ends_ns.load(Ordering::Relaxed);
     let process_state = match st {
         process_state::DORMANT => ProcessState::Dormant,
-        process_state::WAITING => ProcessState::Waiting,
+        process_state::WAITING if ends == 0 || r.now() < ends => ProcessState::Waiting,
         process_state::FAULTED => ProcessState::Faulted,
         _ if rt::self_index() == Some(idx) => ProcessState::Running,
         _ => ProcessState::Ready,

@@ -78,7 +78,7 @@ pub(crate) const W_PERIOD: u32 = 4;
 /// Wait reason: suspended (SUSPEND or SUSPEND_SELF).
 pub(crate) const W_SUSPEND: u32 = 8;
 /// Wait reason: blocked on a resource (a port, buffer, semaphore, event...): see
-/// [`Runtime::set_resource_wait`].
+/// [`Runtime::enter_resource_wait`].
 pub(crate) const W_RESOURCE: u32 = 16;
 
 /// `ProcCtl::suspend` bit: suspended.
@@ -271,6 +271,11 @@ pub(crate) struct Proc {
     pub dormant: bool,
     /// Wait reasons (`W_*`); none = READY/RUNNING.
     pub reasons: u32,
+    /// The wait reasons among `reasons` that end by themselves at `wait_ends` (a time-out, a
+    /// release point): set by [`Proc::wait_for`].
+    pub timed: u32,
+    /// Module time (ns) at which the `timed` reasons end.
+    pub wait_ends: u64,
     /// Current priority.
     pub current_priority: i32,
     /// SCHED_FIFO priority last applied to the thread.
@@ -710,7 +715,39 @@ pub(crate) fn write_slot_name(s: &ProcessSlot, bytes: &[u8; crate::state::NAME_L
     unsafe { s.name.write(bytes) }
 }
 
-/// Return the `process_state` value published for a process.
+impl Proc {
+    /// Add wait reason `reason`, which ends by itself at module time `ends` (a time-out, a
+    /// release point), or only by another process's action or an event (`None`).
+    pub fn wait_for(&mut self, reason: u32, ends: Option<u64>) {
+        self.reasons |= reason;
+        match ends {
+            Some(t) => {
+                self.timed = reason;
+                self.wait_ends = t;
+            }
+            None => self.timed &= !reason,
+        }
+    }
+
+    /// The module time from which the process is READY without anyone's action (its every wait
+    /// reason ends by itself), for [`ProcessSlot::wait_ends_ns`]; 0 = never (or not waiting).
+    pub fn wait_ends_ns(&self) -> u64 {
+        if !self.dormant && self.reasons != 0 && self.reasons & !self.timed == 0 {
+            self.wait_ends.max(1)
+        } else {
+            0
+        }
+    }
+
+    /// Whether the timed wait `reason` (from [`Proc::wait_for`]) has ended by itself at `now`,
+    /// although the process has not run since to leave it.
+    pub fn timed_out(&self, reason: u32, now: u64) -> bool {
+        self.reasons & reason != 0 && self.timed & reason != 0 && now >= self.wait_ends
+    }
+}
+
+/// Return the `process_state` value published for a process (WAITING also after its wait ended
+/// by itself: the reader compares [`ProcessSlot::wait_ends_ns`] with the time).
 pub(crate) fn state_of(p: &Proc) -> u32 {
     if p.dormant {
         process_state::DORMANT
@@ -801,6 +838,7 @@ impl Runtime {
     pub fn publish(&self, idx: usize, p: &Proc) {
         if idx < MAX_PROCESSES {
             let s = self.slot(idx);
+            s.wait_ends_ns.store(p.wait_ends_ns(), Ordering::Relaxed);
             s.state.store(state_of(p), Ordering::Release);
             s.current_priority
                 .store(p.current_priority as u32, Ordering::Relaxed);
@@ -808,12 +846,27 @@ impl Runtime {
         }
     }
 
-    /// Mark the calling process WAITING (or no longer) because it blocks on a resource (port,
-    /// buffer, semaphore, event); other services (SUSPEND, STOP, status) then see it as WAITING.
-    /// Does nothing for the error handler or a thread that is not a process. Takes the runtime
-    /// lock: call it around the blocking wait, not while holding another runtime lock.
-    #[allow(dead_code)] // used by the intra-partition services as they arrive
-    pub fn set_resource_wait(&self, waiting: bool) {
+    /// Mark the calling process WAITING because it blocks on a resource (port, buffer,
+    /// semaphore, event) until `deadline` (its time-out; `None`: no time-out); other services
+    /// (SUSPEND, STOP, status) then see it as WAITING, and READY once the deadline passed.
+    /// [`Runtime::leave_resource_wait`] ends it. Does nothing for the error handler or a thread
+    /// that is not a process. Takes the runtime lock: call it around the blocking wait, not
+    /// while holding another runtime lock.
+    pub fn enter_resource_wait(&self, deadline: Option<std::time::Instant>) {
+        let ends = deadline.map(|d| {
+            let left = d.saturating_duration_since(std::time::Instant::now());
+            self.now()
+                .saturating_add(u64::try_from(left.as_nanos()).unwrap_or(u64::MAX))
+        });
+        self.mark_resource_wait(Some(ends));
+    }
+
+    /// End what [`Runtime::enter_resource_wait`] began.
+    pub fn leave_resource_wait(&self) {
+        self.mark_resource_wait(None);
+    }
+
+    fn mark_resource_wait(&self, waiting: Option<Option<u64>>) {
         let Some(idx) = self_index().filter(|&i| i < MAX_PROCESSES) else {
             return;
         };
@@ -823,10 +876,9 @@ impl Runtime {
                 return;
             }
             let p = &mut inner.procs[idx];
-            if waiting {
-                p.reasons |= W_RESOURCE;
-            } else {
-                p.reasons &= !W_RESOURCE;
+            match waiting {
+                Some(ends) => p.wait_for(W_RESOURCE, ends),
+                None => p.reasons &= !W_RESOURCE,
             }
             self.publish(idx, p);
         });
@@ -1104,6 +1156,8 @@ mod tests {
             },
             dormant: true,
             reasons: W_SUSPEND,
+            timed: 0,
+            wait_ends: 0,
             current_priority: 1,
             applied_fifo: 2,
             release_ns: None,
@@ -1115,5 +1169,26 @@ mod tests {
         assert_eq!(state_of(&p), process_state::WAITING);
         p.reasons = 0;
         assert_eq!(state_of(&p), process_state::READY);
+        assert_eq!(p.wait_ends_ns(), 0, "not waiting");
+
+        // A timed wait ends by itself, unless an untimed reason is added.
+        p.wait_for(W_RESOURCE, Some(500));
+        assert_eq!(p.wait_ends_ns(), 500);
+        assert!(!p.timed_out(W_RESOURCE, 499) && p.timed_out(W_RESOURCE, 500));
+        p.wait_for(W_SUSPEND, None);
+        assert_eq!(p.wait_ends_ns(), 0, "suspended by another process too");
+        p.reasons &= !W_SUSPEND;
+        assert_eq!(p.wait_ends_ns(), 500);
+        // An untimed wait of the same reason forgets the old time-out.
+        p.reasons = 0;
+        p.wait_for(W_RESOURCE, None);
+        assert_eq!(p.wait_ends_ns(), 0);
+        assert!(!p.timed_out(W_RESOURCE, u64::MAX));
+        // A wait ending at time 0 is published as 1 (0 means "no end").
+        p.reasons = 0;
+        p.wait_for(W_RELEASE, Some(0));
+        assert_eq!(p.wait_ends_ns(), 1);
+        p.dormant = true;
+        assert_eq!(p.wait_ends_ns(), 0, "DORMANT");
     }
 }

@@ -56,7 +56,7 @@ pub fn timed_wait(delay: SystemTime) -> ApexResult<()> {
     let until = r.now().saturating_add(delay as u64);
     r.with_inner(|inner| {
         let p = &mut inner.procs[idx];
-        p.reasons |= W_TIMED;
+        p.wait_for(W_TIMED, Some(until));
         r.publish(idx, p);
     });
     rt::sleep_until(r.ctx, until);
@@ -105,7 +105,7 @@ pub fn periodic_wait() -> ApexResult<()> {
         } else {
             next.saturating_add(p.attrs.time_capacity as u64)
         };
-        p.reasons |= W_PERIOD;
+        p.wait_for(W_PERIOD, Some(next));
         r.publish(idx, p);
         Ok((release, next, old_deadline))
     });

@@ -10,6 +10,8 @@
 //!   so no object is ever left half-updated by a parked thread;
 //! - a process is marked WAITING (`W_RESOURCE`) in the same critical section that queues it, and
 //!   READY in the one that hands it the resource, so GET_PROCESS_STATUS never shows a stale state;
+//!   a time-out that expires makes it READY at once too (the queue entry records the deadline,
+//!   the published slot its end: `ProcessSlot::wait_ends_ns`), before its thread runs to leave;
 //! - the PRIORITY discipline reads the waiters' *current* priorities from the process table at the
 //!   moment of release.
 //!
@@ -221,7 +223,7 @@ impl<P> WaitQueue<P> {
             payload,
         });
         if let Some(p) = inner.procs.get_mut(me.index) {
-            p.reasons |= W_RESOURCE;
+            p.wait_for(W_RESOURCE, me.deadline);
             rt().publish(me.index, p);
         }
         Ticket {
