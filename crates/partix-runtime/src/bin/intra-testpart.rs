@@ -694,6 +694,20 @@ fn timed_waits_end_by_themselves() {
                 resume(w3),
                 Err(ApexError::NoAction),
             );
+            // No longer suspended, it can be suspended again: it stays there, and returns
+            // its SUSPEND_SELF's TIMED_OUT once resumed.
+            check(
+                "suspend w3 whose SUSPEND_SELF timed out",
+                suspend(w3),
+                Ok(()),
+            );
+            let _ = timed_wait(20 * MS);
+            expect_dbg(
+                "suspended w3 is WAITING and did not return",
+                state(w3) == ProcessState::Waiting && W3_RESULTS.lock().unwrap().len() == 1,
+                (state(w3), W3_RESULTS.lock().unwrap().clone()),
+            );
+            check("resume w3", resume(w3), Ok(()));
         }
     }
     expect_dbg(

@@ -467,6 +467,7 @@ pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()
             reasons: 0,
             timed: 0,
             wait_ends: 0,
+            self_suspend_timed_out: false,
             current_priority: super::process::MAX_PRIORITY_VALUE,
             applied_fifo: FIFO_ERROR_HANDLER,
             release_ns: None,

@@ -223,6 +223,7 @@ pub fn create_process_with(attr: &ProcessAttributes, c_invalid: bool) -> ApexRes
             reasons: 0,
             timed: 0,
             wait_ends: 0,
+            self_suspend_timed_out: false,
             release_ns: None,
             start_delay: 0,
             deadline_ns: u64::MAX,
@@ -446,7 +447,13 @@ pub fn suspend(pid: ProcessId) -> ApexResult<()> {
             return Err(ApexError::InvalidMode);
         }
         if p.reasons & W_SUSPEND != 0 {
-            return Err(ApexError::NoAction);
+            if !p.timed_out(W_SUSPEND, r.now()) {
+                return Err(ApexError::NoAction);
+            }
+            // Its SUSPEND_SELF timed out (it is READY) but its thread has not run since to
+            // return TIMED_OUT: suspended by this call where it is, it returns TIMED_OUT once
+            // resumed.
+            p.self_suspend_timed_out = true;
         }
         p.wait_for(W_SUSPEND, None);
         r.publish(idx, p);
@@ -502,6 +509,7 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
             let until =
                 (timeout != INFINITE_TIME_VALUE).then(|| r.now().saturating_add(timeout as u64));
             p.wait_for(W_SUSPEND, until);
+            p.self_suspend_timed_out = false;
             r.publish(idx, p);
             let s = c.suspend.load(Ordering::Acquire);
             let w = (s + SUSP_SEQ) | SUSP | SUSP_SELF;
@@ -518,9 +526,16 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
     loop {
         if c.suspend.load(Ordering::Acquire) != word {
             // Resumed, or stopped: a stopped incarnation ends here and never returns to the
-            // application (the STOP's signal normally ends it first).
+            // application (the STOP's signal normally ends it first). Or suspended after its
+            // time-out expired: parked here until resumed, then TIMED_OUT.
             r.honour_commands();
-            return Ok(());
+            return r.with_inner(|inner| {
+                if std::mem::take(&mut inner.procs[idx].self_suspend_timed_out) {
+                    Err(ApexError::TimedOut)
+                } else {
+                    Ok(())
+                }
+            });
         }
         let left = match until {
             None => None,
@@ -534,9 +549,13 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
         };
         futex::wait(&c.suspend, word, left);
     }
-    // Timed out, unless a RESUME raced with the expiry.
+    // Timed out, unless a RESUME raced with the expiry (or a SUSPEND came after it: the
+    // section defers its signal, which parks the thread when the section ends).
     r.with_inner(|inner| {
         if c.suspend.load(Ordering::Acquire) != word {
+            if std::mem::take(&mut inner.procs[idx].self_suspend_timed_out) {
+                return Err(ApexError::TimedOut);
+            }
             return Ok(());
         }
         c.suspend

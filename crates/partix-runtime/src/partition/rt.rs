@@ -276,6 +276,9 @@ pub(crate) struct Proc {
     pub timed: u32,
     /// Module time (ns) at which the `timed` reasons end.
     pub wait_ends: u64,
+    /// SUSPEND came after the process's SUSPEND_SELF had timed out but before its thread ran
+    /// to return TIMED_OUT: it returns TIMED_OUT once resumed.
+    pub self_suspend_timed_out: bool,
     /// Current priority.
     pub current_priority: i32,
     /// SCHED_FIFO priority last applied to the thread.
@@ -1158,6 +1161,7 @@ mod tests {
             reasons: W_SUSPEND,
             timed: 0,
             wait_ends: 0,
+            self_suspend_timed_out: false,
             current_priority: 1,
             applied_fifo: 2,
             release_ns: None,
