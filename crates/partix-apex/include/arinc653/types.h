@@ -32,8 +32,18 @@ typedef int64_t  APEX_LONG_INTEGER;  /* 64-bit signed   */
 /*----------------------------------------------------------------------------------------------*/
 
 #define SYSTEM_LIMIT_NUMBER_OF_PARTITIONS  32    /* module scope    */
-#define SYSTEM_LIMIT_NUMBER_OF_MESSAGES    512   /* module scope    */
-#define SYSTEM_LIMIT_MESSAGE_SIZE          8192  /* module scope    */
+/* The message limits of the blackboards and buffers (CREATE_BLACKBOARD, CREATE_BUFFER). The ports
+ * have their own, larger, limits (the configuration's MaxMessageSize / MaxNbMessages, below): a
+ * buffer given to READ_SAMPLING_MESSAGE or RECEIVE_QUEUING_MESSAGE must hold the port's
+ * MAX_MESSAGE_SIZE, which may exceed SYSTEM_LIMIT_MESSAGE_SIZE. */
+#define SYSTEM_LIMIT_NUMBER_OF_MESSAGES    512   /* blackboards and buffers */
+#define SYSTEM_LIMIT_MESSAGE_SIZE          8192  /* blackboards and buffers */
+/* partix: the largest MaxMessageSize of a sampling port (a one-sided or tcp channel; a two-sided
+ * one allows PARTIX_LIMIT_QUEUING_MESSAGE_SIZE, a udp one 65483 bytes, one datagram), of a queuing
+ * port, and the largest MaxNbMessages of a queuing port, checked when the configuration is loaded. */
+#define PARTIX_LIMIT_SAMPLING_MESSAGE_SIZE     268435456  /* 256 MiB */
+#define PARTIX_LIMIT_QUEUING_MESSAGE_SIZE      16777216   /* 16 MiB */
+#define PARTIX_LIMIT_NUMBER_OF_QUEUED_MESSAGES 16777216   /* 2^24 */
 #define SYSTEM_LIMIT_NUMBER_OF_PROCESSES   64    /* partition scope */
 #define SYSTEM_LIMIT_NUMBER_OF_SAMPLING_PORTS   512
 #define SYSTEM_LIMIT_NUMBER_OF_QUEUING_PORTS    512
@@ -229,7 +239,9 @@ typedef struct {
     SYSTEM_TIME_TYPE TIME_OF_LAST_SCHEDULE_SWITCH;
     SCHEDULE_ID_TYPE CURRENT_SCHEDULE;
     SCHEDULE_ID_TYPE NEXT_SCHEDULE;
-} MODULE_SCHEDULE_STATUS_TYPE;
+} SCHEDULE_STATUS_TYPE;
+/* The name partix used before session 24 (the standard's is SCHEDULE_STATUS_TYPE). */
+typedef SCHEDULE_STATUS_TYPE MODULE_SCHEDULE_STATUS_TYPE;
 
 #ifdef __cplusplus
 }

@@ -290,6 +290,18 @@ mod tests {
                 "SYSTEM_LIMIT_NUMBER_OF_MESSAGES",
                 apex::MAX_NUMBER_OF_MESSAGES.into(),
             ),
+            (
+                "PARTIX_LIMIT_SAMPLING_MESSAGE_SIZE",
+                partix_config::MAX_SAMPLING_MESSAGE_SIZE.into(),
+            ),
+            (
+                "PARTIX_LIMIT_QUEUING_MESSAGE_SIZE",
+                partix_config::MAX_QUEUING_MESSAGE_SIZE.into(),
+            ),
+            (
+                "PARTIX_LIMIT_NUMBER_OF_QUEUED_MESSAGES",
+                partix_config::MAX_NB_MESSAGES.into(),
+            ),
         ] {
             rust.insert(format!("value {k}"), v);
         }

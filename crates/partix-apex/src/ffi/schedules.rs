@@ -19,14 +19,14 @@ pub extern "C" fn SET_MODULE_SCHEDULE(
 /// `GET_MODULE_SCHEDULE_STATUS`.
 #[no_mangle]
 pub extern "C" fn GET_MODULE_SCHEDULE_STATUS(
-    SCHEDULE_STATUS: *mut MODULE_SCHEDULE_STATUS_TYPE,
+    SCHEDULE_STATUS: *mut SCHEDULE_STATUS_TYPE,
     RETURN_CODE: *mut RETURN_CODE_TYPE,
 ) {
     service("GET_MODULE_SCHEDULE_STATUS", RETURN_CODE, || {
         let s = apex::get_module_schedule_status();
         put(
             SCHEDULE_STATUS,
-            MODULE_SCHEDULE_STATUS_TYPE {
+            SCHEDULE_STATUS_TYPE {
                 TIME_OF_LAST_SCHEDULE_SWITCH: s.time_of_last_schedule_switch,
                 CURRENT_SCHEDULE: s.current_schedule.0,
                 NEXT_SCHEDULE: s.next_schedule.0,

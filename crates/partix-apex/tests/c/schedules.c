@@ -26,7 +26,7 @@ int main(void)
     RETURN_CODE_TYPE rc;
     SCHEDULE_ID_TYPE id = -1;
     PARTITION_STATUS_TYPE part;
-    MODULE_SCHEDULE_STATUS_TYPE st;
+    SCHEDULE_STATUS_TYPE st; /* the standard's name */
 
     GET_PARTITION_STATUS(&part, &rc);
     printf("VALUE IDENTIFIER partition %d\n", (int)part.IDENTIFIER);
