@@ -9,7 +9,7 @@
 #![allow(non_camel_case_types, clippy::upper_case_acronyms)]
 
 use super::types::*;
-use super::{lookup_name, non_null, put, read_name, service, Rc, BAD_PARAM};
+use super::{lookup_name, non_null, put, service, Rc, BAD_PARAM};
 use partix_runtime::partition::{
     self as apex, ApexError, PortDirection, QueuingDiscipline, QueuingPortId, RecvMode,
     SamplingPortId, Validity,
@@ -185,7 +185,8 @@ pub extern "C" fn CREATE_SAMPLING_PORT(
 ) {
     service("CREATE_SAMPLING_PORT", RETURN_CODE, || {
         non_null(SAMPLING_PORT_ID)?;
-        let name = read_name(SAMPLING_PORT_NAME)?;
+        // A name that is not UTF-8 cannot be configured: INVALID_CONFIG, no such port.
+        let name = lookup_name(SAMPLING_PORT_NAME)?;
         let unmatched = || unmatched(apex::get_sampling_port_id(&name).is_ok());
         let dir = direction(PORT_DIRECTION).ok_or_else(unmatched)?;
         let max = size(MAX_MESSAGE_SIZE).ok_or_else(unmatched)?;
@@ -284,7 +285,8 @@ pub extern "C" fn CREATE_QUEUING_PORT(
 ) {
     service("CREATE_QUEUING_PORT", RETURN_CODE, || {
         non_null(QUEUING_PORT_ID)?;
-        let name = read_name(QUEUING_PORT_NAME)?;
+        // A name that is not UTF-8 cannot be configured: INVALID_CONFIG, no such port.
+        let name = lookup_name(QUEUING_PORT_NAME)?;
         let unmatched = || unmatched(apex::get_queuing_port_id(&name).is_ok());
         let dir = direction(PORT_DIRECTION).ok_or_else(unmatched)?;
         let disc = discipline(QUEUING_DISCIPLINE).ok_or_else(unmatched)?;

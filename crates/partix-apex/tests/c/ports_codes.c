@@ -106,6 +106,9 @@ int main(int argc, char **argv)
     /* CREATE_SAMPLING_PORT */
     CHECK("CREATE_SAMPLING_PORT", "unknown_name",
           CREATE_SAMPLING_PORT("NOPE", 16, SOURCE, 100 * MS, &sid, &rc));
+    /* A name that is not UTF-8 cannot be configured: no such port. */
+    CHECK("CREATE_SAMPLING_PORT", "not_utf8_name",
+          CREATE_SAMPLING_PORT("S_\xff", 16, SOURCE, 100 * MS, &sid, &rc));
     CHECK("CREATE_SAMPLING_PORT", "other_partitions_port",
           CREATE_SAMPLING_PORT("OTHER_PORT", 16, SOURCE, 100 * MS, &sid, &rc));
     CHECK("CREATE_SAMPLING_PORT", "wrong_size",
@@ -174,6 +177,9 @@ int main(int argc, char **argv)
     /* CREATE_QUEUING_PORT */
     CHECK("CREATE_QUEUING_PORT", "unknown_name",
           CREATE_QUEUING_PORT("NOPE", 8, 4, SOURCE, FIFO, &qid, &rc));
+    /* A name that is not UTF-8 cannot be configured: no such port. */
+    CHECK("CREATE_QUEUING_PORT", "not_utf8_name",
+          CREATE_QUEUING_PORT("Q_\xff", 8, 4, SOURCE, FIFO, &qid, &rc));
     CHECK("CREATE_QUEUING_PORT", "wrong_size",
           CREATE_QUEUING_PORT("Q_SRC", 9, 4, SOURCE, FIFO, &qid, &rc));
     CHECK("CREATE_QUEUING_PORT", "wrong_nb",
