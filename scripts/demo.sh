@@ -4,4 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo run --release -- "$@"
+# Every binary of partix-cli: `partix` and the demo's Rust partition (uav-vsp), which `partix run`
+# finds beside itself (`cargo run` alone builds only `partix`).
+cargo build --release -p partix-cli --bins
+cargo run --release -p partix-cli --bin partix -- "$@"

@@ -34,7 +34,8 @@ impl fmt::Display for AttachError {
             AttachError::Region(e) => write!(f, "cannot map the module state: {e}"),
             AttachError::BadLayout => write!(
                 f,
-                "module state layout mismatch: the partition and `partix run` come from different builds"
+                "module state layout mismatch: the partition and `partix run` come from different builds \
+                 (rebuild both: in the source tree, `cargo build --release --workspace`)"
             ),
         }
     }

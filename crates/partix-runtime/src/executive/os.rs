@@ -2199,13 +2199,19 @@ pub fn resolve_program(module: &Module, p: usize) -> Result<Program, String> {
             args: part.args.clone(),
         }),
         None => Err(format!(
-            "partition {}: executable {} not found (looked {})",
+            "partition {}: executable {} not found (looked {}){}",
             part.name,
             exe.display(),
             if exe.components().count() > 1 {
                 "at that path"
             } else {
                 "beside partix and in PATH"
+            },
+            if exe.components().count() > 1 {
+                ""
+            } else {
+                "; a partition program of this source tree is built beside partix by \
+                 `cargo build --release --workspace` (`scripts/demo.sh` builds the demo's)"
             }
         )),
     }
