@@ -801,6 +801,12 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 
     /// Return the element children of `node` in the ARINC vocabulary; report unknown ones.
+    /// Report every child element of `node`, an element that has none (a forgotten `/` nests the
+    /// next element inside it, which would otherwise disappear without a word).
+    fn leaf(&mut self, node: Node<'a, 'i>) {
+        let _ = self.children(node, &[]);
+    }
+
     fn children(&mut self, node: Node<'a, 'i>, allowed: &[&str]) -> Vec<Node<'a, 'i>> {
         let mut out = Vec::new();
         for c in node.children().filter(Node::is_element) {
@@ -812,7 +818,13 @@ impl<'a, 'i> Parser<'a, 'i> {
                     out.push(c);
                 } else {
                     if KNOWN_ELEMENTS.contains(&name) {
-                        let help = if allowed.is_empty() {
+                        let help = if allowed.is_empty() && node.tag_name().name() == name {
+                            format!(
+                                "{} has no child elements: end it with \"/>\" (a forgotten \"/\" \
+                                 puts the next <{name}> inside it)",
+                                tag(node)
+                            )
+                        } else if allowed.is_empty() {
                             format!(
                                 "{} has no child elements; move <{name}> to where it belongs",
                                 tag(node)
@@ -1186,6 +1198,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 }
                 _ => {
                     // Process: informational in partix (the partition code creates its processes).
+                    self.leaf(c);
                     self.check_attrs(c, &["Name", "StackSize"], &[]);
                     let _ = self.opt(c, "Name", Self::name);
                     let _ = self.opt(c, "StackSize", value::parse_u64);
@@ -1211,6 +1224,7 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 
     fn sampling_port(&mut self, node: Node<'a, 'i>) -> Option<SamplingPortConfig> {
+        self.leaf(node);
         self.check_attrs(
             node,
             &["Name", "MaxMessageSize", "Direction", "RefreshRateSeconds"],
@@ -1237,6 +1251,7 @@ impl<'a, 'i> Parser<'a, 'i> {
     }
 
     fn queuing_port(&mut self, node: Node<'a, 'i>) -> Option<QueuingPortConfig> {
+        self.leaf(node);
         self.check_attrs(
             node,
             &["Name", "MaxMessageSize", "Direction", "MaxNbMessages"],
@@ -1279,6 +1294,7 @@ impl<'a, 'i> Parser<'a, 'i> {
         let mut regions = Vec::new();
         let mut ok = true;
         for c in self.children(node, &["Memory_Requirements"]) {
+            self.leaf(c);
             self.check_attrs(
                 c,
                 &[
@@ -1351,6 +1367,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             let duration = self.req(c, "PeriodDurationSeconds", "0.01", Self::seconds);
             let mut windows = Vec::new();
             for w in self.children(c, &["Window_Schedule"]) {
+                self.leaf(w);
                 self.check_attrs(
                     w,
                     &[
@@ -1435,6 +1452,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                     ok = false;
                 }
                 for p in parts {
+                    self.leaf(p);
                     if p.tag_name().name() == "Pseudo_Partition" {
                         let loc = self.node_loc(p);
                         self.err(
@@ -1503,6 +1521,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             if let Some(state) = state {
                 self.system_states.push(state.clone());
                 for k in kids {
+                    self.leaf(k);
                     entry(self, state.v, k);
                 }
             }
