@@ -410,6 +410,12 @@ pub const MAX_DEPTH: usize = 64;
 /// in their number (two million attributes on one element would take hours).
 pub const MAX_ATTRIBUTES: usize = 64;
 
+/// Most namespace declarations (`xmlns` and `xmlns:*` attributes) in one file. A module
+/// configuration declares one or two; roxmltree copies every namespace in scope into each
+/// element that declares one and checks each copy against the rest (time quadratic in the
+/// namespaces in scope: 4000 of them, well inside the other limits, made a 131 KB file take 73 s).
+pub const MAX_NAMESPACE_DECLARATIONS: usize = 256;
+
 /// Most XML nodes of a document (elements, text, comments, processing instructions and the
 /// document itself, as roxmltree counts them; its `nodes_limit`). A module configuration has a
 /// few thousand.
@@ -431,6 +437,8 @@ pub(crate) enum Refusal {
     TooManyNodes,
     /// The text piece past the [`MAX_TEXT_PIECES`]th of one text node.
     FragmentedText,
+    /// The namespace declaration past the [`MAX_NAMESPACE_DECLARATIONS`]th of the file.
+    TooManyNamespaces,
 }
 
 /// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
@@ -458,6 +466,8 @@ fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)>
     };
     // The document node.
     let mut nodes = 1usize;
+    // Namespace declarations so far.
+    let mut namespaces = 0usize;
     // Whether the last node is text, which the next piece of text joins (and its pieces).
     let mut after_text = false;
     let mut pieces = 0usize;
@@ -538,11 +548,16 @@ fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)>
                     (None, b'>') => break,
                     (None, b'=') => {
                         attributes += 1;
+                        let at = attribute_start(b, j);
                         if attributes > MAX_ATTRIBUTES {
-                            return Err((
-                                attribute_start(b, j),
-                                Refusal::TooManyAttributes(tag_name_at(text, start)),
-                            ));
+                            return Err((at, Refusal::TooManyAttributes(tag_name_at(text, start))));
+                        }
+                        let name = b[at..j].trim_ascii_end();
+                        if name == b"xmlns" || name.starts_with(b"xmlns:") {
+                            namespaces += 1;
+                            if namespaces > MAX_NAMESPACE_DECLARATIONS {
+                                return Err((at, Refusal::TooManyNamespaces));
+                            }
                         }
                     }
                     _ => {}
@@ -608,6 +623,10 @@ pub(crate) fn refusal_error(
             "an element of a module configuration has a handful of attributes: remove the extra ones (is this file generated or corrupted?)".to_string(),
         ),
         Refusal::TooManyNodes => (too_many_nodes(), TOO_MANY_NODES_HELP.to_string()),
+        Refusal::TooManyNamespaces => (
+            format!("the file declares more than {MAX_NAMESPACE_DECLARATIONS} XML namespaces"),
+            "a module configuration declares one or two (xmlns:partix=\"urn:partix:config:1\"), once on the root element: remove the others (is this file generated or corrupted?)".to_string(),
+        ),
         Refusal::FragmentedText => (
             format!("more than {MAX_TEXT_PIECES} pieces of text and CDATA sections in a row"),
             "a module configuration has no text content: remove the text, or write it in one piece".to_string(),
