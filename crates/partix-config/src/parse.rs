@@ -819,13 +819,44 @@ impl<'a, 'i> Parser<'a, 'i> {
         }
     }
 
-    /// Return the element children of `node` in the ARINC vocabulary; report unknown ones.
+    /// Report the prefix `partix` bound to another namespace than [`PARTIX_NS`] (a typo in the URI
+    /// would make every partix attribute another implementer's extension, ignored: a partition
+    /// would run without its program, or as root instead of its `partix:User`), once per URI,
+    /// at the first element that has it in scope (the one that declares it).
+    fn check_partix_prefix(&mut self) {
+        let mut seen: Vec<&str> = Vec::new();
+        let elements: Vec<Node<'a, 'i>> = self
+            .doc
+            .root_element()
+            .descendants()
+            .filter(Node::is_element)
+            .collect();
+        for e in elements {
+            for ns in e.namespaces() {
+                if ns.name() == Some("partix") && ns.uri() != PARTIX_NS && !seen.contains(&ns.uri())
+                {
+                    seen.push(ns.uri());
+                    let loc = self.node_loc(e);
+                    self.err(
+                        loc,
+                        format!(
+                            "the prefix `partix` is bound to `{}`, not to the partix namespace",
+                            ns.uri()
+                        ),
+                        format!("declare xmlns:partix=\"{PARTIX_NS}\" (partix's extensions would be ignored otherwise)"),
+                    );
+                }
+            }
+        }
+    }
+
     /// Report every child element of `node`, an element that has none (a forgotten `/` nests the
     /// next element inside it, which would otherwise disappear without a word).
     fn leaf(&mut self, node: Node<'a, 'i>) {
         let _ = self.children(node, &[]);
     }
 
+    /// Return the element children of `node` in the ARINC vocabulary; report unknown ones.
     fn children(&mut self, node: Node<'a, 'i>, allowed: &[&str]) -> Vec<Node<'a, 'i>> {
         let mut out = Vec::new();
         for c in node.children().filter(Node::is_element) {
@@ -893,8 +924,21 @@ impl<'a, 'i> Parser<'a, 'i> {
                     format!("unknown partix element <partix:{name}>"),
                     "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable, partix:User on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
                 );
+            } else if KNOWN_ELEMENTS.contains(&name) {
+                // An ARINC element name in another namespace (a stray xmlns="..." on it, or a
+                // prefix bound to a mistyped URI) would be dropped with everything inside it.
+                self.err(
+                    loc,
+                    format!(
+                        "<{name}> is in namespace `{}`, not in the module's ({})",
+                        ns.unwrap_or(""),
+                        self.arinc_ns
+                            .map_or("no namespace".to_string(), |n| format!("`{n}`"))
+                    ),
+                    "remove the xmlns attribute or prefix that moved it (elements of other namespaces are extensions partix ignores)",
+                );
             }
-            // Elements of other namespaces are implementer extensions: ignored.
+            // Other elements of other namespaces are implementer extensions: ignored.
         }
         out
     }
@@ -1080,6 +1124,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             );
             return m;
         }
+        self.check_partix_prefix();
         self.check_attrs(root, &["ModuleName", "ModuleVersion", "ModuleId"], &[]);
         m.name = self
             .opt(root, "ModuleName", Self::text)
