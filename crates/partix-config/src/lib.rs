@@ -131,6 +131,8 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
 /// Every problem found, each located (see the crate docs for which problems are reported
 /// together).
 pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErrors> {
+    // A byte-order mark is no column for an editor: without it, columns on line 1 are right.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let opts = roxmltree::ParsingOptions {
         allow_dtd: false,
         // Bound the work on hostile input: a module configuration has a few thousand nodes (the

@@ -385,8 +385,9 @@ fn schedules(c: &mut Checker, raw: &RawModule, parts: &Parts) -> (Vec<ModuleSche
                         ),
                         "give every Module_Schedule its own ScheduleIdentifier",
                     );
+                } else {
+                    ids.insert(id.v, id.loc);
                 }
-                ids.insert(id.v, id.loc);
                 id.v
             }
             None if several => {
