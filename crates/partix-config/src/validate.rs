@@ -632,6 +632,38 @@ fn one_schedule(
                 w.loc,
             ));
         }
+        if period_ok && !period.is_zero() {
+            // PartitionPeriodStart="true": the first window of the partition in its period (not
+            // necessarily at the period's start: a period may begin with other partitions).
+            let p_ns = period.as_nanos();
+            for w in ps.windows.iter().filter(|w| w.period_start) {
+                let k = w.start.v.as_nanos() / p_ns;
+                if let Some(e) = ps
+                    .windows
+                    .iter()
+                    .filter(|e| e.start.v < w.start.v && e.start.v.as_nanos() / p_ns == k)
+                    .min_by_key(|e| e.start.v)
+                {
+                    let lo = Duration::from_nanos(u64::try_from(p_ns * k).unwrap_or(u64::MAX));
+                    c.err(
+                        w.loc,
+                        format!(
+                            "window {} of `{}` has PartitionPeriodStart=\"true\", but window {} at {} comes before it in the same period [{}, {}) of {sched_name}",
+                            w.id.v,
+                            p.name,
+                            e.id.v,
+                            ms(e.start.v),
+                            ms(lo),
+                            ms(lo + period)
+                        ),
+                        format!(
+                            "mark the first window of each period (window {}) instead, or remove PartitionPeriodStart",
+                            e.id.v
+                        ),
+                    );
+                }
+            }
+        }
         if period_ok && !mf.is_zero() && !duration.is_zero() {
             if let Some((k, got)) = first_short_period(&mine, mf, period, duration) {
                 let lo = Duration::from_nanos(
