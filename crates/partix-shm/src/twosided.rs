@@ -504,9 +504,11 @@ impl QueueMoveViews<'_> {
             Err(PopError::Empty) => Err(PeekError::Empty),
             Err(PopError::Corrupt) if self.peek_head.load(Ordering::Relaxed) != before => {
                 // An impossible length, skipped by the pop: count it as dropped, then commit.
+                // SYNC POINT: Release, as the receiver's ack: the sender counts `dropped` in its
+                // credit (Acquire).
                 self.dropped.store(
                     self.dropped.load(Ordering::Relaxed).wrapping_add(1),
-                    Ordering::Relaxed,
+                    Ordering::Release,
                 );
                 self.commit(st);
                 Err(PeekError::Dropped)
@@ -567,7 +569,9 @@ impl QueueMoveViews<'_> {
     /// deliver and commit each in turn, stopping at an empty TX ring, a full RX ring or impossible
     /// TX counters (and after `2 * max` attempts, dropped messages included). Then, if the round
     /// committed any TX message (moved or dropped), wake `space`: the sender waiting there for
-    /// room in the TX ring.
+    /// room in the TX ring, or, after a drop, for the credit the drop returned (the sender counts
+    /// `dropped` in its credit: nobody else acknowledges a message that never reaches the
+    /// receiver).
     ///
     /// The wake-up is needed even though the receiver wakes `space` after every ack: between a
     /// move's deliver and its commit the receiver may take the message and ack it, and a sender
@@ -621,8 +625,8 @@ impl QueueMoveViews<'_> {
             }
         }
         if round.moved + round.dropped > 0 {
-            // After the commits' Release stores of the TX head, which the sender's readiness
-            // check (`QueueSenderProbe::has_credit`) loads with Acquire.
+            // After the commits' Release stores of the TX head (and of `dropped`), which the
+            // sender's readiness check (`QueueSenderProbe::has_credit`) loads with Acquire.
             space.notify(futex);
         }
         round
@@ -640,9 +644,10 @@ impl QueueMoveViews<'_> {
         }
         // `dropped` first: a manager killed between the two stores leaves `RX tail + dropped`
         // ahead of the head, which `recover` completes.
+        // SYNC POINT: Release, as in `peek` (the sender's credit counts `dropped`).
         self.dropped.store(
             self.dropped.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         st.committed = head.wrapping_add(n);
         // SYNC POINT: C2 for every discarded message.
