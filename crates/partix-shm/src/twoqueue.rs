@@ -82,8 +82,13 @@ impl QueueShape {
         if limit == 0 {
             return Err(AreaError::BadParameter("queue limit must be at least 1"));
         }
+        // Above 2^31 no power of two fits a `u32` (rounding up overflowed, a panic in a debug
+        // build); the ring refuses any capacity above 2^24 anyway.
+        let capacity = limit
+            .checked_next_power_of_two()
+            .ok_or(AreaError::BadParameter("queue limit must be 1..=16777216"))?;
         Ok(QueueShape {
-            ring: RingLayout::new(limit.next_power_of_two(), max_message_size)?,
+            ring: RingLayout::new(capacity, max_message_size)?,
             limit,
         })
     }
@@ -872,6 +877,20 @@ mod tests {
             QueueReceiver::attach(tx.clone(), rx.clone()).unwrap(),
             Arc::new(Mutex::new(QueueManager::attach(tx, rx).unwrap())),
         )
+    }
+
+    /// A limit above 2^31 has no power of two in a `u32`: the shape is refused (rounding it up
+    /// overflowed, a panic in a debug build).
+    #[test]
+    fn queue_limits_past_the_largest_ring_are_refused_not_overflowed() {
+        assert!(QueueShape::new(16, 0).is_err());
+        assert!(QueueShape::new(16, 1 << 24).is_ok());
+        for limit in [(1 << 24) + 1, 1 << 31, (1 << 31) + 1, u32::MAX] {
+            assert!(
+                matches!(QueueShape::new(16, limit), Err(AreaError::BadParameter(_))),
+                "limit {limit}"
+            );
+        }
     }
 
     #[test]
