@@ -356,9 +356,14 @@ fn sampling_region(name: &str, port: &str, max: u32) -> Result<Region, ChannelEr
     Ok(Arc::try_unwrap(region).expect("the writer was dropped"))
 }
 
-/// Return the ring capacity (a power of two) for `max_nb_messages`.
+/// Return the ring capacity (a power of two) for `max_nb_messages`, or 0 above 2^31, where no
+/// power of two fits a `u32` (any ring refuses 0, as every capacity above 2^24; rounding up
+/// overflowed, a panic in a debug build).
 pub fn ring_capacity(max_nb_messages: u32) -> u32 {
-    max_nb_messages.max(1).next_power_of_two()
+    max_nb_messages
+        .max(1)
+        .checked_next_power_of_two()
+        .unwrap_or(0)
 }
 
 /// Create the data region (the split ring) and the control region (notifiers and the
@@ -2033,6 +2038,7 @@ mod tests {
         let (max_q, max_nb) = (MAX_QUEUING_MESSAGE_SIZE, MAX_NB_MESSAGES);
         assert!(RingLayout::new(ring_capacity(max_nb), max_q).is_ok());
         assert!(RingLayout::new(ring_capacity(max_nb + 1), 8).is_err());
+        assert!(RingLayout::new(ring_capacity(u32::MAX), 8).is_err());
         assert!(RingLayout::new(1, max_q + 1).is_err());
         assert!(QueueShape::new(max_q, max_nb).is_ok());
         assert!(QueueShape::new(8, max_nb + 1).is_err());

@@ -167,8 +167,10 @@ impl<'a> BiasView<'a> {
             return false;
         }
         self.bias.store(0, Ordering::Relaxed);
-        // SYNC POINT: the revoker's store-load barrier (pairs with the owner's light ones).
-        barrier::heavy_private();
+        // SYNC POINT: the revoker's store-load barrier (pairs with the owner's light ones). When
+        // every `membarrier` fails it switches the process to symmetric barriers and pauses
+        // before returning false (see `crate::barrier`): the load below comes late enough.
+        let _ = barrier::heavy_private();
         // SYNC POINT: Acquire pairs with the owner's Release store of `inside = 0`.
         if self.inside.load(Ordering::Acquire) != 0 {
             // The owner is inside (or on its way out): the kernel raises it to our priority

@@ -108,8 +108,20 @@ impl<'a> NotifierView<'a> {
         &self,
         futex: &impl Futex,
         deadline: Option<Instant>,
+        ready: impl FnMut() -> bool,
+        stop: impl FnMut() -> bool,
+    ) -> bool {
+        self.park_until_or_with(futex, deadline, ready, stop, crate::barrier::heavy_global)
+    }
+
+    /// [`NotifierView::park_until_or`] with `heavy` as fence Y (a test makes it fail).
+    fn park_until_or_with(
+        &self,
+        futex: &impl Futex,
+        deadline: Option<Instant>,
         mut ready: impl FnMut() -> bool,
         mut stop: impl FnMut() -> bool,
+        mut heavy: impl FnMut() -> bool,
     ) -> bool {
         loop {
             if ready() {
@@ -118,7 +130,7 @@ impl<'a> NotifierView<'a> {
             self.waiters.fetch_add(1, Ordering::Relaxed);
             // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`): heavy, a
             // `SeqCst` fence and, where the kernel has it, an expedited global `membarrier`.
-            crate::barrier::heavy_global();
+            let sure = heavy();
             let e = self.epoch.load(Ordering::Acquire);
             if ready() {
                 self.waiters.fetch_sub(1, Ordering::Relaxed);
@@ -128,7 +140,16 @@ impl<'a> NotifierView<'a> {
                 self.waiters.fetch_sub(1, Ordering::Relaxed);
                 return false;
             }
-            futex.wait(self.epoch, e, deadline);
+            let until = if sure {
+                deadline
+            } else {
+                // Every `membarrier` failed: a writer whose X is a compiler fence may miss our
+                // registration, and its wake-up with it. Park briefly, then check again
+                // (`crate::barrier`, "When a heavy barrier's `membarrier` fails").
+                let soon = Instant::now() + crate::barrier::DEGRADED_PARK;
+                Some(deadline.map_or(soon, |d| d.min(soon)))
+            };
+            futex.wait(self.epoch, e, until);
             self.waiters.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -378,6 +399,41 @@ mod shm {
                 || true
             ));
             assert_eq!(polls, 1);
+        }
+
+        /// A parker whose heavy barrier failed (every `membarrier` refused) cannot count on the
+        /// writer's wake-up: it parks only briefly at a time and sees data that came without
+        /// one long before its time-out. (The failure was ignored, and such a park slept through
+        /// a wake-up the writer never sent; found by review.)
+        #[test]
+        fn a_parker_whose_barrier_failed_parks_only_briefly() {
+            use std::sync::atomic::AtomicBool;
+            let n = notifier();
+            let data = Arc::new(AtomicBool::new(false));
+            let writer = {
+                let data = data.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(50));
+                    // As a writer whose load of `waiters` missed the parker: no wake-up.
+                    data.store(true, Ordering::Release);
+                })
+            };
+            let t0 = Instant::now();
+            let ok = n.view().park_until_or_with(
+                &SysFutex,
+                Some(t0 + Duration::from_secs(5)),
+                || data.load(Ordering::Acquire),
+                || false,
+                || false,
+            );
+            writer.join().unwrap();
+            assert!(ok);
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "parked {:?} for data that came after 50 ms",
+                t0.elapsed()
+            );
+            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
         }
 
         #[test]

@@ -392,7 +392,7 @@ impl<'a> RingView<'a> {
             }
         }
         if st.cached_tail.wrapping_sub(st.head) > self.capacity {
-            return Err(PopError::Corrupt);
+            return Err(self.impossible_tail(st));
         }
         let slot = self.slot(st.head);
         let len = slot[0].load(Ordering::Relaxed);
@@ -441,7 +441,7 @@ impl<'a> RingView<'a> {
             return Err(PopError::Empty);
         }
         if avail > self.capacity {
-            return Err(PopError::Corrupt);
+            return Err(self.impossible_tail(st));
         }
         let want = room.min(avail as usize);
         let mut head = st.head;
@@ -478,6 +478,17 @@ impl<'a> RingView<'a> {
             Some(e) => Err(e),
             None => Ok(n),
         }
+    }
+
+    /// The tail just loaded is impossible (more than a ring ahead of the head, or behind it: a
+    /// broken producer): forget it, so that the next pop loads the tail again, and report
+    /// [`PopError::Corrupt`]. (Kept in `cached_tail`, it no longer equalled the head, so no pop
+    /// reloaded it and the ring answered Corrupt for good, even after the producer's next push
+    /// stored a correct tail; found by review.)
+    #[cold]
+    fn impossible_tail(&self, st: &mut ConsumerState) -> PopError {
+        st.cached_tail = st.head;
+        PopError::Corrupt
     }
 
     #[inline]
@@ -1291,6 +1302,49 @@ mod shm {
             ring.area.u64_at(TAIL).store(1000, Ordering::Release);
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
             assert_eq!(c.len(), 2);
+        }
+
+        /// An impossible tail (a broken producer's wild store, more than a ring ahead or behind
+        /// the head) makes a pop answer Corrupt, but only until the producer stores a correct
+        /// tail again: the consumer reloads the tail at its next pop. (It cached the impossible
+        /// tail, which no longer equalled its head, so no pop ever reloaded it and the ring
+        /// answered Corrupt for good; found by review.) The same for a batch.
+        #[test]
+        fn a_consumer_recovers_from_an_impossible_tail_at_the_next_push() {
+            for batch in [false, true] {
+                for wild in [1000u64, u64::MAX] {
+                    let l = RingLayout::new(4, 8).unwrap();
+                    let r =
+                        Arc::new(Region::create("partix-shm-ring-wild", l.size_bytes()).unwrap());
+                    l.init(&r, 0).unwrap();
+                    let mut p = RingProducer::attach(r.clone(), 0).unwrap();
+                    let mut c = RingConsumer::attach(r.clone(), 0).unwrap();
+                    let ring = Ring::open(r.clone(), 0, None).unwrap();
+                    let mut buf = [0u8; 8];
+                    let mut lens = [0usize; 2];
+                    let mut pop = |c: &mut RingConsumer, buf: &mut [u8; 8]| {
+                        if batch {
+                            c.try_pop_many(&mut buf[..], 4, &mut lens).map(|n| {
+                                assert_eq!(n, 1);
+                                lens[0]
+                            })
+                        } else {
+                            c.try_pop(buf)
+                        }
+                    };
+                    assert_eq!(pop(&mut c, &mut buf), Err(PopError::Empty));
+                    // The producer's wild store (ahead of the ring, or behind the head).
+                    ring.area.u64_at(TAIL).store(wild, Ordering::Release);
+                    assert_eq!(pop(&mut c, &mut buf), Err(PopError::Corrupt));
+                    assert_eq!(pop(&mut c, &mut buf), Err(PopError::Corrupt), "still wild");
+                    // Its next push stores a correct tail again.
+                    p.try_push(b"ok").unwrap();
+                    assert_eq!(c.len(), 1);
+                    assert_eq!(pop(&mut c, &mut buf), Ok(2), "batch {batch}, tail {wild}");
+                    assert_eq!(&buf[..2], b"ok");
+                    assert_eq!(pop(&mut c, &mut buf), Err(PopError::Empty));
+                }
+            }
         }
 
         /// A broken producer that stores a `head` (the consumer's word, in the control line it

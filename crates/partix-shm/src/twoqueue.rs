@@ -8,7 +8,7 @@
 //! TX region (source RW, destination RW)          RX region (destination only)
 //!  0    doorbell notifier (manager parks)          0    data notifier (receiver parks)
 //!  64   space notifier (sender parks)              64   (unused)
-//!  128  ack u64: messages consumed (receiver),     128  SPSC ring (crate::ring), capacity C
+//!  128  ack u64: RX messages consumed (receiver),  128  SPSC ring (crate::ring), capacity C
 //!       dropped u64: TX messages discarded
 //!       undelivered (manager)
 //!  192  SPSC ring (crate::ring), capacity C
@@ -17,19 +17,24 @@
 //! `MaxNbMessages`.
 //!
 //! # Protocol
-//! - **Sender**: may push message `p` only while `p - ack < limit` (`ack` read with `Acquire`);
-//!   otherwise the channel is full. After a push it rings the doorbell.
+//! - **Sender**: may push message `p` only while `p - (ack + dropped) < limit` (both read with
+//!   `Acquire`); otherwise the channel is full. After a push it rings the doorbell.
 //! - **Manager**: on each doorbell it moves every TX message into the RX ring (crash-safely,
 //!   below), then wakes the receiver. It never starves: the credit rule bounds the messages in flight (TX +
 //!   RX) by `limit <= C`, so the RX ring always has room.
-//! - **Receiver**: pops from the RX ring, then stores `ack = RX head + dropped` (`Release`) and
-//!   wakes a sender parked for space. Every TX message is either moved to the RX ring, in order,
-//!   or discarded undelivered by CLEAR (counted in `dropped`), so `ack` counts the TX messages
-//!   consumed since initialisation.
+//! - **Receiver**: pops from the RX ring, then stores `ack = RX head` (`Release`) and wakes a
+//!   sender parked for space. Every TX message is either moved to the RX ring, in order, or
+//!   discarded undelivered by CLEAR or for an impossible length (counted in `dropped`, which the
+//!   manager stores, `Release`, before it commits the discarded messages, then it wakes the
+//!   sender), so `ack + dropped` counts the TX messages consumed since initialisation.
 //!
 //! The ring's own proofs ([`crate::ring`]) cover each hop; the ack is a second consumer counter
 //! that only grows and only frees credit after the consumer's reads (`Release` → the sender's
-//! `Acquire`).
+//! `Acquire`). Each of the two words has one writer and the sender adds them: until a review of
+//! 2026-11-27 the receiver stored `ack = RX head + dropped`, so the credit of a message the
+//! manager dropped came back only with the receiver's next pop, never when that message was
+//! the last in flight (`MaxNbMessages` 1: full for good). A manager storing the sum as well
+//! would have raced with the receiver's store (each may miss the other's newest count).
 //!
 //! # Crash safety
 //! The manager publishes a message in the RX ring before it advances the TX head (it peeks at
@@ -77,8 +82,13 @@ impl QueueShape {
         if limit == 0 {
             return Err(AreaError::BadParameter("queue limit must be at least 1"));
         }
+        // Above 2^31 no power of two fits a `u32` (rounding up overflowed, a panic in a debug
+        // build); the ring refuses any capacity above 2^24 anyway.
+        let capacity = limit
+            .checked_next_power_of_two()
+            .ok_or(AreaError::BadParameter("queue limit must be 1..=16777216"))?;
         Ok(QueueShape {
-            ring: RingLayout::new(limit.next_power_of_two(), max_message_size)?,
+            ring: RingLayout::new(capacity, max_message_size)?,
             limit,
         })
     }
@@ -137,10 +147,21 @@ pub struct QueueSender {
     ack: Area,
     doorbell: Notifier,
     limit: u64,
-    /// The receiver's cumulative ack as last read (it only grows): a send reads the shared
-    /// ack again only when this one leaves no credit, so the ack's line, which the receiver
-    /// stores to on every message, is not pulled across on every send.
+    /// The messages consumed or dropped as last read ([`consumed`]; it only grows): a send reads
+    /// the shared words again only when this count leaves no credit, so the ack's line, which
+    /// the receiver stores to on every message, is not pulled across on every send.
     acked: u64,
+}
+
+/// Return the TX messages consumed (the receiver's cumulative ack) or dropped undelivered (the
+/// manager's count), read with `Acquire` from the ack line `ack`: the sender's credit. Each
+/// word has a single writer and only grows, so the sum never exceeds the true count.
+#[inline]
+fn consumed(ack: &Area) -> u64 {
+    // SYNC POINT: pairs with the receiver's Release store of the ack and the manager's Release
+    // store of `dropped`.
+    let acked = ack.u64_at(0).load(Ordering::Acquire);
+    acked.wrapping_add(ack.u64_at(ACK_DROPPED).load(Ordering::Acquire))
 }
 
 impl QueueSender {
@@ -187,9 +208,7 @@ impl QueueSender {
     /// Return the messages sent but not yet consumed by the receiver.
     #[inline]
     pub fn in_flight(&self) -> u64 {
-        // SYNC POINT: pairs with the receiver's Release store of the ack.
-        let acked = self.ack.u64_at(0).load(Ordering::Acquire);
-        self.prod.pushed().wrapping_sub(acked)
+        self.prod.pushed().wrapping_sub(consumed(&self.ack))
     }
 
     /// Push `data` if the credit allows, and ring the manager.
@@ -201,8 +220,7 @@ impl QueueSender {
         // Its own count, not the shared tail: the destination maps the TX region read-write.
         let pushed = self.prod.published();
         if pushed.wrapping_sub(self.acked) >= self.limit {
-            // SYNC POINT: pairs with the receiver's Release store of the ack (as `in_flight`).
-            self.acked = self.ack.u64_at(0).load(Ordering::Acquire);
+            self.acked = consumed(&self.ack);
             if pushed.wrapping_sub(self.acked) >= self.limit {
                 self.prod.repair_tail();
                 return Err(PushError::Full);
@@ -273,8 +291,7 @@ impl QueueSenderProbe {
     /// Return the messages sent but not yet consumed.
     #[inline]
     pub fn in_flight(&self) -> u64 {
-        let acked = self.ack.u64_at(0).load(Ordering::Acquire);
-        self.prod.pushed().wrapping_sub(acked)
+        self.prod.pushed().wrapping_sub(consumed(&self.ack))
     }
 
     /// Return whether a send would find credit, and room in the TX ring, now. (Within the
@@ -628,7 +645,8 @@ impl QueueManager {
     }
 
     /// Discard every message still in the TX ring (CLEAR on the destination; they count as
-    /// consumed in the ack); return how many. Call [`QueueReceiver::clear`] next.
+    /// consumed through `dropped`, at once); return how many. Call [`QueueReceiver::clear`]
+    /// next.
     pub fn clear(&mut self) -> u64 {
         let v = move_views(
             &self.tx_ring,
@@ -641,7 +659,7 @@ impl QueueManager {
         );
         let n = v.clear(&mut self.st);
         if n > 0 {
-            // The TX slots are free (the credit comes with the receiver's ack, which wakes too).
+            // The TX slots are free, and their credit is back (`dropped`).
             self.space.notify();
         }
         n
@@ -760,14 +778,14 @@ impl QueueReceiver {
         Ok(r)
     }
 
+    /// Store the cumulative ack (the RX head: messages consumed) and wake a sender waiting for
+    /// credit. The receiver is the ack's only writer; the messages the manager drops count
+    /// through its own word, `dropped`, which the sender adds ([`consumed`]).
     fn publish_ack(&self) {
-        // Written by the manager (same process, under its lock or before the receiver exists);
-        // an older value only delays credit.
-        let dropped = self.ack.u64_at(ACK_DROPPED).load(Ordering::Relaxed);
-        // SYNC POINT: the cumulative ack; pairs with the sender's Acquire load in `in_flight`.
+        // SYNC POINT: the cumulative ack; pairs with the sender's Acquire load in `consumed`.
         self.ack
             .u64_at(0)
-            .store(self.rx.popped().wrapping_add(dropped), Ordering::Release);
+            .store(self.rx.popped(), Ordering::Release);
         self.space.notify();
     }
 
@@ -777,9 +795,19 @@ impl QueueReceiver {
     /// As [`RingConsumer::try_pop`].
     #[inline]
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
-        let n = self.rx.try_pop(buf)?;
-        self.publish_ack();
-        Ok(n)
+        match self.rx.try_pop(buf) {
+            Ok(n) => {
+                self.publish_ack();
+                Ok(n)
+            }
+            Err(e) => {
+                // An impossible length was dropped (the head moved): its credit returns too.
+                if e == PopError::Corrupt {
+                    self.publish_ack();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Return the number of delivered, unconsumed messages.
@@ -792,8 +820,8 @@ impl QueueReceiver {
         self.rx.is_empty()
     }
 
-    /// Discard the delivered messages and return the credit of those and of the undelivered ones
-    /// the manager discarded and counted ([`QueueManager::clear`], called first).
+    /// Discard the delivered messages and return their credit (the undelivered ones that
+    /// [`QueueManager::clear`], called first, discarded count through `dropped`).
     pub fn clear(&mut self) {
         self.rx.clear();
         self.publish_ack();
@@ -849,6 +877,20 @@ mod tests {
             QueueReceiver::attach(tx.clone(), rx.clone()).unwrap(),
             Arc::new(Mutex::new(QueueManager::attach(tx, rx).unwrap())),
         )
+    }
+
+    /// A limit above 2^31 has no power of two in a `u32`: the shape is refused (rounding it up
+    /// overflowed, a panic in a debug build).
+    #[test]
+    fn queue_limits_past_the_largest_ring_are_refused_not_overflowed() {
+        assert!(QueueShape::new(16, 0).is_err());
+        assert!(QueueShape::new(16, 1 << 24).is_ok());
+        for limit in [(1 << 24) + 1, 1 << 31, (1 << 31) + 1, u32::MAX] {
+            assert!(
+                matches!(QueueShape::new(16, limit), Err(AreaError::BadParameter(_))),
+                "limit {limit}"
+            );
+        }
     }
 
     #[test]
@@ -1040,6 +1082,66 @@ mod tests {
                 .load(Ordering::Relaxed),
             1
         );
+    }
+
+    /// The manager drops the only message in flight (an impossible length) with
+    /// `MaxNbMessages` 1: its credit comes back at once, to the sender and to a restarted one,
+    /// with nothing for the receiver to pop. (The ack counted drops only when the receiver
+    /// published it after a pop, so the credit of a drop that was the last in flight never
+    /// came back: Full for good, also for a restarted source; found by review.) A sender parked
+    /// for credit is woken.
+    #[test]
+    fn a_dropped_last_message_in_flight_returns_its_credit() {
+        let (mut s, mut r, m) = chan(13, 1);
+        s.try_send(b"bad").unwrap();
+        assert_eq!(s.try_send(b"two"), Err(PushError::Full));
+        let tx_ring = m.lock().unwrap().tx_ring.clone();
+        tx_ring.u64_at(RING_SLOTS).store(14, Ordering::Relaxed);
+        let probe = QueueSenderProbe::attach(tx_ring.region().clone(), 1).unwrap();
+        assert!(!probe.has_credit());
+        let waiter = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let ok = probe
+                .space()
+                .park_until(Some(deadline), || probe.has_credit());
+            (ok, Instant::now() < deadline)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(m.lock().unwrap().run_once(), 0);
+        let mut buf = [0u8; 13];
+        assert_eq!(r.try_recv(&mut buf), Err(PopError::Empty));
+        let restarted = QueueSender::attach(tx_ring.region().clone(), 1).unwrap();
+        assert_eq!(
+            restarted.in_flight(),
+            0,
+            "the dropped message's credit is back"
+        );
+        assert_eq!(
+            waiter.join().unwrap(),
+            (true, true),
+            "the waiting sender was woken"
+        );
+        assert_eq!(s.try_send(b"ok"), Ok(()));
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        assert_eq!(r.try_recv(&mut buf), Ok(2));
+        assert_eq!(&buf[..2], b"ok");
+        assert_eq!(s.in_flight(), 0);
+    }
+
+    /// A receive that drops an impossible length from the RX ring (the destination's own
+    /// region: only a broken destination writes one) moves the RX head: it returns that
+    /// message's credit as a pop does (it returned nothing, and the credit was lost).
+    #[test]
+    fn a_receive_that_drops_an_impossible_rx_length_returns_its_credit() {
+        let (mut s, mut r, m) = chan(13, 1);
+        s.try_send(b"one").unwrap();
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        let rx_ring = m.lock().unwrap().rx_ring.clone();
+        rx_ring.u64_at(RING_SLOTS).store(14, Ordering::Relaxed);
+        let mut buf = [0u8; 13];
+        assert_eq!(r.try_recv(&mut buf), Err(PopError::Corrupt));
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.try_send(b"two"), Ok(()));
     }
 
     #[test]

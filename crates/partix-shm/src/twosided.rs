@@ -322,6 +322,11 @@ impl ReceiverState {
         ReceiverState { held: rx.acked() }
     }
 
+    /// Return the RX position held (the cumulative ack this receiver last stored).
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
     /// Acknowledge every delivered message up to the newest without reading it (the newest is
     /// held: it stays readable), so that the manager has the credit to deliver a newer TX
     /// message before the read. A sampling reader does this at the start of a read: one that
@@ -347,6 +352,11 @@ impl ReceiverState {
     }
 
     /// Copy the newest delivered message into `buf`, acknowledging older buffers.
+    ///
+    /// The ack moves before the length checks (the buffers below the newest are free whether or
+    /// not `buf` holds it), so a read that fails with [`RxError::TooSmall`] or an impossible
+    /// length may have moved it too: the caller then wakes a starved manager as after a
+    /// successful read (compare [`ReceiverState::held`] before and after).
     ///
     /// # Errors
     /// [`RxError::Empty`], [`RxError::TooSmall`], [`RxError::Corrupt`].
@@ -494,9 +504,11 @@ impl QueueMoveViews<'_> {
             Err(PopError::Empty) => Err(PeekError::Empty),
             Err(PopError::Corrupt) if self.peek_head.load(Ordering::Relaxed) != before => {
                 // An impossible length, skipped by the pop: count it as dropped, then commit.
+                // SYNC POINT: Release, as the receiver's ack: the sender counts `dropped` in its
+                // credit (Acquire).
                 self.dropped.store(
                     self.dropped.load(Ordering::Relaxed).wrapping_add(1),
-                    Ordering::Relaxed,
+                    Ordering::Release,
                 );
                 self.commit(st);
                 Err(PeekError::Dropped)
@@ -557,7 +569,9 @@ impl QueueMoveViews<'_> {
     /// deliver and commit each in turn, stopping at an empty TX ring, a full RX ring or impossible
     /// TX counters (and after `2 * max` attempts, dropped messages included). Then, if the round
     /// committed any TX message (moved or dropped), wake `space`: the sender waiting there for
-    /// room in the TX ring.
+    /// room in the TX ring, or, after a drop, for the credit the drop returned (the sender counts
+    /// `dropped` in its credit: nobody else acknowledges a message that never reaches the
+    /// receiver).
     ///
     /// The wake-up is needed even though the receiver wakes `space` after every ack: between a
     /// move's deliver and its commit the receiver may take the message and ack it, and a sender
@@ -611,8 +625,8 @@ impl QueueMoveViews<'_> {
             }
         }
         if round.moved + round.dropped > 0 {
-            // After the commits' Release stores of the TX head, which the sender's readiness
-            // check (`QueueSenderProbe::has_credit`) loads with Acquire.
+            // After the commits' Release stores of the TX head (and of `dropped`), which the
+            // sender's readiness check (`QueueSenderProbe::has_credit`) loads with Acquire.
             space.notify(futex);
         }
         round
@@ -630,9 +644,10 @@ impl QueueMoveViews<'_> {
         }
         // `dropped` first: a manager killed between the two stores leaves `RX tail + dropped`
         // ahead of the head, which `recover` completes.
+        // SYNC POINT: Release, as in `peek` (the sender's credit counts `dropped`).
         self.dropped.store(
             self.dropped.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         st.committed = head.wrapping_add(n);
         // SYNC POINT: C2 for every discarded message.
@@ -1070,11 +1085,18 @@ mod shm {
         /// # Errors
         /// [`ReadError::Empty`], [`ReadError::BufferTooSmall`], [`ReadError::Corrupt`].
         pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
-            match self.st.read(&self.rx.view(), buf) {
+            let held = self.st.held();
+            let r = self.st.read(&self.rx.view(), buf);
+            // Wake a starved manager whenever the ack moved, also when the read then failed (a
+            // buffer too small for the held message, an impossible length): the credit is
+            // there, and the retry acknowledges nothing new. (Only a successful read woke it,
+            // and the manager slept on until its poll time-out; found by review.)
+            if self.st.held() != held {
+                self.rx.ack.notify();
+            }
+            match r {
                 Ok(r) => {
-                    if r.acked {
-                        self.rx.ack.notify();
-                    }
+                    debug_assert_eq!(r.acked, self.st.held() != held);
                     Ok(ReadOk {
                         len: r.flags.len() as usize,
                         seq: r.flags.seq(),
@@ -1502,6 +1524,60 @@ mod shm {
             stop.store(true, Ordering::Release);
             let stats = t.join().unwrap();
             assert_eq!(stats.sent, 200);
+        }
+
+        /// A read that fails after moving the cumulative ack (a buffer too small for the newest
+        /// message, which stays held) still wakes a manager starved on the ack notifier: the
+        /// credit is there, and the next message must not wait for the manager's time-out. (Only
+        /// a successful read woke it; the retry acknowledged nothing new, so the starved manager
+        /// slept on until its poll time-out; found by review.)
+        #[test]
+        fn a_failed_read_that_moves_the_ack_wakes_a_starved_manager() {
+            let Chan {
+                mut s,
+                mut r,
+                mut m,
+            } = chan(8, 2);
+            for i in 0..2u8 {
+                s.write(&[i]).unwrap();
+                assert_eq!(m.run_once(), Progress::Idle);
+            }
+            s.write(&[2]).unwrap();
+            assert_eq!(m.run_once(), Progress::Starved);
+            let stop = Arc::new(AtomicBool::new(false));
+            let t = {
+                let stop = stop.clone();
+                std::thread::spawn(move || m.run_until(&stop, Duration::from_secs(10)))
+            };
+            // Wait until the manager is parked on the ack notifier (its waiter count).
+            let waiters = r.rx.area.u32_at(RX_ACK + 4);
+            let t0 = std::time::Instant::now();
+            while waiters.load(Ordering::SeqCst) == 0 {
+                assert!(t0.elapsed() < Duration::from_secs(10), "never parked");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            // Message 1 (sequence number 2) is held: buffer 0 is acknowledged.
+            assert_eq!(
+                r.read(&mut []),
+                Err(ReadError::BufferTooSmall { needed: 1 })
+            );
+            let mut buf = [0u8; 8];
+            let t0 = std::time::Instant::now();
+            let ok = r
+                .wait_newer(
+                    &mut buf,
+                    Some(2),
+                    RecvMode::Blocking,
+                    Some(Duration::from_secs(2)),
+                )
+                .expect("the starved manager was not woken");
+            assert!(t0.elapsed() < Duration::from_secs(2));
+            assert_eq!((buf[0], ok.seq), (2, 3));
+            stop.store(true, Ordering::Release);
+            r.rx.ack.notify();
+            s.tx.doorbell.notify();
+            t.join().unwrap();
         }
 
         /// A TX tail published without a valid buffer (a broken sender): every copy fails for

@@ -506,9 +506,9 @@ struct QueueChan {
     rx_head: AtomicU64,
     rx_tail: AtomicU64,
     rx_slots: Vec<AtomicU64>,
-    /// The receiver's cumulative ack (messages consumed + dropped).
+    /// The receiver's cumulative ack (RX messages consumed).
     ack: AtomicU64,
-    /// TX messages dropped undelivered (the manager's).
+    /// TX messages dropped undelivered (the manager's; the sender's credit adds it to the ack).
     dropped: AtomicU64,
     /// The manager parks here; the sender rings it.
     doorbell: ModelNotifier,
@@ -561,8 +561,9 @@ impl QueueChan {
 
 /// The two-sided queuing design (`partix_shm::twoqueue`) with the production manager step
 /// (`QueueMoveViews::move_all`: peek, deliver, commit, then wake the sender's space notifier)
-/// and the production ack (`RX popped + dropped`, Release, then the space notifier). Three
-/// threads, each parking on its notifier as in partix:
+/// and the production credit (the receiver's ack `RX popped`, Release, then the space notifier;
+/// the sender counts `ack + dropped`). Three threads, each parking on its notifier as in
+/// partix:
 /// - the sender (`QueueSender::try_send`; waiting: `QueueSenderProbe::has_credit` on the space
 ///   notifier) sends `n` messages within `limit` messages in flight, ringing the doorbell;
 /// - the manager (`run_manager`) runs rounds, waking the receiver after a move, and parks on
@@ -578,35 +579,48 @@ impl QueueChan {
 /// slot still occupied and parks again).
 ///
 /// The first `queued` messages are sent before the threads start (fewer interleavings: the
-/// ring's own models check a concurrent push).
-fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
+/// ring's own models check a concurrent push). With `drop_first`, the first of them has an
+/// impossible length (a broken sender): the manager drops it, and its credit must come back
+/// without the receiver, which never sees it (with `limit = 1` the sender waits for exactly
+/// that credit; when only the receiver's ack counted drops, after its next pop, the model
+/// deadlocked).
+fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32, drop_first: bool) {
     assert!(u64::from(queued) <= limit);
+    assert!(!drop_first || queued >= 1);
+    let dropped = u32::from(drop_first);
     loom::model(move || {
         let c = Arc::new(QueueChan::new(cap));
         let mut st = c.tx().producer_state();
         for seq in 1..=queued {
             c.tx().push(&mut st, &queue_payload(seq)).unwrap();
         }
+        if drop_first {
+            // Message 1's length word (slot 0): 0 is impossible.
+            c.tx_slots[0].store(0, Ordering::Relaxed);
+        }
 
         let c1 = c.clone();
         let sender = thread::spawn(move || {
             let c = &*c1;
             let tx = c.tx();
-            // The ack as last read (`QueueSender::acked`): read again only when it leaves no
+            // The credit (`twoqueue::consumed`: the receiver's ack plus the manager's drops).
+            let consumed = || {
+                c.ack
+                    .load(Ordering::Acquire)
+                    .wrapping_add(c.dropped.load(Ordering::Acquire))
+            };
+            // The count as last read (`QueueSender::acked`): read again only when it leaves no
             // credit.
             let mut acked = 0u64;
             let has_credit = || {
-                let in_flight = c
-                    .tx_tail
-                    .load(Ordering::Acquire)
-                    .wrapping_sub(c.ack.load(Ordering::Acquire));
+                let in_flight = c.tx_tail.load(Ordering::Acquire).wrapping_sub(consumed());
                 in_flight < limit && tx.len() < tx.capacity()
             };
             for seq in queued + 1..=n {
                 let sent = u64::from(seq - 1);
                 loop {
                     if sent - acked >= limit {
-                        acked = c.ack.load(Ordering::Acquire);
+                        acked = consumed();
                     }
                     if sent - acked < limit {
                         let head_before = c.tx_head.load(Ordering::Acquire);
@@ -639,7 +653,7 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
             let mut st = v.state();
             let mut scratch = [0u8; 8 * QUEUE_WORDS];
             let tx = c.tx();
-            let mut moved = 0;
+            let (mut moved, mut dropped_seen) = (0, 0);
             loop {
                 let round = v.move_all(
                     &mut st,
@@ -649,12 +663,14 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
                     &c.space.futex,
                 );
                 assert!(!round.rx_full, "manager starved");
-                assert!(!round.corrupt && round.dropped == 0, "{round:?}");
+                assert!(!round.corrupt, "{round:?}");
                 if round.moved > 0 {
                     c.data.notify();
                 }
                 moved += round.moved;
-                if moved == n as usize {
+                dropped_seen += round.dropped;
+                if moved + dropped_seen == n as usize {
+                    assert_eq!(dropped_seen, dropped as usize);
                     break;
                 }
                 c.doorbell.park_until(|| !tx.is_empty());
@@ -665,7 +681,7 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
         let rx = c.rx();
         let mut st = rx.consumer_state();
         let mut got = Vec::new();
-        while got.len() < n as usize {
+        while got.len() < (n - dropped) as usize {
             let mut buf = [0u8; 8 * QUEUE_WORDS];
             match rx.pop(&mut st, &mut buf) {
                 Ok(len) => {
@@ -673,9 +689,8 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
                     let seq = u64::from_ne_bytes(buf[..8].try_into().unwrap()) as u32;
                     assert_whole(&buf, seq);
                     got.push(seq);
-                    // The cumulative ack: consumed + dropped, Release after the copy.
-                    let ack = (got.len() as u64).wrapping_add(c.dropped.load(Ordering::Relaxed));
-                    c.ack.store(ack, Ordering::Release);
+                    // The cumulative ack: RX messages consumed, Release after the copy.
+                    c.ack.store(got.len() as u64, Ordering::Release);
                     c.space.notify();
                 }
                 Err(PopError::Empty) => c.data.park_until(|| !rx.is_empty()),
@@ -684,7 +699,7 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
         }
         sender.join().unwrap();
         manager.join().unwrap();
-        assert_eq!(got, (1..=n).collect::<Vec<_>>());
+        assert_eq!(got, (1 + dropped..=n).collect::<Vec<_>>());
     });
 }
 
@@ -692,7 +707,15 @@ fn two_sided_queue_model(cap: usize, limit: u64, queued: u32, n: u32) {
 /// deliver and commit.
 #[test]
 fn two_sided_queue_credits_no_loss_in_order() {
-    two_sided_queue_model(1, 1, 1, 2);
+    two_sided_queue_model(1, 1, 1, 2, false);
+}
+
+/// `MaxNbMessages = 1`, two messages, the first with an impossible length: the manager drops
+/// it, and the sender, parked for credit, gets it back without the receiver (which only ever
+/// sees the second).
+#[test]
+fn two_sided_queue_a_dropped_message_returns_its_credit() {
+    two_sided_queue_model(1, 1, 1, 2, true);
 }
 
 /// The biased lock (`partix_shm::bias`, the port lock of `partix-runtime`): its slow path is a

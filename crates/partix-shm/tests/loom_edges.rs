@@ -4,7 +4,8 @@
 //! or after publishing it in the RX ring but before committing the TX head, while the sender and
 //! the receiver keep running; a new manager recovers and continues. Every interleaving must
 //! deliver every message exactly once, whole and in order, and the sender's credits (the
-//! receiver's cumulative ack) must never let it overwrite a message the manager still needs.
+//! receiver's cumulative ack plus the manager's drops) must never let it overwrite a message the
+//! manager still needs.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p partix-shm --release --test loom_edges`
 //! (as `scripts/loom.sh` does for `tests/loom.rs`). Without `--cfg loom` this file compiles to
@@ -52,8 +53,9 @@ struct Chan {
     rx_head: AtomicU64,
     rx_tail: AtomicU64,
     rx_slots: Vec<AtomicU64>,
-    /// The receiver's cumulative ack (messages consumed + dropped).
+    /// The receiver's cumulative ack (RX messages consumed).
     ack: AtomicU64,
+    /// TX messages dropped undelivered (the manager's; the sender's credit adds it to the ack).
     dropped: AtomicU64,
 }
 
@@ -94,14 +96,17 @@ impl Chan {
 }
 
 /// The sender: send the next message if the credit allows (`QueueSender::try_send`).
-/// `acked`: the ack as last read (`QueueSender::acked`), read again only when it leaves no
-/// credit.
+/// `acked`: the messages consumed or dropped as last read (`QueueSender::acked`,
+/// `twoqueue::consumed`: the ack plus `dropped`), read again only when it leaves no credit.
 fn send(c: &Chan, st: &mut ProducerState, sent: &mut u32, acked: &mut u64) -> bool {
     if *sent == N {
         return false;
     }
     if u64::from(*sent) - *acked >= LIMIT {
-        *acked = c.ack.load(Ordering::Acquire);
+        *acked = c
+            .ack
+            .load(Ordering::Acquire)
+            .wrapping_add(c.dropped.load(Ordering::Acquire));
         if u64::from(*sent) - *acked >= LIMIT {
             return false;
         }
@@ -130,8 +135,7 @@ fn take(c: &Chan, st: &mut partix_shm::ring::ConsumerState, got: &mut Vec<u32>) 
     match c.rx().pop(st, &mut buf) {
         Ok(_) => {
             got.push(seq_of(&buf));
-            let acked = (got.len() as u64).wrapping_add(c.dropped.load(Ordering::Relaxed));
-            c.ack.store(acked, Ordering::Release);
+            c.ack.store(got.len() as u64, Ordering::Release);
             true
         }
         Err(PopError::Empty) => false,

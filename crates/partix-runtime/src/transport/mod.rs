@@ -1125,6 +1125,19 @@ impl QueueSource {
     }
 }
 
+/// A one-sided pop failed with `e`: if it dropped a message (an impossible length, which the
+/// pop skips: [`PopError::Corrupt`]), the slot is free and the source may wait for it, so wake
+/// `space` as after a message taken (only a successful pop did, and a source waiting for room
+/// slept on until its time-out; found by review). Impossible counters answer `Corrupt` too,
+/// without moving the head: a needless wake-up then, on a broken channel only.
+#[cold]
+fn dropped_wakes(e: PopError, space: &Notifier) -> PopError {
+    if e == PopError::Corrupt {
+        space.notify();
+    }
+    e
+}
+
 /// The destination end of a queuing channel.
 #[derive(Debug)]
 pub enum QueueDestination {
@@ -1222,11 +1235,13 @@ impl QueueDestination {
     #[inline(always)]
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, PopError> {
         match self {
-            QueueDestination::OneSided(c, space) => {
-                let n = c.try_pop(buf)?;
-                space.notify();
-                Ok(n)
-            }
+            QueueDestination::OneSided(c, space) => match c.try_pop(buf) {
+                Ok(n) => {
+                    space.notify();
+                    Ok(n)
+                }
+                Err(e) => Err(dropped_wakes(e, space)),
+            },
             QueueDestination::TwoSided(r, h) => {
                 // Move what the sender queued (the manager thread does when nobody polls).
                 h.help();
@@ -1250,11 +1265,13 @@ impl QueueDestination {
         lens: &mut [usize],
     ) -> Result<usize, PopError> {
         match self {
-            QueueDestination::OneSided(c, space) => {
-                let n = c.try_pop_many(out, stride, lens)?;
-                space.notify();
-                Ok(n)
-            }
+            QueueDestination::OneSided(c, space) => match c.try_pop_many(out, stride, lens) {
+                Ok(n) => {
+                    space.notify();
+                    Ok(n)
+                }
+                Err(e) => Err(dropped_wakes(e, space)),
+            },
             _ => {
                 let room = out
                     .len()
@@ -1431,6 +1448,80 @@ mod tests {
     use super::*;
     use partix_shm::twoqueue::QueueShape;
     use partix_shm::twosided::RingShape;
+
+    /// A one-sided queue of `MaxNbMessages` 1 laid out as the executive makes it (a split
+    /// ring, the space notifier in the control region): its source, its destination, the
+    /// source's waiter, and the data region.
+    fn one_sided_queue_of_one(
+        max: u32,
+    ) -> (QueueSource, QueueDestination, QueueWaiter, Arc<Region>) {
+        use partix_shm::ring::{RingLayout, CONTROL_LEN};
+        let l = RingLayout::new(1, max).unwrap();
+        let data = Arc::new(Region::create("partix-one-data", l.size_bytes()).unwrap());
+        let ctrl = Arc::new(Region::create("partix-one-ctl", CONTROL_LEN).unwrap());
+        l.init_split(&data, RING_OFFSET, &ctrl, CONTROL_OFFSET)
+            .unwrap();
+        let producer = || {
+            RingProducer::attach_split(data.clone(), RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+                .unwrap()
+        };
+        let notifier = |off| Notifier::new(ctrl.clone(), off).unwrap();
+        let c = RingConsumer::attach_split(data.clone(), RING_OFFSET, ctrl.clone(), CONTROL_OFFSET)
+            .unwrap();
+        (
+            QueueSource::OneSided(producer(), notifier(DATA_NOTIFIER), 1),
+            QueueDestination::OneSided(c, notifier(SPACE_NOTIFIER)),
+            QueueWaiter::Ring {
+                probe: RingProbe::Producer(producer()),
+                notifier: notifier(SPACE_NOTIFIER),
+                limit: 1,
+            },
+            data,
+        )
+    }
+
+    /// A one-sided receive that drops a message with an impossible length frees its slot, and
+    /// wakes a source parked for room as a successful receive does (only a successful one woke
+    /// it, and the source slept on until its time-out with the queue empty). Both the single
+    /// and the batched receive.
+    #[test]
+    fn a_one_sided_receive_that_drops_a_corrupt_message_wakes_a_source_waiting_for_room() {
+        for batch in [false, true] {
+            let (mut s, mut d, w, data) = one_sided_queue_of_one(8);
+            s.try_send(b"bad").unwrap();
+            assert_eq!(s.try_send(b"next"), Err(PushError::Full));
+            // The source's broken predecessor wrote an impossible length (slot 0's length word,
+            // after the ring's 256-byte header).
+            Words::attach(data, RING_OFFSET, 33)
+                .unwrap()
+                .get(32)
+                .store(9, Ordering::Relaxed);
+            let parked = std::thread::spawn(move || {
+                // Generous: only a lost wake-up lets the park run into it.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                let ready = w.park_until(Some(deadline), || w.ready());
+                (ready, Instant::now() < deadline - Duration::from_secs(1))
+            });
+            // Let it park (a waiter that found room at once would not tell anything).
+            std::thread::sleep(Duration::from_millis(100));
+            let mut buf = [0u8; 8];
+            let got = if batch {
+                let mut lens = [0usize; 2];
+                d.try_recv_many(&mut [0u8; 16], 8, &mut lens)
+            } else {
+                d.try_recv(&mut buf)
+            };
+            assert_eq!(got, Err(PopError::Corrupt), "batch {batch}");
+            assert_eq!(
+                parked.join().unwrap(),
+                (true, true),
+                "batch {batch}: the source waiting for room was not woken"
+            );
+            s.try_send(b"next").unwrap();
+            assert_eq!(d.try_recv(&mut buf), Ok(4));
+            assert_eq!(&buf[..4], b"next");
+        }
+    }
 
     /// A two-sided queue's regions, its source, and its destination with a manager that no
     /// thread runs: whatever moves a message must be the receiver's own help.
