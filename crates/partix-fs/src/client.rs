@@ -341,8 +341,18 @@ impl Client {
         Some((p.tag(), info, rp.error()))
     }
 
-    /// Send one request and wait for its reply (retransmitting as needed).
+    /// Send one request and wait for its reply (retransmitting as needed); an error reply is
+    /// [`FsError::Remote`].
     fn call(&mut self, body: BodyRepr<'_>) -> Result<ReplyInfo, FsError> {
+        match self.call_reply(body)? {
+            (info, err) if err.is_ok() => Ok(info),
+            (_, err) => Err(FsError::Remote(err)),
+        }
+    }
+
+    /// Send one request and wait for its reply (retransmitting as needed); return the reply
+    /// with its error code (an error reply may count bytes applied, as a Commit cut short).
+    fn call_reply(&mut self, body: BodyRepr<'_>) -> Result<(ReplyInfo, ErrorCode), FsError> {
         let tag = self.take_tag();
         let n = MessageRepr { tag, body }
             .emit(&mut self.tx)
@@ -362,10 +372,7 @@ impl Client {
                             if retries == 0 {
                                 self.rto.sample(sent_at.elapsed());
                             }
-                            if !err.is_ok() {
-                                return Err(FsError::Remote(err));
-                            }
-                            return Ok(info);
+                            return Ok((info, err));
                         }
                         _ => self.counters.stray_replies += 1,
                     }
@@ -719,12 +726,18 @@ impl Client {
         }
     }
 
-    /// Write `data` at `offset` (`None` = current position) so that either all of it is applied
-    /// or none: the pieces are staged on the server and applied by one Commit.
+    /// Write `data` at `offset` (`None` = current position) in one piece: the pieces are staged
+    /// on the server and applied by one Commit, one `write` of the whole buffer.
+    ///
+    /// On a regular file with space for the data, either all of it is applied or none. A
+    /// write cut short after some bytes were applied (no space left, the file size limit, a
+    /// pipe or device opened with `O_NONBLOCK` with less room than the data) returns the count
+    /// of those bytes, as `write(2)` does; on a pipe or device opened without `O_NONBLOCK` the
+    /// server waits for room until all is written.
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno (`FBIG` above its staging limit). On an
-    /// error nothing was written (the staged data is aborted).
+    /// Transport errors, timeouts, the server's errno (`FBIG` above its staging limit) when
+    /// nothing was written (the staged data is then aborted or discarded).
     pub fn write_atomic(
         &mut self,
         fd: u32,
@@ -766,14 +779,19 @@ impl Client {
         } else {
             commit_flags::ABORT
         };
-        let commit = self.call(BodyRepr::Commit(CommitRepr {
+        let commit = self.call_reply(BodyRepr::Commit(CommitRepr {
             fd,
             flags,
             offset,
             len,
         }));
         staged?;
-        Ok(commit?.result as usize)
+        match commit? {
+            (info, err) if err.is_ok() || info.result > 0 => {
+                Ok((info.result as usize).min(data.len()))
+            }
+            (_, err) => Err(FsError::Remote(err)),
+        }
     }
 
     /// Return the attributes of `path`.

@@ -263,10 +263,20 @@ struct Parked {
 #[derive(Debug)]
 enum ParkedOp {
     Read(ReadRepr),
+    /// A Write (`whole == false`: replies with what the first write that takes anything
+    /// takes) or a Commit (`whole == true`: waits until all of `data` is written, as `write(2)`
+    /// on a blocking descriptor does).
     Write {
         fd: u32,
+        /// Where `data` starts (`None` = the current position).
         offset: Option<u64>,
         data: Vec<u8>,
+        /// Bytes of `data` already written.
+        done: usize,
+        whole: bool,
+        /// Staging budget still held by the data (a parked Commit's buffer), given back when
+        /// the request leaves the parked list.
+        charged: usize,
     },
 }
 
@@ -276,6 +286,14 @@ impl Parked {
         match &self.op {
             ParkedOp::Read(r) => r.fd,
             ParkedOp::Write { fd, .. } => *fd,
+        }
+    }
+
+    /// Return the bytes already written and the staging budget held.
+    fn progress(&self) -> (usize, usize) {
+        match self.op {
+            ParkedOp::Read(_) => (0, 0),
+            ParkedOp::Write { done, charged, .. } => (done, charged),
         }
     }
 
@@ -747,9 +765,12 @@ impl Server {
     }
 
     /// Give back `bytes` of staging budget taken by `from`.
+    /// (Nothing when the session is gone: its end gave back all it held.)
     fn release_staging(&mut self, from: &SessionKey, bytes: usize) {
-        self.session(from).staged -= bytes;
-        self.staged -= bytes;
+        if let Some(s) = self.sessions.get_mut(from) {
+            s.staged -= bytes;
+            self.staged -= bytes;
+        }
     }
 
     fn malformed(&mut self, out: &mut [u8]) -> Option<usize> {
@@ -914,18 +935,22 @@ impl Server {
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
-            Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
-            Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
+            // A write that fits only in part reports what it wrote, as write(2).
+            (n, _) if n > 0 => Some(reply(out, n as u32, ErrorCode::OK)),
+            (_, Some(e)) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
                 // No room in the pipe or device: wait like a read waits for data.
                 let op = ParkedOp::Write {
                     fd: w.fd,
                     offset: w.offset,
                     data: w.data.to_vec(),
+                    done: 0,
+                    whole: false,
+                    charged: 0,
                 };
                 self.park(from, tag, op);
                 None
             }
-            Err(e) => Some(errno_reply(out, e)),
+            (_, e) => Some(errno_reply(out, e.unwrap_or(libc::EIO))),
         }
     }
 
@@ -980,7 +1005,7 @@ impl Server {
     fn op_commit(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
@@ -994,26 +1019,49 @@ impl Server {
             return Some(reply(out, 0, ErrorCode::INVAL));
         };
         let (abort, append) = (c.flags & commit_flags::ABORT != 0, f.append);
+        let (nonblocking, regular) = (f.nonblocking, f.regular);
         let staged = st.buf.len();
-        self.release_staging(from, staged);
         if abort {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::OK));
-        }
-        if append && c.offset.is_some() {
-            return Some(reply(out, 0, ErrorCode::INVAL));
         }
         // The staged pieces must cover exactly 0..len with no gap.
         let whole = st.ranges.len() == 1 && st.ranges.get(&0) == Some(&u64::from(c.len));
-        if !whole || st.buf.len() != c.len as usize {
+        if (append && c.offset.is_some()) || !whole || st.buf.len() != c.len as usize {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
         let Some(f) = self.file(from, c.fd) else {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        match confine::write_all_at(&f.fd, &st.buf, c.offset) {
-            Ok(n) if n == st.buf.len() => Some(reply(out, n as u32, ErrorCode::OK)),
-            Ok(_) => Some(reply(out, 0, ErrorCode::IO)),
-            Err(e) => Some(errno_reply(out, e)),
+        let (n, err) = confine::write_all_at(&f.fd, &st.buf, c.offset);
+        match err {
+            None => {
+                self.release_staging(from, staged);
+                Some(reply(out, n as u32, ErrorCode::OK))
+            }
+            Some(e) if e == libc::EAGAIN && !nonblocking && !regular => {
+                // A pipe or device with less room than the data, opened without O_NONBLOCK:
+                // the rest waits for room like a parked Write (rule 6), and the reply comes
+                // when all is written. The buffer keeps its staging budget until then.
+                let op = ParkedOp::Write {
+                    fd: c.fd,
+                    offset: c.offset,
+                    data: st.buf,
+                    done: n,
+                    whole: true,
+                    charged: staged,
+                };
+                self.park(from, tag, op);
+                None
+            }
+            // Cut short (no room on an O_NONBLOCK pipe, no space, file size limit): report
+            // the bytes applied with the errno that stopped the write.
+            Some(e) => {
+                self.release_staging(from, staged);
+                Some(reply(out, n as u32, ErrorCode(e as u32)))
+            }
         }
     }
 
@@ -1120,13 +1168,16 @@ impl Server {
         else {
             return false;
         };
-        self.parked.remove(i);
+        let p = self.parked.remove(i);
         self.counters.flushed += 1;
+        let (done, charged) = p.progress();
+        self.release_staging(from, charged);
         let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
         let mut h = FsPacket::new_unchecked(&mut m[..]);
         h.set_opcode(Opcode::Reply);
         h.set_tag(tag);
-        reply(&mut m[HEADER_LEN..], 0, e);
+        // A Commit parked after writing part of its data reports that part.
+        reply(&mut m[HEADER_LEN..], done as u32, e);
         let n = m.len();
         self.cache_and_count(from, tag, &m, n);
         if send {
@@ -1162,21 +1213,23 @@ impl Server {
         }
         let mut m = std::mem::take(&mut self.scratch);
         m.resize(self.cfg.msize as usize, 0);
-        for (p, pfd) in parked.into_iter().zip(pollfds.iter()) {
+        for (mut p, pfd) in parked.into_iter().zip(pollfds.iter()) {
             if pfd.fd >= 0 && pfd.revents == 0 {
                 self.parked.push(p);
                 continue;
             }
             let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
             let max = max_read_data(session_msize.min(self.cfg.msize));
+            let (_, charged) = p.progress();
             let Some(f) = self.file(&p.client, p.fd()) else {
+                self.release_staging(&p.client, charged);
                 continue;
             };
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
             let body = &mut m[HEADER_LEN..];
-            let done = match &p.op {
+            let done = match &mut p.op {
                 ParkedOp::Read(req) => {
                     let want = (req.len as usize).min(max);
                     let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
@@ -1185,18 +1238,38 @@ impl Server {
                         ReplyPacket::<&[u8]>::FIXED_LEN + n
                     })
                 }
-                ParkedOp::Write { offset, data, .. } => confine::write_all_at(&f.fd, data, *offset)
-                    .map(|n| reply(body, n as u32, ErrorCode::OK)),
+                ParkedOp::Write {
+                    offset,
+                    data,
+                    done,
+                    whole,
+                    ..
+                } => {
+                    let at = offset.map(|o| o + *done as u64);
+                    let (n, err) = confine::write_all_at(&f.fd, &data[*done..], at);
+                    *done += n;
+                    match err {
+                        None => Ok(reply(body, *done as u32, ErrorCode::OK)),
+                        // A Commit goes on waiting until all of it is written.
+                        Some(e) if e == libc::EAGAIN && *whole => Err(e),
+                        // A Write replies with what it wrote, as write(2).
+                        Some(_) if n > 0 && !*whole => Ok(reply(body, n as u32, ErrorCode::OK)),
+                        Some(e) if *whole => Ok(reply(body, *done as u32, ErrorCode(e as u32))),
+                        Some(e) => Err(e),
+                    }
+                }
             };
             let n = match done {
                 Ok(n) => HEADER_LEN + n,
                 Err(e) if e == libc::EAGAIN => {
-                    // Another parked request on the same descriptor took the data or the room.
+                    // Another parked request on the same descriptor took the data or the room
+                    // (or a Commit took what room there was and waits for more).
                     self.parked.push(p);
                     continue;
                 }
                 Err(e) => HEADER_LEN + errno_reply(&mut m[HEADER_LEN..], e),
             };
+            self.release_staging(&p.client, charged);
             self.cache_and_count(&p.client, p.tag, &m, n);
             self.pending_out.push((p.client, m[..n].to_vec()));
         }

@@ -889,3 +889,174 @@ fn early_error_replies_leave_nothing_in_the_reply_cache() {
     let stat = d.call(t(0x43), BodyRepr::Stat(StatRepr { path: b"f" }));
     assert_eq!(stat.error, ErrorCode::OK);
 }
+
+/// Decode a reply message produced outside the request path ([`Server::poll_parked`]).
+fn decode(m: &[u8]) -> (u32, Answer) {
+    let p = FsPacket::new_checked(m).expect("reply header");
+    assert_eq!(p.opcode(), Opcode::Reply);
+    let rp = ReplyPacket::new_checked(p.body()).expect("whole reply");
+    (
+        p.tag(),
+        Answer {
+            error: rp.error(),
+            result: rp.result(),
+            data: rp.data().to_vec(),
+        },
+    )
+}
+
+/// Read what `reader` holds now (non-blocking) into `into`; return the bytes read.
+fn drain(reader: &mut std::fs::File, into: &mut Vec<u8>) -> usize {
+    use std::io::Read;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return total,
+            Ok(n) => {
+                into.extend_from_slice(&buf[..n]);
+                total += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return total,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// A Commit larger than the room in a pipe: on a descriptor opened without O_NONBLOCK it is
+/// parked until all of its data is written (rule 6: a blocking write waits), then replies with
+/// the whole length; with O_NONBLOCK it writes what fits and reports that count with AGAIN.
+/// Never "nothing applied" (result 0) when bytes reached the pipe.
+#[test]
+fn a_commit_larger_than_the_room_in_a_pipe_reports_what_it_wrote() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-pipe");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xb00, 1500, 4);
+    let mut seq = 0xb00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    for nonblocking in [false, true] {
+        let flags = open_flags::WRONLY | if nonblocking { open_flags::NONBLOCK } else { 0 };
+        let wr = d.call(t(), open_body(b"fifo", flags, 0));
+        assert_eq!(wr.error, ErrorCode::OK);
+        for (i, piece) in data.chunks(1400).enumerate() {
+            let off = (i * 1400) as u64;
+            let s = d.call(
+                t(),
+                write_body(wr.result, write_flags::STAGE, Some(off), piece),
+            );
+            assert_eq!(s.error, ErrorCode::OK);
+        }
+        let commit_tag = t();
+        let commit = BodyRepr::Commit(CommitRepr {
+            fd: wr.result,
+            flags: 0,
+            offset: None,
+            len: data.len() as u32,
+        });
+        let mut reply = d.raw(commit_tag, commit);
+        if reply.is_none() {
+            // While it waits, the parked Commit's buffer still counts against the budget.
+            let other = d.call(
+                t(),
+                open_body(b"other", open_flags::WRONLY | open_flags::CREAT, 0o600),
+            );
+            let s = d.call(
+                t(),
+                write_body(other.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+            );
+            assert_eq!(s.error, ErrorCode::NOBUFS);
+            let close = d.call(t(), BodyRepr::Close(CloseRepr { fd: other.result }));
+            assert_eq!(close.error, ErrorCode::OK);
+        }
+        let mut got = Vec::new();
+        let mut rounds = 0;
+        while reply.is_none() {
+            rounds += 1;
+            assert!(rounds < 100_000, "the parked Commit never completed");
+            drain(&mut reader, &mut got);
+            for (_, m) in d.server.poll_parked() {
+                let (tg, a) = decode(&m);
+                assert_eq!(tg, commit_tag);
+                reply = Some(a);
+            }
+        }
+        drain(&mut reader, &mut got);
+        let c = reply.unwrap();
+        assert!(
+            got.is_empty() || c.result != 0,
+            "Commit reported nothing applied (error {}) but {} bytes reached the pipe",
+            c.error.0,
+            got.len()
+        );
+        assert_eq!(
+            c.result as usize,
+            got.len(),
+            "the reply counts the bytes written"
+        );
+        assert_eq!(got[..], data[..got.len()]);
+        if nonblocking {
+            assert_eq!(c.error, ErrorCode::AGAIN);
+            assert!(got.len() < data.len());
+        } else {
+            assert!(rounds > 0, "the blocking Commit waited for room");
+            assert_eq!((c.error, c.result as usize), (ErrorCode::OK, data.len()));
+        }
+        // The budget is given back: the session can stage the whole limit again.
+        let big = d.call(
+            t(),
+            write_body(wr.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+        );
+        assert_eq!(big.error, ErrorCode::OK);
+        let close = d.call(t(), BodyRepr::Close(CloseRepr { fd: wr.result }));
+        assert_eq!(close.error, ErrorCode::OK);
+    }
+}
+
+/// End to end: an atomic write that a non-blocking pipe takes only in part returns the bytes
+/// it wrote (as write(2)), not an error claiming nothing was written.
+#[test]
+fn write_atomic_reports_a_partial_commit() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-client");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c
+        .open("fifo", open_flags::WRONLY | open_flags::NONBLOCK, 0)
+        .unwrap();
+    let data = vec![7u8; 200_000];
+    let r = c.write_atomic(fd, None, &data);
+    let mut got = Vec::new();
+    drain(&mut reader, &mut got);
+    assert!(!got.is_empty());
+    match r {
+        Ok(n) => assert_eq!(n, got.len()),
+        Err(e) => panic!("{} bytes written, but write_atomic failed: {e}", got.len()),
+    }
+    // Nothing fits in a full pipe: the error itself.
+    drain(&mut reader, &mut got);
+    c.write(fd, None, &vec![1u8; 1 << 16]).unwrap();
+    assert!(matches!(
+        c.write_atomic(fd, None, &data),
+        Err(FsError::Remote(ErrorCode::AGAIN))
+    ));
+    c.disconnect().unwrap();
+}
