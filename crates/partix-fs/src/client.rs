@@ -196,7 +196,10 @@ struct Slot {
     msg: Vec<u8>,
     sent_at: Instant,
     deadline: Instant,
+    /// Retransmissions in a row without an answer.
     retries: u32,
+    /// Sent more than once (no RTT sample: Karn).
+    resent: bool,
 }
 
 /// A session with one server.
@@ -360,7 +363,9 @@ impl Client {
         self.counters.requests += 1;
         let mut sent_at = Instant::now();
         self.tr.send(&self.server, &self.tx[..n])?;
+        // Retransmissions in a row without an answer; whether it was ever sent again (Karn).
         let mut retries = 0u32;
+        let mut resent = false;
         let mut deadline = sent_at + self.rto.get();
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
@@ -368,8 +373,15 @@ impl Client {
                 Some(r) => {
                     let len = r.len.min(self.rx.len());
                     match self.match_reply(len, &r.from) {
+                        Some((t, _, err)) if t == tag && err == ErrorCode::INPROGRESS => {
+                            // Parked on the server (a blocking read or write): not lost. Wait
+                            // for the final reply, probing now and then so that a lost reply
+                            // is resent from the server's cache and a dead server is noticed.
+                            retries = 0;
+                            deadline = Instant::now() + self.probe_interval();
+                        }
                         Some((t, info, err)) if t == tag => {
-                            if retries == 0 {
+                            if !resent {
                                 self.rto.sample(sent_at.elapsed());
                             }
                             return Ok((info, err));
@@ -386,6 +398,7 @@ impl Client {
                         return Err(FsError::Timeout);
                     }
                     retries += 1;
+                    resent = true;
                     self.counters.retransmits += 1;
                     self.rto.back_off();
                     sent_at = Instant::now();
@@ -394,6 +407,12 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// Return how long to wait for a request the server answered "in progress" (parked) before
+    /// probing it again: the largest RTO.
+    fn probe_interval(&self) -> Duration {
+        self.cfg.rto_max.max(self.rto.get())
     }
 
     /// Tell the server to cancel `tag` (best effort, no wait).
@@ -461,6 +480,7 @@ impl Client {
                     sent_at: now,
                     deadline: now + self.rto.get(),
                     retries: 0,
+                    resent: false,
                 });
                 next += 1;
             }
@@ -481,9 +501,16 @@ impl Client {
                         .as_ref()
                         .and_then(|(t, _, _)| slots.iter().position(|s| s.tag == *t));
                     match (m, pos) {
+                        (Some((_, _, err)), Some(i)) if err == ErrorCode::INPROGRESS => {
+                            // Parked on the server: wait for the final reply (as `call`).
+                            let probe = self.probe_interval();
+                            let s = &mut slots[i];
+                            s.retries = 0;
+                            s.deadline = Instant::now() + probe;
+                        }
                         (Some((_, info, err)), Some(i)) => {
                             let s = slots.swap_remove(i);
-                            if s.retries == 0 {
+                            if !s.resent {
                                 self.rto.sample(s.sent_at.elapsed());
                             }
                             if err.is_ok() {
@@ -508,6 +535,7 @@ impl Client {
                             backed_off = true;
                         }
                         s.retries += 1;
+                        s.resent = true;
                         self.counters.retransmits += 1;
                         s.sent_at = now;
                         s.deadline = now + self.rto.get();

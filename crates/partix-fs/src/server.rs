@@ -6,7 +6,8 @@
 //! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
 //! 3. A tag already answered is answered again from the session's reply cache (the operation is
 //!    not repeated); a tag older than the cache window, or too far ahead of the highest seen
-//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`.
+//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`; a
+//!    retransmission of a request still parked gets the interim reply `INPROGRESS`.
 //! 4. The opcode indexes a table of handlers, as in the paper's server (`HANDLERS`).
 //!
 //! Bounded work: one message costs at most one system call on the exported file plus a reply
@@ -82,11 +83,12 @@ pub struct Counters {
     pub frames: u64,
     /// Requests dispatched to a handler.
     pub requests: u64,
-    /// Replies sent (including replies from the cache).
+    /// Replies sent (including replies from the cache and interim `INPROGRESS` replies).
     pub replies: u64,
-    /// Replies carrying an error code.
+    /// Replies carrying an error code (not counting interim `INPROGRESS` replies).
     pub errors: u64,
-    /// Retransmitted requests answered from the reply cache.
+    /// Retransmitted requests answered from the reply cache, or (still parked) with the
+    /// interim `INPROGRESS` reply.
     pub duplicates: u64,
     /// Requests older than the cache window, dropped.
     pub stale: u64,
@@ -330,8 +332,17 @@ fn reply(out: &mut [u8], result: u32, error: ErrorCode) -> usize {
     ReplyPacket::<&[u8]>::FIXED_LEN
 }
 
+/// Return the wire error code of a system call's errno: the errno itself, except `EINPROGRESS`
+/// (`IO`: the wire's `INPROGRESS` is the interim reply to a parked request, never a final one).
+fn wire_error(errno: i32) -> ErrorCode {
+    match errno {
+        libc::EINPROGRESS => ErrorCode::IO,
+        e => ErrorCode(e as u32),
+    }
+}
+
 fn errno_reply(out: &mut [u8], errno: i32) -> usize {
-    reply(out, 0, ErrorCode(errno as u32))
+    reply(out, 0, wire_error(errno))
 }
 
 /// A server over one transport.
@@ -560,9 +571,12 @@ impl Server {
             .iter()
             .any(|p| p.client == *from && p.tag == tag)
         {
-            // A retransmission of a read still waiting for data.
+            // A retransmission of a request still waiting for data or room: not executed
+            // again, answered "in progress" (not cached: the final reply takes the tag) so the
+            // client knows it was not lost and keeps waiting.
             self.counters.duplicates += 1;
-            return None;
+            self.counters.replies += 1;
+            return Some(HEADER_LEN + reply(&mut out[HEADER_LEN..], 0, ErrorCode::INPROGRESS));
         }
         // Replies, like requests, fit the msize granted to this session (a client drops larger
         // ones).
@@ -1060,7 +1074,7 @@ impl Server {
             // the bytes applied with the errno that stopped the write.
             Some(e) => {
                 self.release_staging(from, staged);
-                Some(reply(out, n as u32, ErrorCode(e as u32)))
+                Some(reply(out, n as u32, wire_error(e)))
             }
         }
     }
@@ -1254,7 +1268,7 @@ impl Server {
                         Some(e) if e == libc::EAGAIN && *whole => Err(e),
                         // A Write replies with what it wrote, as write(2).
                         Some(_) if n > 0 && !*whole => Ok(reply(body, n as u32, ErrorCode::OK)),
-                        Some(e) if *whole => Ok(reply(body, *done as u32, ErrorCode(e as u32))),
+                        Some(e) if *whole => Ok(reply(body, *done as u32, wire_error(e))),
                         Some(e) => Err(e),
                     }
                 }

@@ -475,10 +475,14 @@ fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
         assert_eq!(d.raw(t(seq), read), None, "read {seq:#x} parks");
     }
     // The first of three was canceled when the third parked: its retransmission is answered
-    // from the cache; the two later ones still wait (a retransmission gets nothing).
+    // from the cache; the two later ones still wait (a retransmission gets "in progress", not
+    // cached: it is asked again with the same answer, and not executed again).
     assert_eq!(d.raw(t(0x503), read).unwrap().error, ErrorCode::CANCELED);
-    assert_eq!(d.raw(t(0x504), read), None);
-    assert_eq!(d.raw(t(0x505), read), None);
+    for _ in 0..2 {
+        let a = d.call(t(0x504), read);
+        assert_eq!((a.error, a.result), (ErrorCode::INPROGRESS, 0));
+        assert_eq!(d.call(t(0x505), read).error, ErrorCode::INPROGRESS);
+    }
     let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
     assert_eq!(d.call(t(0x506), flush(t(0x503))).result, 0);
     assert_eq!(d.call(t(0x507), flush(t(0x504))).result, 1);
@@ -822,12 +826,10 @@ fn writes_to_a_full_fifo_park_until_there_is_room() {
         }
     }
     let parked_tag = parked_tag.expect("a write to the full pipe parks");
-    // Not ready: nothing completes, a retransmission gets nothing either.
+    // Not ready: nothing completes; a retransmission is answered "in progress", not written.
     assert!(d.server.poll_parked().is_empty());
-    assert_eq!(
-        d.raw(parked_tag, write_body(wr.result, 0, None, &piece)),
-        None
-    );
+    let again = d.call(parked_tag, write_body(wr.result, 0, None, &piece));
+    assert_eq!(again.error, ErrorCode::INPROGRESS);
     // The non-blocking descriptor gets AGAIN at once.
     let a = d.call(t(), write_body(nb.result, 0, None, &piece));
     assert_eq!(a.error, ErrorCode::AGAIN);
@@ -1059,4 +1061,86 @@ fn write_atomic_reports_a_partial_commit() {
         Err(FsError::Remote(ErrorCode::AGAIN))
     ));
     c.disconnect().unwrap();
+}
+
+/// A blocking read of a quiet FIFO waits as long as the server holds it parked (its
+/// retransmissions are answered "in progress"), and returns the data once some arrives; it
+/// does not time out after the retransmissions a lost reply would get.
+#[test]
+fn a_parked_read_waits_for_data_instead_of_timing_out() {
+    use std::io::Write;
+    let dir = Scratch::new("parked-wait");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    // Retransmissions of an unanswered request end within 11 x 200 ms, whatever the RTT.
+    let mut c = server.client(ClientConfig {
+        rto_max: Duration::from_millis(200),
+        ..ClientConfig::default()
+    });
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    // A local writer holds the FIFO open: no end of file, no data.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map(|n| buf[..n].to_vec());
+        tx.send(r.map_err(|e| e.errno())).unwrap();
+        c
+    });
+    // Longer than the client's retransmissions of an unanswered request take.
+    match rx.recv_timeout(Duration::from_secs(5)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("the read of a quiet FIFO ended: {other:?}"),
+    }
+    writer.write_all(b"late data").unwrap();
+    let got = rx.recv_timeout(Duration::from_secs(8)).expect("read done");
+    assert_eq!(got, Ok(b"late data".to_vec()));
+    let c = reader.join().unwrap();
+    c.disconnect().unwrap();
+    let counters = server.stop().counters();
+    assert!(counters.duplicates > 0, "{counters}");
+}
+
+/// A server that stops answering while a read is parked is still noticed: the client times out
+/// (and sends a Flush) once its probes get no answer.
+#[test]
+fn a_parked_read_times_out_when_the_server_is_gone() {
+    let dir = Scratch::new("parked-lost");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let addr = t.local_addr();
+    let mut server = Server::new(ServerConfig::new(dir.path())).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    // The server's socket stays open (returned by the thread) but nobody reads it.
+    let thread = std::thread::spawn(move || {
+        server.run(&mut t, &s2).unwrap();
+        (server, t)
+    });
+    let ct = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        rto_max: Duration::from_millis(100),
+        max_retries: 5,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(ct), addr, cfg).unwrap();
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    let _writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map_err(|e| e.errno());
+        tx.send(r).unwrap();
+    });
+    // Parked and probed for a while (well past 5 retransmission timeouts).
+    assert!(rx.recv_timeout(Duration::from_secs(2)).is_err());
+    stop.store(true, Ordering::Relaxed);
+    let (_server, _socket) = thread.join().unwrap();
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the read gave up");
+    assert_eq!(r, Err(libc::ETIMEDOUT));
+    reader.join().unwrap();
 }
