@@ -341,6 +341,22 @@ fn wire_error(errno: i32) -> ErrorCode {
     }
 }
 
+/// Return a whole reply message (header and body, no data) for `tag`.
+fn reply_message(tag: u32, result: u32, e: ErrorCode) -> Vec<u8> {
+    let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
+    let mut h = FsPacket::new_unchecked(&mut m[..]);
+    h.set_opcode(Opcode::Reply);
+    h.set_tag(tag);
+    reply(&mut m[HEADER_LEN..], result, e);
+    m
+}
+
+/// Return how far sequence number `a` is ahead of `b` in the 24-bit sequence space of tags
+/// (negative: behind).
+fn seq_distance(a: u32, b: u32) -> i32 {
+    (a.wrapping_sub(b) << 8) as i32 >> 8
+}
+
 fn errno_reply(out: &mut [u8], errno: i32) -> usize {
     reply(out, 0, wire_error(errno))
 }
@@ -554,8 +570,7 @@ impl Server {
             return Some(n);
         }
         let msize = s.msize as usize;
-        // Distance in the 24-bit sequence space, sign-extended.
-        let ahead = ((tag.wrapping_sub(s.highest_tag)) << 8) as i32 >> 8;
+        let ahead = seq_distance(tag, s.highest_tag);
         if ahead <= -(window as i32) || ahead > ahead_limit as i32 {
             // Not a request of this session: a stale frame, or one of an ended session whose
             // channel was given to another. Answer NOTCONN (not cached: the tag is not this
@@ -1162,15 +1177,31 @@ impl Server {
     fn op_flush(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
         let Ok(f) = FlushPacket::new_checked(body).and_then(|p| FlushRepr::parse(&p)) else {
             return self.malformed(out);
         };
-        let canceled = self.cancel_parked(from, f.oldtag, ErrorCode::CANCELED, false);
-        Some(reply(out, u32::from(canceled), ErrorCode::OK))
+        if self.cancel_parked(from, f.oldtag, ErrorCode::CANCELED, false) {
+            return Some(reply(out, 1, ErrorCode::OK));
+        }
+        // Not parked: either answered already (its cached reply stays), or not arrived yet
+        // (delayed or lost). Its client gave up on it, so a late copy must not run: leave a
+        // CANCELED reply for its tag, when the tag is one of this session's, sent before this
+        // Flush and not behind the cache window (where a late copy is refused as stale).
+        let window = self.cache_window() as i32;
+        let s = self.session(from);
+        let same_session = SessionKey::of(from.addr, f.oldtag) == *from;
+        let before_flush = seq_distance(tag, f.oldtag) > 0;
+        let in_window = seq_distance(f.oldtag, s.highest_tag) > -window;
+        if same_session && before_flush && in_window && s.cache.get(f.oldtag).is_none() {
+            // Cached, not sent (and not counted as a reply sent): no one waits for it.
+            let m = reply_message(f.oldtag, 0, ErrorCode::CANCELED);
+            s.cache.insert(f.oldtag, &m);
+        }
+        Some(reply(out, 0, ErrorCode::OK))
     }
 
     /// Remove a parked read; cache an error reply for its tag (and send it when `send`).
@@ -1186,12 +1217,8 @@ impl Server {
         self.counters.flushed += 1;
         let (done, charged) = p.progress();
         self.release_staging(from, charged);
-        let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
-        let mut h = FsPacket::new_unchecked(&mut m[..]);
-        h.set_opcode(Opcode::Reply);
-        h.set_tag(tag);
         // A Commit parked after writing part of its data reports that part.
-        reply(&mut m[HEADER_LEN..], done as u32, e);
+        let m = reply_message(tag, done as u32, e);
         let n = m.len();
         self.cache_and_count(from, tag, &m, n);
         if send {

@@ -1144,3 +1144,49 @@ fn a_parked_read_times_out_when_the_server_is_gone() {
     assert_eq!(r, Err(libc::ETIMEDOUT));
     reader.join().unwrap();
 }
+
+/// A Flush of a request that has not arrived (delayed in the network) leaves a CANCELED reply
+/// for its tag: the late copy is answered from the cache and never runs (its client already
+/// reported it as failed). A Flush of a request already answered changes nothing.
+#[test]
+fn a_flush_before_its_request_cancels_the_late_copy() {
+    let dir = Scratch::new("flush-early");
+    std::fs::write(dir.path().join("f"), b"").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xc00, 1500, 4);
+    let t = |seq| tag(v.channel, seq);
+    let open = d.call(t(0xc01), open_body(b"f", open_flags::RDWR, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    let fd = open.result;
+    let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
+    let f = d.call(t(0xc03), flush(t(0xc02)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let late = d.call(t(0xc02), write_body(fd, 0, Some(0), b"late"));
+    assert_eq!(late.error, ErrorCode::CANCELED);
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"");
+    // The Flush's own retransmission gets its reply again.
+    let f = d.call(t(0xc03), flush(t(0xc02)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    // A request already answered keeps its reply.
+    let w = d.call(t(0xc04), write_body(fd, 0, Some(0), b"ok"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 2));
+    let f = d.call(t(0xc05), flush(t(0xc04)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let again = d.call(t(0xc04), write_body(fd, 0, Some(0), b"ok"));
+    assert_eq!((again.error, again.result), (ErrorCode::OK, 2));
+    // A tag of another channel, or far behind the session's window, is not this session's:
+    // nothing is recorded for it.
+    let f = d.call(
+        t(0xc06),
+        flush(tag(v.channel.wrapping_add(1) & 0xff, 0xc07)),
+    );
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let f = d.call(t(0xc07), flush(t(0x10)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let w = d.call(t(0xc08), write_body(fd, 0, Some(2), b"!"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 1));
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"ok!");
+    // The CANCELED reply was cached, not sent: the replies counted are the 11 sent.
+    let c = d.server.counters();
+    assert_eq!(c.replies, 11, "{c}");
+}
