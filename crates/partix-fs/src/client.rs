@@ -903,9 +903,11 @@ impl Client {
         self.next_tag
     }
 
-    /// Skip `n` tags (so hand-made frames from [`Client::raw_call`] can use them).
+    /// Skip `n` tags (so hand-made frames from [`Client::raw_call`] can use them). The
+    /// sequence number wraps within its 24 bits; the channel stays.
     pub fn skip_tags(&mut self, n: u32) {
-        self.next_tag = self.next_tag.wrapping_add(n);
+        let t = self.next_tag;
+        self.next_tag = (t & !TAG_SEQ_MASK) | (t.wrapping_add(n) & TAG_SEQ_MASK);
     }
 }
 

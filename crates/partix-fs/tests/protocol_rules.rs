@@ -1190,3 +1190,25 @@ fn a_flush_before_its_request_cancels_the_late_copy() {
     let c = d.server.counters();
     assert_eq!(c.replies, 11, "{c}");
 }
+
+/// Skipping tags wraps in the 24-bit sequence number and keeps the session's channel bits.
+#[test]
+fn skip_tags_wraps_within_the_sequence_number() {
+    let dir = Scratch::new("skip-tags");
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let start = c.peek_tag();
+    let channel = start & !TAG_SEQ_MASK;
+    // To the last sequence number, then three past it.
+    c.skip_tags(TAG_SEQ_MASK - (start & TAG_SEQ_MASK));
+    assert_eq!(c.peek_tag(), channel | TAG_SEQ_MASK);
+    c.skip_tags(3);
+    assert_eq!(
+        c.peek_tag(),
+        channel | 2,
+        "the wrap carried into the channel"
+    );
+    // A whole turn of the sequence space comes back to the same tag.
+    c.skip_tags(TAG_SEQ_MASK + 1);
+    assert_eq!(c.peek_tag(), channel | 2);
+}
