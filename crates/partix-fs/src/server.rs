@@ -1,8 +1,9 @@
 //! The server: exports one directory tree (files or device nodes) to clients.
 //!
 //! Each incoming message goes through [`Server::handle`]:
-//! 1. Runt, oversized, reply-opcode and unknown-opcode frames are counted; the last two kinds
-//!    get an error reply when their header is readable.
+//! 1. Runt, reply-opcode, oversized and unknown-opcode frames are counted; the first two kinds
+//!    are dropped (a Reply is never answered, whatever its size), the last two get an error
+//!    reply.
 //! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
 //! 3. A tag already answered is answered again from the session's reply cache (the operation is
 //!    not repeated); a tag older than the cache window, or too far ahead of the highest seen
@@ -511,6 +512,12 @@ impl Server {
         };
         let tag = pkt.tag();
         let opcode = pkt.opcode();
+        if opcode == Opcode::Reply {
+            // Never answer a reply, whatever its size: two servers must not ping-pong errors
+            // forever.
+            self.counters.drops += 1;
+            return None;
+        }
         if out.len() < HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN {
             self.counters.drops += 1;
             return None;
@@ -535,11 +542,6 @@ impl Server {
             let key = SessionKey::of(*from, tag);
             return Some(self.finish_uncached(&key, tag, out, ErrorCode::NOSYS));
         };
-        if opcode == Opcode::Reply {
-            // Never answer a reply: two servers must not ping-pong errors forever.
-            self.counters.drops += 1;
-            return None;
-        }
         if opcode == Opcode::Version {
             return self.version(from, tag, pkt.body(), out);
         }

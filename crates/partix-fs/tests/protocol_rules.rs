@@ -1212,3 +1212,34 @@ fn skip_tags_wraps_within_the_sequence_number() {
     c.skip_tags(TAG_SEQ_MASK + 1);
     assert_eq!(c.peek_tag(), channel | 2);
 }
+
+/// A Reply sent to the server is dropped and counted as a drop, whatever its size: an
+/// oversized one gets no MSGSIZE reply either (a Reply is never answered).
+#[test]
+fn replies_sent_to_the_server_are_never_answered() {
+    let dir = Scratch::new("reply-drop");
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xd00, 1500, 4);
+    let mut m = vec![0u8; 64];
+    let n = MessageRepr {
+        tag: tag(v.channel, 0xd01),
+        body: BodyRepr::Reply(ReplyRepr {
+            result: 0,
+            error: ErrorCode::IO,
+            data: b"",
+        }),
+    }
+    .emit(&mut m)
+    .unwrap();
+    let before = d.server.counters();
+    // Of its own size, then claiming a wire length over the msize (cut to the buffer).
+    assert_eq!(d.server.handle(&d.peer, &m[..n], n, &mut d.out), None);
+    assert_eq!(d.server.handle(&d.peer, &m[..n], 5000, &mut d.out), None);
+    // From an address with no session, too.
+    let stranger = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 0x77]));
+    assert_eq!(d.server.handle(&stranger, &m[..n], 5000, &mut d.out), None);
+    let after = d.server.counters();
+    assert_eq!(after.drops - before.drops, 3, "{after}");
+    assert_eq!(after.oversized, before.oversized, "{after}");
+    assert_eq!(after.replies, before.replies, "{after}");
+}
