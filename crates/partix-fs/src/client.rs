@@ -526,10 +526,19 @@ impl Client {
                 None => {
                     let now = Instant::now();
                     let mut backed_off = false;
-                    for s in slots.iter_mut().filter(|s| s.deadline <= now) {
-                        if s.retries >= self.cfg.max_retries {
-                            return Err(FsError::Timeout);
+                    if slots
+                        .iter()
+                        .any(|s| s.deadline <= now && s.retries >= self.cfg.max_retries)
+                    {
+                        // Give up on every request still in flight and, as `call` does (rule
+                        // 5), ask the server to cancel each, so that a late copy does not run
+                        // (or a STAGE piece hold staging budget) after this call failed.
+                        for s in &slots {
+                            self.abandon(s.tag);
                         }
+                        return Err(FsError::Timeout);
+                    }
+                    for s in slots.iter_mut().filter(|s| s.deadline <= now) {
                         if !backed_off {
                             self.rto.back_off();
                             backed_off = true;

@@ -1243,3 +1243,135 @@ fn replies_sent_to_the_server_are_never_answered() {
     assert_eq!(after.oversized, before.oversized, "{after}");
     assert_eq!(after.replies, before.replies, "{after}");
 }
+
+/// A request as a [`SilentServer`] saw it: opcode, tag, and the old tag of a Flush.
+type Seen = (Opcode, u32, Option<u32>);
+
+/// A server that answers the Version handshake and nothing else, over UDP on the loopback;
+/// it records the opcode, tag and (for a Flush) old tag of every other request it receives.
+struct SilentServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    seen: Arc<std::sync::Mutex<Vec<Seen>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentServer {
+    fn start() -> SilentServer {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = PeerAddr::Udp(sock.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (stop2, seen2) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut out = [0u8; 2048];
+            while !stop2.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(p) = FsPacket::new_checked(&buf[..n]) else {
+                    continue;
+                };
+                let Ok(m) = MessageRepr::parse(&p) else {
+                    continue;
+                };
+                let BodyRepr::Version(v) = m.body else {
+                    let old = match m.body {
+                        BodyRepr::Flush(f) => Some(f.oldtag),
+                        _ => None,
+                    };
+                    seen2.lock().unwrap().push((p.opcode(), m.tag, old));
+                    continue;
+                };
+                let mut data = [0u8; 16];
+                VersionRepr {
+                    version: PROTOCOL_VERSION,
+                    channel: 5,
+                    msize: v.msize,
+                    outstanding: v.outstanding,
+                    max_fds: 8,
+                }
+                .emit(&mut VersionPacket::new_unchecked(&mut data[..]));
+                let reply = MessageRepr {
+                    tag: m.tag,
+                    body: BodyRepr::Reply(ReplyRepr {
+                        result: v.msize,
+                        error: ErrorCode::OK,
+                        data: &data,
+                    }),
+                };
+                let len = reply.emit(&mut out).unwrap();
+                let _ = sock.send_to(&out[..len], from);
+            }
+        });
+        SilentServer {
+            addr,
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A pipelined read or write that gives up (no reply after every retransmission) sends a Flush
+/// for every request it still had in flight, as a single call does (rule 5): a late copy of
+/// any of them is then canceled instead of run (or, for STAGE pieces, instead of holding
+/// staging budget after the client aborted).
+#[test]
+fn a_pipeline_that_gives_up_flushes_its_requests() {
+    let silent = SilentServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: 4,
+        rto_initial: Duration::from_millis(5),
+        rto_max: Duration::from_millis(20),
+        max_retries: 2,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), silent.addr, cfg).unwrap();
+    let mut buf = vec![0u8; 10_000];
+    assert!(matches!(
+        c.read(0, Some(0), &mut buf),
+        Err(FsError::Timeout)
+    ));
+    let data = vec![1u8; 10_000];
+    assert!(matches!(
+        c.write_atomic(0, None, &data),
+        Err(FsError::Timeout)
+    ));
+    // The Flushes are sent without waiting: give them a moment to land.
+    let wanted = |seen: &[Seen]| {
+        let sent: std::collections::BTreeSet<u32> = seen
+            .iter()
+            .filter(|(op, _, _)| matches!(op, Opcode::Read | Opcode::Write))
+            .map(|(_, t, _)| *t)
+            .collect();
+        let flushed: std::collections::BTreeSet<u32> =
+            seen.iter().filter_map(|(_, _, old)| *old).collect();
+        (sent, flushed)
+    };
+    let mut last = (Default::default(), Default::default());
+    for _ in 0..200 {
+        last = wanted(&silent.seen.lock().unwrap());
+        if !last.0.is_empty() && last.0.is_subset(&last.1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (sent, flushed) = last;
+    assert!(sent.len() >= 4, "pipelined requests: {sent:?}");
+    let missing: Vec<_> = sent.difference(&flushed).collect();
+    assert!(missing.is_empty(), "not flushed: {missing:x?}");
+}
