@@ -84,14 +84,18 @@ pub struct Counters {
     pub frames: u64,
     /// Requests dispatched to a handler.
     pub requests: u64,
-    /// Replies sent (including replies from the cache and interim `INPROGRESS` replies).
+    /// Replies sent (including replies from the cache and interim `INPROGRESS` replies; not
+    /// the `CANCELED` replies a Flush leaves in the cache, unless a late copy fetches them).
     pub replies: u64,
-    /// Replies carrying an error code (not counting interim `INPROGRESS` replies).
+    /// Replies carrying an error code, counted once when produced and sent (not counting
+    /// interim `INPROGRESS` replies nor copies from the cache).
     pub errors: u64,
     /// Retransmitted requests answered from the reply cache, or (still parked) with the
     /// interim `INPROGRESS` reply.
     pub duplicates: u64,
-    /// Requests older than the cache window, dropped.
+    /// Requests of a session whose tag is outside its window (more than the cache window
+    /// behind the highest tag seen, or too far ahead): not executed, answered `NOTCONN` (not
+    /// cached); they do not count as activity of the session.
     pub stale: u64,
     /// Frames too short for a header, or replies sent to the server: dropped.
     pub drops: u64,
@@ -103,7 +107,8 @@ pub struct Counters {
     pub malformed: u64,
     /// Reads parked until data arrives, writes parked until there is room.
     pub parked: u64,
-    /// Requests canceled by Flush.
+    /// Parked requests canceled: by a Flush, by the cap on parked requests per session, or by
+    /// the Close of their descriptor.
     pub flushed: u64,
     /// Version handshakes refused because the client table was full.
     pub refused_clients: u64,
@@ -563,12 +568,12 @@ impl Server {
             }
             return Some(self.finish(from, tag, out, None, ErrorCode::NOTCONN));
         };
-        s.last_seen = Instant::now();
         if let Some(cached) = s.cache.get(tag) {
             self.counters.duplicates += 1;
             self.counters.replies += 1;
             let n = cached.len().min(out.len());
             out[..n].copy_from_slice(&cached[..n]);
+            s.last_seen = Instant::now();
             return Some(n);
         }
         let msize = s.msize as usize;
@@ -583,6 +588,8 @@ impl Server {
             }
             return Some(self.finish_uncached(from, tag, out, ErrorCode::NOTCONN));
         }
+        // A request of this session (only those keep it from being replaced when idle).
+        s.last_seen = Instant::now();
         if self
             .parked
             .iter()
@@ -1221,10 +1228,13 @@ impl Server {
         self.release_staging(from, charged);
         // A Commit parked after writing part of its data reports that part.
         let m = reply_message(tag, done as u32, e);
-        let n = m.len();
-        self.cache_and_count(from, tag, &m, n);
         if send {
+            let n = m.len();
+            self.cache_and_count(from, tag, &m, n);
             self.pending_out.push((*from, m));
+        } else if let Some(s) = self.sessions.get_mut(from) {
+            // Cached for a late retransmission, not sent: not counted as a reply.
+            s.cache.insert(tag, &m);
         }
         true
     }

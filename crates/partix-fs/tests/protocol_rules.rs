@@ -487,8 +487,14 @@ fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
     assert_eq!(d.call(t(0x506), flush(t(0x503))).result, 0);
     assert_eq!(d.call(t(0x507), flush(t(0x504))).result, 1);
     assert_eq!(d.call(t(0x508), flush(t(0x505))).result, 1);
-    assert_eq!(d.server.counters().parked, 3);
-    assert_eq!(d.server.counters().flushed, 3);
+    let c = d.server.counters();
+    assert_eq!(c.parked, 3);
+    // Canceled: one by the cap, two by Flush.
+    assert_eq!(c.flushed, 3);
+    // Replies sent: Version, two opens, the canceled read's (sent when the cap canceled it)
+    // and its copy from the cache, four INPROGRESS, three Flushes. The CANCELED replies the
+    // Flushes leave in the cache are not sent: not counted.
+    assert_eq!(c.replies, 12, "{c}");
 }
 
 /// Replies fit the msize granted to the session, not the server's own: Readdir returns fewer
@@ -1374,4 +1380,39 @@ fn a_pipeline_that_gives_up_flushes_its_requests() {
     assert!(sent.len() >= 4, "pipelined requests: {sent:?}");
     let missing: Vec<_> = sent.difference(&flushed).collect();
     assert!(missing.is_empty(), "not flushed: {missing:x?}");
+}
+
+/// Frames refused as outside a session's tag window (stale or far ahead) are not the session's
+/// requests: they do not keep an idle session from being replaced by a new client.
+#[test]
+fn stale_frames_do_not_keep_an_idle_session_alive() {
+    let dir = Scratch::new("idle-stale");
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.max_clients = 1;
+    cfg.idle_timeout = Duration::from_millis(500);
+    let mut d = Dispatch::new(cfg);
+    let v = d.version(0xe00, 1500, 4);
+    let stat = BodyRepr::Stat(StatRepr { path: b"" });
+    assert_eq!(d.call(tag(v.channel, 0xe01), stat).error, ErrorCode::OK);
+    std::thread::sleep(Duration::from_millis(600));
+    // Far behind and far ahead of the session's tags: refused, counted as stale.
+    let before = d.server.counters().stale;
+    for seq in [0x10, 0x80_0000] {
+        assert_eq!(d.call(tag(v.channel, seq), stat).error, ErrorCode::NOTCONN);
+    }
+    assert_eq!(d.server.counters().stale, before + 2);
+    // The session is idle all the same: a new client replaces it.
+    d.peer = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 0x10]));
+    let a = d.call(
+        0x7000,
+        BodyRepr::Version(VersionRepr {
+            version: PROTOCOL_VERSION,
+            channel: 0,
+            msize: 1500,
+            outstanding: 4,
+            max_fds: 0,
+        }),
+    );
+    assert_eq!(a.error, ErrorCode::OK, "the idle session was kept");
+    assert_eq!(d.server.clients(), 1);
 }
