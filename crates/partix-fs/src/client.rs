@@ -21,6 +21,10 @@ use partix_wire::fs::{
 use std::io;
 use std::time::{Duration, Instant};
 
+/// Largest Linux errno value (`EHWPOISON`): a server's error code above it is passed on as
+/// `EIO`.
+const MAX_ERRNO: i32 = libc::EHWPOISON;
+
 /// Failure of a client operation.
 #[derive(Debug)]
 pub enum FsError {
@@ -41,7 +45,12 @@ impl FsError {
     pub fn errno(&self) -> i32 {
         match self {
             FsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
-            FsError::Remote(c) => c.0 as i32,
+            // The server's value as is when it is a Linux errno; a value no errno has (0, past
+            // the last, negative as an i32) must not reach FUSE or the C API: EIO.
+            FsError::Remote(c) => match i32::try_from(c.0) {
+                Ok(e) if (1..=MAX_ERRNO).contains(&e) => e,
+                _ => libc::EIO,
+            },
             FsError::Timeout => libc::ETIMEDOUT,
             FsError::Protocol(_) => libc::EPROTO,
             FsError::Invalid(_) => libc::EINVAL,

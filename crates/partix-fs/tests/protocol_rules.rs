@@ -596,9 +596,10 @@ fn a_small_msize_client_lists_a_large_directory() {
 
 /// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
 /// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
-/// entries" and none (after 50 of them, with "end"). Writes at the current position succeed but
-/// every third fails with EIO; a write at offset 1446 (the second piece of a split write over UDP)
-/// writes 10 bytes.
+/// entries" and none (after 50 of them, with "end"); a Readdir of "endless" gets one more
+/// entry every time, never the end. Writes at the current position succeed but every third
+/// fails with EIO; a write at offset 1446 (the second piece of a split write over UDP) writes
+/// 10 bytes. An Open of "errno-N" fails with error N.
 struct LyingServer {
     addr: PeerAddr,
     stop: Arc<AtomicBool>,
@@ -657,9 +658,22 @@ impl LyingServer {
                         a.emit(&mut AttrPacket::new_unchecked(&mut data[..AttrRepr::LEN]));
                         (0, AttrRepr::LEN)
                     }
+                    BodyRepr::Readdir(r) if r.path == b"endless" => {
+                        let name = format!("e{}", r.cookie);
+                        let e = DirEntryRepr {
+                            kind: FileKind::File,
+                            name: name.as_bytes(),
+                        };
+                        (1, e.emit(&mut data).unwrap())
+                    }
                     BodyRepr::Readdir(_) => {
                         let k = readdirs2.fetch_add(1, Ordering::Relaxed);
                         (if k < 50 { 5 } else { 0 }, 0)
+                    }
+                    BodyRepr::Open(o) if o.path.starts_with(b"errno-") => {
+                        let n = std::str::from_utf8(&o.path[6..]).unwrap().parse().unwrap();
+                        error = ErrorCode(n);
+                        (0, 0)
                     }
                     BodyRepr::Write(w) if w.offset.is_none() => {
                         current_writes += 1;
@@ -1415,4 +1429,33 @@ fn stale_frames_do_not_keep_an_idle_session_alive() {
     );
     assert_eq!(a.error, ErrorCode::OK, "the idle session was kept");
     assert_eq!(d.server.clients(), 1);
+}
+
+/// The errno a client error gives the C API and FUSE is a valid one whatever the server sent:
+/// an error code that is no Linux errno (0, negative as an i32, huge) becomes EIO.
+#[test]
+fn client_errno_is_valid_whatever_the_server_sends() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    for (sent, want) in [
+        (2u32, libc::ENOENT),
+        (125, libc::ECANCELED),
+        (133, 133),
+        (134, libc::EIO),
+        (4000, libc::EIO),
+        (0x8000_0000, libc::EIO),
+        (u32::MAX, libc::EIO),
+    ] {
+        let e = c
+            .open(&format!("errno-{sent}"), open_flags::RDONLY, 0)
+            .unwrap_err();
+        assert!(
+            matches!(e, FsError::Remote(ErrorCode(x)) if x == sent),
+            "{e:?}"
+        );
+        assert_eq!(e.errno(), want, "server sent {sent}");
+        let _ = e.to_string();
+    }
+    assert_eq!(FsError::Remote(ErrorCode::OK).errno(), libc::EIO);
 }
