@@ -38,6 +38,9 @@ pub enum FsError {
     Protocol(&'static str),
     /// An argument cannot be sent (path too long for one frame, NUL in a path, ...).
     Invalid(&'static str),
+    /// The answer exceeds a limit of the client (a directory listing over
+    /// [`ClientConfig::max_dir_bytes`]).
+    TooLarge(&'static str),
 }
 
 impl FsError {
@@ -54,6 +57,7 @@ impl FsError {
             FsError::Timeout => libc::ETIMEDOUT,
             FsError::Protocol(_) => libc::EPROTO,
             FsError::Invalid(_) => libc::EINVAL,
+            FsError::TooLarge(_) => libc::EOVERFLOW,
         }
     }
 }
@@ -77,6 +81,7 @@ impl std::fmt::Display for FsError {
             ),
             FsError::Protocol(m) => write!(f, "protocol error: {m}"),
             FsError::Invalid(m) => write!(f, "invalid argument: {m}"),
+            FsError::TooLarge(m) => write!(f, "too large: {m}"),
         }
     }
 }
@@ -109,7 +114,17 @@ pub struct ClientConfig {
     pub rto_max: Duration,
     /// Retransmissions of one request before giving up with [`FsError::Timeout`].
     pub max_retries: u32,
+    /// Most memory one directory listing may take, counted as the bytes of the names plus 32
+    /// per entry; beyond it [`Client::readdir`] fails with [`FsError::TooLarge`] (`EOVERFLOW`),
+    /// so a server that never ends a listing cannot exhaust the client's memory.
+    pub max_dir_bytes: usize,
 }
+
+/// Default [`ClientConfig::max_dir_bytes`]: 64 MiB (over a million entries with short names).
+pub const MAX_DIR_BYTES: usize = 64 << 20;
+
+/// Bytes [`ClientConfig::max_dir_bytes`] counts per directory entry besides its name.
+const DIR_ENTRY_COST: usize = 32;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -121,6 +136,7 @@ impl Default for ClientConfig {
             rto_min: Duration::from_millis(2),
             rto_max: Duration::from_secs(1),
             max_retries: 10,
+            max_dir_bytes: MAX_DIR_BYTES,
         }
     }
 }
@@ -857,10 +873,12 @@ impl Client {
     /// Return the entries of directory `path` (sorted by name, without `.` and `..`).
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno.
+    /// Transport errors, timeouts, the server's errno; [`FsError::TooLarge`] for a listing
+    /// larger than [`ClientConfig::max_dir_bytes`].
     pub fn readdir(&mut self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         let path = clean_path(path)?;
         let mut out = Vec::new();
+        let mut taken = 0usize;
         loop {
             let info = self.call(BodyRepr::Readdir(ReaddirRepr {
                 cookie: out.len() as u32,
@@ -872,6 +890,10 @@ impl Client {
             let before = out.len();
             for e in DirEntryRepr::iter(&self.rx[info.data.clone()]) {
                 let e = e.map_err(|_| FsError::Protocol("bad Readdir reply"))?;
+                taken = taken.saturating_add(e.name.len() + DIR_ENTRY_COST);
+                if taken > self.cfg.max_dir_bytes {
+                    return Err(FsError::TooLarge("directory listing over max_dir_bytes"));
+                }
                 out.push(DirEntry {
                     name: String::from_utf8_lossy(e.name).into_owned(),
                     kind: e.kind,

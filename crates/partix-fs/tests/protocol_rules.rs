@@ -597,7 +597,7 @@ fn a_small_msize_client_lists_a_large_directory() {
 /// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
 /// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
 /// entries" and none (after 50 of them, with "end"); a Readdir of "endless" gets one more
-/// entry every time, never the end. Writes at the current position succeed but every third
+/// entry every time, for 20 000 entries (over 700 KB of listing), then the end. Writes at the current position succeed but every third
 /// fails with EIO; a write at offset 1446 (the second piece of a split write over UDP) writes
 /// 10 bytes. An Open of "errno-N" fails with error N.
 struct LyingServer {
@@ -658,6 +658,7 @@ impl LyingServer {
                         a.emit(&mut AttrPacket::new_unchecked(&mut data[..AttrRepr::LEN]));
                         (0, AttrRepr::LEN)
                     }
+                    BodyRepr::Readdir(r) if r.path == b"endless" && r.cookie >= 20_000 => (0, 0),
                     BodyRepr::Readdir(r) if r.path == b"endless" => {
                         let name = format!("e{}", r.cookie);
                         let e = DirEntryRepr {
@@ -1458,4 +1459,20 @@ fn client_errno_is_valid_whatever_the_server_sends() {
         let _ = e.to_string();
     }
     assert_eq!(FsError::Remote(ErrorCode::OK).errno(), libc::EIO);
+}
+/// A server that goes on and on with a directory listing does not make the client's memory grow
+/// without bound: the listing stops at the client's limit with EOVERFLOW.
+#[test]
+fn an_endless_directory_listing_is_bounded() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        max_dir_bytes: 8192,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    match c.readdir("endless") {
+        Err(e) => assert_eq!(e.errno(), libc::EOVERFLOW, "{e:?}"),
+        Ok(v) => panic!("a listing of {} entries taken", v.len()),
+    }
 }
