@@ -150,6 +150,9 @@ pub struct ClientCounters {
     pub retransmits: u64,
     /// Replies that matched no request in flight (late duplicates), ignored.
     pub stray_replies: u64,
+    /// Directory entries left out of a listing because their name fits no reply at the
+    /// session's msize (the server's `NAMETOOLONG`).
+    pub dir_entries_skipped: u64,
 }
 
 /// Jacobson/Karels retransmission timeout estimator.
@@ -870,7 +873,9 @@ impl Client {
             .map_err(|_| FsError::Protocol("bad Stat reply"))
     }
 
-    /// Return the entries of directory `path` (sorted by name, without `.` and `..`).
+    /// Return the entries of directory `path` (sorted by name, without `.` and `..`). An entry
+    /// whose name fits no reply at the session's msize (`NAMETOOLONG` from the server) is left
+    /// out, counted in [`ClientCounters::dir_entries_skipped`]; the listing goes on after it.
     ///
     /// # Errors
     /// Transport errors, timeouts, the server's errno; [`FsError::TooLarge`] for a listing
@@ -879,11 +884,30 @@ impl Client {
         let path = clean_path(path)?;
         let mut out = Vec::new();
         let mut taken = 0usize;
+        // Entries of the directory passed so far (listed or skipped): the next cookie.
+        let mut cookie = 0u32;
         loop {
-            let info = self.call(BodyRepr::Readdir(ReaddirRepr {
-                cookie: out.len() as u32,
+            let r = self.call(BodyRepr::Readdir(ReaddirRepr {
+                cookie,
                 path: path.as_bytes(),
-            }))?;
+            }));
+            let info = match r {
+                Ok(info) => info,
+                Err(FsError::Remote(ErrorCode::NAMETOOLONG)) => {
+                    // The entry at `cookie` fits no reply: go on from the one after it. Each
+                    // skip counts against the listing's limit (a server may say it forever).
+                    self.counters.dir_entries_skipped += 1;
+                    taken = taken.saturating_add(DIR_ENTRY_COST);
+                    if taken > self.cfg.max_dir_bytes {
+                        return Err(FsError::TooLarge("directory listing over max_dir_bytes"));
+                    }
+                    cookie = cookie
+                        .checked_add(1)
+                        .ok_or(FsError::TooLarge("directory listing over 2^32 entries"))?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if info.result == 0 {
                 return Ok(out);
             }
@@ -906,6 +930,9 @@ impl Client {
                     "Readdir reply counts other entries than it carries",
                 ));
             }
+            cookie = cookie
+                .checked_add(info.result)
+                .ok_or(FsError::TooLarge("directory listing over 2^32 entries"))?;
         }
     }
 
