@@ -1495,3 +1495,68 @@ fn readdir_goes_on_after_a_name_too_long_for_the_msize() {
     assert_eq!(names, ["b", "d"]);
     assert_eq!(c.counters().dir_entries_skipped, 2);
 }
+
+/// A Commit parked on a full pipe after writing part of its data can be flushed: its reply
+/// becomes CANCELED with the bytes already written, and its buffer's staging budget is given
+/// back.
+#[test]
+fn a_flushed_commit_reports_the_bytes_it_wrote_and_gives_its_budget_back() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-flush");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xf00, 1500, 4);
+    let mut seq = 0xf00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let wr = d.call(t(), open_body(b"fifo", open_flags::WRONLY, 0));
+    let data = vec![3u8; 200_000];
+    for (i, piece) in data.chunks(1400).enumerate() {
+        let s = d.call(
+            t(),
+            write_body(
+                wr.result,
+                write_flags::STAGE,
+                Some((i * 1400) as u64),
+                piece,
+            ),
+        );
+        assert_eq!(s.error, ErrorCode::OK);
+    }
+    let commit_tag = t();
+    let commit = BodyRepr::Commit(CommitRepr {
+        fd: wr.result,
+        flags: 0,
+        offset: None,
+        len: data.len() as u32,
+    });
+    assert_eq!(d.raw(commit_tag, commit), None, "the Commit parks");
+    let f = d.call(t(), BodyRepr::Flush(FlushRepr { oldtag: commit_tag }));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 1));
+    let mut got = Vec::new();
+    drain(&mut reader, &mut got);
+    assert!(!got.is_empty());
+    let again = d.call(commit_tag, commit);
+    assert_eq!(again.error, ErrorCode::CANCELED);
+    assert_eq!(
+        again.result as usize,
+        got.len(),
+        "the bytes written before the Flush"
+    );
+    // Nothing more is written; the budget is free again.
+    assert!(d.server.poll_parked().is_empty());
+    assert_eq!(drain(&mut reader, &mut got), 0);
+    let big = d.call(
+        t(),
+        write_body(wr.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+    );
+    assert_eq!(big.error, ErrorCode::OK);
+}
