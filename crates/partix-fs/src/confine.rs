@@ -107,9 +107,9 @@ pub fn read_at(fd: &OwnedFd, buf: &mut [u8], offset: Option<u64>) -> Result<usiz
 }
 
 /// `pwrite` (offset `Some`) or `write` (offset `None`) of as much of the buffer as the
-/// descriptor takes; return the bytes written and, when it stopped short, the errno that stopped
-/// it (`EAGAIN` on a full pipe or device opened `O_NONBLOCK`, `ENOSPC`, `EFBIG`, ...; `EIO` for a
-/// write that took nothing without an error). `(buf.len(), None)` means all was written.
+/// descriptor takes; return the bytes written and, when an error stopped it short, the errno
+/// (`EAGAIN` on a full pipe or device opened `O_NONBLOCK`, `ENOSPC`, `EFBIG`, ...). A write
+/// that takes nothing without an error (a device returning 0) stops it short with no errno.
 pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> (usize, Option<i32>) {
     let mut done = 0usize;
     while done < buf.len() {
@@ -136,7 +136,7 @@ pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> (usize, Op
             return (done, Some(e));
         }
         if r == 0 {
-            return (done, Some(libc::EIO));
+            break;
         }
         done += r as usize;
     }

@@ -974,7 +974,8 @@ impl Server {
         }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
             // A write that fits only in part reports what it wrote, as write(2).
-            (n, _) if n > 0 => Some(reply(out, n as u32, ErrorCode::OK)),
+            (n, None) => Some(reply(out, n as u32, ErrorCode::OK)),
+            (n, Some(_)) if n > 0 => Some(reply(out, n as u32, ErrorCode::OK)),
             (_, Some(e)) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
                 // No room in the pipe or device: wait like a read waits for data.
                 let op = ParkedOp::Write {
@@ -988,7 +989,7 @@ impl Server {
                 self.park(from, tag, op);
                 None
             }
-            (_, e) => Some(errno_reply(out, e.unwrap_or(libc::EIO))),
+            (_, Some(e)) => Some(errno_reply(out, e)),
         }
     }
 
@@ -1077,7 +1078,13 @@ impl Server {
         match err {
             None => {
                 self.release_staging(from, staged);
-                Some(reply(out, n as u32, ErrorCode::OK))
+                // Short without an error (a device that took nothing more): the count with IO.
+                let e = if n == staged {
+                    ErrorCode::OK
+                } else {
+                    ErrorCode::IO
+                };
+                Some(reply(out, n as u32, e))
             }
             Some(e) if e == libc::EAGAIN && !nonblocking && !regular => {
                 // A pipe or device with less room than the data, opened without O_NONBLOCK:
@@ -1302,6 +1309,10 @@ impl Server {
                     let (n, err) = confine::write_all_at(&f.fd, &data[*done..], at);
                     *done += n;
                     match err {
+                        // A Commit short without an error (a device that took nothing more).
+                        None if *whole && *done < data.len() => {
+                            Ok(reply(body, *done as u32, ErrorCode::IO))
+                        }
                         None => Ok(reply(body, *done as u32, ErrorCode::OK)),
                         // A Commit goes on waiting until all of it is written.
                         Some(e) if e == libc::EAGAIN && *whole => Err(e),

@@ -1560,3 +1560,20 @@ fn a_flushed_commit_reports_the_bytes_it_wrote_and_gives_its_budget_back() {
     );
     assert_eq!(big.error, ErrorCode::OK);
 }
+
+/// An empty Write writes nothing and succeeds, at an offset or at the current position.
+#[test]
+fn an_empty_write_succeeds_with_nothing_written() {
+    let dir = Scratch::new("empty-write");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x1100, 1500, 4);
+    let t = |seq| tag(v.channel, seq);
+    let open = d.call(t(0x1101), open_body(b"f", open_flags::WRONLY, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    for (seq, off) in [(0x1102, Some(0)), (0x1103, None)] {
+        let w = d.call(t(seq), write_body(open.result, 0, off, b""));
+        assert_eq!((w.error, w.result), (ErrorCode::OK, 0), "offset {off:?}");
+    }
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"x");
+}
