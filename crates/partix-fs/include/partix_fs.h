@@ -2,7 +2,9 @@
  *
  * Every function returns 0 on success or a positive errno value (EXDEV: the path escapes the
  * server's exported root; ETIMEDOUT: no reply after every retransmission; EINVAL: a bad
- * argument). Results come back through out-parameters. A handle is used by one thread at a time.
+ * argument). A read of a device or FIFO opened without O_NONBLOCK that has no data (or a write
+ * with no room) waits as long as the server holds it, as it would locally. Results come back
+ * through out-parameters. A handle is used by one thread at a time.
  */
 #ifndef PARTIX_FS_H
 #define PARTIX_FS_H

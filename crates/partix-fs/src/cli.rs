@@ -48,7 +48,8 @@ pub enum FsCommand {
         local: PathBuf,
         /// Remote path, relative to the exported root.
         remote: String,
-        /// Apply the whole file at once or not at all (staged, then committed).
+        /// Apply the whole file in one write (staged, then committed): all or nothing where
+        /// there is space for it.
         #[arg(long)]
         atomic: bool,
     },

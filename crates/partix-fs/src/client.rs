@@ -21,6 +21,10 @@ use partix_wire::fs::{
 use std::io;
 use std::time::{Duration, Instant};
 
+/// Largest Linux errno value (`EHWPOISON`): a server's error code above it is passed on as
+/// `EIO`.
+const MAX_ERRNO: i32 = libc::EHWPOISON;
+
 /// Failure of a client operation.
 #[derive(Debug)]
 pub enum FsError {
@@ -34,6 +38,9 @@ pub enum FsError {
     Protocol(&'static str),
     /// An argument cannot be sent (path too long for one frame, NUL in a path, ...).
     Invalid(&'static str),
+    /// The answer exceeds a limit of the client (a directory listing over
+    /// [`ClientConfig::max_dir_bytes`]).
+    TooLarge(&'static str),
 }
 
 impl FsError {
@@ -41,10 +48,16 @@ impl FsError {
     pub fn errno(&self) -> i32 {
         match self {
             FsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
-            FsError::Remote(c) => c.0 as i32,
+            // The server's value as is when it is a Linux errno; a value no errno has (0, past
+            // the last, negative as an i32) must not reach FUSE or the C API: EIO.
+            FsError::Remote(c) => match i32::try_from(c.0) {
+                Ok(e) if (1..=MAX_ERRNO).contains(&e) => e,
+                _ => libc::EIO,
+            },
             FsError::Timeout => libc::ETIMEDOUT,
             FsError::Protocol(_) => libc::EPROTO,
             FsError::Invalid(_) => libc::EINVAL,
+            FsError::TooLarge(_) => libc::EOVERFLOW,
         }
     }
 }
@@ -68,6 +81,7 @@ impl std::fmt::Display for FsError {
             ),
             FsError::Protocol(m) => write!(f, "protocol error: {m}"),
             FsError::Invalid(m) => write!(f, "invalid argument: {m}"),
+            FsError::TooLarge(m) => write!(f, "too large: {m}"),
         }
     }
 }
@@ -100,7 +114,17 @@ pub struct ClientConfig {
     pub rto_max: Duration,
     /// Retransmissions of one request before giving up with [`FsError::Timeout`].
     pub max_retries: u32,
+    /// Most memory one directory listing may take, counted as the bytes of the names plus 32
+    /// per entry; beyond it [`Client::readdir`] fails with [`FsError::TooLarge`] (`EOVERFLOW`),
+    /// so a server that never ends a listing cannot exhaust the client's memory.
+    pub max_dir_bytes: usize,
 }
+
+/// Default [`ClientConfig::max_dir_bytes`]: 64 MiB (over a million entries with short names).
+pub const MAX_DIR_BYTES: usize = 64 << 20;
+
+/// Bytes [`ClientConfig::max_dir_bytes`] counts per directory entry besides its name.
+const DIR_ENTRY_COST: usize = 32;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -112,6 +136,7 @@ impl Default for ClientConfig {
             rto_min: Duration::from_millis(2),
             rto_max: Duration::from_secs(1),
             max_retries: 10,
+            max_dir_bytes: MAX_DIR_BYTES,
         }
     }
 }
@@ -125,6 +150,9 @@ pub struct ClientCounters {
     pub retransmits: u64,
     /// Replies that matched no request in flight (late duplicates), ignored.
     pub stray_replies: u64,
+    /// Directory entries left out of a listing because their name fits no reply at the
+    /// session's msize (the server's `NAMETOOLONG`).
+    pub dir_entries_skipped: u64,
 }
 
 /// Jacobson/Karels retransmission timeout estimator.
@@ -196,7 +224,10 @@ struct Slot {
     msg: Vec<u8>,
     sent_at: Instant,
     deadline: Instant,
+    /// Retransmissions in a row without an answer.
     retries: u32,
+    /// Sent more than once (no RTT sample: Karn).
+    resent: bool,
 }
 
 /// A session with one server.
@@ -341,8 +372,18 @@ impl Client {
         Some((p.tag(), info, rp.error()))
     }
 
-    /// Send one request and wait for its reply (retransmitting as needed).
+    /// Send one request and wait for its reply (retransmitting as needed); an error reply is
+    /// [`FsError::Remote`].
     fn call(&mut self, body: BodyRepr<'_>) -> Result<ReplyInfo, FsError> {
+        match self.call_reply(body)? {
+            (info, err) if err.is_ok() => Ok(info),
+            (_, err) => Err(FsError::Remote(err)),
+        }
+    }
+
+    /// Send one request and wait for its reply (retransmitting as needed); return the reply
+    /// with its error code (an error reply may count bytes applied, as a Commit cut short).
+    fn call_reply(&mut self, body: BodyRepr<'_>) -> Result<(ReplyInfo, ErrorCode), FsError> {
         let tag = self.take_tag();
         let n = MessageRepr { tag, body }
             .emit(&mut self.tx)
@@ -350,7 +391,9 @@ impl Client {
         self.counters.requests += 1;
         let mut sent_at = Instant::now();
         self.tr.send(&self.server, &self.tx[..n])?;
+        // Retransmissions in a row without an answer; whether it was ever sent again (Karn).
         let mut retries = 0u32;
+        let mut resent = false;
         let mut deadline = sent_at + self.rto.get();
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
@@ -358,14 +401,18 @@ impl Client {
                 Some(r) => {
                     let len = r.len.min(self.rx.len());
                     match self.match_reply(len, &r.from) {
+                        Some((t, _, err)) if t == tag && err == ErrorCode::INPROGRESS => {
+                            // Parked on the server (a blocking read or write): not lost. Wait
+                            // for the final reply, probing now and then so that a lost reply
+                            // is resent from the server's cache and a dead server is noticed.
+                            retries = 0;
+                            deadline = Instant::now() + self.probe_interval();
+                        }
                         Some((t, info, err)) if t == tag => {
-                            if retries == 0 {
+                            if !resent {
                                 self.rto.sample(sent_at.elapsed());
                             }
-                            if !err.is_ok() {
-                                return Err(FsError::Remote(err));
-                            }
-                            return Ok(info);
+                            return Ok((info, err));
                         }
                         _ => self.counters.stray_replies += 1,
                     }
@@ -379,6 +426,7 @@ impl Client {
                         return Err(FsError::Timeout);
                     }
                     retries += 1;
+                    resent = true;
                     self.counters.retransmits += 1;
                     self.rto.back_off();
                     sent_at = Instant::now();
@@ -387,6 +435,12 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// Return how long to wait for a request the server answered "in progress" (parked) before
+    /// probing it again: the largest RTO.
+    fn probe_interval(&self) -> Duration {
+        self.cfg.rto_max.max(self.rto.get())
     }
 
     /// Tell the server to cancel `tag` (best effort, no wait).
@@ -454,6 +508,7 @@ impl Client {
                     sent_at: now,
                     deadline: now + self.rto.get(),
                     retries: 0,
+                    resent: false,
                 });
                 next += 1;
             }
@@ -474,9 +529,16 @@ impl Client {
                         .as_ref()
                         .and_then(|(t, _, _)| slots.iter().position(|s| s.tag == *t));
                     match (m, pos) {
+                        (Some((_, _, err)), Some(i)) if err == ErrorCode::INPROGRESS => {
+                            // Parked on the server: wait for the final reply (as `call`).
+                            let probe = self.probe_interval();
+                            let s = &mut slots[i];
+                            s.retries = 0;
+                            s.deadline = Instant::now() + probe;
+                        }
                         (Some((_, info, err)), Some(i)) => {
                             let s = slots.swap_remove(i);
-                            if s.retries == 0 {
+                            if !s.resent {
                                 self.rto.sample(s.sent_at.elapsed());
                             }
                             if err.is_ok() {
@@ -492,15 +554,25 @@ impl Client {
                 None => {
                     let now = Instant::now();
                     let mut backed_off = false;
-                    for s in slots.iter_mut().filter(|s| s.deadline <= now) {
-                        if s.retries >= self.cfg.max_retries {
-                            return Err(FsError::Timeout);
+                    if slots
+                        .iter()
+                        .any(|s| s.deadline <= now && s.retries >= self.cfg.max_retries)
+                    {
+                        // Give up on every request still in flight and, as `call` does (rule
+                        // 5), ask the server to cancel each, so that a late copy does not run
+                        // (or a STAGE piece hold staging budget) after this call failed.
+                        for s in &slots {
+                            self.abandon(s.tag);
                         }
+                        return Err(FsError::Timeout);
+                    }
+                    for s in slots.iter_mut().filter(|s| s.deadline <= now) {
                         if !backed_off {
                             self.rto.back_off();
                             backed_off = true;
                         }
                         s.retries += 1;
+                        s.resent = true;
                         self.counters.retransmits += 1;
                         s.sent_at = now;
                         s.deadline = now + self.rto.get();
@@ -719,12 +791,18 @@ impl Client {
         }
     }
 
-    /// Write `data` at `offset` (`None` = current position) so that either all of it is applied
-    /// or none: the pieces are staged on the server and applied by one Commit.
+    /// Write `data` at `offset` (`None` = current position) in one piece: the pieces are staged
+    /// on the server and applied by one Commit, one `write` of the whole buffer.
+    ///
+    /// On a regular file with space for the data, either all of it is applied or none. A
+    /// write cut short after some bytes were applied (no space left, the file size limit, a
+    /// pipe or device opened with `O_NONBLOCK` with less room than the data) returns the count
+    /// of those bytes, as `write(2)` does; on a pipe or device opened without `O_NONBLOCK` the
+    /// server waits for room until all is written.
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno (`FBIG` above its staging limit). On an
-    /// error nothing was written (the staged data is aborted).
+    /// Transport errors, timeouts, the server's errno (`FBIG` above its staging limit) when
+    /// nothing was written (the staged data is then aborted or discarded).
     pub fn write_atomic(
         &mut self,
         fd: u32,
@@ -766,14 +844,19 @@ impl Client {
         } else {
             commit_flags::ABORT
         };
-        let commit = self.call(BodyRepr::Commit(CommitRepr {
+        let commit = self.call_reply(BodyRepr::Commit(CommitRepr {
             fd,
             flags,
             offset,
             len,
         }));
         staged?;
-        Ok(commit?.result as usize)
+        match commit? {
+            (info, err) if err.is_ok() || info.result > 0 => {
+                Ok((info.result as usize).min(data.len()))
+            }
+            (_, err) => Err(FsError::Remote(err)),
+        }
     }
 
     /// Return the attributes of `path`.
@@ -790,24 +873,51 @@ impl Client {
             .map_err(|_| FsError::Protocol("bad Stat reply"))
     }
 
-    /// Return the entries of directory `path` (sorted by name, without `.` and `..`).
+    /// Return the entries of directory `path` (sorted by name, without `.` and `..`). An entry
+    /// whose name fits no reply at the session's msize (`NAMETOOLONG` from the server) is left
+    /// out, counted in [`ClientCounters::dir_entries_skipped`]; the listing goes on after it.
     ///
     /// # Errors
-    /// Transport errors, timeouts, the server's errno.
+    /// Transport errors, timeouts, the server's errno; [`FsError::TooLarge`] for a listing
+    /// larger than [`ClientConfig::max_dir_bytes`].
     pub fn readdir(&mut self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         let path = clean_path(path)?;
         let mut out = Vec::new();
+        let mut taken = 0usize;
+        // Entries of the directory passed so far (listed or skipped): the next cookie.
+        let mut cookie = 0u32;
         loop {
-            let info = self.call(BodyRepr::Readdir(ReaddirRepr {
-                cookie: out.len() as u32,
+            let r = self.call(BodyRepr::Readdir(ReaddirRepr {
+                cookie,
                 path: path.as_bytes(),
-            }))?;
+            }));
+            let info = match r {
+                Ok(info) => info,
+                Err(FsError::Remote(ErrorCode::NAMETOOLONG)) => {
+                    // The entry at `cookie` fits no reply: go on from the one after it. Each
+                    // skip counts against the listing's limit (a server may say it forever).
+                    self.counters.dir_entries_skipped += 1;
+                    taken = taken.saturating_add(DIR_ENTRY_COST);
+                    if taken > self.cfg.max_dir_bytes {
+                        return Err(FsError::TooLarge("directory listing over max_dir_bytes"));
+                    }
+                    cookie = cookie
+                        .checked_add(1)
+                        .ok_or(FsError::TooLarge("directory listing over 2^32 entries"))?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if info.result == 0 {
                 return Ok(out);
             }
             let before = out.len();
             for e in DirEntryRepr::iter(&self.rx[info.data.clone()]) {
                 let e = e.map_err(|_| FsError::Protocol("bad Readdir reply"))?;
+                taken = taken.saturating_add(e.name.len() + DIR_ENTRY_COST);
+                if taken > self.cfg.max_dir_bytes {
+                    return Err(FsError::TooLarge("directory listing over max_dir_bytes"));
+                }
                 out.push(DirEntry {
                     name: String::from_utf8_lossy(e.name).into_owned(),
                     kind: e.kind,
@@ -820,6 +930,9 @@ impl Client {
                     "Readdir reply counts other entries than it carries",
                 ));
             }
+            cookie = cookie
+                .checked_add(info.result)
+                .ok_or(FsError::TooLarge("directory listing over 2^32 entries"))?;
         }
     }
 
@@ -857,9 +970,11 @@ impl Client {
         self.next_tag
     }
 
-    /// Skip `n` tags (so hand-made frames from [`Client::raw_call`] can use them).
+    /// Skip `n` tags (so hand-made frames from [`Client::raw_call`] can use them). The
+    /// sequence number wraps within its 24 bits; the channel stays.
     pub fn skip_tags(&mut self, n: u32) {
-        self.next_tag = self.next_tag.wrapping_add(n);
+        let t = self.next_tag;
+        self.next_tag = (t & !TAG_SEQ_MASK) | (t.wrapping_add(n) & TAG_SEQ_MASK);
     }
 }
 

@@ -106,9 +106,11 @@ pub fn read_at(fd: &OwnedFd, buf: &mut [u8], offset: Option<u64>) -> Result<usiz
     }
 }
 
-/// `pwrite` (offset `Some`) or `write` (offset `None`) of the whole buffer; return bytes
-/// written or the errno.
-pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> Result<usize, i32> {
+/// `pwrite` (offset `Some`) or `write` (offset `None`) of as much of the buffer as the
+/// descriptor takes; return the bytes written and, when an error stopped it short, the errno
+/// (`EAGAIN` on a full pipe or device opened `O_NONBLOCK`, `ENOSPC`, `EFBIG`, ...). A write
+/// that takes nothing without an error (a device returning 0) stops it short with no errno.
+pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> (usize, Option<i32>) {
     let mut done = 0usize;
     while done < buf.len() {
         let rest = &buf[done..];
@@ -131,17 +133,14 @@ pub fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: Option<u64>) -> Result<usi
             if e == libc::EINTR {
                 continue;
             }
-            if done > 0 {
-                return Ok(done);
-            }
-            return Err(e);
+            return (done, Some(e));
         }
         if r == 0 {
             break;
         }
         done += r as usize;
     }
-    Ok(done)
+    (done, None)
 }
 
 /// `poll(2)` the descriptors of `fds` without waiting; return how many have events (0 on an

@@ -1,12 +1,14 @@
 //! The server: exports one directory tree (files or device nodes) to clients.
 //!
 //! Each incoming message goes through [`Server::handle`]:
-//! 1. Runt, oversized, reply-opcode and unknown-opcode frames are counted; the last two kinds
-//!    get an error reply when their header is readable.
+//! 1. Runt, reply-opcode, oversized and unknown-opcode frames are counted; the first two kinds
+//!    are dropped (a Reply is never answered, whatever its size), the last two get an error
+//!    reply.
 //! 2. The sender must have a session (a Version handshake); otherwise the reply is `NOTCONN`.
 //! 3. A tag already answered is answered again from the session's reply cache (the operation is
 //!    not repeated); a tag older than the cache window, or too far ahead of the highest seen
-//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`.
+//!    (counted from the Version's tag), is not the session's: counted as stale, `NOTCONN`; a
+//!    retransmission of a request still parked gets the interim reply `INPROGRESS`.
 //! 4. The opcode indexes a table of handlers, as in the paper's server (`HANDLERS`).
 //!
 //! Bounded work: one message costs at most one system call on the exported file plus a reply
@@ -82,13 +84,18 @@ pub struct Counters {
     pub frames: u64,
     /// Requests dispatched to a handler.
     pub requests: u64,
-    /// Replies sent (including replies from the cache).
+    /// Replies sent (including replies from the cache and interim `INPROGRESS` replies; not
+    /// the `CANCELED` replies a Flush leaves in the cache, unless a late copy fetches them).
     pub replies: u64,
-    /// Replies carrying an error code.
+    /// Replies carrying an error code, counted once when produced and sent (not counting
+    /// interim `INPROGRESS` replies nor copies from the cache).
     pub errors: u64,
-    /// Retransmitted requests answered from the reply cache.
+    /// Retransmitted requests answered from the reply cache, or (still parked) with the
+    /// interim `INPROGRESS` reply.
     pub duplicates: u64,
-    /// Requests older than the cache window, dropped.
+    /// Requests of a session whose tag is outside its window (more than the cache window
+    /// behind the highest tag seen, or too far ahead): not executed, answered `NOTCONN` (not
+    /// cached); they do not count as activity of the session.
     pub stale: u64,
     /// Frames too short for a header, or replies sent to the server: dropped.
     pub drops: u64,
@@ -100,7 +107,8 @@ pub struct Counters {
     pub malformed: u64,
     /// Reads parked until data arrives, writes parked until there is room.
     pub parked: u64,
-    /// Requests canceled by Flush.
+    /// Parked requests canceled: by a Flush, by the cap on parked requests per session, or by
+    /// the Close of their descriptor.
     pub flushed: u64,
     /// Version handshakes refused because the client table was full.
     pub refused_clients: u64,
@@ -263,10 +271,20 @@ struct Parked {
 #[derive(Debug)]
 enum ParkedOp {
     Read(ReadRepr),
+    /// A Write (`whole == false`: replies with what the first write that takes anything
+    /// takes) or a Commit (`whole == true`: waits until all of `data` is written, as `write(2)`
+    /// on a blocking descriptor does).
     Write {
         fd: u32,
+        /// Where `data` starts (`None` = the current position).
         offset: Option<u64>,
         data: Vec<u8>,
+        /// Bytes of `data` already written.
+        done: usize,
+        whole: bool,
+        /// Staging budget still held by the data (a parked Commit's buffer), given back when
+        /// the request leaves the parked list.
+        charged: usize,
     },
 }
 
@@ -276,6 +294,14 @@ impl Parked {
         match &self.op {
             ParkedOp::Read(r) => r.fd,
             ParkedOp::Write { fd, .. } => *fd,
+        }
+    }
+
+    /// Return the bytes already written and the staging budget held.
+    fn progress(&self) -> (usize, usize) {
+        match self.op {
+            ParkedOp::Read(_) => (0, 0),
+            ParkedOp::Write { done, charged, .. } => (done, charged),
         }
     }
 
@@ -312,8 +338,33 @@ fn reply(out: &mut [u8], result: u32, error: ErrorCode) -> usize {
     ReplyPacket::<&[u8]>::FIXED_LEN
 }
 
+/// Return the wire error code of a system call's errno: the errno itself, except `EINPROGRESS`
+/// (`IO`: the wire's `INPROGRESS` is the interim reply to a parked request, never a final one).
+fn wire_error(errno: i32) -> ErrorCode {
+    match errno {
+        libc::EINPROGRESS => ErrorCode::IO,
+        e => ErrorCode(e as u32),
+    }
+}
+
+/// Return a whole reply message (header and body, no data) for `tag`.
+fn reply_message(tag: u32, result: u32, e: ErrorCode) -> Vec<u8> {
+    let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
+    let mut h = FsPacket::new_unchecked(&mut m[..]);
+    h.set_opcode(Opcode::Reply);
+    h.set_tag(tag);
+    reply(&mut m[HEADER_LEN..], result, e);
+    m
+}
+
+/// Return how far sequence number `a` is ahead of `b` in the 24-bit sequence space of tags
+/// (negative: behind).
+fn seq_distance(a: u32, b: u32) -> i32 {
+    (a.wrapping_sub(b) << 8) as i32 >> 8
+}
+
 fn errno_reply(out: &mut [u8], errno: i32) -> usize {
-    reply(out, 0, ErrorCode(errno as u32))
+    reply(out, 0, wire_error(errno))
 }
 
 /// A server over one transport.
@@ -466,6 +517,12 @@ impl Server {
         };
         let tag = pkt.tag();
         let opcode = pkt.opcode();
+        if opcode == Opcode::Reply {
+            // Never answer a reply, whatever its size: two servers must not ping-pong errors
+            // forever.
+            self.counters.drops += 1;
+            return None;
+        }
         if out.len() < HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN {
             self.counters.drops += 1;
             return None;
@@ -490,11 +547,6 @@ impl Server {
             let key = SessionKey::of(*from, tag);
             return Some(self.finish_uncached(&key, tag, out, ErrorCode::NOSYS));
         };
-        if opcode == Opcode::Reply {
-            // Never answer a reply: two servers must not ping-pong errors forever.
-            self.counters.drops += 1;
-            return None;
-        }
         if opcode == Opcode::Version {
             return self.version(from, tag, pkt.body(), out);
         }
@@ -516,17 +568,16 @@ impl Server {
             }
             return Some(self.finish(from, tag, out, None, ErrorCode::NOTCONN));
         };
-        s.last_seen = Instant::now();
         if let Some(cached) = s.cache.get(tag) {
             self.counters.duplicates += 1;
             self.counters.replies += 1;
             let n = cached.len().min(out.len());
             out[..n].copy_from_slice(&cached[..n]);
+            s.last_seen = Instant::now();
             return Some(n);
         }
         let msize = s.msize as usize;
-        // Distance in the 24-bit sequence space, sign-extended.
-        let ahead = ((tag.wrapping_sub(s.highest_tag)) << 8) as i32 >> 8;
+        let ahead = seq_distance(tag, s.highest_tag);
         if ahead <= -(window as i32) || ahead > ahead_limit as i32 {
             // Not a request of this session: a stale frame, or one of an ended session whose
             // channel was given to another. Answer NOTCONN (not cached: the tag is not this
@@ -537,14 +588,19 @@ impl Server {
             }
             return Some(self.finish_uncached(from, tag, out, ErrorCode::NOTCONN));
         }
+        // A request of this session (only those keep it from being replaced when idle).
+        s.last_seen = Instant::now();
         if self
             .parked
             .iter()
             .any(|p| p.client == *from && p.tag == tag)
         {
-            // A retransmission of a read still waiting for data.
+            // A retransmission of a request still waiting for data or room: not executed
+            // again, answered "in progress" (not cached: the final reply takes the tag) so the
+            // client knows it was not lost and keeps waiting.
             self.counters.duplicates += 1;
-            return None;
+            self.counters.replies += 1;
+            return Some(HEADER_LEN + reply(&mut out[HEADER_LEN..], 0, ErrorCode::INPROGRESS));
         }
         // Replies, like requests, fit the msize granted to this session (a client drops larger
         // ones).
@@ -747,9 +803,12 @@ impl Server {
     }
 
     /// Give back `bytes` of staging budget taken by `from`.
+    /// (Nothing when the session is gone: its end gave back all it held.)
     fn release_staging(&mut self, from: &SessionKey, bytes: usize) {
-        self.session(from).staged -= bytes;
-        self.staged -= bytes;
+        if let Some(s) = self.sessions.get_mut(from) {
+            s.staged -= bytes;
+            self.staged -= bytes;
+        }
     }
 
     fn malformed(&mut self, out: &mut [u8]) -> Option<usize> {
@@ -914,18 +973,23 @@ impl Server {
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
         match confine::write_all_at(&f.fd, w.data, w.offset) {
-            Ok(n) => Some(reply(out, n as u32, ErrorCode::OK)),
-            Err(e) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
+            // A write that fits only in part reports what it wrote, as write(2).
+            (n, None) => Some(reply(out, n as u32, ErrorCode::OK)),
+            (n, Some(_)) if n > 0 => Some(reply(out, n as u32, ErrorCode::OK)),
+            (_, Some(e)) if e == libc::EAGAIN && !f.nonblocking && !f.regular => {
                 // No room in the pipe or device: wait like a read waits for data.
                 let op = ParkedOp::Write {
                     fd: w.fd,
                     offset: w.offset,
                     data: w.data.to_vec(),
+                    done: 0,
+                    whole: false,
+                    charged: 0,
                 };
                 self.park(from, tag, op);
                 None
             }
-            Err(e) => Some(errno_reply(out, e)),
+            (_, Some(e)) => Some(errno_reply(out, e)),
         }
     }
 
@@ -980,7 +1044,7 @@ impl Server {
     fn op_commit(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
@@ -994,26 +1058,55 @@ impl Server {
             return Some(reply(out, 0, ErrorCode::INVAL));
         };
         let (abort, append) = (c.flags & commit_flags::ABORT != 0, f.append);
+        let (nonblocking, regular) = (f.nonblocking, f.regular);
         let staged = st.buf.len();
-        self.release_staging(from, staged);
         if abort {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::OK));
-        }
-        if append && c.offset.is_some() {
-            return Some(reply(out, 0, ErrorCode::INVAL));
         }
         // The staged pieces must cover exactly 0..len with no gap.
         let whole = st.ranges.len() == 1 && st.ranges.get(&0) == Some(&u64::from(c.len));
-        if !whole || st.buf.len() != c.len as usize {
+        if (append && c.offset.is_some()) || !whole || st.buf.len() != c.len as usize {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::INVAL));
         }
         let Some(f) = self.file(from, c.fd) else {
+            self.release_staging(from, staged);
             return Some(reply(out, 0, ErrorCode::BADF));
         };
-        match confine::write_all_at(&f.fd, &st.buf, c.offset) {
-            Ok(n) if n == st.buf.len() => Some(reply(out, n as u32, ErrorCode::OK)),
-            Ok(_) => Some(reply(out, 0, ErrorCode::IO)),
-            Err(e) => Some(errno_reply(out, e)),
+        let (n, err) = confine::write_all_at(&f.fd, &st.buf, c.offset);
+        match err {
+            None => {
+                self.release_staging(from, staged);
+                // Short without an error (a device that took nothing more): the count with IO.
+                let e = if n == staged {
+                    ErrorCode::OK
+                } else {
+                    ErrorCode::IO
+                };
+                Some(reply(out, n as u32, e))
+            }
+            Some(e) if e == libc::EAGAIN && !nonblocking && !regular => {
+                // A pipe or device with less room than the data, opened without O_NONBLOCK:
+                // the rest waits for room like a parked Write (rule 6), and the reply comes
+                // when all is written. The buffer keeps its staging budget until then.
+                let op = ParkedOp::Write {
+                    fd: c.fd,
+                    offset: c.offset,
+                    data: st.buf,
+                    done: n,
+                    whole: true,
+                    charged: staged,
+                };
+                self.park(from, tag, op);
+                None
+            }
+            // Cut short (no room on an O_NONBLOCK pipe, no space, file size limit): report
+            // the bytes applied with the errno that stopped the write.
+            Some(e) => {
+                self.release_staging(from, staged);
+                Some(reply(out, n as u32, wire_error(e)))
+            }
         }
     }
 
@@ -1100,15 +1193,31 @@ impl Server {
     fn op_flush(
         &mut self,
         from: &SessionKey,
-        _: u32,
+        tag: u32,
         body: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
         let Ok(f) = FlushPacket::new_checked(body).and_then(|p| FlushRepr::parse(&p)) else {
             return self.malformed(out);
         };
-        let canceled = self.cancel_parked(from, f.oldtag, ErrorCode::CANCELED, false);
-        Some(reply(out, u32::from(canceled), ErrorCode::OK))
+        if self.cancel_parked(from, f.oldtag, ErrorCode::CANCELED, false) {
+            return Some(reply(out, 1, ErrorCode::OK));
+        }
+        // Not parked: either answered already (its cached reply stays), or not arrived yet
+        // (delayed or lost). Its client gave up on it, so a late copy must not run: leave a
+        // CANCELED reply for its tag, when the tag is one of this session's, sent before this
+        // Flush and not behind the cache window (where a late copy is refused as stale).
+        let window = self.cache_window() as i32;
+        let s = self.session(from);
+        let same_session = SessionKey::of(from.addr, f.oldtag) == *from;
+        let before_flush = seq_distance(tag, f.oldtag) > 0;
+        let in_window = seq_distance(f.oldtag, s.highest_tag) > -window;
+        if same_session && before_flush && in_window && s.cache.get(f.oldtag).is_none() {
+            // Cached, not sent (and not counted as a reply sent): no one waits for it.
+            let m = reply_message(f.oldtag, 0, ErrorCode::CANCELED);
+            s.cache.insert(f.oldtag, &m);
+        }
+        Some(reply(out, 0, ErrorCode::OK))
     }
 
     /// Remove a parked read; cache an error reply for its tag (and send it when `send`).
@@ -1120,17 +1229,19 @@ impl Server {
         else {
             return false;
         };
-        self.parked.remove(i);
+        let p = self.parked.remove(i);
         self.counters.flushed += 1;
-        let mut m = vec![0u8; HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN];
-        let mut h = FsPacket::new_unchecked(&mut m[..]);
-        h.set_opcode(Opcode::Reply);
-        h.set_tag(tag);
-        reply(&mut m[HEADER_LEN..], 0, e);
-        let n = m.len();
-        self.cache_and_count(from, tag, &m, n);
+        let (done, charged) = p.progress();
+        self.release_staging(from, charged);
+        // A Commit parked after writing part of its data reports that part.
+        let m = reply_message(tag, done as u32, e);
         if send {
+            let n = m.len();
+            self.cache_and_count(from, tag, &m, n);
             self.pending_out.push((*from, m));
+        } else if let Some(s) = self.sessions.get_mut(from) {
+            // Cached for a late retransmission, not sent: not counted as a reply.
+            s.cache.insert(tag, &m);
         }
         true
     }
@@ -1162,21 +1273,23 @@ impl Server {
         }
         let mut m = std::mem::take(&mut self.scratch);
         m.resize(self.cfg.msize as usize, 0);
-        for (p, pfd) in parked.into_iter().zip(pollfds.iter()) {
+        for (mut p, pfd) in parked.into_iter().zip(pollfds.iter()) {
             if pfd.fd >= 0 && pfd.revents == 0 {
                 self.parked.push(p);
                 continue;
             }
             let session_msize = self.sessions.get(&p.client).map_or(0, |s| s.msize);
             let max = max_read_data(session_msize.min(self.cfg.msize));
+            let (_, charged) = p.progress();
             let Some(f) = self.file(&p.client, p.fd()) else {
+                self.release_staging(&p.client, charged);
                 continue;
             };
             let mut h = FsPacket::new_unchecked(&mut m[..]);
             h.set_opcode(Opcode::Reply);
             h.set_tag(p.tag);
             let body = &mut m[HEADER_LEN..];
-            let done = match &p.op {
+            let done = match &mut p.op {
                 ParkedOp::Read(req) => {
                     let want = (req.len as usize).min(max);
                     let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
@@ -1185,18 +1298,42 @@ impl Server {
                         ReplyPacket::<&[u8]>::FIXED_LEN + n
                     })
                 }
-                ParkedOp::Write { offset, data, .. } => confine::write_all_at(&f.fd, data, *offset)
-                    .map(|n| reply(body, n as u32, ErrorCode::OK)),
+                ParkedOp::Write {
+                    offset,
+                    data,
+                    done,
+                    whole,
+                    ..
+                } => {
+                    let at = offset.map(|o| o + *done as u64);
+                    let (n, err) = confine::write_all_at(&f.fd, &data[*done..], at);
+                    *done += n;
+                    match err {
+                        // A Commit short without an error (a device that took nothing more).
+                        None if *whole && *done < data.len() => {
+                            Ok(reply(body, *done as u32, ErrorCode::IO))
+                        }
+                        None => Ok(reply(body, *done as u32, ErrorCode::OK)),
+                        // A Commit goes on waiting until all of it is written.
+                        Some(e) if e == libc::EAGAIN && *whole => Err(e),
+                        // A Write replies with what it wrote, as write(2).
+                        Some(_) if n > 0 && !*whole => Ok(reply(body, n as u32, ErrorCode::OK)),
+                        Some(e) if *whole => Ok(reply(body, *done as u32, wire_error(e))),
+                        Some(e) => Err(e),
+                    }
+                }
             };
             let n = match done {
                 Ok(n) => HEADER_LEN + n,
                 Err(e) if e == libc::EAGAIN => {
-                    // Another parked request on the same descriptor took the data or the room.
+                    // Another parked request on the same descriptor took the data or the room
+                    // (or a Commit took what room there was and waits for more).
                     self.parked.push(p);
                     continue;
                 }
                 Err(e) => HEADER_LEN + errno_reply(&mut m[HEADER_LEN..], e),
             };
+            self.release_staging(&p.client, charged);
             self.cache_and_count(&p.client, p.tag, &m, n);
             self.pending_out.push((p.client, m[..n].to_vec()));
         }

@@ -475,16 +475,26 @@ fn parked_reads_per_session_are_capped_at_the_granted_outstanding() {
         assert_eq!(d.raw(t(seq), read), None, "read {seq:#x} parks");
     }
     // The first of three was canceled when the third parked: its retransmission is answered
-    // from the cache; the two later ones still wait (a retransmission gets nothing).
+    // from the cache; the two later ones still wait (a retransmission gets "in progress", not
+    // cached: it is asked again with the same answer, and not executed again).
     assert_eq!(d.raw(t(0x503), read).unwrap().error, ErrorCode::CANCELED);
-    assert_eq!(d.raw(t(0x504), read), None);
-    assert_eq!(d.raw(t(0x505), read), None);
+    for _ in 0..2 {
+        let a = d.call(t(0x504), read);
+        assert_eq!((a.error, a.result), (ErrorCode::INPROGRESS, 0));
+        assert_eq!(d.call(t(0x505), read).error, ErrorCode::INPROGRESS);
+    }
     let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
     assert_eq!(d.call(t(0x506), flush(t(0x503))).result, 0);
     assert_eq!(d.call(t(0x507), flush(t(0x504))).result, 1);
     assert_eq!(d.call(t(0x508), flush(t(0x505))).result, 1);
-    assert_eq!(d.server.counters().parked, 3);
-    assert_eq!(d.server.counters().flushed, 3);
+    let c = d.server.counters();
+    assert_eq!(c.parked, 3);
+    // Canceled: one by the cap, two by Flush.
+    assert_eq!(c.flushed, 3);
+    // Replies sent: Version, two opens, the canceled read's (sent when the cap canceled it)
+    // and its copy from the cache, four INPROGRESS, three Flushes. The CANCELED replies the
+    // Flushes leave in the cache are not sent: not counted.
+    assert_eq!(c.replies, 12, "{c}");
 }
 
 /// Replies fit the msize granted to the session, not the server's own: Readdir returns fewer
@@ -586,9 +596,10 @@ fn a_small_msize_client_lists_a_large_directory() {
 
 /// A server that lies in its replies, over UDP on the loopback: grants 2^32 - 1 outstanding
 /// requests, reports a modification time of 2^64 - 1 s, and answers every Readdir with "5
-/// entries" and none (after 50 of them, with "end"). Writes at the current position succeed but
-/// every third fails with EIO; a write at offset 1446 (the second piece of a split write over UDP)
-/// writes 10 bytes.
+/// entries" and none (after 50 of them, with "end"); a Readdir of "endless" gets one more
+/// entry every time, for 20 000 entries (over 700 KB of listing), then the end. Writes at the current position succeed but every third
+/// fails with EIO; a write at offset 1446 (the second piece of a split write over UDP) writes
+/// 10 bytes. An Open of "errno-N" fails with error N.
 struct LyingServer {
     addr: PeerAddr,
     stop: Arc<AtomicBool>,
@@ -647,9 +658,23 @@ impl LyingServer {
                         a.emit(&mut AttrPacket::new_unchecked(&mut data[..AttrRepr::LEN]));
                         (0, AttrRepr::LEN)
                     }
+                    BodyRepr::Readdir(r) if r.path == b"endless" && r.cookie >= 20_000 => (0, 0),
+                    BodyRepr::Readdir(r) if r.path == b"endless" => {
+                        let name = format!("e{}", r.cookie);
+                        let e = DirEntryRepr {
+                            kind: FileKind::File,
+                            name: name.as_bytes(),
+                        };
+                        (1, e.emit(&mut data).unwrap())
+                    }
                     BodyRepr::Readdir(_) => {
                         let k = readdirs2.fetch_add(1, Ordering::Relaxed);
                         (if k < 50 { 5 } else { 0 }, 0)
+                    }
+                    BodyRepr::Open(o) if o.path.starts_with(b"errno-") => {
+                        let n = std::str::from_utf8(&o.path[6..]).unwrap().parse().unwrap();
+                        error = ErrorCode(n);
+                        (0, 0)
                     }
                     BodyRepr::Write(w) if w.offset.is_none() => {
                         current_writes += 1;
@@ -822,12 +847,10 @@ fn writes_to_a_full_fifo_park_until_there_is_room() {
         }
     }
     let parked_tag = parked_tag.expect("a write to the full pipe parks");
-    // Not ready: nothing completes, a retransmission gets nothing either.
+    // Not ready: nothing completes; a retransmission is answered "in progress", not written.
     assert!(d.server.poll_parked().is_empty());
-    assert_eq!(
-        d.raw(parked_tag, write_body(wr.result, 0, None, &piece)),
-        None
-    );
+    let again = d.call(parked_tag, write_body(wr.result, 0, None, &piece));
+    assert_eq!(again.error, ErrorCode::INPROGRESS);
     // The non-blocking descriptor gets AGAIN at once.
     let a = d.call(t(), write_body(nb.result, 0, None, &piece));
     assert_eq!(a.error, ErrorCode::AGAIN);
@@ -888,4 +911,669 @@ fn early_error_replies_leave_nothing_in_the_reply_cache() {
     assert_eq!(stat.error, ErrorCode::OK);
     let stat = d.call(t(0x43), BodyRepr::Stat(StatRepr { path: b"f" }));
     assert_eq!(stat.error, ErrorCode::OK);
+}
+
+/// Decode a reply message produced outside the request path ([`Server::poll_parked`]).
+fn decode(m: &[u8]) -> (u32, Answer) {
+    let p = FsPacket::new_checked(m).expect("reply header");
+    assert_eq!(p.opcode(), Opcode::Reply);
+    let rp = ReplyPacket::new_checked(p.body()).expect("whole reply");
+    (
+        p.tag(),
+        Answer {
+            error: rp.error(),
+            result: rp.result(),
+            data: rp.data().to_vec(),
+        },
+    )
+}
+
+/// Read what `reader` holds now (non-blocking) into `into`; return the bytes read.
+fn drain(reader: &mut std::fs::File, into: &mut Vec<u8>) -> usize {
+    use std::io::Read;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return total,
+            Ok(n) => {
+                into.extend_from_slice(&buf[..n]);
+                total += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return total,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// A Commit larger than the room in a pipe: on a descriptor opened without O_NONBLOCK it is
+/// parked until all of its data is written (rule 6: a blocking write waits), then replies with
+/// the whole length; with O_NONBLOCK it writes what fits and reports that count with AGAIN.
+/// Never "nothing applied" (result 0) when bytes reached the pipe.
+#[test]
+fn a_commit_larger_than_the_room_in_a_pipe_reports_what_it_wrote() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-pipe");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xb00, 1500, 4);
+    let mut seq = 0xb00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    for nonblocking in [false, true] {
+        let flags = open_flags::WRONLY | if nonblocking { open_flags::NONBLOCK } else { 0 };
+        let wr = d.call(t(), open_body(b"fifo", flags, 0));
+        assert_eq!(wr.error, ErrorCode::OK);
+        for (i, piece) in data.chunks(1400).enumerate() {
+            let off = (i * 1400) as u64;
+            let s = d.call(
+                t(),
+                write_body(wr.result, write_flags::STAGE, Some(off), piece),
+            );
+            assert_eq!(s.error, ErrorCode::OK);
+        }
+        let commit_tag = t();
+        let commit = BodyRepr::Commit(CommitRepr {
+            fd: wr.result,
+            flags: 0,
+            offset: None,
+            len: data.len() as u32,
+        });
+        let mut reply = d.raw(commit_tag, commit);
+        if reply.is_none() {
+            // While it waits, the parked Commit's buffer still counts against the budget.
+            let other = d.call(
+                t(),
+                open_body(b"other", open_flags::WRONLY | open_flags::CREAT, 0o600),
+            );
+            let s = d.call(
+                t(),
+                write_body(other.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+            );
+            assert_eq!(s.error, ErrorCode::NOBUFS);
+            let close = d.call(t(), BodyRepr::Close(CloseRepr { fd: other.result }));
+            assert_eq!(close.error, ErrorCode::OK);
+        }
+        let mut got = Vec::new();
+        let mut rounds = 0;
+        while reply.is_none() {
+            rounds += 1;
+            assert!(rounds < 100_000, "the parked Commit never completed");
+            drain(&mut reader, &mut got);
+            for (_, m) in d.server.poll_parked() {
+                let (tg, a) = decode(&m);
+                assert_eq!(tg, commit_tag);
+                reply = Some(a);
+            }
+        }
+        drain(&mut reader, &mut got);
+        let c = reply.unwrap();
+        assert!(
+            got.is_empty() || c.result != 0,
+            "Commit reported nothing applied (error {}) but {} bytes reached the pipe",
+            c.error.0,
+            got.len()
+        );
+        assert_eq!(
+            c.result as usize,
+            got.len(),
+            "the reply counts the bytes written"
+        );
+        assert_eq!(got[..], data[..got.len()]);
+        if nonblocking {
+            assert_eq!(c.error, ErrorCode::AGAIN);
+            assert!(got.len() < data.len());
+        } else {
+            assert!(rounds > 0, "the blocking Commit waited for room");
+            assert_eq!((c.error, c.result as usize), (ErrorCode::OK, data.len()));
+        }
+        // The budget is given back: the session can stage the whole limit again.
+        let big = d.call(
+            t(),
+            write_body(wr.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+        );
+        assert_eq!(big.error, ErrorCode::OK);
+        let close = d.call(t(), BodyRepr::Close(CloseRepr { fd: wr.result }));
+        assert_eq!(close.error, ErrorCode::OK);
+    }
+}
+
+/// End to end: an atomic write that a non-blocking pipe takes only in part returns the bytes
+/// it wrote (as write(2)), not an error claiming nothing was written.
+#[test]
+fn write_atomic_reports_a_partial_commit() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-client");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c
+        .open("fifo", open_flags::WRONLY | open_flags::NONBLOCK, 0)
+        .unwrap();
+    let data = vec![7u8; 200_000];
+    let r = c.write_atomic(fd, None, &data);
+    let mut got = Vec::new();
+    drain(&mut reader, &mut got);
+    assert!(!got.is_empty());
+    match r {
+        Ok(n) => assert_eq!(n, got.len()),
+        Err(e) => panic!("{} bytes written, but write_atomic failed: {e}", got.len()),
+    }
+    // Nothing fits in a full pipe: the error itself.
+    drain(&mut reader, &mut got);
+    c.write(fd, None, &vec![1u8; 1 << 16]).unwrap();
+    assert!(matches!(
+        c.write_atomic(fd, None, &data),
+        Err(FsError::Remote(ErrorCode::AGAIN))
+    ));
+    c.disconnect().unwrap();
+}
+
+/// A blocking read of a quiet FIFO waits as long as the server holds it parked (its
+/// retransmissions are answered "in progress"), and returns the data once some arrives; it
+/// does not time out after the retransmissions a lost reply would get.
+#[test]
+fn a_parked_read_waits_for_data_instead_of_timing_out() {
+    use std::io::Write;
+    let dir = Scratch::new("parked-wait");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    // Retransmissions of an unanswered request end within 11 x 200 ms, whatever the RTT.
+    let mut c = server.client(ClientConfig {
+        rto_max: Duration::from_millis(200),
+        ..ClientConfig::default()
+    });
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    // A local writer holds the FIFO open: no end of file, no data.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map(|n| buf[..n].to_vec());
+        tx.send(r.map_err(|e| e.errno())).unwrap();
+        c
+    });
+    // Longer than the client's retransmissions of an unanswered request take.
+    match rx.recv_timeout(Duration::from_secs(5)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("the read of a quiet FIFO ended: {other:?}"),
+    }
+    writer.write_all(b"late data").unwrap();
+    let got = rx.recv_timeout(Duration::from_secs(8)).expect("read done");
+    assert_eq!(got, Ok(b"late data".to_vec()));
+    let c = reader.join().unwrap();
+    c.disconnect().unwrap();
+    let counters = server.stop().counters();
+    assert!(counters.duplicates > 0, "{counters}");
+}
+
+/// A server that stops answering while a read is parked is still noticed: the client times out
+/// (and sends a Flush) once its probes get no answer.
+#[test]
+fn a_parked_read_times_out_when_the_server_is_gone() {
+    let dir = Scratch::new("parked-lost");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let addr = t.local_addr();
+    let mut server = Server::new(ServerConfig::new(dir.path())).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    // The server's socket stays open (returned by the thread) but nobody reads it.
+    let thread = std::thread::spawn(move || {
+        server.run(&mut t, &s2).unwrap();
+        (server, t)
+    });
+    let ct = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        rto_max: Duration::from_millis(100),
+        max_retries: 5,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(ct), addr, cfg).unwrap();
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    let _writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map_err(|e| e.errno());
+        tx.send(r).unwrap();
+    });
+    // Parked and probed for a while (well past 5 retransmission timeouts).
+    assert!(rx.recv_timeout(Duration::from_secs(2)).is_err());
+    stop.store(true, Ordering::Relaxed);
+    let (_server, _socket) = thread.join().unwrap();
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the read gave up");
+    assert_eq!(r, Err(libc::ETIMEDOUT));
+    reader.join().unwrap();
+}
+
+/// A Flush of a request that has not arrived (delayed in the network) leaves a CANCELED reply
+/// for its tag: the late copy is answered from the cache and never runs (its client already
+/// reported it as failed). A Flush of a request already answered changes nothing.
+#[test]
+fn a_flush_before_its_request_cancels_the_late_copy() {
+    let dir = Scratch::new("flush-early");
+    std::fs::write(dir.path().join("f"), b"").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xc00, 1500, 4);
+    let t = |seq| tag(v.channel, seq);
+    let open = d.call(t(0xc01), open_body(b"f", open_flags::RDWR, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    let fd = open.result;
+    let flush = |old| BodyRepr::Flush(FlushRepr { oldtag: old });
+    let f = d.call(t(0xc03), flush(t(0xc02)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let late = d.call(t(0xc02), write_body(fd, 0, Some(0), b"late"));
+    assert_eq!(late.error, ErrorCode::CANCELED);
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"");
+    // The Flush's own retransmission gets its reply again.
+    let f = d.call(t(0xc03), flush(t(0xc02)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    // A request already answered keeps its reply.
+    let w = d.call(t(0xc04), write_body(fd, 0, Some(0), b"ok"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 2));
+    let f = d.call(t(0xc05), flush(t(0xc04)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let again = d.call(t(0xc04), write_body(fd, 0, Some(0), b"ok"));
+    assert_eq!((again.error, again.result), (ErrorCode::OK, 2));
+    // A tag of another channel, or far behind the session's window, is not this session's:
+    // nothing is recorded for it.
+    let f = d.call(
+        t(0xc06),
+        flush(tag(v.channel.wrapping_add(1) & 0xff, 0xc07)),
+    );
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let f = d.call(t(0xc07), flush(t(0x10)));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 0));
+    let w = d.call(t(0xc08), write_body(fd, 0, Some(2), b"!"));
+    assert_eq!((w.error, w.result), (ErrorCode::OK, 1));
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"ok!");
+    // The CANCELED reply was cached, not sent: the replies counted are the 11 sent.
+    let c = d.server.counters();
+    assert_eq!(c.replies, 11, "{c}");
+}
+
+/// Skipping tags wraps in the 24-bit sequence number and keeps the session's channel bits.
+#[test]
+fn skip_tags_wraps_within_the_sequence_number() {
+    let dir = Scratch::new("skip-tags");
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let start = c.peek_tag();
+    let channel = start & !TAG_SEQ_MASK;
+    // To the last sequence number, then three past it.
+    c.skip_tags(TAG_SEQ_MASK - (start & TAG_SEQ_MASK));
+    assert_eq!(c.peek_tag(), channel | TAG_SEQ_MASK);
+    c.skip_tags(3);
+    assert_eq!(
+        c.peek_tag(),
+        channel | 2,
+        "the wrap carried into the channel"
+    );
+    // A whole turn of the sequence space comes back to the same tag.
+    c.skip_tags(TAG_SEQ_MASK + 1);
+    assert_eq!(c.peek_tag(), channel | 2);
+}
+
+/// A Reply sent to the server is dropped and counted as a drop, whatever its size: an
+/// oversized one gets no MSGSIZE reply either (a Reply is never answered).
+#[test]
+fn replies_sent_to_the_server_are_never_answered() {
+    let dir = Scratch::new("reply-drop");
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xd00, 1500, 4);
+    let mut m = vec![0u8; 64];
+    let n = MessageRepr {
+        tag: tag(v.channel, 0xd01),
+        body: BodyRepr::Reply(ReplyRepr {
+            result: 0,
+            error: ErrorCode::IO,
+            data: b"",
+        }),
+    }
+    .emit(&mut m)
+    .unwrap();
+    let before = d.server.counters();
+    // Of its own size, then claiming a wire length over the msize (cut to the buffer).
+    assert_eq!(d.server.handle(&d.peer, &m[..n], n, &mut d.out), None);
+    assert_eq!(d.server.handle(&d.peer, &m[..n], 5000, &mut d.out), None);
+    // From an address with no session, too.
+    let stranger = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 0x77]));
+    assert_eq!(d.server.handle(&stranger, &m[..n], 5000, &mut d.out), None);
+    let after = d.server.counters();
+    assert_eq!(after.drops - before.drops, 3, "{after}");
+    assert_eq!(after.oversized, before.oversized, "{after}");
+    assert_eq!(after.replies, before.replies, "{after}");
+}
+
+/// A request as a [`SilentServer`] saw it: opcode, tag, and the old tag of a Flush.
+type Seen = (Opcode, u32, Option<u32>);
+
+/// A server that answers the Version handshake and nothing else, over UDP on the loopback;
+/// it records the opcode, tag and (for a Flush) old tag of every other request it receives.
+struct SilentServer {
+    addr: PeerAddr,
+    stop: Arc<AtomicBool>,
+    seen: Arc<std::sync::Mutex<Vec<Seen>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentServer {
+    fn start() -> SilentServer {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = PeerAddr::Udp(sock.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (stop2, seen2) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut out = [0u8; 2048];
+            while !stop2.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(p) = FsPacket::new_checked(&buf[..n]) else {
+                    continue;
+                };
+                let Ok(m) = MessageRepr::parse(&p) else {
+                    continue;
+                };
+                let BodyRepr::Version(v) = m.body else {
+                    let old = match m.body {
+                        BodyRepr::Flush(f) => Some(f.oldtag),
+                        _ => None,
+                    };
+                    seen2.lock().unwrap().push((p.opcode(), m.tag, old));
+                    continue;
+                };
+                let mut data = [0u8; 16];
+                VersionRepr {
+                    version: PROTOCOL_VERSION,
+                    channel: 5,
+                    msize: v.msize,
+                    outstanding: v.outstanding,
+                    max_fds: 8,
+                }
+                .emit(&mut VersionPacket::new_unchecked(&mut data[..]));
+                let reply = MessageRepr {
+                    tag: m.tag,
+                    body: BodyRepr::Reply(ReplyRepr {
+                        result: v.msize,
+                        error: ErrorCode::OK,
+                        data: &data,
+                    }),
+                };
+                let len = reply.emit(&mut out).unwrap();
+                let _ = sock.send_to(&out[..len], from);
+            }
+        });
+        SilentServer {
+            addr,
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A pipelined read or write that gives up (no reply after every retransmission) sends a Flush
+/// for every request it still had in flight, as a single call does (rule 5): a late copy of
+/// any of them is then canceled instead of run (or, for STAGE pieces, instead of holding
+/// staging budget after the client aborted).
+#[test]
+fn a_pipeline_that_gives_up_flushes_its_requests() {
+    let silent = SilentServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        outstanding: 4,
+        rto_initial: Duration::from_millis(5),
+        rto_max: Duration::from_millis(20),
+        max_retries: 2,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), silent.addr, cfg).unwrap();
+    let mut buf = vec![0u8; 10_000];
+    assert!(matches!(
+        c.read(0, Some(0), &mut buf),
+        Err(FsError::Timeout)
+    ));
+    let data = vec![1u8; 10_000];
+    assert!(matches!(
+        c.write_atomic(0, None, &data),
+        Err(FsError::Timeout)
+    ));
+    // The Flushes are sent without waiting: give them a moment to land.
+    let wanted = |seen: &[Seen]| {
+        let sent: std::collections::BTreeSet<u32> = seen
+            .iter()
+            .filter(|(op, _, _)| matches!(op, Opcode::Read | Opcode::Write))
+            .map(|(_, t, _)| *t)
+            .collect();
+        let flushed: std::collections::BTreeSet<u32> =
+            seen.iter().filter_map(|(_, _, old)| *old).collect();
+        (sent, flushed)
+    };
+    let mut last = (Default::default(), Default::default());
+    for _ in 0..200 {
+        last = wanted(&silent.seen.lock().unwrap());
+        if !last.0.is_empty() && last.0.is_subset(&last.1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (sent, flushed) = last;
+    assert!(sent.len() >= 4, "pipelined requests: {sent:?}");
+    let missing: Vec<_> = sent.difference(&flushed).collect();
+    assert!(missing.is_empty(), "not flushed: {missing:x?}");
+}
+
+/// Frames refused as outside a session's tag window (stale or far ahead) are not the session's
+/// requests: they do not keep an idle session from being replaced by a new client.
+#[test]
+fn stale_frames_do_not_keep_an_idle_session_alive() {
+    let dir = Scratch::new("idle-stale");
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.max_clients = 1;
+    cfg.idle_timeout = Duration::from_millis(500);
+    let mut d = Dispatch::new(cfg);
+    let v = d.version(0xe00, 1500, 4);
+    let stat = BodyRepr::Stat(StatRepr { path: b"" });
+    assert_eq!(d.call(tag(v.channel, 0xe01), stat).error, ErrorCode::OK);
+    std::thread::sleep(Duration::from_millis(600));
+    // Far behind and far ahead of the session's tags: refused, counted as stale.
+    let before = d.server.counters().stale;
+    for seq in [0x10, 0x80_0000] {
+        assert_eq!(d.call(tag(v.channel, seq), stat).error, ErrorCode::NOTCONN);
+    }
+    assert_eq!(d.server.counters().stale, before + 2);
+    // The session is idle all the same: a new client replaces it.
+    d.peer = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 0x10]));
+    let a = d.call(
+        0x7000,
+        BodyRepr::Version(VersionRepr {
+            version: PROTOCOL_VERSION,
+            channel: 0,
+            msize: 1500,
+            outstanding: 4,
+            max_fds: 0,
+        }),
+    );
+    assert_eq!(a.error, ErrorCode::OK, "the idle session was kept");
+    assert_eq!(d.server.clients(), 1);
+}
+
+/// The errno a client error gives the C API and FUSE is a valid one whatever the server sent:
+/// an error code that is no Linux errno (0, negative as an i32, huge) becomes EIO.
+#[test]
+fn client_errno_is_valid_whatever_the_server_sends() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let mut c = Client::connect(Box::new(t), liar.addr, ClientConfig::default()).unwrap();
+    for (sent, want) in [
+        (2u32, libc::ENOENT),
+        (125, libc::ECANCELED),
+        (133, 133),
+        (134, libc::EIO),
+        (4000, libc::EIO),
+        (0x8000_0000, libc::EIO),
+        (u32::MAX, libc::EIO),
+    ] {
+        let e = c
+            .open(&format!("errno-{sent}"), open_flags::RDONLY, 0)
+            .unwrap_err();
+        assert!(
+            matches!(e, FsError::Remote(ErrorCode(x)) if x == sent),
+            "{e:?}"
+        );
+        assert_eq!(e.errno(), want, "server sent {sent}");
+        let _ = e.to_string();
+    }
+    assert_eq!(FsError::Remote(ErrorCode::OK).errno(), libc::EIO);
+}
+/// A server that goes on and on with a directory listing does not make the client's memory grow
+/// without bound: the listing stops at the client's limit with EOVERFLOW.
+#[test]
+fn an_endless_directory_listing_is_bounded() {
+    let liar = LyingServer::start();
+    let t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), RecvMode::Block).unwrap();
+    let cfg = ClientConfig {
+        max_dir_bytes: 8192,
+        ..ClientConfig::default()
+    };
+    let mut c = Client::connect(Box::new(t), liar.addr, cfg).unwrap();
+    match c.readdir("endless") {
+        Err(e) => assert_eq!(e.errno(), libc::EOVERFLOW, "{e:?}"),
+        Ok(v) => panic!("a listing of {} entries taken", v.len()),
+    }
+}
+/// End to end: an entry whose name fits no reply at the session's msize is left out of the
+/// listing; the entries after it are listed (from the cookie after it), not lost with it.
+#[test]
+fn readdir_goes_on_after_a_name_too_long_for_the_msize() {
+    let dir = Scratch::new("readdir-long");
+    std::fs::write(dir.path().join("a".repeat(60)), b"").unwrap();
+    std::fs::write(dir.path().join("b"), b"").unwrap();
+    std::fs::write(dir.path().join("c".repeat(60)), b"").unwrap();
+    std::fs::write(dir.path().join("d"), b"").unwrap();
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig {
+        msize: MIN_MSIZE,
+        ..ClientConfig::default()
+    });
+    assert_eq!(c.msize(), MIN_MSIZE);
+    let names: Vec<String> = c.readdir("").unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["b", "d"]);
+    assert_eq!(c.counters().dir_entries_skipped, 2);
+}
+
+/// A Commit parked on a full pipe after writing part of its data can be flushed: its reply
+/// becomes CANCELED with the bytes already written, and its buffer's staging budget is given
+/// back.
+#[test]
+fn a_flushed_commit_reports_the_bytes_it_wrote_and_gives_its_budget_back() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Scratch::new("commit-flush");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0xf00, 1500, 4);
+    let mut seq = 0xf00;
+    let mut t = || {
+        seq += 1;
+        tag(v.channel, seq)
+    };
+    let wr = d.call(t(), open_body(b"fifo", open_flags::WRONLY, 0));
+    let data = vec![3u8; 200_000];
+    for (i, piece) in data.chunks(1400).enumerate() {
+        let s = d.call(
+            t(),
+            write_body(
+                wr.result,
+                write_flags::STAGE,
+                Some((i * 1400) as u64),
+                piece,
+            ),
+        );
+        assert_eq!(s.error, ErrorCode::OK);
+    }
+    let commit_tag = t();
+    let commit = BodyRepr::Commit(CommitRepr {
+        fd: wr.result,
+        flags: 0,
+        offset: None,
+        len: data.len() as u32,
+    });
+    assert_eq!(d.raw(commit_tag, commit), None, "the Commit parks");
+    let f = d.call(t(), BodyRepr::Flush(FlushRepr { oldtag: commit_tag }));
+    assert_eq!((f.error, f.result), (ErrorCode::OK, 1));
+    let mut got = Vec::new();
+    drain(&mut reader, &mut got);
+    assert!(!got.is_empty());
+    let again = d.call(commit_tag, commit);
+    assert_eq!(again.error, ErrorCode::CANCELED);
+    assert_eq!(
+        again.result as usize,
+        got.len(),
+        "the bytes written before the Flush"
+    );
+    // Nothing more is written; the budget is free again.
+    assert!(d.server.poll_parked().is_empty());
+    assert_eq!(drain(&mut reader, &mut got), 0);
+    let big = d.call(
+        t(),
+        write_body(wr.result, write_flags::STAGE, Some((16 << 20) - 1), b"x"),
+    );
+    assert_eq!(big.error, ErrorCode::OK);
+}
+
+/// An empty Write writes nothing and succeeds, at an offset or at the current position.
+#[test]
+fn an_empty_write_succeeds_with_nothing_written() {
+    let dir = Scratch::new("empty-write");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    let v = d.version(0x1100, 1500, 4);
+    let t = |seq| tag(v.channel, seq);
+    let open = d.call(t(0x1101), open_body(b"f", open_flags::WRONLY, 0));
+    assert_eq!(open.error, ErrorCode::OK);
+    for (seq, off) in [(0x1102, Some(0)), (0x1103, None)] {
+        let w = d.call(t(seq), write_body(open.result, 0, off, b""));
+        assert_eq!((w.error, w.result), (ErrorCode::OK, 0), "offset {off:?}");
+    }
+    assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"x");
 }

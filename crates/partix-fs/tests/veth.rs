@@ -408,26 +408,43 @@ fn parked_device_read_completes_or_is_flushed() {
         c.read(nb, None, &mut b),
         Err(FsError::Remote(ErrorCode::AGAIN))
     ));
-    // A blocking read with no data parks on the server; the client gives up and flushes it.
-    let mut quick = net
-        .client_with(
-            ClientConfig {
-                rto_initial: Duration::from_millis(20),
-                rto_max: Duration::from_millis(40),
-                max_retries: 3,
-                ..ClientConfig::default()
-            },
-            None,
-        )
-        .unwrap();
+    // A blocking read with no data parks on the server: no reply until data comes or a Flush
+    // cancels it; a retransmission is answered "in progress" (the client library then keeps
+    // waiting instead of giving up).
+    let mut quick = net.client();
     let rd2 = quick.open("fifo", of::RDONLY, 0).unwrap();
     let parked_tag = quick.peek_tag();
+    quick.skip_tags(1);
+    let mut msg = [0u8; 64];
+    let n = partix_wire::fs::MessageRepr {
+        tag: parked_tag,
+        body: partix_wire::fs::BodyRepr::Read(partix_wire::fs::ReadRepr {
+            fd: rd2,
+            len: 16,
+            offset: None,
+        }),
+    }
+    .emit(&mut msg)
+    .unwrap();
     assert!(matches!(
-        quick.read(rd2, None, &mut b),
+        quick.raw_call(&msg[..n], parked_tag, Duration::from_millis(200)),
         Err(FsError::Timeout)
     ));
-    // The client sent a Flush for it when giving up; flushing again finds nothing pending.
+    assert_eq!(
+        quick
+            .raw_call(&msg[..n], parked_tag, Duration::from_secs(5))
+            .unwrap(),
+        ErrorCode::INPROGRESS
+    );
+    // A Flush cancels it; flushing again finds nothing pending; a late copy gets CANCELED.
+    assert!(quick.flush(parked_tag).unwrap());
     assert!(!quick.flush(parked_tag).unwrap());
+    assert_eq!(
+        quick
+            .raw_call(&msg[..n], parked_tag, Duration::from_secs(5))
+            .unwrap(),
+        ErrorCode::CANCELED
+    );
     // A parked read completes when a writer delivers data (the reader waits on another thread,
     // with the default, patient retransmission budget: a loaded machine may take a while).
     drop(quick);

@@ -163,6 +163,12 @@ impl ErrorCode {
     pub const NOBUFS: ErrorCode = ErrorCode(105);
     /// No session: the client did not start with a Version handshake.
     pub const NOTCONN: ErrorCode = ErrorCode(107);
+    /// Operation now in progress: an interim reply, never the final one. A retransmission of a
+    /// request the server holds parked (a blocking read with no data, a blocking write with no
+    /// room) gets it, uncached, so the client keeps waiting instead of giving up on a request
+    /// that was not lost. The server never passes a system call's `EINPROGRESS` on as a final
+    /// reply (it sends `IO` instead).
+    pub const INPROGRESS: ErrorCode = ErrorCode(115);
     /// Operation canceled (by a Flush).
     pub const CANCELED: ErrorCode = ErrorCode(125);
 
