@@ -78,7 +78,8 @@ pub const MODES: &[&str] = &["spin", "poll", "park", "block"];
 /// Arguments of `partix bench rtt`.
 #[derive(Args, Debug, Clone)]
 pub struct RttArgs {
-    /// Message sizes in bytes (at least 8: the sequence number).
+    /// Message sizes in bytes (at least 8: the sequence number, which every message carries in
+    /// its first and its last 8 bytes).
     #[arg(long, value_delimiter = ',', default_value = "16,56,64,256,1024,4096")]
     pub sizes: Vec<usize>,
     /// Measured round trips per class.
@@ -293,7 +294,9 @@ impl<'a> End<'a> {
 }
 
 /// Start `b` then `a` (the measuring end); return `a`'s stdout followed by `b`'s `# nvcsw N`
-/// line as `# echo nvcsw N`, or an error with both stderrs.
+/// line as `# echo nvcsw N`, or an error with both stderrs. An echo side that fails (a message
+/// that is not the awaited one, whole) stops the measuring side at once, which would otherwise
+/// wait for its echo until the time-out.
 fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<String, String> {
     let mut cb = spawn_peer(peer, b.args, b.fds, b.env).map_err(|e| format!("{e:#}"))?;
     let b_out = read_all(cb.stdout.take().expect("piped"));
@@ -309,10 +312,21 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
     let a_out = read_all(ca.stdout.take().expect("piped"));
     let a_err = read_all(ca.stderr.take().expect("piped"));
     let deadline = Instant::now() + timeout;
+    let mut echo_failed = None;
     let status = loop {
         match ca.try_wait() {
             Ok(Some(s)) => break Some(s),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) if Instant::now() < deadline => {
+                if let Ok(Some(s)) = cb.try_wait() {
+                    if !s.success() {
+                        echo_failed = Some(s);
+                        let _ = ca.kill();
+                        let _ = ca.wait();
+                        break None;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5))
+            }
             _ => {
                 let _ = ca.kill();
                 let _ = ca.wait();
@@ -348,6 +362,16 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
         b_err.join().unwrap_or_default()
     );
     let errs = errs.trim();
+    if let Some(s) = echo_failed {
+        return Err(format!(
+            "the echo side exited with {s}{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(": {errs}")
+            }
+        ));
+    }
     match status {
         Some(s) if s.success() && b_status.is_some_and(|s| s.success()) => Ok(out),
         Some(s) => Err(format!(
@@ -2098,6 +2122,58 @@ mod tests {
                     .all(|q| q.max_message_size == 56 && q.max_nb_messages == QRTT_DEPTH));
             }
         }
+    }
+
+    /// An echo side that finds a bad message exits with an error; the pair reports that error
+    /// at once, as a failed class, instead of leaving the measuring side waiting for an echo
+    /// until the time-out. (The peers are a shell script: the echo side fails at once, the
+    /// measuring side would wait a minute.)
+    #[test]
+    fn a_failing_echo_side_fails_the_pair_with_its_error() {
+        let peer = Peer {
+            program: PathBuf::from("/bin/sh"),
+            prefix: vec![
+                "-c".into(),
+                // $0 is the kind, $1 the role.
+                r#"if [ "$1" = pong ]; then
+                     echo "partix-rttpart udp pong: message 1: its last word carries 0x0, not 0x1" >&2
+                     exit 2
+                   fi
+                   exec sleep 60"#
+                    .into(),
+            ],
+        };
+        let args = RttArgs::default();
+        let (a, b) = pair_args("udp", 16, &args, "spin");
+        let end = |p| End {
+            args: p,
+            fds: Vec::new(),
+            env: Vec::new(),
+        };
+        let e = run_pair(&peer, end(&a), end(&b), Duration::from_secs(300)).unwrap_err();
+        assert_eq!(
+            e,
+            "the echo side exited with exit status: 2: partix-rttpart udp pong: message 1: its \
+             last word carries 0x0, not 0x1"
+        );
+        // In the report: the class's row says why it is not available.
+        let mut job = Job::new("raw UDP", "spin", 16, |_| unreachable!());
+        job.acc.add(samples_of(Err(e)));
+        let c = job.into_class();
+        let text = {
+            let rep = RttReport {
+                classes: vec![c],
+                ..RttReport::default()
+            };
+            render(&rtt_args(&[16], &["udp"], &["spin"]), &rep, false).0
+        };
+        assert!(
+            line(&text, "raw UDP spin 16 B").ends_with(
+                "not available: the echo side exited with exit status: 2: partix-rttpart udp \
+                 pong: message 1: its last word carries 0x0, not 0x1"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
