@@ -226,7 +226,7 @@ pub fn machine_line() -> String {
 }
 
 /// Line colours of the plots, in series order (distinct for up to 20 series: the rtt bench's
-/// transports, their queuing classes, the C API classes and the baselines, 18 at most; with 14
+/// transports, their queuing classes, the C API classes and the baselines, 19 at most; with 14
 /// colours two of those series were drawn alike; found by review).
 const PALETTE: [plotters::style::RGBColor; 20] = {
     use plotters::style::{RGBColor, BLACK, BLUE, CYAN, GREEN, MAGENTA, RED};

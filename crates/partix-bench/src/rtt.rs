@@ -17,6 +17,9 @@
 //!   other side waits that long for each message (sporadic traffic: a `park` receiver has parked
 //!   by the time it comes).
 //! - **raw cache-line**: one shared-memory line each way, spin (the floor of any shared-memory RTT);
+//! - **raw futex** (park and block classes): the raw copy with a futex flag word per direction,
+//!   the receiver sleeping in `FUTEX_WAIT` (park: after 2000 looks), the sender waking it (the
+//!   floor of a shared-memory round trip whose waits sleep);
 //! - **raw UDP** / **raw TCP** (TCP_NODELAY) over loopback at the same payload sizes: busy-polled
 //!   non-blocking sockets (spin class), blocking sockets (block class), and 2000 non-blocking
 //!   receives before a blocking one (park class);
@@ -24,8 +27,9 @@
 //!   (a dev-dependency, so not in the `partix` binary), if it is built.
 //!
 //! Ratios are printed against each transport's baseline (one-sided and two-sided vs raw
-//! cache-line, udp vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of
-//! the issue, met or missed.
+//! cache-line in the spin and poll classes and vs raw futex in the park and block classes, udp
+//! vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of the issue, met
+//! or missed.
 //!
 //! **Rounds** (`--rounds`, default 4): the classes of one message size run once per round, each
 //! next to its baseline, in alternating order (A B C, then C B A, ...), every launch measuring
@@ -64,6 +68,11 @@ pub const C_API: &str = "(C API)";
 
 /// The class of the one-sided protocol without the port layer (`rttpeer` kind `slot`).
 pub const RAW_SLOT: &str = "raw one-sided slot";
+
+/// The raw shared-memory baseline of the park and block classes (`rttpeer` kind `futex`): the
+/// raw copy with a futex flag word, the receiver sleeping in `FUTEX_WAIT` (park: after 2000
+/// looks), the sender waking it.
+pub const RAW_FUTEX: &str = "raw futex";
 
 /// The transports a channel can name (`partix:Transport`).
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
@@ -572,6 +581,15 @@ fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
 fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
     let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
     raw_shm_pair(peer, args, "copy", size, len)
+}
+
+/// The raw futex ping-pong ([`RAW_FUTEX`]) in `mode` (park or block).
+fn raw_futex(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
+    let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
+    let r = Region::create("partix-rtt-futex", len).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args("futex", size, args, mode);
+    let fd = r.raw_fd();
+    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
 
 /// The one-sided protocol without the port layer (kind `slot`).
@@ -1112,14 +1130,31 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     };
     let n_sizes = args.sizes.len();
     let n_modes = args.modes.len();
-    // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
-    let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
+    let spin_mode = args.modes.iter().any(|m| m == "spin");
+    // The raw socket peers have no `poll` class (a non-blocking `recv` loop is their `spin`): a
+    // poll class is compared with their spin rows, which run when poll is asked for even if spin
+    // is not (as the busy-waiting shared-memory baselines do).
+    let raw_socket_mode = |mode: &str| -> Option<String> {
+        match mode {
+            "poll" if spin_mode => None,
+            "poll" => Some("spin".into()),
+            m => Some(m.into()),
+        }
+    };
+    let n_raw_modes = args
+        .modes
+        .iter()
+        .filter(|m| raw_socket_mode(m).is_some())
+        .count();
+    // The raw futex baseline runs in the classes that sleep.
+    let sleeping = |mode: &str| mode == "park" || mode == "block";
+    let n_futex_modes = args.modes.iter().filter(|m| sleeping(m)).count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
     let one_sided = batched;
     // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
     const RAW_QUEUE_ROWS: usize = 5;
-    let spin_mode = args.modes.iter().any(|m| m == "spin");
     let total = usize::from(spin) * (2 + usize::from(one_sided)) * n_sizes
+        + n_sizes * n_futex_modes
         + n_sizes * n_raw_modes * 4
         + usize::from(spin_mode) * n_sizes
         + n_sizes
@@ -1168,7 +1203,8 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             }
         }
         // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
-        // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
+        // then per mode raw futex for park and block, one-sided, two-sided; iceoryx2), then per
+        // mode raw UDP and udp, raw TCP and tcp.
         // `queuing`: the same ping-pong through queuing ports (class `<transport> queuing`).
         // `c_api`: the sampling ping-pong through the C API (class `<transport> (C API)`).
         let port_job = |t: &str, mode: &str, queuing: bool, c_api: bool| {
@@ -1210,8 +1246,17 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             }
             v
         };
-        for t in args.transports.iter().filter(|t| !is_socket(t)) {
-            for mode in &args.modes {
+        for mode in &args.modes {
+            // The park and block classes of the shared-memory transports sit next to the raw
+            // futex ping-pong of their mode (the spin and poll classes next to the raw
+            // cache-line and copy above).
+            if sleeping(mode) {
+                let m = mode.clone();
+                jobs.push(Job::new(RAW_FUTEX, mode, size, move |a| {
+                    samples_of(raw_futex(peer, a, size, &m))
+                }));
+            }
+            for t in args.transports.iter().filter(|t| !is_socket(t)) {
                 jobs.extend(apex_jobs(t, mode));
             }
         }
@@ -1227,13 +1272,13 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         }
         for (raw, raw2, t) in [("raw UDP", RAW_UDP2, "udp"), ("raw TCP", RAW_TCP2, "tcp")] {
             for mode in &args.modes {
-                if mode != "poll" {
-                    let m = mode.clone();
-                    jobs.push(Job::new(raw, mode, size, move |a| {
+                if let Some(rm) = raw_socket_mode(mode) {
+                    let m = rm.clone();
+                    jobs.push(Job::new(raw, &rm, size, move |a| {
                         samples_of(raw_socket(peer, a, t, size, &m))
                     }));
-                    let m = mode.clone();
-                    jobs.push(Job::new(raw2, mode, size, move |a| {
+                    let m = rm.clone();
+                    jobs.push(Job::new(raw2, &rm, size, move |a| {
                         samples_of(raw_socket(peer, a, &format!("{t}2"), size, &m))
                     }));
                 }
@@ -1687,7 +1732,24 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             p99_target(&mut tally)
                         ));
                     }
-                    if let Some(c) = &cache {
+                    // The classes that sleep are compared with the raw futex ping-pong of their
+                    // mode (a spinning baseline gave them ratios of their wake-ups, such as 201x);
+                    // the busy-waiting ones with the raw cache line and the raw copy.
+                    let sleeps = mode == "park" || mode == "block";
+                    if let (Some(f), true) = (s(RAW_FUTEX), sleeps) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs {RAW_FUTEX}: p50 {:.2}x{}, p99 {:.2}x",
+                            ratio(ts.p50, f.p50),
+                            Spread::ratio_text(rep.rounds(
+                                (t, mode),
+                                Some((RAW_FUTEX, mode)),
+                                size,
+                                by_ratio
+                            )),
+                            ratio(ts.p99, f.p99)
+                        ));
+                    }
+                    if let (Some(c), false) = (&cache, sleeps) {
                         let rr =
                             rep.rounds((t, mode), Some(("raw cache-line", "spin")), size, by_ratio);
                         let mut l = format!(
@@ -1706,7 +1768,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         }
                         lines.push(l);
                     }
-                    if let (Some(c), "one-sided") = (&copy, t.as_str()) {
+                    if let (Some(c), "one-sided", false) = (&copy, t.as_str(), sleeps) {
                         lines.push(format!(
                             "{t} {mode} {size} B vs raw copy: p50 {:.2}x{}, p99 {:.2}x",
                             ratio(ts.p50, c.p50),
@@ -1878,6 +1940,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     let base = match t.as_str() {
                         "udp" => Some(("raw UDP", if mode == "poll" { "spin" } else { mode })),
                         "tcp" => Some(("raw TCP", if mode == "poll" { "spin" } else { mode })),
+                        _ if mode == "park" || mode == "block" => Some((RAW_FUTEX, mode.as_str())),
                         _ => Some(("raw cache-line", "spin")),
                     };
                     if let Some((bn, bm)) = base {
@@ -2002,6 +2065,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
             "raw cache-line",
             "raw copy",
             RAW_SLOT,
+            RAW_FUTEX,
             "raw UDP",
             "raw TCP",
             "iceoryx2",
@@ -2557,6 +2621,66 @@ mod tests {
         assert_eq!(tally, (1, 0, 1));
     }
 
+    /// The park and block classes of the shared-memory transports (sampling and queuing) are
+    /// compared with the raw futex ping-pong of their mode, not with the spinning raw cache
+    /// line or raw copy; the spin class keeps the cache line and the copy.
+    #[test]
+    fn sleeping_classes_are_compared_with_the_raw_futex_of_their_mode() {
+        let a = RttArgs {
+            queuing_rtt: true,
+            ..rtt_args(
+                &[16],
+                &["one-sided", "two-sided"],
+                &["spin", "park", "block"],
+            )
+        };
+        let classes = vec![
+            flat("raw cache-line", "spin", 16, 100),
+            flat("raw copy", "spin", 16, 200),
+            flat(RAW_FUTEX, "park", 16, 1_000),
+            flat(RAW_FUTEX, "block", 16, 10_000),
+            flat("one-sided", "spin", 16, 400),
+            flat("one-sided", "park", 16, 1_500),
+            flat("one-sided", "block", 16, 20_000),
+            flat("one-sided queuing", "block", 16, 30_000),
+            flat("two-sided", "spin", 16, 500),
+            flat("two-sided", "block", 16, 25_000),
+        ];
+        let (text, _) = rendered(&a, classes, vec![]);
+        assert!(
+            line(&text, "one-sided spin 16 B vs raw cache-line:").starts_with(
+                "one-sided spin 16 B vs raw cache-line: p50 4.00x (rounds: median 4.00x"
+            ),
+            "{text}"
+        );
+        assert!(line(&text, "one-sided spin 16 B vs raw copy:").contains("p50 2.00x"));
+        assert_eq!(
+            line(&text, "one-sided park 16 B vs raw futex:"),
+            "one-sided park 16 B vs raw futex: p50 1.50x (rounds: median 1.50x, 1.50–1.50x), \
+             p99 1.50x"
+        );
+        assert!(line(&text, "one-sided block 16 B vs raw futex:").contains("p50 2.00x"));
+        assert!(line(&text, "two-sided block 16 B vs raw futex:").contains("p50 2.50x"));
+        assert!(
+            line(&text, "one-sided queuing block 16 B vs raw futex:").contains("p50 3.00x"),
+            "{text}"
+        );
+        for m in ["park", "block"] {
+            for base in ["raw cache-line", "raw copy"] {
+                assert!(
+                    !text.contains(&format!("{m} 16 B vs {base}")),
+                    "{m} vs {base} in\n{text}"
+                );
+            }
+            // The baseline's rows are in its mode's table.
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(&format!("{RAW_FUTEX} {m} 16 B "))),
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn the_spin_baselines_are_labelled_spin_in_the_other_modes_plots() {
         let a = rtt_args(&[16, 64], &["one-sided"], &["spin", "block"]);
@@ -2569,6 +2693,7 @@ mod tests {
                 flat("iceoryx2", "spin", size, 900),
                 flat("one-sided", "spin", size, 400),
                 flat("one-sided", "block", size, 9_000),
+                flat(RAW_FUTEX, "block", size, 4_000),
                 flat("raw UDP", "block", size, 19_000),
             ]);
         }
@@ -2594,6 +2719,9 @@ mod tests {
             // A block-class row keeps its name.
             assert!(!svg.contains("raw UDP (spin)"), "{}", f.display());
             assert_eq!(svg.contains("raw UDP"), block, "{}", f.display());
+            // The raw futex baseline is drawn in its own mode's plots only.
+            assert!(!svg.contains("raw futex (spin)"), "{}", f.display());
+            assert_eq!(svg.contains(RAW_FUTEX), block, "{}", f.display());
         }
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -10,6 +10,9 @@
 //!               `partix-apex` that a C partition calls (WRITE_SAMPLING_MESSAGE,
 //!               PARTIX_WAIT_SAMPLING_MESSAGE, READ_SAMPLING_MESSAGE)
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
+//!        copy   a flag word and the message each way, copied in and out (region on 600)
+//!        futex  `copy` with a futex flag word: the receiver of the park and block classes
+//!               sleeps in FUTEX_WAIT, the sender wakes it (the raw baseline of those classes)
 //!        slot   the one-sided protocol without the port layer: a `partix_shm::sampling` slot
 //!               each way (SamplingWriter / SamplingReader, begin/end flags, stamp) in a region
 //!               on descriptor 600, each slot on a page of its own (as each channel has its own
@@ -69,7 +72,7 @@ use partix_shm::{Access, Region};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -103,8 +106,8 @@ pub const QUEUE_BACKOFF: u32 = 64;
 /// a call path that saves registers and spills a few values adds per message (session 9).
 pub const QUEUE_EXTRA_STORES: usize = 20;
 
-/// Bytes of the `copy` kind's region for messages of `size` bytes: per direction a flag line
-/// and the data, each block 64-byte aligned.
+/// Bytes of the `copy` (and `futex`) kind's region for messages of `size` bytes: per direction a
+/// flag line and the data, each block 64-byte aligned.
 pub fn copy_region_len(size: usize) -> usize {
     2 * copy_block(size)
 }
@@ -177,7 +180,7 @@ impl Wait {
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `apexc`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
+    /// `apex`, `apexc`, `cache`, `copy`, `futex`, `slot`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
     /// `qrawk`, `qrawf`, `qraws`, `qudp`, `qtcp`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
@@ -406,6 +409,16 @@ fn print_samples(samples: &[u64]) -> Result<(), String> {
         "# nvcsw {}\n",
         MEASURED_SWITCHES.load(Ordering::Relaxed)
     ));
+    emit(&s)
+}
+
+/// Write `s` to stdout and flush (in the unit tests, which run peers in threads, through the
+/// test harness's capture).
+fn emit(s: &str) -> Result<(), String> {
+    if cfg!(test) {
+        print!("{s}");
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())
         .and_then(|_| out.flush())
@@ -442,10 +455,7 @@ impl EchoSwitches {
         let n = self
             .start
             .map_or(0, |s| voluntary_switches().saturating_sub(s));
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "# nvcsw {n}")
-            .and_then(|_| out.flush())
-            .map_err(|e| format!("stdout: {e}"))
+        emit(&format!("# nvcsw {n}\n"))
     }
 }
 
@@ -500,6 +510,7 @@ pub fn main(args: &[String]) -> i32 {
         "apex" | "apexc" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
         "cache" => raw_prelude().and_then(|()| cache(&a, &*inherited_region()?)),
         "copy" => raw_prelude().and_then(|()| copy(&a, &*inherited_region()?)),
+        "futex" => raw_prelude().and_then(|()| futex(&a, &*inherited_region()?)),
         "slot" => raw_prelude().and_then(|()| slot(&a, inherited_region()?)),
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
@@ -685,6 +696,106 @@ fn copy(a: &PeerArgs, r: &Region) -> Result<(), String> {
     let recv = |data: *mut u8, flag: &AtomicU64, local: &mut [u8], i: u64| {
         while !flag_at(flag.load(Ordering::Acquire), i)? {
             std::hint::spin_loop();
+        }
+        // SAFETY: as in `send`.
+        unsafe { std::ptr::copy_nonoverlapping(data, local.as_mut_ptr(), size) };
+        check_msg(local, size, i)
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let s = time_rounds(a, |i| {
+                stamp(&mut local, i);
+                send(ping_data, ping_flag, &local, i);
+                recv(pong_data, pong_flag, &mut local, i)
+            })?;
+            print_samples(&s)
+        }
+        "pong" => {
+            let mut sw = EchoSwitches::new(a);
+            for i in 1..=total {
+                sw.before(i);
+                recv(ping_data, ping_flag, &mut local, i)?;
+                send(pong_data, pong_flag, &local, i);
+            }
+            sw.print()
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// The bit of a `futex` kind's flag word that says its receiver sleeps (or is about to) in
+/// `FUTEX_WAIT` on it; the sequence number is the other 31 bits.
+const FUTEX_WAITING: u32 = 1 << 31;
+
+/// The floor of a shared-memory round trip whose receiver sleeps in the kernel (the raw
+/// baseline of the park and block classes): the `copy` kind's region and copies (per direction
+/// a flag word in its own line and `size` bytes after it; `memcpy` in, `memcpy` out, both ends
+/// check the copy), with a 32-bit flag word that is also a futex. The sender copies the message
+/// in, swaps the flag to the sequence number (`Release`) and calls `FUTEX_WAKE` only if the old
+/// value had [`FUTEX_WAITING`]. The receiver looks at the flag (`Acquire`), in the park class
+/// [`PARK_SPINS`] times first (block: at once; spin and poll: it never sleeps), then sets
+/// [`FUTEX_WAITING`] in the word (compare-and-swap from the value it saw) and sleeps in
+/// `FUTEX_WAIT` while the word holds that; the sender's swap either comes first (the
+/// compare-and-swap fails, the receiver looks again) or sees the bit (and wakes it), since
+/// both change the one word.
+fn futex(a: &PeerArgs, r: &Region) -> Result<(), String> {
+    if r.len() < copy_region_len(a.size) {
+        return Err("region too small".into());
+    }
+    let total = a.warmup + a.iters;
+    if total >= u64::from(FUTEX_WAITING) {
+        return Err(format!("{total} round trips: fewer than 2^31"));
+    }
+    let blk = copy_block(a.size);
+    let size = a.size;
+    // SAFETY: the region is page-aligned, shared, at least 2 * blk bytes long and lives as long as
+    // `r`; offsets 0 and blk are 64-aligned. The flags are only used as atomics (and as futex
+    // words, which the kernel reads); the data bytes are handed over by the flags as in `copy`.
+    let (ping_flag, pong_flag, ping_data, pong_data) = unsafe {
+        (
+            &*r.as_ptr().cast::<AtomicU32>(),
+            &*r.as_ptr().add(blk).cast::<AtomicU32>(),
+            r.as_ptr().add(64),
+            r.as_ptr().add(blk + 64),
+        )
+    };
+    let spins = match a.wait {
+        Wait::Park => u64::from(PARK_SPINS),
+        Wait::Block => 0,
+        Wait::Spin | Wait::Poll => u64::MAX,
+    };
+    let mut local = vec![0u8; size];
+    let send = |data: *mut u8, flag: &AtomicU32, local: &[u8], i: u64| {
+        // SAFETY: `data` has `size` bytes in the region (see above), `local` has `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), data, size) };
+        if flag.swap(i as u32, Ordering::Release) & FUTEX_WAITING != 0 {
+            partix_shm::futex::wake(flag, 1);
+        }
+    };
+    let recv = |data: *mut u8, flag: &AtomicU32, local: &mut [u8], i: u64| {
+        let mut k = 0u64;
+        loop {
+            let v = flag.load(Ordering::Acquire);
+            if flag_at(u64::from(v & !FUTEX_WAITING), i)? {
+                break;
+            }
+            if k < spins {
+                k += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            let asleep = v | FUTEX_WAITING;
+            if v & FUTEX_WAITING == 0
+                && flag
+                    .compare_exchange(v, asleep, Ordering::Acquire, Ordering::Acquire)
+                    .is_err()
+            {
+                continue;
+            }
+            // Returns when woken, or at once if the word changed meanwhile (or spuriously: it
+            // looks again). No time-out: a lost wake-up would hang the pair and fail the class
+            // at its time-out, not pass as one slow round trip.
+            partix_shm::futex::wait(flag, asleep, None);
         }
         // SAFETY: as in `send`.
         unsafe { std::ptr::copy_nonoverlapping(data, local.as_mut_ptr(), size) };
@@ -1931,6 +2042,65 @@ mod tests {
             e.contains("message 1: 10 bytes received, the message has 64"),
             "{e}"
         );
+    }
+
+    /// The raw futex ping-pong between two threads over a region: in the block class every wait
+    /// goes to sleep unless the message is already there, and the park class spins first; both
+    /// deliver every message whole (each end checks it), in both sizes whose words overlap or
+    /// not. A pong given a torn copy fails.
+    #[test]
+    fn the_futex_ping_pong_delivers_and_refuses_a_torn_copy() {
+        for (wait, size) in [(Wait::Block, 12), (Wait::Park, 64), (Wait::Block, 4096)] {
+            let r =
+                Arc::new(Region::create("partix-rtt-test-futex", copy_region_len(size)).unwrap());
+            let args = |role: &str| PeerArgs {
+                iters: 300,
+                warmup: 10,
+                wait,
+                ..peer("futex", role, size)
+            };
+            let pong = run_end({
+                let (r, a) = (r.clone(), args("pong"));
+                move || futex(&a, &r)
+            });
+            let ping = run_end({
+                let (r, a) = (r.clone(), args("ping"));
+                move || futex(&a, &r)
+            });
+            for end in [ping, pong] {
+                match end.recv_timeout(std::time::Duration::from_secs(120)) {
+                    Ok(r) => r.unwrap_or_else(|e| panic!("{wait:?} {size}: {e}")),
+                    Err(_) => panic!("{wait:?} {size}: the ping-pong did not finish"),
+                }
+            }
+        }
+        let r = Arc::new(Region::create("partix-rtt-test-futex", copy_region_len(64)).unwrap());
+        let end = run_end({
+            let r = r.clone();
+            move || {
+                futex(
+                    &PeerArgs {
+                        wait: Wait::Block,
+                        ..peer("futex", "pong", 64)
+                    },
+                    &r,
+                )
+            }
+        });
+        let mut m = vec![0u8; 64];
+        stamp(&mut m, 1);
+        m[63] = 0x77;
+        // SAFETY: the region has copy_region_len(64) bytes; the ping direction's data starts at
+        // 64, its flag (an AtomicU32, only used as one and as a futex word) at 0.
+        let flag = unsafe {
+            std::ptr::copy_nonoverlapping(m.as_ptr(), r.as_ptr().add(64), 64);
+            &*r.as_ptr().cast::<AtomicU32>()
+        };
+        if flag.swap(1, Ordering::Release) & FUTEX_WAITING != 0 {
+            partix_shm::futex::wake(flag, 1);
+        }
+        let e = failure(end);
+        assert!(e.contains("message 1: its last word carries"), "{e}");
     }
 
     #[test]
