@@ -551,12 +551,8 @@ fn apex_pair(
     mode: &str,
 ) -> Result<String, String> {
     let set = channels_of(xml)?;
-    let (mut a, mut b) = pair_args(kind, size, args, mode);
     if kind.starts_with("qapex") {
-        a.role = "recv".into();
-        a.iters = args.queue_messages;
-        b.role = "send".into();
-        b.iters = args.queue_messages;
+        let (a, b) = queue_pair_args(kind, args);
         // The receiver measures; the sender must run too: A (partition 1) sends, B receives.
         let (recv_p, send_p) = (1, 0);
         return run_pair(
@@ -566,12 +562,24 @@ fn apex_pair(
             pair_timeout(args) + Duration::from_secs(30),
         );
     }
+    let (a, b) = pair_args(kind, size, args, mode);
     run_pair(
         peer,
         End::partition(&a, &set, 0, &args.descriptor_table),
         End::partition(&b, &set, 1, &args.descriptor_table),
         pair_timeout(args),
     )
+}
+
+/// The two ends of a throughput class of `kind`: the receiver, which measures (`recv`, on the
+/// first CPU of [`cpus`]), and the sender (`send`, on the second); `--queue-messages` each.
+fn queue_pair_args(kind: &str, args: &RttArgs) -> (PeerArgs, PeerArgs) {
+    let (mut recv, mut send) = pair_args(kind, QUEUE_MSG, args, "spin");
+    recv.role = "recv".into();
+    recv.iters = args.queue_messages;
+    send.role = "send".into();
+    send.iters = args.queue_messages;
+    (recv, send)
 }
 
 fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
@@ -681,11 +689,7 @@ fn raw_socket_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, S
     };
     let (sa, sb) =
         socket_pair(sk, QUEUE_MSG as u32, QUEUE_DEPTH).map_err(|e| format!("socket pair: {e}"))?;
-    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
-    a.role = "recv".into();
-    a.iters = args.queue_messages;
-    b.role = "send".into();
-    b.iters = args.queue_messages;
+    let (a, b) = queue_pair_args(kind, args);
     run_pair(
         peer,
         End::raw(&a, sb.as_raw_fd()),
@@ -700,11 +704,7 @@ fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> 
         Region::create("partix-rtt-ring", layout.size_bytes()).map_err(|e| e.to_string())?,
     );
     layout.init(&r, 0).map_err(|e| e.to_string())?;
-    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
-    a.role = "recv".into();
-    a.iters = args.queue_messages;
-    b.role = "send".into();
-    b.iters = args.queue_messages;
+    let (a, b) = queue_pair_args(kind, args);
     let fd = r.raw_fd();
     run_pair(
         peer,
@@ -1977,9 +1977,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         // The throughput classes never pause: their target is judged whatever `--gap-us`.
         tally.skip = false;
         let _ = writeln!(o);
+        // From the sender's CPU to the receiver's (the receiver measures).
+        let (recv, send) = queue_pair_args("qraw", args);
         let _ = writeln!(
             o,
-            "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {c0} → CPU {c1}), {} messages, depth {QUEUE_DEPTH}",
+            "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {} → CPU {}), {} messages, depth {QUEUE_DEPTH}",
+            send.cpu,
+            recv.cpu,
             args.queue_messages
         );
         // A port row is compared with the raw ring that moves messages the same way: one per
@@ -2524,6 +2528,26 @@ mod tests {
             "one-sided spin 4096 B:  [target 4 KiB p50 ≤ 2 µs: not judged with --gap-us]"
         );
         assert_eq!(tally, (0, 1, 0));
+    }
+
+    /// The throughput header names the sender's CPU first: the receiver (which measures) runs
+    /// on the first CPU, the sender on the second (it said the opposite).
+    #[test]
+    fn the_throughput_direction_is_from_the_senders_cpu_to_the_receivers() {
+        let a = rtt_args(&[16], &["one-sided"], &[]);
+        for kind in ["qraw", "qapex", "qudp"] {
+            let (recv, send) = queue_pair_args(kind, &a);
+            assert_eq!((recv.role.as_str(), send.role.as_str()), ("recv", "send"));
+            assert_eq!((recv.cpu, send.cpu), cpus(), "{kind}");
+        }
+        let (c0, c1) = cpus();
+        let (text, _) = rendered(&a, vec![], vec![("raw SPSC ring", Ok(20e6))]);
+        assert!(
+            line(&text, "## queuing throughput:").contains(&format!(
+                "cross-process (CPU {c1} → CPU {c0}), 2000000 messages"
+            )),
+            "{text}"
+        );
     }
 
     #[test]
