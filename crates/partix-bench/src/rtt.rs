@@ -2076,6 +2076,10 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
         ]
         .map(String::from),
     );
+    // In order of size, whatever the order of `--sizes` (the lines join the points in order).
+    let mut sizes = args.sizes.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
     let mut out = Vec::new();
     for mode in &args.modes {
         // The class of `n` drawn in `mode`'s plots, and its legend: the busy-waiting baselines
@@ -2103,8 +2107,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
             .iter()
             .map(|n| {
                 let m = class_mode(n);
-                let pts = args
-                    .sizes
+                let pts = sizes
                     .iter()
                     .filter_map(|&s| rep.get(n, m, s).map(|r| (s, r.summary(n))))
                     .collect();
@@ -2703,6 +2706,48 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// Sizes given out of order are plotted in order: every series' line runs left to right.
+    #[test]
+    fn sizes_are_plotted_in_order_whatever_the_order_given() {
+        let a = rtt_args(&[4096, 16, 64], &["one-sided"], &["spin"]);
+        let mut classes = Vec::new();
+        for size in [4096, 16, 64] {
+            classes.extend([
+                flat("raw cache-line", "spin", size, 250),
+                flat("one-sided", "spin", size, 400 + size as u64),
+            ]);
+        }
+        let rep = RttReport {
+            classes,
+            ..RttReport::default()
+        };
+        let dir = std::env::temp_dir().join(format!("partix-rtt-order-{}", std::process::id()));
+        let files = plot(&dir, &a, &rep).unwrap();
+        let svg = std::fs::read_to_string(dir.join("rtt-vs-size-spin.svg")).unwrap();
+        // The series' lines: polylines of three points (one per size).
+        let lines: Vec<Vec<f64>> = svg
+            .split("points=\"")
+            .skip(1)
+            .filter_map(|r| r.split('"').next())
+            .map(|p| {
+                p.split_whitespace()
+                    .filter_map(|xy| xy.split(',').next()?.parse().ok())
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|xs| xs.len() == 3)
+            .collect();
+        assert_eq!(lines.len(), 2, "{svg}");
+        for xs in &lines {
+            assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        }
+        // The CDF is of the smallest size.
+        assert!(
+            files.iter().any(|f| f.ends_with("rtt-cdf-16B-spin.svg")),
+            "{files:?}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
