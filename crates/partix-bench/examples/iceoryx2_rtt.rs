@@ -15,11 +15,14 @@
 //! the partix classes check it; a sample that is not the awaited message, whole, ends the run
 //! with an error (the echo of a handshake is the only one waited past).
 //!
-//! Prints one line per measured round trip: `<size> <ns>`.
+//! Prints one line per measured round trip: `<size> <ns>`; per size `# echo fifo F` (whether
+//! the echo process ran under SCHED_FIFO: 1, or 0 when it was refused), and last `# fifo F` for
+//! this process, which `partix bench rtt` reads for its header.
 #![allow(unsafe_code)]
 
 use iceoryx2::prelude::*;
-use partix_bench::rttpeer::{check_msg, pin_to_cpu, set_fifo, stamp, PEER_FIFO};
+use partix_bench::rttpeer::{check_msg, fifo_line, pin_to_cpu, set_fifo, stamp, PEER_FIFO};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -105,6 +108,11 @@ fn send(e: &Ends, payload: &[u8]) -> Res<()> {
 fn pong(tag: &str, size: usize, last: u64) -> Res<()> {
     pin_to_cpu(1)?;
     set_fifo(PEER_FIFO);
+    // Whether SCHED_FIFO applied, for the measuring side to pass on (`# echo fifo`).
+    let mut out = std::io::stdout().lock();
+    out.write_all(fifo_line().as_bytes())?;
+    out.flush()?;
+    drop(out);
     let e = ends(tag, size, "pong", "ping")?;
     let mut buf = vec![0u8; size];
     let give_up = Instant::now() + Duration::from_secs(120);
@@ -136,8 +144,8 @@ fn pong(tag: &str, size: usize, last: u64) -> Res<()> {
     }
 }
 
-/// The measuring side for one size.
-fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
+/// The measuring side for one size: the round trips, and the echo side's `# fifo` line.
+fn ping(size: usize, iters: u64, warmup: u64) -> Res<(Vec<u64>, String)> {
     let tag = format!("{}", std::process::id());
     let total = warmup + iters;
     // Create both services here before the child opens them (creating them from both
@@ -147,7 +155,7 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
     let mut child = Command::new(exe)
         .args(["pong", &tag, &size.to_string(), &total.to_string()])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()?;
     let mut msg = vec![0x5au8; size];
     // Handshake: send sequence 0 until its echo comes back (the subscriber of a late publisher
@@ -214,7 +222,12 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
     if !st.success() {
         return Err(format!("pong process: {st}").into());
     }
-    Ok(out)
+    // Its one line (`# fifo F`), written at its start: the pipe held it.
+    let mut echo = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut echo)?;
+    }
+    Ok((out, echo))
 }
 
 fn main() -> Res<()> {
@@ -252,10 +265,16 @@ fn main() -> Res<()> {
     let mut out = String::new();
     for size in sizes {
         eprintln!("iceoryx2_rtt: {size} B");
-        for v in ping(size, iters, warmup)? {
+        let (samples, echo) = ping(size, iters, warmup)?;
+        for v in samples {
             out.push_str(&format!("{size} {v}\n"));
         }
+        if let Some(f) = echo.lines().find_map(|l| l.strip_prefix("# fifo ")) {
+            out.push_str(&format!("# echo fifo {}\n", f.trim()));
+        }
     }
+    // Whether this (the measuring) process ran under SCHED_FIFO.
+    out.push_str(&fifo_line());
     print!("{out}");
     Ok(())
 }

@@ -303,7 +303,7 @@ impl<'a> End<'a> {
 }
 
 /// Start `b` then `a` (the measuring end); return `a`'s stdout followed by `b`'s `# nvcsw N`
-/// line as `# echo nvcsw N`, or an error with both stderrs. An echo side that fails (a message
+/// and `# fifo F` lines as `# echo nvcsw N` and `# echo fifo F`, or an error with both stderrs. An echo side that fails (a message
 /// that is not the awaited one, whole) stops the measuring side at once, which would otherwise
 /// wait for its echo until the time-out.
 fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<String, String> {
@@ -357,13 +357,12 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
         }
     };
     let mut out = a_out.join().unwrap_or_default();
-    if let Some(n) = b_out
-        .join()
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("# nvcsw "))
-    {
-        out += &format!("# echo nvcsw {}\n", n.trim());
+    let b_out = b_out.join().unwrap_or_default();
+    for key in ["nvcsw", "fifo"] {
+        let prefix = format!("# {key} ");
+        if let Some(n) = b_out.lines().find_map(|l| l.strip_prefix(&prefix)) {
+            out += &format!("# echo {key} {}\n", n.trim());
+        }
     }
     let errs = format!(
         "{}{}",
@@ -729,12 +728,13 @@ fn find_iceoryx2() -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// Run the iceoryx2 example; return one recorder per size.
+/// Run the iceoryx2 example; return one recorder per size, and whether its two processes ran
+/// under SCHED_FIFO (its `# fifo` and `# echo fifo` lines).
 fn run_iceoryx2(
     exe: &Path,
     args: &RttArgs,
     size: usize,
-) -> Result<BTreeMap<usize, Recorder>, String> {
+) -> Result<(BTreeMap<usize, Recorder>, FifoEnds), String> {
     let mut child = Command::new(exe)
         .args([
             "--sizes",
@@ -784,7 +784,7 @@ fn run_iceoryx2(
             }
         }
     }
-    Ok(by_size)
+    Ok((by_size, FifoEnds::of(&out)))
 }
 
 /// One measured class (or why it could not be measured).
@@ -807,6 +807,8 @@ pub struct Class {
     pub round_p50: Vec<u64>,
     /// The p99 of each round (ns), in round order.
     pub round_p99: Vec<u64>,
+    /// Its peer processes that ran under SCHED_FIFO, and that were refused it (over the rounds).
+    pub fifo: FifoEnds,
 }
 
 /// A queuing-throughput class: messages per second, over the rounds.
@@ -910,12 +912,63 @@ impl Spread {
     }
 }
 
-/// What one launch of a class measured: its samples, and the voluntary context switches of
-/// the measuring thread and of the echo side's waiting thread, where the peers reported them.
-type Samples = (Recorder, Switches);
+/// What one launch of a class measured: its samples, the voluntary context switches of the
+/// measuring thread and of the echo side's waiting thread, where the peers reported them, and
+/// whether the ends ran under SCHED_FIFO.
+type Samples = (Recorder, Switches, FifoEnds);
 
 /// Voluntary context switches during the measured round trips: (measuring side, echo side).
 type Switches = (Option<u64>, Option<u64>);
+
+/// Peer processes (ends, over the rounds) that reported running under SCHED_FIFO, and that
+/// reported it refused (`# fifo 1` / `# fifo 0`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FifoEnds {
+    /// Ends under SCHED_FIFO.
+    pub on: u32,
+    /// Ends whose SCHED_FIFO was refused.
+    pub off: u32,
+}
+
+impl FifoEnds {
+    /// Count the `# fifo F` and `# echo fifo F` lines of a pair's output.
+    fn of(out: &str) -> FifoEnds {
+        let mut f = FifoEnds::default();
+        for l in out.lines() {
+            match l
+                .strip_prefix("# fifo ")
+                .or_else(|| l.strip_prefix("# echo fifo "))
+                .map(str::trim)
+            {
+                Some("1") => f.on += 1,
+                Some("0") => f.off += 1,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    fn add(&mut self, o: FifoEnds) {
+        self.on += o.on;
+        self.off += o.off;
+    }
+
+    /// What was applied, for the report's header: `SCHED_FIFO <prio>`, that it was refused, or
+    /// in how many ends.
+    fn text(self, prio: i32) -> String {
+        match (self.on, self.off) {
+            (0, 0) => format!("SCHED_FIFO {prio} asked (no end reported whether it applied)"),
+            (_, 0) => format!("SCHED_FIFO {prio}"),
+            (0, _) => {
+                format!("SCHED_OTHER: SCHED_FIFO {prio} was refused (not root, no CAP_SYS_NICE)")
+            }
+            (on, off) => format!(
+                "SCHED_FIFO {prio} in {on} of {} processes (refused in the others)",
+                on + off
+            ),
+        }
+    }
+}
 
 /// Parse a peer's output into [`Samples`].
 fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
@@ -930,7 +983,7 @@ fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
     if rec.is_empty() {
         return Err("the measuring end printed no sample".to_string());
     }
-    Ok((rec, switches))
+    Ok((rec, switches, FifoEnds::of(&out)))
 }
 
 /// A class's rounds so far.
@@ -940,6 +993,7 @@ struct Acc {
     echo_switches: Option<u64>,
     round_p50: Vec<u64>,
     round_p99: Vec<u64>,
+    fifo: FifoEnds,
 }
 
 impl Acc {
@@ -949,7 +1003,8 @@ impl Acc {
             return;
         };
         match r {
-            Ok((rec, (sw, echo))) => {
+            Ok((rec, (sw, echo), fifo)) => {
+                self.fifo.add(fifo);
                 let sum = rec.summary("");
                 self.round_p50.push(sum.p50);
                 self.round_p99.push(sum.p99);
@@ -1002,6 +1057,7 @@ impl<'a> Job<'a> {
                 echo_switches: None,
                 round_p50: Vec::new(),
                 round_p99: Vec::new(),
+                fifo: FifoEnds::default(),
             },
         }
     }
@@ -1022,6 +1078,7 @@ impl<'a> Job<'a> {
             echo_switches_per_round,
             round_p50: self.acc.round_p50,
             round_p99: self.acc.round_p99,
+            fifo: self.acc.fifo,
         }
     }
 }
@@ -1039,6 +1096,8 @@ pub struct RttReport {
     pub classes: Vec<Class>,
     /// Throughput classes: (name, messages per second or why not).
     pub queue: Vec<(String, Result<QueueRate, String>)>,
+    /// Throughput classes: (name, whether their processes ran under SCHED_FIFO).
+    pub queue_fifo: Vec<(String, FifoEnds)>,
     /// The report printed on stdout.
     pub text: String,
     /// Targets met / missed / not judged (a baseline missing, or a udp block class or its raw
@@ -1264,9 +1323,9 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         if let Some(exe) = &ice {
             let exe = exe.clone();
             jobs.push(Job::new("iceoryx2", "spin", size, move |a| {
-                run_iceoryx2(&exe, a, size).and_then(|mut by| {
+                run_iceoryx2(&exe, a, size).and_then(|(mut by, fifo)| {
                     by.remove(&size)
-                        .map(|r| (r, (None, None)))
+                        .map(|r| (r, (None, None), fifo))
                         .ok_or_else(|| "no samples for this size".to_string())
                 })
             }));
@@ -1333,10 +1392,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         }
     }
     if args.queue_messages > 0 {
-        let rate = |r: Result<String, String>| -> Result<f64, String> {
+        let rate = |r: Result<String, String>| -> Result<(f64, FifoEnds), String> {
             let out = r?;
             out.lines()
                 .find_map(|l| l.strip_prefix("rate ").and_then(|v| v.trim().parse().ok()))
+                .map(|r| (r, FifoEnds::of(&out)))
                 .ok_or_else(|| "the receiver printed no rate".into())
         };
         type QueueJob<'a> = (String, Box<dyn Fn() -> Result<String, String> + 'a>);
@@ -1409,6 +1469,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             ));
         }
         let mut rates: Vec<Result<Vec<f64>, String>> = vec![Ok(Vec::new()); qjobs.len()];
+        let mut fifo = vec![FifoEnds::default(); qjobs.len()];
         for round in 0..rounds {
             let order: Vec<usize> = if round % 2 == 0 {
                 (0..qjobs.len()).collect()
@@ -1423,12 +1484,16 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 );
                 let Ok(v) = &mut rates[i] else { continue };
                 match rate((qjobs[i].1)()) {
-                    Ok(r) => v.push(r),
+                    Ok((r, f)) => {
+                        v.push(r);
+                        fifo[i].add(f);
+                    }
                     Err(e) => rates[i] = Err(e),
                 }
             }
         }
-        for ((name, _), r) in qjobs.into_iter().zip(rates) {
+        for (((name, _), r), f) in qjobs.into_iter().zip(rates).zip(fifo) {
+            rep.queue_fifo.push((name.clone(), f));
             rep.queue.push((name, r.map(QueueRate::of)));
         }
     }
@@ -1603,6 +1668,23 @@ fn udp_block_unjudged(rep: &RttReport, size: usize) -> Option<String> {
     }
 }
 
+/// Whether the peers ran under SCHED_FIFO, as they reported it: (raw peers and iceoryx2, the
+/// partitions' processes), over every class and throughput class.
+fn fifo_applied(rep: &RttReport) -> (FifoEnds, FifoEnds) {
+    let (mut raw, mut part) = (FifoEnds::default(), FifoEnds::default());
+    let is_raw = |name: &str| name.starts_with("raw") || name == "iceoryx2";
+    let classes = rep.classes.iter().map(|c| (c.name.as_str(), c.fifo));
+    let queues = rep.queue_fifo.iter().map(|(n, f)| (n.as_str(), *f));
+    for (name, f) in classes.chain(queues) {
+        if is_raw(name) {
+            raw.add(f);
+        } else {
+            part.add(f);
+        }
+    }
+    (raw, part)
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         f64::NAN
@@ -1623,15 +1705,18 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
     );
     let _ = writeln!(o, "{}", machine_line());
     let (c0, c1) = cpus();
+    // What the peers reported (`# fifo`), not what they asked for.
+    let (raw_fifo, part_fifo) = fifo_applied(rep);
     let _ = writeln!(
         o,
         "ping-pong between two processes pinned to CPU {c0} and CPU {c1}; {} measured round trips per class, in {} rounds \
-         of alternating order per size, each after {} warm-up; raw peers at SCHED_FIFO {}, partition processes' APEX process at priority {}",
+         of alternating order per size, each after {} warm-up; raw peers at {}, partition processes' APEX process at priority {} ({})",
         args.iters.div_ceil(args.rounds.max(1)) * args.rounds.max(1),
         args.rounds.max(1),
         args.warmup,
-        crate::rttpeer::PEER_FIFO,
-        crate::rttpeer::APEX_PRIORITY
+        raw_fifo.text(crate::rttpeer::PEER_FIFO),
+        crate::rttpeer::APEX_PRIORITY,
+        part_fifo.text(crate::rttpeer::APEX_PRIORITY + 1)
     );
     let _ = writeln!(
         o,
@@ -2361,6 +2446,7 @@ mod tests {
             echo_switches_per_round: None,
             round_p50,
             round_p99,
+            fifo: FifoEnds::default(),
         }
     }
 
@@ -2869,6 +2955,65 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// The header says what the peers reported applied (`# fifo 1|0`), not what they asked:
+    /// it said "raw peers at SCHED_FIFO 51" when that was refused.
+    #[test]
+    fn the_header_says_whether_sched_fifo_applied() {
+        assert_eq!(
+            FifoEnds::of("12\n# nvcsw 0\n# fifo 1\n# echo nvcsw 3\n# echo fifo 0\n"),
+            FifoEnds { on: 1, off: 1 }
+        );
+        let a = rtt_args(&[16], &["one-sided"], &["spin"]);
+        let with = |raw: FifoEnds, ports: FifoEnds| {
+            let mut cache = flat("raw cache-line", "spin", 16, 250);
+            cache.fifo = raw;
+            let mut port = flat("one-sided", "spin", 16, 400);
+            port.fifo = ports;
+            let rep = RttReport {
+                classes: vec![cache, port],
+                ..RttReport::default()
+            };
+            render(&a, &rep, false).0
+        };
+        let head = |text: &str| line(text, "ping-pong between").to_string();
+        let (on, off) = (FifoEnds { on: 8, off: 0 }, FifoEnds { on: 0, off: 8 });
+        let t = with(on, on);
+        assert!(
+            head(&t).ends_with(
+                "raw peers at SCHED_FIFO 51, partition processes' APEX process at priority 50 \
+                 (SCHED_FIFO 51)"
+            ),
+            "{t}"
+        );
+        let t = with(off, off);
+        assert!(
+            head(&t).ends_with(
+                "raw peers at SCHED_OTHER: SCHED_FIFO 51 was refused (not root, no \
+                 CAP_SYS_NICE), partition processes' APEX process at priority 50 (SCHED_OTHER: \
+                 SCHED_FIFO 51 was refused (not root, no CAP_SYS_NICE))"
+            ),
+            "{t}"
+        );
+        let t = with(FifoEnds { on: 6, off: 2 }, FifoEnds::default());
+        assert!(
+            head(&t).contains(
+                "raw peers at SCHED_FIFO 51 in 6 of 8 processes (refused in the others), \
+                 partition processes' APEX process at priority 50 (SCHED_FIFO 51 asked (no end \
+                 reported whether it applied))"
+            ),
+            "{t}"
+        );
+        // The throughput classes count too (a raw ring is a raw peer).
+        let rep = RttReport {
+            queue_fifo: vec![
+                ("raw SPSC ring".into(), off),
+                ("one-sided queuing port".into(), on),
+            ],
+            ..RttReport::default()
+        };
+        assert_eq!(fifo_applied(&rep), (off, on));
     }
 
     #[test]

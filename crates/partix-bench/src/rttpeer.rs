@@ -37,7 +37,9 @@
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
 //! `# nvcsw N`: the voluntary context switches of the measuring thread meanwhile (whether its
 //! waits slept in the kernel); `pong` prints its own `# nvcsw N` (over the same rounds) when done;
-//! `recv` prints `rate <messages per second>`. Errors go to stderr with exit status 2.
+//! `recv` prints `rate <messages per second>`. Every role ends with `# fifo 1` if its measuring
+//! (echoing, sending) thread ran under SCHED_FIFO, `# fifo 0` if the priority was refused
+//! ([`fifo_line`]). Errors go to stderr with exit status 2.
 //!
 //! A round-trip message carries its sequence number (little endian) in its first 8 bytes and in
 //! its last 8 bytes ([`stamp`]; below 16 bytes the two overlap); the ping side counts 1, 2, ...
@@ -63,7 +65,8 @@
 //!
 //! The raw kinds run at SCHED_FIFO [`PEER_FIFO`], the priority of the APEX process of the `apex`
 //! kind (APEX priority [`APEX_PRIORITY`] runs at FIFO priority + 1), so every class competes with
-//! the rest of the machine the same way.
+//! the rest of the machine the same way, where the kernel allows it (root or CAP_SYS_NICE); the
+//! `# fifo` line says whether it did.
 #![allow(unsafe_code)]
 
 use partix_runtime::partition::*;
@@ -285,7 +288,22 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
     }
 }
 
-/// Best effort: run the calling thread at SCHED_FIFO `prio` (needs root or CAP_SYS_NICE).
+/// Whether the calling thread runs under SCHED_FIFO (whatever was asked: the kernel refuses it
+/// without root or CAP_SYS_NICE).
+pub fn on_fifo() -> bool {
+    // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// The line with which a peer says whether its measuring (or echoing) thread ran under
+/// SCHED_FIFO: `# fifo 1`, or `# fifo 0` when the priority was refused. The bench's header
+/// says what was applied from these, not what was asked.
+pub fn fifo_line() -> String {
+    format!("# fifo {}\n", u8::from(on_fifo()))
+}
+
+/// Best effort: run the calling thread at SCHED_FIFO `prio` (needs root or CAP_SYS_NICE);
+/// whether it did ([`on_fifo`] tells it later, [`fifo_line`] reports it).
 pub fn set_fifo(prio: i32) -> bool {
     let p = libc::sched_param {
         sched_priority: prio,
@@ -518,7 +536,8 @@ pub fn main(args: &[String]) -> i32 {
         "qudp" | "qtcp" => raw_prelude().and_then(|()| qsock(&a)),
         k => Err(format!("unknown kind {k}")),
     });
-    match r {
+    // Last, `# fifo 0|1`: whether this (the measuring or echoing) thread ran under SCHED_FIFO.
+    match r.and_then(|()| emit(&fifo_line())) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("partix-rttpart {} {}: {e}", a.kind, a.role);
@@ -527,8 +546,10 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
+/// The raw peers ask for SCHED_FIFO [`PEER_FIFO`]; a refusal is not an error (the peer reports
+/// it with [`fifo_line`], and the bench's header says so).
 fn raw_prelude() -> Result<(), String> {
-    set_fifo(PEER_FIFO);
+    let _applied = set_fifo(PEER_FIFO);
     Ok(())
 }
 
@@ -1394,6 +1415,8 @@ extern "C" fn apex_process() {
         ("qapexb", "recv") => apex_recv_batched(&a).map(|rate| println!("rate {rate}")),
         (k, r) => Err(format!("unknown kind/role {k} {r}")),
     };
+    // Last, whether the process (this thread) ran under SCHED_FIFO (APEX priority + 1).
+    let r = r.and_then(|()| emit(&fifo_line()));
     let _ = std::io::stdout().flush();
     match r {
         Ok(()) => {
@@ -2101,6 +2124,25 @@ mod tests {
         }
         let e = failure(end);
         assert!(e.contains("message 1: its last word carries"), "{e}");
+    }
+
+    /// A peer's `# fifo` line says what its thread runs under: 0 for a thread that never asked
+    /// (or was refused), 1 once SCHED_FIFO applied.
+    #[test]
+    fn the_fifo_line_tells_what_applied() {
+        let (other, asked, fifo) = std::thread::spawn(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            // SAFETY: p is a valid sched_param; pid 0 = this (new) thread.
+            let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+            assert_eq!(r, 0);
+            let other = fifo_line();
+            let asked = set_fifo(1);
+            (other, asked, fifo_line())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, "# fifo 0\n");
+        assert_eq!(fifo, format!("# fifo {}\n", u8::from(asked)));
     }
 
     #[test]

@@ -85,6 +85,8 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
                 .unwrap_or_else(|e| panic!("{name} {mode} {size}: {e}"));
             // Two rounds of 100 round trips each, pooled.
             assert_eq!(r.len(), 200, "{name} {mode} {size}");
+            // Both ends of both rounds said whether SCHED_FIFO applied.
+            assert_eq!(c.fifo.on + c.fifo.off, 4, "{name} {mode} {size}");
             assert_eq!(c.round_p50.len(), 2, "{name} {mode} {size}");
             // Both ends report how often their waits slept (how often is the machine's: a
             // reply that is already there when a blocking wait starts needs no sleep).
@@ -171,6 +173,19 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         "{}",
         rep.text
     );
+    // The header says what the peers reported: SCHED_FIFO 51 for every one (as root), or not.
+    let all_fifo = rep.classes.iter().all(|c| c.fifo.off == 0)
+        && rep.queue_fifo.iter().all(|(_, f)| f.off == 0);
+    assert_eq!(
+        rep.text.contains("raw peers at SCHED_FIFO 51, "),
+        all_fifo,
+        "{}",
+        rep.text
+    );
+    for (name, f) in &rep.queue_fifo {
+        // Both ends of both rounds.
+        assert_eq!(f.on + f.off, 4, "{name}");
+    }
     for (name, r) in &rep.queue {
         assert!(
             r.as_ref().is_ok_and(|q| q.rounds == 2
