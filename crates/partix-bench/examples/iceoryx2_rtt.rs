@@ -7,23 +7,45 @@
 //! Per size, this process (pinned to CPU 0) publishes on service `ping` and subscribes to `pong`;
 //! a child process (this program with `pong ...`, pinned to CPU 1) echoes every sample it
 //! receives. Both spin on receive and run at SCHED_FIFO 51 when allowed, like the peers of
-//! `partix bench rtt`. The payload is a `[u8]` slice of the message size whose first 8 bytes
-//! are a sequence number; the ping side waits for the echo of exactly that number. Both sides
-//! copy every received payload out whole into their own buffer (the ping side reads the
-//! sequence number from the copy), as a READ_SAMPLING_MESSAGE copies into the caller's buffer.
+//! `partix bench rtt`. The payload is a `[u8]` slice of the message size stamped as every
+//! class's message is (`rttpeer::stamp`: the sequence number in the first and the last 8
+//! bytes); the ping side waits for the echo of exactly that number. Both sides copy every
+//! received payload out whole into their own buffer and check the copy (`rttpeer::check_msg`:
+//! the message size, both words), as a READ_SAMPLING_MESSAGE copies into the caller's buffer and
+//! the partix classes check it; a sample that is not the awaited message, whole, ends the run
+//! with an error (the echo of a handshake is the only one waited past).
 //!
-//! Prints one line per measured round trip: `<size> <ns>`.
+//! Prints one line per measured round trip: `<size> <ns>`; per size `# echo fifo F` (whether
+//! the echo process ran under SCHED_FIFO: 1, or 0 when it was refused), and last `# fifo F` for
+//! this process, which `partix bench rtt` reads for its header.
 #![allow(unsafe_code)]
 
 use iceoryx2::prelude::*;
-use partix_bench::rttpeer::{pin_to_cpu, set_fifo, PEER_FIFO};
+use partix_bench::rttpeer::{check_msg, fifo_line, pin_to_cpu, set_fifo, stamp, PEER_FIFO};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn seq_of(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+/// Copy the payload of a received sample into `buf` (the message size); an error if it has
+/// another length.
+fn copy_out(p: &[u8], buf: &mut [u8]) -> Res<()> {
+    if p.len() != buf.len() {
+        return Err(format!(
+            "a sample of {} bytes received, the message has {}",
+            p.len(),
+            buf.len()
+        )
+        .into());
+    }
+    buf.copy_from_slice(p);
+    Ok(())
+}
+
+/// Whether `b` is the whole handshake message (sequence 0).
+fn is_handshake(b: &[u8]) -> bool {
+    check_msg(b, b.len(), 0).is_ok()
 }
 
 struct Ends {
@@ -86,18 +108,27 @@ fn send(e: &Ends, payload: &[u8]) -> Res<()> {
 fn pong(tag: &str, size: usize, last: u64) -> Res<()> {
     pin_to_cpu(1)?;
     set_fifo(PEER_FIFO);
+    // Whether SCHED_FIFO applied, for the measuring side to pass on (`# echo fifo`).
+    let mut out = std::io::stdout().lock();
+    out.write_all(fifo_line().as_bytes())?;
+    out.flush()?;
+    drop(out);
     let e = ends(tag, size, "pong", "ping")?;
     let mut buf = vec![0u8; size];
     let give_up = Instant::now() + Duration::from_secs(120);
+    // The next message awaited; before message 1, handshakes (sequence 0) are echoed too.
+    let mut next = 1u64;
     loop {
         match e.subscriber.receive()? {
             Some(sample) => {
-                let p = sample.payload();
-                let n = p.len().min(size);
-                buf[..n].copy_from_slice(&p[..n]);
+                copy_out(sample.payload(), &mut buf)?;
                 drop(sample);
-                send(&e, &buf[..n])?;
-                if seq_of(&buf) == last {
+                if !(next == 1 && is_handshake(&buf)) {
+                    check_msg(&buf, size, next)?;
+                    next += 1;
+                }
+                send(&e, &buf)?;
+                if next > last {
                     // Stay a moment so the last echo is not lost with the publisher.
                     std::thread::sleep(Duration::from_millis(50));
                     return Ok(());
@@ -113,8 +144,8 @@ fn pong(tag: &str, size: usize, last: u64) -> Res<()> {
     }
 }
 
-/// The measuring side for one size.
-fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
+/// The measuring side for one size: the round trips, and the echo side's `# fifo` line.
+fn ping(size: usize, iters: u64, warmup: u64) -> Res<(Vec<u64>, String)> {
     let tag = format!("{}", std::process::id());
     let total = warmup + iters;
     // Create both services here before the child opens them (creating them from both
@@ -124,19 +155,19 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
     let mut child = Command::new(exe)
         .args(["pong", &tag, &size.to_string(), &total.to_string()])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()?;
     let mut msg = vec![0x5au8; size];
     // Handshake: send sequence 0 until its echo comes back (the subscriber of a late publisher
     // misses what was sent before it connected).
     let deadline = Instant::now() + Duration::from_secs(20);
     'hs: loop {
-        msg[..8].copy_from_slice(&0u64.to_le_bytes());
+        stamp(&mut msg, 0);
         send(&e, &msg)?;
         let t = Instant::now();
         while t.elapsed() < Duration::from_millis(2) {
             if let Some(s) = e.subscriber.receive()? {
-                if seq_of(s.payload()) == 0 {
+                if is_handshake(s.payload()) && s.payload().len() == size {
                     break 'hs;
                 }
             }
@@ -157,20 +188,29 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
     // the message into the caller's buffer (and as the pong side and every other class do).
     let mut buf = vec![0u8; size];
     for i in 1..=total {
-        msg[..8].copy_from_slice(&i.to_le_bytes());
+        stamp(&mut msg, i);
         let t = Instant::now();
         send(&e, &msg)?;
+        let mut empty = 0u32;
         loop {
             if let Some(s) = e.subscriber.receive()? {
-                let p = s.payload();
-                let n = p.len().min(size);
-                buf[..n].copy_from_slice(&p[..n]);
+                copy_out(s.payload(), &mut buf)?;
                 drop(s);
-                if n >= 8 && seq_of(&buf) == i {
-                    break;
+                // The echo of a late handshake is waited past; anything else must be message i.
+                if is_handshake(&buf) {
+                    continue;
                 }
-            } else {
-                std::hint::spin_loop();
+                check_msg(&buf, size, i)?;
+                break;
+            }
+            std::hint::spin_loop();
+            empty = empty.wrapping_add(1);
+            // Now and then (a wait that long is an outlier anyway): is the echo side still
+            // there? It exits with an error when a message is wrong.
+            if empty.is_multiple_of(1 << 16) {
+                if let Some(st) = child.try_wait()? {
+                    return Err(format!("the pong process exited with {st} (message {i})").into());
+                }
             }
         }
         let dt = t.elapsed().as_nanos() as u64;
@@ -182,7 +222,12 @@ fn ping(size: usize, iters: u64, warmup: u64) -> Res<Vec<u64>> {
     if !st.success() {
         return Err(format!("pong process: {st}").into());
     }
-    Ok(out)
+    // Its one line (`# fifo F`), written at its start: the pipe held it.
+    let mut echo = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut echo)?;
+    }
+    Ok((out, echo))
 }
 
 fn main() -> Res<()> {
@@ -220,10 +265,16 @@ fn main() -> Res<()> {
     let mut out = String::new();
     for size in sizes {
         eprintln!("iceoryx2_rtt: {size} B");
-        for v in ping(size, iters, warmup)? {
+        let (samples, echo) = ping(size, iters, warmup)?;
+        for v in samples {
             out.push_str(&format!("{size} {v}\n"));
         }
+        if let Some(f) = echo.lines().find_map(|l| l.strip_prefix("# fifo ")) {
+            out.push_str(&format!("# echo fifo {}\n", f.trim()));
+        }
     }
+    // Whether this (the measuring) process ran under SCHED_FIFO.
+    out.push_str(&fifo_line());
     print!("{out}");
     Ok(())
 }

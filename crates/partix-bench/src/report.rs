@@ -226,7 +226,7 @@ pub fn machine_line() -> String {
 }
 
 /// Line colours of the plots, in series order (distinct for up to 20 series: the rtt bench's
-/// transports, their queuing classes, the C API classes and the baselines, 18 at most; with 14
+/// transports, their queuing classes, the C API classes and the baselines, 19 at most; with 14
 /// colours two of those series were drawn alike; found by review).
 const PALETTE: [plotters::style::RGBColor; 20] = {
     use plotters::style::{RGBColor, BLACK, BLUE, CYAN, GREEN, MAGENTA, RED};
@@ -312,8 +312,52 @@ pub fn plot_cdf(
     Ok(())
 }
 
+/// Largest factor by which [`series_offset`] moves a series along the size axis: ±3 %, so that
+/// series drawn at one size do not hide each other's bars, while the closest sizes the rtt bench
+/// draws (56 and 64 B, 14 % apart) stay apart.
+pub const SERIES_SPREAD: f64 = 1.03;
+
+/// The factor by which series `i` of `n` is drawn moved along the (log) size axis: spread
+/// evenly in log space from 1 / [`SERIES_SPREAD`] to [`SERIES_SPREAD`], the middle series in
+/// place (1 with one series).
+pub fn series_offset(i: usize, n: usize) -> f64 {
+    if n < 2 {
+        return 1.0;
+    }
+    let t = 2.0 * i as f64 / (n - 1) as f64 - 1.0;
+    SERIES_SPREAD.powf(t)
+}
+
+/// The points [`plot_vs_size`] draws for each series: `(x, p50 µs, p99 µs)` in order of size,
+/// `x` the size moved by the series' [`series_offset`]; the point, the line through it and its
+/// p50–p99 bar are all drawn at that `x`.
+pub fn vs_size_points(series: &[(String, Vec<(usize, Summary)>)]) -> Vec<Vec<(f64, f64, f64)>> {
+    let n = series.len();
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, (_, pts))| {
+            let off = series_offset(i, n);
+            let mut v: Vec<(f64, f64, f64)> = pts
+                .iter()
+                .map(|(sz, s)| {
+                    (
+                        *sz as f64 * off,
+                        s.p50.max(1) as f64 / 1000.0,
+                        s.p99.max(1) as f64 / 1000.0,
+                    )
+                })
+                .collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            v
+        })
+        .collect()
+}
+
 /// RTT vs message size (the RDMA sampling-port paper's fig. 2a): one line per class through its
-/// p50 at each size, with a bar from p50 up to p99; log-scaled axes. Written as SVG to `path`.
+/// p50 at each size, with a bar from p50 up to p99; log-scaled axes. Each series is drawn moved
+/// by a few percent along the size axis ([`series_offset`]), its points and bars together, so
+/// that the bars of classes at one size do not hide each other. Written as SVG to `path`.
 ///
 /// # Errors
 /// An I/O or drawing error.
@@ -356,12 +400,10 @@ pub fn plot_vs_size(
         .x_desc("message size (bytes)")
         .y_desc("round-trip time (µs)")
         .draw()?;
-    for (i, (name, pts)) in series.iter().enumerate() {
+    let drawn = vs_size_points(series);
+    for (i, ((name, _), pts)) in series.iter().zip(&drawn).enumerate() {
         let c = PALETTE[i % PALETTE.len()];
-        let line: Vec<(f64, f64)> = pts
-            .iter()
-            .map(|(sz, s)| (*sz as f64, s.p50.max(1) as f64 / 1000.0))
-            .collect();
+        let line: Vec<(f64, f64)> = pts.iter().map(|&(x, p50, _)| (x, p50)).collect();
         chart
             .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?
             .label(name.clone())
@@ -370,18 +412,12 @@ pub fn plot_vs_size(
             line.iter()
                 .map(|&(x, y)| Circle::new((x, y), 3, c.filled())),
         )?;
-        // Bars from p50 to p99, slightly offset per class so they do not hide each other.
-        let off = 1.0 + 0.02 * i as f64;
-        chart.draw_series(pts.iter().map(|(sz, s)| {
-            let x = *sz as f64 * off;
-            PathElement::new(
-                vec![
-                    (x, s.p50.max(1) as f64 / 1000.0),
-                    (x, s.p99.max(1) as f64 / 1000.0),
-                ],
-                c.stroke_width(1),
-            )
-        }))?;
+        // Bars from p50 to p99 at the series' own points.
+        chart.draw_series(
+            pts.iter().map(|&(x, p50, p99)| {
+                PathElement::new(vec![(x, p50), (x, p99)], c.stroke_width(1))
+            }),
+        )?;
     }
     chart
         .configure_series_labels()
@@ -448,6 +484,103 @@ mod tests {
         plot_vs_size(&path, "t", &series).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("one-sided") && svg.contains("raw UDP"));
+        std::fs::remove_dir_all(path.parent().unwrap()).ok();
+    }
+
+    /// The series are spread over ±3 % of the size axis, evenly in log space and centred, so
+    /// that 20 series at 56 B stay clear of the same series at 64 B (with 2 % per series the
+    /// last ones' bars landed at 64 B), and each series' points come in order of size with the
+    /// bar at the point.
+    #[test]
+    fn series_are_spread_a_little_and_drawn_in_order_of_size() {
+        assert_eq!(series_offset(0, 1), 1.0);
+        for n in [2, 5, 19, 20] {
+            let offs: Vec<f64> = (0..n).map(|i| series_offset(i, n)).collect();
+            assert!((offs[0] * offs[n - 1] - 1.0).abs() < 1e-12, "{offs:?}");
+            assert!((offs[n - 1] - SERIES_SPREAD).abs() < 1e-12, "{offs:?}");
+            assert!(offs.windows(2).all(|w| w[0] < w[1]), "{offs:?}");
+            assert!(56.0 * offs[n - 1] < 64.0 * offs[0], "{offs:?}");
+        }
+        let mut r = Recorder::new();
+        r.record(1000);
+        r.record(3000);
+        let s = r.summary("x");
+        let series: Vec<(String, Vec<(usize, Summary)>)> = (0..20)
+            .map(|i| {
+                (
+                    format!("class {i}"),
+                    vec![
+                        (4096, s.clone()),
+                        (56, s.clone()),
+                        (64, s.clone()),
+                        (16, s.clone()),
+                    ],
+                )
+            })
+            .collect();
+        let drawn = vs_size_points(&series);
+        for (i, pts) in drawn.iter().enumerate() {
+            let off = series_offset(i, 20);
+            let xs: Vec<f64> = pts.iter().map(|p| p.0 / off).collect();
+            assert_eq!(
+                xs.iter().map(|x| x.round() as usize).collect::<Vec<_>>(),
+                [16, 56, 64, 4096]
+            );
+            let (p50, p99) = (s.p50 as f64 / 1000.0, s.p99 as f64 / 1000.0);
+            assert!(pts.iter().all(|p| p.1 == p50 && p.2 == p99), "{pts:?}");
+        }
+        let max56 = drawn.iter().map(|p| p[1].0).fold(0.0, f64::max);
+        let min64 = drawn.iter().map(|p| p[2].0).fold(f64::MAX, f64::min);
+        assert!(max56 < min64, "{max56} {min64}");
+        // In the SVG each bar (a vertical path from p50 to p99) stands at a point of its series.
+        let path = std::env::temp_dir()
+            .join(format!("partix-report-spread-{}", std::process::id()))
+            .join("size.svg");
+        plot_vs_size(&path, "t", &series[..3]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        // `attr="…"` of an SVG element's text.
+        let attr = |tag: &str, name: &str| -> String {
+            tag.split(&format!(" {name}=\""))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap_or("")
+                .to_string()
+        };
+        let circles: Vec<(String, String, String)> = svg
+            .split("<circle")
+            .skip(1)
+            .map(|t| (attr(t, "cx"), attr(t, "cy"), attr(t, "fill")))
+            .collect();
+        assert_eq!(circles.len(), 12, "{svg}");
+        // (stroke colour, points) of every polyline.
+        let lines: Vec<(String, Vec<String>)> = svg
+            .split("<polyline")
+            .skip(1)
+            .map(|t| {
+                let pts = attr(t, "points")
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect();
+                (attr(t, "stroke"), pts)
+            })
+            .collect();
+        for (cx, cy, colour) in &circles {
+            let at = format!("{cx},{cy}");
+            // The series' line goes through its point, and the series' bar stands on it.
+            assert!(
+                lines
+                    .iter()
+                    .any(|(c, p)| c == colour && p.len() == 4 && p.contains(&at)),
+                "no line of {colour} through {at} in\n{svg}"
+            );
+            assert!(
+                lines.iter().any(|(c, p)| c == colour
+                    && p.len() == 2
+                    && p[0] == at
+                    && p[1].split(',').next() == Some(cx.as_str())),
+                "no bar of {colour} at {at} in\n{svg}"
+            );
+        }
         std::fs::remove_dir_all(path.parent().unwrap()).ok();
     }
 

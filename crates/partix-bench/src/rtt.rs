@@ -17,6 +17,9 @@
 //!   other side waits that long for each message (sporadic traffic: a `park` receiver has parked
 //!   by the time it comes).
 //! - **raw cache-line**: one shared-memory line each way, spin (the floor of any shared-memory RTT);
+//! - **raw futex** (park and block classes): the raw copy with a futex flag word per direction,
+//!   the receiver sleeping in `FUTEX_WAIT` (park: after 2000 looks), the sender waking it (the
+//!   floor of a shared-memory round trip whose waits sleep);
 //! - **raw UDP** / **raw TCP** (TCP_NODELAY) over loopback at the same payload sizes: busy-polled
 //!   non-blocking sockets (spin class), blocking sockets (block class), and 2000 non-blocking
 //!   receives before a blocking one (park class);
@@ -24,8 +27,9 @@
 //!   (a dev-dependency, so not in the `partix` binary), if it is built.
 //!
 //! Ratios are printed against each transport's baseline (one-sided and two-sided vs raw
-//! cache-line, udp vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of
-//! the issue, met or missed.
+//! cache-line in the spin and poll classes and vs raw futex in the park and block classes, udp
+//! vs raw UDP, tcp vs raw TCP, every transport vs iceoryx2) with the targets of the issue, met
+//! or missed.
 //!
 //! **Rounds** (`--rounds`, default 4): the classes of one message size run once per round, each
 //! next to its baseline, in alternating order (A B C, then C B A, ...), every launch measuring
@@ -65,6 +69,11 @@ pub const C_API: &str = "(C API)";
 /// The class of the one-sided protocol without the port layer (`rttpeer` kind `slot`).
 pub const RAW_SLOT: &str = "raw one-sided slot";
 
+/// The raw shared-memory baseline of the park and block classes (`rttpeer` kind `futex`): the
+/// raw copy with a futex flag word, the receiver sleeping in `FUTEX_WAIT` (park: after 2000
+/// looks), the sender waking it.
+pub const RAW_FUTEX: &str = "raw futex";
+
 /// The transports a channel can name (`partix:Transport`).
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
 
@@ -78,7 +87,8 @@ pub const MODES: &[&str] = &["spin", "poll", "park", "block"];
 /// Arguments of `partix bench rtt`.
 #[derive(Args, Debug, Clone)]
 pub struct RttArgs {
-    /// Message sizes in bytes (at least 8: the sequence number).
+    /// Message sizes in bytes (at least 8: the sequence number, which every message carries in
+    /// its first and its last 8 bytes).
     #[arg(long, value_delimiter = ',', default_value = "16,56,64,256,1024,4096")]
     pub sizes: Vec<usize>,
     /// Measured round trips per class.
@@ -293,7 +303,9 @@ impl<'a> End<'a> {
 }
 
 /// Start `b` then `a` (the measuring end); return `a`'s stdout followed by `b`'s `# nvcsw N`
-/// line as `# echo nvcsw N`, or an error with both stderrs.
+/// and `# fifo F` lines as `# echo nvcsw N` and `# echo fifo F`, or an error with both stderrs. An echo side that fails (a message
+/// that is not the awaited one, whole) stops the measuring side at once, which would otherwise
+/// wait for its echo until the time-out.
 fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<String, String> {
     let mut cb = spawn_peer(peer, b.args, b.fds, b.env).map_err(|e| format!("{e:#}"))?;
     let b_out = read_all(cb.stdout.take().expect("piped"));
@@ -309,10 +321,21 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
     let a_out = read_all(ca.stdout.take().expect("piped"));
     let a_err = read_all(ca.stderr.take().expect("piped"));
     let deadline = Instant::now() + timeout;
+    let mut echo_failed = None;
     let status = loop {
         match ca.try_wait() {
             Ok(Some(s)) => break Some(s),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) if Instant::now() < deadline => {
+                if let Ok(Some(s)) = cb.try_wait() {
+                    if !s.success() {
+                        echo_failed = Some(s);
+                        let _ = ca.kill();
+                        let _ = ca.wait();
+                        break None;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5))
+            }
             _ => {
                 let _ = ca.kill();
                 let _ = ca.wait();
@@ -334,13 +357,12 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
         }
     };
     let mut out = a_out.join().unwrap_or_default();
-    if let Some(n) = b_out
-        .join()
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("# nvcsw "))
-    {
-        out += &format!("# echo nvcsw {}\n", n.trim());
+    let b_out = b_out.join().unwrap_or_default();
+    for key in ["nvcsw", "fifo"] {
+        let prefix = format!("# {key} ");
+        if let Some(n) = b_out.lines().find_map(|l| l.strip_prefix(&prefix)) {
+            out += &format!("# echo {key} {}\n", n.trim());
+        }
     }
     let errs = format!(
         "{}{}",
@@ -348,6 +370,16 @@ fn run_pair(peer: &Peer, a: End<'_>, b: End<'_>, timeout: Duration) -> Result<St
         b_err.join().unwrap_or_default()
     );
     let errs = errs.trim();
+    if let Some(s) = echo_failed {
+        return Err(format!(
+            "the echo side exited with {s}{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(": {errs}")
+            }
+        ));
+    }
     match status {
         Some(s) if s.success() && b_status.is_some_and(|s| s.success()) => Ok(out),
         Some(s) => Err(format!(
@@ -518,12 +550,8 @@ fn apex_pair(
     mode: &str,
 ) -> Result<String, String> {
     let set = channels_of(xml)?;
-    let (mut a, mut b) = pair_args(kind, size, args, mode);
     if kind.starts_with("qapex") {
-        a.role = "recv".into();
-        a.iters = args.queue_messages;
-        b.role = "send".into();
-        b.iters = args.queue_messages;
+        let (a, b) = queue_pair_args(kind, args);
         // The receiver measures; the sender must run too: A (partition 1) sends, B receives.
         let (recv_p, send_p) = (1, 0);
         return run_pair(
@@ -533,12 +561,24 @@ fn apex_pair(
             pair_timeout(args) + Duration::from_secs(30),
         );
     }
+    let (a, b) = pair_args(kind, size, args, mode);
     run_pair(
         peer,
         End::partition(&a, &set, 0, &args.descriptor_table),
         End::partition(&b, &set, 1, &args.descriptor_table),
         pair_timeout(args),
     )
+}
+
+/// The two ends of a throughput class of `kind`: the receiver, which measures (`recv`, on the
+/// first CPU of [`cpus`]), and the sender (`send`, on the second); `--queue-messages` each.
+fn queue_pair_args(kind: &str, args: &RttArgs) -> (PeerArgs, PeerArgs) {
+    let (mut recv, mut send) = pair_args(kind, QUEUE_MSG, args, "spin");
+    recv.role = "recv".into();
+    recv.iters = args.queue_messages;
+    send.role = "send".into();
+    send.iters = args.queue_messages;
+    (recv, send)
 }
 
 fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
@@ -548,6 +588,15 @@ fn raw_cache(peer: &Peer, args: &RttArgs) -> Result<String, String> {
 fn raw_copy(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
     let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
     raw_shm_pair(peer, args, "copy", size, len)
+}
+
+/// The raw futex ping-pong ([`RAW_FUTEX`]) in `mode` (park or block).
+fn raw_futex(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<String, String> {
+    let len = crate::rttpeer::copy_region_len(size).div_ceil(4096) * 4096;
+    let r = Region::create("partix-rtt-futex", len).map_err(|e| e.to_string())?;
+    let (a, b) = pair_args("futex", size, args, mode);
+    let fd = r.raw_fd();
+    run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
 
 /// The one-sided protocol without the port layer (kind `slot`).
@@ -639,11 +688,7 @@ fn raw_socket_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, S
     };
     let (sa, sb) =
         socket_pair(sk, QUEUE_MSG as u32, QUEUE_DEPTH).map_err(|e| format!("socket pair: {e}"))?;
-    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
-    a.role = "recv".into();
-    a.iters = args.queue_messages;
-    b.role = "send".into();
-    b.iters = args.queue_messages;
+    let (a, b) = queue_pair_args(kind, args);
     run_pair(
         peer,
         End::raw(&a, sb.as_raw_fd()),
@@ -658,11 +703,7 @@ fn raw_queue(peer: &Peer, args: &RttArgs, kind: &str) -> Result<String, String> 
         Region::create("partix-rtt-ring", layout.size_bytes()).map_err(|e| e.to_string())?,
     );
     layout.init(&r, 0).map_err(|e| e.to_string())?;
-    let (mut a, mut b) = pair_args(kind, QUEUE_MSG, args, "spin");
-    a.role = "recv".into();
-    a.iters = args.queue_messages;
-    b.role = "send".into();
-    b.iters = args.queue_messages;
+    let (a, b) = queue_pair_args(kind, args);
     let fd = r.raw_fd();
     run_pair(
         peer,
@@ -687,12 +728,13 @@ fn find_iceoryx2() -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// Run the iceoryx2 example; return one recorder per size.
+/// Run the iceoryx2 example; return one recorder per size, and whether its two processes ran
+/// under SCHED_FIFO (its `# fifo` and `# echo fifo` lines).
 fn run_iceoryx2(
     exe: &Path,
     args: &RttArgs,
     size: usize,
-) -> Result<BTreeMap<usize, Recorder>, String> {
+) -> Result<(BTreeMap<usize, Recorder>, FifoEnds), String> {
     let mut child = Command::new(exe)
         .args([
             "--sizes",
@@ -742,7 +784,7 @@ fn run_iceoryx2(
             }
         }
     }
-    Ok(by_size)
+    Ok((by_size, FifoEnds::of(&out)))
 }
 
 /// One measured class (or why it could not be measured).
@@ -765,6 +807,8 @@ pub struct Class {
     pub round_p50: Vec<u64>,
     /// The p99 of each round (ns), in round order.
     pub round_p99: Vec<u64>,
+    /// Its peer processes that ran under SCHED_FIFO, and that were refused it (over the rounds).
+    pub fifo: FifoEnds,
 }
 
 /// A queuing-throughput class: messages per second, over the rounds.
@@ -868,12 +912,63 @@ impl Spread {
     }
 }
 
-/// What one launch of a class measured: its samples, and the voluntary context switches of
-/// the measuring thread and of the echo side's waiting thread, where the peers reported them.
-type Samples = (Recorder, Switches);
+/// What one launch of a class measured: its samples, the voluntary context switches of the
+/// measuring thread and of the echo side's waiting thread, where the peers reported them, and
+/// whether the ends ran under SCHED_FIFO.
+type Samples = (Recorder, Switches, FifoEnds);
 
 /// Voluntary context switches during the measured round trips: (measuring side, echo side).
 type Switches = (Option<u64>, Option<u64>);
+
+/// Peer processes (ends, over the rounds) that reported running under SCHED_FIFO, and that
+/// reported it refused (`# fifo 1` / `# fifo 0`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FifoEnds {
+    /// Ends under SCHED_FIFO.
+    pub on: u32,
+    /// Ends whose SCHED_FIFO was refused.
+    pub off: u32,
+}
+
+impl FifoEnds {
+    /// Count the `# fifo F` and `# echo fifo F` lines of a pair's output.
+    fn of(out: &str) -> FifoEnds {
+        let mut f = FifoEnds::default();
+        for l in out.lines() {
+            match l
+                .strip_prefix("# fifo ")
+                .or_else(|| l.strip_prefix("# echo fifo "))
+                .map(str::trim)
+            {
+                Some("1") => f.on += 1,
+                Some("0") => f.off += 1,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    fn add(&mut self, o: FifoEnds) {
+        self.on += o.on;
+        self.off += o.off;
+    }
+
+    /// What was applied, for the report's header: `SCHED_FIFO <prio>`, that it was refused, or
+    /// in how many ends.
+    fn text(self, prio: i32) -> String {
+        match (self.on, self.off) {
+            (0, 0) => format!("SCHED_FIFO {prio} asked (no end reported whether it applied)"),
+            (_, 0) => format!("SCHED_FIFO {prio}"),
+            (0, _) => {
+                format!("SCHED_OTHER: SCHED_FIFO {prio} was refused (not root, no CAP_SYS_NICE)")
+            }
+            (on, off) => format!(
+                "SCHED_FIFO {prio} in {on} of {} processes (refused in the others)",
+                on + off
+            ),
+        }
+    }
+}
 
 /// Parse a peer's output into [`Samples`].
 fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
@@ -888,7 +983,7 @@ fn samples_of(r: Result<String, String>) -> Result<Samples, String> {
     if rec.is_empty() {
         return Err("the measuring end printed no sample".to_string());
     }
-    Ok((rec, switches))
+    Ok((rec, switches, FifoEnds::of(&out)))
 }
 
 /// A class's rounds so far.
@@ -898,6 +993,7 @@ struct Acc {
     echo_switches: Option<u64>,
     round_p50: Vec<u64>,
     round_p99: Vec<u64>,
+    fifo: FifoEnds,
 }
 
 impl Acc {
@@ -907,7 +1003,8 @@ impl Acc {
             return;
         };
         match r {
-            Ok((rec, (sw, echo))) => {
+            Ok((rec, (sw, echo), fifo)) => {
+                self.fifo.add(fifo);
                 let sum = rec.summary("");
                 self.round_p50.push(sum.p50);
                 self.round_p99.push(sum.p99);
@@ -960,6 +1057,7 @@ impl<'a> Job<'a> {
                 echo_switches: None,
                 round_p50: Vec::new(),
                 round_p99: Vec::new(),
+                fifo: FifoEnds::default(),
             },
         }
     }
@@ -980,6 +1078,7 @@ impl<'a> Job<'a> {
             echo_switches_per_round,
             round_p50: self.acc.round_p50,
             round_p99: self.acc.round_p99,
+            fifo: self.acc.fifo,
         }
     }
 }
@@ -997,10 +1096,13 @@ pub struct RttReport {
     pub classes: Vec<Class>,
     /// Throughput classes: (name, messages per second or why not).
     pub queue: Vec<(String, Result<QueueRate, String>)>,
+    /// Throughput classes: (name, whether their processes ran under SCHED_FIFO).
+    pub queue_fifo: Vec<(String, FifoEnds)>,
     /// The report printed on stdout.
     pub text: String,
-    /// Targets met / missed / not judged (a baseline missing, or a block class whose waits did
-    /// not sleep; the targets of a `--gap-us` run are stated but not counted).
+    /// Targets met / missed / not judged (a baseline missing, or a udp block class or its raw
+    /// baseline whose waits slept in at most half of its round trips; the targets of a
+    /// `--gap-us` run are stated but not counted).
     pub targets: (u32, u32, u32),
 }
 
@@ -1088,14 +1190,31 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     };
     let n_sizes = args.sizes.len();
     let n_modes = args.modes.len();
-    // The raw peers have no `poll` class (a non-blocking `recv` loop is their `spin`).
-    let n_raw_modes = args.modes.iter().filter(|m| *m != "poll").count();
+    let spin_mode = args.modes.iter().any(|m| m == "spin");
+    // The raw socket peers have no `poll` class (a non-blocking `recv` loop is their `spin`): a
+    // poll class is compared with their spin rows, which run when poll is asked for even if spin
+    // is not (as the busy-waiting shared-memory baselines do).
+    let raw_socket_mode = |mode: &str| -> Option<String> {
+        match mode {
+            "poll" if spin_mode => None,
+            "poll" => Some("spin".into()),
+            m => Some(m.into()),
+        }
+    };
+    let n_raw_modes = args
+        .modes
+        .iter()
+        .filter(|m| raw_socket_mode(m).is_some())
+        .count();
+    // The raw futex baseline runs in the classes that sleep.
+    let sleeping = |mode: &str| mode == "park" || mode == "block";
+    let n_futex_modes = args.modes.iter().filter(|m| sleeping(m)).count();
     let batched = args.transports.iter().any(|t| t == "one-sided");
     let one_sided = batched;
     // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
     const RAW_QUEUE_ROWS: usize = 5;
-    let spin_mode = args.modes.iter().any(|m| m == "spin");
     let total = usize::from(spin) * (2 + usize::from(one_sided)) * n_sizes
+        + n_sizes * n_futex_modes
         + n_sizes * n_raw_modes * 4
         + usize::from(spin_mode) * n_sizes
         + n_sizes
@@ -1144,7 +1263,8 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             }
         }
         // Each port class sits next to its baseline: shared memory (raw cache-line, raw copy,
-        // one-sided, two-sided, iceoryx2), then per mode raw UDP and udp, raw TCP and tcp.
+        // then per mode raw futex for park and block, one-sided, two-sided; iceoryx2), then per
+        // mode raw UDP and udp, raw TCP and tcp.
         // `queuing`: the same ping-pong through queuing ports (class `<transport> queuing`).
         // `c_api`: the sampling ping-pong through the C API (class `<transport> (C API)`).
         let port_job = |t: &str, mode: &str, queuing: bool, c_api: bool| {
@@ -1186,30 +1306,39 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             }
             v
         };
-        for t in args.transports.iter().filter(|t| !is_socket(t)) {
-            for mode in &args.modes {
+        for mode in &args.modes {
+            // The park and block classes of the shared-memory transports sit next to the raw
+            // futex ping-pong of their mode (the spin and poll classes next to the raw
+            // cache-line and copy above).
+            if sleeping(mode) {
+                let m = mode.clone();
+                jobs.push(Job::new(RAW_FUTEX, mode, size, move |a| {
+                    samples_of(raw_futex(peer, a, size, &m))
+                }));
+            }
+            for t in args.transports.iter().filter(|t| !is_socket(t)) {
                 jobs.extend(apex_jobs(t, mode));
             }
         }
         if let Some(exe) = &ice {
             let exe = exe.clone();
             jobs.push(Job::new("iceoryx2", "spin", size, move |a| {
-                run_iceoryx2(&exe, a, size).and_then(|mut by| {
+                run_iceoryx2(&exe, a, size).and_then(|(mut by, fifo)| {
                     by.remove(&size)
-                        .map(|r| (r, (None, None)))
+                        .map(|r| (r, (None, None), fifo))
                         .ok_or_else(|| "no samples for this size".to_string())
                 })
             }));
         }
         for (raw, raw2, t) in [("raw UDP", RAW_UDP2, "udp"), ("raw TCP", RAW_TCP2, "tcp")] {
             for mode in &args.modes {
-                if mode != "poll" {
-                    let m = mode.clone();
-                    jobs.push(Job::new(raw, mode, size, move |a| {
+                if let Some(rm) = raw_socket_mode(mode) {
+                    let m = rm.clone();
+                    jobs.push(Job::new(raw, &rm, size, move |a| {
                         samples_of(raw_socket(peer, a, t, size, &m))
                     }));
-                    let m = mode.clone();
-                    jobs.push(Job::new(raw2, mode, size, move |a| {
+                    let m = rm.clone();
+                    jobs.push(Job::new(raw2, &rm, size, move |a| {
                         samples_of(raw_socket(peer, a, &format!("{t}2"), size, &m))
                     }));
                 }
@@ -1263,10 +1392,11 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
         }
     }
     if args.queue_messages > 0 {
-        let rate = |r: Result<String, String>| -> Result<f64, String> {
+        let rate = |r: Result<String, String>| -> Result<(f64, FifoEnds), String> {
             let out = r?;
             out.lines()
                 .find_map(|l| l.strip_prefix("rate ").and_then(|v| v.trim().parse().ok()))
+                .map(|r| (r, FifoEnds::of(&out)))
                 .ok_or_else(|| "the receiver printed no rate".into())
         };
         type QueueJob<'a> = (String, Box<dyn Fn() -> Result<String, String> + 'a>);
@@ -1339,6 +1469,7 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             ));
         }
         let mut rates: Vec<Result<Vec<f64>, String>> = vec![Ok(Vec::new()); qjobs.len()];
+        let mut fifo = vec![FifoEnds::default(); qjobs.len()];
         for round in 0..rounds {
             let order: Vec<usize> = if round % 2 == 0 {
                 (0..qjobs.len()).collect()
@@ -1353,12 +1484,16 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
                 );
                 let Ok(v) = &mut rates[i] else { continue };
                 match rate((qjobs[i].1)()) {
-                    Ok(r) => v.push(r),
+                    Ok((r, f)) => {
+                        v.push(r);
+                        fifo[i].add(f);
+                    }
                     Err(e) => rates[i] = Err(e),
                 }
             }
         }
-        for ((name, _), r) in qjobs.into_iter().zip(rates) {
+        for (((name, _), r), f) in qjobs.into_iter().zip(rates).zip(fifo) {
+            rep.queue_fifo.push((name.clone(), f));
             rep.queue.push((name, r.map(QueueRate::of)));
         }
     }
@@ -1460,26 +1595,94 @@ impl Tally {
     }
 }
 
+/// Voluntary context switches per round trip below which a side's waits "did not sleep": each
+/// side waits once per round trip, and a wait that sleeps switches once, so this is the share of
+/// its waits that slept; under one in twenty (a timer tick, a page fault now and then) the
+/// class is a spin.
+pub const SLEPT_NONE: f64 = 0.05;
+
+/// Voluntary context switches per round trip above which more than half of a side's waits
+/// slept: only then is the class's p50 the round trip of a wait that slept, which is what a
+/// block-class target judged on the p50 compares (at 0.47 the p50 is a wait that spun).
+pub const SLEPT_MOST: f64 = 0.5;
+
+/// The share of waits that slept, in percent, from voluntary context switches per round trip
+/// (one wait per round trip and side; a wait that slept more than once counts once).
+fn slept_pct(v: f64) -> f64 {
+    (v * 100.0).clamp(0.0, 100.0)
+}
+
+/// The note after a park or block class's context switches (`v` on the measuring side, `echo`
+/// on the other): how many of its waits slept ("did not sleep" below [`SLEPT_NONE`]).
+fn wait_note(mode: &str, v: f64, echo: Option<f64>) -> String {
+    match mode {
+        "block" if v < SLEPT_NONE => " (its waits did not sleep: this is a spin)".into(),
+        "block" if v <= SLEPT_MOST => format!(
+            " (it slept in {:.0} % of its waits: its p50 is a wait that did not sleep)",
+            slept_pct(v)
+        ),
+        "block" => format!(" (it slept in {:.0} % of its waits)", slept_pct(v)),
+        "park" => {
+            let mut parked = Vec::new();
+            if v >= SLEPT_NONE {
+                parked.push(format!("it parked in {:.0} % of its waits", slept_pct(v)));
+            }
+            if let Some(e) = echo.filter(|&e| e >= SLEPT_NONE) {
+                parked.push(format!(
+                    "the echo side parked in {:.0} % of its waits",
+                    slept_pct(e)
+                ));
+            }
+            if parked.is_empty() {
+                " (the messages came within the spins)".into()
+            } else {
+                format!(
+                    " ({}: those messages came after the spins)",
+                    parked.join(", ")
+                )
+            }
+        }
+        _ => String::new(),
+    }
+}
+
 /// Why the udp target cannot be judged in the block class of `size`, if it cannot: it compares
-/// two waits that sleep in the kernel, so both the udp port's and raw UDP's measuring side must
-/// have slept (at least 0.5 voluntary context switches per round trip); a wait that spun is a
-/// spin-class number, not the block class's.
+/// two waits that sleep in the kernel on their p50s, so more than half the waits of both the
+/// udp port's and raw UDP's measuring side must have slept (more than [`SLEPT_MOST`] voluntary
+/// context switches per round trip); otherwise a p50 is a wait that spun, a spin-class number.
 fn udp_block_unjudged(rep: &RttReport, size: usize) -> Option<String> {
-    let slept = |name: &str| {
+    let switches = |name: &str| {
         rep.class(name, "block", size)
             .and_then(|c| c.switches_per_round)
-            .map(|v| v >= 0.5)
     };
-    match (slept("udp"), slept("raw UDP")) {
-        (Some(true), Some(true)) => None,
-        (Some(false), Some(false)) => {
-            Some("neither the udp port's wait nor raw UDP's slept".into())
-        }
-        (Some(false), _) => Some("the udp port's wait did not sleep".into()),
-        (_, Some(false)) => Some("raw UDP's wait did not sleep".into()),
+    match (switches("udp"), switches("raw UDP")) {
+        (Some(u), Some(r)) if u > SLEPT_MOST && r > SLEPT_MOST => None,
+        (Some(u), Some(r)) => Some(format!(
+            "the udp port slept in {:.0} % of its waits, raw UDP in {:.0} % (more than half \
+             needed: the target is on the p50)",
+            slept_pct(u),
+            slept_pct(r)
+        )),
         (None, _) => Some("the udp port reported no context switches".into()),
         (_, None) => Some("raw UDP reported no context switches".into()),
     }
+}
+
+/// Whether the peers ran under SCHED_FIFO, as they reported it: (raw peers and iceoryx2, the
+/// partitions' processes), over every class and throughput class.
+fn fifo_applied(rep: &RttReport) -> (FifoEnds, FifoEnds) {
+    let (mut raw, mut part) = (FifoEnds::default(), FifoEnds::default());
+    let is_raw = |name: &str| name.starts_with("raw") || name == "iceoryx2";
+    let classes = rep.classes.iter().map(|c| (c.name.as_str(), c.fifo));
+    let queues = rep.queue_fifo.iter().map(|(n, f)| (n.as_str(), *f));
+    for (name, f) in classes.chain(queues) {
+        if is_raw(name) {
+            raw.add(f);
+        } else {
+            part.add(f);
+        }
+    }
+    (raw, part)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -1502,15 +1705,18 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
     );
     let _ = writeln!(o, "{}", machine_line());
     let (c0, c1) = cpus();
+    // What the peers reported (`# fifo`), not what they asked for.
+    let (raw_fifo, part_fifo) = fifo_applied(rep);
     let _ = writeln!(
         o,
         "ping-pong between two processes pinned to CPU {c0} and CPU {c1}; {} measured round trips per class, in {} rounds \
-         of alternating order per size, each after {} warm-up; raw peers at SCHED_FIFO {}, partition processes' APEX process at priority {}",
+         of alternating order per size, each after {} warm-up; raw peers at {}, partition processes' APEX process at priority {} ({})",
         args.iters.div_ceil(args.rounds.max(1)) * args.rounds.max(1),
         args.rounds.max(1),
         args.warmup,
-        crate::rttpeer::PEER_FIFO,
-        crate::rttpeer::APEX_PRIORITY
+        raw_fifo.text(crate::rttpeer::PEER_FIFO),
+        crate::rttpeer::APEX_PRIORITY,
+        part_fifo.text(crate::rttpeer::APEX_PRIORITY + 1)
     );
     let _ = writeln!(
         o,
@@ -1573,18 +1779,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         let echo = c
                             .echo_switches_per_round
                             .map_or(String::new(), |e| format!(", {e:.2} on the echo side"));
-                        let slept = |v: f64| v >= 0.5;
-                        let note = match (mode.as_str(), slept(v)) {
-                            ("block", false) => " (its waits did not sleep: this is a spin)",
-                            ("park", _) => match c.echo_switches_per_round.map(slept) {
-                                Some(true) => {
-                                    " (the echo side parked: each message came after its spins)"
-                                }
-                                _ if slept(v) => " (it parked: the messages came after its spins)",
-                                _ => " (the messages came within the spins)",
-                            },
-                            _ => "",
-                        };
+                        let note = wait_note(mode, v, c.echo_switches_per_round);
                         let _ = writeln!(
                             o,
                             "  {}: {v:.2} voluntary context switches per round trip on the measuring side{echo}{note}",
@@ -1663,7 +1858,24 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                             p99_target(&mut tally)
                         ));
                     }
-                    if let Some(c) = &cache {
+                    // The classes that sleep are compared with the raw futex ping-pong of their
+                    // mode (a spinning baseline gave them ratios of their wake-ups, such as 201x);
+                    // the busy-waiting ones with the raw cache line and the raw copy.
+                    let sleeps = mode == "park" || mode == "block";
+                    if let (Some(f), true) = (s(RAW_FUTEX), sleeps) {
+                        lines.push(format!(
+                            "{t} {mode} {size} B vs {RAW_FUTEX}: p50 {:.2}x{}, p99 {:.2}x",
+                            ratio(ts.p50, f.p50),
+                            Spread::ratio_text(rep.rounds(
+                                (t, mode),
+                                Some((RAW_FUTEX, mode)),
+                                size,
+                                by_ratio
+                            )),
+                            ratio(ts.p99, f.p99)
+                        ));
+                    }
+                    if let (Some(c), false) = (&cache, sleeps) {
                         let rr =
                             rep.rounds((t, mode), Some(("raw cache-line", "spin")), size, by_ratio);
                         let mut l = format!(
@@ -1682,7 +1894,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                         }
                         lines.push(l);
                     }
-                    if let (Some(c), "one-sided") = (&copy, t.as_str()) {
+                    if let (Some(c), "one-sided", false) = (&copy, t.as_str(), sleeps) {
                         lines.push(format!(
                             "{t} {mode} {size} B vs raw copy: p50 {:.2}x{}, p99 {:.2}x",
                             ratio(ts.p50, c.p50),
@@ -1854,6 +2066,7 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                     let base = match t.as_str() {
                         "udp" => Some(("raw UDP", if mode == "poll" { "spin" } else { mode })),
                         "tcp" => Some(("raw TCP", if mode == "poll" { "spin" } else { mode })),
+                        _ if mode == "park" || mode == "block" => Some((RAW_FUTEX, mode.as_str())),
                         _ => Some(("raw cache-line", "spin")),
                     };
                     if let Some((bn, bm)) = base {
@@ -1890,9 +2103,13 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
         // The throughput classes never pause: their target is judged whatever `--gap-us`.
         tally.skip = false;
         let _ = writeln!(o);
+        // From the sender's CPU to the receiver's (the receiver measures).
+        let (recv, send) = queue_pair_args("qraw", args);
         let _ = writeln!(
             o,
-            "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {c0} → CPU {c1}), {} messages, depth {QUEUE_DEPTH}",
+            "## queuing throughput: {QUEUE_MSG} B messages one way, cross-process (CPU {} → CPU {}), {} messages, depth {QUEUE_DEPTH}",
+            send.cpu,
+            recv.cpu,
             args.queue_messages
         );
         // A port row is compared with the raw ring that moves messages the same way: one per
@@ -1978,12 +2195,17 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
             "raw cache-line",
             "raw copy",
             RAW_SLOT,
+            RAW_FUTEX,
             "raw UDP",
             "raw TCP",
             "iceoryx2",
         ]
         .map(String::from),
     );
+    // In order of size, whatever the order of `--sizes` (the lines join the points in order).
+    let mut sizes = args.sizes.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
     let mut out = Vec::new();
     for mode in &args.modes {
         // The class of `n` drawn in `mode`'s plots, and its legend: the busy-waiting baselines
@@ -2011,8 +2233,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
             .iter()
             .map(|n| {
                 let m = class_mode(n);
-                let pts = args
-                    .sizes
+                let pts = sizes
                     .iter()
                     .filter_map(|&s| rep.get(n, m, s).map(|r| (s, r.summary(n))))
                     .collect();
@@ -2100,6 +2321,58 @@ mod tests {
         }
     }
 
+    /// An echo side that finds a bad message exits with an error; the pair reports that error
+    /// at once, as a failed class, instead of leaving the measuring side waiting for an echo
+    /// until the time-out. (The peers are a shell script: the echo side fails at once, the
+    /// measuring side would wait a minute.)
+    #[test]
+    fn a_failing_echo_side_fails_the_pair_with_its_error() {
+        let peer = Peer {
+            program: PathBuf::from("/bin/sh"),
+            prefix: vec![
+                "-c".into(),
+                // $0 is the kind, $1 the role.
+                r#"if [ "$1" = pong ]; then
+                     echo "partix-rttpart udp pong: message 1: its last word carries 0x0, not 0x1" >&2
+                     exit 2
+                   fi
+                   exec sleep 60"#
+                    .into(),
+            ],
+        };
+        let args = RttArgs::default();
+        let (a, b) = pair_args("udp", 16, &args, "spin");
+        let end = |p| End {
+            args: p,
+            fds: Vec::new(),
+            env: Vec::new(),
+        };
+        let e = run_pair(&peer, end(&a), end(&b), Duration::from_secs(300)).unwrap_err();
+        assert_eq!(
+            e,
+            "the echo side exited with exit status: 2: partix-rttpart udp pong: message 1: its \
+             last word carries 0x0, not 0x1"
+        );
+        // In the report: the class's row says why it is not available.
+        let mut job = Job::new("raw UDP", "spin", 16, |_| unreachable!());
+        job.acc.add(samples_of(Err(e)));
+        let c = job.into_class();
+        let text = {
+            let rep = RttReport {
+                classes: vec![c],
+                ..RttReport::default()
+            };
+            render(&rtt_args(&[16], &["udp"], &["spin"]), &rep, false).0
+        };
+        assert!(
+            line(&text, "raw UDP spin 16 B").ends_with(
+                "not available: the echo side exited with exit status: 2: partix-rttpart udp \
+                 pong: message 1: its last word carries 0x0, not 0x1"
+            ),
+            "{text}"
+        );
+    }
+
     #[test]
     fn one_sided_channels_are_built_and_handed_over_per_partition() {
         let set = channels_of(&sampling_module_xml("one-sided", 64)).unwrap();
@@ -2173,6 +2446,7 @@ mod tests {
             echo_switches_per_round: None,
             round_p50,
             round_p99,
+            fifo: FifoEnds::default(),
         }
     }
 
@@ -2386,6 +2660,26 @@ mod tests {
         assert_eq!(tally, (0, 1, 0));
     }
 
+    /// The throughput header names the sender's CPU first: the receiver (which measures) runs
+    /// on the first CPU, the sender on the second (it said the opposite).
+    #[test]
+    fn the_throughput_direction_is_from_the_senders_cpu_to_the_receivers() {
+        let a = rtt_args(&[16], &["one-sided"], &[]);
+        for kind in ["qraw", "qapex", "qudp"] {
+            let (recv, send) = queue_pair_args(kind, &a);
+            assert_eq!((recv.role.as_str(), send.role.as_str()), ("recv", "send"));
+            assert_eq!((recv.cpu, send.cpu), cpus(), "{kind}");
+        }
+        let (c0, c1) = cpus();
+        let (text, _) = rendered(&a, vec![], vec![("raw SPSC ring", Ok(20e6))]);
+        assert!(
+            line(&text, "## queuing throughput:").contains(&format!(
+                "cross-process (CPU {c1} → CPU {c0}), 2000000 messages"
+            )),
+            "{text}"
+        );
+    }
+
     #[test]
     fn the_batched_queuing_port_is_compared_with_the_batched_raw_ring() {
         // The throughput rows only: no round-trip class.
@@ -2457,10 +2751,34 @@ mod tests {
         );
         assert_eq!(tally, (1, 1, 0));
         for (udp, raw, why) in [
-            (1.0, 0.0, "raw UDP's wait did not sleep"),
-            (0.0, 1.0, "the udp port's wait did not sleep"),
-            (0.2, 0.3, "neither the udp port's wait nor raw UDP's slept"),
+            (
+                1.0,
+                0.0,
+                "the udp port slept in 100 % of its waits, raw UDP in 0 %",
+            ),
+            (
+                0.0,
+                1.0,
+                "the udp port slept in 0 % of its waits, raw UDP in 100 %",
+            ),
+            (
+                0.2,
+                0.3,
+                "the udp port slept in 20 % of its waits, raw UDP in 30 %",
+            ),
+            // Half is not more than half: the p50 may be a wait that spun.
+            (
+                0.5,
+                0.9,
+                "the udp port slept in 50 % of its waits, raw UDP in 90 %",
+            ),
+            (
+                0.9,
+                0.47,
+                "the udp port slept in 90 % of its waits, raw UDP in 47 %",
+            ),
         ] {
+            let why = format!("{why} (more than half needed: the target is on the p50)");
             let (text, tally) = rendered(&a, with(udp, raw), vec![]);
             assert!(
                 line(&text, block).ends_with(&format!(
@@ -2481,6 +2799,223 @@ mod tests {
         assert_eq!(tally, (1, 0, 1));
     }
 
+    /// The park and block classes of the shared-memory transports (sampling and queuing) are
+    /// compared with the raw futex ping-pong of their mode, not with the spinning raw cache
+    /// line or raw copy; the spin class keeps the cache line and the copy.
+    #[test]
+    fn sleeping_classes_are_compared_with_the_raw_futex_of_their_mode() {
+        let a = RttArgs {
+            queuing_rtt: true,
+            ..rtt_args(
+                &[16],
+                &["one-sided", "two-sided"],
+                &["spin", "park", "block"],
+            )
+        };
+        let classes = vec![
+            flat("raw cache-line", "spin", 16, 100),
+            flat("raw copy", "spin", 16, 200),
+            flat(RAW_FUTEX, "park", 16, 1_000),
+            flat(RAW_FUTEX, "block", 16, 10_000),
+            flat("one-sided", "spin", 16, 400),
+            flat("one-sided", "park", 16, 1_500),
+            flat("one-sided", "block", 16, 20_000),
+            flat("one-sided queuing", "block", 16, 30_000),
+            flat("two-sided", "spin", 16, 500),
+            flat("two-sided", "block", 16, 25_000),
+        ];
+        let (text, _) = rendered(&a, classes, vec![]);
+        assert!(
+            line(&text, "one-sided spin 16 B vs raw cache-line:").starts_with(
+                "one-sided spin 16 B vs raw cache-line: p50 4.00x (rounds: median 4.00x"
+            ),
+            "{text}"
+        );
+        assert!(line(&text, "one-sided spin 16 B vs raw copy:").contains("p50 2.00x"));
+        assert_eq!(
+            line(&text, "one-sided park 16 B vs raw futex:"),
+            "one-sided park 16 B vs raw futex: p50 1.50x (rounds: median 1.50x, 1.50–1.50x), \
+             p99 1.50x"
+        );
+        assert!(line(&text, "one-sided block 16 B vs raw futex:").contains("p50 2.00x"));
+        assert!(line(&text, "two-sided block 16 B vs raw futex:").contains("p50 2.50x"));
+        assert!(
+            line(&text, "one-sided queuing block 16 B vs raw futex:").contains("p50 3.00x"),
+            "{text}"
+        );
+        for m in ["park", "block"] {
+            for base in ["raw cache-line", "raw copy"] {
+                assert!(
+                    !text.contains(&format!("{m} 16 B vs {base}")),
+                    "{m} vs {base} in\n{text}"
+                );
+            }
+            // The baseline's rows are in its mode's table.
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(&format!("{RAW_FUTEX} {m} 16 B "))),
+                "{text}"
+            );
+        }
+    }
+
+    /// Sizes given out of order are plotted in order: every series' line runs left to right.
+    #[test]
+    fn sizes_are_plotted_in_order_whatever_the_order_given() {
+        let a = rtt_args(&[4096, 16, 64], &["one-sided"], &["spin"]);
+        let mut classes = Vec::new();
+        for size in [4096, 16, 64] {
+            classes.extend([
+                flat("raw cache-line", "spin", size, 250),
+                flat("one-sided", "spin", size, 400 + size as u64),
+            ]);
+        }
+        let rep = RttReport {
+            classes,
+            ..RttReport::default()
+        };
+        let dir = std::env::temp_dir().join(format!("partix-rtt-order-{}", std::process::id()));
+        let files = plot(&dir, &a, &rep).unwrap();
+        let svg = std::fs::read_to_string(dir.join("rtt-vs-size-spin.svg")).unwrap();
+        // The series' lines: polylines of three points (one per size).
+        let lines: Vec<Vec<f64>> = svg
+            .split("points=\"")
+            .skip(1)
+            .filter_map(|r| r.split('"').next())
+            .map(|p| {
+                p.split_whitespace()
+                    .filter_map(|xy| xy.split(',').next()?.parse().ok())
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|xs| xs.len() == 3)
+            .collect();
+        assert_eq!(lines.len(), 2, "{svg}");
+        for xs in &lines {
+            assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        }
+        // The CDF is of the smallest size.
+        assert!(
+            files.iter().any(|f| f.ends_with("rtt-cdf-16B-spin.svg")),
+            "{files:?}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A block class that slept in 47 % of its waits says so (it used to read "did not sleep:
+    /// this is a spin"); "did not sleep" is kept for under 5 %; a park class says which side
+    /// parked, how often.
+    #[test]
+    fn the_wait_note_says_how_many_waits_slept() {
+        let a = rtt_args(&[16], &["one-sided"], &["park", "block"]);
+        let sw = |mut c: Class, v: f64, e: f64| {
+            c.switches_per_round = Some(v);
+            c.echo_switches_per_round = Some(e);
+            c
+        };
+        let classes = vec![
+            sw(flat(RAW_FUTEX, "block", 16, 9_000), 0.99, 1.0),
+            sw(flat("one-sided", "block", 16, 9_000), 0.47, 0.5),
+            sw(flat(RAW_UDP2, "block", 16, 9_000), 0.04, 0.0),
+            sw(flat(RAW_FUTEX, "park", 16, 900), 0.0, 0.03),
+            sw(flat("one-sided", "park", 16, 900), 0.0, 0.98),
+            sw(flat(RAW_UDP2, "park", 16, 900), 0.25, 0.5),
+        ];
+        let (text, _) = rendered(&a, classes, vec![]);
+        let note = |label: &str| line(&text, &format!("{label}: ")).to_string();
+        assert_eq!(
+            note("raw futex block 16 B"),
+            "raw futex block 16 B: 0.99 voluntary context switches per round trip on the \
+             measuring side, 1.00 on the echo side (it slept in 99 % of its waits)"
+        );
+        assert!(
+            note("one-sided block 16 B")
+                .ends_with("(it slept in 47 % of its waits: its p50 is a wait that did not sleep)"),
+            "{text}"
+        );
+        assert!(
+            note("raw UDP 2 pairs block 16 B")
+                .ends_with("(its waits did not sleep: this is a spin)"),
+            "{text}"
+        );
+        assert!(
+            note("raw futex park 16 B").ends_with("(the messages came within the spins)"),
+            "{text}"
+        );
+        assert!(
+            note("one-sided park 16 B").ends_with(
+                "(the echo side parked in 98 % of its waits: those messages came after the \
+                 spins)"
+            ),
+            "{text}"
+        );
+        assert!(
+            note("raw UDP 2 pairs park 16 B").ends_with(
+                "(it parked in 25 % of its waits, the echo side parked in 50 % of its waits: \
+                 those messages came after the spins)"
+            ),
+            "{text}"
+        );
+    }
+
+    /// The header says what the peers reported applied (`# fifo 1|0`), not what they asked:
+    /// it said "raw peers at SCHED_FIFO 51" when that was refused.
+    #[test]
+    fn the_header_says_whether_sched_fifo_applied() {
+        assert_eq!(
+            FifoEnds::of("12\n# nvcsw 0\n# fifo 1\n# echo nvcsw 3\n# echo fifo 0\n"),
+            FifoEnds { on: 1, off: 1 }
+        );
+        let a = rtt_args(&[16], &["one-sided"], &["spin"]);
+        let with = |raw: FifoEnds, ports: FifoEnds| {
+            let mut cache = flat("raw cache-line", "spin", 16, 250);
+            cache.fifo = raw;
+            let mut port = flat("one-sided", "spin", 16, 400);
+            port.fifo = ports;
+            let rep = RttReport {
+                classes: vec![cache, port],
+                ..RttReport::default()
+            };
+            render(&a, &rep, false).0
+        };
+        let head = |text: &str| line(text, "ping-pong between").to_string();
+        let (on, off) = (FifoEnds { on: 8, off: 0 }, FifoEnds { on: 0, off: 8 });
+        let t = with(on, on);
+        assert!(
+            head(&t).ends_with(
+                "raw peers at SCHED_FIFO 51, partition processes' APEX process at priority 50 \
+                 (SCHED_FIFO 51)"
+            ),
+            "{t}"
+        );
+        let t = with(off, off);
+        assert!(
+            head(&t).ends_with(
+                "raw peers at SCHED_OTHER: SCHED_FIFO 51 was refused (not root, no \
+                 CAP_SYS_NICE), partition processes' APEX process at priority 50 (SCHED_OTHER: \
+                 SCHED_FIFO 51 was refused (not root, no CAP_SYS_NICE))"
+            ),
+            "{t}"
+        );
+        let t = with(FifoEnds { on: 6, off: 2 }, FifoEnds::default());
+        assert!(
+            head(&t).contains(
+                "raw peers at SCHED_FIFO 51 in 6 of 8 processes (refused in the others), \
+                 partition processes' APEX process at priority 50 (SCHED_FIFO 51 asked (no end \
+                 reported whether it applied))"
+            ),
+            "{t}"
+        );
+        // The throughput classes count too (a raw ring is a raw peer).
+        let rep = RttReport {
+            queue_fifo: vec![
+                ("raw SPSC ring".into(), off),
+                ("one-sided queuing port".into(), on),
+            ],
+            ..RttReport::default()
+        };
+        assert_eq!(fifo_applied(&rep), (off, on));
+    }
+
     #[test]
     fn the_spin_baselines_are_labelled_spin_in_the_other_modes_plots() {
         let a = rtt_args(&[16, 64], &["one-sided"], &["spin", "block"]);
@@ -2493,6 +3028,7 @@ mod tests {
                 flat("iceoryx2", "spin", size, 900),
                 flat("one-sided", "spin", size, 400),
                 flat("one-sided", "block", size, 9_000),
+                flat(RAW_FUTEX, "block", size, 4_000),
                 flat("raw UDP", "block", size, 19_000),
             ]);
         }
@@ -2518,6 +3054,9 @@ mod tests {
             // A block-class row keeps its name.
             assert!(!svg.contains("raw UDP (spin)"), "{}", f.display());
             assert_eq!(svg.contains("raw UDP"), block, "{}", f.display());
+            // The raw futex baseline is drawn in its own mode's plots only.
+            assert!(!svg.contains("raw futex (spin)"), "{}", f.display());
+            assert_eq!(svg.contains(RAW_FUTEX), block, "{}", f.display());
         }
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -10,6 +10,9 @@
 //!               `partix-apex` that a C partition calls (WRITE_SAMPLING_MESSAGE,
 //!               PARTIX_WAIT_SAMPLING_MESSAGE, READ_SAMPLING_MESSAGE)
 //!        cache  one shared-memory line each way (a region inherited on descriptor 600)
+//!        copy   a flag word and the message each way, copied in and out (region on 600)
+//!        futex  `copy` with a futex flag word: the receiver of the park and block classes
+//!               sleeps in FUTEX_WAIT, the sender wakes it (the raw baseline of those classes)
 //!        slot   the one-sided protocol without the port layer: a `partix_shm::sampling` slot
 //!               each way (SamplingWriter / SamplingReader, begin/end flags, stamp) in a region
 //!               on descriptor 600, each slot on a page of its own (as each channel has its own
@@ -34,11 +37,20 @@
 //! `ping` prints one round-trip time in nanoseconds per line (the measured iterations only), then
 //! `# nvcsw N`: the voluntary context switches of the measuring thread meanwhile (whether its
 //! waits slept in the kernel); `pong` prints its own `# nvcsw N` (over the same rounds) when done;
-//! `recv` prints `rate <messages per second>`. Errors go to stderr with exit status 2.
+//! `recv` prints `rate <messages per second>`. Every role ends with `# fifo 1` if its measuring
+//! (echoing, sending) thread ran under SCHED_FIFO, `# fifo 0` if the priority was refused
+//! ([`fifo_line`]). Errors go to stderr with exit status 2.
 //!
-//! Messages carry a sequence number in their first 8 bytes (little endian); the ping side counts
-//! 1, 2, ... and waits for the echo of exactly that number. In the `apex` kind, `pong` first writes
-//! sequence 0 on PONG and `ping` waits for it: both partitions are then up.
+//! A round-trip message carries its sequence number (little endian) in its first 8 bytes and in
+//! its last 8 bytes ([`stamp`]; below 16 bytes the two overlap); the ping side counts 1, 2, ...
+//! and waits for the echo of exactly that number. Both ends check every message they receive
+//! ([`check_msg`]: exactly the message size, both words), in every round-trip kind, so a port
+//! that delivers part of a message, or a copy whose first word is right and whose tail is
+//! another message's, fails the class (exit status 2, the error on stderr) instead of giving
+//! timings. A sampling port may return the message before the awaited one again (it still holds
+//! it): that one, whole, is waited past ([`fresh_or_previous`]); the `cache` kind's message is
+//! its 8-byte flag. In the `apex` kind, `pong` first writes sequence 0 on PONG and `ping` waits
+//! for it: both partitions are then up.
 //!
 //! Waiting classes: `spin` busy-waits (a non-blocking `recv` in a loop; for ports the partix
 //! extension `wait_sampling_message` with the port in `RecvMode::Spin`); `poll` (ports only)
@@ -53,7 +65,8 @@
 //!
 //! The raw kinds run at SCHED_FIFO [`PEER_FIFO`], the priority of the APEX process of the `apex`
 //! kind (APEX priority [`APEX_PRIORITY`] runs at FIFO priority + 1), so every class competes with
-//! the rest of the machine the same way.
+//! the rest of the machine the same way, where the kernel allows it (root or CAP_SYS_NICE); the
+//! `# fifo` line says whether it did.
 #![allow(unsafe_code)]
 
 use partix_runtime::partition::*;
@@ -62,7 +75,7 @@ use partix_shm::{Access, Region};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -96,8 +109,8 @@ pub const QUEUE_BACKOFF: u32 = 64;
 /// a call path that saves registers and spills a few values adds per message (session 9).
 pub const QUEUE_EXTRA_STORES: usize = 20;
 
-/// Bytes of the `copy` kind's region for messages of `size` bytes: per direction a flag line
-/// and the data, each block 64-byte aligned.
+/// Bytes of the `copy` (and `futex`) kind's region for messages of `size` bytes: per direction a
+/// flag line and the data, each block 64-byte aligned.
 pub fn copy_region_len(size: usize) -> usize {
     2 * copy_block(size)
 }
@@ -170,7 +183,7 @@ impl Wait {
 /// What one peer process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerArgs {
-    /// `apex`, `apexc`, `cache`, `copy`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
+    /// `apex`, `apexc`, `cache`, `copy`, `futex`, `slot`, `udp`, `tcp`, `qapex`, `qapexb`, `qraw`, `qrawb`,
     /// `qrawk`, `qrawf`, `qraws`, `qudp`, `qtcp`.
     pub kind: String,
     /// `ping`/`pong` or `send`/`recv`.
@@ -275,7 +288,22 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
     }
 }
 
-/// Best effort: run the calling thread at SCHED_FIFO `prio` (needs root or CAP_SYS_NICE).
+/// Whether the calling thread runs under SCHED_FIFO (whatever was asked: the kernel refuses it
+/// without root or CAP_SYS_NICE).
+pub fn on_fifo() -> bool {
+    // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// The line with which a peer says whether its measuring (or echoing) thread ran under
+/// SCHED_FIFO: `# fifo 1`, or `# fifo 0` when the priority was refused. The bench's header
+/// says what was applied from these, not what was asked.
+pub fn fifo_line() -> String {
+    format!("# fifo {}\n", u8::from(on_fifo()))
+}
+
+/// Best effort: run the calling thread at SCHED_FIFO `prio` (needs root or CAP_SYS_NICE);
+/// whether it did ([`on_fifo`] tells it later, [`fifo_line`] reports it).
 pub fn set_fifo(prio: i32) -> bool {
     let p = libc::sched_param {
         sched_priority: prio,
@@ -290,8 +318,89 @@ fn seq_of(b: &[u8]) -> u64 {
         .map_or(u64::MAX, u64::from_le_bytes)
 }
 
+/// The first word only: the messages of the throughput classes (their receivers check the order).
 fn put_seq(b: &mut [u8], seq: u64) {
     b[..8].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Stamp a round-trip message `b` (at least 8 bytes) with sequence number `seq`: little endian
+/// in its first 8 bytes and in its last 8 bytes, so a message cut short or a copy whose tail is
+/// another message's shows. Below 16 bytes the two words overlap: the last is written first and
+/// the first over it, so the first word is whole (at 8 bytes they are one word).
+///
+/// # Panics
+/// If `b` is shorter than 8 bytes (every size the bench allows has 8).
+pub fn stamp(b: &mut [u8], seq: u64) {
+    let n = b.len();
+    b[n - 8..].copy_from_slice(&seq.to_le_bytes());
+    b[..8].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// The last 8 bytes of an `n`-byte message stamped with `seq` (`n` at least 8).
+fn last_word(seq: u64, n: usize) -> [u8; 8] {
+    if n >= 16 {
+        return seq.to_le_bytes();
+    }
+    let mut m = [0u8; 16];
+    stamp(&mut m[..n], seq);
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&m[n - 8..n]);
+    w
+}
+
+/// Check that `b` is the whole round-trip message `seq` of `size` bytes: exactly `size` bytes,
+/// `seq` in its first and its last word ([`stamp`]). O(1): two words, whatever the size.
+///
+/// # Errors
+/// What is wrong with the message: its length, its first word or its last word.
+pub fn check_msg(b: &[u8], size: usize, seq: u64) -> Result<(), String> {
+    if b.len() != size || size < 8 {
+        return Err(format!(
+            "message {seq}: {} bytes received, the message has {size}",
+            b.len()
+        ));
+    }
+    let first = seq_of(b);
+    if first != seq {
+        return Err(format!("message {seq}: its first word carries {first}"));
+    }
+    if b[size - 8..] != last_word(seq, size) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[size - 8..]);
+        return Err(format!(
+            "message {seq}: its last word carries {:#x}, not {:#x} (a torn or stale copy)",
+            u64::from_le_bytes(w),
+            u64::from_le_bytes(last_word(seq, size))
+        ));
+    }
+    Ok(())
+}
+
+/// What a sampling port returns while the echo is awaited: `Ok(true)` for the whole message
+/// `want`, `Ok(false)` for the whole message before it (the port still holds it: wait on).
+///
+/// # Errors
+/// Anything else ([`check_msg`] of the message it claims to be).
+pub fn fresh_or_previous(b: &[u8], size: usize, want: u64) -> Result<bool, String> {
+    if want > 0 && b.len() >= 8 && seq_of(b) == want - 1 {
+        return check_msg(b, size, want - 1).map(|()| false);
+    }
+    check_msg(b, size, want).map(|()| true)
+}
+
+/// Check the value of a flag word that hands message `want` over: `Ok(true)` at `want`,
+/// `Ok(false)` at `want - 1` (not yet).
+///
+/// # Errors
+/// Any other value.
+fn flag_at(v: u64, want: u64) -> Result<bool, String> {
+    if v == want {
+        Ok(true)
+    } else if want > 0 && v == want - 1 {
+        Ok(false)
+    } else {
+        Err(format!("message {want}: the flag word carries {v}"))
+    }
 }
 
 /// Voluntary context switches of the calling thread so far (the thread slept in the kernel).
@@ -318,6 +427,16 @@ fn print_samples(samples: &[u64]) -> Result<(), String> {
         "# nvcsw {}\n",
         MEASURED_SWITCHES.load(Ordering::Relaxed)
     ));
+    emit(&s)
+}
+
+/// Write `s` to stdout and flush (in the unit tests, which run peers in threads, through the
+/// test harness's capture).
+fn emit(s: &str) -> Result<(), String> {
+    if cfg!(test) {
+        print!("{s}");
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())
         .and_then(|_| out.flush())
@@ -354,10 +473,7 @@ impl EchoSwitches {
         let n = self
             .start
             .map_or(0, |s| voluntary_switches().saturating_sub(s));
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "# nvcsw {n}")
-            .and_then(|_| out.flush())
-            .map_err(|e| format!("stdout: {e}"))
+        emit(&format!("# nvcsw {n}\n"))
     }
 }
 
@@ -410,16 +526,18 @@ pub fn main(args: &[String]) -> i32 {
     };
     let r = pin_to_cpu(a.cpu).and_then(|()| match a.kind.as_str() {
         "apex" | "apexc" | "qrtt" | "qapex" | "qapexb" => apex_main(a.clone()),
-        "cache" => raw_prelude().and_then(|()| cache(&a)),
-        "copy" => raw_prelude().and_then(|()| copy(&a)),
-        "slot" => raw_prelude().and_then(|()| slot(&a)),
+        "cache" => raw_prelude().and_then(|()| cache(&a, &*inherited_region()?)),
+        "copy" => raw_prelude().and_then(|()| copy(&a, &*inherited_region()?)),
+        "futex" => raw_prelude().and_then(|()| futex(&a, &*inherited_region()?)),
+        "slot" => raw_prelude().and_then(|()| slot(&a, inherited_region()?)),
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
         "qudp" | "qtcp" => raw_prelude().and_then(|()| qsock(&a)),
         k => Err(format!("unknown kind {k}")),
     });
-    match r {
+    // Last, `# fifo 0|1`: whether this (the measuring or echoing) thread ran under SCHED_FIFO.
+    match r.and_then(|()| emit(&fifo_line())) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("partix-rttpart {} {}: {e}", a.kind, a.role);
@@ -428,8 +546,10 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
+/// The raw peers ask for SCHED_FIFO [`PEER_FIFO`]; a refusal is not an error (the peer reports
+/// it with [`fifo_line`], and the bench's header says so).
 fn raw_prelude() -> Result<(), String> {
-    set_fifo(PEER_FIFO);
+    let _applied = set_fifo(PEER_FIFO);
     Ok(())
 }
 
@@ -439,8 +559,10 @@ fn inherited_region() -> Result<Arc<Region>, String> {
     unsafe { partix_runtime::channels::map_fd(PEER_FD, Access::ReadWrite) }.map(Arc::new)
 }
 
-fn cache(a: &PeerArgs) -> Result<(), String> {
-    let r = inherited_region()?;
+/// One `AtomicU64` each way in `r` (at 0 and [`PONG_LINE`]): the message is the sequence number
+/// itself (8 bytes: its first and last word are one), so a flag at neither the awaited number
+/// nor the one before is an error.
+fn cache(a: &PeerArgs, r: &Region) -> Result<(), String> {
     if r.len() < PONG_LINE + 8 {
         return Err("region too small".into());
     }
@@ -457,7 +579,7 @@ fn cache(a: &PeerArgs) -> Result<(), String> {
         "ping" => {
             let s = time_rounds(a, |i| {
                 ping.store(i, Ordering::Release);
-                while pong.load(Ordering::Acquire) != i {
+                while !flag_at(pong.load(Ordering::Acquire), i)? {
                     std::hint::spin_loop();
                 }
                 Ok(())
@@ -468,7 +590,7 @@ fn cache(a: &PeerArgs) -> Result<(), String> {
             let mut sw = EchoSwitches::new(a);
             for i in 1..=total {
                 sw.before(i);
-                while ping.load(Ordering::Acquire) != i {
+                while !flag_at(ping.load(Ordering::Acquire), i)? {
                     std::hint::spin_loop();
                 }
                 pong.store(i, Ordering::Release);
@@ -496,10 +618,9 @@ fn slot_stride(size: usize) -> usize {
 /// (`wait_newer`, spinning) and writes it back in its own slot. What the APEX services add on
 /// top (port lookup, lock, the last good copy, validity) is the difference to the one-sided
 /// port's class.
-fn slot(a: &PeerArgs) -> Result<(), String> {
+fn slot(a: &PeerArgs, r: Arc<Region>) -> Result<(), String> {
     use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
     use partix_shm::RecvMode;
-    let r = inherited_region()?;
     let stride = slot_stride(a.size);
     if r.len() < 2 * stride {
         return Err("region too small".into());
@@ -525,12 +646,17 @@ fn slot(a: &PeerArgs) -> Result<(), String> {
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size];
     let mut last: Option<u32> = None;
-    let recv = |buf: &mut [u8], last: &mut Option<u32>| -> Result<(), String> {
+    // Every message is newer than the last one returned: the awaited one, whole, or an error.
+    let recv = |buf: &mut [u8], last: &mut Option<u32>, i: u64| -> Result<usize, String> {
         let ok = rd
             .wait_newer(buf, *last, RecvMode::Spin, None)
             .map_err(|e| format!("slot: {e}"))?;
         *last = Some(ok.seq);
-        Ok(())
+        let got = buf
+            .get(..ok.len)
+            .ok_or_else(|| format!("slot: a message of {} bytes", ok.len))?;
+        check_msg(got, a.size, i)?;
+        Ok(ok.len)
     };
     let write = |w: &mut SamplingWriter, m: &[u8]| {
         w.write_stamped(m, partix_shm::clock::now_ns())
@@ -540,14 +666,9 @@ fn slot(a: &PeerArgs) -> Result<(), String> {
     match a.role.as_str() {
         "ping" => {
             let s = time_rounds(a, |i| {
-                put_seq(&mut msg, i);
+                stamp(&mut msg, i);
                 write(&mut w, &msg)?;
-                loop {
-                    recv(&mut buf, &mut last)?;
-                    if seq_of(&buf) == i {
-                        return Ok(());
-                    }
-                }
+                recv(&mut buf, &mut last, i).map(|_| ())
             })?;
             print_samples(&s)
         }
@@ -555,13 +676,8 @@ fn slot(a: &PeerArgs) -> Result<(), String> {
             let mut sw = EchoSwitches::new(a);
             for i in 1..=a.warmup + a.iters {
                 sw.before(i);
-                loop {
-                    recv(&mut buf, &mut last)?;
-                    if seq_of(&buf) == i {
-                        break;
-                    }
-                }
-                write(&mut w, &buf)?;
+                let n = recv(&mut buf, &mut last, i)?;
+                write(&mut w, &buf[..n])?;
             }
             sw.print()
         }
@@ -571,9 +687,9 @@ fn slot(a: &PeerArgs) -> Result<(), String> {
 
 /// The floor of a shared-memory round trip of `size` bytes: per direction a flag word and
 /// `size` bytes in their own lines; the sender copies the message in (plain `memcpy`) and stores
-/// the flag (`Release`), the receiver spins on the flag (`Acquire`) and copies the message out.
-fn copy(a: &PeerArgs) -> Result<(), String> {
-    let r = inherited_region()?;
+/// the flag (`Release`), the receiver spins on the flag (`Acquire`) and copies the message out;
+/// both ends check the copy ([`check_msg`]).
+fn copy(a: &PeerArgs, r: &Region) -> Result<(), String> {
     if r.len() < copy_region_len(a.size) {
         return Err("region too small".into());
     }
@@ -599,19 +715,19 @@ fn copy(a: &PeerArgs) -> Result<(), String> {
         flag.store(i, Ordering::Release);
     };
     let recv = |data: *mut u8, flag: &AtomicU64, local: &mut [u8], i: u64| {
-        while flag.load(Ordering::Acquire) != i {
+        while !flag_at(flag.load(Ordering::Acquire), i)? {
             std::hint::spin_loop();
         }
         // SAFETY: as in `send`.
         unsafe { std::ptr::copy_nonoverlapping(data, local.as_mut_ptr(), size) };
+        check_msg(local, size, i)
     };
     match a.role.as_str() {
         "ping" => {
             let s = time_rounds(a, |i| {
-                put_seq(&mut local, i);
+                stamp(&mut local, i);
                 send(ping_data, ping_flag, &local, i);
-                recv(pong_data, pong_flag, &mut local, i);
-                check_order(&local, i)
+                recv(pong_data, pong_flag, &mut local, i)
             })?;
             print_samples(&s)
         }
@@ -619,7 +735,107 @@ fn copy(a: &PeerArgs) -> Result<(), String> {
             let mut sw = EchoSwitches::new(a);
             for i in 1..=total {
                 sw.before(i);
-                recv(ping_data, ping_flag, &mut local, i);
+                recv(ping_data, ping_flag, &mut local, i)?;
+                send(pong_data, pong_flag, &local, i);
+            }
+            sw.print()
+        }
+        r => Err(format!("unknown role {r}")),
+    }
+}
+
+/// The bit of a `futex` kind's flag word that says its receiver sleeps (or is about to) in
+/// `FUTEX_WAIT` on it; the sequence number is the other 31 bits.
+const FUTEX_WAITING: u32 = 1 << 31;
+
+/// The floor of a shared-memory round trip whose receiver sleeps in the kernel (the raw
+/// baseline of the park and block classes): the `copy` kind's region and copies (per direction
+/// a flag word in its own line and `size` bytes after it; `memcpy` in, `memcpy` out, both ends
+/// check the copy), with a 32-bit flag word that is also a futex. The sender copies the message
+/// in, swaps the flag to the sequence number (`Release`) and calls `FUTEX_WAKE` only if the old
+/// value had [`FUTEX_WAITING`]. The receiver looks at the flag (`Acquire`), in the park class
+/// [`PARK_SPINS`] times first (block: at once; spin and poll: it never sleeps), then sets
+/// [`FUTEX_WAITING`] in the word (compare-and-swap from the value it saw) and sleeps in
+/// `FUTEX_WAIT` while the word holds that; the sender's swap either comes first (the
+/// compare-and-swap fails, the receiver looks again) or sees the bit (and wakes it), since
+/// both change the one word.
+fn futex(a: &PeerArgs, r: &Region) -> Result<(), String> {
+    if r.len() < copy_region_len(a.size) {
+        return Err("region too small".into());
+    }
+    let total = a.warmup + a.iters;
+    if total >= u64::from(FUTEX_WAITING) {
+        return Err(format!("{total} round trips: fewer than 2^31"));
+    }
+    let blk = copy_block(a.size);
+    let size = a.size;
+    // SAFETY: the region is page-aligned, shared, at least 2 * blk bytes long and lives as long as
+    // `r`; offsets 0 and blk are 64-aligned. The flags are only used as atomics (and as futex
+    // words, which the kernel reads); the data bytes are handed over by the flags as in `copy`.
+    let (ping_flag, pong_flag, ping_data, pong_data) = unsafe {
+        (
+            &*r.as_ptr().cast::<AtomicU32>(),
+            &*r.as_ptr().add(blk).cast::<AtomicU32>(),
+            r.as_ptr().add(64),
+            r.as_ptr().add(blk + 64),
+        )
+    };
+    let spins = match a.wait {
+        Wait::Park => u64::from(PARK_SPINS),
+        Wait::Block => 0,
+        Wait::Spin | Wait::Poll => u64::MAX,
+    };
+    let mut local = vec![0u8; size];
+    let send = |data: *mut u8, flag: &AtomicU32, local: &[u8], i: u64| {
+        // SAFETY: `data` has `size` bytes in the region (see above), `local` has `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(local.as_ptr(), data, size) };
+        if flag.swap(i as u32, Ordering::Release) & FUTEX_WAITING != 0 {
+            partix_shm::futex::wake(flag, 1);
+        }
+    };
+    let recv = |data: *mut u8, flag: &AtomicU32, local: &mut [u8], i: u64| {
+        let mut k = 0u64;
+        loop {
+            let v = flag.load(Ordering::Acquire);
+            if flag_at(u64::from(v & !FUTEX_WAITING), i)? {
+                break;
+            }
+            if k < spins {
+                k += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            let asleep = v | FUTEX_WAITING;
+            if v & FUTEX_WAITING == 0
+                && flag
+                    .compare_exchange(v, asleep, Ordering::Acquire, Ordering::Acquire)
+                    .is_err()
+            {
+                continue;
+            }
+            // Returns when woken, or at once if the word changed meanwhile (or spuriously: it
+            // looks again). No time-out: a lost wake-up would hang the pair and fail the class
+            // at its time-out, not pass as one slow round trip.
+            partix_shm::futex::wait(flag, asleep, None);
+        }
+        // SAFETY: as in `send`.
+        unsafe { std::ptr::copy_nonoverlapping(data, local.as_mut_ptr(), size) };
+        check_msg(local, size, i)
+    };
+    match a.role.as_str() {
+        "ping" => {
+            let s = time_rounds(a, |i| {
+                stamp(&mut local, i);
+                send(ping_data, ping_flag, &local, i);
+                recv(pong_data, pong_flag, &mut local, i)
+            })?;
+            print_samples(&s)
+        }
+        "pong" => {
+            let mut sw = EchoSwitches::new(a);
+            for i in 1..=total {
+                sw.before(i);
+                recv(ping_data, ping_flag, &mut local, i)?;
                 send(pong_data, pong_flag, &local, i);
             }
             sw.print()
@@ -658,20 +874,26 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
     // SAFETY: the bench hands descriptor PEER_FD (a connected UDP socket), and for `udp2`
     // PEER_RX_FD (another one), to this process only.
     let s = unsafe { UdpSocket::from_raw_fd(PEER_FD) };
-    let nonblocking = !a.wait.blocking_socket();
-    s.set_nonblocking(nonblocking)
-        .map_err(io_err("nonblocking"))?;
     let rx = if a.kind == "udp2" {
         // SAFETY: as above.
-        let r = unsafe { UdpSocket::from_raw_fd(PEER_RX_FD) };
-        r.set_nonblocking(nonblocking)
-            .map_err(io_err("nonblocking"))?;
-        r
+        unsafe { UdpSocket::from_raw_fd(PEER_RX_FD) }
     } else {
         s.try_clone().map_err(io_err("dup"))?
     };
+    udp_on(a, &s, &rx)
+}
+
+/// The UDP ping-pong: send on `s`, receive on `rx` (the same socket, or one per direction).
+/// Every datagram must be the awaited message, whole ([`check_msg`]).
+fn udp_on(a: &PeerArgs, s: &UdpSocket, rx: &UdpSocket) -> Result<(), String> {
+    let nonblocking = !a.wait.blocking_socket();
+    s.set_nonblocking(nonblocking)
+        .map_err(io_err("nonblocking"))?;
+    rx.set_nonblocking(nonblocking)
+        .map_err(io_err("nonblocking"))?;
     let mut msg = vec![0x5au8; a.size];
-    let mut buf = vec![0u8; a.size.max(16)];
+    // Room for more than a message: a longer datagram shows as longer, not cut to the size.
+    let mut buf = vec![0u8; a.size + 8];
     let recv = |buf: &mut [u8]| -> Result<usize, String> {
         let mut k = 0;
         loop {
@@ -687,14 +909,10 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
     match a.role.as_str() {
         "ping" => {
             let samples = time_rounds(a, |i| {
-                put_seq(&mut msg, i);
+                stamp(&mut msg, i);
                 s.send(&msg).map_err(io_err("send"))?;
-                loop {
-                    let n = recv(&mut buf)?;
-                    if n == a.size && seq_of(&buf) == i {
-                        return Ok(());
-                    }
-                }
+                let n = recv(&mut buf)?;
+                check_msg(&buf[..n], a.size, i)
             })?;
             print_samples(&samples)
         }
@@ -702,13 +920,9 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
             let mut sw = EchoSwitches::new(a);
             for i in 1..=a.warmup + a.iters {
                 sw.before(i);
-                loop {
-                    let n = recv(&mut buf)?;
-                    if seq_of(&buf[..n]) == i {
-                        s.send(&buf[..n]).map_err(io_err("send"))?;
-                        break;
-                    }
-                }
+                let n = recv(&mut buf)?;
+                check_msg(&buf[..n], a.size, i)?;
+                s.send(&buf[..n]).map_err(io_err("send"))?;
             }
             sw.print()
         }
@@ -719,20 +933,25 @@ fn udp(a: &PeerArgs) -> Result<(), String> {
 fn tcp(a: &PeerArgs) -> Result<(), String> {
     // SAFETY: the bench hands descriptor PEER_FD (a connected TCP socket), and for `tcp2`
     // PEER_RX_FD (another one), to this process only.
-    let mut s = unsafe { TcpStream::from_raw_fd(PEER_FD) };
+    let s = unsafe { TcpStream::from_raw_fd(PEER_FD) };
+    let rx = if a.kind == "tcp2" {
+        // SAFETY: as above.
+        unsafe { TcpStream::from_raw_fd(PEER_RX_FD) }
+    } else {
+        s.try_clone().map_err(io_err("dup"))?
+    };
+    tcp_on(a, s, rx)
+}
+
+/// The TCP ping-pong: write on `s`, read on `rx` (the same connection, or one per direction);
+/// every message read must be the awaited one ([`check_msg`]).
+fn tcp_on(a: &PeerArgs, mut s: TcpStream, mut rx: TcpStream) -> Result<(), String> {
     s.set_nodelay(true).map_err(io_err("nodelay"))?;
     let nonblocking = !a.wait.blocking_socket();
     s.set_nonblocking(nonblocking)
         .map_err(io_err("nonblocking"))?;
-    let mut rx = if a.kind == "tcp2" {
-        // SAFETY: as above.
-        let r = unsafe { TcpStream::from_raw_fd(PEER_RX_FD) };
-        r.set_nonblocking(nonblocking)
-            .map_err(io_err("nonblocking"))?;
-        r
-    } else {
-        s.try_clone().map_err(io_err("dup"))?
-    };
+    rx.set_nonblocking(nonblocking)
+        .map_err(io_err("nonblocking"))?;
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size];
     let read_msg = |s: &mut TcpStream, buf: &mut [u8]| -> Result<(), String> {
@@ -765,13 +984,10 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
     match a.role.as_str() {
         "ping" => {
             let samples = time_rounds(a, |i| {
-                put_seq(&mut msg, i);
+                stamp(&mut msg, i);
                 write_msg(&mut s, &msg)?;
                 read_msg(&mut rx, &mut buf)?;
-                if seq_of(&buf) != i {
-                    return Err(format!("echo of {i} carries {}", seq_of(&buf)));
-                }
-                Ok(())
+                check_msg(&buf, a.size, i)
             })?;
             print_samples(&samples)
         }
@@ -780,6 +996,7 @@ fn tcp(a: &PeerArgs) -> Result<(), String> {
             for i in 1..=a.warmup + a.iters {
                 sw.before(i);
                 read_msg(&mut rx, &mut buf)?;
+                check_msg(&buf, a.size, i)?;
                 write_msg(&mut s, &buf)?;
             }
             sw.print()
@@ -1198,6 +1415,8 @@ extern "C" fn apex_process() {
         ("qapexb", "recv") => apex_recv_batched(&a).map(|rate| println!("rate {rate}")),
         (k, r) => Err(format!("unknown kind/role {k} {r}")),
     };
+    // Last, whether the process (this thread) ran under SCHED_FIFO (APEX priority + 1).
+    let r = r.and_then(|()| emit(&fifo_line()));
     let _ = std::io::stdout().flush();
     match r {
         Ok(()) => {
@@ -1331,9 +1550,19 @@ fn await_seq(
                 }
             }
         };
+        // The port may still hold the message before the awaited one (a READ_SAMPLING_MESSAGE
+        // returns it again): wait on. Anything but the two, whole, fails the class.
         match r {
-            Ok(n) if n >= 8 && seq_of(buf) == want => return Ok(n),
-            Ok(_) | Err(None) => std::hint::spin_loop(),
+            Ok(n) => {
+                let got = buf
+                    .get(..n)
+                    .ok_or_else(|| format!("a read returned {n} bytes"))?;
+                if fresh_or_previous(got, a.size, want)? {
+                    return Ok(n);
+                }
+                std::hint::spin_loop();
+            }
+            Err(None) => std::hint::spin_loop(),
             Err(Some(e)) => return Err(e),
         }
     }
@@ -1356,7 +1585,7 @@ fn apex_ping(a: &PeerArgs, api: Api) -> Result<Vec<u64>, String> {
     let mut buf = vec![0u8; a.size];
     await_seq(a, api, pong, &mut buf, 0)?;
     time_rounds(a, |i| {
-        put_seq(&mut msg, i);
+        stamp(&mut msg, i);
         port_write(api, ping, &msg)?;
         await_seq(a, api, pong, &mut buf, i).map(|_| ())
     })
@@ -1366,7 +1595,7 @@ fn apex_pong(a: &PeerArgs, api: Api) -> Result<(), String> {
     let ping = get_sampling_port_id("PING").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let pong = get_sampling_port_id("PONG").map_err(apex_err("GET_SAMPLING_PORT_ID"))?;
     let mut buf = vec![0u8; a.size];
-    put_seq(&mut buf, 0);
+    stamp(&mut buf, 0);
     port_write(api, pong, &buf)?;
     let mut sw = EchoSwitches::new(a);
     for i in 1..=a.warmup + a.iters {
@@ -1442,10 +1671,10 @@ fn qrtt_ping(a: &PeerArgs) -> Result<Vec<u64>, String> {
     let mut msg = vec![0x5au8; a.size];
     let mut buf = vec![0u8; a.size];
     time_rounds(a, |i| {
-        put_seq(&mut msg, i);
+        stamp(&mut msg, i);
         qrtt_send(ping, &msg)?;
         let n = qrtt_recv(a, pong, &mut buf)?;
-        check_order(&buf[..n], i)
+        check_msg(&buf[..n], a.size, i)
     })
 }
 
@@ -1457,7 +1686,7 @@ fn qrtt_pong(a: &PeerArgs) -> Result<(), String> {
     for i in 1..=a.warmup + a.iters {
         sw.before(i);
         let n = qrtt_recv(a, ping, &mut buf)?;
-        check_order(&buf[..n], i)?;
+        check_msg(&buf[..n], a.size, i)?;
         qrtt_send(pong, &buf[..n])?;
     }
     sw.print()
@@ -1608,6 +1837,312 @@ mod tests {
         });
         assert_eq!(&buf[..n], b"later");
         assert_eq!(looks, u64::from(PARK_SPINS));
+    }
+
+    /// Every size the bench allows (8 up) and then some: a stamped message passes, one cut
+    /// short, one longer, one with another first word and one with another last word do not.
+    #[test]
+    fn a_message_is_checked_by_its_length_and_both_words() {
+        for size in (8..=40).chain([56, 64, 4096]) {
+            for seq in [0u64, 1, 7, 0x0102_0304_0506_0708, u64::MAX - 1] {
+                let mut m = vec![0x5au8; size];
+                stamp(&mut m, seq);
+                assert_eq!(seq_of(&m), seq, "{size}");
+                check_msg(&m, size, seq).unwrap_or_else(|e| panic!("{size} {seq}: {e}"));
+                assert!(check_msg(&m, size, seq + 1).is_err(), "{size}");
+                // Cut short (the first 8 bytes only, or one byte less) or longer.
+                let short = check_msg(&m[..8.max(size - 1)], size, seq);
+                if size > 8 {
+                    assert!(short.unwrap_err().contains("bytes received"), "{size}");
+                }
+                assert!(check_msg(&m[..8], size, seq).is_err() || size == 8);
+                let mut long = m.clone();
+                long.push(0);
+                assert!(check_msg(&long, size, seq).is_err(), "{size}");
+                // A tail that is another message's (a torn or stale copy): every size over 8
+                // has a byte of the last word outside the first.
+                if size > 8 {
+                    let mut torn = m.clone();
+                    torn[size - 1] ^= 0xff;
+                    let e = check_msg(&torn, size, seq).unwrap_err();
+                    assert!(e.contains("last word"), "{size}: {e}");
+                }
+                let mut bad_first = m.clone();
+                bad_first[0] ^= 1;
+                assert!(check_msg(&bad_first, size, seq).is_err(), "{size}");
+            }
+        }
+        // Message 2 with the tail of message 1 (the first word overwritten, the rest stale).
+        let mut m = vec![0u8; 64];
+        stamp(&mut m, 1);
+        m[..8].copy_from_slice(&2u64.to_le_bytes());
+        assert!(check_msg(&m, 64, 2)
+            .unwrap_err()
+            .contains("its last word carries 0x1"));
+    }
+
+    /// A sampling port's read returns the awaited message or the one before it (waited past);
+    /// anything else fails, whole or not.
+    #[test]
+    fn a_sampling_read_may_return_the_previous_message_whole_and_nothing_else() {
+        let msg = |seq: u64, len: usize| {
+            let mut m = vec![0u8; len];
+            stamp(&mut m, seq);
+            m
+        };
+        assert_eq!(fresh_or_previous(&msg(5, 64), 64, 5), Ok(true));
+        assert_eq!(fresh_or_previous(&msg(4, 64), 64, 5), Ok(false));
+        assert_eq!(fresh_or_previous(&msg(0, 16), 16, 0), Ok(true));
+        assert!(fresh_or_previous(&msg(3, 64), 64, 5).is_err());
+        assert!(fresh_or_previous(&msg(6, 64), 64, 5).is_err());
+        // The previous message cut short, or the awaited one with a stale tail.
+        assert!(fresh_or_previous(&msg(4, 63), 64, 5).is_err());
+        let mut torn = msg(4, 64);
+        torn[..8].copy_from_slice(&5u64.to_le_bytes());
+        assert!(fresh_or_previous(&torn, 64, 5)
+            .unwrap_err()
+            .contains("last word"));
+        assert!(fresh_or_previous(&msg(5, 8)[..8], 64, 5).is_err());
+        // The flag word of the cache-line and copy kinds: the awaited number or the one before.
+        assert_eq!(flag_at(5, 5), Ok(true));
+        assert_eq!(flag_at(4, 5), Ok(false));
+        assert!(flag_at(3, 5).is_err() && flag_at(6, 5).is_err() && flag_at(1, 0).is_err());
+    }
+
+    fn peer(kind: &str, role: &str, size: usize) -> PeerArgs {
+        PeerArgs {
+            kind: kind.into(),
+            role: role.into(),
+            cpu: 0,
+            size,
+            iters: 3,
+            warmup: 0,
+            wait: Wait::Spin,
+            gap_us: 0,
+        }
+    }
+
+    /// Run one end in a thread; its result comes on the receiver.
+    fn run_end(
+        f: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> std::sync::mpsc::Receiver<Result<(), String>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx
+    }
+
+    /// The end's error (a guard against a peer that waits on forever, as one that retried a bad
+    /// message did: not a timing).
+    fn failure(rx: std::sync::mpsc::Receiver<Result<(), String>>) -> String {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(r) => r.expect_err("the end must fail"),
+            Err(_) => panic!("the end did not report the bad message"),
+        }
+    }
+
+    fn udp_pair() -> (UdpSocket, UdpSocket) {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        (a, b)
+    }
+
+    /// The udp pong gets message 1 with a stale last word, or cut to its first 8 bytes: it fails
+    /// naming what is wrong (it used to take any datagram with the right first word).
+    #[test]
+    fn a_udp_pong_fails_on_a_wrong_last_word_or_a_short_datagram() {
+        for short in [false, true] {
+            let (a, b) = udp_pair();
+            let end = run_end(move || {
+                let rx = b.try_clone().unwrap();
+                udp_on(&peer("udp", "pong", 64), &b, &rx)
+            });
+            let mut m = vec![0u8; 64];
+            stamp(&mut m, 1);
+            if short {
+                a.send(&m[..8]).unwrap();
+            } else {
+                m[56..].copy_from_slice(&0u64.to_le_bytes());
+                a.send(&m).unwrap();
+            }
+            let e = failure(end);
+            let want = if short {
+                "message 1: 8 bytes received, the message has 64"
+            } else {
+                "message 1: its last word carries 0x0, not 0x1"
+            };
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    /// The udp ping stamps both words of its message, and fails on an echo with a stale tail.
+    #[test]
+    fn a_udp_ping_stamps_both_words_and_fails_on_a_torn_echo() {
+        let (a, b) = udp_pair();
+        let end = run_end(move || {
+            let rx = a.try_clone().unwrap();
+            udp_on(&peer("udp", "ping", 24), &a, &rx)
+        });
+        let mut buf = [0u8; 64];
+        let n = b.recv(&mut buf).unwrap();
+        check_msg(&buf[..n], 24, 1).unwrap();
+        assert_eq!(&buf[16..24], &1u64.to_le_bytes());
+        buf[20] = 0xee;
+        b.send(&buf[..n]).unwrap();
+        let e = failure(end);
+        assert!(e.contains("message 1: its last word carries"), "{e}");
+    }
+
+    /// The tcp pong reads a whole message whose tail is stale and fails.
+    #[test]
+    fn a_tcp_pong_fails_on_a_wrong_last_word() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let end = run_end(move || {
+            let rx = b.try_clone().unwrap();
+            tcp_on(&peer("tcp", "pong", 4096), b, rx)
+        });
+        let mut m = vec![0u8; 4096];
+        stamp(&mut m, 1);
+        m[4088..].copy_from_slice(&9u64.to_le_bytes());
+        a.write_all(&m).unwrap();
+        let e = failure(end);
+        assert!(e.contains("message 1: its last word carries 0x9"), "{e}");
+    }
+
+    /// The shared-memory kinds: a copy whose first word is right and whose tail is stale fails
+    /// the copy pong; a flag word at neither the awaited number nor the one before fails the
+    /// cache-line pong; a message of 10 bytes in a 64-byte slot fails the slot pong.
+    #[test]
+    fn shared_memory_pongs_fail_on_a_torn_copy_a_wrong_flag_or_a_short_message() {
+        // copy: ping's flag at 0, its data at 64.
+        let r = Arc::new(Region::create("partix-rtt-test-copy", copy_region_len(64)).unwrap());
+        let end = run_end({
+            let r = r.clone();
+            move || copy(&peer("copy", "pong", 64), &r)
+        });
+        let mut m = vec![0u8; 64];
+        stamp(&mut m, 1);
+        m[60] = 0x42;
+        // SAFETY: the region has copy_region_len(64) bytes; the data of the ping direction
+        // starts at 64, its flag (an AtomicU64, only used as one) at 0.
+        let flag = unsafe {
+            std::ptr::copy_nonoverlapping(m.as_ptr(), r.as_ptr().add(64), 64);
+            &*r.as_ptr().cast::<AtomicU64>()
+        };
+        flag.store(1, Ordering::Release);
+        let e = failure(end);
+        assert!(e.contains("message 1: its last word carries"), "{e}");
+
+        // cache: the ping word jumps to 5 while the pong awaits 1.
+        let r = Arc::new(Region::create("partix-rtt-test-cache", 4096).unwrap());
+        let end = run_end({
+            let r = r.clone();
+            move || cache(&peer("cache", "pong", 8), &r)
+        });
+        // SAFETY: offset 0 of the page-aligned region, only used as an AtomicU64.
+        unsafe { &*r.as_ptr().cast::<AtomicU64>() }.store(5, Ordering::Release);
+        let e = failure(end);
+        assert!(e.contains("message 1: the flag word carries 5"), "{e}");
+
+        // slot: the ping's slot (offset 0) holds message 1 cut to 10 bytes.
+        use partix_shm::sampling::{SamplingLayout, SamplingWriter};
+        let r = Arc::new(Region::create("partix-rtt-test-slot", slot_region_len(64)).unwrap());
+        let mut w = SamplingWriter::init(r.clone(), 0, SamplingLayout::new(64).unwrap()).unwrap();
+        let end = run_end({
+            let r = r.clone();
+            move || slot(&peer("slot", "pong", 64), r)
+        });
+        let mut m = vec![0u8; 10];
+        stamp(&mut m, 1);
+        w.write_stamped(&m, partix_shm::clock::now_ns()).unwrap();
+        let e = failure(end);
+        assert!(
+            e.contains("message 1: 10 bytes received, the message has 64"),
+            "{e}"
+        );
+    }
+
+    /// The raw futex ping-pong between two threads over a region: in the block class every wait
+    /// goes to sleep unless the message is already there, and the park class spins first; both
+    /// deliver every message whole (each end checks it), in both sizes whose words overlap or
+    /// not. A pong given a torn copy fails.
+    #[test]
+    fn the_futex_ping_pong_delivers_and_refuses_a_torn_copy() {
+        for (wait, size) in [(Wait::Block, 12), (Wait::Park, 64), (Wait::Block, 4096)] {
+            let r =
+                Arc::new(Region::create("partix-rtt-test-futex", copy_region_len(size)).unwrap());
+            let args = |role: &str| PeerArgs {
+                iters: 300,
+                warmup: 10,
+                wait,
+                ..peer("futex", role, size)
+            };
+            let pong = run_end({
+                let (r, a) = (r.clone(), args("pong"));
+                move || futex(&a, &r)
+            });
+            let ping = run_end({
+                let (r, a) = (r.clone(), args("ping"));
+                move || futex(&a, &r)
+            });
+            for end in [ping, pong] {
+                match end.recv_timeout(std::time::Duration::from_secs(120)) {
+                    Ok(r) => r.unwrap_or_else(|e| panic!("{wait:?} {size}: {e}")),
+                    Err(_) => panic!("{wait:?} {size}: the ping-pong did not finish"),
+                }
+            }
+        }
+        let r = Arc::new(Region::create("partix-rtt-test-futex", copy_region_len(64)).unwrap());
+        let end = run_end({
+            let r = r.clone();
+            move || {
+                futex(
+                    &PeerArgs {
+                        wait: Wait::Block,
+                        ..peer("futex", "pong", 64)
+                    },
+                    &r,
+                )
+            }
+        });
+        let mut m = vec![0u8; 64];
+        stamp(&mut m, 1);
+        m[63] = 0x77;
+        // SAFETY: the region has copy_region_len(64) bytes; the ping direction's data starts at
+        // 64, its flag (an AtomicU32, only used as one and as a futex word) at 0.
+        let flag = unsafe {
+            std::ptr::copy_nonoverlapping(m.as_ptr(), r.as_ptr().add(64), 64);
+            &*r.as_ptr().cast::<AtomicU32>()
+        };
+        if flag.swap(1, Ordering::Release) & FUTEX_WAITING != 0 {
+            partix_shm::futex::wake(flag, 1);
+        }
+        let e = failure(end);
+        assert!(e.contains("message 1: its last word carries"), "{e}");
+    }
+
+    /// A peer's `# fifo` line says what its thread runs under: 0 for a thread that never asked
+    /// (or was refused), 1 once SCHED_FIFO applied.
+    #[test]
+    fn the_fifo_line_tells_what_applied() {
+        let (other, asked, fifo) = std::thread::spawn(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            // SAFETY: p is a valid sched_param; pid 0 = this (new) thread.
+            let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+            assert_eq!(r, 0);
+            let other = fifo_line();
+            let asked = set_fifo(1);
+            (other, asked, fifo_line())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, "# fifo 0\n");
+        assert_eq!(fifo, format!("# fifo {}\n", u8::from(asked)));
     }
 
     #[test]

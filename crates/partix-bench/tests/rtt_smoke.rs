@@ -56,6 +56,9 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("raw copy", "spin"),
         // The one-sided protocol without the port layer.
         ("raw one-sided slot", "spin"),
+        // The shared-memory baseline of the classes that sleep.
+        ("raw futex", "park"),
+        ("raw futex", "block"),
         ("raw UDP", "spin"),
         ("raw UDP", "park"),
         ("raw UDP", "block"),
@@ -82,6 +85,8 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
                 .unwrap_or_else(|e| panic!("{name} {mode} {size}: {e}"));
             // Two rounds of 100 round trips each, pooled.
             assert_eq!(r.len(), 200, "{name} {mode} {size}");
+            // Both ends of both rounds said whether SCHED_FIFO applied.
+            assert_eq!(c.fifo.on + c.fifo.off, 4, "{name} {mode} {size}");
             assert_eq!(c.round_p50.len(), 2, "{name} {mode} {size}");
             // Both ends report how often their waits slept (how often is the machine's: a
             // reply that is already there when a blocking wait starts needs no sleep).
@@ -114,6 +119,21 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         "{}",
         rep.text
     );
+    // The classes that sleep are compared with the raw futex ping-pong of their mode.
+    for mode in ["park", "block"] {
+        assert!(
+            rep.text
+                .contains(&format!("one-sided {mode} 16 B vs raw futex: p50")),
+            "{}",
+            rep.text
+        );
+        assert!(
+            !rep.text
+                .contains(&format!("one-sided {mode} 16 B vs raw cache-line")),
+            "{}",
+            rep.text
+        );
+    }
     // The poll class (READ_SAMPLING_MESSAGE in a loop) is compared with the spin baselines.
     assert!(
         rep.text
@@ -153,6 +173,19 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         "{}",
         rep.text
     );
+    // The header says what the peers reported: SCHED_FIFO 51 for every one (as root), or not.
+    let all_fifo = rep.classes.iter().all(|c| c.fifo.off == 0)
+        && rep.queue_fifo.iter().all(|(_, f)| f.off == 0);
+    assert_eq!(
+        rep.text.contains("raw peers at SCHED_FIFO 51, "),
+        all_fifo,
+        "{}",
+        rep.text
+    );
+    for (name, f) in &rep.queue_fifo {
+        // Both ends of both rounds.
+        assert_eq!(f.on + f.off, 4, "{name}");
+    }
     for (name, r) in &rep.queue {
         assert!(
             r.as_ref().is_ok_and(|q| q.rounds == 2
@@ -224,6 +257,42 @@ fn udp_rows_with_either_descriptor_table() {
     }
 }
 
+/// A poll-only udp run still measures the raw UDP baseline (its spin rows, as the raw peers
+/// have no poll class), and prints the udp poll class's ratio to it.
+#[test]
+fn a_poll_only_udp_run_has_its_raw_udp_baseline() {
+    let _one = one_at_a_time();
+    let mut a = args();
+    a.sizes = vec![16];
+    a.transports = vec!["udp".into()];
+    a.modes = vec!["poll".into()];
+    a.queuing_rtt = false;
+    a.c_api = false;
+    a.queue_messages = 0;
+    a.rounds = 1;
+    let rep = measure(&a).expect("bench runs");
+    for name in ["raw UDP", "raw UDP 2 pairs", "raw TCP", "raw TCP 2 conns"] {
+        let c = rep
+            .classes
+            .iter()
+            .find(|c| c.name == name && c.mode == "spin" && c.size == 16)
+            .unwrap_or_else(|| panic!("no class {name} spin 16"));
+        assert_eq!(c.result.as_ref().map(|r| r.len()), Ok(200), "{name}");
+    }
+    assert!(
+        rep.text.contains("udp poll 16 B vs raw UDP: p50"),
+        "{}",
+        rep.text
+    );
+    assert!(
+        rep.text
+            .lines()
+            .any(|l| l.starts_with("raw UDP spin 16 B ")),
+        "{}",
+        rep.text
+    );
+}
+
 /// The udp and tcp queuing ports' throughput rows come out with their own raw baselines (a
 /// socket stream with the same flow control), and each port row is compared with its stream.
 #[test]
@@ -286,7 +355,7 @@ fn with_a_gap_the_park_class_parks() {
     // Far longer than 2000 polls take even in a debug build on a loaded machine (~2 ms).
     a.gap_us = 20_000;
     let rep = measure(&a).expect("bench runs");
-    for name in ["one-sided", "raw UDP", "raw TCP"] {
+    for name in ["one-sided", "raw futex", "raw UDP", "raw TCP"] {
         let c = rep
             .classes
             .iter()
