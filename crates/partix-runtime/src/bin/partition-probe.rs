@@ -9,7 +9,7 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use testpart_common::{attrs, MS};
 
 /// Print one event line with a single write(2).
@@ -871,10 +871,10 @@ extern "C" fn codes_main() {
     // A deadline past SYSTEM_TIME's range (now + i64::MAX).
     rc("replenish_beyond_system_time", replenish(i64::MAX));
     rc("replenish", replenish(10_000 * MS));
-    let d = get_process_status(me).unwrap().deadline_time;
+    // "main" has an infinite TIME_CAPACITY: its deadline stays infinite (ARINC 653).
     ev(&format!(
-        "deadline_moved={}",
-        d > get_time() && d != INFINITE_TIME_VALUE
+        "deadline_stays_infinite={}",
+        get_process_status(me).unwrap().deadline_time == INFINITE_TIME_VALUE
     ));
     rc("replenish_infinite", replenish(INFINITE_TIME_VALUE));
     ev(&format!(
@@ -883,6 +883,12 @@ extern "C" fn codes_main() {
     ));
     rc("start_running", start(me));
     rc("start_per_running", start(pid("per")));
+    // Not DORMANT comes before the delay (the standard's order).
+    rc("delayed_start_running_bad_delay", delayed_start(me, -1));
+    rc(
+        "delayed_start_per_running_delay_ge_period",
+        delayed_start(pid("per"), 100 * MS),
+    );
     let mut last = Ok(0);
     for _ in 0..16 {
         last = lock_preemption();
@@ -918,6 +924,18 @@ static PER_REPLENISH: AtomicU32 = AtomicU32::new(0);
 fn rc_quiet(r: ApexResult<()>) {
     if PER_REPLENISH.load(Ordering::SeqCst) == 0 {
         rc("replenish_past_next_release", r);
+        // A finite TIME_CAPACITY: REPLENISH moves the deadline to now + budget.
+        let me = get_my_id().unwrap();
+        let before = get_time();
+        rc("replenish_periodic", replenish(10 * MS));
+        let d = get_process_status(me).unwrap().deadline_time;
+        ev(&format!(
+            "periodic_deadline_moved={}",
+            d >= before + 10 * MS && d <= get_time() + 10 * MS
+        ));
+        // The time-out is checked before the periodic caller (the standard's order).
+        rc("suspend_self_periodic_bad_timeout", suspend_self(-5));
+        rc("suspend_self_periodic", suspend_self(MS));
         PER_REPLENISH.store(1, Ordering::SeqCst);
     }
 }
@@ -1037,6 +1055,131 @@ fn scenario_codes() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- SUSPEND racing with its caller's
+// own suspension: the target must park, however the caller is interrupted.
+
+/// A small deterministic generator of wait times (xorshift).
+fn next_rand(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+static RACE_COUNTER: AtomicU64 = AtomicU64::new(0);
+static RACE_ROUNDS: AtomicU32 = AtomicU32::new(0);
+const RACE_ROUNDS_MAX: u32 = 2000;
+extern "C" fn race_b() {
+    // CPU-bound: it only stops running when it is really suspended (parked).
+    loop {
+        RACE_COUNTER.fetch_add(1, Ordering::Relaxed);
+    }
+}
+extern "C" fn race_a() {
+    let b = pid("b");
+    loop {
+        let _ = suspend(b);
+        let _ = resume(b);
+        // Let b run between rounds (its stale signals would otherwise hide a lost one).
+        let _ = timed_wait(30_000);
+    }
+}
+extern "C" fn race_c() {
+    let (a, b) = (pid("a"), pid("b"));
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut suspended, mut ran) = (0u32, 0u32);
+    for _ in 0..RACE_ROUNDS_MAX {
+        let wait = 20_000 + (next_rand(&mut seed) % 200_000) as i64;
+        let _ = timed_wait(wait);
+        // a may be inside SUSPEND(b) right now.
+        let _ = suspend(a);
+        if state("b") == ProcessState::Waiting {
+            suspended += 1;
+            let before = RACE_COUNTER.load(Ordering::Relaxed);
+            let _ = timed_wait(2 * MS);
+            if state("b") == ProcessState::Waiting && RACE_COUNTER.load(Ordering::Relaxed) != before
+            {
+                ran += 1;
+            }
+        }
+        let _ = resume(a);
+        RACE_ROUNDS.fetch_add(1, Ordering::Relaxed);
+    }
+    let _ = stop(a);
+    let _ = stop(b);
+    ev(&format!("suspend_race:rounds={RACE_ROUNDS_MAX}"));
+    ev(&format!("suspend_race:b_suspended_seen={}", suspended > 0));
+    ev(&format!("suspend_race:ran_while_suspended={ran}"));
+    idle();
+}
+fn scenario_suspend_race() -> ! {
+    create_process(&attrs("b", race_b, 5)).unwrap();
+    create_process(&attrs("a", race_a, 10)).unwrap();
+    create_process(&attrs("c", race_c, 30)).unwrap();
+    for n in ["b", "a", "c"] {
+        start(pid(n)).unwrap();
+    }
+    normal()
+}
+
+// ---------------------------------------------------------------- the HM log and a process
+// suspended inside REPORT_APPLICATION_MESSAGE: later log lines must not block.
+static LOG_ROUNDS: AtomicU32 = AtomicU32::new(0);
+extern "C" fn log_l() {
+    loop {
+        let _ = report_application_message(b"l");
+    }
+}
+extern "C" fn log_h() {
+    let l = pid("l");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..RACE_ROUNDS_MAX {
+        let wait = 20_000 + (next_rand(&mut seed) % 200_000) as i64;
+        let _ = timed_wait(wait);
+        // l is often inside its log write here.
+        let _ = suspend(l);
+        let _ = report_application_message(b"h");
+        let _ = resume(l);
+        LOG_ROUNDS.fetch_add(1, Ordering::Release);
+    }
+    let _ = stop(l);
+    ev(&format!(
+        "hm_log:done={}",
+        LOG_ROUNDS.load(Ordering::Acquire)
+    ));
+    idle();
+}
+extern "C" fn log_watchdog() {
+    let mut last = u32::MAX;
+    loop {
+        let _ = timed_wait(500 * MS);
+        let now = LOG_ROUNDS.load(Ordering::Acquire);
+        if now == last {
+            ev(&format!("hm_log:h blocked after {now} rounds"));
+            // SAFETY: ends the process at once (h is blocked for good).
+            unsafe { libc::_exit(0) };
+        }
+        last = now;
+    }
+}
+fn scenario_hm_log() -> ! {
+    // The log lines go nowhere: millions of them would only fill the test's pipe.
+    // SAFETY: plain open/dup2 on descriptors this process owns.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 2);
+            libc::close(null);
+        }
+    }
+    create_process(&attrs("l", log_l, 5)).unwrap();
+    create_process(&attrs("h", log_h, 30)).unwrap();
+    create_process(&attrs("watchdog", log_watchdog, 20)).unwrap();
+    for n in ["l", "h", "watchdog"] {
+        start(pid(n)).unwrap();
+    }
+    normal()
+}
+
 fn main() {
     let scenario = std::env::args().nth(1).unwrap_or_default();
     match scenario.as_str() {
@@ -1062,6 +1205,8 @@ fn main() {
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),
+        "suspend-race" => scenario_suspend_race(),
+        "hm-log" => scenario_hm_log(),
         "modes" => scenario_modes(),
         "codes" => scenario_codes(),
         other => {

@@ -30,7 +30,6 @@ use partix_config::model::{
     ErrorCode as CfgCode, ErrorLevel, Module, ModuleAction, PartitionAction,
 };
 use partix_shm::futex;
-use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -202,9 +201,25 @@ fn code_of_module_entry(m: &Module, error_id: u32) -> Option<CfgCode> {
         .map(|e| e.code)
 }
 
-/// Write one HM log line on stderr (a single write; no lock a stopped process could hold).
+/// Write one HM log line on stderr: `write(2)` on descriptor 2, no lock a suspended or stopped
+/// process could hold. (It was `std::io::stderr().write_all`, under std's stderr lock: a process
+/// suspended or stopped inside REPORT_APPLICATION_MESSAGE kept that lock, and every later log
+/// line blocked, the deadline monitor's too; found by review.)
 fn log(line: &str) {
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    let mut rest = line.as_bytes();
+    // A short write (a pipe near full) goes on with the rest; a few tries at most.
+    for _ in 0..8 {
+        if rest.is_empty() {
+            return;
+        }
+        // SAFETY: `rest` is a valid byte slice; descriptor 2 may be closed (EBADF, ignored).
+        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        match n {
+            n if n > 0 => rest = &rest[n as usize..],
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
 }
 
 /// Raise `code` for process `failed` (index; `None` = initialisation code), from the error handler
@@ -426,8 +441,8 @@ pub fn report_application_message(msg: &[u8]) -> ApexResult<()> {
 
 /// Create the partition's error handler process (`CREATE_ERROR_HANDLER`). It runs, above every
 /// process, whenever a process-level error is pending; it ends an activation by returning from
-/// `entry` or by [`super::process::stop_self`] (returning is cheaper: STOP_SELF leaves a parked
-/// thread behind).
+/// `entry` or by [`super::process::stop_self`] (returning is cheaper: STOP_SELF ends the thread
+/// and makes a new one).
 ///
 /// # Errors
 /// In the standard's order:

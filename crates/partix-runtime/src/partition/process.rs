@@ -271,9 +271,6 @@ pub fn start(pid: ProcessId) -> ApexResult<()> {
 pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
     let r = rt();
     let idx = existing(pid)?;
-    if delay < 0 {
-        return Err(ApexError::InvalidParam);
-    }
     let now = r.now();
     // Wake the process after releasing the lock (a higher-priority one preempts us here), and
     // before a STOP or SUSPEND of the caller takes effect.
@@ -299,11 +296,13 @@ pub(crate) fn start_locked(
     let r = rt();
     let p = &mut inner.procs[idx];
     let periodic = p.attrs.period != INFINITE_TIME_VALUE;
-    if periodic && delay >= p.attrs.period {
-        return Err(ApexError::InvalidParam);
-    }
+    // The standard's order: not DORMANT, then the delay (out of range or infinite, then not
+    // less than the period).
     if !p.dormant {
         return Err(ApexError::NoAction);
+    }
+    if delay < 0 || (periodic && delay >= p.attrs.period) {
+        return Err(ApexError::InvalidParam);
     }
     if r.ctl[idx].thread.load(Ordering::Relaxed) == 0 {
         // The thread of its last STOP could not be made (no memory, thread limit): make it
@@ -438,34 +437,46 @@ pub fn suspend(pid: ProcessId) -> ApexResult<()> {
     if rt::self_index() == Some(idx) {
         return Err(ApexError::InvalidParam);
     }
-    let tid = r.with_inner(|inner| {
-        if inner.lock_owner == Some(idx) {
-            return Err(ApexError::InvalidMode);
-        }
-        let p = &mut inner.procs[idx];
-        if p.dormant || p.attrs.period != INFINITE_TIME_VALUE {
-            return Err(ApexError::InvalidMode);
-        }
-        if p.reasons & W_SUSPEND != 0 {
-            if !p.timed_out(W_SUSPEND, r.now()) {
-                return Err(ApexError::NoAction);
+    // The signal goes out before a STOP or SUSPEND of the caller takes effect: sent after
+    // `with_inner` returned, it was lost when the caller was suspended or stopped meanwhile
+    // (`with_inner` honours such a request on its way out), and the target, marked suspended,
+    // ran on (found by review).
+    r.with_inner_then(
+        |inner| {
+            if inner.lock_owner == Some(idx) {
+                return Err(ApexError::InvalidMode);
             }
-            // Its SUSPEND_SELF timed out (it is READY) but its thread has not run since to
-            // return TIMED_OUT: suspended by this call where it is, it returns TIMED_OUT once
-            // resumed.
-            p.self_suspend_timed_out = true;
-        }
-        p.wait_for(W_SUSPEND, None);
-        r.publish(idx, p);
-        let c = &r.ctl[idx];
-        let s = c.suspend.load(Ordering::Acquire);
-        c.suspend
-            .store(((s & !SUSP_SELF) + SUSP_SEQ) | SUSP, Ordering::Release);
-        Ok(c.tid.load(Ordering::Acquire))
-    })?;
-    // SAFETY: tgkill to a thread of this process; the control handler is installed.
-    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, rt::control_signal()) };
-    Ok(())
+            let p = &mut inner.procs[idx];
+            if p.dormant || p.attrs.period != INFINITE_TIME_VALUE {
+                return Err(ApexError::InvalidMode);
+            }
+            if p.reasons & W_SUSPEND != 0 {
+                if !p.timed_out(W_SUSPEND, r.now()) {
+                    return Err(ApexError::NoAction);
+                }
+                // Its SUSPEND_SELF timed out (it is READY) but its thread has not run since to
+                // return TIMED_OUT: suspended by this call where it is, it returns TIMED_OUT once
+                // resumed.
+                p.self_suspend_timed_out = true;
+            }
+            p.wait_for(W_SUSPEND, None);
+            r.publish(idx, p);
+            let c = &r.ctl[idx];
+            let s = c.suspend.load(Ordering::Acquire);
+            c.suspend
+                .store(((s & !SUSP_SELF) + SUSP_SEQ) | SUSP, Ordering::Release);
+            Ok(c.tid.load(Ordering::Acquire))
+        },
+        |tid| {
+            if let Ok(tid) = *tid {
+                // SAFETY: tgkill to a thread of this process; the control handler is installed.
+                unsafe {
+                    libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, rt::control_signal())
+                };
+            }
+        },
+    )
+    .map(|_| ())
 }
 
 /// Suspend the calling aperiodic process until RESUME or `timeout` ns (`SUSPEND_SELF`);
@@ -485,16 +496,17 @@ pub fn suspend_self(timeout: SystemTime) -> ApexResult<()> {
     let c = &r.ctl[idx];
     let word = loop {
         let word = r.with_inner(|inner| {
-            // The standard's order: the mode checks, then the time-out.
+            // The standard's order: the preemption lock (and the error handler, above), the
+            // time-out, then a periodic caller.
             if inner.lock_owner == Some(idx) {
-                return Err(ApexError::InvalidMode);
-            }
-            let p = &mut inner.procs[idx];
-            if p.attrs.period != INFINITE_TIME_VALUE {
                 return Err(ApexError::InvalidMode);
             }
             if timeout < 0 && timeout != INFINITE_TIME_VALUE {
                 return Err(ApexError::InvalidParam);
+            }
+            let p = &mut inner.procs[idx];
+            if p.attrs.period != INFINITE_TIME_VALUE {
+                return Err(ApexError::InvalidMode);
             }
             if timeout == 0 {
                 return Ok(Some(None));

@@ -138,7 +138,8 @@ pub fn periodic_wait() -> ApexResult<()> {
 }
 
 /// Move the calling process's deadline to now + `budget` (`REPLENISH`).
-/// `INFINITE_TIME_VALUE` removes the deadline (aperiodic processes only).
+/// `INFINITE_TIME_VALUE` removes the deadline (aperiodic processes only). A process whose
+/// TIME_CAPACITY is infinite keeps its infinite deadline.
 ///
 /// # Errors
 /// - `NoAction`: the caller is not a process, is the error handler, or the partition is not in
@@ -180,7 +181,13 @@ pub fn replenish(budget: SystemTime) -> ApexResult<()> {
                 return Err(ApexError::InvalidMode);
             }
         }
-        p.deadline_ns = new_deadline;
+        // ARINC 653: a process whose TIME_CAPACITY is infinite keeps an infinite deadline (it
+        // was given now + budget, and then a DEADLINE_MISSED; found by review).
+        p.deadline_ns = if p.attrs.time_capacity == INFINITE_TIME_VALUE {
+            u64::MAX
+        } else {
+            new_deadline
+        };
         r.publish(idx, p);
         Ok(())
     })?;
