@@ -686,6 +686,19 @@ fn scenario_exec_anchor() -> ! {
     normal()
 }
 
+/// Print the start; NORMAL (with no process) at a NORMAL_START, IDLE after any restart.
+fn scenario_start_report() -> ! {
+    let st = get_partition_status();
+    ev(&format!(
+        "init:{:?} {:?}",
+        st.operating_mode, st.start_condition
+    ));
+    if st.start_condition == StartCondition::NormalStart {
+        normal()
+    }
+    idle()
+}
+
 // ---------------------------------------------------------------- application error → handler
 extern "C" fn ae_proc() {
     rc(
@@ -1037,7 +1050,30 @@ fn scenario_codes() -> ! {
     normal()
 }
 
+/// `--out FILE` after the scenario: the events go to FILE (appended, so a restarted partition
+/// adds to what its earlier incarnations wrote) instead of stdout (a partition under
+/// `partix run` shares the executive's).
+fn redirect_output() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+    else {
+        return;
+    };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the --out file");
+    use std::os::fd::AsRawFd;
+    // SAFETY: both descriptors are open; dup2 replaces stdout by the file.
+    unsafe { libc::dup2(f.as_raw_fd(), 1) };
+}
+
 fn main() {
+    redirect_output();
     let scenario = std::env::args().nth(1).unwrap_or_default();
     match scenario.as_str() {
         "order" => scenario_order(),
@@ -1059,6 +1095,7 @@ fn main() {
         "app-error-top" => scenario_app_error(MAX_PRIORITY_VALUE),
         "periodic" => scenario_periodic(),
         "exec-anchor" => scenario_exec_anchor(),
+        "start-report" => scenario_start_report(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),

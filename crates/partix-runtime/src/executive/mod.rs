@@ -32,7 +32,7 @@ use crate::state::{mode, start_condition, MAX_PROCESSES, NO_REQUEST};
 use crate::trace::{Record, RecordKind, Trace};
 use hdrhistogram::Histogram;
 use hm::{Action, Death, Decision};
-use partix_config::model::{ErrorCode, Module, ScheduleId};
+use partix_config::model::{ErrorCode, ErrorLevel, Module, ModuleAction, ScheduleId};
 use partix_shm::futex;
 use shared::SharedState;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -440,7 +440,9 @@ pub struct PartitionStats {
     pub overruns: u64,
     /// Respawns after startup.
     pub restarts: u64,
-    /// HM events.
+    /// HM events: those the executive decided (a death, INIT_TIMEOUT), and the mode requests
+    /// the partition's own health monitor made (an HM table action: IDLE, COLD_START,
+    /// WARM_START, a module RESET or SHUTDOWN).
     pub hm_events: u64,
 }
 
@@ -515,6 +517,21 @@ pub struct Executive<'m> {
     /// The process counters of the partitions' ended incarnations, by partition and name
     /// (folded at each respawn, see [`ProcessTotals`]).
     pub retired: Vec<ProcessTotals>,
+}
+
+/// What a partition's mode request ([`Executive::take_mode_request`]) came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    /// None, or one of a partition that is not running.
+    Nothing,
+    /// The partition is IDLE.
+    Idle,
+    /// The partition restarts.
+    Restart,
+    /// Every partition restarts (module RESET from the partition's HM).
+    ModuleReset,
+    /// The module shuts down (module SHUTDOWN from the partition's HM).
+    ModuleShutdown,
 }
 
 /// Most entries of one partition in [`Executive::retired`]: a partition whose incarnations
@@ -812,35 +829,17 @@ impl<'m> Executive<'m> {
                 }
             }
             for p in 0..self.parts.len() {
-                let st = self.shared.partition(p);
-                let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
-                if self.parts[p].status == Status::Running {
-                    match req {
-                        mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", now - self.epoch),
-                        // A restart asked for during the initialisation: carried out now, as the
-                        // run loop does at a point (the process that asked waits parked for it;
-                        // dropping the request left it so until the init time-out).
-                        // The new process starts below, once the old one has ended.
-                        mode::COLD_START | mode::WARM_START => {
-                            self.schedule_restart(
-                                sw,
-                                p,
-                                req,
-                                start_condition::PARTITION_RESTART,
-                                "SET_PARTITION_MODE",
-                                now - self.epoch,
-                            );
-                            if let Some(s) = stopped.get_mut(p) {
-                                *s = false;
-                            }
-                        }
-                        _ => {}
-                    }
+                // A restart asked for during the initialisation: carried out now, as the run
+                // loop does at a point (the process that asked waits parked for it; dropping
+                // the request left it so until the init time-out). The new process starts
+                // below, once the old one has ended.
+                match self.take_mode_request(sw, p, now - self.epoch) {
+                    Taken::Restart => stopped[p] = false,
+                    Taken::ModuleReset => stopped.fill(false),
+                    Taken::ModuleShutdown => return Err(StartError::HmShutdown),
+                    Taken::Idle | Taken::Nothing => {}
                 }
-                let m = st.operating_mode.load(Ordering::Acquire);
-                if m != self.parts[p].seen_mode {
-                    self.mode_record(sw, p, m, "partition", now - self.epoch);
-                }
+                self.note_partition_mode(sw, p, now - self.epoch);
             }
             // Restarts whose old process has ended. One that cannot be spawned leaves its
             // partition IDLE, as in the run loop, and the others start (it aborted the run).
@@ -1024,6 +1023,7 @@ impl<'m> Executive<'m> {
         st.operating_mode.store(m, Ordering::Release);
         st.start_condition.store(cond, Ordering::Release);
         st.requested_mode.store(NO_REQUEST, Ordering::Release);
+        st.requested_condition.store(NO_REQUEST, Ordering::Release);
         st.requested_schedule.store(NO_REQUEST, Ordering::Release);
         st.n_processes.store(0, Ordering::Release);
         st.lock_level.store(0, Ordering::Release);
@@ -1430,27 +1430,11 @@ impl<'m> Executive<'m> {
         }
         // Requests and mode changes made by the partitions.
         for p in 0..self.parts.len() {
-            let st = self.shared.partition(p);
-            let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
-            if req != NO_REQUEST && self.parts[p].status == Status::Running {
-                match req {
-                    mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", wake),
-                    mode::COLD_START | mode::WARM_START => self.schedule_restart(
-                        sw,
-                        p,
-                        req,
-                        start_condition::PARTITION_RESTART,
-                        "SET_PARTITION_MODE",
-                        wake,
-                    ),
-                    _ => {}
-                }
+            if self.take_mode_request(sw, p, wake) == Taken::ModuleShutdown {
+                return Some(EndReason::HmShutdown);
             }
             self.take_schedule_request(sw, p, wake, ev.frame, sched_id);
-            let m = st.operating_mode.load(Ordering::Acquire);
-            if m != self.parts[p].seen_mode {
-                self.mode_record(sw, p, m, "partition", wake);
-            }
+            self.note_partition_mode(sw, p, wake);
         }
         if let Some(from) = ev.switched_from {
             // A kill waiting for a window the new schedule does not give: now.
@@ -1474,6 +1458,118 @@ impl<'m> Executive<'m> {
             self.record(sw, r);
         }
         None
+    }
+
+    /// Take partition `p`'s mode request, if any, and carry it out (at `at`, module time).
+    ///
+    /// The request's origin ([`crate::state::PartitionState::requested_condition`]) gives the
+    /// restart's start condition: PARTITION_RESTART for SET_PARTITION_MODE, HM_PARTITION_RESTART
+    /// for an action of the partition's HM table (counted as an HM event of the partition, and
+    /// logged with the cause `partition HM`), HM_MODULE_RESTART for a module action the
+    /// partition's error called for: RESET restarts every partition with it (as a module reset
+    /// decided here does), SHUTDOWN ends the run. The word is the partition's: a value out of
+    /// range is SET_PARTITION_MODE's, and a module action that no entry of the configuration's
+    /// module HM table takes is treated as the partition's own HM action (it cannot have been
+    /// decided; the partition gets no more than it could ask for itself).
+    fn take_mode_request<S: Switcher>(&mut self, sw: &mut S, p: usize, at: u64) -> Taken {
+        let st = self.shared.partition(p);
+        // SYNC POINT: the Acquire swap pairs with the partition's Release store of the request,
+        // made after the condition's.
+        let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
+        if req == NO_REQUEST {
+            return Taken::Nothing;
+        }
+        let cond = st.requested_condition.swap(NO_REQUEST, Ordering::AcqRel);
+        if self.parts[p].status != Status::Running
+            || !matches!(req, mode::IDLE | mode::COLD_START | mode::WARM_START)
+        {
+            return Taken::Nothing;
+        }
+        let mut cond = match cond {
+            start_condition::HM_PARTITION_RESTART | start_condition::HM_MODULE_RESTART => cond,
+            _ => start_condition::PARTITION_RESTART,
+        };
+        if cond == start_condition::HM_MODULE_RESTART {
+            let action = match req {
+                mode::IDLE => Some(ModuleAction::Shutdown),
+                mode::COLD_START => Some(ModuleAction::Reset),
+                _ => None,
+            };
+            if !action.is_some_and(|a| self.module_action_configured(a)) {
+                cond = start_condition::HM_PARTITION_RESTART;
+            }
+        }
+        if cond != start_condition::PARTITION_RESTART {
+            self.parts[p].stats.hm_events += 1;
+        }
+        match (cond, req) {
+            (start_condition::HM_MODULE_RESTART, mode::IDLE) => {
+                if self.opts.log {
+                    eprintln!(
+                        "partix: HM: partition {}: module SHUTDOWN asked for by its health                          monitor",
+                        self.module.partitions[p].name
+                    );
+                }
+                Taken::ModuleShutdown
+            }
+            (start_condition::HM_MODULE_RESTART, _) => {
+                for q in 0..self.parts.len() {
+                    self.schedule_restart(
+                        sw,
+                        q,
+                        mode::COLD_START,
+                        start_condition::HM_MODULE_RESTART,
+                        "partition HM: module reset",
+                        at,
+                    );
+                }
+                Taken::ModuleReset
+            }
+            (_, mode::IDLE) => {
+                let cause = if cond == start_condition::PARTITION_RESTART {
+                    "SET_PARTITION_MODE"
+                } else {
+                    "partition HM"
+                };
+                self.make_idle(sw, p, cause, at);
+                Taken::Idle
+            }
+            (_, m) => {
+                let cause = if cond == start_condition::PARTITION_RESTART {
+                    "SET_PARTITION_MODE"
+                } else {
+                    "partition HM"
+                };
+                self.schedule_restart(sw, p, m, cond, cause, at);
+                Taken::Restart
+            }
+        }
+    }
+
+    /// Return whether the configuration's module HM table takes `action` for some error that
+    /// the system HM table makes module level.
+    fn module_action_configured(&self, action: ModuleAction) -> bool {
+        self.module.system_hm.iter().any(|e| {
+            e.level == ErrorLevel::Module
+                && self
+                    .module
+                    .module_hm
+                    .iter()
+                    .any(|m| m.error_id == e.error_id && m.action == action)
+        })
+    }
+
+    /// Record a change of partition `p`'s `operating_mode` made by the partition (its
+    /// transition to NORMAL), if it made one since the last look.
+    fn note_partition_mode<S: Switcher>(&mut self, sw: &mut S, p: usize, at: u64) {
+        let m = self
+            .shared
+            .partition(p)
+            .operating_mode
+            .load(Ordering::Acquire);
+        if m != self.parts[p].seen_mode {
+            self.mode_record(sw, p, m, "partition", at);
+        }
     }
 
     /// Take partition `p`'s SET_MODULE_SCHEDULE request, if any (a system partition's only).

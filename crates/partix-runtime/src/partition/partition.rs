@@ -194,7 +194,8 @@ fn enter_normal() -> ! {
     hm::monitor_loop()
 }
 
-/// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition.
+/// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition (and the
+/// request's origin: see [`crate::state::PartitionState::requested_condition`]).
 pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
     let r = rt();
     if r.ctx.is_standalone() {
@@ -209,7 +210,7 @@ pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
             OperatingMode::ColdStart | OperatingMode::WarmStart => standalone_reexec(m, cond),
         }
     }
-    r.ctx.request_mode(m.raw());
+    r.ctx.request_mode_for(m.raw(), cond);
     // The executive kills and (for restarts) respawns the partition; nothing runs meanwhile.
     rt::park_forever()
 }
