@@ -686,6 +686,30 @@ fn scenario_exec_anchor() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- IDLE stops every process at once
+extern "C" fn busy_worker() {
+    loop {
+        periodic_wait().unwrap();
+    }
+}
+extern "C" fn idler() {
+    timed_wait(5 * MS).unwrap();
+    let _ = set_partition_mode(OperatingMode::Idle);
+    ev("idler:never");
+}
+fn scenario_exec_idle_stops() -> ! {
+    create_process(&ProcessAttributes {
+        period: MS,
+        time_capacity: MS,
+        ..attrs("worker", busy_worker, 10)
+    })
+    .unwrap();
+    create_process(&attrs("idler", idler, 20)).unwrap();
+    start(pid("worker")).unwrap();
+    start(pid("idler")).unwrap();
+    normal()
+}
+
 /// Print the start; NORMAL (with no process) at a NORMAL_START, IDLE after any restart.
 fn scenario_start_report() -> ! {
     let st = get_partition_status();
@@ -1095,6 +1119,7 @@ fn main() {
         "app-error-top" => scenario_app_error(MAX_PRIORITY_VALUE),
         "periodic" => scenario_periodic(),
         "exec-anchor" => scenario_exec_anchor(),
+        "exec-idle-stops" => scenario_exec_idle_stops(),
         "start-report" => scenario_start_report(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),

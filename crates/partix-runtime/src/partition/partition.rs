@@ -18,7 +18,7 @@ use super::rt::{self, rt, FIFO_MONITOR, W_RELEASE};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::state::{mode, start_condition, NO_REQUEST};
 use partix_shm::futex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Environment variable through which a standalone restart passes
 /// `"<operating mode>,<start condition>,<restarts>"` to the re-executed program.
@@ -196,8 +196,20 @@ fn enter_normal() -> ! {
 
 /// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition (and the
 /// request's origin: see [`crate::state::PartitionState::requested_condition`]).
+///
+/// Under the executive, process scheduling stops at once: every other process and the error
+/// handler are stopped (`Runtime::stop_all_processes`) before the request is made, so
+/// none of them runs (or writes a port) for the rest of the window; the executive carries the
+/// request out at its next scheduling point (the window's close at the latest). Only the first
+/// mode change counts: a thread that asks for another one meanwhile (the deadline monitor,
+/// the error handler) ends or parks without a request.
 pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
+    static CHANGING: AtomicBool = AtomicBool::new(false);
     let r = rt();
+    if CHANGING.swap(true, Ordering::AcqRel) {
+        // A mode change is under way: this thread is stopped with the rest.
+        rt::end_incarnation()
+    }
     if r.ctx.is_standalone() {
         match m {
             OperatingMode::Idle | OperatingMode::Normal => {
@@ -210,6 +222,7 @@ pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
             OperatingMode::ColdStart | OperatingMode::WarmStart => standalone_reexec(m, cond),
         }
     }
+    r.stop_all_processes();
     r.ctx.request_mode_for(m.raw(), cond);
     // The executive kills and (for restarts) respawns the partition; nothing runs meanwhile.
     rt::park_forever()
