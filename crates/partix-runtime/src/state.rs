@@ -137,6 +137,11 @@ pub struct PartitionState {
     pub window_start_ns: AtomicU64,
     /// Executive: planned end of the current (or last) window, module time ns.
     pub window_end_ns: AtomicU64,
+    /// Executive: 1 when the current (or last) window starts a period of the partition: it is
+    /// marked `PartitionPeriodStart="true"`, or the current schedule marks none of the
+    /// partition's windows (then every window counts). Written before `window_active`'s opening
+    /// store. SET_PARTITION_MODE(NORMAL) anchors the releases at such a window.
+    pub window_period_start: AtomicU32,
     /// Partition: `CLOCK_MONOTONIC` ns at which the partition's first thread ran again after its
     /// window opened (stamped once per window, by the gate's park handler or the SIGCONT
     /// handler); the executive derives PtswO from it.

@@ -962,3 +962,44 @@ fn a_module_action_ordered_by_a_partition_applies_to_the_module() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// After a restart, the releases are anchored at the partition's next window, not at the start
+/// of the window it was respawned in: the restarted incarnation initialises for 8 ms of that
+/// window and enters NORMAL there, and its periodic process (capacity 4 ms) had its first
+/// deadline before the transition: a DEADLINE_MISSED after every restart (found by review).
+#[test]
+fn releases_after_a_restart_start_after_the_transition_to_normal() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED releases_after_a_restart_start_after_the_transition_to_normal: needs root"
+        );
+        return;
+    }
+    let dir = test_dir("anchor");
+    let out = dir.join("out");
+    let m = module(
+        vec![partition(
+            1,
+            "RA",
+            Some(probe()),
+            &["exec-restart-anchor", "--out", out.to_str().unwrap()],
+        )],
+        vec![schedule(1, 40, &[(1, 1, 0.0, 20.0)])],
+    );
+    let r = run_frames(&m, 15, SwitchMechanism::default());
+    assert_eq!(r.end, EndReason::Frames);
+    assert_eq!(
+        read_lines(&out),
+        [
+            "init:NormalStart",
+            "init:PartitionRestart",
+            "ra:first-release>=normal=true first-job>=release=true",
+            "ra:done"
+        ]
+    );
+    assert_eq!(r.partitions[0].restarts, 1);
+    assert_eq!(r.partitions[0].mode, mode::IDLE);
+    let misses: u64 = r.processes.iter().map(|p| p.deadline_misses).sum();
+    assert_eq!(misses, 0, "{:?}", r.processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -76,6 +76,7 @@ fn periodic_release_is_anchored_at_the_first_window_and_idle_is_requested() {
         p.window_start_ns.store(window_start, Ordering::Release);
         p.window_end_ns
             .store(window_start + 10_000_000, Ordering::Release);
+        p.window_period_start.store(1, Ordering::Release);
         p.window_seq.fetch_add(1, Ordering::AcqRel);
         p.window_active.store(1, Ordering::Release);
         futex::wake_all(&p.window_active);
@@ -186,14 +187,23 @@ impl Probe {
         monotonic_ns() - m.epoch_ns.load(Ordering::Relaxed)
     }
 
-    /// Open a window of the partition planned at `start` for `len` ns, as the
+    /// Open a window of the partition planned at `start` for `len` ns (a period start), as the
     /// executive does, and wake a waiter.
     fn open(&self, start: u64, len: u64) {
         let p = self.p();
         p.window_start_ns.store(start, Ordering::Release);
         p.window_end_ns.store(start + len, Ordering::Release);
+        p.window_period_start.store(1, Ordering::Release);
         p.window_seq.fetch_add(1, Ordering::AcqRel);
         p.window_active.store(1, Ordering::Release);
+        futex::wake_all(&p.window_active);
+    }
+
+    /// Close the window (the test plays an executive without a gate: the partition runs on,
+    /// a waiter is woken).
+    fn close(&self) {
+        let p = self.p();
+        p.window_active.store(0, Ordering::Release);
         futex::wake_all(&p.window_active);
     }
 
@@ -259,4 +269,53 @@ fn a_mode_change_stops_every_process_at_once() {
             );
         }
     });
+}
+
+/// A partition that enters NORMAL inside one of its windows (here: the window opened 12 ms
+/// before the partition started) anchors its releases at its next window, not at the start of
+/// the one it is in: released there, its first job's deadline (10 ms after the window's start)
+/// had passed before the job could run (a spurious DEADLINE_MISSED, found by review).
+#[test]
+fn normal_entered_inside_a_window_anchors_at_the_next_window() {
+    let probe = Probe::start("exec-anchor", 20_000_000);
+    let out = probe.check(|pr| {
+        let p = pr.p();
+        // The window opened 12 ms before the partition's start (as for a partition respawned
+        // in its window, or one still initialising in its windows).
+        let w1 = pr.now().saturating_sub(12_000_000);
+        pr.open(w1, 15_000_000);
+        wait_for("NORMAL", || {
+            p.operating_mode.load(Ordering::Acquire) == mode::NORMAL
+        });
+        let at_normal = pr.now();
+        // Not released in the window of the transition.
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(p.processes[0].releases.load(Ordering::Acquire), 0);
+        pr.close();
+        std::thread::sleep(Duration::from_millis(5));
+        let w2 = pr.now();
+        pr.open(w2, 10_000_000);
+        wait_for("the IDLE request", || {
+            p.requested_mode.load(Ordering::Acquire) != NO_REQUEST
+        });
+        let slot = &p.processes[0];
+        assert_eq!(slot.deadline_misses.load(Ordering::Acquire), 0);
+        assert_eq!(p.deadline_misses.load(Ordering::Acquire), 0);
+        assert_eq!(slot.jobs.load(Ordering::Acquire), 1);
+        assert_eq!(slot.releases.load(Ordering::Acquire), 2);
+        // Anchored at the second window: its second release one period later.
+        assert!(w2 >= at_normal);
+        assert_eq!(
+            slot.last_release_ns.load(Ordering::Acquire),
+            w2 + 20_000_000
+        );
+    });
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "init:entering-normal",
+            "p:first-job id=7 mode=Normal period=20000000",
+            "p:second-job",
+        ]
+    );
 }

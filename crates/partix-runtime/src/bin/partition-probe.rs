@@ -710,6 +710,52 @@ fn scenario_exec_idle_stops() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- the release anchor after a restart
+/// Module time at which the restarted incarnation asked for NORMAL.
+static NORMAL_AT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// Time capacity of the restart scenario's process: shorter than the restarted incarnation's
+/// initialisation (so a release anchored at the start of the window it was respawned in has
+/// its deadline passed already when NORMAL is entered).
+const RA_CAPACITY: SystemTime = 4 * MS;
+extern "C" fn ra_restarter() {
+    let _ = set_partition_mode(OperatingMode::ColdStart);
+    ev("ra:never");
+}
+extern "C" fn ra_job() {
+    let me = get_my_id().unwrap();
+    let st = get_process_status(me).unwrap();
+    let release = st.deadline_time - RA_CAPACITY;
+    let normal_at = NORMAL_AT.load(Ordering::SeqCst);
+    ev(&format!(
+        "ra:first-release>=normal={} first-job>=release={}",
+        release >= normal_at,
+        get_time() >= release
+    ));
+    for _ in 0..3 {
+        periodic_wait().unwrap();
+    }
+    ev("ra:done");
+    idle();
+}
+/// Under `partix run` (40 ms frame, a 20 ms window): the first incarnation's process asks for a
+/// COLD_START; the restarted one spends 8 ms initialising in the window it is respawned in,
+/// then enters NORMAL; its periodic process (period 40 ms, capacity 4 ms) reports whether its
+/// first release came after that, runs 3 more jobs and makes the partition IDLE.
+fn scenario_exec_restart_anchor() -> ! {
+    let st = get_partition_status();
+    ev(&format!("init:{:?}", st.start_condition));
+    if st.start_condition == StartCondition::NormalStart {
+        create_process(&attrs("restarter", ra_restarter, 10)).unwrap();
+        start(pid("restarter")).unwrap();
+        normal()
+    }
+    std::thread::sleep(std::time::Duration::from_millis(8));
+    create_process(&periodic("p", ra_job, 10, 40 * MS, RA_CAPACITY)).unwrap();
+    start(pid("p")).unwrap();
+    NORMAL_AT.store(get_time(), Ordering::SeqCst);
+    normal()
+}
+
 /// Print the start; NORMAL (with no process) at a NORMAL_START, IDLE after any restart.
 fn scenario_start_report() -> ! {
     let st = get_partition_status();
@@ -1120,6 +1166,7 @@ fn main() {
         "periodic" => scenario_periodic(),
         "exec-anchor" => scenario_exec_anchor(),
         "exec-idle-stops" => scenario_exec_idle_stops(),
+        "exec-restart-anchor" => scenario_exec_restart_anchor(),
         "start-report" => scenario_start_report(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),

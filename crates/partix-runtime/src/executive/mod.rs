@@ -517,6 +517,9 @@ pub struct Executive<'m> {
     /// The process counters of the partitions' ended incarnations, by partition and name
     /// (folded at each respawn, see [`ProcessTotals`]).
     pub retired: Vec<ProcessTotals>,
+    /// By schedule index, by partition index: the schedule marks some of the partition's
+    /// windows `PartitionPeriodStart` (then only those start its periods).
+    period_marks: Vec<Vec<bool>>,
 }
 
 /// What a partition's mode request ([`Executive::take_mode_request`]) came to.
@@ -679,6 +682,21 @@ impl<'m> Executive<'m> {
             frames: 0,
             in_run: false,
             retired: Vec::new(),
+            period_marks: module
+                .schedules
+                .iter()
+                .map(|s| {
+                    module
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            s.windows
+                                .iter()
+                                .any(|w| w.partition == p.id && w.period_start)
+                        })
+                        .collect()
+                })
+                .collect(),
         })
     }
 
@@ -1779,6 +1797,14 @@ impl<'m> Executive<'m> {
             Status::Running => {}
         }
         let st = self.shared.partition(p);
+        let marks = self
+            .period_marks
+            .get(self.planner.current())
+            .and_then(|s| s.get(p))
+            .copied()
+            .unwrap_or(false);
+        st.window_period_start
+            .store(u32::from(w.period_start || !marks), Ordering::Relaxed);
         st.window_start_ns.store(w.start, Ordering::Relaxed);
         st.window_end_ns.store(w.end, Ordering::Relaxed);
         st.window_seq.fetch_add(1, Ordering::AcqRel);

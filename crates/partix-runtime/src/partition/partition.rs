@@ -129,9 +129,11 @@ pub fn get_partition_status() -> PartitionStatus {
 ///
 /// - NORMAL (from COLD_START or WARM_START): the calling thread becomes the partition's deadline
 ///   monitor and HM thread (SCHED_FIFO 98) and **never returns**; the processes started during
-///   initialisation are released from the first window in NORMAL mode (standalone: at once).
-/// - IDLE, COLD_START, WARM_START: the partition is shut down or restarted by the executive
-///   (standalone: exit or re-execution); the call never returns.
+///   initialisation are released from the partition's next periodic processing start: its next
+///   window that starts a period of it, opened after the transition (standalone: at once).
+/// - IDLE, COLD_START, WARM_START: every other process stops at once, and the partition is shut
+///   down or restarted by the executive (standalone: exit or re-execution); the call never
+///   returns.
 ///
 /// So it returns only with an error.
 ///
@@ -157,12 +159,7 @@ fn enter_normal() -> ! {
     let anchor = if r.ctx.is_standalone() {
         r.now()
     } else {
-        // The first window start in NORMAL mode.
-        let p = r.ctx.partition();
-        while p.window_active.load(Ordering::Acquire) == 0 {
-            futex::wait(&p.window_active, 0, None);
-        }
-        p.window_start_ns.load(Ordering::Acquire)
+        next_period_start()
     };
     r.with_inner(|inner| {
         r.anchor_ns.store(anchor, Ordering::Release);
@@ -192,6 +189,58 @@ fn enter_normal() -> ! {
     });
     futex::wake_all(&r.gate);
     hm::monitor_loop()
+}
+
+/// Wait for the partition's next periodic processing start after the transition to NORMAL and
+/// return its planned start (module ns): the start of the next window of the partition that
+/// opens after the transition and starts a period of it (`window_period_start`: marked
+/// `PartitionPeriodStart`, or any window when the schedule marks none).
+///
+/// A partition that enters NORMAL inside one of its windows (respawned there after a restart,
+/// or still initialising in its windows after an INIT_TIMEOUT that was ignored) does not take
+/// that window's start, which lies before the transition: releases there would be in the past
+/// and deadlines perhaps passed already (found by review: a spurious DEADLINE_MISSED after
+/// every restart). It waits for the next window instead: the close parks this thread, and it
+/// resumes when a window opens again.
+fn next_period_start() -> u64 {
+    let r = rt();
+    let p = r.ctx.partition();
+    // The window open at the transition, if any (the sequence read first: a window that opens
+    // between the two loads has another number and counts as the next one).
+    let seq0 = p.window_seq.load(Ordering::Acquire);
+    let mut current = (p.window_active.load(Ordering::Acquire) != 0).then_some(seq0);
+    loop {
+        let active = p.window_active.load(Ordering::Acquire);
+        let seq = p.window_seq.load(Ordering::Acquire);
+        if active == 0 {
+            current = None;
+            // Woken by the executive at the first window of the process; a later open finds
+            // this thread parked by the close before it (or stopped), which ends the wait.
+            futex::wait(&p.window_active, 0, None);
+            continue;
+        }
+        if current != Some(seq) {
+            if p.window_period_start.load(Ordering::Acquire) != 0 {
+                // SYNC POINT: window_active's Acquire load pairs with the executive's Release
+                // store after window_start_ns.
+                return p.window_start_ns.load(Ordering::Acquire);
+            }
+            // Not a period start: wait through this window too.
+            current = Some(seq);
+        }
+        // Inside a window that does not count: wait for its end (the close parks this thread;
+        // it runs again when the next window opens), then for the close itself.
+        let end = p.window_end_ns.load(Ordering::Acquire);
+        if r.now() < end {
+            rt::sleep_until(r.ctx, end);
+        } else {
+            futex::wait(
+                &p.window_active,
+                1,
+                Some(std::time::Duration::from_micros(500)),
+            );
+        }
+    }
 }
 
 /// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition (and the
