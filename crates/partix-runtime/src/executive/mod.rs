@@ -438,7 +438,8 @@ pub struct PartitionStats {
     pub late: u64,
     /// Windows closed later than planned + the late threshold.
     pub overruns: u64,
-    /// Respawns after startup.
+    /// Respawns of the partition after its first start (during the initialisation too),
+    /// counted once the new process exists.
     pub restarts: u64,
     /// HM events: those the executive decided (a death, INIT_TIMEOUT), and the mode requests
     /// the partition's own health monitor made (an HM table action: IDLE, COLD_START,
@@ -721,6 +722,16 @@ impl<'m> Executive<'m> {
         self.parts[p].status == Status::Idle
     }
 
+    /// Return partition `p`'s operating mode as the executive knows it: the mode it gave the
+    /// partition (at a start, a restart, IDLE), or NORMAL once the partition reported the
+    /// transition. Not read from the partition's region, which the partition can write.
+    ///
+    /// # Panics
+    /// If `p` is out of range.
+    pub fn partition_mode(&self, p: usize) -> u32 {
+        self.parts[p].seen_mode
+    }
+
     /// Return the module.
     pub fn module(&self) -> &'m Module {
         self.module
@@ -864,7 +875,6 @@ impl<'m> Executive<'m> {
             for p in 0..self.parts.len() {
                 if let Status::Restart { mode: m, cond } = self.parts[p].status {
                     if !sw.ending(p) {
-                        self.parts[p].stats.restarts += 1;
                         if let Err(e) = self.start_process(clock, sw, p, m, cond) {
                             if self.opts.log {
                                 eprintln!("partix: {e}; the partition is IDLE");
@@ -966,8 +976,8 @@ impl<'m> Executive<'m> {
         m: u32,
         cond: u32,
     ) -> Result<(), StartError> {
-        let pid = self.respawn(sw, p, m, cond)?;
-        let _ = pid;
+        self.respawn(sw, p, m, cond)?;
+        self.parts[p].stats.restarts += 1;
         let at = clock.now() - self.epoch;
         self.mode_record(sw, p, m, "startup", at);
         sw.cont(p);
@@ -1577,15 +1587,20 @@ impl<'m> Executive<'m> {
         })
     }
 
-    /// Record a change of partition `p`'s `operating_mode` made by the partition (its
-    /// transition to NORMAL), if it made one since the last look.
+    /// Record partition `p`'s own transition to NORMAL (from COLD_START or WARM_START), if it
+    /// made it since the last look. The only change of `operating_mode` a partition makes:
+    /// any other value it writes there is not taken (the executive's view of its mode,
+    /// [`Executive::partition_mode`], stays what the executive made it).
     fn note_partition_mode<S: Switcher>(&mut self, sw: &mut S, p: usize, at: u64) {
         let m = self
             .shared
             .partition(p)
             .operating_mode
             .load(Ordering::Acquire);
-        if m != self.parts[p].seen_mode {
+        if m == mode::NORMAL
+            && self.parts[p].status == Status::Running
+            && matches!(self.parts[p].seen_mode, mode::COLD_START | mode::WARM_START)
+        {
             self.mode_record(sw, p, m, "partition", at);
         }
     }
@@ -1779,7 +1794,6 @@ impl<'m> Executive<'m> {
                 return;
             }
             Status::Restart { mode: m, cond } => {
-                self.parts[p].stats.restarts += 1;
                 if let Err(e) = self.respawn(sw, p, m, cond) {
                     if self.opts.log {
                         eprintln!("partix: {e}; the partition is IDLE");
@@ -1787,6 +1801,8 @@ impl<'m> Executive<'m> {
                     self.mode_record(sw, p, mode::IDLE, "spawn failed", wake);
                     return;
                 }
+                // Counted once the new process exists (a respawn that failed is none).
+                self.parts[p].stats.restarts += 1;
                 let mm = self
                     .shared
                     .partition(p)
