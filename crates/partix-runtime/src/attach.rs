@@ -468,12 +468,25 @@ impl PartitionContext {
         futex::wake_all(&p.operating_mode);
     }
 
-    /// Ask the executive to put this partition in `mode` (IDLE, COLD_START or WARM_START).
+    /// Ask the executive to put this partition in `mode` (IDLE, COLD_START or WARM_START), as
+    /// SET_PARTITION_MODE does ([`PartitionContext::request_mode_for`] with
+    /// `PARTITION_RESTART`).
     ///
     /// In standalone mode there is no executive: the request is recorded and the process exits for
     /// IDLE; restarts are not possible and are reported as such by the caller.
     pub fn request_mode(&self, requested: u32) {
+        self.request_mode_for(requested, crate::state::start_condition::PARTITION_RESTART);
+    }
+
+    /// Ask the executive to put this partition in `mode` (IDLE, COLD_START or WARM_START) for
+    /// the reason `cond` (a `start_condition` value: see
+    /// [`PartitionState::requested_condition`]); a restart starts with `cond` as its start
+    /// condition.
+    pub fn request_mode_for(&self, requested: u32, cond: u32) {
         let p = self.partition();
+        p.requested_condition.store(cond, Ordering::Release);
+        // SYNC POINT: Release pairs with the executive's Acquire swap of `requested_mode`, after
+        // which it reads `requested_condition`.
         p.requested_mode.store(requested, Ordering::Release);
         futex::wake_all(&p.operating_mode);
     }
@@ -532,6 +545,8 @@ pub unsafe fn init_partition_state(p: *mut PartitionState, partition_id: u32, in
         (*p).partition_id = partition_id;
         (*p).index = index;
         (*p).requested_mode.store(NO_REQUEST, Ordering::Relaxed);
+        (*p).requested_condition
+            .store(NO_REQUEST, Ordering::Relaxed);
         (*p).requested_schedule.store(NO_REQUEST, Ordering::Relaxed);
     }
 }

@@ -31,7 +31,7 @@ pub const ENV_DESCRIPTOR_TABLE: &str = "PARTIX_DESCRIPTOR_TABLE";
 /// Magic number at the start of both region kinds ("PARTIX01").
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PARTIX01");
 /// Layout version; bump when a field changes.
-pub const LAYOUT_VERSION: u32 = 7;
+pub const LAYOUT_VERSION: u32 = 8;
 /// Most APEX processes a partition may create.
 pub const MAX_PROCESSES: usize = 64;
 /// Entries of a partition's thread table ([`PartitionState::tids`]): every process and the error
@@ -78,8 +78,8 @@ pub mod process_state {
     pub const FAULTED: u32 = 4;
 }
 
-/// No request pending (value of [`PartitionState::requested_mode`] and
-/// [`PartitionState::requested_schedule`]).
+/// No request pending (value of [`PartitionState::requested_mode`],
+/// [`PartitionState::requested_condition`] and [`PartitionState::requested_schedule`]).
 pub const NO_REQUEST: u32 = u32::MAX;
 
 /// The module-wide region (executive writes, partitions read).
@@ -137,6 +137,11 @@ pub struct PartitionState {
     pub window_start_ns: AtomicU64,
     /// Executive: planned end of the current (or last) window, module time ns.
     pub window_end_ns: AtomicU64,
+    /// Executive: 1 when the current (or last) window starts a period of the partition: it is
+    /// marked `PartitionPeriodStart="true"`, or the current schedule marks none of the
+    /// partition's windows (then every window counts). Written before `window_active`'s opening
+    /// store. SET_PARTITION_MODE(NORMAL) anchors the releases at such a window.
+    pub window_period_start: AtomicU32,
     /// Partition: `CLOCK_MONOTONIC` ns at which the partition's first thread ran again after its
     /// window opened (stamped once per window, by the gate's park handler or the SIGCONT
     /// handler); the executive derives PtswO from it.
@@ -188,6 +193,15 @@ pub struct PartitionState {
     /// Partition: mode asked for by SET_PARTITION_MODE(IDLE/COLD_START/WARM_START) or an HM
     /// partition action; [`NO_REQUEST`] when none. The executive carries it out and resets it.
     pub requested_mode: AtomicU32,
+    /// Partition: who asked for `requested_mode`, as a [`start_condition`] value, stored before
+    /// `requested_mode` (Release): `PARTITION_RESTART` for SET_PARTITION_MODE,
+    /// `HM_PARTITION_RESTART` for an action of the partition's HM table (IDLE, COLD_START,
+    /// WARM_START), `HM_MODULE_RESTART` for a module HM action the partition's error called
+    /// for (RESET with COLD_START, SHUTDOWN with IDLE). The executive reads it with the request
+    /// and resets it to [`NO_REQUEST`]; a value out of that range, or a module action the
+    /// configuration's module HM table never takes, counts as `PARTITION_RESTART` resp.
+    /// `HM_PARTITION_RESTART` (the partition writes it: it is not trusted further).
+    pub requested_condition: AtomicU32,
     /// Partition: `ScheduleIdentifier` asked for by SET_MODULE_SCHEDULE (system partitions only);
     /// [`NO_REQUEST`] when none.
     pub requested_schedule: AtomicU32,

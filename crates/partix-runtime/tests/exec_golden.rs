@@ -30,6 +30,11 @@ enum Act {
     /// slot (the name written before the slot is published) and count jobs started and
     /// completed on top of what the slot holds, with a CtswO of 7 µs each.
     Jobs(usize, usize, &'static str, u64),
+    /// From now on, starting the partition's process fails.
+    FailSpawns(usize),
+    /// The partition writes what it cannot be into its region: the operating mode (here
+    /// COLD_START, which only the executive gives) and the restart count.
+    Forge(usize, u32, u32),
 }
 
 struct World<'a> {
@@ -50,6 +55,8 @@ struct World<'a> {
     arms: ArmStats,
     /// The switcher can open partitions ahead of their windows (`Switcher::can_open_at`).
     early: bool,
+    /// Partitions whose processes cannot be started.
+    spawn_fails: Vec<bool>,
 }
 
 /// How the executive's arm-ahead predictions ([`Clock::arm`]) matched its sleeps.
@@ -110,6 +117,12 @@ impl World<'_> {
                     slot.last_ctsw_ns.store(7_000, Ordering::Release);
                     slot.total_ctsw_ns.fetch_add(7_000 * jobs, Ordering::AcqRel);
                 }
+                Act::FailSpawns(p) => self.spawn_fails[p] = true,
+                Act::Forge(p, m, restarts) => {
+                    let st = self.shared.partition(p);
+                    st.operating_mode.store(m, Ordering::Release);
+                    st.restarts.store(restarts, Ordering::Release);
+                }
             }
         }
         self.now = self.now.max(to);
@@ -155,6 +168,11 @@ impl Clock for MockClock<'_> {
 impl Switcher for MockSwitcher<'_> {
     fn spawn(&mut self, p: usize) -> Result<i32, String> {
         let mut w = self.0.borrow_mut();
+        if w.spawn_fails[p] {
+            let line = format!("  spawn {} fails", w.names[p]);
+            w.log.push(line);
+            return Err("no process".into());
+        }
         let line = format!("  spawn {}", w.names[p]);
         w.log.push(line);
         w.alive[p] = true;
@@ -334,6 +352,8 @@ struct Outcome {
     hm_events: HmEvents,
     /// The executive's counters, by partition.
     stats: Vec<PartitionStats>,
+    /// The partitions' modes at the end, as the executive knows them.
+    modes: Vec<u32>,
 }
 
 /// Run the golden scenario (see [`run_golden_arms`]) and return all it left.
@@ -362,6 +382,7 @@ fn run_outcome(
         armed: None,
         arms: ArmStats::default(),
         early,
+        spawn_fails: vec![false; module.partitions.len()],
     }));
     let opts = Options {
         max_frames: Some(frames),
@@ -410,6 +431,9 @@ fn run_outcome(
         hm_events: ex.hm_events.clone(),
         stats: (0..module.partitions.len())
             .map(|p| ex.partition_stats(p).clone())
+            .collect(),
+        modes: (0..module.partitions.len())
+            .map(|p| ex.partition_mode(p))
             .collect(),
     })
 }
@@ -875,5 +899,38 @@ fn few_hm_events_are_all_kept() {
     assert_eq!(
         text,
         "HM events:\n  t=20.000ms P3 killed by SIGKILL: PARTITION_CRASH level=PARTITION -> IDLE\n"
+    );
+}
+
+/// The counters of the run summary are the executive's own: a respawn that fails is no restart
+/// (it was counted before the spawn), and what a partition writes into its own region — an
+/// operating mode it cannot set, a restart count — changes neither its mode as the executive
+/// knows it nor its restarts (the summary read both from the region; found by review).
+#[test]
+fn the_summary_counts_are_the_executives_own() {
+    let m = golden_module();
+    let script = vec![
+        // P2 (MEMORY_VIOLATION → COLD_START) dies in its first window; its respawn fails.
+        (6_000_000, Act::FailSpawns(1)),
+        (8_000_000, Act::Die(1, Death::Signaled(libc::SIGSEGV))),
+        // P3 claims COLD_START and 1000 restarts in its window.
+        (15_000_000, Act::Forge(2, mode::COLD_START, 1000)),
+    ];
+    let o = run_outcome(&m, script, 3, 0, &[], true, false).unwrap();
+    assert!(
+        o.log.iter().any(|l| l == "  spawn P2 fails"),
+        "{:#?}",
+        o.log
+    );
+    assert_eq!(o.stats[1].restarts, 0, "{:?}", o.stats[1]);
+    assert_eq!(o.modes[1], mode::IDLE);
+    assert_eq!(o.stats[2].restarts, 0, "{:?}", o.stats[2]);
+    assert_eq!(o.modes[2], mode::NORMAL);
+    assert!(
+        !o.log
+            .iter()
+            .any(|l| l.starts_with("  mode P3 COLD_START (partition)")),
+        "{:#?}",
+        o.log
     );
 }

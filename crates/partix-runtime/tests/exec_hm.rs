@@ -782,3 +782,224 @@ fn a_restart_during_the_initialisation_waits_for_the_old_process_to_end() {
     );
     assert_reaped(readers[0]);
 }
+
+/// The partition-probe test program built with this crate.
+fn probe() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_partition-probe"))
+}
+
+/// A fresh directory for one test's files.
+fn test_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("exec-hm-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Write `xml` as `module.xml` in `dir` and load it (the partitions read their HM tables from
+/// the file, as under `partix run`).
+fn load_config(dir: &std::path::Path, xml: &str) -> partix_config::model::Module {
+    let path = dir.join("module.xml");
+    std::fs::write(&path, xml).unwrap();
+    partix_config::load(&path).unwrap_or_else(|e| panic!("{xml}\n{e:?}"))
+}
+
+/// One or two `partition-probe` partitions in a 20 ms frame (windows of 8 ms), with `hm`
+/// (System_HM_Table, Module_HM_Table and Partition_HM_Table elements) and each partition's
+/// scenario, its events appended to `out_N` in `dir`.
+fn probe_config(dir: &std::path::Path, hm: &str, scenarios: &[&str]) -> String {
+    let exe = probe();
+    let mut parts = String::new();
+    let mut sched = String::new();
+    for (i, sc) in scenarios.iter().enumerate() {
+        let id = i + 1;
+        let out = dir.join(format!("out_{id}"));
+        parts += &format!(
+            "  <Partition PartitionIdentifier=\"{id}\" PartitionName=\"P{id}\" EntryPoint=\"main\" \
+             partix:Executable=\"{}\" partix:Arguments=\"{sc} --out {}\"/>\n",
+            exe.display(),
+            out.display()
+        );
+        sched += &format!(
+            "    <Partition_Schedule PartitionIdentifier=\"{id}\" PeriodSeconds=\"0.02\" \
+             PeriodDurationSeconds=\"0.008\">\n      <Window_Schedule WindowIdentifier=\"{id}\" \
+             WindowStartSeconds=\"{}\" WindowDurationSeconds=\"0.008\"/>\n    \
+             </Partition_Schedule>\n",
+            0.01 * i as f64
+        );
+    }
+    format!(
+        "<ARINC_653_Module xmlns:partix=\"urn:partix:config:1\" ModuleName=\"hm\">\n{hm}{parts}  \
+         <Module_Schedule MajorFrameSeconds=\"0.02\">\n{sched}  </Module_Schedule>\n\
+         </ARINC_653_Module>\n"
+    )
+}
+
+fn read_lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A COLD_START ordered by the partition's own HM table (APPLICATION_ERROR → COLD_START, raised
+/// by a process in NORMAL mode) restarts it under the executive with the start condition
+/// HM_PARTITION_RESTART, counted as an HM event of the partition and recorded with the cause
+/// `partition HM`. The request used to carry only the mode: the executive restarted it with
+/// PARTITION_RESTART, as for SET_PARTITION_MODE, and counted no HM event (found by review; only
+/// the standalone test, where the condition goes through the environment, saw the right one).
+#[test]
+fn an_hm_ordered_cold_start_restarts_with_hm_partition_restart() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED an_hm_ordered_cold_start_restarts_with_hm_partition_restart: needs root"
+        );
+        return;
+    }
+    let dir = test_dir("cold");
+    let hm = r#"  <System_HM_Table>
+    <System_State_Entry SystemState="1">
+      <Error_ID_Level ErrorIdentifier="2" ErrorCode="APPLICATION_ERROR" ErrorLevel="PROCESS"/>
+    </System_State_Entry>
+  </System_HM_Table>
+  <Partition_HM_Table PartitionIdentifier="1" PartitionName="P1">
+    <System_State_Entry SystemState="1">
+      <Error_ID_Action ErrorIdentifier="2" Action="COLD_START"/>
+    </System_State_Entry>
+  </Partition_HM_Table>
+"#;
+    let m = load_config(&dir, &probe_config(&dir, hm, &["hm-cold-start"]));
+    let r = run_frames(&m, 25, SwitchMechanism::default());
+    assert_eq!(r.end, EndReason::Frames);
+    assert_eq!(
+        read_lines(&dir.join("out_1")),
+        [
+            "init:ColdStart NormalStart",
+            "init:ColdStart HmPartitionRestart"
+        ]
+    );
+    let p = &r.partitions[0];
+    assert_eq!(p.restarts, 1, "{p:?}");
+    assert_eq!(p.stats.hm_events, 1, "{p:?}");
+    assert_eq!(p.mode, mode::IDLE, "{p:?}");
+    let causes: Vec<_> = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Mode)
+        .map(|x| (x.text, x.text2))
+        .collect();
+    assert!(
+        causes.contains(&("COLD_START", "partition HM")),
+        "{causes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A module-level error raised in a partition whose Module_HM_Table action is RESET restarts
+/// every partition with HM_MODULE_RESTART; with SHUTDOWN, the run ends as for an HM shutdown
+/// the executive decides. The partition used to ask for its own COLD_START (RESET) or IDLE
+/// (SHUTDOWN) only, which the executive carried out as SET_PARTITION_MODE.
+#[test]
+fn a_module_action_ordered_by_a_partition_applies_to_the_module() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED a_module_action_ordered_by_a_partition_applies_to_the_module: needs root"
+        );
+        return;
+    }
+    for action in ["RESET", "SHUTDOWN"] {
+        let dir = test_dir(&action.to_lowercase());
+        let hm = format!(
+            r#"  <System_HM_Table>
+    <System_State_Entry SystemState="1">
+      <Error_ID_Level ErrorIdentifier="2" ErrorCode="APPLICATION_ERROR" ErrorLevel="MODULE"/>
+    </System_State_Entry>
+  </System_HM_Table>
+  <Module_HM_Table>
+    <System_State_Entry SystemState="1">
+      <Error_ID_Action ErrorIdentifier="2" Action="{action}"/>
+    </System_State_Entry>
+  </Module_HM_Table>
+"#
+        );
+        let m = load_config(
+            &dir,
+            &probe_config(&dir, &hm, &["hm-cold-start", "start-report"]),
+        );
+        let r = run_frames(&m, 25, SwitchMechanism::default());
+        let (p1, p2) = (
+            read_lines(&dir.join("out_1")),
+            read_lines(&dir.join("out_2")),
+        );
+        if action == "RESET" {
+            assert_eq!(r.end, EndReason::Frames);
+            assert_eq!(
+                p1,
+                [
+                    "init:ColdStart NormalStart",
+                    "init:ColdStart HmModuleRestart"
+                ]
+            );
+            assert_eq!(
+                p2,
+                [
+                    "init:ColdStart NormalStart",
+                    "init:ColdStart HmModuleRestart"
+                ]
+            );
+            assert_eq!(r.partitions[0].restarts, 1);
+            assert_eq!(r.partitions[1].restarts, 1);
+            assert_eq!(r.partitions[0].stats.hm_events, 1);
+        } else {
+            assert_eq!(r.end, EndReason::HmShutdown);
+            assert!(r.frames < 20, "{}", r.frames);
+            assert_eq!(p1, ["init:ColdStart NormalStart"]);
+            assert_eq!(r.partitions[0].stats.hm_events, 1);
+            assert!(r.partitions.iter().all(|p| p.restarts == 0));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// After a restart, the releases are anchored at the partition's next window, not at the start
+/// of the window it was respawned in: the restarted incarnation initialises for 8 ms of that
+/// window and enters NORMAL there, and its periodic process (capacity 4 ms) had its first
+/// deadline before the transition: a DEADLINE_MISSED after every restart (found by review).
+#[test]
+fn releases_after_a_restart_start_after_the_transition_to_normal() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED releases_after_a_restart_start_after_the_transition_to_normal: needs root"
+        );
+        return;
+    }
+    let dir = test_dir("anchor");
+    let out = dir.join("out");
+    let m = module(
+        vec![partition(
+            1,
+            "RA",
+            Some(probe()),
+            &["exec-restart-anchor", "--out", out.to_str().unwrap()],
+        )],
+        vec![schedule(1, 40, &[(1, 1, 0.0, 20.0)])],
+    );
+    let r = run_frames(&m, 15, SwitchMechanism::default());
+    assert_eq!(r.end, EndReason::Frames);
+    assert_eq!(
+        read_lines(&out),
+        [
+            "init:NormalStart",
+            "init:PartitionRestart",
+            "ra:first-release>=normal=true first-job>=release=true",
+            "ra:done"
+        ]
+    );
+    assert_eq!(r.partitions[0].restarts, 1);
+    assert_eq!(r.partitions[0].mode, mode::IDLE);
+    let misses: u64 = r.processes.iter().map(|p| p.deadline_misses).sum();
+    assert_eq!(misses, 0, "{:?}", r.processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}

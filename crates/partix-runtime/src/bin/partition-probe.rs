@@ -686,6 +686,89 @@ fn scenario_exec_anchor() -> ! {
     normal()
 }
 
+// ---------------------------------------------------------------- IDLE stops every process at once
+extern "C" fn busy_worker() {
+    loop {
+        periodic_wait().unwrap();
+    }
+}
+extern "C" fn idler() {
+    timed_wait(5 * MS).unwrap();
+    let _ = set_partition_mode(OperatingMode::Idle);
+    ev("idler:never");
+}
+fn scenario_exec_idle_stops() -> ! {
+    create_process(&ProcessAttributes {
+        period: MS,
+        time_capacity: MS,
+        ..attrs("worker", busy_worker, 10)
+    })
+    .unwrap();
+    create_process(&attrs("idler", idler, 20)).unwrap();
+    start(pid("worker")).unwrap();
+    start(pid("idler")).unwrap();
+    normal()
+}
+
+// ---------------------------------------------------------------- the release anchor after a restart
+/// Module time at which the restarted incarnation asked for NORMAL.
+static NORMAL_AT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// Time capacity of the restart scenario's process: shorter than the restarted incarnation's
+/// initialisation (so a release anchored at the start of the window it was respawned in has
+/// its deadline passed already when NORMAL is entered).
+const RA_CAPACITY: SystemTime = 4 * MS;
+extern "C" fn ra_restarter() {
+    let _ = set_partition_mode(OperatingMode::ColdStart);
+    ev("ra:never");
+}
+extern "C" fn ra_job() {
+    let me = get_my_id().unwrap();
+    let st = get_process_status(me).unwrap();
+    let release = st.deadline_time - RA_CAPACITY;
+    let normal_at = NORMAL_AT.load(Ordering::SeqCst);
+    ev(&format!(
+        "ra:first-release>=normal={} first-job>=release={}",
+        release >= normal_at,
+        get_time() >= release
+    ));
+    for _ in 0..3 {
+        periodic_wait().unwrap();
+    }
+    ev("ra:done");
+    idle();
+}
+/// Under `partix run` (40 ms frame, a 20 ms window): the first incarnation's process asks for a
+/// COLD_START; the restarted one spends 8 ms initialising in the window it is respawned in,
+/// then enters NORMAL; its periodic process (period 40 ms, capacity 4 ms) reports whether its
+/// first release came after that, runs 3 more jobs and makes the partition IDLE.
+fn scenario_exec_restart_anchor() -> ! {
+    let st = get_partition_status();
+    ev(&format!("init:{:?}", st.start_condition));
+    if st.start_condition == StartCondition::NormalStart {
+        create_process(&attrs("restarter", ra_restarter, 10)).unwrap();
+        start(pid("restarter")).unwrap();
+        normal()
+    }
+    std::thread::sleep(std::time::Duration::from_millis(8));
+    create_process(&periodic("p", ra_job, 10, 40 * MS, RA_CAPACITY)).unwrap();
+    start(pid("p")).unwrap();
+    NORMAL_AT.store(get_time(), Ordering::SeqCst);
+    normal()
+}
+
+/// Print the start; NORMAL (with no process) at a NORMAL_START, IDLE after any restart.
+fn scenario_start_report() -> ! {
+    let st = get_partition_status();
+    ev(&format!(
+        "init:{:?} {:?}",
+        st.operating_mode, st.start_condition
+    ));
+    if st.start_condition == StartCondition::NormalStart {
+        normal()
+    }
+    idle()
+}
+
 // ---------------------------------------------------------------- application error → handler
 extern "C" fn ae_proc() {
     rc(
@@ -1180,7 +1263,30 @@ fn scenario_hm_log() -> ! {
     normal()
 }
 
+/// `--out FILE` after the scenario: the events go to FILE (appended, so a restarted partition
+/// adds to what its earlier incarnations wrote) instead of stdout (a partition under
+/// `partix run` shares the executive's).
+fn redirect_output() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+    else {
+        return;
+    };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the --out file");
+    use std::os::fd::AsRawFd;
+    // SAFETY: both descriptors are open; dup2 replaces stdout by the file.
+    unsafe { libc::dup2(f.as_raw_fd(), 1) };
+}
+
 fn main() {
+    redirect_output();
     let scenario = std::env::args().nth(1).unwrap_or_default();
     match scenario.as_str() {
         "order" => scenario_order(),
@@ -1202,6 +1308,9 @@ fn main() {
         "app-error-top" => scenario_app_error(MAX_PRIORITY_VALUE),
         "periodic" => scenario_periodic(),
         "exec-anchor" => scenario_exec_anchor(),
+        "exec-idle-stops" => scenario_exec_idle_stops(),
+        "exec-restart-anchor" => scenario_exec_restart_anchor(),
+        "start-report" => scenario_start_report(),
         "eh-queue" => scenario_eh_queue(),
         "hm-restart-process" => scenario_hm_restart_process(),
         "hm-cold-start" => scenario_hm_cold_start(),

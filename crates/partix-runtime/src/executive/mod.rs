@@ -32,7 +32,7 @@ use crate::state::{mode, start_condition, MAX_PROCESSES, NO_REQUEST};
 use crate::trace::{Record, RecordKind, Trace};
 use hdrhistogram::Histogram;
 use hm::{Action, Death, Decision};
-use partix_config::model::{ErrorCode, Module, ScheduleId};
+use partix_config::model::{ErrorCode, ErrorLevel, Module, ModuleAction, ScheduleId};
 use partix_shm::futex;
 use shared::SharedState;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -438,9 +438,12 @@ pub struct PartitionStats {
     pub late: u64,
     /// Windows closed later than planned + the late threshold.
     pub overruns: u64,
-    /// Respawns after startup.
+    /// Respawns of the partition after its first start (during the initialisation too),
+    /// counted once the new process exists.
     pub restarts: u64,
-    /// HM events.
+    /// HM events: those the executive decided (a death, INIT_TIMEOUT), and the mode requests
+    /// the partition's own health monitor made (an HM table action: IDLE, COLD_START,
+    /// WARM_START, a module RESET or SHUTDOWN).
     pub hm_events: u64,
 }
 
@@ -515,6 +518,24 @@ pub struct Executive<'m> {
     /// The process counters of the partitions' ended incarnations, by partition and name
     /// (folded at each respawn, see [`ProcessTotals`]).
     pub retired: Vec<ProcessTotals>,
+    /// By schedule index, by partition index: the schedule marks some of the partition's
+    /// windows `PartitionPeriodStart` (then only those start its periods).
+    period_marks: Vec<Vec<bool>>,
+}
+
+/// What a partition's mode request ([`Executive::take_mode_request`]) came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    /// None, or one of a partition that is not running.
+    Nothing,
+    /// The partition is IDLE.
+    Idle,
+    /// The partition restarts.
+    Restart,
+    /// Every partition restarts (module RESET from the partition's HM).
+    ModuleReset,
+    /// The module shuts down (module SHUTDOWN from the partition's HM).
+    ModuleShutdown,
 }
 
 /// Most entries of one partition in [`Executive::retired`]: a partition whose incarnations
@@ -662,6 +683,21 @@ impl<'m> Executive<'m> {
             frames: 0,
             in_run: false,
             retired: Vec::new(),
+            period_marks: module
+                .schedules
+                .iter()
+                .map(|s| {
+                    module
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            s.windows
+                                .iter()
+                                .any(|w| w.partition == p.id && w.period_start)
+                        })
+                        .collect()
+                })
+                .collect(),
         })
     }
 
@@ -684,6 +720,16 @@ impl<'m> Executive<'m> {
     /// If `p` is out of range.
     pub fn is_idle(&self, p: usize) -> bool {
         self.parts[p].status == Status::Idle
+    }
+
+    /// Return partition `p`'s operating mode as the executive knows it: the mode it gave the
+    /// partition (at a start, a restart, IDLE), or NORMAL once the partition reported the
+    /// transition. Not read from the partition's region, which the partition can write.
+    ///
+    /// # Panics
+    /// If `p` is out of range.
+    pub fn partition_mode(&self, p: usize) -> u32 {
+        self.parts[p].seen_mode
     }
 
     /// Return the module.
@@ -812,42 +858,23 @@ impl<'m> Executive<'m> {
                 }
             }
             for p in 0..self.parts.len() {
-                let st = self.shared.partition(p);
-                let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
-                if self.parts[p].status == Status::Running {
-                    match req {
-                        mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", now - self.epoch),
-                        // A restart asked for during the initialisation: carried out now, as the
-                        // run loop does at a point (the process that asked waits parked for it;
-                        // dropping the request left it so until the init time-out).
-                        // The new process starts below, once the old one has ended.
-                        mode::COLD_START | mode::WARM_START => {
-                            self.schedule_restart(
-                                sw,
-                                p,
-                                req,
-                                start_condition::PARTITION_RESTART,
-                                "SET_PARTITION_MODE",
-                                now - self.epoch,
-                            );
-                            if let Some(s) = stopped.get_mut(p) {
-                                *s = false;
-                            }
-                        }
-                        _ => {}
-                    }
+                // A restart asked for during the initialisation: carried out now, as the run
+                // loop does at a point (the process that asked waits parked for it; dropping
+                // the request left it so until the init time-out). The new process starts
+                // below, once the old one has ended.
+                match self.take_mode_request(sw, p, now - self.epoch) {
+                    Taken::Restart => stopped[p] = false,
+                    Taken::ModuleReset => stopped.fill(false),
+                    Taken::ModuleShutdown => return Err(StartError::HmShutdown),
+                    Taken::Idle | Taken::Nothing => {}
                 }
-                let m = st.operating_mode.load(Ordering::Acquire);
-                if m != self.parts[p].seen_mode {
-                    self.mode_record(sw, p, m, "partition", now - self.epoch);
-                }
+                self.note_partition_mode(sw, p, now - self.epoch);
             }
             // Restarts whose old process has ended. One that cannot be spawned leaves its
             // partition IDLE, as in the run loop, and the others start (it aborted the run).
             for p in 0..self.parts.len() {
                 if let Status::Restart { mode: m, cond } = self.parts[p].status {
                     if !sw.ending(p) {
-                        self.parts[p].stats.restarts += 1;
                         if let Err(e) = self.start_process(clock, sw, p, m, cond) {
                             if self.opts.log {
                                 eprintln!("partix: {e}; the partition is IDLE");
@@ -949,8 +976,8 @@ impl<'m> Executive<'m> {
         m: u32,
         cond: u32,
     ) -> Result<(), StartError> {
-        let pid = self.respawn(sw, p, m, cond)?;
-        let _ = pid;
+        self.respawn(sw, p, m, cond)?;
+        self.parts[p].stats.restarts += 1;
         let at = clock.now() - self.epoch;
         self.mode_record(sw, p, m, "startup", at);
         sw.cont(p);
@@ -1024,6 +1051,7 @@ impl<'m> Executive<'m> {
         st.operating_mode.store(m, Ordering::Release);
         st.start_condition.store(cond, Ordering::Release);
         st.requested_mode.store(NO_REQUEST, Ordering::Release);
+        st.requested_condition.store(NO_REQUEST, Ordering::Release);
         st.requested_schedule.store(NO_REQUEST, Ordering::Release);
         st.n_processes.store(0, Ordering::Release);
         st.lock_level.store(0, Ordering::Release);
@@ -1430,27 +1458,11 @@ impl<'m> Executive<'m> {
         }
         // Requests and mode changes made by the partitions.
         for p in 0..self.parts.len() {
-            let st = self.shared.partition(p);
-            let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
-            if req != NO_REQUEST && self.parts[p].status == Status::Running {
-                match req {
-                    mode::IDLE => self.make_idle(sw, p, "SET_PARTITION_MODE", wake),
-                    mode::COLD_START | mode::WARM_START => self.schedule_restart(
-                        sw,
-                        p,
-                        req,
-                        start_condition::PARTITION_RESTART,
-                        "SET_PARTITION_MODE",
-                        wake,
-                    ),
-                    _ => {}
-                }
+            if self.take_mode_request(sw, p, wake) == Taken::ModuleShutdown {
+                return Some(EndReason::HmShutdown);
             }
             self.take_schedule_request(sw, p, wake, ev.frame, sched_id);
-            let m = st.operating_mode.load(Ordering::Acquire);
-            if m != self.parts[p].seen_mode {
-                self.mode_record(sw, p, m, "partition", wake);
-            }
+            self.note_partition_mode(sw, p, wake);
         }
         if let Some(from) = ev.switched_from {
             // A kill waiting for a window the new schedule does not give: now.
@@ -1474,6 +1486,123 @@ impl<'m> Executive<'m> {
             self.record(sw, r);
         }
         None
+    }
+
+    /// Take partition `p`'s mode request, if any, and carry it out (at `at`, module time).
+    ///
+    /// The request's origin ([`crate::state::PartitionState::requested_condition`]) gives the
+    /// restart's start condition: PARTITION_RESTART for SET_PARTITION_MODE, HM_PARTITION_RESTART
+    /// for an action of the partition's HM table (counted as an HM event of the partition, and
+    /// logged with the cause `partition HM`), HM_MODULE_RESTART for a module action the
+    /// partition's error called for: RESET restarts every partition with it (as a module reset
+    /// decided here does), SHUTDOWN ends the run. The word is the partition's: a value out of
+    /// range is SET_PARTITION_MODE's, and a module action that no entry of the configuration's
+    /// module HM table takes is treated as the partition's own HM action (it cannot have been
+    /// decided; the partition gets no more than it could ask for itself).
+    fn take_mode_request<S: Switcher>(&mut self, sw: &mut S, p: usize, at: u64) -> Taken {
+        let st = self.shared.partition(p);
+        // SYNC POINT: the Acquire swap pairs with the partition's Release store of the request,
+        // made after the condition's.
+        let req = st.requested_mode.swap(NO_REQUEST, Ordering::AcqRel);
+        if req == NO_REQUEST {
+            return Taken::Nothing;
+        }
+        let cond = st.requested_condition.swap(NO_REQUEST, Ordering::AcqRel);
+        if self.parts[p].status != Status::Running
+            || !matches!(req, mode::IDLE | mode::COLD_START | mode::WARM_START)
+        {
+            return Taken::Nothing;
+        }
+        let mut cond = match cond {
+            start_condition::HM_PARTITION_RESTART | start_condition::HM_MODULE_RESTART => cond,
+            _ => start_condition::PARTITION_RESTART,
+        };
+        if cond == start_condition::HM_MODULE_RESTART {
+            let action = match req {
+                mode::IDLE => Some(ModuleAction::Shutdown),
+                mode::COLD_START => Some(ModuleAction::Reset),
+                _ => None,
+            };
+            if !action.is_some_and(|a| self.module_action_configured(a)) {
+                cond = start_condition::HM_PARTITION_RESTART;
+            }
+        }
+        if cond != start_condition::PARTITION_RESTART {
+            self.parts[p].stats.hm_events += 1;
+        }
+        match (cond, req) {
+            (start_condition::HM_MODULE_RESTART, mode::IDLE) => {
+                if self.opts.log {
+                    eprintln!(
+                        "partix: HM: partition {}: module SHUTDOWN asked for by its health                          monitor",
+                        self.module.partitions[p].name
+                    );
+                }
+                Taken::ModuleShutdown
+            }
+            (start_condition::HM_MODULE_RESTART, _) => {
+                for q in 0..self.parts.len() {
+                    self.schedule_restart(
+                        sw,
+                        q,
+                        mode::COLD_START,
+                        start_condition::HM_MODULE_RESTART,
+                        "partition HM: module reset",
+                        at,
+                    );
+                }
+                Taken::ModuleReset
+            }
+            (_, mode::IDLE) => {
+                let cause = if cond == start_condition::PARTITION_RESTART {
+                    "SET_PARTITION_MODE"
+                } else {
+                    "partition HM"
+                };
+                self.make_idle(sw, p, cause, at);
+                Taken::Idle
+            }
+            (_, m) => {
+                let cause = if cond == start_condition::PARTITION_RESTART {
+                    "SET_PARTITION_MODE"
+                } else {
+                    "partition HM"
+                };
+                self.schedule_restart(sw, p, m, cond, cause, at);
+                Taken::Restart
+            }
+        }
+    }
+
+    /// Return whether the configuration's module HM table takes `action` for some error that
+    /// the system HM table makes module level.
+    fn module_action_configured(&self, action: ModuleAction) -> bool {
+        self.module.system_hm.iter().any(|e| {
+            e.level == ErrorLevel::Module
+                && self
+                    .module
+                    .module_hm
+                    .iter()
+                    .any(|m| m.error_id == e.error_id && m.action == action)
+        })
+    }
+
+    /// Record partition `p`'s own transition to NORMAL (from COLD_START or WARM_START), if it
+    /// made it since the last look. The only change of `operating_mode` a partition makes:
+    /// any other value it writes there is not taken (the executive's view of its mode,
+    /// [`Executive::partition_mode`], stays what the executive made it).
+    fn note_partition_mode<S: Switcher>(&mut self, sw: &mut S, p: usize, at: u64) {
+        let m = self
+            .shared
+            .partition(p)
+            .operating_mode
+            .load(Ordering::Acquire);
+        if m == mode::NORMAL
+            && self.parts[p].status == Status::Running
+            && matches!(self.parts[p].seen_mode, mode::COLD_START | mode::WARM_START)
+        {
+            self.mode_record(sw, p, m, "partition", at);
+        }
     }
 
     /// Take partition `p`'s SET_MODULE_SCHEDULE request, if any (a system partition's only).
@@ -1665,7 +1794,6 @@ impl<'m> Executive<'m> {
                 return;
             }
             Status::Restart { mode: m, cond } => {
-                self.parts[p].stats.restarts += 1;
                 if let Err(e) = self.respawn(sw, p, m, cond) {
                     if self.opts.log {
                         eprintln!("partix: {e}; the partition is IDLE");
@@ -1673,6 +1801,8 @@ impl<'m> Executive<'m> {
                     self.mode_record(sw, p, mode::IDLE, "spawn failed", wake);
                     return;
                 }
+                // Counted once the new process exists (a respawn that failed is none).
+                self.parts[p].stats.restarts += 1;
                 let mm = self
                     .shared
                     .partition(p)
@@ -1683,6 +1813,14 @@ impl<'m> Executive<'m> {
             Status::Running => {}
         }
         let st = self.shared.partition(p);
+        let marks = self
+            .period_marks
+            .get(self.planner.current())
+            .and_then(|s| s.get(p))
+            .copied()
+            .unwrap_or(false);
+        st.window_period_start
+            .store(u32::from(w.period_start || !marks), Ordering::Relaxed);
         st.window_start_ns.store(w.start, Ordering::Relaxed);
         st.window_end_ns.store(w.end, Ordering::Relaxed);
         st.window_seq.fetch_add(1, Ordering::AcqRel);

@@ -2258,10 +2258,13 @@ pub struct PartitionReport {
     pub name: String,
     /// Counters.
     pub stats: PartitionStats,
-    /// Final operating mode.
+    /// Final operating mode, as the executive knows it ([`super::Executive::partition_mode`]; not
+    /// read from the partition's region, which the partition can write).
     pub mode: u32,
-    /// Restarts recorded in shared memory.
-    pub restarts: u32,
+    /// Respawns of the partition after its first start (during the initialisation too), counted
+    /// by the executive once the new process exists (= `stats.restarts`; the partition's region
+    /// also holds a count, which the partition can write).
+    pub restarts: u64,
     /// Closes at which the partition did not park in time and was held (gate backstop: its
     /// cgroup frozen, or SIGSTOP).
     pub backstops: u64,
@@ -2568,12 +2571,11 @@ pub fn run_module(
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
     for (i, p) in module.partitions.iter().enumerate() {
-        let st = shared.partition(i);
         partitions.push(PartitionReport {
             name: p.name.clone(),
             stats: ex.partition_stats(i).clone(),
-            mode: st.operating_mode.load(Ordering::Acquire),
-            restarts: st.restarts.load(Ordering::Acquire),
+            mode: ex.partition_mode(i),
+            restarts: ex.partition_stats(i).restarts,
             backstops: backstops_by_partition.get(i).copied().unwrap_or(0),
             direct_closes: direct_closes_by_partition.get(i).copied().unwrap_or(0),
             pending_parks: pending_parks_by_partition.get(i).copied().unwrap_or(0),

@@ -8,10 +8,14 @@
 //!    itself: the error is queued and the error handler process runs (SCHED_FIFO 97, above every
 //!    process); it reads the errors with [`get_error_status`] and may STOP/START processes.
 //! 3. Otherwise the partition's `Partition_HM_Table` action for the code applies: IGNORE (logged),
-//!    STOP_PROCESS, RESTART_PROCESS, IDLE, WARM_START, COLD_START (through the executive, or
-//!    standalone by exit / re-execution).
-//! 4. Module level: the `Module_HM_Table` action: IGNORE (logged), SHUTDOWN (the partition asks for
-//!    IDLE), RESET (the partition asks for COLD_START with `HM_MODULE_RESTART`).
+//!    STOP_PROCESS, RESTART_PROCESS, IDLE, WARM_START, COLD_START (through the executive, with
+//!    the start condition `HM_PARTITION_RESTART` in `requested_condition`, or standalone by exit
+//!    / re-execution).
+//! 4. Module level: the `Module_HM_Table` action: IGNORE (logged), SHUTDOWN (the partition asks
+//!    for IDLE with `HM_MODULE_RESTART`: the executive shuts the module down), RESET (the
+//!    partition asks for COLD_START with `HM_MODULE_RESTART`: the executive restarts every
+//!    partition with it). The executive carries out a module action only if its configuration's
+//!    module HM table has it; standalone, SHUTDOWN exits and RESET re-executes the program.
 //!
 //! The configuration is read from the file named by `PARTIX_CONFIG` (set by the executive); the
 //! table is chosen by the partition's identifier. Without it the built-in defaults apply: every
@@ -292,7 +296,7 @@ pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh:
             match action {
                 ModuleAction::Ignore => {}
                 ModuleAction::Shutdown => {
-                    change_mode(OperatingMode::Idle, start_condition::NORMAL_START)
+                    change_mode(OperatingMode::Idle, start_condition::HM_MODULE_RESTART)
                 }
                 ModuleAction::Reset => {
                     change_mode(OperatingMode::ColdStart, start_condition::HM_MODULE_RESTART)

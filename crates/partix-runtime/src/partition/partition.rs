@@ -18,7 +18,7 @@ use super::rt::{self, rt, FIFO_MONITOR, W_RELEASE};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
 use crate::state::{mode, start_condition, NO_REQUEST};
 use partix_shm::futex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Environment variable through which a standalone restart passes
 /// `"<operating mode>,<start condition>,<restarts>"` to the re-executed program.
@@ -129,9 +129,11 @@ pub fn get_partition_status() -> PartitionStatus {
 ///
 /// - NORMAL (from COLD_START or WARM_START): the calling thread becomes the partition's deadline
 ///   monitor and HM thread (SCHED_FIFO 98) and **never returns**; the processes started during
-///   initialisation are released from the first window in NORMAL mode (standalone: at once).
-/// - IDLE, COLD_START, WARM_START: the partition is shut down or restarted by the executive
-///   (standalone: exit or re-execution); the call never returns.
+///   initialisation are released from the partition's next periodic processing start: its next
+///   window that starts a period of it, opened after the transition (standalone: at once).
+/// - IDLE, COLD_START, WARM_START: every other process stops at once, and the partition is shut
+///   down or restarted by the executive (standalone: exit or re-execution); the call never
+///   returns.
 ///
 /// So it returns only with an error.
 ///
@@ -157,12 +159,7 @@ fn enter_normal() -> ! {
     let anchor = if r.ctx.is_standalone() {
         r.now()
     } else {
-        // The first window start in NORMAL mode.
-        let p = r.ctx.partition();
-        while p.window_active.load(Ordering::Acquire) == 0 {
-            futex::wait(&p.window_active, 0, None);
-        }
-        p.window_start_ns.load(Ordering::Acquire)
+        next_period_start()
     };
     r.with_inner(|inner| {
         r.anchor_ns.store(anchor, Ordering::Release);
@@ -194,9 +191,74 @@ fn enter_normal() -> ! {
     hm::monitor_loop()
 }
 
-/// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition.
-pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
+/// Wait for the partition's next periodic processing start after the transition to NORMAL and
+/// return its planned start (module ns): the start of the next window of the partition that
+/// opens after the transition and starts a period of it (`window_period_start`: marked
+/// `PartitionPeriodStart`, or any window when the schedule marks none).
+///
+/// A partition that enters NORMAL inside one of its windows (respawned there after a restart,
+/// or still initialising in its windows after an INIT_TIMEOUT that was ignored) does not take
+/// that window's start, which lies before the transition: releases there would be in the past
+/// and deadlines perhaps passed already (found by review: a spurious DEADLINE_MISSED after
+/// every restart). It waits for the next window instead: the close parks this thread, and it
+/// resumes when a window opens again.
+fn next_period_start() -> u64 {
     let r = rt();
+    let p = r.ctx.partition();
+    // The window open at the transition, if any (the sequence read first: a window that opens
+    // between the two loads has another number and counts as the next one).
+    let seq0 = p.window_seq.load(Ordering::Acquire);
+    let mut current = (p.window_active.load(Ordering::Acquire) != 0).then_some(seq0);
+    loop {
+        let active = p.window_active.load(Ordering::Acquire);
+        let seq = p.window_seq.load(Ordering::Acquire);
+        if active == 0 {
+            current = None;
+            // Woken by the executive at the first window of the process; a later open finds
+            // this thread parked by the close before it (or stopped), which ends the wait.
+            futex::wait(&p.window_active, 0, None);
+            continue;
+        }
+        if current != Some(seq) {
+            if p.window_period_start.load(Ordering::Acquire) != 0 {
+                // SYNC POINT: window_active's Acquire load pairs with the executive's Release
+                // store after window_start_ns.
+                return p.window_start_ns.load(Ordering::Acquire);
+            }
+            // Not a period start: wait through this window too.
+            current = Some(seq);
+        }
+        // Inside a window that does not count: wait for its end (the close parks this thread;
+        // it runs again when the next window opens), then for the close itself.
+        let end = p.window_end_ns.load(Ordering::Acquire);
+        if r.now() < end {
+            rt::sleep_until(r.ctx, end);
+        } else {
+            futex::wait(
+                &p.window_active,
+                1,
+                Some(std::time::Duration::from_micros(500)),
+            );
+        }
+    }
+}
+
+/// Carry out IDLE / COLD_START / WARM_START with `cond` as the next start condition (and the
+/// request's origin: see [`crate::state::PartitionState::requested_condition`]).
+///
+/// Under the executive, process scheduling stops at once: every other process and the error
+/// handler are stopped (`Runtime::stop_all_processes`) before the request is made, so
+/// none of them runs (or writes a port) for the rest of the window; the executive carries the
+/// request out at its next scheduling point (the window's close at the latest). Only the first
+/// mode change counts: a thread that asks for another one meanwhile (the deadline monitor,
+/// the error handler) ends or parks without a request.
+pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
+    static CHANGING: AtomicBool = AtomicBool::new(false);
+    let r = rt();
+    if CHANGING.swap(true, Ordering::AcqRel) {
+        // A mode change is under way: this thread is stopped with the rest.
+        rt::end_incarnation()
+    }
     if r.ctx.is_standalone() {
         match m {
             OperatingMode::Idle | OperatingMode::Normal => {
@@ -209,7 +271,8 @@ pub(crate) fn change_mode(m: OperatingMode, cond: u32) -> ! {
             OperatingMode::ColdStart | OperatingMode::WarmStart => standalone_reexec(m, cond),
         }
     }
-    r.ctx.request_mode(m.raw());
+    r.stop_all_processes();
+    r.ctx.request_mode_for(m.raw(), cond);
     // The executive kills and (for restarts) respawns the partition; nothing runs meanwhile.
     rt::park_forever()
 }

@@ -981,6 +981,39 @@ impl Runtime {
         Ok(())
     }
 
+    /// Stop every process of the partition and its error handler at once, for a mode change
+    /// (SET_PARTITION_MODE(IDLE / COLD_START / WARM_START), an HM partition or module action):
+    /// under the runtime lock each one becomes DORMANT (no deadline, so the deadline monitor
+    /// reports nothing more) and its incarnation is abandoned, as a STOP does, but without a
+    /// next one; its thread ends at once through the control signal, or when it leaves the
+    /// critical section it is in (a port lock). The caller's own process is only made DORMANT:
+    /// the caller parks for good next. Threads the application made itself are not reached.
+    pub fn stop_all_processes(&'static self) {
+        let me = self_index();
+        self.with_inner(|inner| {
+            let n = inner.procs.len();
+            let eh = inner.eh.is_some().then_some(EH_INDEX);
+            for idx in (0..n).chain(eh) {
+                self.make_dormant(inner, idx);
+                if Some(idx) == me {
+                    continue;
+                }
+                let c = &self.ctl[idx];
+                c.incarnation.fetch_add(1, Ordering::AcqRel);
+                let tid = c.tid.load(Ordering::Acquire);
+                if tid != 0 && tid != gettid() {
+                    // SAFETY: tgkill to a thread of this process; the handler is installed.
+                    unsafe {
+                        libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, control_signal())
+                    };
+                }
+                // A thread parked on these words re-checks and ends.
+                futex::wake_all(&c.suspend);
+                futex::wake_all(&c.gen);
+            }
+        });
+    }
+
     /// Abandon the current incarnation of `idx` (called with the lock held) and create the next.
     pub fn replace_incarnation(&'static self, inner: &mut Inner, idx: usize) -> ApexResult<()> {
         let c = &self.ctl[idx];
