@@ -21,10 +21,10 @@ use hdrhistogram::Histogram;
 use partix_config::model::*;
 use partix_runtime::attach::monotonic_ns;
 use partix_runtime::executive::os::{
-    pick_cpu, resolve_program, run_module, RtThread, RunConfig, RunReport,
+    pick_cpu, resolve_program, run_module, RtThread, RtUnthrottle, RunConfig, RunReport,
+    RT_RUNTIME_PATH,
 };
 use partix_runtime::executive::{Options, SwitchMechanism};
-use partix_runtime::state::MAX_PROCESSES;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -36,9 +36,10 @@ pub struct SchedArgs {
     /// Seconds of schedule per process count (and per baseline).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     pub seconds: u64,
-    /// APEX processes per partition, one run each (paper figs. 6/7).
+    /// APEX processes per partition, one run each (paper figs. 6/7); at most
+    /// [`MAX_BENCH_PROCESSES`].
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32",
-          value_parser = clap::value_parser!(u32).range(1..=MAX_PROCESSES as i64))]
+          value_parser = clap::value_parser!(u32).range(1..=MAX_BENCH_PROCESSES as i64))]
     pub processes: Vec<u32>,
     /// Busy time of each job (µs).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=MAX_OPTION_US))]
@@ -49,7 +50,8 @@ pub struct SchedArgs {
     /// Write CDF plots (paper fig. 15) as SVG into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Disable the kernel's RT throttling during the executive runs (restored afterwards).
+    /// Disable the kernel's RT throttling during the executive runs and the raw hand-off
+    /// baselines, whose children spin at SCHED_FIFO (restored afterwards).
     #[arg(long)]
     pub rt_unthrottle: bool,
     /// Switch mechanisms to run the executive with, each for every process count
@@ -82,6 +84,11 @@ pub struct SchedArgs {
     #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..=MAX_OPTION_US))]
     pub window_us: u64,
 }
+
+/// Most processes per partition `--processes` takes: `partix-benchpart` gives its K processes
+/// the priorities 60, 59, ..., so it refuses more than 60 (it clamped to 60 silently while this
+/// option took up to 64: a "K=64" row measured 60; found by review).
+pub const MAX_BENCH_PROCESSES: u32 = 60;
 
 /// Longest run per class and process count (`--seconds`): an hour.
 pub const MAX_SECONDS: u64 = 3600;
@@ -684,6 +691,20 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             .join(", "),
         args.lead_us
     );
+    // The hand-off baselines' children spin at SCHED_FIFO as the partitions do: with
+    // `--rt-unthrottle` they run unthrottled too (it applied to the executive runs only; found by
+    // review). The executive runs take their own guard.
+    let unthrottle = if args.rt_unthrottle {
+        match RtUnthrottle::enter() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                eprintln!("partix bench sched: cannot disable RT throttling for the baselines ({RT_RUNTIME_PATH}): {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     eprintln!("[1/3] baseline: clock_nanosleep wake-up, {secs} s");
     let timer_rec = timer_baseline(cpu, secs * 1000);
     let timer = timer_rec.summary("baseline: abs timer wake (FIFO 99)");
@@ -772,6 +793,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let cyc = cyclictest(cpu, secs.min(5));
+    drop(unthrottle);
     let mut variants = Vec::new();
     for &mech in &args.switch {
         if mech == SwitchMechanism::Gate && lead_ns > 0 {
