@@ -1103,6 +1103,10 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         if let Some(f) = &gate_armed_s {
             series.push((f.summary.name.clone(), f.rec.clone()));
         }
+        // The floor of the default gate variant (gate+early), left out of the plot before.
+        if let Some(f) = &gate_early_s {
+            series.push((f.summary.name.clone(), f.rec.clone()));
+        }
         // The first process count of each mechanism: its TmrO, PtswO and CtswO.
         for (m, k, r) in results
             .iter()
