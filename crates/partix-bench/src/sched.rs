@@ -7,7 +7,11 @@
 //! major frame with a 4 ms window per partition (two partition switches per frame plus two
 //! closes). Per scheduling point the executive records TmrO = wake-up − planned time; per window
 //! PtswO = the incoming partition's SIGCONT stamp − wake-up; CtswO per job comes from the
-//! partition runtime's process slots (start − max(release, resume)).
+//! partition runtime's process slots: start − max(release, resume, the completion of the job
+//! before it in the partition) (`Overheads::ctswo_switch`), the paper's CtswO. The K jobs
+//! released together at a window start run one after the other, so the k-th one's
+//! start − max(release, resume) also holds the run time of the k − 1 before it: printed apart as
+//! "release delay" (queueing), not compared with the paper.
 //!
 //! Raw baselines in the same run, on the same CPU at the same priority:
 //! - `clock_nanosleep(TIMER_ABSTIME)` wake-up latency of a SCHED_FIFO 99 thread (TmrO's floor),
@@ -994,6 +998,10 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         ));
         print_row(&summary_of(
             &format!("CtswO K={k} {name}"),
+            &r.overheads.ctswo_switch,
+        ));
+        print_row(&summary_of(
+            &format!("  release delay K={k} {name}"),
             &r.overheads.ctswo,
         ));
     }
@@ -1064,7 +1072,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
                     "TmrO" if lead => &r.overheads.lead_timer,
                     "TmrO" => &r.overheads.tmro,
                     "PtswO" => &r.overheads.ptswo,
-                    _ => &r.overheads.ctswo,
+                    _ => &r.overheads.ctswo_switch,
                 };
                 let s = summary_of(name, h);
                 format!(
@@ -1126,7 +1134,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             ));
             series.push((
                 format!("CtswO K={k} {name}"),
-                recorder_of(&r.overheads.ctswo),
+                recorder_of(&r.overheads.ctswo_switch),
             ));
         }
         let path = plot_cdf(dir, &series)?;
