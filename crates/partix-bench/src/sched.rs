@@ -17,7 +17,9 @@
 //! - `clock_nanosleep(TIMER_ABSTIME)` wake-up latency of a SCHED_FIFO 99 thread (TmrO's floor),
 //!   and Debian's `cyclictest` (rt-tests) for a few seconds when installed (the real peer);
 //! - a raw SIGSTOP/SIGCONT hand-off between two spinning SCHED_FIFO processes on one CPU, sent by
-//!   a SCHED_FIFO 99 thread on that CPU (PtswO's floor).
+//!   a SCHED_FIFO 99 thread on that CPU, and the futex gate's (PtswO's floors);
+//! - a futex hand-off to a higher-priority SCHED_FIFO thread on the same CPU, timed to its first
+//!   instruction (CtswO's floor; [`crate::raw::futex_handoff`]).
 
 use crate::report::{self, Recorder, Summary};
 use clap::Args;
@@ -902,6 +904,13 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    // CtswO's floor: a futex hand-off to a higher-priority SCHED_FIFO thread on the same CPU,
+    // timed to its first instruction, at the bench processes' priorities (APEX 60 = FIFO 61).
+    eprintln!("[2/3] baseline: futex hand-off to a higher-priority thread, {secs} s");
+    let ctsw_base = crate::raw::futex_handoff(cpu, 60, secs * 1000)?;
+    let ctsw_floor = ctsw_base
+        .one_way
+        .summary("baseline: futex wake → higher 1st instr");
     let cyc = cyclictest(cpu, secs.min(5));
     drop(unthrottle);
     let mut variants = Vec::new();
@@ -976,6 +985,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     for f in &floors {
         print_row(&f.summary);
     }
+    print_row(&ctsw_floor);
     for (m, k, r) in &results {
         let name = m.name();
         print_row(&summary_of(
@@ -1013,12 +1023,22 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     for f in &floors {
         println!("{}", f.count.line(&f.summary.name));
     }
+    if ctsw_base.not_preempted > 0 || !ctsw_base.fifo {
+        println!(
+            "{}: {} hand-offs without preemption{}",
+            ctsw_floor.name,
+            ctsw_base.not_preempted,
+            if ctsw_base.fifo { "" } else { " (no SCHED_FIFO)" }
+        );
+    }
     println!();
-    println!("ratios against the raw baselines of this run (PtswO: the same mechanism's floor):");
+    println!("ratios against the raw baselines of this run (PtswO: the same mechanism's floor; CtswO: the futex hand-off):");
     for (m, k, r) in &results {
         let name = m.name();
         let t = summary_of(&format!("TmrO K={k} {name}"), &r.overheads.tmro);
         let p = summary_of(&format!("PtswO K={k} {name}"), &r.overheads.ptswo);
+        let c = summary_of(&format!("CtswO K={k} {name}"), &r.overheads.ctswo_switch);
+        println!("  {}", c.ratio_to(&ctsw_floor));
         println!("  {}", t.ratio_to(&timer));
         if !r.overheads.lead_timer.is_empty() {
             // With a lead, an open's TmrO is about 0 by design (the executive is there early),
@@ -1117,6 +1137,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         if let Some(f) = &gate_armed_s {
             series.push((f.summary.name.clone(), f.rec.clone()));
         }
+        series.push((ctsw_floor.name.clone(), ctsw_base.one_way.clone()));
         // The floor of the default gate variant (gate+early), left out of the plot before.
         if let Some(f) = &gate_early_s {
             series.push((f.summary.name.clone(), f.rec.clone()));
