@@ -348,6 +348,12 @@ struct Table {
     /// Targets met and missed.
     met: u32,
     missed: u32,
+    /// Targets that could not be judged: a class of the comparison is missing (diod skipped,
+    /// not installed, or failed). They were skipped uncounted, so "N met, 0 missed" read as a
+    /// full pass (found by review).
+    not_judged: u32,
+    /// Why the diod classes are missing, if they are.
+    diod_missing: Option<String>,
 }
 
 impl Table {
@@ -363,6 +369,15 @@ impl Table {
 
     fn ratio(&mut self, a: &str, b: &str, target: Option<f64>) {
         let (Some(x), Some(y)) = (self.get(a), self.get(b)) else {
+            if let Some(t) = target {
+                self.not_judged += 1;
+                let missing = if self.get(a).is_none() { a } else { b };
+                let why = match &self.diod_missing {
+                    Some(w) if missing.starts_with("9P/diod") => format!(" ({w})"),
+                    _ => String::new(),
+                };
+                println!("{a} vs {b}: [target p50 <= {t:.2}x: not judged: no {missing}{why}]");
+            }
             return;
         };
         let mut line = x.summary.ratio_to(&y.summary);
@@ -427,6 +442,8 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         rows: Vec::new(),
         met: 0,
         missed: 0,
+        not_judged: 0,
+        diod_missing: None,
     };
     print_header();
     let sizes = [16usize, 1024, 0]; // 0 = the largest that fits one frame (MTU)
@@ -553,11 +570,19 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    if !args.no_diod {
-        match diod_classes(&pair, &root, &args, &mut table) {
-            Ok(()) => {}
-            Err(e) => println!("diod classes skipped: {e:#} (install Debian `diod`)"),
-        }
+    // diod not installed: its classes are skipped; diod failing (at start or mid-run, a data
+    // check included): the error is printed and the bench fails after its report (both were
+    // "skipped … install diod").
+    let mut diod_failed = false;
+    if args.no_diod {
+        table.diod_missing = Some("--no-diod".into());
+    } else if !in_path("diod") {
+        println!("diod classes skipped: diod is not installed (apt-get install diod)");
+        table.diod_missing = Some("diod not installed".into());
+    } else if let Err(e) = diod_classes(&pair, &root, &args, &mut table) {
+        println!("diod classes FAILED: {e:#}");
+        table.diod_missing = Some(format!("diod failed: {e:#}"));
+        diod_failed = true;
     }
 
     println!();
@@ -619,13 +644,37 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("paper table 7 (10 Mb/s Ethernet, 2005): close 236 µs, open 242 µs, read 1535 µs, write 1695 µs");
-    println!("targets: {} met, {} missed", table.met, table.missed);
+    println!(
+        "targets: {} met, {} missed, {} not judged{}",
+        table.met,
+        table.missed,
+        table.not_judged,
+        match &table.diod_missing {
+            Some(w) if table.not_judged > 0 => format!(" ({w})"),
+            _ => String::new(),
+        }
+    );
 
     if let Some(dir) = &args.plot {
         let path = plot_cdf(dir, &table)?;
         println!("CDF plot: {}", path.display());
     }
+    if diod_failed {
+        bail!("the diod peer failed (see above): its targets were not judged");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether an executable `name` is in `PATH` (or `/usr/sbin`, where Debian puts diod).
+fn in_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(name))
+        .any(|p| {
+            std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Read the first `want.len()` bytes of `path` back after a write class and check them.
@@ -828,5 +877,32 @@ mod tests {
         let e = read_back("w", &f, &pattern(3, 0, 1024)).unwrap_err();
         assert!(e.to_string().contains("read back"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A target whose class is missing (diod not installed or failed) is counted as not judged;
+    /// it was skipped uncounted, and "targets: N met, 0 missed" read as a full pass.
+    #[test]
+    fn a_target_without_its_classes_is_counted_not_judged() {
+        let mut t = Table {
+            rows: Vec::new(),
+            met: 0,
+            missed: 0,
+            not_judged: 0,
+            diod_missing: Some("diod failed: 9P: Rlerror 5".into()),
+        };
+        let mut fast = Recorder::new();
+        let mut slow = Recorder::new();
+        for _ in 0..10 {
+            fast.record(1_000);
+            slow.record(10_000);
+        }
+        t.add("fs read 1024B busy".into(), fast);
+        t.add("raw ping-pong 22B/1042B busy".into(), slow);
+        t.ratio("fs read 1024B busy", "raw ping-pong 22B/1042B busy", Some(2.0));
+        t.ratio("fs read 1024B busy", "9P/diod read 1024B block", Some(0.25));
+        t.ratio("fs write 1024B busy", "9P/diod write 1024B block", Some(0.25));
+        // Without a target a missing class counts nowhere.
+        t.ratio("fs read 16B busy", "raw ping-pong 22B/34B busy", None);
+        assert_eq!((t.met, t.missed, t.not_judged), (1, 0, 2));
     }
 }

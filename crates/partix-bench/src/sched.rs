@@ -283,18 +283,64 @@ fn sleep_until(t: u64) {
     {}
 }
 
-/// Run `cyclictest` on `cpu` for `seconds`; return its "min/avg/max" line, if installed.
-fn cyclictest(cpu: usize, seconds: u64) -> Option<String> {
+/// What running `cyclictest` gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cyclictest {
+    /// Its "min/avg/max" summary.
+    Ran(String),
+    /// Not installed.
+    NotInstalled,
+    /// Installed but failed: why (exit status, stderr). It was reported as "not installed".
+    Failed(String),
+}
+
+/// Run `cyclictest` on `cpu` for `seconds`.
+fn cyclictest(cpu: usize, seconds: u64) -> Cyclictest {
     let loops = (seconds * 1000).to_string();
-    let out = std::process::Command::new("cyclictest")
+    let out = match std::process::Command::new("cyclictest")
         .args([
             "-q", "-m", "-p", "99", "-t", "1", "-i", "1000", "-l", &loops,
         ])
         .arg(format!("-a{cpu}"))
         .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().rev().find(|l| l.contains("Min:"))?;
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cyclictest::NotInstalled,
+        Err(e) => return Cyclictest::Failed(format!("cannot run it: {e}")),
+    };
+    cyclictest_result(
+        out.status.success(),
+        &format!("{}", out.status),
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+        cpu,
+        &loops,
+    )
+}
+
+/// Judge one `cyclictest` run from its exit status and output.
+fn cyclictest_result(
+    ok: bool,
+    status: &str,
+    stdout: &str,
+    stderr: &str,
+    cpu: usize,
+    loops: &str,
+) -> Cyclictest {
+    let tail = |t: &str| {
+        let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
+    };
+    if !ok {
+        return Cyclictest::Failed(format!("{status}: {}", tail(stderr)));
+    }
+    let Some(line) = stdout.lines().rev().find(|l| l.contains("Min:")) else {
+        return Cyclictest::Failed(format!(
+            "no summary line in its output: {} {}",
+            tail(stdout),
+            tail(stderr)
+        ));
+    };
     let field = |k: &str| {
         line.split(k)
             .nth(1)
@@ -302,7 +348,7 @@ fn cyclictest(cpu: usize, seconds: u64) -> Option<String> {
             .map(str::to_string)
             .unwrap_or_default()
     };
-    Some(format!(
+    Cyclictest::Ran(format!(
         "cyclictest (rt-tests, FIFO 99, cpu {cpu}, 1 ms, {} loops): min {} avg {} max {} µs",
         loops,
         field("Min:"),
@@ -1015,10 +1061,12 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             &r.overheads.ctswo,
         ));
     }
-    if let Some(line) = &cyc {
-        println!("{line}");
-    } else {
-        println!("cyclictest: not installed (apt-get install rt-tests) — skipped");
+    match &cyc {
+        Cyclictest::Ran(line) => println!("{line}"),
+        Cyclictest::NotInstalled => {
+            println!("cyclictest: not installed (apt-get install rt-tests) — skipped")
+        }
+        Cyclictest::Failed(why) => println!("cyclictest: FAILED: {why}"),
     }
     for f in &floors {
         println!("{}", f.count.line(&f.summary.name));
@@ -1246,5 +1294,33 @@ mod tests {
         }
         assert!(!c.judged());
         assert!(c.line("b").contains("not judged"), "{}", c.line("b"));
+    }
+
+    /// An installed cyclictest that fails is reported as failed with its stderr, not as
+    /// "not installed".
+    #[test]
+    fn a_failing_cyclictest_is_reported_as_failed() {
+        let ok = "T: 0 ( 1234) P:99 I:1000 C:   1000 Min:      3 Act:    5 Avg:    6 Max:      40\n";
+        match cyclictest_result(true, "exit status: 0", ok, "", 1, "1000") {
+            Cyclictest::Ran(l) => assert!(l.contains("min 3 avg 6 max 40"), "{l}"),
+            other => panic!("{other:?}"),
+        }
+        match cyclictest_result(
+            false,
+            "exit status: 255",
+            "",
+            "Unable to change scheduling policy!\nProbably missing capabilities\n",
+            1,
+            "1000",
+        ) {
+            Cyclictest::Failed(w) => {
+                assert!(w.contains("255") && w.contains("missing capabilities"), "{w}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            cyclictest_result(true, "exit status: 0", "nothing\n", "", 1, "1000"),
+            Cyclictest::Failed(_)
+        ));
     }
 }
