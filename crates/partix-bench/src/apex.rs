@@ -129,7 +129,11 @@ pub fn run(args: ApexArgs) -> anyhow::Result<ExitCode> {
         if !(rt && pinned) {
             eprintln!(
                 "partix bench apex: baselines {}{}",
-                if rt { "" } else { "not at SCHED_FIFO (not root) " },
+                if rt {
+                    ""
+                } else {
+                    "not at SCHED_FIFO (not root) "
+                },
                 if pinned { "" } else { "not pinned" }
             );
         }
@@ -156,7 +160,9 @@ pub fn run(args: ApexArgs) -> anyhow::Result<ExitCode> {
     for name in &order {
         classes[name].summary(name).print_row();
     }
-    let base_one = handoff.one_way.summary("baseline: futex wake → higher 1st instr");
+    let base_one = handoff
+        .one_way
+        .summary("baseline: futex wake → higher 1st instr");
     let base_rt = handoff
         .round_trip
         .summary("baseline: futex wake of higher, round trip");

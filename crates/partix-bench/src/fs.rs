@@ -171,12 +171,16 @@ fn measure(
 /// Byte `off` of the bench's file contents with `seed`: 251 (prime) bytes long cycles, so a
 /// read from a wrong offset (other than a multiple of 251) or of another file differs.
 pub fn pattern_byte(seed: u8, off: u64) -> u8 {
-    ((off % 251) as u8).wrapping_add(seed).wrapping_add((off / 251) as u8)
+    ((off % 251) as u8)
+        .wrapping_add(seed)
+        .wrapping_add((off / 251) as u8)
 }
 
 /// `len` bytes of the pattern with `seed` from offset `off`.
 pub fn pattern(seed: u8, off: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| pattern_byte(seed, off + i)).collect()
+    (0..len as u64)
+        .map(|i| pattern_byte(seed, off + i))
+        .collect()
 }
 
 /// Check the bytes a read or a read-back returned against `want`: same length and the same bytes
@@ -194,11 +198,7 @@ pub fn verify_data(class: &str, got: &[u8], want: &[u8]) -> anyhow::Result<()> {
         );
     }
     if got != want {
-        let at = got
-            .iter()
-            .zip(want)
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
+        let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
         bail!(
             "{class}: data check failed: byte {at} is {:#04x}, {:#04x} expected",
             got[at],
@@ -898,9 +898,17 @@ mod tests {
         }
         t.add("fs read 1024B busy".into(), fast);
         t.add("raw ping-pong 22B/1042B busy".into(), slow);
-        t.ratio("fs read 1024B busy", "raw ping-pong 22B/1042B busy", Some(2.0));
+        t.ratio(
+            "fs read 1024B busy",
+            "raw ping-pong 22B/1042B busy",
+            Some(2.0),
+        );
         t.ratio("fs read 1024B busy", "9P/diod read 1024B block", Some(0.25));
-        t.ratio("fs write 1024B busy", "9P/diod write 1024B block", Some(0.25));
+        t.ratio(
+            "fs write 1024B busy",
+            "9P/diod write 1024B block",
+            Some(0.25),
+        );
         // Without a target a missing class counts nowhere.
         t.ratio("fs read 16B busy", "raw ping-pong 22B/34B busy", None);
         assert_eq!((t.met, t.missed, t.not_judged), (1, 0, 2));

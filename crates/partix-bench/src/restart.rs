@@ -480,15 +480,17 @@ mod tests {
                 },
             )
         };
-        let mut m = Measured::default();
-        m.samples = vec![
-            run(Class::BornInCgroup, 0),
-            run(Class::ForkAndMove, 0),
-            run(Class::NoRestart, 0),
-            run(Class::BornInCgroup, 3),
-            run(Class::ForkAndMove, 0),
-            run(Class::NoRestart, 0),
-        ];
+        let mut m = Measured {
+            samples: vec![
+                run(Class::BornInCgroup, 0),
+                run(Class::ForkAndMove, 0),
+                run(Class::NoRestart, 0),
+                run(Class::BornInCgroup, 3),
+                run(Class::ForkAndMove, 0),
+                run(Class::NoRestart, 0),
+            ],
+            ..Measured::default()
+        };
         assert_eq!(m.classes_without_restarts(), vec![Class::ForkAndMove]);
         m.samples.push(run(Class::ForkAndMove, 1));
         assert!(m.classes_without_restarts().is_empty());

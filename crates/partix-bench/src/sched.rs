@@ -1017,7 +1017,11 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     };
     let floors: Vec<&Floor> = [Some(&handoff_s), Some(&gate_s)]
         .into_iter()
-        .chain([gate_pre_s.as_ref(), gate_armed_s.as_ref(), gate_early_s.as_ref()])
+        .chain([
+            gate_pre_s.as_ref(),
+            gate_armed_s.as_ref(),
+            gate_early_s.as_ref(),
+        ])
         .flatten()
         .collect();
     println!();
@@ -1076,7 +1080,11 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
             "{}: {} hand-offs without preemption{}",
             ctsw_floor.name,
             ctsw_base.not_preempted,
-            if ctsw_base.fifo { "" } else { " (no SCHED_FIFO)" }
+            if ctsw_base.fifo {
+                ""
+            } else {
+                " (no SCHED_FIFO)"
+            }
         );
     }
     println!();
@@ -1300,7 +1308,8 @@ mod tests {
     /// "not installed".
     #[test]
     fn a_failing_cyclictest_is_reported_as_failed() {
-        let ok = "T: 0 ( 1234) P:99 I:1000 C:   1000 Min:      3 Act:    5 Avg:    6 Max:      40\n";
+        let ok =
+            "T: 0 ( 1234) P:99 I:1000 C:   1000 Min:      3 Act:    5 Avg:    6 Max:      40\n";
         match cyclictest_result(true, "exit status: 0", ok, "", 1, "1000") {
             Cyclictest::Ran(l) => assert!(l.contains("min 3 avg 6 max 40"), "{l}"),
             other => panic!("{other:?}"),
@@ -1314,7 +1323,10 @@ mod tests {
             "1000",
         ) {
             Cyclictest::Failed(w) => {
-                assert!(w.contains("255") && w.contains("missing capabilities"), "{w}")
+                assert!(
+                    w.contains("255") && w.contains("missing capabilities"),
+                    "{w}"
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -832,8 +832,14 @@ fn ctswo_leaves_out_the_run_time_of_the_jobs_before() {
     // one's completion and the next one's first instruction.
     let script = vec![
         (9_000_000, Act::Job(1, 0, "A", 10_000, 5_010_000, 6_010_000)),
-        (9_000_000, Act::Job(1, 1, "B", 1_020_000, 6_020_000, 7_020_000)),
-        (9_000_000, Act::Job(1, 2, "C", 2_030_000, 7_030_000, 8_030_000)),
+        (
+            9_000_000,
+            Act::Job(1, 1, "B", 1_020_000, 6_020_000, 7_020_000),
+        ),
+        (
+            9_000_000,
+            Act::Job(1, 2, "C", 2_030_000, 7_030_000, 8_030_000),
+        ),
     ];
     run_golden(&m, script, 1, 0);
     let (delay, switch) = LAST_CTSWO.with(|l| l.borrow().clone());
