@@ -694,6 +694,14 @@ fn read_back(class: &str, path: &Path, want: &[u8]) -> anyhow::Result<()> {
     verify_data(&format!("{class} (read back)"), &got[..n], want)
 }
 
+struct RemoveFile(PathBuf);
+
+impl Drop for RemoveFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 struct RemoveDir(PathBuf);
 
 impl Drop for RemoveDir {
@@ -725,6 +733,14 @@ fn diod_classes(
     // diod runs where our servers run (cpu1, `--diod-cpu`): a child inherits the affinity of the thread that
     // spawns it, so spawn from a thread pinned there (from the measuring thread it would share
     // cpu0 with the client, where a blocking round trip needs no cross-CPU wake-up).
+    // diod's stderr goes to a file: its last lines explain a failure to start.
+    let diod_log = std::env::temp_dir().join(format!("pfsbench-diod-{}.log", std::process::id()));
+    let _log = RemoveFile(diod_log.clone());
+    let log_tail = || {
+        let t = std::fs::read_to_string(&diod_log).unwrap_or_default();
+        let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
+    };
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &pair.ns_b])
         .args([
@@ -742,7 +758,9 @@ fn diod_classes(
         .arg("-e")
         .arg(root)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::from(
+            std::fs::File::create(&diod_log).context("creating diod's log file")?,
+        ));
     let want_cpu = args.diod_cpu;
     let (child, diod_cpu) = std::thread::spawn(move || {
         let cpu = pin_to_cpu(want_cpu);
@@ -750,7 +768,7 @@ fn diod_classes(
     })
     .join()
     .map_err(|_| anyhow::anyhow!("diod spawner thread panicked"))?;
-    let _diod = Diod(child.context("starting diod")?);
+    let mut diod = Diod(child.context("starting diod")?);
     println!("diod pinned to cpu{diod_cpu} (client cpu0)");
     let addr: std::net::SocketAddr = listen.parse()?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -760,11 +778,18 @@ fn diod_classes(
         })?;
         match r {
             Ok(s) => break s,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
+            Err(e) => {
+                if let Ok(Some(st)) = diod.0.try_wait() {
+                    bail!(
+                        "diod exited ({st}) before accepting connections: {}",
+                        log_tail()
+                    );
+                }
+                if Instant::now() >= deadline {
+                    bail!("connecting to diod at {listen}: {e}: {}", log_tail());
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(e) => bail!("connecting to diod at {listen}: {e}"),
         }
     };
     let aname = root.to_str().context("root path is not UTF-8")?;

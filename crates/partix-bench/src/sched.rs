@@ -42,8 +42,8 @@ pub struct SchedArgs {
     /// Seconds of schedule per process count (and per baseline).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
     pub seconds: u64,
-    /// APEX processes per partition, one run each (paper figs. 6/7); at most
-    /// [`MAX_BENCH_PROCESSES`].
+    /// APEX processes per partition, one run each (paper figs. 6/7); 1 to 60
+    /// (`MAX_BENCH_PROCESSES`).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32",
           value_parser = clap::value_parser!(u32).range(1..=MAX_BENCH_PROCESSES as i64))]
     pub processes: Vec<u32>,
