@@ -7,7 +7,11 @@
 //! samples; the parent records them in HdrHistograms and prints one row per class, the raw
 //! baselines measured in the same run (an empty function call, an atomic load, a `getppid`
 //! system call, a POSIX message-queue round trip between two processes — what the paper's
-//! user-level design paid for every status call), and the paper's table VI averages beside ours.
+//! user-level design paid for every status call; a futex hand-off to a higher-priority
+//! SCHED_FIFO thread on the same CPU, timed to its first instruction and back — the floor of
+//! CtswO and of a START that switches; a bare thread creation — CREATE_PROCESS's floor), the
+//! ratios against them, and the paper's table VI averages beside ours. The baselines run on the
+//! partition's CPU at the measuring process's SCHED_FIFO priority, as the calls do.
 //!
 //! Classes:
 //! - status calls from a process: GET_TIME, GET_MY_ID, GET_PROCESS_ID, GET_PROCESS_STATUS,
@@ -47,7 +51,16 @@ pub struct ApexArgs {
     /// Partition programs run to measure CREATE_PROCESS (60 creations each).
     #[arg(long, default_value_t = 10)]
     pub create_runs: u32,
+    /// CPU of the measuring partitions and the raw baselines (default: the last CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
 }
+
+/// APEX priority of the measuring process `meas` (SCHED_FIFO priority + 1, as the partition
+/// runtime maps it); the raw baselines run at that SCHED_FIFO priority.
+const MEAS_PRIORITY: Priority = 50;
+/// APEX priority of `hi`, the higher-priority process START releases.
+const HI_PRIORITY: Priority = 60;
 
 /// The paper's table VI averages in µs: (API, user-level, kernel-level).
 const PAPER_TABLE_VI: &[(&str, f64, f64)] = &[
@@ -92,23 +105,77 @@ pub fn run(args: ApexArgs) -> anyhow::Result<ExitCode> {
         classes.entry(class.to_string()).or_default().record(v);
     };
 
-    // Raw baselines in this process.
-    baselines(args.samples, &mut add);
-    let mq = mq_round_trip((args.samples / 10).max(100))?;
-    for v in mq {
-        add("baseline: POSIX mq round trip", v);
+    // Raw baselines in this process, under the measured calls' conditions: on the partition's
+    // CPU at the measuring process's SCHED_FIFO priority (they ran unpinned at SCHED_OTHER
+    // while the calls ran pinned at SCHED_FIFO; found by review). The mq echo child is forked
+    // from there and inherits both.
+    let cpu = partix_runtime::executive::os::pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
+    let fifo = MEAS_PRIORITY + 1;
+    println!(
+        "partition and raw baselines on CPU {cpu}; baselines at SCHED_FIFO {fifo} (the measuring \
+         process's), the hand-off's woken thread at {}",
+        fifo + 1
+    );
+    let k = (args.samples / 50).max(100);
+    let (samples, creations) = (args.samples, args.create_runs);
+    let (base, handoff, created) = std::thread::spawn(move || -> anyhow::Result<_> {
+        let (rt, pinned) = crate::raw::pin_fifo(cpu, fifo);
+        let mut v: Vec<(&'static str, u64)> = Vec::new();
+        baselines(samples, &mut |c: &'static str, x| v.push((c, x)));
+        for x in mq_round_trip((samples / 10).max(100))? {
+            v.push(("baseline: POSIX mq round trip", x));
+        }
+        let created = crate::raw::thread_create(60 * creations.max(1))?;
+        if !(rt && pinned) {
+            eprintln!(
+                "partix bench apex: baselines {}{}",
+                if rt {
+                    ""
+                } else {
+                    "not at SCHED_FIFO (not root) "
+                },
+                if pinned { "" } else { "not pinned" }
+            );
+        }
+        Ok((v, created))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("baseline thread panicked"))?
+    .and_then(|(v, created)| {
+        let h = crate::raw::futex_handoff(cpu, fifo, k)?;
+        Ok((v, h, created))
+    })?;
+    for (c, v) in base {
+        add(c, v);
     }
 
-    // The partition children.
-    let misses = child_samples("calls", args.samples, &mut add)?;
+    // The partition children, on the same CPU.
+    let misses = child_samples("calls", args.samples, cpu, &mut add)?;
     for _ in 0..args.create_runs {
-        child_samples("create", args.samples, &mut add)?;
+        child_samples("create", args.samples, cpu, &mut add)?;
     }
 
     println!();
     report::print_header();
     for name in &order {
         classes[name].summary(name).print_row();
+    }
+    let base_one = handoff
+        .one_way
+        .summary("baseline: futex wake → higher 1st instr");
+    let base_rt = handoff
+        .round_trip
+        .summary("baseline: futex wake of higher, round trip");
+    let base_create = created.summary("baseline: thread create (64 KiB)");
+    for s in [&base_one, &base_rt, &base_create] {
+        s.print_row();
+    }
+    if handoff.not_preempted > 0 || !handoff.fifo {
+        println!(
+            "note: futex hand-off baseline: {} of {k} hand-offs without preemption{}",
+            handoff.not_preempted,
+            if handoff.fifo { "" } else { " (no SCHED_FIFO)" }
+        );
     }
 
     println!(
@@ -138,6 +205,34 @@ pub fn run(args: ApexArgs) -> anyhow::Result<ExitCode> {
             if let Some(b) = &base_mq {
                 println!("  {}", s.ratio_to(b));
             }
+        }
+    }
+    // Process switching: against the raw futex hand-off to a higher-priority SCHED_FIFO thread
+    // on the same CPU (one switch to its first instruction; two for the round trip); the calls
+    // that switch nothing against a system call; CREATE_PROCESS against a bare thread creation.
+    let base_sys = classes
+        .get("baseline: getppid syscall")
+        .map(|r| r.summary("baseline: getppid syscall"));
+    let switching: [(&str, Option<&report::Summary>); 10] = [
+        ("CtswO: START->1st instr", Some(&base_one)),
+        ("CtswO: periodic release->1st instr", Some(&base_one)),
+        ("START (higher prio, +2 switches)", Some(&base_rt)),
+        ("START (lower priority)", base_sys.as_ref()),
+        ("SUSPEND (lower, ready)", base_sys.as_ref()),
+        ("RESUME (lower, ready)", base_sys.as_ref()),
+        ("SET_PRIORITY", base_sys.as_ref()),
+        ("LOCK_PREEMPTION", base_sys.as_ref()),
+        ("TIMED_WAIT(0) (yield)", base_sys.as_ref()),
+        ("CREATE_PROCESS", Some(&base_create)),
+    ];
+    for (name, base) in switching {
+        if let (Some(r), Some(b)) = (classes.get(name), base) {
+            let note = if name.starts_with("CtswO: periodic") {
+                "  (includes the timer expiry TmrO)"
+            } else {
+                ""
+            };
+            println!("  {}{note}", r.summary(name).ratio_to(b));
         }
     }
 
@@ -197,7 +292,7 @@ fn empty_function() {
     black_box(());
 }
 
-fn baselines(n: u64, add: &mut impl FnMut(&str, u64)) {
+fn baselines(n: u64, add: &mut impl FnMut(&'static str, u64)) {
     let f: fn() = black_box(empty_function);
     for _ in 0..n {
         let t0 = Instant::now();
@@ -326,9 +421,29 @@ fn mq_round_trip(n: u64) -> anyhow::Result<Vec<u64>> {
 
 /// Run a measuring child and feed its `class\tns` lines to `add`.
 /// Return the number of deadline misses the child's HM reported.
-fn child_samples(kind: &str, samples: u64, add: &mut impl FnMut(&str, u64)) -> anyhow::Result<u64> {
+fn child_samples(
+    kind: &str,
+    samples: u64,
+    cpu: usize,
+    add: &mut impl FnMut(&str, u64),
+) -> anyhow::Result<u64> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    // SAFETY: the closure runs in the child between fork and exec and only makes one
+    // async-signal-safe system call on a local, zeroed cpu_set_t.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The standalone partition pins itself to the CPU it starts on: start it on `cpu`.
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if cpu < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(std::env::args_os().skip(1))
         .env(ENV_CHILD, kind)
         .env("PARTIX_BENCH_APEX_SAMPLES", samples.to_string())
@@ -571,9 +686,9 @@ fn child_calls(samples: u64) -> ! {
     N.store(n, Ordering::Relaxed);
     epoch();
     let setup = || -> ApexResult<()> {
-        let meas = create_process(&attrs("meas", meas_entry, 50))?;
+        let meas = create_process(&attrs("meas", meas_entry, MEAS_PRIORITY))?;
         create_process(&attrs("low", low_entry, 5))?;
-        create_process(&attrs("hi", hi_entry, 60))?;
+        create_process(&attrs("hi", hi_entry, HI_PRIORITY))?;
         let victim = create_process(&attrs("victim", victim_entry, 4))?;
         create_process(&ProcessAttributes {
             period: 1_000_000,

@@ -168,6 +168,49 @@ fn measure(
     Ok(r)
 }
 
+/// Byte `off` of the bench's file contents with `seed`: 251 (prime) bytes long cycles, so a
+/// read from a wrong offset (other than a multiple of 251) or of another file differs.
+pub fn pattern_byte(seed: u8, off: u64) -> u8 {
+    ((off % 251) as u8)
+        .wrapping_add(seed)
+        .wrapping_add((off / 251) as u8)
+}
+
+/// `len` bytes of the pattern with `seed` from offset `off`.
+pub fn pattern(seed: u8, off: u64, len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| pattern_byte(seed, off + i))
+        .collect()
+}
+
+/// Check the bytes a read or a read-back returned against `want`: same length and the same bytes
+/// (one `memcmp`). The reads were checked only for their count and the file was all one byte, so
+/// a read returning wrong or stale data passed (found by review).
+///
+/// # Errors
+/// The class, the lengths, and the first differing offset.
+pub fn verify_data(class: &str, got: &[u8], want: &[u8]) -> anyhow::Result<()> {
+    if got.len() != want.len() {
+        bail!(
+            "{class}: data check failed: {} bytes, {} expected",
+            got.len(),
+            want.len()
+        );
+    }
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
+        bail!(
+            "{class}: data check failed: byte {at} is {:#04x}, {:#04x} expected",
+            got[at],
+            want[at]
+        );
+    }
+    Ok(())
+}
+
+/// Seed of the file `r` the read classes read.
+const READ_SEED: u8 = 0x42;
+
 /// A tiny 9P2000.L client (one request in flight) for per-operation latency against diod.
 struct NineP {
     s: TcpStream,
@@ -252,13 +295,21 @@ impl NineP {
         Ok(())
     }
 
-    fn read(&mut self, fid: u32, offset: u64, count: u32) -> anyhow::Result<usize> {
+    /// Tread: return the data (Rread's count bytes after its count).
+    fn read(&mut self, fid: u32, offset: u64, count: u32) -> anyhow::Result<&[u8]> {
         let mut b = Vec::with_capacity(16);
         b.extend_from_slice(&fid.to_le_bytes());
         b.extend_from_slice(&offset.to_le_bytes());
         b.extend_from_slice(&count.to_le_bytes());
         let r = self.rpc(116, &b)?;
-        Ok(u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize)
+        if r.len() < 4 {
+            bail!("9P: Rread of {} bytes", r.len());
+        }
+        let n = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize;
+        if n > r.len() - 4 {
+            bail!("9P: Rread count {n} with {} bytes of data", r.len() - 4);
+        }
+        Ok(&r[4..4 + n])
     }
 
     fn write(&mut self, fid: u32, offset: u64, data: &[u8]) -> anyhow::Result<usize> {
@@ -297,6 +348,12 @@ struct Table {
     /// Targets met and missed.
     met: u32,
     missed: u32,
+    /// Targets that could not be judged: a class of the comparison is missing (diod skipped,
+    /// not installed, or failed). They were skipped uncounted, so "N met, 0 missed" read as a
+    /// full pass (found by review).
+    not_judged: u32,
+    /// Why the diod classes are missing, if they are.
+    diod_missing: Option<String>,
 }
 
 impl Table {
@@ -312,6 +369,15 @@ impl Table {
 
     fn ratio(&mut self, a: &str, b: &str, target: Option<f64>) {
         let (Some(x), Some(y)) = (self.get(a), self.get(b)) else {
+            if let Some(t) = target {
+                self.not_judged += 1;
+                let missing = if self.get(a).is_none() { a } else { b };
+                let why = match &self.diod_missing {
+                    Some(w) if missing.starts_with("9P/diod") => format!(" ({w})"),
+                    _ => String::new(),
+                };
+                println!("{a} vs {b}: [target p50 <= {t:.2}x: not judged: no {missing}{why}]");
+            }
             return;
         };
         let mut line = x.summary.ratio_to(&y.summary);
@@ -365,7 +431,9 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root)?;
     let _cleanup = RemoveDir(root.clone());
-    std::fs::write(root.join("r"), vec![0x42u8; 64 * 1024])?;
+    std::fs::write(root.join("r"), pattern(READ_SEED, 0, 64 * 1024))?;
+    // Each write class writes its own pattern (seed), read back from the file after the class.
+    let mut write_seed = 0u8;
     std::fs::write(root.join("w"), vec![0u8; 64 * 1024])?;
     std::fs::write(root.join("o"), b"open me")?;
     let client_cpu = pin_to_cpu(0);
@@ -374,6 +442,8 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         rows: Vec::new(),
         met: 0,
         missed: 0,
+        not_judged: 0,
+        diod_missing: None,
     };
     print_header();
     let sizes = [16usize, 1024, 0]; // 0 = the largest that fits one frame (MTU)
@@ -391,10 +461,12 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         let mut t = in_netns(&pair.ns_a, move || set.open(&ifa))??;
         let peer = PeerAddr::Mac(pair.mac_b);
         // Request/reply sizes of the protocol's messages: Read request 22 B; replies 18 B + data.
+        // The write shape: a 1 KiB Write request (6 + 20 + 1024 B), an 18 B reply.
         for (req, rep, label) in [
             (22usize, 34usize, "raw ping-pong 22B/34B"),
             (22, 1042, "raw ping-pong 22B/1042B"),
             (22, 1500, "raw ping-pong 22B/1500B"),
+            (1050, 18, "raw ping-pong 1050B/18B"),
         ] {
             let mut msg = vec![0u8; req];
             msg[..2].copy_from_slice(&(rep as u16).to_be_bytes());
@@ -455,23 +527,37 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         let msize = c.msize();
         for s in sizes {
             let n = if s == 0 { max_read_data(msize) } else { s };
+            let class = format!("fs read {n}B {m}");
+            let want = pattern(READ_SEED, 0, n);
+            // Before each read the buffer holds the complement of the expected bytes, so a read
+            // that does not deliver its data fails the check.
+            let poison: Vec<u8> = want.iter().map(|b| !b).collect();
             let mut buf = vec![0u8; n];
-            let rec = measure(args.iters, args.warmup, || {
+            let mut rec = Recorder::new();
+            for i in 0..args.iters + args.warmup {
+                buf.copy_from_slice(&poison);
+                let t0 = Instant::now();
                 let got = c.read(rfd, Some(0), &mut buf)?;
-                anyhow::ensure!(got == n, "short read {got} of {n}");
-                Ok(())
-            })?;
-            table.add(format!("fs read {n}B {m}"), rec);
+                let dt = t0.elapsed();
+                verify_data(&class, &buf[..got], &want)?;
+                if i >= args.warmup {
+                    rec.record(dt.as_nanos() as u64);
+                }
+            }
+            table.add(class, rec);
         }
         for s in sizes {
             let n = if s == 0 { max_write_data(msize) } else { s };
-            let data = vec![0x33u8; n];
+            let class = format!("fs write {n}B {m}");
+            write_seed = write_seed.wrapping_add(1);
+            let data = pattern(write_seed, 0, n);
             let rec = measure(args.iters, args.warmup, || {
                 let put = c.write(wfd, Some(0), &data)?;
                 anyhow::ensure!(put == n, "short write {put} of {n}");
                 Ok(())
             })?;
-            table.add(format!("fs write {n}B {m}"), rec);
+            read_back(&class, &root.join("w"), &data)?;
+            table.add(class, rec);
         }
         c.close(rfd)?;
         c.close(wfd)?;
@@ -484,11 +570,19 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    if !args.no_diod {
-        match diod_classes(&pair, &root, &args, &mut table) {
-            Ok(()) => {}
-            Err(e) => println!("diod classes skipped: {e:#} (install Debian `diod`)"),
-        }
+    // diod not installed: its classes are skipped; diod failing (at start or mid-run, a data
+    // check included): the error is printed and the bench fails after its report (both were
+    // "skipped … install diod").
+    let mut diod_failed = false;
+    if args.no_diod {
+        table.diod_missing = Some("--no-diod".into());
+    } else if !in_path("diod") {
+        println!("diod classes skipped: diod is not installed (apt-get install diod)");
+        table.diod_missing = Some("diod not installed".into());
+    } else if let Err(e) = diod_classes(&pair, &root, &args, &mut table) {
+        println!("diod classes FAILED: {e:#}");
+        table.diod_missing = Some(format!("diod failed: {e:#}"));
+        diod_failed = true;
     }
 
     println!();
@@ -519,6 +613,11 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
             &format!("raw ping-pong 22B/34B {m}"),
             None,
         );
+        table.ratio(
+            &format!("fs write 1024B {m}"),
+            &format!("raw ping-pong 1050B/18B {m}"),
+            None,
+        );
     }
     for m in &labels {
         // Every set against diod, which waits blocking in TCP (it has no other mode): the row
@@ -545,13 +644,62 @@ pub fn run(args: FsBenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("paper table 7 (10 Mb/s Ethernet, 2005): close 236 µs, open 242 µs, read 1535 µs, write 1695 µs");
-    println!("targets: {} met, {} missed", table.met, table.missed);
+    println!(
+        "targets: {} met, {} missed, {} not judged{}",
+        table.met,
+        table.missed,
+        table.not_judged,
+        match &table.diod_missing {
+            Some(w) if table.not_judged > 0 => format!(" ({w})"),
+            _ => String::new(),
+        }
+    );
 
     if let Some(dir) = &args.plot {
         let path = plot_cdf(dir, &table)?;
         println!("CDF plot: {}", path.display());
     }
+    if diod_failed {
+        bail!("the diod peer failed (see above): its targets were not judged");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether an executable `name` is in `PATH` (or `/usr/sbin`, where Debian puts diod).
+fn in_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(name))
+        .any(|p| {
+            std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Read the first `want.len()` bytes of `path` back after a write class and check them.
+///
+/// # Errors
+/// The file cannot be read, or its bytes differ ([`verify_data`]).
+fn read_back(class: &str, path: &Path, want: &[u8]) -> anyhow::Result<()> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("{class}: read-back"))?;
+    let mut got = vec![0u8; want.len()];
+    let mut n = 0;
+    while n < got.len() {
+        match f.read(&mut got[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    verify_data(&format!("{class} (read back)"), &got[..n], want)
+}
+
+struct RemoveFile(PathBuf);
+
+impl Drop for RemoveFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 struct RemoveDir(PathBuf);
@@ -585,6 +733,14 @@ fn diod_classes(
     // diod runs where our servers run (cpu1, `--diod-cpu`): a child inherits the affinity of the thread that
     // spawns it, so spawn from a thread pinned there (from the measuring thread it would share
     // cpu0 with the client, where a blocking round trip needs no cross-CPU wake-up).
+    // diod's stderr goes to a file: its last lines explain a failure to start.
+    let diod_log = std::env::temp_dir().join(format!("pfsbench-diod-{}.log", std::process::id()));
+    let _log = RemoveFile(diod_log.clone());
+    let log_tail = || {
+        let t = std::fs::read_to_string(&diod_log).unwrap_or_default();
+        let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
+    };
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &pair.ns_b])
         .args([
@@ -602,7 +758,9 @@ fn diod_classes(
         .arg("-e")
         .arg(root)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::from(
+            std::fs::File::create(&diod_log).context("creating diod's log file")?,
+        ));
     let want_cpu = args.diod_cpu;
     let (child, diod_cpu) = std::thread::spawn(move || {
         let cpu = pin_to_cpu(want_cpu);
@@ -610,7 +768,7 @@ fn diod_classes(
     })
     .join()
     .map_err(|_| anyhow::anyhow!("diod spawner thread panicked"))?;
-    let _diod = Diod(child.context("starting diod")?);
+    let mut diod = Diod(child.context("starting diod")?);
     println!("diod pinned to cpu{diod_cpu} (client cpu0)");
     let addr: std::net::SocketAddr = listen.parse()?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -620,11 +778,18 @@ fn diod_classes(
         })?;
         match r {
             Ok(s) => break s,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
+            Err(e) => {
+                if let Ok(Some(st)) = diod.0.try_wait() {
+                    bail!(
+                        "diod exited ({st}) before accepting connections: {}",
+                        log_tail()
+                    );
+                }
+                if Instant::now() >= deadline {
+                    bail!("connecting to diod at {listen}: {e}: {}", log_tail());
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(e) => bail!("connecting to diod at {listen}: {e}"),
         }
     };
     let aname = root.to_str().context("root path is not UTF-8")?;
@@ -648,21 +813,32 @@ fn diod_classes(
     p.open(1, "r", 0)?;
     p.open(2, "w", 1)?;
     for n in [16usize, 1024, 1482] {
-        let rec = measure(args.iters, args.warmup, || {
+        let class = format!("9P/diod read {n}B {m}");
+        let want = pattern(READ_SEED, 0, n);
+        let mut rec = Recorder::new();
+        for i in 0..args.iters + args.warmup {
+            let t0 = Instant::now();
             let got = p.read(1, 0, n as u32)?;
-            anyhow::ensure!(got == n, "short 9P read");
-            Ok(())
-        })?;
-        table.add(format!("9P/diod read {n}B {m}"), rec);
+            let dt = t0.elapsed();
+            verify_data(&class, got, &want)?;
+            if i >= args.warmup {
+                rec.record(dt.as_nanos() as u64);
+            }
+        }
+        table.add(class, rec);
     }
+    let mut seed = 0x80u8;
     for n in [16usize, 1024, 1474] {
-        let data = vec![0x44u8; n];
+        let class = format!("9P/diod write {n}B {m}");
+        seed = seed.wrapping_add(1);
+        let data = pattern(seed, 0, n);
         let rec = measure(args.iters, args.warmup, || {
             let put = p.write(2, 0, &data)?;
             anyhow::ensure!(put == n, "short 9P write");
             Ok(())
         })?;
-        table.add(format!("9P/diod write {n}B {m}"), rec);
+        read_back(&class, &root.join("w"), &data)?;
+        table.add(class, rec);
     }
     p.clunk(1)?;
     p.clunk(2)?;
@@ -694,4 +870,72 @@ fn plot_cdf(dir: &Path, table: &Table) -> anyhow::Result<PathBuf> {
         0.999,
     )?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read check rejects one wrong byte, a short read, and data from a wrong offset; a
+    /// read-back of a file written with another pattern fails too.
+    #[test]
+    fn the_data_check_rejects_a_wrong_byte() {
+        let want = pattern(READ_SEED, 0, 1024);
+        verify_data("c", &want.clone(), &want).unwrap();
+        let mut bad = want.clone();
+        bad[700] ^= 0x01;
+        let e = verify_data("fs read 1024B busy", &bad, &want).unwrap_err();
+        assert!(e.to_string().contains("byte 700"), "{e}");
+        assert!(e.to_string().contains("fs read 1024B busy"), "{e}");
+        assert!(verify_data("c", &want[..1023], &want).is_err());
+        assert!(verify_data("c", &pattern(READ_SEED, 1, 1024), &want).is_err());
+        assert!(verify_data("c", &pattern(READ_SEED, 250, 1024), &want).is_err());
+        assert!(verify_data("c", &pattern(READ_SEED + 1, 0, 1024), &want).is_err());
+        // A file of one repeated byte (what the bench used) is not the pattern.
+        assert!(verify_data("c", &[0x42; 1024], &want).is_err());
+
+        let dir = std::env::temp_dir().join(format!("partix-fs-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("w");
+        std::fs::write(&f, pattern(2, 0, 4096)).unwrap();
+        read_back("w", &f, &pattern(2, 0, 1024)).unwrap();
+        let e = read_back("w", &f, &pattern(3, 0, 1024)).unwrap_err();
+        assert!(e.to_string().contains("read back"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A target whose class is missing (diod not installed or failed) is counted as not judged;
+    /// it was skipped uncounted, and "targets: N met, 0 missed" read as a full pass.
+    #[test]
+    fn a_target_without_its_classes_is_counted_not_judged() {
+        let mut t = Table {
+            rows: Vec::new(),
+            met: 0,
+            missed: 0,
+            not_judged: 0,
+            diod_missing: Some("diod failed: 9P: Rlerror 5".into()),
+        };
+        let mut fast = Recorder::new();
+        let mut slow = Recorder::new();
+        for _ in 0..10 {
+            fast.record(1_000);
+            slow.record(10_000);
+        }
+        t.add("fs read 1024B busy".into(), fast);
+        t.add("raw ping-pong 22B/1042B busy".into(), slow);
+        t.ratio(
+            "fs read 1024B busy",
+            "raw ping-pong 22B/1042B busy",
+            Some(2.0),
+        );
+        t.ratio("fs read 1024B busy", "9P/diod read 1024B block", Some(0.25));
+        t.ratio(
+            "fs write 1024B busy",
+            "9P/diod write 1024B block",
+            Some(0.25),
+        );
+        // Without a target a missing class counts nowhere.
+        t.ratio("fs read 16B busy", "raw ping-pong 22B/34B busy", None);
+        assert_eq!((t.met, t.missed, t.not_judged), (1, 0, 2));
+    }
 }

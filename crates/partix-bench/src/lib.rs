@@ -5,6 +5,7 @@
 pub mod apex;
 pub mod cli;
 pub mod fs;
+pub mod raw;
 pub mod report;
 pub mod restart;
 pub mod rtt;

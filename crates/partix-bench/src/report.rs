@@ -183,13 +183,36 @@ impl Summary {
             }
         };
         format!(
-            "{} vs {}: p50 ratio {:.2}x, p99 ratio {:.2}x",
+            "{} vs {}: p50 ratio {}x, p99 ratio {}x",
             self.name,
             baseline.name,
-            r(self.p50, baseline.p50),
-            r(self.p99, baseline.p99)
+            ratio_text(r(self.p50, baseline.p50)),
+            ratio_text(r(self.p99, baseline.p99))
         )
     }
+}
+
+/// Format a ratio with 3 significant digits (`2.00`, `12.3`, `0.00123`; from 100 on every
+/// integer digit: `1234`): with a fixed
+/// two decimals a ratio below 0.005 printed as `0.00` (found by review). `NaN` (no baseline) and
+/// an exact 0 print as such.
+pub fn ratio_text(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    if x.abs() >= 99.95 {
+        // Whole numbers keep every digit.
+        return format!("{x:.0}");
+    }
+    // Round to 3 significant digits first, so that 9.996 prints as 10.0, not 10.00.
+    let digits = |v: f64| v.abs().log10().floor() as i32;
+    let scale = 10f64.powi(2 - digits(x));
+    let rounded = (x * scale).round() / scale;
+    let decimals = (2 - digits(rounded)).max(0) as usize;
+    format!("{rounded:.decimals$}")
 }
 
 /// Measure the cost of one `Instant::now()` (CLOCK_MONOTONIC via vDSO) in nanoseconds (median).
@@ -592,5 +615,32 @@ mod tests {
         b.record(1000);
         let line = a.summary("a").ratio_to(&b.summary("b"));
         assert!(line.contains("2.00x"), "{line}");
+    }
+
+    /// Ratios keep 3 significant digits: a tiny ratio printed as "0.00x" with two decimals.
+    #[test]
+    fn ratios_print_three_significant_digits() {
+        for (x, want) in [
+            (2.0, "2.00"),
+            (0.00123, "0.00123"),
+            (99.96, "100"),
+            (0.004, "0.00400"),
+            (0.0456, "0.0456"),
+            (12.345, "12.3"),
+            (9.996, "10.0"),
+            (0.99951, "1.00"),
+            (123.4, "123"),
+            (45678.0, "45678"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(ratio_text(x), want, "{x}");
+        }
+        assert_eq!(ratio_text(f64::NAN), "NaN");
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        a.record(3);
+        b.record(1000);
+        let line = a.summary("a").ratio_to(&b.summary("b"));
+        assert!(line.contains("p50 ratio 0.00300x"), "{line}");
     }
 }

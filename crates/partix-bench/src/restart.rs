@@ -338,6 +338,17 @@ pub fn measure(args: &RestartArgs) -> anyhow::Result<Measured> {
     Ok(m)
 }
 
+impl Measured {
+    /// The restart classes that made no restart: their respawn rows are empty and their ratios
+    /// 0 or NaN, which the bench reported with a success exit (found by review).
+    pub fn classes_without_restarts(&self) -> Vec<Class> {
+        [Class::BornInCgroup, Class::ForkAndMove]
+            .into_iter()
+            .filter(|&c| self.samples.iter().any(|(k, _)| *k == c) && self.merged(c).restarts == 0)
+            .collect()
+    }
+}
+
 /// Run the benchmark.
 pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
     let cpu = pick_cpu(args.cpu).map_err(anyhow::Error::msg)?;
@@ -350,6 +361,7 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
         args.after_ms, args.seconds, args.rounds
     );
     let m = measure(&args)?;
+    let empty = m.classes_without_restarts();
     let (born, fork) = (m.merged(Class::BornInCgroup), m.merged(Class::ForkAndMove));
     let calm = m.merged(Class::NoRestart).late_quiet;
     println!();
@@ -406,6 +418,20 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
             per_round.join(" / ")
         );
     }
+    if !empty.is_empty() {
+        let names: Vec<&str> = empty.iter().map(|c| c.name()).collect();
+        anyhow::bail!(
+            "no restart happened in class(es) {}: their rows measure nothing (does RESTART's \
+             partition program `{}` ask for COLD_START within --seconds {} after --after-ms {}?)",
+            names.join(", "),
+            args.testpart
+                .as_deref()
+                .unwrap_or(std::path::Path::new("partix-testpart"))
+                .display(),
+            args.seconds,
+            args.after_ms
+        );
+    }
     if let Some(dir) = &args.plot {
         let path = dir.join("restart_respawn_cdf.svg");
         report::plot_cdf(
@@ -435,4 +461,38 @@ pub fn run(args: RestartArgs) -> anyhow::Result<ExitCode> {
         println!("plot: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restart class whose runs made no restart is reported (the bench then fails); one
+    /// restart in any round is enough, and "no restart" needs none.
+    #[test]
+    fn a_restart_class_without_restarts_is_found() {
+        let run = |class, restarts| {
+            (
+                class,
+                Sample {
+                    restarts,
+                    ..Sample::default()
+                },
+            )
+        };
+        let mut m = Measured {
+            samples: vec![
+                run(Class::BornInCgroup, 0),
+                run(Class::ForkAndMove, 0),
+                run(Class::NoRestart, 0),
+                run(Class::BornInCgroup, 3),
+                run(Class::ForkAndMove, 0),
+                run(Class::NoRestart, 0),
+            ],
+            ..Measured::default()
+        };
+        assert_eq!(m.classes_without_restarts(), vec![Class::ForkAndMove]);
+        m.samples.push(run(Class::ForkAndMove, 1));
+        assert!(m.classes_without_restarts().is_empty());
+    }
 }

@@ -35,6 +35,9 @@ enum Act {
     /// The partition writes what it cannot be into its region: the operating mode (here
     /// COLD_START, which only the executive gives) and the restart count.
     Forge(usize, u32, u32),
+    /// Partition, slot, name, release delay, start, completion (module ns): one job started and
+    /// completed, its stamps stored as the partition runtime does.
+    Job(usize, usize, &'static str, u64, u64, u64),
 }
 
 struct World<'a> {
@@ -98,6 +101,16 @@ impl World<'_> {
                         self.deaths.push_back((p, d));
                     }
                 }
+                Act::Job(p, i, name, delay, start, done) => {
+                    let st = self.shared.partition(p);
+                    let slot = &st.processes[i];
+                    publish_slot(st, i, name);
+                    slot.last_start_ns.store(start, Ordering::Release);
+                    slot.last_ctsw_ns.store(delay, Ordering::Release);
+                    slot.last_completion_ns.store(done, Ordering::Release);
+                    slot.jobs.fetch_add(1, Ordering::AcqRel);
+                    slot.releases.fetch_add(1, Ordering::AcqRel);
+                }
                 Act::Jobs(p, i, name, jobs) => {
                     let st = self.shared.partition(p);
                     let slot = &st.processes[i];
@@ -126,6 +139,22 @@ impl World<'_> {
             }
         }
         self.now = self.now.max(to);
+    }
+}
+
+/// Create process `name` in slot `i` of partition state `st` if it is not published yet (the
+/// name written before the slot is published, as the partition runtime does).
+fn publish_slot(st: &partix_runtime::state::PartitionState, i: usize, name: &str) {
+    if st.n_processes.load(Ordering::Acquire) as usize <= i {
+        let mut bytes = [0u8; NAME_LEN];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        // SAFETY: the slot is not published yet (n_processes ≤ i), and this test's thread is
+        // the only one that touches the region.
+        #[allow(unsafe_code)]
+        unsafe {
+            st.processes[i].name.write(&bytes)
+        };
+        st.n_processes.store(i as u32 + 1, Ordering::Release);
     }
 }
 
@@ -327,6 +356,9 @@ thread_local! {
     static PREWARM_US: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// The last run's process counters (`Executive::process_totals`) and CtswO sample count.
     static LAST_PROCESSES: RefCell<(Vec<ProcessTotals>, u64)> = const { RefCell::new((Vec::new(), 0)) };
+    /// The last run's release delays (`Overheads::ctswo`) and switch-only CtswO
+    /// (`Overheads::ctswo_switch`) samples, ascending (ns, to the histogram's precision).
+    static LAST_CTSWO: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// [`run_golden_stuck`], also returning how the arm-ahead predictions matched.
@@ -404,6 +436,22 @@ fn run_outcome(
     world.borrow_mut().log.push("-- cyclic".into());
     ex.run(&mut clock, &mut sw, &AtomicBool::new(false));
     LAST_PROCESSES.with(|l| *l.borrow_mut() = (ex.process_totals(), ex.overheads.ctswo.len()));
+    let values = |h: &hdrhistogram::Histogram<u64>| -> Vec<u64> {
+        h.iter_recorded()
+            .flat_map(|v| {
+                std::iter::repeat_n(
+                    h.highest_equivalent(v.value_iterated_to()),
+                    v.count_at_value() as usize,
+                )
+            })
+            .collect()
+    };
+    LAST_CTSWO.with(|l| {
+        *l.borrow_mut() = (
+            values(&ex.overheads.ctswo),
+            values(&ex.overheads.ctswo_switch),
+        )
+    });
     let ms = shared.module();
     let status = format!(
         "-- end: current_schedule={} next_schedule={} last_switch={:.3}ms major_frames={} P1.restarts={} P2.restarts={} P3.mode={}",
@@ -795,6 +843,55 @@ fn a_restarted_partitions_processes_are_counted_by_name_across_incarnations() {
     assert_eq!(totals.len(), 2, "{totals:#?}");
     // One CtswO sample per process per close that saw new jobs: A and B at 12 ms, B at 32 ms.
     assert_eq!(ctswo, 3);
+}
+
+/// Jobs released together at a window start run one after the other: the release delay of the
+/// k-th (start − max(release, resume)) holds the run time of the k − 1 before it, so it grew
+/// with the number of processes and was compared with the paper's CtswO. `ctswo_switch` times
+/// each job from the later of its release, the resume and the previous job's completion.
+#[test]
+fn ctswo_leaves_out_the_run_time_of_the_jobs_before() {
+    let m = golden_module();
+    // P2's window opens at 5 ms; three jobs released then, 1 ms of work each, 10 µs between
+    // one's completion and the next one's first instruction.
+    let script = vec![
+        (9_000_000, Act::Job(1, 0, "A", 10_000, 5_010_000, 6_010_000)),
+        (
+            9_000_000,
+            Act::Job(1, 1, "B", 1_020_000, 6_020_000, 7_020_000),
+        ),
+        (
+            9_000_000,
+            Act::Job(1, 2, "C", 2_030_000, 7_030_000, 8_030_000),
+        ),
+    ];
+    run_golden(&m, script, 1, 0);
+    let (delay, switch) = LAST_CTSWO.with(|l| l.borrow().clone());
+    let near = |got: &[u64], want: &[u64]| {
+        got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|(g, w)| g.abs_diff(*w) <= w / 500 + 1)
+    };
+    assert!(near(&delay, &[10_000, 1_020_000, 2_030_000]), "{delay:?}");
+    assert!(near(&switch, &[10_000, 10_000, 10_000]), "{switch:?}");
+}
+
+/// `switch_ctsw` takes the latest completion at or before the start, and only if it is later than
+/// the release or the resume.
+#[test]
+fn switch_ctsw_takes_the_latest_earlier_completion() {
+    use partix_runtime::executive::switch_ctsw;
+    // First job of the window: no completion after its resume.
+    assert_eq!(switch_ctsw(1_010, 10, &[0, 500]), 10);
+    // Behind a job that completed at 1_500.
+    assert_eq!(switch_ctsw(1_520, 520, &[500, 1_500, 9_000]), 20);
+    // Its own completion (after its start) is not counted.
+    assert_eq!(switch_ctsw(1_520, 520, &[1_600]), 520);
+    // A completion exactly at the start.
+    assert_eq!(switch_ctsw(2_000, 1_000, &[2_000]), 0);
+    assert_eq!(switch_ctsw(5, 0, &[]), 0);
 }
 
 /// A partition whose incarnations keep naming new processes holds at most `MAX_RETIRED`

@@ -3,7 +3,7 @@
 //! `partix-benchpart [--processes K] [--work-us W]` creates K periodic APEX processes whose period
 //! is the partition's period (so every job is released when a window opens, the paper's
 //! scenario for TmrO + PtswO + CtswO), each spinning W µs per job (default 1 process, 10 µs),
-//! with priorities 60, 59, ... and enters NORMAL. CtswO per job is recorded by the partition
+//! with priorities 60, 59, ... (so at most 60; more is refused) and enters NORMAL. CtswO per job is recorded by the partition
 //! runtime in the process slots, which the executive samples.
 #![deny(unsafe_code)]
 
@@ -38,7 +38,15 @@ fn arg(args: &[String], name: &str, default: u64) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let k = arg(&args, "--processes", 1).clamp(1, 60) as usize;
+    // Priorities 60, 59, ..., 1: at most 60 processes (`partix bench sched --processes` takes
+    // no more). More is refused, not clamped: a clamp measured fewer processes than the report
+    // said.
+    let k = arg(&args, "--processes", 1);
+    if !(1..=60).contains(&k) {
+        eprintln!("partix-benchpart: --processes {k}: 1 to 60 (priorities 60, 59, ..., 1)");
+        std::process::exit(2);
+    }
+    let k = k as usize;
     WORK_NS.store(arg(&args, "--work-us", 10) * 1000, Ordering::Relaxed);
     let period = get_partition_status().period;
     let period = if period == INFINITE_TIME_VALUE {

@@ -469,9 +469,18 @@ pub struct Overheads {
     pub tmro: Histogram<u64>,
     /// Partition switch overhead: incoming partition resumed − wake-up, per window.
     pub ptswo: Histogram<u64>,
-    /// Context switch overhead inside partitions: a job's start − max(release, partition resume)
-    /// (`ProcessSlot::last_ctsw_ns`), sampled at each window close per process.
+    /// Release delay inside partitions: a job's start − max(release, partition resume)
+    /// (`ProcessSlot::last_ctsw_ns`), sampled at each window close per process. For the
+    /// highest-priority job released at a window start this is the paper's CtswO; for a lower
+    /// one it also holds the run time of the jobs before it (queueing), so it grows with the
+    /// number of processes released together. See [`Overheads::ctswo_switch`].
     pub ctswo: Histogram<u64>,
+    /// The paper's CtswO per job: start − max(release, partition resume, the latest completion of
+    /// a job of the partition before that start) ([`switch_ctsw`]), sampled with
+    /// [`Overheads::ctswo`]: the time from the later of the release, the window's start and the
+    /// end of the previous job (PERIODIC_WAIT) to the job's first instruction, without the run
+    /// time of higher-priority jobs.
+    pub ctswo_switch: Histogram<u64>,
     /// TmrO at the points that open a window (with the gate's lead: the busy-wait's overshoot
     /// when the early timer was on time).
     pub tmro_open: Histogram<u64>,
@@ -487,10 +496,27 @@ impl Overheads {
             tmro: h(),
             ptswo: h(),
             ctswo: h(),
+            ctswo_switch: h(),
             lead_timer: h(),
             tmro_open: h(),
         }
     }
+}
+
+/// The paper's CtswO of a job that started at `start` (module ns) with the release delay `delay`
+/// (`ProcessSlot::last_ctsw_ns` = start − max(release, partition resume)), given the
+/// completion times of the partition's processes (`ProcessSlot::last_completion_ns`, sorted
+/// ascending): start − max(release, resume, the latest completion at or before `start`).
+///
+/// On one CPU a job released together with higher-priority ones starts when the last of those
+/// completes; the release delay then holds their run time (queueing), which this leaves out.
+/// A completion before the release or the resume changes nothing; the job's own completion, if
+/// it completed, comes after its start and is not counted.
+pub fn switch_ctsw(start: u64, delay: u64, completions_sorted: &[u64]) -> u64 {
+    let base = start.saturating_sub(delay);
+    let k = completions_sorted.partition_point(|&c| c <= start);
+    let prev = if k == 0 { 0 } else { completions_sorted[k - 1] };
+    start - base.max(prev).min(start)
 }
 
 /// The executive's decision logic over a module, generic in how time and processes are handled.
@@ -1705,6 +1731,12 @@ impl<'m> Executive<'m> {
         // look; the runtime keeps only the last value, so a window with several jobs of one
         // process contributes its last one).
         let n = (st.n_processes.load(Ordering::Acquire) as usize).min(MAX_PROCESSES);
+        // The partition's completions, sorted, for the switch-only CtswO of the new jobs.
+        let mut done = [0u64; MAX_PROCESSES];
+        for (d, slot) in done.iter_mut().zip(&st.processes[..n]) {
+            *d = slot.last_completion_ns.load(Ordering::Acquire);
+        }
+        done[..n].sort_unstable();
         for (i, slot) in st.processes[..n].iter().enumerate() {
             let rel = slot.releases.load(Ordering::Acquire);
             let seen = &mut self.slot_seen[p * MAX_PROCESSES + i];
@@ -1712,6 +1744,9 @@ impl<'m> Executive<'m> {
                 *seen = rel;
                 let c = slot.last_ctsw_ns.load(Ordering::Acquire);
                 self.overheads.ctswo.saturating_record(c.max(1));
+                let start = slot.last_start_ns.load(Ordering::Acquire);
+                let sw = switch_ctsw(start, c, &done[..n]);
+                self.overheads.ctswo_switch.saturating_record(sw.max(1));
             }
         }
         let mut r = Record::new(RecordKind::Window, p as u32);
