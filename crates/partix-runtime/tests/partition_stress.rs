@@ -4,54 +4,16 @@
 //! scenarios of `partition_services` if they ran beside them. They assert behaviour (no
 //! violation seen in 2000 rounds), never timings.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+mod probe_util;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// One scenario at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Run `partition-probe scenario`; return its stdout lines (after checking it exited 0).
+/// Run `partition-probe scenario` alone; return its stdout lines (after checking it exited 0).
 fn probe(scenario: &str) -> Vec<String> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_partition-probe"))
-        .arg(scenario)
-        .env_remove("PARTIX_MODULE_FD")
-        .env_remove("PARTIX_PARTITION_FD")
-        .env_remove("PARTIX_CONFIG")
-        .env_remove("PARTIX_STANDALONE_RESTART")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn partition-probe");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill(); // this child only, by its pid
-            let _ = child.wait();
-            panic!("scenario {scenario} did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{scenario}: {status}\n{out}\n{err}");
-    out.lines().map(str::to_string).collect()
+    probe_util::probe(scenario).ok(scenario).lines
 }
 
 /// SUSPEND of a process while the caller is itself being suspended (by a third process): the
