@@ -1560,7 +1560,7 @@ impl<'m> Executive<'m> {
             (start_condition::HM_MODULE_RESTART, mode::IDLE) => {
                 if self.opts.log {
                     eprintln!(
-                        "partix: HM: partition {}: module SHUTDOWN asked for by its health                          monitor",
+                        "partix: HM: partition {}: module SHUTDOWN asked for by its health monitor",
                         self.module.partitions[p].name
                     );
                 }
