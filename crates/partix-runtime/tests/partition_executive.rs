@@ -28,42 +28,8 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn periodic_release_is_anchored_at_the_first_window_and_idle_is_requested() {
-    let module = Region::create("apexcore-test-module", MODULE_REGION_LEN).unwrap();
-    let part = Region::create("apexcore-test-partition", PARTITION_REGION_LEN).unwrap();
-    let epoch = monotonic_ns();
-    // SAFETY: both regions are fresh, zero-filled, large enough and only ours so far.
-    unsafe {
-        init_module_state(module.as_ptr().cast(), 1, epoch);
-        init_partition_state(part.as_ptr().cast(), 7, 0);
-    }
-    // SAFETY: initialised above; only accessed through atomics from now on.
-    let m: &ModuleState = unsafe { &*module.as_ptr().cast::<ModuleState>() };
-    // SAFETY: as above.
-    let p: &PartitionState = unsafe { &*part.as_ptr().cast::<PartitionState>() };
-    p.operating_mode.store(mode::COLD_START, Ordering::Release);
-    p.period_ns.store(20_000_000, Ordering::Release);
-    p.duration_ns.store(10_000_000, Ordering::Release);
-    // The memfds are close-on-exec; pass duplicates that are not.
-    // SAFETY: dup of descriptors we own.
-    let (mfd, pfd) = unsafe { (libc::dup(module.raw_fd()), libc::dup(part.raw_fd())) };
-    assert!(mfd >= 0 && pfd >= 0);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_partition-probe"))
-        .arg("exec-anchor")
-        .env(ENV_MODULE_FD, mfd.to_string())
-        .env(ENV_PARTITION_FD, pfd.to_string())
-        .env(ENV_PARTITION_ID, "7")
-        .env_remove("PARTIX_CONFIG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // SAFETY: the child has its copies; close ours.
-    unsafe {
-        libc::close(mfd);
-        libc::close(pfd);
-    }
-    let pid = child.id();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let out = Probe::start("exec-anchor", 20_000_000).check(|pr| {
+        let p = pr.p();
         wait_for("NORMAL", || {
             p.operating_mode.load(Ordering::Acquire) == mode::NORMAL
         });
@@ -71,15 +37,8 @@ fn periodic_release_is_anchored_at_the_first_window_and_idle_is_requested() {
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(p.processes[0].releases.load(Ordering::Acquire), 0);
         // Open the first window, starting 1 ms ago (module time).
-        let now = monotonic_ns() - m.epoch_ns.load(Ordering::Relaxed);
-        let window_start = now - 1_000_000;
-        p.window_start_ns.store(window_start, Ordering::Release);
-        p.window_end_ns
-            .store(window_start + 10_000_000, Ordering::Release);
-        p.window_period_start.store(1, Ordering::Release);
-        p.window_seq.fetch_add(1, Ordering::AcqRel);
-        p.window_active.store(1, Ordering::Release);
-        futex::wake_all(&p.window_active);
+        let window_start = pr.now() - 1_000_000;
+        pr.open(window_start, 10_000_000);
         wait_for("the IDLE request", || {
             p.requested_mode.load(Ordering::Acquire) != NO_REQUEST
         });
@@ -94,24 +53,7 @@ fn periodic_release_is_anchored_at_the_first_window_and_idle_is_requested() {
             window_start + 20_000_000
         );
         assert_eq!(p.n_processes.load(Ordering::Acquire), 1);
-    }));
-    // End the partition (our child, by its pid).
-    // SAFETY: kill of our own child process.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let _ = child.wait();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    if let Err(e) = result {
-        let mut err = String::new();
-        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-        eprintln!("partition stdout:\n{out}\nstderr:\n{err}");
-        std::panic::resume_unwind(e);
-    }
+    });
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
@@ -131,7 +73,7 @@ struct Probe {
 }
 
 impl Probe {
-    /// Start `scenario` in a partition of period `period_ns`.
+    /// Start `scenario` in a partition of period `period_ns` (duration half of it).
     fn start(scenario: &str, period_ns: u64) -> Probe {
         let module = Region::create("apexcore-test-module", MODULE_REGION_LEN).unwrap();
         let part = Region::create("apexcore-test-partition", PARTITION_REGION_LEN).unwrap();
@@ -140,25 +82,15 @@ impl Probe {
             init_module_state(module.as_ptr().cast(), 1, monotonic_ns());
             init_partition_state(part.as_ptr().cast(), 7, 0);
         }
-        let mut probe = Probe {
-            module,
-            part,
-            child: Command::new("true").spawn().unwrap(),
-        };
-        let _ = probe.child.wait();
-        let p = probe.p();
+        // SAFETY: initialised above; only accessed through atomics from now on.
+        let p: &PartitionState = unsafe { &*part.as_ptr().cast::<PartitionState>() };
         p.operating_mode.store(mode::COLD_START, Ordering::Release);
         p.period_ns.store(period_ns, Ordering::Release);
         p.duration_ns.store(period_ns / 2, Ordering::Release);
         // SAFETY: dup of descriptors we own (the memfds are close-on-exec).
-        let (mfd, pfd) = unsafe {
-            (
-                libc::dup(probe.module.raw_fd()),
-                libc::dup(probe.part.raw_fd()),
-            )
-        };
+        let (mfd, pfd) = unsafe { (libc::dup(module.raw_fd()), libc::dup(part.raw_fd())) };
         assert!(mfd >= 0 && pfd >= 0);
-        probe.child = Command::new(env!("CARGO_BIN_EXE_partition-probe"))
+        let child = Command::new(env!("CARGO_BIN_EXE_partition-probe"))
             .arg(scenario)
             .env(ENV_MODULE_FD, mfd.to_string())
             .env(ENV_PARTITION_FD, pfd.to_string())
@@ -173,7 +105,11 @@ impl Probe {
             libc::close(mfd);
             libc::close(pfd);
         }
-        probe
+        Probe {
+            module,
+            part,
+            child,
+        }
     }
 
     fn p(&self) -> &PartitionState {
