@@ -748,6 +748,18 @@ extern "C" fn codes_driver() {
         create_buffer("N", 4, 1, Fifo),
         Err(InvalidMode),
     );
+    // Refused in NORMAL mode, a buffer of 4 MiB takes no memory on the way: the storage is only
+    // reserved before the mode check (zero-filled, it raised the peak resident set by 4 MiB under
+    // the partition's lock, found by review). The peak is reset first (`clear_refs` 5).
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let hwm0 = status_kib("VmHWM");
+    let r = create_buffer("N4", MAX_INTRA_MESSAGE_SIZE, MAX_NUMBER_OF_MESSAGES, Fifo);
+    let hwm1 = status_kib("VmHWM");
+    expect_dbg(
+        "create_buffer of 4 MiB in NORMAL: INVALID_MODE, peak memory up by less than 1 MiB",
+        r == Err(InvalidMode) && hwm0 > 0 && hwm1.saturating_sub(hwm0) < 1024,
+        (r, hwm0, hwm1, reset),
+    );
     check(
         "create_semaphore in NORMAL, existing name",
         create_semaphore("S", 0, 1, Fifo),
@@ -1233,6 +1245,16 @@ fn fill_until_error(
         }
     }
     (max, None)
+}
+
+/// The value (KiB) of the line `key` of /proc/self/status (0 if it cannot be read).
+fn status_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The `VmData` line of /proc/self/status (what RLIMIT_DATA limits).

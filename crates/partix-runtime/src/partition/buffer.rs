@@ -143,12 +143,18 @@ pub fn create_buffer_with(
             return Err(ApexError::InvalidParam);
         }
         let discipline = discipline.ok_or(ApexError::InvalidParam)?;
-        // Insufficient storage is INVALID_CONFIG, not an abort of the partition.
-        let data = waitq::try_storage(max_message_size as usize * max_nb_message as usize)?;
-        let lens = waitq::try_storage(max_nb_message as usize)?;
+        // Insufficient storage is INVALID_CONFIG, not an abort of the partition. The message
+        // array (up to 4 MiB) is only reserved before the mode check and zero-filled after it:
+        // a creation refused in NORMAL mode writes none of it under the runtime lock.
+        let size = max_message_size as usize * max_nb_message as usize;
+        let mut data = waitq::try_capacity(size)?;
+        let mut lens = waitq::try_capacity(max_nb_message as usize)?;
         let name = waitq::try_name(name)?;
         waitq::try_room(&mut objs.buffers)?;
         waitq::creation_mode()?;
+        // Within the reserved capacity: no allocation.
+        data.resize(size, 0);
+        lens.resize(max_nb_message as usize, 0);
         objs.buffers.push(Buffer {
             name,
             max: max_message_size,

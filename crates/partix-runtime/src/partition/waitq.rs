@@ -357,26 +357,17 @@ pub(crate) fn check_name(name: &str) -> ApexResult<()> {
     }
 }
 
-/// Allocate the storage of a new object: `n` zeroed elements.
+/// An empty vector with room for `n` elements (the storage of a new object), allocated now but
+/// not written: the caller fills it (a buffer's message array) only once the creation is sure to
+/// succeed, after the mode check, so a creation refused in NORMAL mode costs no page faults.
 ///
 /// The partition's memory is limited (`RLIMIT_DATA` = its configured memory, set by the
-/// executive), and an allocation that fails would abort the whole partition process; ARINC 653
-/// answers "insufficient storage capacity" with INVALID_CONFIG instead.
+/// executive, which counts the allocation when it is made, written or not), and an allocation
+/// that fails would abort the whole partition process; ARINC 653 answers "insufficient storage
+/// capacity" with INVALID_CONFIG instead.
 ///
 /// # Errors
 /// `InvalidConfig`: the memory cannot be allocated.
-pub(crate) fn try_storage<T: Clone + Default>(n: usize) -> ApexResult<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| ApexError::InvalidConfig)?;
-    v.resize(n, T::default());
-    Ok(v)
-}
-
-/// An empty vector with room for `n` elements (the message of a blackboard), allocated now.
-///
-/// # Errors
-/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
 pub(crate) fn try_capacity<T>(n: usize) -> ApexResult<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
@@ -387,7 +378,7 @@ pub(crate) fn try_capacity<T>(n: usize) -> ApexResult<Vec<T>> {
 /// A copy of a new object's name (checked by [`check_name`]: at most 30 bytes).
 ///
 /// # Errors
-/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
+/// `InvalidConfig`: the memory cannot be allocated (see [`try_capacity`]).
 pub(crate) fn try_name(name: &str) -> ApexResult<String> {
     let mut s = String::new();
     s.try_reserve_exact(name.len())
@@ -400,7 +391,7 @@ pub(crate) fn try_name(name: &str) -> ApexResult<String> {
 /// nothing.
 ///
 /// # Errors
-/// `InvalidConfig`: the memory cannot be allocated (see [`try_storage`]).
+/// `InvalidConfig`: the memory cannot be allocated (see [`try_capacity`]).
 pub(crate) fn try_room<T>(table: &mut Vec<T>) -> ApexResult<()> {
     table.try_reserve(1).map_err(|_| ApexError::InvalidConfig)
 }
