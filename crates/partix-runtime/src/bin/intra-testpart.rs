@@ -10,7 +10,9 @@
 //!           (receivers and senders), a blackboard and an event; FIFO and PRIORITY release
 //!           orders, DISPLAY_BLACKBOARD and SET_EVENT release everyone
 //!   storage (run with a small memory limit) create buffers and blackboards until the
-//!           partition's memory is full: INVALID_CONFIG, and the partition keeps running
+//!           partition's memory is full: INVALID_CONFIG, and the partition keeps running; with
+//!           the memory full again, every kind of wait times out or is released; STOP of a
+//!           waiting receiver and sender
 //!   bench   N uncontended WAIT/SIGNAL_SEMAPHORE pairs and DISPLAY/READ_BLACKBOARD pairs,
 //!           timed with GET_TIME (percentiles in ns; noisy, not asserted)
 //! ```
@@ -24,7 +26,8 @@ use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use testpart_common::{
-    check, expect, expect_dbg, idle_forever, new_process, normal, out, state, MS,
+    attrs, check, create_with, expect, expect_dbg, idle_forever, new_process, normal, out, state,
+    MS,
 };
 
 static N: OnceLock<usize> = OnceLock::new();
@@ -1328,6 +1331,290 @@ fn storage_init() {
         create_blackboard("after", 8),
         Ok(()),
     );
+    // For the waits once the memory is full again (storage_driver).
+    let created = [
+        create_blackboard("wait-bb", max).map(|_| ()),
+        create_buffer("wait-rx", max, 1, Fifo).map(|_| ()),
+        create_buffer("wait-tx", max, 1, Priority).map(|_| ()),
+        create_semaphore("wait-sem", 0, 1, Fifo).map(|_| ()),
+        create_event("wait-ev").map(|_| ()),
+        create_semaphore("go", 0, 1, Fifo).map(|_| ()),
+    ];
+    expect_dbg(
+        "the objects of the waits are created",
+        created.iter().all(Result::is_ok),
+        created,
+    );
+}
+
+/// Reserve (not write) every byte of the partition's memory that can still be had: blocks of
+/// halving sizes, from 64 MiB down to 64 B, kept in `blocks` (room reserved by the caller; no
+/// allocation beyond it). Return the bytes reserved.
+fn exhaust_memory(blocks: &mut Vec<Vec<u8>>) -> usize {
+    let mut size = 64usize << 20;
+    let mut total = 0;
+    while size >= 64 && blocks.len() < blocks.capacity() {
+        let mut v = Vec::new();
+        if v.try_reserve_exact(size).is_ok() {
+            blocks.push(v);
+            total += size;
+        } else {
+            size /= 2;
+        }
+    }
+    total
+}
+
+/// Whether the partition's memory is full: a block of 64 B cannot be had.
+fn memory_full() -> bool {
+    Vec::<u8>::new().try_reserve_exact(64).is_err()
+}
+
+/// What `storage_helper` saw: a bit per step it completed, a bit per step that went wrong.
+static HELPER_DONE: AtomicU32 = AtomicU32::new(0);
+static HELPER_BAD: AtomicU32 = AtomicU32::new(0);
+
+/// Poll (TIMED_WAIT 1 ms) until `waiting()` is 1, at most 5 s; allocates nothing.
+fn until_one_waits(waiting: impl Fn() -> ApexResult<u32>) -> bool {
+    for _ in 0..5_000 {
+        if waiting() == Ok(1) {
+            return true;
+        }
+        let _ = timed_wait(MS);
+    }
+    false
+}
+
+/// Priority 10: released by "go" while the driver (priority 20) holds all the partition's
+/// memory, release each of the driver's waits in turn once it waits. Allocates nothing (its
+/// buffer is on its stack).
+extern "C" fn storage_helper() {
+    let bb = get_blackboard_id("wait-bb").expect("wait-bb");
+    let rx = get_buffer_id("wait-rx").expect("wait-rx");
+    let tx = get_buffer_id("wait-tx").expect("wait-tx");
+    let sem = get_semaphore_id("wait-sem").expect("wait-sem");
+    let ev = get_event_id("wait-ev").expect("wait-ev");
+    let go = get_semaphore_id("go").expect("go");
+    let mut m = [0u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    let step = |k: u32, ok: bool| {
+        HELPER_DONE.fetch_or(1 << k, Ordering::AcqRel);
+        if !ok {
+            HELPER_BAD.fetch_or(1 << k, Ordering::AcqRel);
+        }
+    };
+    step(0, wait_semaphore(go, INFINITE_TIME_VALUE).is_ok());
+    let bb_waits = || get_blackboard_status(bb).map(|s| s.waiting_processes);
+    step(
+        1,
+        until_one_waits(bb_waits) && display_blackboard(bb, &[5; 100]).is_ok(),
+    );
+    let rx_waits = || get_buffer_status(rx).map(|s| s.waiting_processes);
+    step(
+        2,
+        until_one_waits(rx_waits) && send_buffer(rx, &[6; 200], 0).is_ok(),
+    );
+    // The full buffer's message (all 7) out; the waiting sender's (all 9) moves in.
+    let tx_waits = || get_buffer_status(tx).map(|s| s.waiting_processes);
+    let got = until_one_waits(tx_waits).then(|| receive_buffer(tx, 0, &mut m));
+    let n = MAX_INTRA_MESSAGE_SIZE as usize;
+    step(3, got == Some(Ok(n)) && m.iter().all(|&x| x == 7));
+    let sem_waits = || get_semaphore_status(sem).map(|s| s.waiting_processes);
+    step(
+        4,
+        until_one_waits(sem_waits) && signal_semaphore(sem).is_ok(),
+    );
+    let ev_waits = || get_event_status(ev).map(|s| s.waiting_processes);
+    step(5, until_one_waits(ev_waits) && set_event(ev).is_ok());
+    idle_forever();
+}
+
+/// What the victim does when started: 0 receive from "wait-rx", 1 send to "wait-tx" (full), both
+/// without a time-out; it is stopped while it waits.
+static VICTIM_ROLE: AtomicU32 = AtomicU32::new(0);
+/// Set if the victim ever returns from its wait.
+static VICTIM_RETURNED: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn storage_victim() {
+    let mut m = [3u8; MAX_INTRA_MESSAGE_SIZE as usize];
+    let r = match VICTIM_ROLE.load(Ordering::Acquire) {
+        0 => receive_buffer(
+            get_buffer_id("wait-rx").expect("wait-rx"),
+            INFINITE_TIME_VALUE,
+            &mut m,
+        )
+        .map(|_| ()),
+        _ => send_buffer(
+            get_buffer_id("wait-tx").expect("wait-tx"),
+            &m,
+            INFINITE_TIME_VALUE,
+        ),
+    };
+    VICTIM_RETURNED.store(1, Ordering::Release);
+    out(&format!("FAIL the victim returned from its wait: {r:?}"));
+    idle_forever();
+}
+
+/// A receiver and a sender (the victim) stopped while they wait are neither given nor taken a
+/// message (their buffers, lent to the queues, are not touched). Then, with the partition's
+/// memory full, every kind of wait times out (TIMED_OUT) or is released (by `storage_helper`)
+/// like with memory to spare: waiting allocates nothing (an allocation failure aborted the
+/// partition, found by review).
+fn waits_with_the_memory_full() {
+    use ApexError::*;
+    let n = MAX_INTRA_MESSAGE_SIZE as usize;
+    let bb = get_blackboard_id("wait-bb").expect("wait-bb");
+    let rx = get_buffer_id("wait-rx").expect("wait-rx");
+    let tx = get_buffer_id("wait-tx").expect("wait-tx");
+    let sem = get_semaphore_id("wait-sem").expect("wait-sem");
+    let ev = get_event_id("wait-ev").expect("wait-ev");
+    let go = get_semaphore_id("go").expect("go");
+    let full = vec![7u8; n];
+    let mine = vec![9u8; n];
+    let mut m = vec![0u8; n];
+    // STOP of a waiting receiver: the next message stays in the buffer (not written into the
+    // stopped process's stack).
+    let victim = pid("victim");
+    VICTIM_ROLE.store(0, Ordering::Release);
+    check("start the receiving victim", start(victim), Ok(()));
+    let rx_waits = || get_buffer_status(rx).map(|s| s.waiting_processes);
+    expect_dbg(
+        "the victim waits to receive",
+        until_one_waits(rx_waits),
+        rx_waits(),
+    );
+    check("stop the receiving victim", stop(victim), Ok(()));
+    check(
+        "send after the receiver's stop",
+        send_buffer(rx, &mine, 0),
+        Ok(()),
+    );
+    let st = get_buffer_status(rx).map(|s| (s.nb_message, s.waiting_processes));
+    expect_dbg("the message stays in the buffer", st == Ok((1, 0)), st);
+    let r = receive_buffer(rx, 0, &mut m);
+    expect_dbg("and is received whole", r == Ok(n) && m == mine, r);
+
+    // STOP of a waiting sender: its message is not moved into the buffer.
+    check(
+        "fill wait-tx for the victim",
+        send_buffer(tx, &full, 0),
+        Ok(()),
+    );
+    VICTIM_ROLE.store(1, Ordering::Release);
+    check("start the sending victim", start(victim), Ok(()));
+    let tx_waits = || get_buffer_status(tx).map(|s| s.waiting_processes);
+    expect_dbg(
+        "the victim waits to send",
+        until_one_waits(tx_waits),
+        tx_waits(),
+    );
+    check("stop the sending victim", stop(victim), Ok(()));
+    let r = receive_buffer(tx, 0, &mut m);
+    expect_dbg(
+        "receive after the sender's stop",
+        r == Ok(n) && m == full,
+        r,
+    );
+    let st = get_buffer_status(tx).map(|s| (s.nb_message, s.waiting_processes));
+    expect_dbg(
+        "the stopped sender's message was not moved in",
+        st == Ok((0, 0)),
+        st,
+    );
+    check("fill wait-tx", send_buffer(tx, &full, 0), Ok(()));
+    // The helper (started with the driver, of lower priority) first waits on "go".
+    let go_waits = || get_semaphore_status(go).map(|s| s.waiting_processes);
+    expect_dbg(
+        "the helper waits on go",
+        until_one_waits(go_waits),
+        go_waits(),
+    );
+    let mut blocks = Vec::with_capacity(1 << 14);
+
+    // From here until the blocks are dropped: no allocation (the results are plain values).
+    let reserved = exhaust_memory(&mut blocks);
+    let was_full = memory_full();
+    let timeout = 10 * MS;
+    let timed = [
+        read_blackboard(bb, timeout, &mut m).map(|_| ()),
+        receive_buffer(rx, timeout, &mut m).map(|_| ()),
+        send_buffer(tx, &mine, timeout),
+        wait_semaphore(sem, timeout),
+        wait_event(ev, timeout),
+    ];
+    let go_signalled = signal_semaphore(go);
+    let long = 2_000 * MS;
+    let bb_read = read_blackboard(bb, long, &mut m);
+    let bb_got = bb_read == Ok(100) && m[..100].iter().all(|&x| x == 5);
+    let rx_read = receive_buffer(rx, long, &mut m);
+    let rx_got = rx_read == Ok(200) && m[..200].iter().all(|&x| x == 6);
+    let released = [
+        send_buffer(tx, &mine, long),
+        wait_semaphore(sem, long),
+        wait_event(ev, long),
+    ];
+    let still_full = memory_full();
+    let blocks_kept = blocks.len();
+    drop(blocks);
+
+    out(&format!(
+        "INFO memory full: {reserved} bytes reserved in {blocks_kept} blocks (full {was_full}, \
+         still {still_full})"
+    ));
+    expect_dbg(
+        "the partition's memory is full when the waits begin",
+        was_full && reserved > 0,
+        (was_full, still_full, reserved, blocks_kept),
+    );
+    let names = [
+        "read_blackboard",
+        "receive_buffer",
+        "send_buffer",
+        "wait_semaphore",
+        "wait_event",
+    ];
+    for (name, r) in names.iter().zip(timed) {
+        check(
+            &format!("{name} times out with the memory full"),
+            r,
+            Err(TimedOut),
+        );
+    }
+    check("signal go", go_signalled, Ok(()));
+    expect_dbg(
+        "read_blackboard released with the memory full gets the message",
+        bb_got,
+        bb_read,
+    );
+    expect_dbg(
+        "receive_buffer released with the memory full gets the message",
+        rx_got,
+        rx_read,
+    );
+    let names = ["send_buffer", "wait_semaphore", "wait_event"];
+    for (name, r) in names.iter().zip(released) {
+        check(&format!("{name} released with the memory full"), r, Ok(()));
+    }
+    let done = until(|| HELPER_DONE.load(Ordering::Acquire) == 0b11_1111);
+    let bad = HELPER_BAD.load(Ordering::Acquire);
+    expect_dbg(
+        "the helper released every wait",
+        done && bad == 0,
+        (HELPER_DONE.load(Ordering::Acquire), bad),
+    );
+    // The sender's message moved into the buffer.
+    let r = receive_buffer(tx, 0, &mut m);
+    expect_dbg(
+        "the released sender's message is in the buffer",
+        r == Ok(n) && m == mine,
+        r,
+    );
+
+    let _ = timed_wait(20 * MS);
+    expect_dbg(
+        "the victim never returned",
+        VICTIM_RETURNED.load(Ordering::Acquire) == 0,
+        VICTIM_RETURNED.load(Ordering::Acquire),
+    );
 }
 
 /// In NORMAL mode: the objects created before the memory ran out work.
@@ -1358,6 +1645,7 @@ extern "C" fn storage_driver() {
         r == Ok(msg.len()) && m == msg,
         r,
     );
+    waits_with_the_memory_full();
     out("END storage");
     idle_forever();
 }
@@ -1454,8 +1742,15 @@ fn main() {
         "storage" => {
             // Created (its thread and stack) before the memory is full.
             let driver = new_process("driver", storage_driver, 20);
+            let helper = new_process("helper", storage_helper, 10);
+            // A small stack: STOP makes it a new thread while the memory is nearly full.
+            create_with(&ProcessAttributes {
+                stack_size: 64 << 10,
+                ..attrs("victim", storage_victim, 15)
+            });
             storage_init();
             start(driver).expect("start driver");
+            start(helper).expect("start helper");
         }
         "bench" => {
             create_semaphore("BENCH", 1, 1, QueuingDiscipline::Fifo).expect("BENCH");

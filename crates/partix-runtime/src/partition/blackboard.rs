@@ -9,7 +9,7 @@
 use super::error::{ApexError, ApexResult};
 use super::ports::QueuingDiscipline;
 use super::time::SystemTime;
-use super::waitq::{self, block, check_name, check_timeout, may_wait, Step, WaitQueue};
+use super::waitq::{self, block, check_name, check_timeout, may_wait, Inbox, Step, WaitQueue};
 
 /// `BLACKBOARD_ID_TYPE` (1, 2, ... in creation order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,8 +47,8 @@ pub(crate) struct Blackboard {
     /// The displayed message (capacity `max`, allocated at creation).
     message: Vec<u8>,
     occupied: bool,
-    /// Waiting readers; each payload receives a copy of the displayed message.
-    queue: WaitQueue<Vec<u8>>,
+    /// Waiting readers; the displayed message is copied into each one's buffer.
+    queue: WaitQueue<Inbox>,
 }
 
 fn index(id: BlackboardId, n: usize) -> ApexResult<usize> {
@@ -64,8 +64,8 @@ fn index(id: BlackboardId, n: usize) -> ApexResult<usize> {
 ///
 /// # Errors
 /// - `InvalidConfig`: [`MAX_NUMBER_OF_BLACKBOARDS`] blackboards exist already; the partition's
-///   memory cannot hold the blackboard's `max_message_size` bytes (checked after the parameters,
-///   before the mode).
+///   memory cannot hold the blackboard's `max_message_size` bytes and its wait queue (checked
+///   after the parameters, before the mode).
 /// - `NoAction`: a blackboard of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `max_message_size` is 0 or larger
 ///   than [`MAX_INTRA_MESSAGE_SIZE`].
@@ -84,6 +84,7 @@ pub fn create_blackboard(name: &str, max_message_size: u32) -> ApexResult<Blackb
         }
         // Insufficient storage is INVALID_CONFIG, not an abort of the partition.
         let message = waitq::try_capacity(max_message_size as usize)?;
+        let queue = WaitQueue::try_new(QueuingDiscipline::Fifo)?;
         let name = waitq::try_name(name)?;
         waitq::try_room(&mut objs.blackboards)?;
         waitq::creation_mode()?;
@@ -92,7 +93,7 @@ pub fn create_blackboard(name: &str, max_message_size: u32) -> ApexResult<Blackb
             max: max_message_size,
             message,
             occupied: false,
-            queue: WaitQueue::new(QueuingDiscipline::Fifo),
+            queue,
         });
         let id = objs.blackboards.len() as i32;
         MAX_SIZES.set(id, max_message_size);
@@ -127,10 +128,7 @@ pub fn display_blackboard(id: BlackboardId, message: &[u8]) -> ApexResult<()> {
         b.message.clear();
         b.message.extend_from_slice(message);
         b.occupied = true;
-        b.queue.grant_all(inner, now, wake, |m| {
-            m.clear();
-            m.extend_from_slice(message);
-        });
+        b.queue.grant_all(inner, now, wake, |m| m.fill(message));
         Ok(())
     })
 }
@@ -163,18 +161,18 @@ pub fn read_blackboard(id: BlackboardId, timeout: SystemTime, buf: &mut [u8]) ->
             return Err(ApexError::NotAvailable);
         }
         let me = may_wait(inner, timeout, now)?;
-        let slot = Vec::with_capacity(b.max as usize);
-        Ok(Step::Wait(
-            objs.enqueue(inner, me, slot, |o| &mut o.blackboards[i].queue),
-        ))
+        // SAFETY: `buf` (at least `max` bytes) stays borrowed by this call, untouched, until
+        // `block` below returns or this incarnation ends; DISPLAY copies the message into it.
+        let inbox = unsafe { Inbox::new(buf) };
+        Ok(Step::Wait(objs.enqueue(inner, me, inbox, |o| {
+            &mut o.blackboards[i].queue
+        })))
     })?;
     match step {
         Step::Done(n) => Ok(n),
         Step::Wait(t) => {
             let i = id.0 as usize - 1;
-            let m = block(t, |o| &mut o.blackboards[i].queue)?;
-            buf[..m.len()].copy_from_slice(&m);
-            Ok(m.len())
+            block(t, |o| &mut o.blackboards[i].queue).map(|m| m.len())
         }
     }
 }

@@ -2,11 +2,12 @@
 //! GET_BUFFER_STATUS.
 //!
 //! A buffer is a FIFO of at most `MAX_NB_MESSAGE` messages of at most `MAX_MESSAGE_SIZE` bytes,
-//! stored in one array allocated at creation (no allocation when a message is sent or received
-//! without waiting; a creation the partition's memory cannot hold is INVALID_CONFIG). A receiver finding it empty, or a sender finding it full, is queued in the
+//! stored in one array allocated at creation, with the wait queues (no allocation when a message
+//! is sent or received, waiting or not; a creation the partition's memory cannot hold is
+//! INVALID_CONFIG). A receiver finding it empty, or a sender finding it full, is queued in the
 //! buffer's discipline (FIFO, or PRIORITY: current priority, FIFO among equals):
-//! - SEND_BUFFER with receivers waiting hands the message to the first of them;
-//! - RECEIVE_BUFFER that frees a place moves the message of the first waiting sender into the
+//! - SEND_BUFFER with receivers waiting copies the message into the first one's buffer;
+//! - RECEIVE_BUFFER that frees a place copies the message of the first waiting sender into the
 //!   buffer and releases that sender.
 
 use super::blackboard::MAX_INTRA_MESSAGE_SIZE;
@@ -14,7 +15,9 @@ use super::error::{ApexError, ApexResult};
 use super::ports::QueuingDiscipline;
 use super::rt::Inner;
 use super::time::SystemTime;
-use super::waitq::{self, block, check_name, check_timeout, may_wait, Step, WaitQueue, WakeSet};
+use super::waitq::{
+    self, block, check_name, check_timeout, may_wait, Inbox, Outbox, Step, WaitQueue, WakeSet,
+};
 
 /// `BUFFER_ID_TYPE` (1, 2, ... in creation order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +44,16 @@ pub struct BufferStatus {
 
 pub(crate) struct Buffer {
     name: String,
+    /// The messages.
+    ring: Ring,
+    /// Waiting senders, each lending its message.
+    senders: WaitQueue<Outbox>,
+    /// Waiting receivers, each lending its buffer.
+    receivers: WaitQueue<Inbox>,
+}
+
+/// The messages of a buffer, oldest first.
+struct Ring {
     max: u32,
     max_nb: u32,
     /// `max_nb` slots of `max` bytes.
@@ -48,13 +61,9 @@ pub(crate) struct Buffer {
     lens: Vec<u32>,
     head: usize,
     count: usize,
-    /// Waiting senders, each with its message.
-    senders: WaitQueue<Vec<u8>>,
-    /// Waiting receivers; each payload receives a message.
-    receivers: WaitQueue<Vec<u8>>,
 }
 
-impl Buffer {
+impl Ring {
     fn slot(&mut self, k: usize) -> &mut [u8] {
         let m = self.max as usize;
         &mut self.data[k * m..(k + 1) * m]
@@ -74,15 +83,14 @@ impl Buffer {
         self.head = (self.head + 1) % self.max_nb as usize;
         self.count -= 1;
     }
+}
 
-    /// After a place was freed: move the first waiting sender's message in and release it.
+impl Buffer {
+    /// After a place was freed: copy the first waiting sender's message in and release it.
     fn refill(&mut self, inner: &mut Inner, now: u64, wake: &mut WakeSet) {
-        let mut moved = Vec::new();
-        if self.senders.grant_next(inner, now, wake, |m| {
-            moved = std::mem::take(m);
-        }) {
-            self.push(&moved);
-        }
+        let ring = &mut self.ring;
+        self.senders
+            .grant_next(inner, now, wake, |m| ring.push(m.message()));
     }
 }
 
@@ -98,8 +106,8 @@ fn index(id: BufferId, n: usize) -> ApexResult<usize> {
 ///
 /// # Errors
 /// - `InvalidConfig`: [`MAX_NUMBER_OF_BUFFERS`] buffers exist already; the partition's memory
-///   cannot hold the buffer's `max_message_size` × `max_nb_message` bytes (checked after the
-///   parameters, before the mode).
+///   cannot hold the buffer's `max_message_size` × `max_nb_message` bytes and its wait queues
+///   (checked after the parameters, before the mode).
 /// - `NoAction`: a buffer of this name exists.
 /// - `InvalidParam`: `name` is empty or longer than 30 bytes; `max_message_size` is 0 or larger
 ///   than [`MAX_INTRA_MESSAGE_SIZE`]; `max_nb_message` is 0 or larger than
@@ -149,6 +157,8 @@ pub fn create_buffer_with(
         let size = max_message_size as usize * max_nb_message as usize;
         let mut data = waitq::try_capacity(size)?;
         let mut lens = waitq::try_capacity(max_nb_message as usize)?;
+        let senders = WaitQueue::try_new(discipline)?;
+        let receivers = WaitQueue::try_new(discipline)?;
         let name = waitq::try_name(name)?;
         waitq::try_room(&mut objs.buffers)?;
         waitq::creation_mode()?;
@@ -157,14 +167,16 @@ pub fn create_buffer_with(
         lens.resize(max_nb_message as usize, 0);
         objs.buffers.push(Buffer {
             name,
-            max: max_message_size,
-            max_nb: max_nb_message,
-            data,
-            lens,
-            head: 0,
-            count: 0,
-            senders: WaitQueue::new(discipline),
-            receivers: WaitQueue::new(discipline),
+            ring: Ring {
+                max: max_message_size,
+                max_nb: max_nb_message,
+                data,
+                lens,
+                head: 0,
+                count: 0,
+            },
+            senders,
+            receivers,
         });
         let id = objs.buffers.len() as i32;
         MAX_SIZES.set(id, max_message_size);
@@ -200,26 +212,28 @@ pub fn send_buffer(id: BufferId, message: &[u8], timeout: SystemTime) -> ApexRes
     let step = waitq::with_objects(|objs, inner, now, wake| {
         let i = index(id, objs.buffers.len())?;
         let b = &mut objs.buffers[i];
-        if message.is_empty() || message.len() > b.max as usize {
+        if message.is_empty() || message.len() > b.ring.max as usize {
             return Err(ApexError::InvalidParam);
         }
-        if b.receivers.grant_next(inner, now, wake, |m| {
-            m.clear();
-            m.extend_from_slice(message);
-        }) {
+        if b.receivers
+            .grant_next(inner, now, wake, |m| m.fill(message))
+        {
             return Ok(Step::Done(()));
         }
-        if b.count < b.max_nb as usize {
-            b.push(message);
+        if b.ring.count < b.ring.max_nb as usize {
+            b.ring.push(message);
             return Ok(Step::Done(()));
         }
         if timeout == 0 {
             return Err(ApexError::NotAvailable);
         }
         let me = may_wait(inner, timeout, now)?;
-        Ok(Step::Wait(objs.enqueue(inner, me, message.to_vec(), |o| {
-            &mut o.buffers[i].senders
-        })))
+        // SAFETY: `message` stays borrowed by this call, unchanged, until `block` below returns
+        // or this incarnation ends; a receiver copies it into the buffer.
+        let outbox = unsafe { Outbox::new(message) };
+        Ok(Step::Wait(
+            objs.enqueue(inner, me, outbox, |o| &mut o.buffers[i].senders),
+        ))
     })?;
     match step {
         Step::Done(()) => Ok(()),
@@ -245,12 +259,12 @@ pub fn receive_buffer(id: BufferId, timeout: SystemTime, buf: &mut [u8]) -> Apex
     let step = waitq::with_objects(|objs, inner, now, wake| {
         let i = index(id, objs.buffers.len())?;
         let b = &mut objs.buffers[i];
-        if buf.len() < b.max as usize {
+        if buf.len() < b.ring.max as usize {
             return Err(ApexError::InvalidParam);
         }
-        if b.count > 0 {
+        if b.ring.count > 0 {
             let mut n = 0;
-            b.pop(&mut |m| {
+            b.ring.pop(&mut |m| {
                 buf[..m.len()].copy_from_slice(m);
                 n = m.len();
             });
@@ -261,18 +275,18 @@ pub fn receive_buffer(id: BufferId, timeout: SystemTime, buf: &mut [u8]) -> Apex
             return Err(ApexError::NotAvailable);
         }
         let me = may_wait(inner, timeout, now)?;
-        let slot = Vec::with_capacity(b.max as usize);
-        Ok(Step::Wait(
-            objs.enqueue(inner, me, slot, |o| &mut o.buffers[i].receivers),
-        ))
+        // SAFETY: `buf` (at least `max` bytes) stays borrowed by this call, untouched, until
+        // `block` below returns or this incarnation ends; a sender copies its message into it.
+        let inbox = unsafe { Inbox::new(buf) };
+        Ok(Step::Wait(objs.enqueue(inner, me, inbox, |o| {
+            &mut o.buffers[i].receivers
+        })))
     })?;
     match step {
         Step::Done(n) => Ok(n),
         Step::Wait(t) => {
             let i = id.0 as usize - 1;
-            let m = block(t, |o| &mut o.buffers[i].receivers)?;
-            buf[..m.len()].copy_from_slice(&m);
-            Ok(m.len())
+            block(t, |o| &mut o.buffers[i].receivers).map(|m| m.len())
         }
     }
 }
@@ -299,9 +313,9 @@ pub fn get_buffer_status(id: BufferId) -> ApexResult<BufferStatus> {
     waitq::with_objects(|objs, _, now, _| {
         let b = waitq::by_id(&mut objs.buffers, id.0)?;
         Ok(BufferStatus {
-            nb_message: b.count as u32,
-            max_nb_message: b.max_nb,
-            max_message_size: b.max,
+            nb_message: b.ring.count as u32,
+            max_nb_message: b.ring.max_nb,
+            max_message_size: b.ring.max,
             waiting_processes: b.senders.waiting(now) + b.receivers.waiting(now),
         })
     })
@@ -311,23 +325,20 @@ pub fn get_buffer_status(id: BufferId) -> ApexResult<BufferStatus> {
 mod tests {
     use super::*;
 
-    fn buffer(max: u32, max_nb: u32) -> Buffer {
-        Buffer {
-            name: "t".into(),
+    fn ring(max: u32, max_nb: u32) -> Ring {
+        Ring {
             max,
             max_nb,
             data: vec![0; (max * max_nb) as usize],
             lens: vec![0; max_nb as usize],
             head: 0,
             count: 0,
-            senders: WaitQueue::new(QueuingDiscipline::Fifo),
-            receivers: WaitQueue::new(QueuingDiscipline::Fifo),
         }
     }
 
     #[test]
     fn ring_keeps_order_and_lengths_across_wraps() {
-        let mut b = buffer(4, 3);
+        let mut b = ring(4, 3);
         let mut next_in = 0u8;
         for (next_out, round) in (0u8..).zip(0..20) {
             // Fill to a varying level, then drain part of it.

@@ -66,13 +66,14 @@ pub fn create_event(name: &str) -> ApexResult<EventId> {
             return Err(ApexError::NoAction);
         }
         check_name(name)?;
+        let queue = WaitQueue::try_new(QueuingDiscipline::Fifo)?;
         let name = waitq::try_name(name)?;
         waitq::try_room(&mut objs.events)?;
         waitq::creation_mode()?;
         objs.events.push(Event {
             name,
             up: false,
-            queue: WaitQueue::new(QueuingDiscipline::Fifo),
+            queue,
         });
         Ok(EventId(objs.events.len() as i32))
     })

@@ -96,6 +96,7 @@ pub fn create_semaphore_with(
             return Err(ApexError::InvalidParam);
         }
         let discipline = discipline.ok_or(ApexError::InvalidParam)?;
+        let queue = WaitQueue::try_new(discipline)?;
         let name = waitq::try_name(name)?;
         waitq::try_room(&mut objs.semaphores)?;
         waitq::creation_mode()?;
@@ -103,7 +104,7 @@ pub fn create_semaphore_with(
             name,
             value: current_value,
             max: maximum_value,
-            queue: WaitQueue::new(discipline),
+            queue,
         });
         Ok(SemaphoreId(objs.semaphores.len() as i32))
     })

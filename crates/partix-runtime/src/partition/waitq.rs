@@ -16,11 +16,20 @@
 //!   moment of release.
 //!
 //! A process that must wait is queued ([`WaitQueue::enqueue`]) and parks on its own futex word
-//! ([`WAKE`]), never spinning. Releasing a waiter is a hand-off ([`WaitQueue::grant`]): the
+//! ([`WAKE`]), never spinning. Releasing a waiter is a hand-off ([`WaitQueue::grant_next`]): the
 //! resource (a semaphore unit, a message, the event) is given to the waiter inside the critical
 //! section, its entry is marked granted and its futex word bumped; the waiter collects the result
 //! when it runs. So the release order is exactly the queue's discipline, whatever the threads'
 //! scheduling afterwards.
+//!
+//! # No allocation while waiting
+//! The partition's memory is its configured memory (`RLIMIT_DATA`), and a failed allocation
+//! aborts the partition process, so waiting allocates nothing: each queue has one slot per
+//! process, allocated when its object is created (INVALID_CONFIG if it cannot be), and a message
+//! is never copied into the queue: the entry of a reader or receiver lends the caller's own
+//! buffer ([`Inbox`]), that of a sender its own message ([`Outbox`]), both borrowed by the call
+//! for as long as it waits. The releaser copies under the runtime lock, only into or out of the
+//! entry of a live incarnation (a stopped one's thread may be gone with its stack).
 //!
 //! # STOP, SUSPEND and time-outs of waiting processes
 //! - STOP gives the process a new incarnation: its entry (tagged with the old one) is dead,
@@ -85,76 +94,110 @@ impl WakeSet {
 
     /// Wake every process of the set (after the runtime lock was released).
     pub fn wake(self) {
-        let mut m = self.0;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for i in bits(self.0) {
             futex::wake_all(&WAKE[i]);
         }
     }
 }
 
-/// A queued process.
+/// The indices of the bits set in `m`, lowest first.
+fn bits(mut m: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            i
+        })
+    })
+}
+
+/// A queued process (the entry of process `i` is slot `i` of its queue).
 pub(crate) struct Waiter<P> {
     ticket: u64,
-    process: usize,
     incarnation: u32,
     /// Module time (ns) at which the wait times out; `None` = never.
     deadline: Option<u64>,
     granted: bool,
     /// What the waiter brings (a message to send) or receives (a message read).
-    pub payload: P,
+    payload: P,
 }
 
 impl<P> Waiter<P> {
-    fn alive(&self) -> bool {
-        rt().ctl[self.process].incarnation.load(Ordering::Acquire) == self.incarnation
+    /// Whether the entry belongs to the current incarnation of its process `i` (not stopped).
+    fn alive(&self, i: usize) -> bool {
+        rt().ctl[i].incarnation.load(Ordering::Acquire) == self.incarnation
     }
 
-    /// Whether the entry may still be released at module time `now`.
-    fn eligible(&self, now: u64) -> bool {
-        !self.granted && self.deadline.is_none_or(|d| now < d) && self.alive()
+    /// Whether the entry of process `i` may still be released at module time `now`.
+    fn eligible(&self, i: usize, now: u64) -> bool {
+        !self.granted && self.deadline.is_none_or(|d| now < d) && self.alive(i)
     }
 }
 
 /// The processes waiting on one object, released in FIFO or PRIORITY order.
+///
+/// It has one slot per process, allocated when the object is created ([`WaitQueue::try_new`]),
+/// so queueing never allocates: a process (an incarnation) waits on one object at a time, and
+/// the slot of a stopped incarnation is dead (skipped, then emptied or reused).
 pub(crate) struct WaitQueue<P> {
     discipline: QueuingDiscipline,
-    waiters: Vec<Waiter<P>>,
+    /// Bit `i`: `slots[i]` holds an entry (so a queue without entries costs one test).
+    used: u64,
+    /// The entry of process `i`, if any (`MAX_PROCESSES` slots).
+    slots: Vec<Option<Waiter<P>>>,
 }
 
 impl<P> WaitQueue<P> {
-    /// Return an empty queue with this discipline.
-    pub fn new(discipline: QueuingDiscipline) -> WaitQueue<P> {
-        WaitQueue {
+    /// Return an empty queue with this discipline, its slots allocated now (part of the object's
+    /// storage, a few KiB).
+    ///
+    /// # Errors
+    /// `InvalidConfig`: the memory cannot be allocated (see [`try_capacity`]).
+    pub fn try_new(discipline: QueuingDiscipline) -> ApexResult<WaitQueue<P>> {
+        let mut slots = try_capacity(MAX_PROCESSES)?;
+        // Within the capacity: no allocation.
+        slots.resize_with(MAX_PROCESSES, || None);
+        Ok(WaitQueue {
             discipline,
-            waiters: Vec::new(),
-        }
+            used: 0,
+            slots,
+        })
+    }
+
+    /// The entries, with their process index.
+    fn entries(&self) -> impl Iterator<Item = (usize, &Waiter<P>)> {
+        bits(self.used).filter_map(|i| self.slots[i].as_ref().map(|w| (i, w)))
+    }
+
+    /// Empty slot `i`; return its entry.
+    fn take(&mut self, i: usize) -> Option<Waiter<P>> {
+        self.used &= !(1 << i);
+        self.slots[i].take()
     }
 
     /// Drop the entries of stopped processes.
     fn purge(&mut self) {
-        self.waiters.retain(Waiter::alive);
+        for i in bits(self.used) {
+            if !self.slots[i].as_ref().is_some_and(|w| w.alive(i)) {
+                self.take(i);
+            }
+        }
     }
 
     /// Return `WAITING_PROCESSES`: entries that are neither released, timed out nor stopped.
     pub fn waiting(&self, now: u64) -> u32 {
-        self.waiters.iter().filter(|w| w.eligible(now)).count() as u32
+        self.entries().filter(|&(i, w)| w.eligible(i, now)).count() as u32
     }
 
-    /// Return the position of the next entry to release at `now`: FIFO by arrival, or PRIORITY by
-    /// the waiter's current priority (FIFO among equals).
+    /// Return the process index of the next entry to release at `now`: FIFO by arrival, or
+    /// PRIORITY by the waiter's current priority (FIFO among equals).
     fn head(&self, inner: &Inner, now: u64) -> Option<usize> {
-        let it = self
-            .waiters
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.eligible(now));
+        let it = self.entries().filter(|&(i, w)| w.eligible(i, now));
         match self.discipline {
             QueuingDiscipline::Fifo => it.min_by_key(|(_, w)| w.ticket).map(|(i, _)| i),
             QueuingDiscipline::Priority => it
-                .min_by_key(|(_, w)| {
-                    let prio = inner.procs.get(w.process).map_or(0, |p| p.current_priority);
+                .min_by_key(|&(i, w)| {
+                    let prio = inner.procs.get(i).map_or(0, |p| p.current_priority);
                     (std::cmp::Reverse(prio), w.ticket)
                 })
                 .map(|(i, _)| i),
@@ -162,7 +205,8 @@ impl<P> WaitQueue<P> {
     }
 
     /// Release the next waiter (the discipline's head), letting `give` fill or take its payload;
-    /// return whether there was one.
+    /// return whether there was one. `give` runs under the runtime lock, on the entry of a live
+    /// incarnation that is blocked in [`block`] (so a borrowed [`Inbox`] or [`Outbox`] is valid).
     pub fn grant_next(
         &mut self,
         inner: &mut Inner,
@@ -170,12 +214,26 @@ impl<P> WaitQueue<P> {
         wake: &mut WakeSet,
         give: impl FnOnce(&mut P),
     ) -> bool {
+        if self.used == 0 {
+            return false;
+        }
         self.purge();
         let Some(i) = self.head(inner, now) else {
             return false;
         };
-        give(&mut self.waiters[i].payload);
-        self.grant(inner, i, wake);
+        let Some(w) = self.slots[i].as_mut() else {
+            return false;
+        };
+        give(&mut w.payload);
+        w.granted = true;
+        if let Some(p) = inner.procs.get_mut(i) {
+            p.reasons &= !W_RESOURCE;
+            rt().publish(i, p);
+        }
+        // SYNC POINT: Release pairs with the waiter's Acquire load of its word before it checks
+        // its entry (under the lock, which orders the entry itself).
+        WAKE[i].fetch_add(1, Ordering::Release);
+        wake.add(i);
         true
     }
 
@@ -190,20 +248,9 @@ impl<P> WaitQueue<P> {
         while self.grant_next(inner, now, wake, &mut give) {}
     }
 
-    fn grant(&mut self, inner: &mut Inner, i: usize, wake: &mut WakeSet) {
-        let w = &mut self.waiters[i];
-        w.granted = true;
-        if let Some(p) = inner.procs.get_mut(w.process) {
-            p.reasons &= !W_RESOURCE;
-            rt().publish(w.process, p);
-        }
-        // SYNC POINT: Release pairs with the waiter's Acquire load of its word before it checks
-        // its entry (under the lock, which orders the entry itself).
-        WAKE[w.process].fetch_add(1, Ordering::Release);
-        wake.add(w.process);
-    }
-
     /// Queue the calling process (`me`, from [`may_wait`]) with `payload`; mark it WAITING.
+    /// Allocates nothing: the caller's slot exists (a previous entry in it, if any, is of a
+    /// stopped incarnation: a live one leaves it before it returns from [`block`]).
     pub fn enqueue(
         &mut self,
         objs_ticket: &mut u64,
@@ -212,16 +259,20 @@ impl<P> WaitQueue<P> {
         payload: P,
     ) -> Ticket {
         self.purge();
+        debug_assert!(
+            self.slots[me.index].is_none(),
+            "a live process queued twice"
+        );
         let ticket = *objs_ticket;
         *objs_ticket += 1;
-        self.waiters.push(Waiter {
+        self.slots[me.index] = Some(Waiter {
             ticket,
-            process: me.index,
             incarnation: me.incarnation,
             deadline: me.deadline,
             granted: false,
             payload,
         });
+        self.used |= 1 << me.index;
         if let Some(p) = inner.procs.get_mut(me.index) {
             p.wait_for(W_RESOURCE, me.deadline);
             rt().publish(me.index, p);
@@ -236,12 +287,15 @@ impl<P> WaitQueue<P> {
     /// The waiter's check: `Some(Ok(payload))` once granted, `Some(Err(TimedOut))` (entry
     /// removed) once the deadline passed, `None` to keep waiting.
     fn collect(&mut self, inner: &mut Inner, t: &Ticket, now: u64) -> Option<ApexResult<P>> {
-        let pos = self.waiters.iter().position(|w| w.ticket == t.ticket)?;
-        if self.waiters[pos].granted {
-            return Some(Ok(self.waiters.swap_remove(pos).payload));
+        let w = self.slots.get(t.index)?.as_ref()?;
+        if w.ticket != t.ticket {
+            return None;
+        }
+        if w.granted {
+            return self.take(t.index).map(|w| Ok(w.payload));
         }
         if t.deadline.is_some_and(|d| now >= d) {
-            self.waiters.swap_remove(pos);
+            self.take(t.index);
             if let Some(p) = inner.procs.get_mut(t.index) {
                 p.reasons &= !W_RESOURCE;
                 rt().publish(t.index, p);
@@ -249,6 +303,88 @@ impl<P> WaitQueue<P> {
             return Some(Err(ApexError::TimedOut));
         }
         None
+    }
+}
+
+/// The message buffer of a waiting reader or receiver (READ_BLACKBOARD, RECEIVE_BUFFER): the
+/// caller's own `buf`, borrowed for the whole call. The releaser copies the message straight
+/// into it under the runtime lock, so waiting needs no memory of its own.
+pub(crate) struct Inbox {
+    ptr: *mut u8,
+    cap: usize,
+    len: usize,
+}
+
+// SAFETY: an Inbox is only dereferenced (`fill`) under the runtime lock, while the thread that
+// owns the buffer is blocked in `block` and does not touch it (see `Inbox::new`); the lock
+// orders the copy before the owner's `collect`.
+unsafe impl Send for Inbox {}
+
+impl Inbox {
+    /// Lend `buf` to the queue entry of the calling process.
+    ///
+    /// # Safety
+    /// `buf` must stay valid, and untouched by the caller, until the entry holding the inbox
+    /// leaves its queue (`block` returns it, or returns `TimedOut`) or the caller's incarnation
+    /// ends. STOP changes the incarnation under the runtime lock before the thread may end, and
+    /// an entry whose incarnation is stopped is never given anything ([`WaitQueue::grant_next`]
+    /// checks it under the same lock): so a stopped process's stack is never written.
+    pub unsafe fn new(buf: &mut [u8]) -> Inbox {
+        Inbox {
+            ptr: buf.as_mut_ptr(),
+            cap: buf.len(),
+            len: 0,
+        }
+    }
+
+    /// Copy `msg` (at most the buffer's length) into the waiter's buffer.
+    pub fn fill(&mut self, msg: &[u8]) {
+        let n = msg.len().min(self.cap);
+        // SAFETY: only called by a `give` of `WaitQueue::grant_next`, under the runtime lock,
+        // on the entry of a live incarnation blocked in `block`: the buffer is valid for `cap`
+        // bytes and nobody else accesses it (`Inbox::new`). `copy` allows an overlap (a C
+        // program may display a message from the waiter's own buffer).
+        unsafe { std::ptr::copy(msg.as_ptr(), self.ptr, n) };
+        self.len = n;
+    }
+
+    /// The length of the message copied in.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The message of a waiting sender (SEND_BUFFER to a full buffer): the caller's own
+/// `message`, borrowed for the whole call. The receiver that frees a place copies it into the
+/// buffer under the runtime lock, so waiting needs no copy of it.
+pub(crate) struct Outbox {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: as for `Inbox`: only read (`message`) under the runtime lock while the owner is
+// blocked in `block`.
+unsafe impl Send for Outbox {}
+
+impl Outbox {
+    /// Lend `message` to the queue entry of the calling process.
+    ///
+    /// # Safety
+    /// As for [`Inbox::new`]: `message` must stay valid until the entry leaves its queue or
+    /// the caller's incarnation ends.
+    pub unsafe fn new(message: &[u8]) -> Outbox {
+        Outbox {
+            ptr: message.as_ptr(),
+            len: message.len(),
+        }
+    }
+
+    /// The waiting sender's message.
+    pub fn message(&self) -> &[u8] {
+        // SAFETY: only called by a `give` of `WaitQueue::grant_next`, under the runtime lock, on
+        // the entry of a live incarnation blocked in `block`: its message is valid and unchanged
+        // (`Outbox::new`).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
@@ -517,6 +653,14 @@ mod tests {
         for bad in [-2, i64::MIN] {
             assert_eq!(check_timeout(bad), Err(ApexError::InvalidParam));
         }
+    }
+
+    #[test]
+    fn bits_lists_the_set_bits_lowest_first() {
+        assert_eq!(bits(0).count(), 0);
+        assert_eq!(bits(0b1010_0001).collect::<Vec<_>>(), [0, 5, 7]);
+        assert_eq!(bits(1 << 63).collect::<Vec<_>>(), [63]);
+        assert_eq!(bits(u64::MAX).count(), 64);
     }
 
     #[test]
