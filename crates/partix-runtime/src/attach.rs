@@ -197,13 +197,16 @@ fn park_on_gate() {
 /// signal that comes inside it is honoured when it ends (the thread then parks as the handler
 /// would have). Made by [`hold_off_park`].
 ///
-/// The port layer holds off parking while it writes a shared-memory sampling message: a writer
-/// parked between `begin` and `end` would leave the slot mid-write for the rest of the major
-/// frame, and readers in other partitions would get their last good copy instead of the newest
-/// message (measured before: a writer writing 64 KiB messages back to back was cut mid-write at
-/// most window ends; `tests/ports.rs`, `a_window_never_ends_inside_a_sampling_write`). The
-/// delay is one message copy per destination. Not for anything that may block: a section that
-/// does not end delays the park until the executive's backstop (`SIGSTOP`).
+/// The port layer holds off parking while it writes a sampling message: a writer parked between
+/// `begin` and `end` would leave the slot mid-write for the rest of the major frame, and readers
+/// in other partitions would get their last good copy instead of the newest message (measured
+/// before: a writer writing 64 KiB messages back to back was cut mid-write at most window ends;
+/// `tests/ports.rs`, `a_window_never_ends_inside_a_sampling_write`). The message's stamp is read
+/// inside the section too (every transport, a socket send included: it never blocks), so a
+/// writer parked at a window's end does not publish, in its next window, a message stamped in
+/// the last one (`SamplingSource::write_with`). The delay is one message copy per destination.
+/// Not for anything that may block: a section that does not end delays the park until the
+/// executive's backstop (`SIGSTOP`).
 #[derive(Debug)]
 pub struct ParkHoldOff {
     _thread: std::marker::PhantomData<*const ()>,

@@ -1435,8 +1435,8 @@ mod tests {
             let mut r2 = SamplingDestination::attach(&c[0]).unwrap();
             let mut buf = [0u8; 40];
             assert!(r1.read(&mut buf).is_err(), "{t}: nothing written yet");
-            w.write(b"first", 1);
-            w.write(b"second", 2);
+            w.write_with(b"first", || 1);
+            w.write_with(b"second", || 2);
             for r in [&mut r1, &mut r2] {
                 let ok = r
                     .wait_newer(
@@ -1809,7 +1809,7 @@ mod tests {
             let mut r = SamplingDestination::attach(&b[0]).expect("sampling destination");
             let mut q = QueueSource::attach(&a[2]).expect("queuing source");
             let mut d = QueueDestination::attach(&b[1]).expect("queuing destination");
-            w.write(b"sample", 1);
+            w.write_with(b"sample", || 1);
             q.try_send(b"queued").unwrap();
             let mut buf = [0u8; 64];
             let t0 = std::time::Instant::now();
@@ -1863,7 +1863,7 @@ mod tests {
             let mut msg = [7u8; 40];
             for i in 1..=N {
                 msg[..4].copy_from_slice(&i.to_le_bytes());
-                w.write(&msg, u64::from(i));
+                w.write_with(&msg, || u64::from(i));
                 if i % 50 == 0 {
                     // Bursts well below what a socket holds (about 150 frames), each followed by
                     // room for the agents to run, even on a loaded CPU: the agent need not keep
@@ -1953,14 +1953,14 @@ mod tests {
         let t = Some(Duration::from_secs(10));
         for i in 0..200u32 {
             let ping = format!("ping {i}");
-            out.write(ping.as_bytes(), u64::from(i));
+            out.write_with(ping.as_bytes(), || u64::from(i));
             let ok = inp
                 .wait_newer(&mut buf, last_in, RecvMode::Spin, t)
                 .unwrap();
             assert_eq!(&buf[..ok.len], ping.as_bytes());
             last_in = Some(ok.seq);
             let pong = format!("pong {i} {}", "x".repeat(i as usize % 30));
-            back.write(pong.as_bytes(), u64::from(i));
+            back.write_with(pong.as_bytes(), || u64::from(i));
             let ok = back_in
                 .wait_newer(&mut buf, last_back, RecvMode::Spin, t)
                 .unwrap();

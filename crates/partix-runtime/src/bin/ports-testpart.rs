@@ -63,6 +63,10 @@
 //!   dbook-dst      in each incarnation k, makes QIN, writes "up k" on BACK, waits for "ok k" on
 //!                  GO and restarts itself (COLD_START) twice without reading; the last receives
 //!                  0..7, each once, in order, and no more
+//!   stamp          (tests/ports/stamp.xml) process l (priority 5) writes one 32 MiB message on
+//!                  S; h (priority 10), started 1 ms into it, writes 1 byte, waiting for the port
+//!                  lock meanwhile; r (priority 20) reads every message of D (S's loopback,
+//!                  refresh 5 ms) as it comes: h's is VALID
 //!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
 //!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
 //!                  the test compares them with the partition's partix:Affinity
@@ -83,7 +87,7 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::OnceLock;
 use testpart_common::{
     attrs, check, create_with, expect, expect_dbg, idle_forever, normal, out, MS,
@@ -1748,6 +1752,84 @@ extern "C" fn stale_check() {
     idle_forever();
 }
 
+// --------------------------------------------------------------------------------------- stamp
+
+/// The message size of `tests/ports/stamp.xml` (32 MiB).
+const STAMP_BIG: usize = 32 << 20;
+/// D's refresh period in `tests/ports/stamp.xml`.
+const STAMP_REFRESH: SystemTime = 5 * MS;
+/// Process h of role `stamp` (l starts it).
+static STAMP_H: OnceLock<ProcessId> = OnceLock::new();
+/// How long h's 1-byte write took (ns; 0: not returned yet).
+static STAMP_H_NS: AtomicI64 = AtomicI64::new(0);
+/// How long l's 32 MiB write took (ns; 0: not returned yet).
+static STAMP_L_NS: AtomicI64 = AtomicI64::new(0);
+
+/// Process r (priority 20) of role `stamp`: waits on D for every message; h's (1 byte), read as
+/// soon as it is there, must be VALID.
+extern "C" fn stamp_reader() {
+    let d = get_sampling_port_id("D").expect("D");
+    let mut buf = vec![0u8; STAMP_BIG];
+    let got = loop {
+        match wait_sampling_message(d, INFINITE_TIME_VALUE, &mut buf) {
+            Ok((1, v)) => break Ok(v),
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    // h returns from its write after this process read the message (it runs at a lower
+    // priority on the same CPU).
+    let mut h = STAMP_H_NS.load(Ordering::Acquire);
+    for _ in 0..5_000 {
+        if h != 0 {
+            break;
+        }
+        let _ = timed_wait(MS);
+        h = STAMP_H_NS.load(Ordering::Acquire);
+    }
+    let l = STAMP_L_NS.load(Ordering::Acquire);
+    out(&format!(
+        "INFO the 1-byte write took {} us, the 32 MiB write {} us",
+        h / 1_000,
+        l / 1_000
+    ));
+    expect(
+        "the 1-byte write waited behind the 32 MiB write for longer than D's refresh period",
+        h > STAMP_REFRESH,
+        format!("it took {h} ns (the scenario did not happen: the test proves nothing)"),
+    );
+    expect_dbg(
+        "a message read right after it was written is VALID (stamped when written into the \
+         port, not when its write was called)",
+        got == Ok(Validity::Valid),
+        got,
+    );
+    out("END stamp");
+    idle_forever();
+}
+
+/// Process l (priority 5) of role `stamp`: starts h 1 ms from now, then writes one 32 MiB
+/// message (h's write waits for the port lock until this one is done).
+extern "C" fn stamp_big_writer() {
+    let s = get_sampling_port_id("S").expect("S");
+    let msg = vec![0x5Au8; STAMP_BIG];
+    let h = *STAMP_H.get().expect("set at init");
+    delayed_start(h, MS).expect("DELAYED_START h");
+    let t = get_time();
+    write_sampling_message(s, &msg).expect("write 32 MiB");
+    STAMP_L_NS.store((get_time() - t).max(1), Ordering::Release);
+    idle_forever();
+}
+
+/// Process h (priority 10) of role `stamp`: writes one 1-byte message.
+extern "C" fn stamp_small_writer() {
+    let s = get_sampling_port_id("S").expect("S");
+    let t = get_time();
+    write_sampling_message(s, b"h").expect("write 1 byte");
+    STAMP_H_NS.store((get_time() - t).max(1), Ordering::Release);
+    idle_forever();
+}
+
 // ----------------------------------------------------------------------------------------- fds
 
 static FDS_PER_PROCESS: OnceLock<bool> = OnceLock::new();
@@ -1953,6 +2035,15 @@ fn main() {
             set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
             process("w", stale_waiter, 10, INFINITE_TIME_VALUE);
             process("check", stale_check, 20, INFINITE_TIME_VALUE);
+        }
+        "stamp" => {
+            create_sampling_port("S", STAMP_BIG as u32, s, STAMP_REFRESH).expect("S");
+            create_sampling_port("D", STAMP_BIG as u32, d, STAMP_REFRESH).expect("D");
+            STAMP_H
+                .set(testpart_common::new_process("h", stamp_small_writer, 10))
+                .expect("once");
+            process("r", stamp_reader, 20, INFINITE_TIME_VALUE);
+            process("l", stamp_big_writer, 5, INFINITE_TIME_VALUE);
         }
         "fds-dst" => {
             let per_process = match rest.first().map(String::as_str) {
