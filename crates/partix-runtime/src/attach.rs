@@ -7,8 +7,8 @@
 #![allow(unsafe_code)]
 
 use crate::state::{
-    mode, ModuleState, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
-    LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
+    mode, ModuleState, ModuleView, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD,
+    ENV_PARTITION_ID, LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
 };
 use partix_shm::{futex, Access, Region, RegionError};
 use std::fmt;
@@ -398,8 +398,8 @@ impl PartitionContext {
             partition,
             standalone: false,
         };
-        if ctx.module().magic != MAGIC
-            || ctx.module().version != LAYOUT_VERSION
+        if ctx.module().magic() != MAGIC
+            || ctx.module().version() != LAYOUT_VERSION
             || ctx.partition().magic != MAGIC
             || ctx.partition().version != LAYOUT_VERSION
         {
@@ -440,11 +440,25 @@ impl PartitionContext {
         self.standalone
     }
 
-    /// Return the module-wide state (read-only mapping).
-    pub fn module(&self) -> &ModuleState {
+    /// Return the module-wide state, which the partition maps read-only: a view that can only
+    /// load ([`ModuleView`]; its `Relaxed` loads and `Acquire` fences are what read-only memory
+    /// allows).
+    pub fn module(&self) -> ModuleView<'_> {
+        ModuleView::new(self.module_state())
+    }
+
+    /// Return the module-wide state of a standalone partition, its own region, mapped read-write
+    /// (`None` under an executive, whose region this partition maps read-only: use
+    /// [`PartitionContext::module`]).
+    pub fn standalone_module(&self) -> Option<&ModuleState> {
+        self.standalone.then(|| self.module_state())
+    }
+
+    fn module_state(&self) -> &ModuleState {
         // SAFETY: the region is at least MODULE_REGION_LEN bytes, page-aligned, initialised by the
         // executive (or by `standalone`) before this process started, and only accessed through
-        // atomics after that.
+        // atomics after that (only loads where it is mapped read-only: `module` hands out a
+        // `ModuleView`, `standalone_module` the state itself only for the read-write region).
         unsafe { &*self.module.as_ptr().cast::<ModuleState>() }
     }
 
@@ -456,12 +470,12 @@ impl PartitionContext {
 
     /// Return the module time: nanoseconds since the module's epoch (`GET_TIME`).
     pub fn now_ns(&self) -> u64 {
-        monotonic_ns().saturating_sub(self.module().epoch_ns.load(Ordering::Relaxed))
+        monotonic_ns().saturating_sub(self.module().epoch_ns())
     }
 
     /// Convert a module time to `CLOCK_MONOTONIC` nanoseconds.
     pub fn to_monotonic_ns(&self, module_ns: u64) -> u64 {
-        module_ns.saturating_add(self.module().epoch_ns.load(Ordering::Relaxed))
+        module_ns.saturating_add(self.module().epoch_ns())
     }
 
     /// Enter NORMAL mode (SET_PARTITION_MODE(NORMAL)) and tell the executive.

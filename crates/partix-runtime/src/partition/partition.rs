@@ -353,12 +353,11 @@ pub fn get_module_schedule_status() -> ModuleScheduleStatus {
     let next = if own != NO_REQUEST {
         own
     } else {
-        m.next_schedule.load(Ordering::Acquire)
+        m.next_schedule()
     };
     ModuleScheduleStatus {
-        time_of_last_schedule_switch: m.last_schedule_switch_ns.load(Ordering::Relaxed)
-            as SystemTime,
-        current_schedule: ScheduleId(m.current_schedule.load(Ordering::Relaxed) as i32),
+        time_of_last_schedule_switch: m.last_schedule_switch_ns() as SystemTime,
+        current_schedule: ScheduleId(m.current_schedule() as i32),
         next_schedule: ScheduleId(next as i32),
     }
 }
