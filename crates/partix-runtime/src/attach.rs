@@ -370,6 +370,10 @@ impl PartitionContext {
     }
 
     fn attach() -> Result<PartitionContext, AttachError> {
+        // Take the ports' variable out of the environment and make their descriptors
+        // close-on-exec now, before the runtime starts a thread, whether or not the partition
+        // creates a port.
+        let _ = crate::channels::inherited_ports_value();
         let (Ok(mfd), Ok(pfd)) = (
             std::env::var(ENV_MODULE_FD),
             std::env::var(ENV_PARTITION_FD),
@@ -382,6 +386,12 @@ impl PartitionContext {
         let pfd: i32 = pfd
             .parse()
             .map_err(|_| AttachError::BadEnv(ENV_PARTITION_FD, pfd.clone()))?;
+        // The executive's `dup2` left them inheritable (for this program): not for a program the
+        // partition runs. (They stay open, owned by the regions.)
+        for fd in [mfd, pfd] {
+            // SAFETY: FIOCLEX changes the descriptor's flags only; no memory is passed.
+            unsafe { libc::ioctl(fd, libc::FIOCLEX) };
+        }
         // SAFETY: the executive passed these descriptors to this process for exactly this use;
         // nothing else in the process owns them.
         let module = unsafe { Region::from_raw_fd(mfd, MODULE_REGION_LEN, Access::ReadOnly) }
@@ -390,7 +400,8 @@ impl PartitionContext {
         let partition =
             unsafe { Region::from_raw_fd(pfd, PARTITION_REGION_LEN, Access::ReadWrite) }
                 .map_err(AttachError::Region)?;
-        // Do not leak the variables into programs the partition might exec.
+        // Do not leak the variables into programs the partition might exec (nor the ports' one,
+        // taken above).
         std::env::remove_var(ENV_MODULE_FD);
         std::env::remove_var(ENV_PARTITION_FD);
         let ctx = PartitionContext {

@@ -337,6 +337,23 @@ fn a_sampling_message_is_stamped_when_written_not_when_its_write_was_called() {
     assert_eq!(all_pass("STAMP", &out[0]), 2, "{:#?}", out[0]);
 }
 
+/// A program a partition runs (`sh`, then `ls`) inherits none of the partition's descriptors:
+/// no port region or socket (600...), neither the module nor the partition state region
+/// (500, 501), and no `PARTIX_PORT_FDS`; the partition keeps them (close-on-exec) and its ports
+/// still work. (It inherited them all: review 25, finding 4.)
+#[test]
+fn a_program_a_partition_runs_inherits_none_of_its_descriptors() {
+    let m = load("exec.xml");
+    let out = run(
+        &m,
+        "exec",
+        &[("exec-child", &[], true)],
+        Duration::from_secs(60),
+    );
+    common::print_info("EXEC", &out[0]);
+    assert_eq!(all_pass("EXEC", &out[0]), 6, "{:#?}", out[0]);
+}
+
 /// A writer that writes 64 KiB messages back to back is parked at the end of every window of
 /// its partition: between two writes, never inside one, so a reader partition never finds the
 /// slot mid-write and always reads the newest message (the park signal waits for the write in

@@ -67,6 +67,11 @@
 //!                  S; h (priority 10), started 1 ms into it, writes 1 byte, waiting for the port
 //!                  lock meanwhile; r (priority 20) reads every message of D (S's loopback,
 //!                  refresh 5 ms) as it comes: h's is VALID
+//!   exec-child     (tests/ports/exec.xml) creates its ports (one-sided sampling S -> D, tcp
+//!                  queuing QO -> QI, to itself), runs `sh -c 'ls /proc/self/fd; printenv
+//!                  PARTIX_PORT_FDS'`: the program got no descriptor >= 600, neither state
+//!                  descriptor (500, 501) and no PARTIX_PORT_FDS; the partition keeps them all,
+//!                  close-on-exec; both ports still carry a message
 //!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
 //!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
 //!                  the test compares them with the partition's partix:Affinity
@@ -707,16 +712,17 @@ fn errno() -> i32 {
 
 /// Return the descriptors of this partition's shared-memory regions and how the executive
 /// granted each: the module region (read-only), the partition's own region (read-write), and the
-/// regions of every shared-memory port (as listed in `PARTIX_PORT_FDS`, which must be there).
+/// regions of every shared-memory port (as listed in `PARTIX_PORT_FDS`, which must have been
+/// there: the runtime took it out of the environment, `inherited_ports_value`).
 fn region_fds() -> Result<Vec<(i32, partix_shm::Access)>, String> {
-    use partix_runtime::channels::{decode_ports, ENV_PORT_FDS};
+    use partix_runtime::channels::{decode_ports, inherited_ports_value, ENV_PORT_FDS};
     use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
     let mut fds = vec![
         (MODULE_FD_NUM, partix_shm::Access::ReadOnly),
         (PARTITION_FD_NUM, partix_shm::Access::ReadWrite),
     ];
-    let v = std::env::var(ENV_PORT_FDS).map_err(|e| format!("{ENV_PORT_FDS}: {e}"))?;
-    for p in decode_ports(&v)? {
+    let v = inherited_ports_value().ok_or_else(|| format!("no {ENV_PORT_FDS}"))?;
+    for p in decode_ports(v)? {
         if p.transport.socket_kind().is_none() {
             fds.extend(p.fds);
         }
@@ -1830,6 +1836,95 @@ extern "C" fn stamp_small_writer() {
     idle_forever();
 }
 
+// ---------------------------------------------------------------------------------------- exec
+
+/// Process "exec" of role `exec-child`: runs `sh -c 'ls /proc/self/fd; printenv PARTIX_PORT_FDS'`
+/// and checks what the program inherited; then that the ports still work.
+extern "C" fn exec_child_process() {
+    use partix_runtime::channels::{inherited_ports_value, ENV_PORT_FDS, PORT_FD_BASE};
+    use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
+    let r = std::process::Command::new("sh")
+        .args(["-c", "ls /proc/self/fd; printenv PARTIX_PORT_FDS"])
+        .output();
+    let out_text = match &r {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Err(e) => {
+            expect("sh runs", false, e);
+            out("END exec-child");
+            idle_forever();
+        }
+    };
+    let fds: Vec<i32> = out_text
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let rest: Vec<&str> = out_text
+        .lines()
+        .filter(|l| l.trim().parse::<i32>().is_err())
+        .collect();
+    out(&format!("INFO the child's descriptors: {fds:?}"));
+    expect_dbg(
+        "a program the partition runs inherits no port descriptor (>= 600)",
+        fds.iter().all(|&fd| fd < PORT_FD_BASE),
+        &fds,
+    );
+    expect_dbg(
+        "a program the partition runs inherits neither the module nor the partition state descriptor",
+        !fds.contains(&MODULE_FD_NUM) && !fds.contains(&PARTITION_FD_NUM),
+        &fds,
+    );
+    expect_dbg(
+        "a program the partition runs does not get PARTIX_PORT_FDS",
+        rest.is_empty() && std::env::var_os(ENV_PORT_FDS).is_none(),
+        (&rest, std::env::var_os(ENV_PORT_FDS)),
+    );
+    // The partition itself keeps them, close-on-exec.
+    let mut own = vec![MODULE_FD_NUM, PARTITION_FD_NUM];
+    if let Some(v) = inherited_ports_value() {
+        for p in partix_runtime::channels::decode_ports(v).expect("decode") {
+            own.extend(p.fds.iter().map(|&(fd, _)| fd));
+        }
+    }
+    let not_cloexec: Vec<(i32, i32)> = own
+        .iter()
+        .map(|&fd| {
+            // SAFETY: F_GETFD reads the descriptor's flags; no memory is passed.
+            (fd, unsafe { libc::fcntl(fd, libc::F_GETFD) })
+        })
+        .filter(|&(_, f)| f < 0 || f & libc::FD_CLOEXEC == 0)
+        .collect();
+    expect_dbg(
+        "the partition keeps its inherited descriptors open, close-on-exec",
+        own.len() > 2 && not_cloexec.is_empty(),
+        (&own, &not_cloexec),
+    );
+    let (s, d) = (
+        get_sampling_port_id("S").expect("S"),
+        get_sampling_port_id("D").expect("D"),
+    );
+    let (qo, qi) = (
+        get_queuing_port_id("QO").expect("QO"),
+        get_queuing_port_id("QI").expect("QI"),
+    );
+    let _ = write_sampling_message(s, b"after");
+    let _ = send_queuing_message(qo, b"after", 1_000 * MS);
+    let mut buf = [0u8; 16];
+    let got = wait_sampling_message(d, 1_000 * MS, &mut buf).map(|(n, _)| buf[..n].to_vec());
+    expect_dbg(
+        "the sampling port still works",
+        got == Ok(b"after".to_vec()),
+        &got,
+    );
+    let got = receive_queuing_message(qi, &mut buf, 1_000 * MS).map(|n| buf[..n].to_vec());
+    expect_dbg(
+        "the queuing port still works",
+        got == Ok(b"after".to_vec()),
+        &got,
+    );
+    out("END exec-child");
+    idle_forever();
+}
+
 // ----------------------------------------------------------------------------------------- fds
 
 static FDS_PER_PROCESS: OnceLock<bool> = OnceLock::new();
@@ -2044,6 +2139,13 @@ fn main() {
                 .expect("once");
             process("r", stamp_reader, 20, INFINITE_TIME_VALUE);
             process("l", stamp_big_writer, 5, INFINITE_TIME_VALUE);
+        }
+        "exec-child" => {
+            create_sampling_port("S", 16, s, 1_000 * MS).expect("S");
+            create_sampling_port("D", 16, d, 1_000 * MS).expect("D");
+            create_queuing_port("QO", 16, 4, s, QueuingDiscipline::Fifo).expect("QO");
+            create_queuing_port("QI", 16, 4, d, QueuingDiscipline::Fifo).expect("QI");
+            process("exec", exec_child_process, 10, INFINITE_TIME_VALUE);
         }
         "fds-dst" => {
             let per_process = match rest.first().map(String::as_str) {
