@@ -7,8 +7,8 @@
 #![allow(unsafe_code)]
 
 use crate::state::{
-    mode, ModuleState, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
-    LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
+    mode, ModuleState, ModuleView, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD,
+    ENV_PARTITION_ID, LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
 };
 use partix_shm::{futex, Access, Region, RegionError};
 use std::fmt;
@@ -197,13 +197,16 @@ fn park_on_gate() {
 /// signal that comes inside it is honoured when it ends (the thread then parks as the handler
 /// would have). Made by [`hold_off_park`].
 ///
-/// The port layer holds off parking while it writes a shared-memory sampling message: a writer
-/// parked between `begin` and `end` would leave the slot mid-write for the rest of the major
-/// frame, and readers in other partitions would get their last good copy instead of the newest
-/// message (measured before: a writer writing 64 KiB messages back to back was cut mid-write at
-/// most window ends; `tests/ports.rs`, `a_window_never_ends_inside_a_sampling_write`). The
-/// delay is one message copy per destination. Not for anything that may block: a section that
-/// does not end delays the park until the executive's backstop (`SIGSTOP`).
+/// The port layer holds off parking while it writes a sampling message: a writer parked between
+/// `begin` and `end` would leave the slot mid-write for the rest of the major frame, and readers
+/// in other partitions would get their last good copy instead of the newest message (measured
+/// before: a writer writing 64 KiB messages back to back was cut mid-write at most window ends;
+/// `tests/ports.rs`, `a_window_never_ends_inside_a_sampling_write`). The message's stamp is read
+/// inside the section too (every transport, a socket send included: it never blocks), so a
+/// writer parked at a window's end does not publish, in its next window, a message stamped in
+/// the last one (`SamplingSource::write_with`). The delay is one message copy per destination.
+/// Not for anything that may block: a section that does not end delays the park until the
+/// executive's backstop (`SIGSTOP`).
 #[derive(Debug)]
 pub struct ParkHoldOff {
     _thread: std::marker::PhantomData<*const ()>,
@@ -367,6 +370,10 @@ impl PartitionContext {
     }
 
     fn attach() -> Result<PartitionContext, AttachError> {
+        // Take the ports' variable out of the environment and make their descriptors
+        // close-on-exec now, before the runtime starts a thread, whether or not the partition
+        // creates a port.
+        let _ = crate::channels::inherited_ports_value();
         let (Ok(mfd), Ok(pfd)) = (
             std::env::var(ENV_MODULE_FD),
             std::env::var(ENV_PARTITION_FD),
@@ -379,6 +386,12 @@ impl PartitionContext {
         let pfd: i32 = pfd
             .parse()
             .map_err(|_| AttachError::BadEnv(ENV_PARTITION_FD, pfd.clone()))?;
+        // The executive's `dup2` left them inheritable (for this program): not for a program the
+        // partition runs. (They stay open, owned by the regions.)
+        for fd in [mfd, pfd] {
+            // SAFETY: FIOCLEX changes the descriptor's flags only; no memory is passed.
+            unsafe { libc::ioctl(fd, libc::FIOCLEX) };
+        }
         // SAFETY: the executive passed these descriptors to this process for exactly this use;
         // nothing else in the process owns them.
         let module = unsafe { Region::from_raw_fd(mfd, MODULE_REGION_LEN, Access::ReadOnly) }
@@ -387,7 +400,8 @@ impl PartitionContext {
         let partition =
             unsafe { Region::from_raw_fd(pfd, PARTITION_REGION_LEN, Access::ReadWrite) }
                 .map_err(AttachError::Region)?;
-        // Do not leak the variables into programs the partition might exec.
+        // Do not leak the variables into programs the partition might exec (nor the ports' one,
+        // taken above).
         std::env::remove_var(ENV_MODULE_FD);
         std::env::remove_var(ENV_PARTITION_FD);
         let ctx = PartitionContext {
@@ -395,8 +409,8 @@ impl PartitionContext {
             partition,
             standalone: false,
         };
-        if ctx.module().magic != MAGIC
-            || ctx.module().version != LAYOUT_VERSION
+        if ctx.module().magic() != MAGIC
+            || ctx.module().version() != LAYOUT_VERSION
             || ctx.partition().magic != MAGIC
             || ctx.partition().version != LAYOUT_VERSION
         {
@@ -437,11 +451,25 @@ impl PartitionContext {
         self.standalone
     }
 
-    /// Return the module-wide state (read-only mapping).
-    pub fn module(&self) -> &ModuleState {
+    /// Return the module-wide state, which the partition maps read-only: a view that can only
+    /// load ([`ModuleView`]; its `Relaxed` loads and `Acquire` fences are what read-only memory
+    /// allows).
+    pub fn module(&self) -> ModuleView<'_> {
+        ModuleView::new(self.module_state())
+    }
+
+    /// Return the module-wide state of a standalone partition, its own region, mapped read-write
+    /// (`None` under an executive, whose region this partition maps read-only: use
+    /// [`PartitionContext::module`]).
+    pub fn standalone_module(&self) -> Option<&ModuleState> {
+        self.standalone.then(|| self.module_state())
+    }
+
+    fn module_state(&self) -> &ModuleState {
         // SAFETY: the region is at least MODULE_REGION_LEN bytes, page-aligned, initialised by the
         // executive (or by `standalone`) before this process started, and only accessed through
-        // atomics after that.
+        // atomics after that (only loads where it is mapped read-only: `module` hands out a
+        // `ModuleView`, `standalone_module` the state itself only for the read-write region).
         unsafe { &*self.module.as_ptr().cast::<ModuleState>() }
     }
 
@@ -453,12 +481,12 @@ impl PartitionContext {
 
     /// Return the module time: nanoseconds since the module's epoch (`GET_TIME`).
     pub fn now_ns(&self) -> u64 {
-        monotonic_ns().saturating_sub(self.module().epoch_ns.load(Ordering::Relaxed))
+        monotonic_ns().saturating_sub(self.module().epoch_ns())
     }
 
     /// Convert a module time to `CLOCK_MONOTONIC` nanoseconds.
     pub fn to_monotonic_ns(&self, module_ns: u64) -> u64 {
-        module_ns.saturating_add(self.module().epoch_ns.load(Ordering::Relaxed))
+        module_ns.saturating_add(self.module().epoch_ns())
     }
 
     /// Enter NORMAL mode (SET_PARTITION_MODE(NORMAL)) and tell the executive.

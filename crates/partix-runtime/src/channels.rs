@@ -53,6 +53,10 @@
 //! ever sees the ports of its own configuration entry, so it cannot open another partition's
 //! port.
 //!
+//! The partition takes the variable out of its environment when it attaches and makes those
+//! descriptors close-on-exec ([`inherited_ports_value`]), as it does the module and partition
+//! state descriptors: a program the partition runs inherits none of them.
+//!
 //! A region granted `r` is handed over as an `O_RDONLY` descriptor of the memfd
 //! ([`Region::read_only_fd`]), not the memfd itself: the destination can neither map it writable
 //! nor `mprotect` its mapping to writable (`EACCES`), nor `ftruncate` it. Every region's size is
@@ -79,7 +83,7 @@ use partix_shm::twosided::{RingShape, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Access, AreaError, RecvMode, Region, RegionError, Words};
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Environment variable listing a partition's ports and their inherited descriptors.
 pub const ENV_PORT_FDS: &str = "PARTIX_PORT_FDS";
@@ -1098,16 +1102,65 @@ pub fn is_socket(fd: RawFd) -> bool {
     unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK }
 }
 
-/// Decode [`ENV_PORT_FDS`] of this process and map every port's regions (partition side).
-/// No variable means no ports.
+/// Set (`on`) or clear close-on-exec on descriptor `fd` (`FIOCLEX` / `FIONCLEX`: one system
+/// call); a descriptor that is not open is left alone.
+fn set_cloexec(fd: RawFd, on: bool) {
+    let op = if on { libc::FIOCLEX } else { libc::FIONCLEX };
+    // SAFETY: FIOCLEX/FIONCLEX change the descriptor's flags only; no memory is passed.
+    unsafe { libc::ioctl(fd, op) };
+}
+
+/// Return the value of [`ENV_PORT_FDS`] this process was started with (`None`: no ports).
+///
+/// The first call takes the variable out of the environment and makes every descriptor it
+/// lists close-on-exec (the executive's `dup2` onto [`PORT_FD_BASE`], ... leaves them without,
+/// so that the partition's program gets them): a program the partition runs in turn inherits
+/// neither its ports' regions and sockets nor their description.
+/// The descriptors stay open in the partition ([`map_inherited`] maps copies of them). The
+/// partition runtime calls this when it attaches to its regions
+/// ([`crate::attach::PartitionContext::get`]), before it starts any thread; later calls return
+/// the same value.
+pub fn inherited_ports_value() -> Option<&'static str> {
+    static TAKEN: OnceLock<Option<String>> = OnceLock::new();
+    TAKEN
+        .get_or_init(|| {
+            let v = std::env::var(ENV_PORT_FDS).ok()?;
+            std::env::remove_var(ENV_PORT_FDS);
+            // A malformed value is reported by `map_inherited`; its descriptors are not known.
+            for d in decode_ports(&v).unwrap_or_default() {
+                for (fd, _) in d.fds {
+                    set_cloexec(fd, true);
+                }
+            }
+            Some(v)
+        })
+        .as_deref()
+}
+
+/// Hand this process's inherited ports on to the program it is about to execute in its place
+/// (a standalone partition's restart, `partition::standalone_reexec`): clear close-on-exec on
+/// the descriptors [`inherited_ports_value`] set it on, and return the variable's value to
+/// put back into the new program's environment.
+pub(crate) fn hand_on_ports_for_exec() -> Option<&'static str> {
+    let v = inherited_ports_value()?;
+    for d in decode_ports(v).unwrap_or_default() {
+        for (fd, _) in d.fds {
+            set_cloexec(fd, false);
+        }
+    }
+    Some(v)
+}
+
+/// Decode [`ENV_PORT_FDS`] of this process ([`inherited_ports_value`]) and map every port's
+/// regions (partition side). No variable means no ports. Every call maps copies of its own.
 ///
 /// # Errors
 /// A message if the variable is malformed or a descriptor cannot be mapped.
 pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
-    let Ok(v) = std::env::var(ENV_PORT_FDS) else {
+    let Some(v) = inherited_ports_value() else {
         return Ok(Vec::new());
     };
-    let descs = decode_ports(&v)?;
+    let descs = decode_ports(v)?;
     // Above every inherited number (not a fixed offset, which the usual soft limit on open
     // descriptors of 1024 refused).
     let floor = descs
@@ -1119,8 +1172,11 @@ pub fn map_inherited() -> Result<Vec<MappedPort>, String> {
     for desc in descs {
         let mut fds = Vec::with_capacity(desc.fds.len());
         for &(fd, _) in &desc.fds {
-            // A descriptor dup'ed to a fresh number avoids closing it on drop if the program is
-            // re-executed in place (restart): the original numbers stay open for the next image.
+            // Each call owns copies of its own (the port registry; a test's raw look at a slot),
+            // which it may drop: the inherited numbers stay open, close-on-exec (set by
+            // `inherited_ports_value`), for the next call and for a standalone restart, which
+            // hands them on (`hand_on_ports_for_exec`). Under an executive a restart is a kill
+            // and a fresh process.
             // SAFETY: fcntl(F_DUPFD_CLOEXEC) has no memory preconditions.
             let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
             if dup < 0 {
@@ -1435,8 +1491,8 @@ mod tests {
             let mut r2 = SamplingDestination::attach(&c[0]).unwrap();
             let mut buf = [0u8; 40];
             assert!(r1.read(&mut buf).is_err(), "{t}: nothing written yet");
-            w.write(b"first", 1);
-            w.write(b"second", 2);
+            w.write_with(b"first", || 1);
+            w.write_with(b"second", || 2);
             for r in [&mut r1, &mut r2] {
                 let ok = r
                     .wait_newer(
@@ -1809,7 +1865,7 @@ mod tests {
             let mut r = SamplingDestination::attach(&b[0]).expect("sampling destination");
             let mut q = QueueSource::attach(&a[2]).expect("queuing source");
             let mut d = QueueDestination::attach(&b[1]).expect("queuing destination");
-            w.write(b"sample", 1);
+            w.write_with(b"sample", || 1);
             q.try_send(b"queued").unwrap();
             let mut buf = [0u8; 64];
             let t0 = std::time::Instant::now();
@@ -1863,7 +1919,7 @@ mod tests {
             let mut msg = [7u8; 40];
             for i in 1..=N {
                 msg[..4].copy_from_slice(&i.to_le_bytes());
-                w.write(&msg, u64::from(i));
+                w.write_with(&msg, || u64::from(i));
                 if i % 50 == 0 {
                     // Bursts well below what a socket holds (about 150 frames), each followed by
                     // room for the agents to run, even on a loaded CPU: the agent need not keep
@@ -1953,14 +2009,14 @@ mod tests {
         let t = Some(Duration::from_secs(10));
         for i in 0..200u32 {
             let ping = format!("ping {i}");
-            out.write(ping.as_bytes(), u64::from(i));
+            out.write_with(ping.as_bytes(), || u64::from(i));
             let ok = inp
                 .wait_newer(&mut buf, last_in, RecvMode::Spin, t)
                 .unwrap();
             assert_eq!(&buf[..ok.len], ping.as_bytes());
             last_in = Some(ok.seq);
             let pong = format!("pong {i} {}", "x".repeat(i as usize % 30));
-            back.write(pong.as_bytes(), u64::from(i));
+            back.write_with(pong.as_bytes(), || u64::from(i));
             let ok = back_in
                 .wait_newer(&mut buf, last_back, RecvMode::Spin, t)
                 .unwrap();

@@ -15,7 +15,7 @@
 //! All fields are atomics or written once before the partition starts; every field is `repr(C)`
 //! so the layout does not depend on the compiler (C tools may read it).
 
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// Environment variable holding the module region's file descriptor number in a partition.
 pub const ENV_MODULE_FD: &str = "PARTIX_MODULE_FD";
@@ -103,6 +103,122 @@ pub struct ModuleState {
     pub major_frames: AtomicU64,
     /// Non-zero once the module is shutting down.
     pub shutdown: AtomicU32,
+}
+
+/// A partition's view of the [`ModuleState`], which it maps **read-only** (`PROT_READ`): loads
+/// only, through accessors ([`crate::attach::PartitionContext::module`]).
+///
+/// The fields of [`ModuleState`] are public atomics, so a `&ModuleState` would let safe code
+/// store to the read-only mapping (SIGSEGV). And Rust guarantees only `Relaxed` atomic loads of at
+/// most a register's width on read-only memory (`std::sync::atomic`, "Atomic accesses to
+/// read-only memory"): each accessor is one `Relaxed` load followed by `fence(Acquire)` where the
+/// value publishes something (a relaxed load and an acquire fence synchronise with a release
+/// store as an acquire load does), as `partix_shm`'s read-only slot views do
+/// (`docs/shm-channels.md`). The executive, and a standalone partition (whose module region is
+/// its own, read-write), keep `&ModuleState`.
+///
+/// Nothing can be stored through the view:
+/// ```compile_fail,E0615
+/// use partix_runtime::attach::PartitionContext;
+/// use std::sync::atomic::Ordering;
+/// let ctx = PartitionContext::get().unwrap();
+/// ctx.module().shutdown.store(1, Ordering::Relaxed); // SIGSEGV if it compiled
+/// ```
+/// It is read through its accessors:
+/// ```no_run
+/// use partix_runtime::attach::PartitionContext;
+/// let ctx = PartitionContext::get().unwrap();
+/// while !ctx.module().shutdown() {
+///     std::thread::sleep(std::time::Duration::from_millis(1));
+/// }
+/// ```
+#[derive(Clone, Copy)]
+pub struct ModuleView<'a> {
+    /// Never handed out: its atomics would allow stores.
+    state: &'a ModuleState,
+}
+
+/// A `Relaxed` load then an `Acquire` fence: an acquire load that read-only memory allows.
+#[inline]
+fn load_u32(a: &AtomicU32) -> u32 {
+    let v = a.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    v
+}
+
+/// See [`load_u32`].
+#[inline]
+fn load_u64(a: &AtomicU64) -> u64 {
+    let v = a.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    v
+}
+
+impl<'a> ModuleView<'a> {
+    /// View `state`, a module region that may be mapped read-only.
+    pub fn new(state: &'a ModuleState) -> ModuleView<'a> {
+        ModuleView { state }
+    }
+
+    /// [`ModuleState::magic`] (written before the partition started).
+    pub fn magic(&self) -> u64 {
+        self.state.magic
+    }
+
+    /// [`ModuleState::version`] (written before the partition started).
+    pub fn version(&self) -> u32 {
+        self.state.version
+    }
+
+    /// [`ModuleState::n_partitions`] (written before the partition started).
+    pub fn n_partitions(&self) -> u32 {
+        self.state.n_partitions
+    }
+
+    /// [`ModuleState::epoch_ns`]: one `Relaxed` load (written before the partition started; it
+    /// publishes nothing, and GET_TIME reads it).
+    #[inline]
+    pub fn epoch_ns(&self) -> u64 {
+        self.state.epoch_ns.load(Ordering::Relaxed)
+    }
+
+    /// [`ModuleState::current_schedule`].
+    pub fn current_schedule(&self) -> u32 {
+        load_u32(&self.state.current_schedule)
+    }
+
+    /// [`ModuleState::next_schedule`].
+    pub fn next_schedule(&self) -> u32 {
+        load_u32(&self.state.next_schedule)
+    }
+
+    /// [`ModuleState::last_schedule_switch_ns`].
+    pub fn last_schedule_switch_ns(&self) -> u64 {
+        load_u64(&self.state.last_schedule_switch_ns)
+    }
+
+    /// [`ModuleState::major_frames`].
+    pub fn major_frames(&self) -> u64 {
+        load_u64(&self.state.major_frames)
+    }
+
+    /// Whether the module is shutting down ([`ModuleState::shutdown`] non-zero).
+    pub fn shutdown(&self) -> bool {
+        load_u32(&self.state.shutdown) != 0
+    }
+}
+
+impl std::fmt::Debug for ModuleView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleView")
+            .field("n_partitions", &self.n_partitions())
+            .field("epoch_ns", &self.epoch_ns())
+            .field("current_schedule", &self.current_schedule())
+            .field("next_schedule", &self.next_schedule())
+            .field("major_frames", &self.major_frames())
+            .field("shutdown", &self.shutdown())
+            .finish()
+    }
 }
 
 /// One partition's region (executive and that partition write, as documented per field).

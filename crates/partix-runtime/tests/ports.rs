@@ -319,6 +319,41 @@ fn a_wait_past_a_message_its_writer_died_writing_times_out() {
     assert_eq!(all_pass("STUCK", &out[1]), 3, "{:#?}", out[1]);
 }
 
+/// WRITE_SAMPLING_MESSAGE stamps a message when it writes it into the port (under the port lock),
+/// not when it was called: a 1-byte write that waited for the lock behind a 32 MiB write of
+/// another process (longer than the destination's 5 ms refresh period) is VALID for a reader
+/// that reads it as soon as it is there. (Stamped at the call, it was INVALID: review 25,
+/// finding 1.)
+#[test]
+fn a_sampling_message_is_stamped_when_written_not_when_its_write_was_called() {
+    let m = load("stamp.xml");
+    let out = run(
+        &m,
+        "stamp",
+        &[("stamp", &[], true)],
+        Duration::from_secs(60),
+    );
+    common::print_info("STAMP", &out[0]);
+    assert_eq!(all_pass("STAMP", &out[0]), 2, "{:#?}", out[0]);
+}
+
+/// A program a partition runs (`sh`, then `ls`) inherits none of the partition's descriptors:
+/// no port region or socket (600...), neither the module nor the partition state region
+/// (500, 501), and no `PARTIX_PORT_FDS`; the partition keeps them (close-on-exec) and its ports
+/// still work. (It inherited them all: review 25, finding 4.)
+#[test]
+fn a_program_a_partition_runs_inherits_none_of_its_descriptors() {
+    let m = load("exec.xml");
+    let out = run(
+        &m,
+        "exec",
+        &[("exec-child", &[], true)],
+        Duration::from_secs(60),
+    );
+    common::print_info("EXEC", &out[0]);
+    assert_eq!(all_pass("EXEC", &out[0]), 6, "{:#?}", out[0]);
+}
+
 /// A writer that writes 64 KiB messages back to back is parked at the end of every window of
 /// its partition: between two writes, never inside one, so a reader partition never finds the
 /// slot mid-write and always reads the newest message (the park signal waits for the write in

@@ -166,14 +166,14 @@ fn main() {
     };
     if let (Some(m), true) = (init_request, first) {
         ctx.request_mode(m);
-        while ctx.module().shutdown.load(Ordering::Acquire) == 0 {
+        while !ctx.module().shutdown() {
             std::thread::sleep(Duration::from_millis(1));
         }
         std::process::exit(0);
     }
     let started = ctx.now_ns();
     ctx.set_normal();
-    let shutdown = || ctx.module().shutdown.load(Ordering::Acquire) != 0;
+    let shutdown = || ctx.module().shutdown();
     let after = |ms: u64| ctx.now_ns() >= started + ms * 1_000_000;
     match cmd.as_str() {
         "busy" => {

@@ -63,6 +63,15 @@
 //!   dbook-dst      in each incarnation k, makes QIN, writes "up k" on BACK, waits for "ok k" on
 //!                  GO and restarts itself (COLD_START) twice without reading; the last receives
 //!                  0..7, each once, in order, and no more
+//!   stamp          (tests/ports/stamp.xml) process l (priority 5) writes one 32 MiB message on
+//!                  S; h (priority 10), started 1 ms into it, writes 1 byte, waiting for the port
+//!                  lock meanwhile; r (priority 20) reads every message of D (S's loopback,
+//!                  refresh 5 ms) as it comes: h's is VALID
+//!   exec-child     (tests/ports/exec.xml) creates its ports (one-sided sampling S -> D, tcp
+//!                  queuing QO -> QI, to itself), runs `sh -c 'ls /proc/self/fd; printenv
+//!                  PARTIX_PORT_FDS'`: the program got no descriptor >= 600, neither state
+//!                  descriptor (500, 501) and no PARTIX_PORT_FDS; the partition keeps them all,
+//!                  close-on-exec; both ports still carry a message
 //!   affinity       asks for every online CPU (sched_setaffinity), then for each CPU alone; writes
 //!                  `INFO widened <cpus it then has>` and `INFO alone <cpu> <errno or 0>`, and
 //!                  the test compares them with the partition's partix:Affinity
@@ -83,7 +92,7 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::OnceLock;
 use testpart_common::{
     attrs, check, create_with, expect, expect_dbg, idle_forever, normal, out, MS,
@@ -703,16 +712,17 @@ fn errno() -> i32 {
 
 /// Return the descriptors of this partition's shared-memory regions and how the executive
 /// granted each: the module region (read-only), the partition's own region (read-write), and the
-/// regions of every shared-memory port (as listed in `PARTIX_PORT_FDS`, which must be there).
+/// regions of every shared-memory port (as listed in `PARTIX_PORT_FDS`, which must have been
+/// there: the runtime took it out of the environment, `inherited_ports_value`).
 fn region_fds() -> Result<Vec<(i32, partix_shm::Access)>, String> {
-    use partix_runtime::channels::{decode_ports, ENV_PORT_FDS};
+    use partix_runtime::channels::{decode_ports, inherited_ports_value, ENV_PORT_FDS};
     use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
     let mut fds = vec![
         (MODULE_FD_NUM, partix_shm::Access::ReadOnly),
         (PARTITION_FD_NUM, partix_shm::Access::ReadWrite),
     ];
-    let v = std::env::var(ENV_PORT_FDS).map_err(|e| format!("{ENV_PORT_FDS}: {e}"))?;
-    for p in decode_ports(&v)? {
+    let v = inherited_ports_value().ok_or_else(|| format!("no {ENV_PORT_FDS}"))?;
+    for p in decode_ports(v)? {
         if p.transport.socket_kind().is_none() {
             fds.extend(p.fds);
         }
@@ -1748,6 +1758,173 @@ extern "C" fn stale_check() {
     idle_forever();
 }
 
+// --------------------------------------------------------------------------------------- stamp
+
+/// The message size of `tests/ports/stamp.xml` (32 MiB).
+const STAMP_BIG: usize = 32 << 20;
+/// D's refresh period in `tests/ports/stamp.xml`.
+const STAMP_REFRESH: SystemTime = 5 * MS;
+/// Process h of role `stamp` (l starts it).
+static STAMP_H: OnceLock<ProcessId> = OnceLock::new();
+/// How long h's 1-byte write took (ns; 0: not returned yet).
+static STAMP_H_NS: AtomicI64 = AtomicI64::new(0);
+/// How long l's 32 MiB write took (ns; 0: not returned yet).
+static STAMP_L_NS: AtomicI64 = AtomicI64::new(0);
+
+/// Process r (priority 20) of role `stamp`: waits on D for every message; h's (1 byte), read as
+/// soon as it is there, must be VALID.
+extern "C" fn stamp_reader() {
+    let d = get_sampling_port_id("D").expect("D");
+    let mut buf = vec![0u8; STAMP_BIG];
+    let got = loop {
+        match wait_sampling_message(d, INFINITE_TIME_VALUE, &mut buf) {
+            Ok((1, v)) => break Ok(v),
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    // h returns from its write after this process read the message (it runs at a lower
+    // priority on the same CPU).
+    let mut h = STAMP_H_NS.load(Ordering::Acquire);
+    for _ in 0..5_000 {
+        if h != 0 {
+            break;
+        }
+        let _ = timed_wait(MS);
+        h = STAMP_H_NS.load(Ordering::Acquire);
+    }
+    let l = STAMP_L_NS.load(Ordering::Acquire);
+    out(&format!(
+        "INFO the 1-byte write took {} us, the 32 MiB write {} us",
+        h / 1_000,
+        l / 1_000
+    ));
+    expect(
+        "the 1-byte write waited behind the 32 MiB write for longer than D's refresh period",
+        h > STAMP_REFRESH,
+        format!("it took {h} ns (the scenario did not happen: the test proves nothing)"),
+    );
+    expect_dbg(
+        "a message read right after it was written is VALID (stamped when written into the \
+         port, not when its write was called)",
+        got == Ok(Validity::Valid),
+        got,
+    );
+    out("END stamp");
+    idle_forever();
+}
+
+/// Process l (priority 5) of role `stamp`: starts h 1 ms from now, then writes one 32 MiB
+/// message (h's write waits for the port lock until this one is done).
+extern "C" fn stamp_big_writer() {
+    let s = get_sampling_port_id("S").expect("S");
+    let msg = vec![0x5Au8; STAMP_BIG];
+    let h = *STAMP_H.get().expect("set at init");
+    delayed_start(h, MS).expect("DELAYED_START h");
+    let t = get_time();
+    write_sampling_message(s, &msg).expect("write 32 MiB");
+    STAMP_L_NS.store((get_time() - t).max(1), Ordering::Release);
+    idle_forever();
+}
+
+/// Process h (priority 10) of role `stamp`: writes one 1-byte message.
+extern "C" fn stamp_small_writer() {
+    let s = get_sampling_port_id("S").expect("S");
+    let t = get_time();
+    write_sampling_message(s, b"h").expect("write 1 byte");
+    STAMP_H_NS.store((get_time() - t).max(1), Ordering::Release);
+    idle_forever();
+}
+
+// ---------------------------------------------------------------------------------------- exec
+
+/// Process "exec" of role `exec-child`: runs `sh -c 'ls /proc/self/fd; printenv PARTIX_PORT_FDS'`
+/// and checks what the program inherited; then that the ports still work.
+extern "C" fn exec_child_process() {
+    use partix_runtime::channels::{inherited_ports_value, ENV_PORT_FDS, PORT_FD_BASE};
+    use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
+    let r = std::process::Command::new("sh")
+        .args(["-c", "ls /proc/self/fd; printenv PARTIX_PORT_FDS"])
+        .output();
+    let out_text = match &r {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Err(e) => {
+            expect("sh runs", false, e);
+            out("END exec-child");
+            idle_forever();
+        }
+    };
+    let fds: Vec<i32> = out_text
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let rest: Vec<&str> = out_text
+        .lines()
+        .filter(|l| l.trim().parse::<i32>().is_err())
+        .collect();
+    out(&format!("INFO the child's descriptors: {fds:?}"));
+    expect_dbg(
+        "a program the partition runs inherits no port descriptor (>= 600)",
+        fds.iter().all(|&fd| fd < PORT_FD_BASE),
+        &fds,
+    );
+    expect_dbg(
+        "a program the partition runs inherits neither the module nor the partition state descriptor",
+        !fds.contains(&MODULE_FD_NUM) && !fds.contains(&PARTITION_FD_NUM),
+        &fds,
+    );
+    expect_dbg(
+        "a program the partition runs does not get PARTIX_PORT_FDS",
+        rest.is_empty() && std::env::var_os(ENV_PORT_FDS).is_none(),
+        (&rest, std::env::var_os(ENV_PORT_FDS)),
+    );
+    // The partition itself keeps them, close-on-exec.
+    let mut own = vec![MODULE_FD_NUM, PARTITION_FD_NUM];
+    if let Some(v) = inherited_ports_value() {
+        for p in partix_runtime::channels::decode_ports(v).expect("decode") {
+            own.extend(p.fds.iter().map(|&(fd, _)| fd));
+        }
+    }
+    let not_cloexec: Vec<(i32, i32)> = own
+        .iter()
+        .map(|&fd| {
+            // SAFETY: F_GETFD reads the descriptor's flags; no memory is passed.
+            (fd, unsafe { libc::fcntl(fd, libc::F_GETFD) })
+        })
+        .filter(|&(_, f)| f < 0 || f & libc::FD_CLOEXEC == 0)
+        .collect();
+    expect_dbg(
+        "the partition keeps its inherited descriptors open, close-on-exec",
+        own.len() > 2 && not_cloexec.is_empty(),
+        (&own, &not_cloexec),
+    );
+    let (s, d) = (
+        get_sampling_port_id("S").expect("S"),
+        get_sampling_port_id("D").expect("D"),
+    );
+    let (qo, qi) = (
+        get_queuing_port_id("QO").expect("QO"),
+        get_queuing_port_id("QI").expect("QI"),
+    );
+    let _ = write_sampling_message(s, b"after");
+    let _ = send_queuing_message(qo, b"after", 1_000 * MS);
+    let mut buf = [0u8; 16];
+    let got = wait_sampling_message(d, 1_000 * MS, &mut buf).map(|(n, _)| buf[..n].to_vec());
+    expect_dbg(
+        "the sampling port still works",
+        got == Ok(b"after".to_vec()),
+        &got,
+    );
+    let got = receive_queuing_message(qi, &mut buf, 1_000 * MS).map(|n| buf[..n].to_vec());
+    expect_dbg(
+        "the queuing port still works",
+        got == Ok(b"after".to_vec()),
+        &got,
+    );
+    out("END exec-child");
+    idle_forever();
+}
+
 // ----------------------------------------------------------------------------------------- fds
 
 static FDS_PER_PROCESS: OnceLock<bool> = OnceLock::new();
@@ -1953,6 +2130,22 @@ fn main() {
             set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
             process("w", stale_waiter, 10, INFINITE_TIME_VALUE);
             process("check", stale_check, 20, INFINITE_TIME_VALUE);
+        }
+        "stamp" => {
+            create_sampling_port("S", STAMP_BIG as u32, s, STAMP_REFRESH).expect("S");
+            create_sampling_port("D", STAMP_BIG as u32, d, STAMP_REFRESH).expect("D");
+            STAMP_H
+                .set(testpart_common::new_process("h", stamp_small_writer, 10))
+                .expect("once");
+            process("r", stamp_reader, 20, INFINITE_TIME_VALUE);
+            process("l", stamp_big_writer, 5, INFINITE_TIME_VALUE);
+        }
+        "exec-child" => {
+            create_sampling_port("S", 16, s, 1_000 * MS).expect("S");
+            create_sampling_port("D", 16, d, 1_000 * MS).expect("D");
+            create_queuing_port("QO", 16, 4, s, QueuingDiscipline::Fifo).expect("QO");
+            create_queuing_port("QI", 16, 4, d, QueuingDiscipline::Fifo).expect("QI");
+            process("exec", exec_child_process, 10, INFINITE_TIME_VALUE);
         }
         "fds-dst" => {
             let per_process = match rest.first().map(String::as_str) {

@@ -281,14 +281,19 @@ fn standalone_reexec(m: OperatingMode, cond: u32) -> ! {
     use std::os::unix::process::CommandExt;
     let restarts = rt().ctx.partition().restarts.load(Ordering::Relaxed) + 1;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let err = std::process::Command::new("/proc/self/exe")
-        .arg0(std::env::args_os().next().unwrap_or_default())
+    let mut cmd = std::process::Command::new("/proc/self/exe");
+    cmd.arg0(std::env::args_os().next().unwrap_or_default())
         .args(args)
         .env(
             ENV_STANDALONE_RESTART,
             format!("{},{},{}", m.raw(), cond, restarts),
-        )
-        .exec();
+        );
+    // Ports handed to a standalone program by hand (`partix bench rtt`): the runtime took their
+    // variable and made their descriptors close-on-exec; the program it becomes gets them back.
+    if let Some(v) = crate::channels::hand_on_ports_for_exec() {
+        cmd.env(crate::channels::ENV_PORT_FDS, v);
+    }
+    let err = cmd.exec();
     eprintln!("partix partition: cannot restart the partition program: {err}");
     std::process::exit(71)
 }
@@ -353,12 +358,11 @@ pub fn get_module_schedule_status() -> ModuleScheduleStatus {
     let next = if own != NO_REQUEST {
         own
     } else {
-        m.next_schedule.load(Ordering::Acquire)
+        m.next_schedule()
     };
     ModuleScheduleStatus {
-        time_of_last_schedule_switch: m.last_schedule_switch_ns.load(Ordering::Relaxed)
-            as SystemTime,
-        current_schedule: ScheduleId(m.current_schedule.load(Ordering::Relaxed) as i32),
+        time_of_last_schedule_switch: m.last_schedule_switch_ns() as SystemTime,
+        current_schedule: ScheduleId(m.current_schedule() as i32),
         next_schedule: ScheduleId(next as i32),
     }
 }

@@ -551,11 +551,11 @@ pub fn write_sampling_message(id: SamplingPortId, message: &[u8]) -> ApexResult<
     if port.direction != PortDirection::Source {
         return Err(ApexError::InvalidMode);
     }
-    let stamp = now_ns();
     let mut inner = lock(&port.inner);
     let r = match inner.source.as_mut() {
         Some(source) => {
-            source.write(message, stamp);
+            // Stamped inside, under the lock and the park hold-off: when it is written.
+            source.write(message);
             Ok(())
         }
         None => Err(ApexError::InvalidMode),

@@ -501,10 +501,10 @@ fn standalone_setup(ctx: &PartitionContext) {
         }
     }
     // The module runs the configuration's initial schedule (without one: schedule 0).
-    if let Some(m) = super::hm::config() {
+    if let (Some(m), Some(ms)) = (super::hm::config(), ctx.standalone_module()) {
         let id = m.initial().id.0;
-        ctx.module().current_schedule.store(id, Ordering::Release);
-        ctx.module().next_schedule.store(id, Ordering::Release);
+        ms.current_schedule.store(id, Ordering::Release);
+        ms.next_schedule.store(id, Ordering::Release);
     }
     let p = ctx.partition();
     if let Some((mode, cond, restarts)) = std::env::var(super::partition::ENV_STANDALONE_RESTART)
@@ -1117,7 +1117,7 @@ impl Runtime {
             .partition()
             .resumed_at_ns
             .load(Ordering::Acquire)
-            .saturating_sub(self.ctx.module().epoch_ns.load(Ordering::Relaxed));
+            .saturating_sub(self.ctx.module().epoch_ns());
         let ctsw = now.saturating_sub(release.max(resumed));
         s.last_release_ns.store(release, Ordering::Relaxed);
         s.last_start_ns.store(now, Ordering::Relaxed);

@@ -538,28 +538,44 @@ impl SamplingSource {
         })
     }
 
-    /// Write `data` stamped `stamp_ns` (`CLOCK_MONOTONIC`) to every destination. Never waits.
+    /// Write `data` to every destination, stamped with the time it is written
+    /// ([`partix_shm::clock::now_ns`], `CLOCK_MONOTONIC`). Never waits.
     ///
-    /// The caller checks the length (1..=max) first; a message the transport refuses is
-    /// dropped.
+    /// The caller checks the length (1..=max) first, and holds the port lock (with control
+    /// signals deferred); a message the transport refuses is dropped.
     #[inline]
-    pub fn write(&mut self, data: &[u8], stamp_ns: u64) {
-        // The shared-memory writes are bounded copies: a closing gate parks this thread after
-        // them, not between a slot's `begin` and `end` (see `attach::ParkHoldOff`).
+    pub fn write(&mut self, data: &[u8]) {
+        self.write_with(data, partix_shm::clock::now_ns);
+    }
+
+    /// [`SamplingSource::write`] with the stamp from `stamp` (unit tests give marks of their
+    /// own), called once per message, inside the section a closing gate does not cut.
+    ///
+    /// The stamp is the time the message is written into the port: it is read after the port
+    /// lock was taken (by the caller) and after the park hold-off began, right before the first
+    /// destination's copy. A writer that waited for the lock, was preempted or suspended, or
+    /// was parked at a window's end before that does not publish an old stamp (a message that
+    /// would look stale, `INVALID`, to a reader right after it appears; and with two writers,
+    /// stamps that went backwards: review 25). One clock read per message, as before; every
+    /// destination of a multicast gets the same stamp.
+    #[inline(always)]
+    pub(crate) fn write_with(&mut self, data: &[u8], stamp: impl FnOnce() -> u64) {
+        // The shared-memory writes are bounded copies, and a socket send does not block: a
+        // closing gate parks this thread after them, not between a slot's `begin` and `end`,
+        // nor between the stamp and the message it stamps (see `attach::ParkHoldOff`).
+        let _held = crate::attach::hold_off_park();
+        let stamp_ns = stamp();
         match self {
             // One destination (the usual case): no loop.
             SamplingSource::OneSided(ws) if ws.len() == 1 => {
-                let _held = crate::attach::hold_off_park();
                 let _ = ws[0].write_stamped(data, stamp_ns);
             }
             SamplingSource::OneSided(ws) => {
-                let _held = crate::attach::hold_off_park();
                 for w in ws {
                     let _ = w.write_stamped(data, stamp_ns);
                 }
             }
             SamplingSource::TwoSided(ws) => {
-                let _held = crate::attach::hold_off_park();
                 for w in ws {
                     let _ = w.write_stamped(data, stamp_ns);
                 }
