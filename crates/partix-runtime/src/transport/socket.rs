@@ -1220,6 +1220,14 @@ impl SampleRx {
         n
     }
 
+    /// Whether the socket may poll readable with nothing for this destination to take: the
+    /// input ended (TCP: the peer closed, or the connection is dead: it polls readable for
+    /// ever), or the last receive stopped at its bound (a flood of what is not a frame). The
+    /// receiving agent then sleeps before it polls again, rather than spin.
+    pub(super) fn stuck(&self) -> bool {
+        self.sock.input_ended() || self.sock.cut()
+    }
+
     /// Drain to the newest frame and copy it into `buf`.
     ///
     /// # Errors
