@@ -1455,6 +1455,20 @@ pub struct QueueTx {
     /// Whether the rest of the last frame counted in `sent` waits in `sock` (the rest pending
     /// there may also be [`FrameSocket::resync_peer`]'s padding, which is no frame).
     partial: bool,
+    /// Unit tests: where [`QueueTx::try_send`] stops as if the process were killed there.
+    #[cfg(test)]
+    die: Option<Die>,
+}
+
+/// Where a unit test's [`QueueTx::try_send`] stops, storing nothing more, as a process killed
+/// there would.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Die {
+    /// Right before the frame's send.
+    BeforeSend,
+    /// Right after it.
+    AfterSend,
 }
 
 /// The words of a socket queuing source's book ([`QueueTx::with_book`]).
@@ -1466,7 +1480,8 @@ const BOOK_ACKED: usize = 1;
 /// The destination incarnation `BOOK_ACKED` counts for.
 const BOOK_PEER: usize = 2;
 /// 1 while the last frame counted in `BOOK_SENT` may not have reached the socket whole (a TCP
-/// frame whose rest waits in the process, or a send under way): a process killed then lost it.
+/// frame whose rest waits in the process, or a send under way: a frame is counted before its
+/// send): a process killed then lost it, or sent it just before it died.
 const BOOK_PARTIAL: usize = 3;
 
 impl QueueTx {
@@ -1483,6 +1498,8 @@ impl QueueTx {
             counters: Arc::new(Counters::default()),
             book: None,
             partial: false,
+            #[cfg(test)]
+            die: None,
         }
     }
 
@@ -1493,9 +1510,11 @@ impl QueueTx {
     /// earlier incarnations still waited in the socket for a destination that did not read: k
     /// restarts let (k + 1) · `MaxNbMessages` frames into buffers sized for two, and a UDP
     /// socket drops what does not fit. A frame the book marks partial (a TCP frame whose rest
-    /// died with the process; [`FrameSocket::resync_peer`] makes the destination drop it) is
-    /// not counted. A book that counts more than `MaxNbMessages` in flight (which this code
-    /// never writes) is taken as nothing in flight, as without a book.
+    /// died with the process, which [`FrameSocket::resync_peer`] makes the destination drop;
+    /// or a frame whose send was under way) is not counted: the count is exact, or, for an
+    /// incarnation killed right after a send went through, one frame short, never more (see
+    /// [`QueueTx::try_send`]). A book that counts more than `MaxNbMessages` in flight (which
+    /// this code never writes) is taken as nothing in flight, as without a book.
     pub fn with_book(mut self, book: Words) -> QueueTx {
         let partial = book.get(BOOK_PARTIAL).load(Ordering::Acquire) != 0;
         let sent = book
@@ -1597,21 +1616,46 @@ impl QueueTx {
                 return Err(PushError::Full);
             }
         }
+        if self.sock.pending() {
+            // The rest of an earlier frame (or the padding) goes out first, and the book
+            // learns that it did before the next frame is counted.
+            if !self.sock.flush() {
+                self.keep();
+                return Err(PushError::Full);
+            }
+            self.keep();
+        }
         let hdr = FrameRepr {
             seq: (self.sent as u32).wrapping_add(1),
             len: data.len() as u32,
             stamp: 0,
         };
         if let Some(b) = &self.book {
-            // Until the frame is counted: killed in between, the next incarnation counts one
-            // frame less than went out, which the destination's acks correct (an ack of more
-            // than was sent re-bases the source); one more would be credit lost for good.
+            // The frame is counted, marked partial, before its send (the mark first): an
+            // incarnation killed before the send or in its middle (a TCP frame torn: the
+            // destination drops it) is counted exactly by the next one, which does not count a
+            // partial frame; killed after the send went through and before the mark is cleared,
+            // it is counted one frame short. One short lets one frame more than the credit into
+            // the sockets (sized for capacity + 2 frames) until the destination has consumed
+            // everything and acknowledges more than the source counted, which re-bases it; one
+            // too many would be credit lost for good. (The mark alone, with the frame counted
+            // only after the send, made that two or three short.)
             b.get(BOOK_PARTIAL).store(1, Ordering::Release);
+            b.get(BOOK_SENT)
+                .store(self.sent.wrapping_add(1), Ordering::Release);
+        }
+        #[cfg(test)]
+        if self.die == Some(Die::BeforeSend) {
+            return Err(PushError::Full);
         }
         if !self.sock.send_frame(hdr, data) {
-            // Nothing of it went out (a rest still pending is an earlier frame's, if any).
+            // Nothing of it went out: the book counts it no more.
             self.keep();
             return Err(PushError::Full);
+        }
+        #[cfg(test)]
+        if self.die == Some(Die::AfterSend) {
+            return Ok(());
         }
         self.sent = self.sent.wrapping_add(1);
         self.partial = self.sock.pending();
@@ -2689,6 +2733,39 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{kind:?} message {i}: {e:?}"));
             }
             assert_eq!(pump(&mut tx, &mut rx), [4, 5, 6, 7], "{kind:?}");
+        }
+    }
+
+    /// A source killed inside a send is counted by its next incarnation exactly (killed before
+    /// the send) or one frame short (killed after it), never more: here over udp, with 3 frames
+    /// sent and a fourth under way, the next incarnation counts 3 frames in flight (3 are, or
+    /// 4) and may send 1 more into a channel of 4 (4 in flight, or 5: the one short). With the
+    /// frame counted only after its send, it counted 2 in both cases and sent 2 more: 5 or 6.
+    #[test]
+    fn a_source_killed_inside_a_send_is_counted_at_most_one_frame_short() {
+        for (die, in_flight) in [(Die::BeforeSend, 3), (Die::AfterSend, 4)] {
+            let (a, _b) = pair(SocketKind::Udp, 16, 4);
+            let a2 = a.try_clone_fd().unwrap();
+            let book = book();
+            let mut tx = QueueTx::new(a, 4).with_book(book.clone());
+            for i in 0..3u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            tx.die = Some(die);
+            let _ = tx.try_send(&[3]);
+            drop(tx);
+            let mut tx = QueueTx::new(FrameSocket::new(a2, SocketKind::Udp, 16), 4).with_book(book);
+            let counted = tx.len();
+            let mut more = 0;
+            while tx.try_send(&[9]).is_ok() {
+                more += 1;
+                assert!(more <= 4, "{die:?}: the credit never ran out");
+            }
+            assert_eq!(
+                (counted, more),
+                (3, 1),
+                "{die:?}: counted in flight, then sent ({in_flight} were in flight)"
+            );
         }
     }
 
