@@ -19,8 +19,11 @@
 //! incarnation left partly sent so that its trailer check fails, and are then skipped. A frame with `len = 0` going back from the destination is a **cumulative
 //! acknowledgement** (queuing): `seq` = the destination's identity, `stamp` = messages it
 //! consumed so far. A destination announces each incarnation with an ack when it starts: with
-//! its book ([`QueueRx::with_book`]) the identity and the count go on across its restarts;
-//! without, each incarnation has an identity of its own and starts at 0.
+//! its book ([`QueueRx::with_book`]) the identity and the count go on across its restarts (and
+//! an incarnation whose count the last ack already carried announces nothing); without, each
+//! incarnation has an identity of its own and starts at 0. A udp ack lost to a full socket is
+//! made up for by the next one; a udp destination that keeps finding nothing repeats its last
+//! (`QueueRx::ACK_AGAIN`), so a source is not left full by a lost one.
 //!
 //! - **Sampling**: the source sends one frame per destination and never waits (a frame the
 //!   socket cannot take now is dropped: a newer one replaces it anyway); the destination drains
@@ -1717,22 +1720,45 @@ pub struct QueueRx {
     /// Where this destination keeps its identity and its count of frames taken off the socket
     /// for its next incarnation ([`QueueRx::with_book`]).
     book: Option<Words>,
+    /// `consumed` when the current run of receives that found nothing began, and the length
+    /// of that run: a udp ack is sent again when it reaches [`QueueRx::ACK_AGAIN`] and every
+    /// power of two after it ([`QueueRx::found_empty`]).
+    idle_from: u64,
+    empties: u32,
 }
 
 /// The words of a socket queuing destination's book ([`QueueRx::with_book`]).
-pub const DEST_BOOK_WORDS: usize = 2;
+pub const DEST_BOOK_WORDS: usize = 3;
 /// The identity the destination's acks carry (`seq`), kept across its restarts; 0: none yet.
 const DEST_BOOK_ID: usize = 0;
 /// Twice the frames of messages taken off the socket (consumed, buffered, or begun in a tcp
 /// stream buffer), in the numbering of the acks; plus 1 while a receive may have taken one
 /// that is not counted yet.
 const DEST_BOOK_TAKEN: usize = 1;
+/// 1 + the count the last ack sent carried (0: none yet): a new incarnation whose count is that
+/// one does not announce itself (the source was told), so a destination that restarts again
+/// and again without taking a frame does not fill the source's socket with announcements.
+const DEST_BOOK_ACKED: usize = 2;
 
 impl QueueRx {
     /// `acked_sent` before the announcement went out: differs from every count `consumed` takes
     /// (so [`QueueRx::send_ack`] sends it), and `consumed - UNANNOUNCED` (wrapping) is
     /// `consumed + 1`, so a receive retries it within a batch.
     const UNANNOUNCED: u64 = u64::MAX;
+
+    /// Receives in a row that find nothing (no message consumed meanwhile) after which a udp
+    /// destination sends its cumulative ack again; again after twice as many, and so on.
+    ///
+    /// An ack datagram that finds the source's receive buffer full is dropped while `send`
+    /// succeeds, and acks are cumulative: any later one makes up for it, but a destination
+    /// that consumed everything sends no later one. A source left full by such a loss waits
+    /// for ever while the queue is empty. A waiting receive looks every [`PARK_SLICE`], so the
+    /// first repeat comes after about 160 ms, and the gaps double from there (a destination
+    /// that stays empty sends a few dozen at most, whatever its callers do); the count starts
+    /// again with every message consumed, so a receive that finds nothing once per message
+    /// (a ping-pong) never repeats. A source's waiting sender drains its socket every slice,
+    /// so a repeat gets through once what filled it is drained. TCP loses no ack: never.
+    const ACK_AGAIN: u32 = 8;
 
     /// Use the inherited socket; `limit` is `MaxNbMessages`.
     ///
@@ -1780,6 +1806,13 @@ impl QueueRx {
             }
             b.get(DEST_BOOK_ID)
                 .store(u64::from(rx.incarnation), Ordering::Release);
+            if id != 0
+                && rx.incarnation == id
+                && b.get(DEST_BOOK_ACKED).load(Ordering::Acquire) == rx.consumed.wrapping_add(1)
+            {
+                // The source was told this count under this identity: nothing to announce.
+                rx.acked_sent = rx.consumed;
+            }
         }
         rx.note_taken();
         rx.start()
@@ -1809,6 +1842,8 @@ impl QueueRx {
             limit,
             sock,
             book,
+            idle_from: 0,
+            empties: 0,
         }
     }
 
@@ -1906,16 +1941,47 @@ impl QueueRx {
     /// call: the waiter wakes for room to send it).
     fn send_ack(&mut self) {
         if self.acked_sent != self.consumed {
-            let hdr = FrameRepr {
-                seq: self.incarnation,
-                len: 0,
-                stamp: self.consumed,
-            };
-            if self.sock.send_frame(hdr, &[]) {
-                self.acked_sent = self.consumed;
-            }
+            self.ack_now();
         } else {
             self.sock.flush();
+        }
+    }
+
+    /// Send the cumulative ack (whether or not it was sent already); keep what it carried.
+    fn ack_now(&mut self) {
+        let hdr = FrameRepr {
+            seq: self.incarnation,
+            len: 0,
+            stamp: self.consumed,
+        };
+        if self.sock.send_frame(hdr, &[]) {
+            self.acked_sent = self.consumed;
+            if let Some(b) = &self.book {
+                b.get(DEST_BOOK_ACKED)
+                    .store(self.consumed.wrapping_add(1), Ordering::Release);
+            }
+        }
+    }
+
+    /// A receive found nothing: count it, and over udp send the ack again when the run of
+    /// such receives reaches [`QueueRx::ACK_AGAIN`] and every power of two after it.
+    #[inline]
+    fn found_empty(&mut self) {
+        if self.idle_from != self.consumed {
+            self.idle_from = self.consumed;
+            self.empties = 0;
+        }
+        self.empties = self.empties.wrapping_add(1);
+        if self.empties >= QueueRx::ACK_AGAIN && self.empties.is_power_of_two() {
+            self.ack_again();
+        }
+    }
+
+    /// [`QueueRx::found_empty`]'s repeat (udp only).
+    #[cold]
+    fn ack_again(&mut self) {
+        if matches!(self.sock.io, Io::Udp(_)) {
+            self.ack_now();
         }
     }
 
@@ -1940,6 +2006,7 @@ impl QueueRx {
             self.counters.a.store(self.count as u64, Ordering::Release);
             if self.count == 0 {
                 self.send_ack();
+                self.found_empty();
                 return Err(PopError::Empty);
             }
         }
@@ -2951,6 +3018,99 @@ mod tests {
             }
         }
         got
+    }
+
+    /// Try `tx.try_send` for up to `limit` (calling `between` after each refusal); return
+    /// whether one succeeded.
+    fn sends_within(tx: &mut QueueTx, limit: Duration, mut between: impl FnMut()) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if tx.try_send(&[9]).is_ok() {
+                return true;
+            }
+            between();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    /// A udp destination restarted again and again without taking a frame announces itself
+    /// once, not once per incarnation: its count is the one it last acknowledged under the same
+    /// identity. (2000 incarnations each announced themselves; the announcements filled the
+    /// source's receive buffer, where the acks of the final incarnation, which consumed every
+    /// message, were dropped: the source stayed full for good, the queue empty.)
+    #[test]
+    fn a_destination_restarted_often_without_reading_does_not_fill_its_sources_socket() {
+        let (a, b) = pair(SocketKind::Udp, 16, 4);
+        let bfd = b.try_clone_fd().unwrap();
+        drop(b);
+        let dbook = dest_book();
+        let mut tx = QueueTx::new(a, 4).with_book(book());
+        for i in 0..4u8 {
+            tx.try_send(&[i]).unwrap();
+        }
+        let incarnation = || {
+            let s = FrameSocket::new(bfd.try_clone().unwrap(), SocketKind::Udp, 16);
+            QueueRx::with_book(s, 4, dbook.clone())
+        };
+        for _ in 0..2000 {
+            drop(incarnation());
+        }
+        let mut rx = incarnation();
+        let got = receive_all(&mut rx, 16);
+        assert_eq!(got.len(), 4);
+        assert!(
+            sends_within(&mut tx, Duration::from_secs(1), || {}),
+            "the source stayed full (the queue is empty)"
+        );
+    }
+
+    /// A udp ack that the source's full receive buffer drops (its `send` succeeds) is sent
+    /// again: a destination that keeps finding nothing repeats its cumulative ack, so a source
+    /// left full by the loss gets its credit once its socket has room. (The destination never
+    /// acked again, and both sides waited for ever while the queue was empty.)
+    #[test]
+    fn a_lost_udp_ack_is_sent_again() {
+        let (a, b) = pair(SocketKind::Udp, 16, 4);
+        let bfd = b.try_clone_fd().unwrap();
+        let mut tx = QueueTx::new(a, 4);
+        for i in 0..4u8 {
+            tx.try_send(&[i]).unwrap();
+        }
+        let mut rx = QueueRx::new(b, 4);
+        // Fill the source's socket with stale acks of this destination (the source takes them
+        // only when it looks full): the acks of what it consumes next are dropped.
+        let stale = {
+            let mut f = [0u8; HEADER_LEN];
+            FrameRepr {
+                seq: rx.incarnation,
+                len: 0,
+                stamp: 0,
+            }
+            .emit(&mut f);
+            f
+        };
+        for _ in 0..2000 {
+            assert_eq!(sys::send(bfd.as_raw_fd(), &stale, 0), Ok(HEADER_LEN));
+        }
+        let mut buf = [0u8; 16];
+        let mut got = 0;
+        while got < 4 {
+            match rx.try_recv(&mut buf) {
+                Ok(_) => got += 1,
+                Err(e) => panic!("message {got}: {e:?}"),
+            }
+        }
+        // Until empty: the ack of all four goes out (and is dropped) then at the latest.
+        assert_eq!(rx.try_recv(&mut buf), Err(PopError::Empty));
+        assert_eq!(rx.acked_sent, 4);
+        // The destination waits (a waiting receive looks every slice), the source tries.
+        assert!(
+            sends_within(&mut tx, Duration::from_secs(2), || {
+                let _ = rx.try_recv(&mut buf);
+            }),
+            "the source stayed full (the queue is empty)"
+        );
     }
 
     /// A destination restarted again and again while its source keeps the queue full goes on
