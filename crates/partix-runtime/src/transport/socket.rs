@@ -290,6 +290,9 @@ pub fn udp_queue_shortfall(
 /// Create a connected, non-blocking socket pair on 127.0.0.1 (executive side) whose buffers
 /// hold `frames` frames of `max_message_size` bytes; return (source end, destination end).
 ///
+/// Each end is connected to the other one only: a local process may send to, or connect to,
+/// a fresh port in the moment before that (see `udp_pair_of` and `tcp_pair_on`).
+///
 /// # Errors
 /// The system error.
 pub fn socket_pair(
@@ -300,20 +303,17 @@ pub fn socket_pair(
     let bytes = buffer_bytes(max_message_size, frames);
     match kind {
         SocketKind::Udp => {
-            let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
-            let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
-            a.connect(b.local_addr()?)?;
-            b.connect(a.local_addr()?)?;
+            let (a, b) = udp_pair_of(
+                UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?,
+                UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?,
+            )?;
             for s in [&a, &b] {
-                s.set_nonblocking(true)?;
                 set_buffers(s, bytes);
             }
             Ok((a.into(), b.into()))
         }
         SocketKind::Tcp => {
-            let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-            let a = TcpStream::connect(l.local_addr()?)?;
-            let (b, _) = l.accept()?;
+            let (a, b) = tcp_pair_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?)?;
             for s in [&a, &b] {
                 s.set_nodelay(true)?;
                 s.set_nonblocking(true)?;
@@ -322,6 +322,49 @@ pub fn socket_pair(
             Ok((a.into(), b.into()))
         }
     }
+}
+
+/// Connect the bound UDP sockets `a` and `b` to each other, make them non-blocking, and empty
+/// them: a connected UDP socket receives only from its peer, but datagrams that any local
+/// process sent to it before (between its `bind` and its `connect`) stay queued, and a receive
+/// does not check where a datagram came from (a forged frame would be delivered: its check is
+/// no secret).
+fn udp_pair_of(a: UdpSocket, b: UdpSocket) -> io::Result<(UdpSocket, UdpSocket)> {
+    a.connect(b.local_addr()?)?;
+    b.connect(a.local_addr()?)?;
+    let mut buf = [0u8; 64];
+    for s in [&a, &b] {
+        s.set_nonblocking(true)?;
+        // What can be queued is bounded by the receive buffer (nothing more can come in but
+        // from the peer, which sends nothing yet); the bound only guards against a surprise.
+        for _ in 0..1 << 16 {
+            match s.recv(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // A datagram (cut to the buffer), or an error reported for an earlier one.
+                _ => {}
+            }
+        }
+    }
+    Ok((a, b))
+}
+
+/// Connect a stream to the listener `l` and accept it; return (the connecting end, the accepted
+/// end). Connections that another local process made to `l` first are accepted and closed: the
+/// first one in the queue is not necessarily ours.
+fn tcp_pair_on(l: TcpListener) -> io::Result<(TcpStream, TcpStream)> {
+    let a = TcpStream::connect(l.local_addr()?)?;
+    let me = a.local_addr()?;
+    // Ours is in the accept queue (its connect returned), behind at most a queue's worth of
+    // others; the bound only guards against a surprise.
+    for _ in 0..1 << 16 {
+        let (b, peer) = l.accept()?;
+        if peer == me {
+            return Ok((a, b));
+        }
+    }
+    Err(io::Error::other(
+        "the loopback connection was not found in the accept queue",
+    ))
 }
 
 /// Poll `fd` for input for at most `timeout` (zero: just look); return whether it is readable.
@@ -2250,6 +2293,97 @@ mod tests {
                 std::panic::resume_unwind(t.join().expect_err("ended without a result"))
             }
         }
+    }
+
+    /// A valid frame of 3 bytes (as a peer would send it over udp).
+    fn udp_frame(seq: u32) -> Vec<u8> {
+        let mut f = vec![seq as u8; HEADER_LEN + 3];
+        FrameRepr {
+            seq,
+            len: 3,
+            stamp: 1,
+        }
+        .emit(&mut f);
+        f
+    }
+
+    /// A datagram another local process sends to the destination's socket between its `bind`
+    /// and its `connect` is not delivered: the pair is emptied once connected. (It stayed
+    /// queued, and the destination received it as a message.)
+    #[test]
+    fn a_udp_pair_drops_what_a_stranger_sent_before_it_was_connected() {
+        let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let stranger = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        for s in [&a, &b] {
+            stranger
+                .send_to(&udp_frame(66), s.local_addr().unwrap())
+                .unwrap();
+        }
+        let (a, b) = udp_pair_of(a, b).unwrap();
+        let to_b = b.local_addr().unwrap();
+        let (mut a, mut b) = (
+            FrameSocket::new(a.into(), SocketKind::Udp, 16),
+            FrameSocket::new(b.into(), SocketKind::Udp, 16),
+        );
+        let mut out = [0u8; HEADER_LEN + 16];
+        assert_eq!(b.recv_frame(&mut out), Recv::Nothing);
+        assert_eq!(a.recv_frame(&mut out), Recv::Nothing);
+        // After the connect the stranger's datagrams do not get in; the peer's do.
+        stranger.send_to(&udp_frame(67), to_b).unwrap();
+        let h = FrameRepr {
+            seq: 1,
+            len: 3,
+            stamp: 1,
+        };
+        assert!(a.send_frame(h, &[1, 2, 3]));
+        assert_eq!(b.recv_frame(&mut out), Recv::Frame(h));
+        assert_eq!(b.recv_frame(&mut out), Recv::Nothing);
+        assert_eq!(b.dropped, 0);
+    }
+
+    /// A connection another local process makes to the listener before ours is not taken for
+    /// ours: the accepted end is the one whose peer is the connecting end, and a frame crosses
+    /// the pair. (The first connection in the queue was taken: the destination read the
+    /// stranger's stream, and the source's end was left unaccepted.)
+    #[test]
+    fn a_tcp_pair_is_not_connected_to_a_stranger() {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let mut stranger = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (a, b) = tcp_pair_on(l).unwrap();
+        assert_eq!(b.peer_addr().unwrap(), a.local_addr().unwrap());
+        // The stranger's connection was closed.
+        stranger
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert!(matches!(
+            std::io::Read::read(&mut stranger, &mut byte),
+            Ok(0) | Err(_)
+        ));
+        for s in [&a, &b] {
+            s.set_nonblocking(true).unwrap();
+        }
+        let (mut a, mut b) = (
+            FrameSocket::new(a.into(), SocketKind::Tcp, 16),
+            FrameSocket::new(b.into(), SocketKind::Tcp, 16),
+        );
+        let h = FrameRepr {
+            seq: 1,
+            len: 3,
+            stamp: 1,
+        };
+        assert!(a.send_frame(h, &[1, 2, 3]));
+        let mut out = [0u8; HEADER_LEN + 16];
+        let mut got = Recv::Nothing;
+        for _ in 0..1000 {
+            got = b.recv_frame(&mut out);
+            if got != Recv::Nothing {
+                break;
+            }
+            readable(&b, Duration::from_millis(10));
+        }
+        assert_eq!(got, Recv::Frame(h));
     }
 
     /// The direct system calls answer as `recv(2)` and `send(2)` do, with `errno` as the error.
