@@ -644,8 +644,9 @@ impl SocketAgent {
     }
 
     /// One round of the agent: drain the socket unless a reader is inside a call of the port or
-    /// made one since the last round (`None`); return how many frames it took.
-    fn round(&self, seen: &mut u64) -> Option<usize> {
+    /// made one since the last round (`None`); return how many frames it took, and whether the
+    /// socket may poll readable with nothing the agent can take ([`socket::SampleRx::stuck`]).
+    fn round(&self, seen: &mut u64) -> Option<(usize, bool)> {
         let now = self.calls.load(Ordering::Relaxed);
         if now != *seen {
             *seen = now;
@@ -656,15 +657,25 @@ impl SocketAgent {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        Some(rx.drain())
+        let n = rx.drain();
+        Some((n, rx.stuck()))
     }
 }
 
 /// The receiving agent's thread: drain, wait for the socket (`fd`, a duplicate of the port's) to
 /// become readable, drain again; while a reader is active, sleep (from a [`HELPED_SLICE`],
 /// doubling up to [`AGENT_NAP_MAX`]).
-/// Ends when the port is gone. A socket that polls readable but yields no frame (the peer closed
-/// a TCP connection) is looked at again only after [`AGENT_POLL`]: the agent never spins.
+/// Ends when the port is gone.
+///
+/// A drain after a wake-up that took no frame is normal over TCP: the bytes were the source's
+/// padding (at every start of a source), or the first piece of a frame larger than a segment.
+/// They are in the stream buffer now, so the socket no longer polls readable, and the agent
+/// polls again at once. Only a socket that may poll readable for good with nothing to take (a
+/// TCP peer that closed or a dead connection: [`socket::SampleRx::stuck`]; or a drain cut at its
+/// bound by a flood) is looked at again after [`AGENT_POLL`]: the agent never spins. (It slept
+/// [`AGENT_POLL`] after every wake-up without a frame, so a TCP destination stopped draining
+/// for 100 ms at each start of its source and at nearly every frame of over 64 KiB, and its
+/// socket, sized for 4 frames, filled.)
 fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
     let Some(mut seen) = agent.upgrade().map(|a| a.calls.load(Ordering::Relaxed)) else {
         return;
@@ -685,7 +696,7 @@ fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
                 std::thread::sleep(nap);
                 nap = (nap * 2).min(AGENT_NAP_MAX);
             }
-            Some(0) if woke => {
+            Some((0, true)) if woke => {
                 woke = false;
                 std::thread::sleep(AGENT_POLL);
             }
