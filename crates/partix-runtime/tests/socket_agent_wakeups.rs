@@ -129,7 +129,7 @@ fn a_tcp_agent_takes_what_comes_after_padding_or_part_of_a_frame_without_sleepin
     let fd = &dst[0].sockets[0];
     taken_within(fd, Duration::from_secs(5)).expect("the agent never took the padding");
     std::thread::sleep(Duration::from_millis(10));
-    w.write(&[7u8; 8], 1);
+    w.write(&[7u8; 8]);
     let t = taken_within(fd, Duration::from_secs(1));
     assert!(
         t.is_some_and(|t| t < LIMIT),
