@@ -77,7 +77,7 @@ fn run(transport: &str, mode: &str) -> Vec<Vec<String>> {
             ("conf-dst2", args, true),
         ],
         100_000,
-        Duration::from_secs(180),
+        Duration::from_secs(300),
     )
 }
 

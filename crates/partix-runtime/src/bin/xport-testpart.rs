@@ -72,6 +72,12 @@ const FRAME: SystemTime = 30 * MS;
 const LATE: SystemTime = FRAME + 100 * MS;
 /// The time-out of the waits that show the receive mode (they time out).
 const MODE_WAIT: SystemTime = 200 * MS;
+/// The time-out of a wait for a message or room from a peer that is running.
+const WAIT: SystemTime = 30_000 * MS;
+/// The time-out of the first wait of the sweep and of the stress receiver: in spin mode their
+/// senders start only once the spinning processes above them in their partition are done
+/// (seconds, many more on a loaded machine).
+const FIRST_WAIT: SystemTime = 120_000 * MS;
 
 fn process(name: &str, entry: EntryPoint, prio: Priority) {
     let pid = new_process(name, entry, prio);
@@ -403,7 +409,7 @@ extern "C" fn sweep_src() {
             acked += 1;
             let mut buf = [0u8; 16];
             loop {
-                match wait_sampling_message(ack, 30_000 * MS, &mut buf) {
+                match wait_sampling_message(ack, WAIT, &mut buf) {
                     Ok((4, _)) if buf[..4] == acked.to_le_bytes() => break,
                     Ok(_) => {}
                     Err(e) => {
@@ -424,7 +430,7 @@ extern "C" fn sweep_src() {
         let id = qid(q);
         for k in sweep_sizes(max) {
             let m = sweep_message(8 + c as u64, k);
-            if let Err(e) = send_queuing_message(id, &m, INFINITE_TIME_VALUE) {
+            if let Err(e) = send_queuing_message(id, &m, WAIT) {
                 fails.push(format!("{q} {k} B: {e:?}"));
             }
         }
@@ -448,7 +454,8 @@ extern "C" fn sweep_dst() {
         let mut bad = Vec::new();
         let sizes = sweep_sizes(max);
         for &k in &sizes {
-            match wait_sampling_message(id, 30_000 * MS, &mut buf) {
+            let t = if acked == 0 { FIRST_WAIT } else { WAIT };
+            match wait_sampling_message(id, t, &mut buf) {
                 Ok((n, _)) => {
                     if n != k || buf[..n] != sweep_message(c as u64, k)[..] {
                         bad.push(format!(
@@ -477,7 +484,7 @@ extern "C" fn sweep_dst() {
         let mut bad = Vec::new();
         let sizes = sweep_sizes(max);
         for &k in &sizes {
-            match receive_queuing_message(id, &mut buf, 30_000 * MS) {
+            match receive_queuing_message(id, &mut buf, WAIT) {
                 Ok(n) => {
                     if n != k || buf[..n] != sweep_message(8 + c as u64, k)[..] {
                         bad.push(format!(
@@ -554,7 +561,8 @@ extern "C" fn stress_dst() {
     let mut buf = [0u8; MAX];
     let (mut bad, mut first_bad) = (0u64, None);
     for i in 0..n {
-        match receive_queuing_message(id, &mut buf, 30_000 * MS) {
+        let t = if i == 0 { FIRST_WAIT } else { WAIT };
+        match receive_queuing_message(id, &mut buf, t) {
             Ok(len) => {
                 let m = &buf[..len];
                 let ok = len >= 12
