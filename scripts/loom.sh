@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the loom models of partix-shm (crates/partix-shm/tests/loom.rs): the begin/end sampling
-# protocol, the SPSC ring (single messages, batches, the split data/control layout whose data
+# protocol (messages of 8 / 16 / 8 bytes, the bounded retry of SlotView::read), the SPSC ring (single messages, batches, the split data/control layout whose data
 # the destination maps read-only), the two-sided sampling path and queue credits (cumulative
 # acks; the sender, manager and receiver parking on their notifiers), and the futex notifier (no lost wake-up); and (tests/loom_edges.rs) a two-sided queue
 # manager killed in the middle of a move, then replaced (no loss, no duplicate).

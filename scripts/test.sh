@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs every test of the workspace
 # (Rust unit and integration tests, the C API tests built with gcc, multi-process and
-# network-namespace tests). Run as root on Linux (SCHED_FIFO, namespaces, veth, FUSE).
+# network-namespace tests) and the loom models (scripts/loom.sh). Run as root on Linux
+# (SCHED_FIFO, namespaces, veth, FUSE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --all-targets "$@"
+# The loom models (a --cfg loom release build of partix-shm in its own target dir, then about
+# 1-3 minutes of model checking; none of them runs under plain cargo test).
+bash scripts/loom.sh

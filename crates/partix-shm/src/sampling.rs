@@ -311,7 +311,89 @@ impl<'a> SlotView<'a> {
             Attempt::Torn
         }
     }
+
+    /// Copy the latest message into `buf`, in at most `max_attempts` (at least 1) copy
+    /// attempts of at most `max` bytes each (the bounded retry of `SamplingReader::read`).
+    ///
+    /// # Errors
+    /// [`ReadError::Empty`], [`ReadError::Contended`] (every attempt overlapped a write; `buf`
+    /// holds garbage), [`ReadError::BufferTooSmall`], [`ReadError::Corrupt`].
+    #[inline]
+    pub fn read(&self, buf: &mut [u8], max_attempts: u32) -> Result<ReadOk, ReadError> {
+        let max_attempts = max_attempts.max(1);
+        for attempt in 1..=max_attempts {
+            match self.try_read(buf) {
+                Attempt::Done { flags, stamp } => {
+                    return Ok(ReadOk {
+                        len: flags.len() as usize,
+                        seq: flags.seq(),
+                        written_at_ns: stamp,
+                        attempts: attempt,
+                    })
+                }
+                Attempt::Torn => std::hint::spin_loop(),
+                Attempt::Empty => return Err(ReadError::Empty),
+                Attempt::TooSmall { needed } => return Err(ReadError::BufferTooSmall { needed }),
+                Attempt::Corrupt => return Err(ReadError::Corrupt),
+            }
+        }
+        Err(ReadError::Contended {
+            attempts: max_attempts,
+        })
+    }
 }
+
+/// A successful [`SlotView::read`] (and `SamplingReader::read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOk {
+    /// Message length; the message is `buf[..len]`.
+    pub len: usize,
+    /// Sequence number given by the writer.
+    pub seq: u32,
+    /// The writer's `CLOCK_MONOTONIC` timestamp in ns (the port layer derives validity).
+    pub written_at_ns: u64,
+    /// Copy attempts made (1 = no retry).
+    pub attempts: u32,
+}
+
+/// Failure of [`SamplingReader::read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// No message was ever completely written.
+    Empty,
+    /// Every one of `attempts` copies overlapped a write (a very fast writer, or a writer
+    /// that died in the middle of a write); `buf` holds garbage.
+    Contended {
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// `buf` is shorter than the latest message.
+    BufferTooSmall {
+        /// Length of the latest message.
+        needed: usize,
+    },
+    /// The slot's flags are impossible (written by something that is not a
+    /// [`SamplingWriter`]).
+    Corrupt,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Empty => write!(f, "no sampling message written yet"),
+            ReadError::Contended { attempts } => write!(
+                f,
+                "sampling slot changed during each of {attempts} copies; retry later"
+            ),
+            ReadError::BufferTooSmall { needed } => {
+                write!(f, "buffer too small: the message has {needed} bytes")
+            }
+            ReadError::Corrupt => write!(f, "sampling slot holds impossible flags"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
 
 /// The writer's payload copy. Loom builds: `Relaxed` atomic word stores, so the models check the
 /// protocol with every access visible to the model checker.
@@ -696,58 +778,6 @@ mod shm {
         }
     }
 
-    /// A successful [`SamplingReader::read`].
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct ReadOk {
-        /// Message length; the message is `buf[..len]`.
-        pub len: usize,
-        /// Sequence number given by the writer.
-        pub seq: u32,
-        /// The writer's `CLOCK_MONOTONIC` timestamp in ns (the port layer derives validity).
-        pub written_at_ns: u64,
-        /// Copy attempts made (1 = no retry).
-        pub attempts: u32,
-    }
-
-    /// Failure of [`SamplingReader::read`].
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum ReadError {
-        /// No message was ever completely written.
-        Empty,
-        /// Every one of `attempts` copies overlapped a write (a very fast writer, or a writer
-        /// that died in the middle of a write); `buf` holds garbage.
-        Contended {
-            /// Attempts made.
-            attempts: u32,
-        },
-        /// `buf` is shorter than the latest message.
-        BufferTooSmall {
-            /// Length of the latest message.
-            needed: usize,
-        },
-        /// The slot's flags are impossible (written by something that is not a
-        /// [`SamplingWriter`]).
-        Corrupt,
-    }
-
-    impl fmt::Display for ReadError {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self {
-                ReadError::Empty => write!(f, "no sampling message written yet"),
-                ReadError::Contended { attempts } => write!(
-                    f,
-                    "sampling slot changed during each of {attempts} copies; retry later"
-                ),
-                ReadError::BufferTooSmall { needed } => {
-                    write!(f, "buffer too small: the message has {needed} bytes")
-                }
-                ReadError::Corrupt => write!(f, "sampling slot holds impossible flags"),
-            }
-        }
-    }
-
-    impl std::error::Error for ReadError {}
-
     /// Failure of [`SamplingReader::wait_newer`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum WaitError {
@@ -874,28 +904,7 @@ mod shm {
         /// [`ReadError::Corrupt`].
         #[inline]
         pub fn read(&self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
-            let view = self.slot.view();
-            for attempt in 1..=self.max_attempts {
-                match view.try_read(buf) {
-                    Attempt::Done { flags, stamp } => {
-                        return Ok(ReadOk {
-                            len: flags.len() as usize,
-                            seq: flags.seq(),
-                            written_at_ns: stamp,
-                            attempts: attempt,
-                        })
-                    }
-                    Attempt::Torn => std::hint::spin_loop(),
-                    Attempt::Empty => return Err(ReadError::Empty),
-                    Attempt::TooSmall { needed } => {
-                        return Err(ReadError::BufferTooSmall { needed })
-                    }
-                    Attempt::Corrupt => return Err(ReadError::Corrupt),
-                }
-            }
-            Err(ReadError::Contended {
-                attempts: self.max_attempts,
-            })
+            self.slot.view().read(buf, self.max_attempts)
         }
 
         /// Wait until a message other than `last_seq` (any message when `None`) is complete, then

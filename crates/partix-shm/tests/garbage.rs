@@ -1,9 +1,14 @@
 //! Bad input never panics: every handle attached to (or reading from) a region full of garbage —
-//! with valid or invalid headers — returns errors or garbage-free results, never panics.
+//! with valid or invalid headers — returns errors or results within bounds, never panics. A
+//! length returned is at least 1 and fits both the caller's buffer and the maximum the handle
+//! was attached with; a length a too-short buffer is refused for exceeds that buffer. The bytes
+//! of a message read from garbage are not checked (garbage in a payload is a valid message),
+//! except that a sampling slot a writer still attaches to and writes returns that message, byte
+//! for byte.
 #![cfg(not(loom))]
 
-use partix_shm::ring::{RingConsumer, RingLayout, RingProducer};
-use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::ring::{PopError, RingConsumer, RingLayout, RingProducer};
+use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
 use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::Region;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +62,10 @@ fn sampling_reader_survives_garbage() {
     for round in 0..3000 {
         let r = Arc::new(Region::create("partix-shm-garbage", LEN).unwrap());
         let layout = SamplingLayout::new(200).unwrap();
-        SamplingWriter::init(r.clone(), 0, layout).unwrap();
+        // A message before the garbage (also for the slot's header to describe a full slot).
+        let _ = SamplingWriter::init(r.clone(), 0, layout)
+            .unwrap()
+            .write(b"before the garbage");
         // Later rounds also corrupt the header.
         scribble(
             &r,
@@ -67,13 +75,32 @@ fn sampling_reader_survives_garbage() {
             round < 1500,
         );
         if let Ok(rd) = SamplingReader::attach(r.clone(), 0) {
-            let _ = rd.read(&mut buf);
-            let _ = rd.read(&mut buf[..3]);
+            let max = rd.max_message_size() as usize;
+            if let Ok(ok) = rd.read(&mut buf) {
+                assert!(
+                    (1..=max.min(buf.len())).contains(&ok.len),
+                    "round {round}: {ok:?}"
+                );
+            }
+            match rd.read(&mut buf[..3]) {
+                Ok(ok) => assert!((1..=3).contains(&ok.len), "round {round}: {ok:?}"),
+                Err(ReadError::BufferTooSmall { needed }) => {
+                    assert!(needed > 3 && needed <= max, "round {round}: needs {needed}")
+                }
+                Err(_) => {}
+            }
             let _ = rd.latest_seq();
             let _ = rd.write_in_progress();
         }
         if let Ok(mut w) = SamplingWriter::attach(r.clone(), 0) {
-            let _ = w.write(b"still works");
+            if w.write(b"still works").is_ok() {
+                let rd = SamplingReader::attach(r.clone(), 0).expect("the writer attached");
+                let ok = rd.read(&mut buf);
+                assert!(
+                    matches!(ok, Ok(ok) if &buf[..ok.len] == b"still works"),
+                    "round {round}: read after a write: {ok:?}"
+                );
+            }
         }
     }
 }
@@ -94,8 +121,15 @@ fn ring_consumer_survives_garbage() {
             round < 1500,
         );
         if let Ok(mut c) = RingConsumer::attach(r.clone(), 0) {
+            let max = c.max_message_size() as usize;
             for _ in 0..12 {
-                let _ = c.try_pop(&mut buf);
+                match c.try_pop(&mut buf) {
+                    Ok(n) => assert!((1..=max.min(buf.len())).contains(&n), "round {round}: {n}"),
+                    Err(PopError::BufferTooSmall { needed }) => {
+                        assert!(needed > buf.len(), "round {round}: needs {needed}")
+                    }
+                    Err(_) => {}
+                }
             }
             let _ = c.len();
             c.clear();
@@ -138,8 +172,18 @@ fn two_sided_survives_garbage() {
             let _ = m.stats();
         }
         if let Ok(mut r) = TwoSidedReceiver::attach(rx.clone(), 0) {
-            let _ = r.read(&mut buf);
-            let _ = r.read(&mut buf[..2]);
+            // The largest message is the slot capacity of the receiver's (maybe scribbled)
+            // header; the buffer holds 64 bytes.
+            if let Ok(ok) = r.read(&mut buf) {
+                assert!((1..=buf.len()).contains(&ok.len), "round {round}: {ok:?}");
+            }
+            match r.read(&mut buf[..2]) {
+                Ok(ok) => assert!((1..=2).contains(&ok.len), "round {round}: {ok:?}"),
+                Err(ReadError::BufferTooSmall { needed }) => {
+                    assert!(needed > 2, "round {round}: needs {needed}")
+                }
+                Err(_) => {}
+            }
         }
         if let Ok(mut s) = TwoSidedSender::attach(tx.clone(), 0) {
             let _ = s.write(b"after");

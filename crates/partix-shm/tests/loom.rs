@@ -10,7 +10,7 @@ use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use partix_shm::notifier::{Futex, NotifierView};
 use partix_shm::ring::{PopError, PushError, RingView};
-use partix_shm::sampling::{Attempt, Flags, SlotView};
+use partix_shm::sampling::{Flags, ReadError, ReadOk, SlotView};
 use partix_shm::twosided::{
     ManagerState, Move, QueueMoveViews, ReceiverState, RxError, RxView, TxView,
 };
@@ -35,8 +35,47 @@ fn words(n: usize) -> Vec<AtomicU64> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
 }
 
-/// The begin/end protocol: one writer writing `n` messages, one reader reading twice; a
-/// successful read is always one whole message, its stamp included, and reads never go back.
+/// Length of sampling message `seq` in the model: 8, 16, 8, ... bytes (odd `seq`: one word).
+fn sampling_len(seq: u32) -> usize {
+    if seq % 2 == 1 {
+        8
+    } else {
+        8 * WORDS
+    }
+}
+
+/// Word of sampling message `seq`: its sequence number and its length, so a copy of another
+/// message, or of the right message with another message's length, shows.
+fn sampling_word(seq: u32) -> u64 {
+    (u64::from(seq) << 32) | sampling_len(seq) as u64
+}
+
+/// Payload of sampling message `seq`: [`sampling_len`] bytes of [`sampling_word`]s.
+fn sampling_payload(seq: u32) -> Vec<u8> {
+    (0..sampling_len(seq) / 8)
+        .flat_map(|_| sampling_word(seq).to_ne_bytes())
+        .collect()
+}
+
+/// A read `r` into `buf` is one whole message: its length is the length of its `seq`, every
+/// word of it is that message's, its stamp is that message's.
+fn assert_sampling_read(r: &ReadOk, buf: &[u8]) {
+    assert_eq!(r.len, sampling_len(r.seq), "length of another message");
+    for w in buf[..r.len].chunks_exact(8) {
+        let v = u64::from_ne_bytes(w.try_into().unwrap());
+        assert_eq!(
+            v,
+            sampling_word(r.seq),
+            "torn message: a word of another message"
+        );
+    }
+    assert_eq!(r.written_at_ns, u64::from(r.seq) * 10, "torn stamp");
+}
+
+/// The begin/end protocol: one writer writing `n` messages of lengths 8, 16, 8, ... bytes; one
+/// reader reading twice with the production bounded retry (`SlotView::read`, 2 attempts); a
+/// successful read is always one whole message, with its own length and stamp, reads never go
+/// back, and a failed one is `Empty` or `Contended` (both attempts overlapped a write).
 fn sampling_model(n: u32) {
     loom::model(move || {
         // [begin, stamp, payload.., end]
@@ -45,7 +84,7 @@ fn sampling_model(n: u32) {
         let writer = thread::spawn(move || {
             let view = SlotView::from_words(&w);
             for seq in 1..=n {
-                let data = payload(seq);
+                let data = sampling_payload(seq);
                 view.publish(
                     Flags::new(seq, data.len() as u32),
                     u64::from(seq) * 10,
@@ -57,23 +96,25 @@ fn sampling_model(n: u32) {
         let mut last = 0;
         for _ in 0..2 {
             let mut buf = [0u8; 8 * WORDS];
-            match view.try_read(&mut buf) {
-                Attempt::Done { flags, stamp } => {
-                    assert_eq!(flags.len() as usize, 8 * WORDS);
-                    assert_whole(&buf, flags.seq());
-                    assert_eq!(stamp, u64::from(flags.seq()) * 10, "torn stamp");
-                    assert!(flags.seq() >= last, "went back in time");
-                    last = flags.seq();
+            match view.read(&mut buf, 2) {
+                Ok(r) => {
+                    assert_sampling_read(&r, &buf);
+                    assert!(r.seq >= last, "went back in time");
+                    assert!((1..=2).contains(&r.attempts));
+                    last = r.seq;
                 }
-                Attempt::Empty | Attempt::Torn => {}
-                other => panic!("unexpected {other:?}"),
+                Err(ReadError::Empty | ReadError::Contended { attempts: 2 }) => {}
+                Err(e) => panic!("unexpected {e:?}"),
             }
         }
         writer.join().unwrap();
-        // After the writer is done, a read must succeed with the last message.
+        // After the writer is done, a read must succeed with the last message, at once.
         let mut buf = [0u8; 8 * WORDS];
-        match view.try_read(&mut buf) {
-            Attempt::Done { flags, .. } => assert_eq!(flags.seq(), n),
+        match view.read(&mut buf, 2) {
+            Ok(r) => {
+                assert_eq!((r.seq, r.attempts), (n, 1));
+                assert_sampling_read(&r, &buf);
+            }
             other => panic!("quiescent read failed: {other:?}"),
         }
     });

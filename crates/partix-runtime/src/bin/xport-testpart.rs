@@ -1,19 +1,34 @@
 //! `xport-testpart`: the APEX partition programs of the transport conformance suite
 //! (`tests/conformance.rs`, module `tests/ports/conformance.xml.in`). The same programs run over
-//! every transport: nothing here names one.
+//! every transport and in every receive mode: nothing here names a transport, and every port has
+//! the mode the configuration gives it (`partix:ReceiveMode`, the same on every port).
 //!
 //! ```text
-//! xport-testpart ROLE OUT [N]
+//! xport-testpart ROLE OUT [N [MODE [BIG]]]
 //!   conf-src    SRC:  sampling sizes 1..=64 (multicast), queue sizes 1..=64, then the full
-//!               queue (timeout 0 / finite, WAITING while blocked), then a send after CLEAR;
-//!               a second process sends N checksummed stress messages on Z_OUT
+//!               queue (timeout 0 / 200 ms / watched 1 s, WAITING while blocked), then a send
+//!               after CLEAR; a second process sends N checksummed stress messages on Z_OUT; a
+//!               third sends the size sweep (1 B .. max on S40/Q40, S56/Q56, SBIG/QBIG)
 //!   conf-dst1   DST1: reads the sampling sizes (latest wins, never older), validity fresh and
-//!               after the refresh period, wait timeouts 0 / finite, queue sizes in order,
-//!               empty (timeout 0 / finite, WAITING while blocked), status, CLEAR
-//!   conf-dst2   DST2: the sampling sizes (second multicast destination) and the N stress
+//!               after the refresh period, wait timeouts 0 / 200 ms, queue sizes in order,
+//!               empty (timeout 0 / 200 ms / watched 1 s, WAITING while blocked), status,
+//!               CLEAR; a second process checks the size sweep byte by byte
+//!   conf-dst2   DST2: port confinement (another partition's queuing port, a name of the other
+//!               port kind), the sampling sizes (second multicast destination) and the N stress
 //!               messages (no loss, duplicate, reordering or corruption)
 //! ```
-//! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `END role`.
+//! MODE is the receive mode of every port (`spin`, `spin-then-park`, `blocking`; default
+//! `spin-then-park`), BIG the largest message of SBIG/QBIG (default 65483).
+//!
+//! Every timed call is bracketed with GET_TIME: one that timed out did not return before its
+//! time-out, and none returned later than its time-out + a major frame + 100 ms. A call with
+//! time-out 0 must return without leaving the CPU: a process of lower priority (`observe`)
+//! spins meanwhile and would run, and see the caller WAITING, if it did. A 200 ms wait that times
+//! out shows the mode: its thread's CPU time is more than half of the partition's window time
+//! during the wait when spinning, less than half when parking.
+//!
+//! Results are appended to OUT, one line each: `PASS what`, `FAIL what: detail`, `INFO ...`,
+//! `END role`.
 
 #[path = "testpart_common/mod.rs"]
 mod testpart_common;
@@ -21,7 +36,7 @@ mod testpart_common;
 use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
-use testpart_common::{expect, idle_forever, new_process, normal, out, MS};
+use testpart_common::{check, expect, idle_forever, new_process, normal, out, MS};
 
 static N: OnceLock<u64> = OnceLock::new();
 /// Processes still running in this partition (the last one writes `END`).
@@ -32,8 +47,37 @@ static BLOCKING: AtomicU32 = AtomicU32::new(0);
 /// does not start its next wait first).
 static CHECKED: AtomicU32 = AtomicU32::new(0);
 static ROLE: OnceLock<String> = OnceLock::new();
+/// The receive mode of every port (from the configuration; MODE names it).
+static MODE: OnceLock<RecvMode> = OnceLock::new();
+/// The largest message of SBIG and QBIG.
+static BIG: OnceLock<usize> = OnceLock::new();
+
+/// While non-zero, the number of the current observation: `observe` spins.
+static OBSERVE: AtomicU32 = AtomicU32::new(0);
+/// The observation `observe` spins for (it set it right before its spin loop).
+static READY: AtomicU32 = AtomicU32::new(0);
+/// Set by `main` for the duration of a call with time-out 0.
+static INSIDE: AtomicU32 = AtomicU32::new(0);
+/// Calls with time-out 0 during which `observe` ran (`main` had left the CPU).
+static RAN_INSIDE: AtomicU32 = AtomicU32::new(0);
+/// ... and found `main` WAITING.
+static SAW_WAITING: AtomicU32 = AtomicU32::new(0);
 
 const MAX: usize = 64;
+
+/// The major frame of conformance.xml.in (`MajorFrameSeconds`).
+const FRAME: SystemTime = 30 * MS;
+/// How late a timed call may return after its time-out: the time-out may fall outside the
+/// partition's windows (a major frame), plus 100 ms for a loaded machine.
+const LATE: SystemTime = FRAME + 100 * MS;
+/// The time-out of the waits that show the receive mode (they time out).
+const MODE_WAIT: SystemTime = 200 * MS;
+/// The time-out of a wait for a message or room from a peer that is running.
+const WAIT: SystemTime = 30_000 * MS;
+/// The time-out of the first wait of the sweep and of the stress receiver: in spin mode their
+/// senders start only once the spinning processes above them in their partition are done
+/// (seconds, many more on a loaded machine).
+const FIRST_WAIT: SystemTime = 120_000 * MS;
 
 fn process(name: &str, entry: EntryPoint, prio: Priority) {
     let pid = new_process(name, entry, prio);
@@ -119,6 +163,360 @@ extern "C" fn watch_process() {
     done();
 }
 
+// ------------------------------------------------------------------------ time, mode, zero
+
+/// The result of a call with its elapsed time (GET_TIME) and its thread's CPU time.
+struct Timed<T> {
+    r: ApexResult<T>,
+    elapsed: SystemTime,
+    cpu: u64,
+}
+
+/// Run `f`, bracketed with GET_TIME and the thread's CPU clock.
+fn timed<T>(f: impl FnOnce() -> ApexResult<T>) -> Timed<T> {
+    let (t0, c0) = (get_time(), thread_cpu_ns());
+    let r = f();
+    let (t1, c1) = (get_time(), thread_cpu_ns());
+    Timed {
+        r,
+        elapsed: t1 - t0,
+        cpu: c1.saturating_sub(c0),
+    }
+}
+
+/// A call with time-out `timeout` returned in time: not before its time-out if it timed out,
+/// not later than the time-out + [`LATE`] in any case.
+fn check_time<T: std::fmt::Debug>(what: &str, timeout: SystemTime, t: &Timed<T>) {
+    let timed_out = matches!(t.r, Err(ApexError::TimedOut));
+    expect(
+        &format!("{what}: returns no earlier than its time-out when it times out, and no later than a major frame + 100 ms after it"),
+        (!timed_out || t.elapsed >= timeout) && t.elapsed <= timeout + LATE,
+        format!(
+            "{:?} after {} us, time-out {} us",
+            t.r,
+            t.elapsed / 1000,
+            timeout / 1000
+        ),
+    );
+}
+
+/// A wait that timed out spent the CPU time of its receive mode: spinning, more than half of
+/// the partition's window time during the wait (it can run only in its windows: `duration` of
+/// each `period`); parking, less than half.
+fn check_mode_cpu<T>(what: &str, t: &Timed<T>) {
+    let mode = *MODE.get().expect("mode");
+    let st = get_partition_status();
+    let window = u128::from(t.elapsed as u64) * st.duration as u128 / st.period.max(1) as u128;
+    let half = (window / 2) as u64;
+    let (ok, want) = match mode {
+        RecvMode::Spin => (t.cpu > half, "more"),
+        _ => (t.cpu < half, "less"),
+    };
+    out(&format!(
+        "INFO {what}: {mode:?}: CPU {} us in a wait of {} us, about {} us of it in the partition's windows",
+        t.cpu / 1000,
+        t.elapsed / 1000,
+        window / 1000
+    ));
+    expect(
+        &format!("{what}: the waiting process's CPU time shows its receive mode"),
+        ok,
+        format!(
+            "{mode:?}: CPU {} us, want {want} than half of the {} us of windows in the {} us wait",
+            t.cpu / 1000,
+            window / 1000,
+            t.elapsed / 1000
+        ),
+    );
+}
+
+/// Have `observe` spin (it runs only while every process of higher priority is blocked).
+fn start_observing() {
+    static SESSION: AtomicU32 = AtomicU32::new(0);
+    let n = SESSION.fetch_add(1, Ordering::SeqCst) + 1;
+    RAN_INSIDE.store(0, Ordering::SeqCst);
+    SAW_WAITING.store(0, Ordering::SeqCst);
+    OBSERVE.store(n, Ordering::SeqCst);
+    while READY.load(Ordering::SeqCst) != n {
+        let _ = timed_wait(MS);
+    }
+}
+
+/// `observe`, one priority below `main`: while an observation is on, it spins; each time it
+/// finds `main` inside a call with time-out 0, `main` has left the CPU during that call.
+extern "C" fn observe_process() {
+    let main = get_process_id("main").expect("main");
+    loop {
+        let n = OBSERVE.load(Ordering::SeqCst);
+        if n == 0 {
+            let _ = timed_wait(2 * MS);
+            continue;
+        }
+        READY.store(n, Ordering::SeqCst);
+        while OBSERVE.load(Ordering::SeqCst) == n {
+            if INSIDE.load(Ordering::SeqCst) == 1 {
+                RAN_INSIDE.fetch_add(1, Ordering::SeqCst);
+                let st = get_process_status(main).map(|s| s.process_state);
+                if st == Ok(ProcessState::Waiting) {
+                    SAW_WAITING.fetch_add(1, Ordering::SeqCst);
+                }
+                while INSIDE.load(Ordering::SeqCst) == 1 && OBSERVE.load(Ordering::SeqCst) == n {
+                    std::hint::spin_loop();
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// A call with time-out 0 answers `want` at once: within [`LATE`], and without leaving the CPU
+/// (`observe`, one priority below, never runs during it), so it never waits. A window that ends
+/// during the call parks `main` and may let `observe` run before it parks too, so a call that
+/// left the CPU is tried again, up to 3 times (one that waits does so every time).
+fn zero<T: std::fmt::Debug>(what: &str, want: ApexError, mut f: impl FnMut() -> ApexResult<T>) {
+    let mut tries = Vec::new();
+    let mut ok = false;
+    for _ in 0..3 {
+        start_observing();
+        INSIDE.store(1, Ordering::SeqCst);
+        let t = timed(&mut f);
+        INSIDE.store(0, Ordering::SeqCst);
+        let ran = RAN_INSIDE.load(Ordering::SeqCst);
+        let waiting = SAW_WAITING.load(Ordering::SeqCst);
+        OBSERVE.store(0, Ordering::SeqCst);
+        let code = matches!(&t.r, Err(e) if *e == want);
+        tries.push(format!(
+            "{:?} after {} us, observer ran {ran} times during it, saw WAITING {waiting} times",
+            t.r,
+            t.elapsed / 1000
+        ));
+        if code && ran == 0 && t.elapsed <= LATE {
+            ok = true;
+            break;
+        }
+        if !code {
+            break;
+        }
+    }
+    expect(
+        &format!("{what}: {want:?} at once, without leaving the CPU (never WAITING)"),
+        ok,
+        tries.join("; "),
+    );
+}
+
+/// `MODE` as the configuration spells it.
+fn parse_mode(s: &str) -> RecvMode {
+    match s {
+        "spin" => RecvMode::Spin,
+        "spin-then-park" => RecvMode::SpinThenPark {
+            spins: DEFAULT_RECV_MODE_SPINS,
+        },
+        "blocking" => RecvMode::Blocking,
+        other => panic!("xport-testpart: unknown receive mode {other:?}"),
+    }
+}
+
+/// Every port of the partition (these names) has the configured mode (`partix:ReceiveMode`).
+fn check_modes(sampling: &[&str], queuing: &[&str]) {
+    let want = *MODE.get().expect("mode");
+    let mut bad = Vec::new();
+    for &name in sampling {
+        let m = sampling_port_recv_mode(sid(name));
+        if m != Ok(want) {
+            bad.push(format!("sampling {name}: {m:?}"));
+        }
+    }
+    for &name in queuing {
+        let m = queuing_port_recv_mode(qid(name));
+        if m != Ok(want) {
+            bad.push(format!("queuing {name}: {m:?}"));
+        }
+    }
+    expect(
+        "every port has the receive mode of the configuration",
+        bad.is_empty(),
+        format!("want {want:?}: {bad:?}"),
+    );
+}
+
+// -------------------------------------------------------------------------------- size sweep
+
+/// The channels of the size sweep: sampling port, queuing port, largest message.
+fn sweep_channels() -> [(&'static str, &'static str, usize); 3] {
+    [
+        ("S40", "Q40", 40),
+        ("S56", "Q56", 56),
+        ("SBIG", "QBIG", *BIG.get().expect("BIG")),
+    ]
+}
+
+/// The sizes sent on a channel whose largest message is `max` (those of at most `max` bytes).
+fn sweep_sizes(max: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = [1, 7, 8, 9, 39, 40, 41, 55, 56, 57, 4095, 4096, max - 1, max]
+        .into_iter()
+        .filter(|&k| (1..=max).contains(&k))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The message of `k` bytes on channel `chan` (0 = sampling, 1 = queuing, times 8, plus the
+/// channel's index): 64-bit words of a stream seeded by both, so a message of another size or
+/// channel, a shifted copy or a stale tail differ from it.
+fn sweep_message(chan: u64, k: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k + 8);
+    let mut x = (chan << 40) ^ k as u64;
+    while v.len() < k {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        v.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    v.truncate(k);
+    v
+}
+
+/// SRC's sweep: one byte too many is INVALID_CONFIG on every port; then each sampling size,
+/// acknowledged by DST1 (on SZ_ACK) before the next; then each queuing size in order.
+extern "C" fn sweep_src() {
+    let ack = sid("SZ_ACK");
+    let (mut too_long_s, mut too_long_q) = (Vec::new(), Vec::new());
+    for (s, q, max) in sweep_channels() {
+        let big = vec![1u8; max + 1];
+        too_long_s.push((s, write_sampling_message(sid(s), &big)));
+        too_long_q.push((q, send_queuing_message(qid(q), &big, 0)));
+    }
+    for (what, r) in [("sampling write", too_long_s), ("queue send", too_long_q)] {
+        expect(
+            &format!(
+                "sweep: a {what} one byte longer than the maximum (40, 56, BIG) is INVALID_CONFIG"
+            ),
+            r.iter().all(|(_, r)| *r == Err(ApexError::InvalidConfig)),
+            format!("{r:?}"),
+        );
+    }
+    let mut acked = 0u32;
+    let mut fails = Vec::new();
+    'sampling: for (c, (s, _, max)) in sweep_channels().into_iter().enumerate() {
+        let id = sid(s);
+        for k in sweep_sizes(max) {
+            if let Err(e) = write_sampling_message(id, &sweep_message(c as u64, k)) {
+                fails.push(format!("{s} {k} B: {e:?}"));
+            }
+            acked += 1;
+            let mut buf = [0u8; 16];
+            loop {
+                match wait_sampling_message(ack, WAIT, &mut buf) {
+                    Ok((4, _)) if buf[..4] == acked.to_le_bytes() => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        fails.push(format!("no acknowledgement of {s} {k} B: {e:?}"));
+                        break 'sampling;
+                    }
+                }
+            }
+        }
+    }
+    expect(
+        "sweep: every sampling size written and acknowledged",
+        fails.is_empty(),
+        format!("{fails:?}"),
+    );
+    let mut fails = Vec::new();
+    for (c, (_, q, max)) in sweep_channels().into_iter().enumerate() {
+        let id = qid(q);
+        for k in sweep_sizes(max) {
+            let m = sweep_message(8 + c as u64, k);
+            if let Err(e) = send_queuing_message(id, &m, WAIT) {
+                fails.push(format!("{q} {k} B: {e:?}"));
+            }
+        }
+    }
+    expect(
+        "sweep: every queuing size sent",
+        fails.is_empty(),
+        format!("{fails:?}"),
+    );
+    done();
+}
+
+/// DST1's sweep: each sampling size arrives whole (length and every byte), is acknowledged;
+/// then each queuing size, in order.
+extern "C" fn sweep_dst() {
+    let ack = sid("SZ_ACK");
+    let mut acked = 0u32;
+    for (c, (s, _, max)) in sweep_channels().into_iter().enumerate() {
+        let id = sid(s);
+        let mut buf = vec![0u8; max];
+        let mut bad = Vec::new();
+        let sizes = sweep_sizes(max);
+        for &k in &sizes {
+            let t = if acked == 0 { FIRST_WAIT } else { WAIT };
+            match wait_sampling_message(id, t, &mut buf) {
+                Ok((n, _)) => {
+                    if n != k || buf[..n] != sweep_message(c as u64, k)[..] {
+                        bad.push(format!(
+                            "{k} B: got {n} B, {}",
+                            first_diff(&buf[..n], c as u64, k)
+                        ));
+                    }
+                }
+                Err(e) => {
+                    bad.push(format!("{k} B: {e:?}"));
+                    break;
+                }
+            }
+            acked += 1;
+            let _ = write_sampling_message(ack, &acked.to_le_bytes());
+        }
+        expect(
+            &format!("sweep: sampling sizes 1 B .. max on {s} arrive byte-exact"),
+            bad.is_empty(),
+            format!("sizes {sizes:?}: {bad:?}"),
+        );
+    }
+    for (c, (_, q, max)) in sweep_channels().into_iter().enumerate() {
+        let id = qid(q);
+        let mut buf = vec![0u8; max];
+        let mut bad = Vec::new();
+        let sizes = sweep_sizes(max);
+        for &k in &sizes {
+            match receive_queuing_message(id, &mut buf, WAIT) {
+                Ok(n) => {
+                    if n != k || buf[..n] != sweep_message(8 + c as u64, k)[..] {
+                        bad.push(format!(
+                            "{k} B: got {n} B, {}",
+                            first_diff(&buf[..n], 8 + c as u64, k)
+                        ));
+                    }
+                }
+                Err(e) => {
+                    bad.push(format!("{k} B: {e:?}"));
+                    break;
+                }
+            }
+        }
+        expect(
+            &format!("sweep: queuing sizes 1 B .. max on {q} arrive in order, byte-exact"),
+            bad.is_empty(),
+            format!("sizes {sizes:?}: {bad:?}"),
+        );
+    }
+    done();
+}
+
+/// Where `got` first differs from the sweep message `(chan, k)`.
+fn first_diff(got: &[u8], chan: u64, k: usize) -> String {
+    let want = sweep_message(chan, k);
+    match got.iter().zip(&want).position(|(a, b)| a != b) {
+        Some(i) => format!("first difference at byte {i}: {} != {}", got[i], want[i]),
+        None => "same bytes up to the shorter length".into(),
+    }
+}
+
 // ------------------------------------------------------------------------------------- stress
 
 fn fnv(b: &[u8]) -> u32 {
@@ -163,7 +561,8 @@ extern "C" fn stress_dst() {
     let mut buf = [0u8; MAX];
     let (mut bad, mut first_bad) = (0u64, None);
     for i in 0..n {
-        match receive_queuing_message(id, &mut buf, 30_000 * MS) {
+        let t = if i == 0 { FIRST_WAIT } else { WAIT };
+        match receive_queuing_message(id, &mut buf, t) {
             Ok(len) => {
                 let m = &buf[..len];
                 let ok = len >= 12
@@ -186,12 +585,13 @@ extern "C" fn stress_dst() {
         bad == 0,
         format!("{bad} bad, first {first_bad:?}"),
     );
-    let extra = receive_queuing_message(id, &mut buf, 100 * MS);
+    let extra = timed(|| receive_queuing_message(id, &mut buf, 100 * MS));
     expect(
         "stress: no extra message",
-        extra == Err(ApexError::TimedOut),
-        format!("{extra:?}"),
+        extra.r == Err(ApexError::TimedOut),
+        format!("{:?}", extra.r),
     );
+    check_time("stress: the receive of no extra message", 100 * MS, &extra);
     done();
 }
 
@@ -290,26 +690,26 @@ extern "C" fn src_main() {
         codes.iter().all(Result::is_ok),
         format!("{codes:?}"),
     );
-    let r = send_queuing_message(q, b"x", 0);
+    zero("queue full, timeout 0", ApexError::NotAvailable, || {
+        send_queuing_message(q, b"x", 0)
+    });
+    let t = timed(|| send_queuing_message(q, b"x", MODE_WAIT));
     expect(
-        "queue full, timeout 0: NOT_AVAILABLE",
-        r == Err(ApexError::NotAvailable),
-        format!("{r:?}"),
+        "queue full, timeout 200 ms: TIMED_OUT",
+        t.r == Err(ApexError::TimedOut),
+        format!("{:?}", t.r),
     );
-    let r = send_queuing_message(q, b"x", 50 * MS);
-    expect(
-        "queue full, timeout 50 ms: TIMED_OUT",
-        r == Err(ApexError::TimedOut),
-        format!("{r:?}"),
-    );
+    check_time("queue full, timeout 200 ms", MODE_WAIT, &t);
+    check_mode_cpu("a sender waiting 200 ms for room", &t);
     BLOCKING.store(1, Ordering::SeqCst);
-    let r = send_queuing_message(q, b"x", WATCHED_TIMEOUT);
+    let t = timed(|| send_queuing_message(q, b"x", WATCHED_TIMEOUT));
     unwatch();
     expect(
         "queue full, timeout 1 s (watched): TIMED_OUT",
-        r == Err(ApexError::TimedOut),
-        format!("{r:?}"),
+        t.r == Err(ApexError::TimedOut),
+        format!("{:?}", t.r),
     );
+    check_time("queue full, timeout 1 s (watched)", WATCHED_TIMEOUT, &t);
     let st = get_queuing_port_status(q);
     expect(
         "source status: 4 messages, max 4, SOURCE",
@@ -341,18 +741,23 @@ extern "C" fn dst1_main() {
     let up = sid("CTL_UP");
     let mut buf = [0u8; MAX];
     sampling_sizes("DST1");
-    let r = wait_sampling_message(s, 0, &mut buf);
-    expect(
-        "wait for a newer sampling message, timeout 0: NOT_AVAILABLE",
-        r == Err(ApexError::NotAvailable),
-        format!("{r:?}"),
+    zero(
+        "wait for a newer sampling message, timeout 0",
+        ApexError::NotAvailable,
+        || wait_sampling_message(s, 0, &mut buf),
     );
-    let r = wait_sampling_message(s, 50 * MS, &mut buf);
+    let t = timed(|| wait_sampling_message(s, MODE_WAIT, &mut buf));
     expect(
-        "wait for a newer sampling message, timeout 50 ms: TIMED_OUT",
-        r == Err(ApexError::TimedOut),
-        format!("{r:?}"),
+        "wait for a newer sampling message, timeout 200 ms: TIMED_OUT",
+        t.r == Err(ApexError::TimedOut),
+        format!("{:?}", t.r),
     );
+    check_time(
+        "wait for a newer sampling message, timeout 200 ms",
+        MODE_WAIT,
+        &t,
+    );
+    check_mode_cpu("a sampling wait of 200 ms", &t);
     // Queue sizes 1..=64 in order.
     let mut bad = Vec::new();
     for k in 1..=MAX {
@@ -366,26 +771,26 @@ extern "C" fn dst1_main() {
         bad.is_empty(),
         format!("{bad:?}"),
     );
-    let r = receive_queuing_message(q, &mut buf, 0);
+    zero("queue empty, timeout 0", ApexError::NotAvailable, || {
+        receive_queuing_message(q, &mut buf, 0)
+    });
+    let t = timed(|| receive_queuing_message(q, &mut buf, MODE_WAIT));
     expect(
-        "queue empty, timeout 0: NOT_AVAILABLE",
-        r == Err(ApexError::NotAvailable),
-        format!("{r:?}"),
+        "queue empty, timeout 200 ms: TIMED_OUT",
+        t.r == Err(ApexError::TimedOut),
+        format!("{:?}", t.r),
     );
-    let r = receive_queuing_message(q, &mut buf, 50 * MS);
-    expect(
-        "queue empty, timeout 50 ms: TIMED_OUT",
-        r == Err(ApexError::TimedOut),
-        format!("{r:?}"),
-    );
+    check_time("queue empty, timeout 200 ms", MODE_WAIT, &t);
+    check_mode_cpu("a receiver waiting 200 ms for a message", &t);
     BLOCKING.store(1, Ordering::SeqCst);
-    let r = receive_queuing_message(q, &mut buf, WATCHED_TIMEOUT);
+    let t = timed(|| receive_queuing_message(q, &mut buf, WATCHED_TIMEOUT));
     unwatch();
     expect(
         "queue empty, timeout 1 s (watched): TIMED_OUT",
-        r == Err(ApexError::TimedOut),
-        format!("{r:?}"),
+        t.r == Err(ApexError::TimedOut),
+        format!("{:?}", t.r),
     );
+    check_time("queue empty, timeout 1 s (watched)", WATCHED_TIMEOUT, &t);
     // Validity after the refresh period (0.5 s), after all this time.
     let _ = timed_wait(600 * MS);
     let r = read_sampling_message(s, &mut buf);
@@ -420,11 +825,10 @@ extern "C" fn dst1_main() {
     );
     let r = clear_queuing_port(q);
     expect("CLEAR_QUEUING_PORT", r.is_ok(), format!("{r:?}"));
-    let r = receive_queuing_message(q, &mut buf, 0);
-    expect(
+    zero(
         "after CLEAR the queue is empty",
-        r == Err(ApexError::NotAvailable),
-        format!("{r:?}"),
+        ApexError::NotAvailable,
+        || receive_queuing_message(q, &mut buf, 0),
     );
     let _ = write_sampling_message(up, b"cleared");
     let r = receive_queuing_message(q, &mut buf, 10_000 * MS).map(|n| buf[..n].to_vec());
@@ -441,11 +845,46 @@ extern "C" fn dst2_main() {
     done();
 }
 
+/// DST2 may not create another partition's queuing port, nor one of its ports as the other
+/// kind (with the parameters of the port it is: only the kind differs), and GET_*_PORT_ID does
+/// not find a port under the other kind.
+fn confinement(dst: PortDirection, refresh: SystemTime) {
+    let fifo = QueuingDiscipline::Fifo;
+    let src = PortDirection::Source;
+    check(
+        "create the queuing port of another partition (DST1's Q_IN): INVALID_CONFIG",
+        create_queuing_port("Q_IN", 64, 4, dst, fifo),
+        Err(ApexError::InvalidConfig),
+    );
+    check(
+        "create the queuing port of another partition (SRC's Q_OUT): INVALID_CONFIG",
+        create_queuing_port("Q_OUT", 64, 4, src, fifo),
+        Err(ApexError::InvalidConfig),
+    );
+    check(
+        "create a sampling port's name (S_IN) as a queuing port: INVALID_CONFIG",
+        create_queuing_port("S_IN", 64, refresh as u32, dst, fifo),
+        Err(ApexError::InvalidConfig),
+    );
+    check(
+        "create a queuing port's name (Z_IN) as a sampling port: INVALID_CONFIG",
+        create_sampling_port("Z_IN", 64, dst, 16),
+        Err(ApexError::InvalidConfig),
+    );
+}
+
 fn main() {
     let (role, rest) = testpart_common::init();
     N.set(testpart_common::number(rest.first(), 2000))
         .expect("once");
     ROLE.set(role.clone()).expect("once");
+    MODE.set(parse_mode(
+        rest.get(1).map_or("spin-then-park", String::as_str),
+    ))
+    .expect("once");
+    BIG.set(testpart_common::number(rest.get(2), 65_483))
+        .expect("once");
+    let big = *BIG.get().expect("BIG") as u32;
     let src = PortDirection::Source;
     let dst = PortDirection::Destination;
     let fifo = QueuingDiscipline::Fifo;
@@ -457,26 +896,52 @@ fn main() {
             create_sampling_port("CTL_DOWN", 16, src, ctl).expect("CTL_DOWN");
             create_sampling_port("CTL_UP", 16, dst, ctl).expect("CTL_UP");
             create_queuing_port("Q_OUT", 64, 4, src, fifo).expect("Q_OUT");
-            let z = create_queuing_port("Z_OUT", 64, 16, src, fifo).expect("Z_OUT");
-            set_queuing_port_recv_mode(z, RecvMode::SpinThenPark { spins: 500 }).expect("mode");
+            create_queuing_port("Z_OUT", 64, 16, src, fifo).expect("Z_OUT");
+            sweep_ports(src, dst, big);
+            check_modes(
+                &[
+                    "S_OUT", "CTL_DOWN", "CTL_UP", "S40", "S56", "SBIG", "SZ_ACK",
+                ],
+                &["Q_OUT", "Z_OUT", "Q40", "Q56", "QBIG"],
+            );
             process("main", src_main, 10);
             process("watch", watch_process, 20);
+            observer();
+            process("sweep", sweep_src, 7);
             process("stress", stress_src, 5);
         }
         "conf-dst1" => {
             create_sampling_port("S_IN", 64, dst, refresh).expect("S_IN");
             create_sampling_port("CTL_DOWN", 16, dst, ctl).expect("CTL_DOWN");
             create_sampling_port("CTL_UP", 16, src, ctl).expect("CTL_UP");
-            let q = create_queuing_port("Q_IN", 64, 4, dst, fifo).expect("Q_IN");
-            set_queuing_port_recv_mode(q, RecvMode::Blocking).expect("mode");
+            create_queuing_port("Q_IN", 64, 4, dst, fifo).expect("Q_IN");
+            sweep_ports(dst, src, big);
+            check_modes(
+                &["S_IN", "CTL_DOWN", "CTL_UP", "S40", "S56", "SBIG", "SZ_ACK"],
+                &["Q_IN", "Q40", "Q56", "QBIG"],
+            );
             process("main", dst1_main, 10);
             process("watch", watch_process, 20);
+            observer();
+            process("sweep", sweep_dst, 7);
         }
         "conf-dst2" => {
-            let s = create_sampling_port("S_IN", 64, dst, refresh).expect("S_IN");
-            set_sampling_port_recv_mode(s, RecvMode::Blocking).expect("mode");
-            let z = create_queuing_port("Z_IN", 64, 16, dst, fifo).expect("Z_IN");
-            set_queuing_port_recv_mode(z, RecvMode::Spin).expect("mode");
+            confinement(dst, refresh);
+            create_sampling_port("S_IN", 64, dst, refresh).expect("S_IN");
+            create_queuing_port("Z_IN", 64, 16, dst, fifo).expect("Z_IN");
+            for (what, found) in [
+                (
+                    "GET_QUEUING_PORT_ID of a sampling port (S_IN): INVALID_CONFIG",
+                    get_queuing_port_id("S_IN").map(|_| ()),
+                ),
+                (
+                    "GET_SAMPLING_PORT_ID of a queuing port (Z_IN): INVALID_CONFIG",
+                    get_sampling_port_id("Z_IN").map(|_| ()),
+                ),
+            ] {
+                check(what, found, Err(ApexError::InvalidConfig));
+            }
+            check_modes(&["S_IN"], &["Z_IN"]);
             process("main", dst2_main, 10);
             process("stress", stress_dst, 5);
         }
@@ -486,4 +951,22 @@ fn main() {
         }
     }
     normal();
+}
+
+/// Create the size sweep's ports: S40/S56/SBIG and Q40/Q56/QBIG in direction `dir`, SZ_ACK in
+/// direction `ack`.
+fn sweep_ports(dir: PortDirection, ack: PortDirection, big: u32) {
+    for (name, max) in [("S40", 40), ("S56", 56), ("SBIG", big)] {
+        create_sampling_port(name, max, dir, 10_000 * MS).expect(name);
+    }
+    create_sampling_port("SZ_ACK", 16, ack, 10_000 * MS).expect("SZ_ACK");
+    for (name, max) in [("Q40", 40), ("Q56", 56), ("QBIG", big)] {
+        create_queuing_port(name, max, 3, dir, QueuingDiscipline::Fifo).expect(name);
+    }
+}
+
+/// Start `observe` (one priority below `main`; not counted in RUNNING: it never ends).
+fn observer() {
+    let pid = new_process("observe", observe_process, 9);
+    start(pid).expect("start");
 }
