@@ -519,6 +519,42 @@ fn a_suspended_sender_first_in_line_has_its_message_sent_and_holds_up_nobody() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The queuing ports' waits with the partition's memory full (`RLIMIT_DATA`, 64 MiB, reserved
+/// down to blocks of 64 B): a send to a full port and a receive on an empty one time out, a
+/// waiting send or receive is released by the other partition, and a waiter suspended in line
+/// keeps its place (the copy of the message that would serve it in its place cannot be had) and
+/// is served when resumed. CREATE_QUEUING_PORT with the memory full is INVALID_CONFIG. Before,
+/// the first wait (or the creation) aborted the partition: an allocation failed on its path.
+/// On every transport.
+#[test]
+fn queuing_waits_with_the_partition_memory_full_time_out_or_are_served() {
+    let dir = common::out_dir("ports-memory-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("memory.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("memory-{transport}"),
+            &[("mem-src", &[], true), ("mem-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::print_info(&format!("{transport} MEM_SRC"), &out[0]);
+        common::print_info(&format!("{transport} MEM_DST"), &out[1]);
+        assert_eq!(
+            all_pass(&format!("{transport} MEM_SRC"), &out[0]),
+            2 + 9,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MEM_DST"), &out[1]),
+            2 + 10,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A queuing source restarted while its queue is full goes on with the messages its earlier
 /// incarnations left in flight: it stays full however often it restarts, and the destination
 /// gets every message once, in order. On every transport (udp and tcp keep the source's counts

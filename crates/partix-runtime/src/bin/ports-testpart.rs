@@ -51,6 +51,17 @@
 //!                  in its place), and s1, resumed, returns NO_ERROR
 //!   drain-dst      waits for "go" on GO, then receives 10 messages: the 8 of the fill, then "A",
 //!                  then "B"
+//!   mem-dst        (tests/ports/memory.xml, one malloc arena) CREATE_QUEUING_PORT with the
+//!                  memory full is INVALID_CONFIG; then, with the memory full again, a receive on
+//!                  the empty QIN times out (10 ms), a waiting receive is released by mem-src's
+//!                  message, a suspended waiting receiver keeps its place (no buffer to hand it
+//!                  the message: it stays in the channel) and returns it when resumed; it then
+//!                  takes messages while mem-src's senders wait, and gets every message once, in
+//!                  order
+//!   mem-src        the same on QOUT: a send to the full port times out (10 ms), a waiting send
+//!                  is released when mem-dst takes a message, a suspended waiting sender keeps
+//!                  its place (its message cannot be copied: the room stays for it) and sends
+//!                  when resumed
 //!   book-src       (tests/ports/book.xml) fills QOUT (4) with messages 0..3, then in each of
 //!                  its incarnations (it restarts itself twice, COLD_START) finds it full
 //!                  (TIME_OUT 0: NOT_AVAILABLE; NB_MESSAGE 4); the last writes "go" on GO and
@@ -1708,6 +1719,353 @@ extern "C" fn drain_process() {
     idle_forever();
 }
 
+// --------------------------------------------------------------- waiting with the memory full
+
+/// The queuing ports' maximum message size in `tests/ports/memory.xml`: above the sizes glibc
+/// keeps in per-thread caches, so a copy comes from the (one) arena or not at all.
+const MEM_MAX: usize = 2048;
+
+/// One malloc arena for the whole partition (set in `main`, before any thread is made): the
+/// memory the controlling process fills is then the memory every process allocates from. With
+/// an arena per thread, another thread's arena could still hold free blocks.
+fn one_arena() {
+    // SAFETY: mallopt has no preconditions; no other thread runs yet.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+}
+
+/// Reserve (not write) every byte of the partition's memory that can still be had: blocks of
+/// halving sizes, from 64 MiB down to 64 B, kept in `blocks` (room reserved by the caller; no
+/// allocation beyond it). Return the bytes reserved. (As intra-testpart's `storage` role.)
+fn exhaust_memory(blocks: &mut Vec<Vec<u8>>) -> usize {
+    let mut size = 64usize << 20;
+    let mut total = 0;
+    while size >= 64 && blocks.len() < blocks.capacity() {
+        let mut v = Vec::new();
+        if v.try_reserve_exact(size).is_ok() {
+            blocks.push(v);
+            total += size;
+        } else {
+            size /= 2;
+        }
+    }
+    total
+}
+
+/// Whether the partition's memory is full: a block of 64 B cannot be had.
+fn memory_full() -> bool {
+    Vec::<u8>::new().try_reserve_exact(64).is_err()
+}
+
+/// Wait until sampling port `port` holds a step of at least `k` (polling every millisecond, at
+/// most 10 s); allocates nothing.
+fn await_step(port: SamplingPortId, k: u8) -> bool {
+    let mut buf = [0u8; 8];
+    for _ in 0..10_000 {
+        if matches!(read_sampling_message(port, &mut buf), Ok((n, _)) if n >= 1 && buf[0] >= k) {
+            return true;
+        }
+        let _ = timed_wait(MS);
+    }
+    false
+}
+
+/// What a receive of a message `[tag; MEM_MAX]` gave: `tag` if the message is whole, else
+/// 1000 + its length, or 100 + the error's index.
+fn tag_of(r: ApexResult<usize>, buf: &[u8]) -> i32 {
+    match r {
+        Ok(n) if n == MEM_MAX && buf.iter().all(|&b| b == buf[0]) => i32::from(buf[0]),
+        Ok(n) => 1000 + n as i32,
+        Err(e) => 100 + e as i32,
+    }
+}
+
+/// `(NB_MESSAGE, WAITING_PROCESSES)` of queuing port `q`.
+fn nb_and_waiting(q: QueuingPortId) -> ApexResult<(u32, u32)> {
+    get_queuing_port_status(q).map(|st| (st.nb_message, st.waiting_processes))
+}
+
+/// What r1 or s1 got: -1 (not returned yet), else as [`tag_of`] (s1: 0 for NO_ERROR).
+static MEM_GOT: AtomicI32 = AtomicI32::new(-1);
+
+/// CREATE_QUEUING_PORT of `name` with the partition's memory full: INVALID_CONFIG (insufficient
+/// storage for its waiting machinery), and the partition goes on; with the memory back, the
+/// port is created.
+fn mem_create_port(name: &str, direction: PortDirection) {
+    let mut blocks = Vec::with_capacity(1 << 14);
+    let reserved = exhaust_memory(&mut blocks);
+    let full = memory_full();
+    let disc = QueuingDiscipline::Fifo;
+    let r = create_queuing_port(name, MEM_MAX as u32, 4, direction, disc);
+    drop(blocks);
+    expect_dbg(
+        "create_queuing_port with the memory full: INVALID_CONFIG",
+        full && reserved > 0 && r == Err(ApexError::InvalidConfig),
+        (full, reserved, r),
+    );
+    check(
+        "create_queuing_port with the memory back",
+        create_queuing_port(name, MEM_MAX as u32, 4, direction, disc),
+        Ok(()),
+    );
+}
+
+/// r1 of `mem-dst`: released by "go" (the memory is full then), receives on QIN.
+extern "C" fn mem_receiver() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let go = get_semaphore_id("go").expect("go");
+    let mut buf = [0u8; MEM_MAX];
+    let _ = wait_semaphore(go, INFINITE_TIME_VALUE);
+    let r = receive_queuing_message(q, &mut buf, 20_000 * MS);
+    MEM_GOT.store(tag_of(r, &buf), Ordering::Release);
+    idle_forever();
+}
+
+/// s1 of `mem-src`: released by "go" (the memory is full then), sends message 7 on QOUT.
+extern "C" fn mem_sender() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let go = get_semaphore_id("go").expect("go");
+    let _ = wait_semaphore(go, INFINITE_TIME_VALUE);
+    let r = send_queuing_message(q, &[7; MEM_MAX], 20_000 * MS);
+    MEM_GOT.store(r.map_or_else(|e| 100 + e as i32, |()| 0), Ordering::Release);
+    idle_forever();
+}
+
+/// Wait (at most 5 s) until semaphore "go" has a waiter; return its id and whether it has.
+fn mem_go() -> (SemaphoreId, bool) {
+    let go = get_semaphore_id("go").expect("go");
+    let waits = within_5s(|| get_semaphore_status(go).map(|s| s.waiting_processes) == Ok(1));
+    (go, waits)
+}
+
+/// `mem-dst`: with the partition's memory full, a receive on the empty QIN times out, a
+/// waiting receive is released by MS's message, and a receiver (r1) suspended while it waits
+/// keeps its place: no buffer can be had to hand it the message in its place, so the message
+/// stays in the channel for it (a TIME_OUT 0 receive does not take it), and r1, resumed, returns
+/// it. Then MD takes messages while MS's senders wait (see `mem_src_ctl`), and finally gets
+/// the rest, each once, in order. Before, the first wait aborted the partition (an allocation
+/// failure on the waiting path).
+extern "C" fn mem_dst_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let s2d = get_sampling_port_id("S2D").expect("S2D");
+    let d2s = get_sampling_port_id("D2S").expect("D2S");
+    let r1 = get_process_id("r1").expect("r1");
+    let (go, go_waits) = mem_go();
+    let got = || MEM_GOT.load(Ordering::Acquire);
+    let mut buf = [0u8; MEM_MAX];
+    let mut blocks = Vec::with_capacity(1 << 14);
+
+    // From here until the blocks are dropped: no allocation (the results are plain values; no
+    // GET_PROCESS_STATUS either, whose answer holds a copy of the process's name).
+    let reserved = exhaust_memory(&mut blocks);
+    let was_full = memory_full();
+    let timed = receive_queuing_message(q, &mut buf, 10 * MS);
+    // MS sends message 0 50 ms after step 1.
+    let _ = write_sampling_message(d2s, &[1]);
+    let r = receive_queuing_message(q, &mut buf, 5_000 * MS);
+    let released = tag_of(r, &buf);
+    // r1 waits and is suspended; MS sends message 1 at step 2.
+    let _ = signal_semaphore(go);
+    let lined_up = within_5s(|| nb_and_waiting(q) == Ok((0, 1)));
+    let suspended = suspend(r1);
+    let _ = write_sampling_message(d2s, &[2]);
+    let arrived = await_step(s2d, 2) && within_5s(|| nb_and_waiting(q) == Ok((1, 1)));
+    // A call on the port tries to hand the message to the suspended receiver.
+    let look = receive_queuing_message(q, &mut buf, 0);
+    let _ = timed_wait(50 * MS);
+    let kept = nb_and_waiting(q);
+    let r1_before = got();
+    let full_then = memory_full();
+    let resumed = resume(r1);
+    let r1_done = within_5s(|| got() >= 0);
+    let r1_got = got();
+    // Nothing more (udp and tcp: finding the queue empty returns MS its credit at once).
+    let empty = receive_queuing_message(q, &mut buf, 0);
+    // MS fills the queue (messages 2..5) and waits to send 6: take 2.
+    let _ = write_sampling_message(d2s, &[3]);
+    let filled = await_step(s2d, 3);
+    let _ = timed_wait(50 * MS);
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let second = tag_of(r, &buf);
+    // MS's s1 waits to send 7 and is suspended: take 3.
+    let s1_suspended = await_step(s2d, 4);
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let third = tag_of(r, &buf);
+    let _ = write_sampling_message(d2s, &[4]);
+    let src_done = await_step(s2d, 5);
+    let mut rest = [-1i32; 5];
+    for slot in &mut rest {
+        let r = receive_queuing_message(q, &mut buf, 0);
+        *slot = tag_of(r, &buf);
+    }
+    let still_full = memory_full();
+    let blocks_kept = blocks.len();
+    drop(blocks);
+
+    out(&format!(
+        "INFO memory full: {reserved} bytes reserved in {blocks_kept} blocks (full {was_full}, \
+         {full_then}, still {still_full})"
+    ));
+    expect_dbg(
+        "the partition's memory is full while the waits go on",
+        go_waits && was_full && full_then && still_full && reserved > 0,
+        (go_waits, was_full, full_then, still_full, reserved),
+    );
+    check(
+        "receive_queuing_message on an empty port times out with the memory full",
+        timed,
+        Err(TimedOut),
+    );
+    expect_dbg(
+        "a waiting receive released by the other partition gets its message",
+        released == 0,
+        released,
+    );
+    expect_dbg(
+        "r1 waits in line, is suspended, and message 1 arrives",
+        lined_up && suspended.is_ok() && arrived,
+        (lined_up, suspended, arrived),
+    );
+    check(
+        "a TIME_OUT 0 receive does not take the suspended receiver's message",
+        look,
+        Err(NotAvailable),
+    );
+    expect_dbg(
+        "no buffer to be had: the message stays in the channel for the suspended receiver",
+        kept == Ok((1, 1)) && r1_before == -1,
+        (kept, r1_before),
+    );
+    expect_dbg(
+        "resumed, the receiver returns its message whole",
+        resumed.is_ok() && r1_done && r1_got == 1,
+        (resumed, r1_got),
+    );
+    check("then QIN is empty", empty, Err(NotAvailable));
+    expect_dbg(
+        "messages 2 and 3 taken while the sender partition waits",
+        filled && second == 2 && s1_suspended && third == 3,
+        (filled, second, s1_suspended, third),
+    );
+    let want = [4, 5, 6, 7, 100 + NotAvailable as i32];
+    expect_dbg(
+        "then messages 4 to 7, each once, in order, and no more",
+        src_done && rest == want,
+        (src_done, rest),
+    );
+    out("END mem-dst");
+    idle_forever();
+}
+
+/// `mem-src`: with the partition's memory full, a send to the full QOUT times out, a waiting
+/// send is released when MD takes a message, and a sender (s1) suspended while it waits keeps
+/// its place: its message cannot be copied to be sent in its place, so the room MD makes stays
+/// for it (a TIME_OUT 0 send does not take it), and s1, resumed, sends. Before, the first wait
+/// aborted the partition.
+extern "C" fn mem_src_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let s2d = get_sampling_port_id("S2D").expect("S2D");
+    let d2s = get_sampling_port_id("D2S").expect("D2S");
+    let s1 = get_process_id("s1").expect("s1");
+    let (go, go_waits) = mem_go();
+    let got = || MEM_GOT.load(Ordering::Acquire);
+    let mut blocks = Vec::with_capacity(1 << 14);
+
+    // From here until the blocks are dropped: no allocation (the results are plain values; no
+    // GET_PROCESS_STATUS either, whose answer holds a copy of the process's name).
+    let reserved = exhaust_memory(&mut blocks);
+    let was_full = memory_full();
+    // Message 0 for MD's waiting receive, message 1 for its suspended receiver.
+    let step1 = await_step(d2s, 1);
+    let _ = timed_wait(50 * MS);
+    let sent0 = send_queuing_message(q, &[0; MEM_MAX], 0);
+    let step2 = await_step(d2s, 2);
+    let sent1 = send_queuing_message(q, &[1; MEM_MAX], 0);
+    let _ = write_sampling_message(s2d, &[2]);
+    // Once MD took both: fill QOUT (2..5), then wait to send 6.
+    let step3 = await_step(d2s, 3);
+    let mut filled = [Ok(()); 4];
+    for (k, r) in filled.iter_mut().enumerate() {
+        *r = send_queuing_message(q, &[k as u8 + 2; MEM_MAX], 0);
+    }
+    let timed = send_queuing_message(q, &[6; MEM_MAX], 10 * MS);
+    let _ = write_sampling_message(s2d, &[3]);
+    let released = send_queuing_message(q, &[6; MEM_MAX], 5_000 * MS);
+    // s1 waits to send 7 and is suspended; MD then takes a message.
+    let _ = signal_semaphore(go);
+    let lined_up = within_5s(|| nb_and_waiting(q) == Ok((4, 1)));
+    let suspended = suspend(s1);
+    let _ = write_sampling_message(s2d, &[4]);
+    let room = await_step(d2s, 4) && within_5s(|| nb_and_waiting(q) == Ok((3, 1)));
+    // A call on the port tries to send s1's message in its place.
+    let look = send_queuing_message(q, &[8; MEM_MAX], 0);
+    let _ = timed_wait(50 * MS);
+    let kept = nb_and_waiting(q);
+    let s1_before = got();
+    let full_then = memory_full();
+    let resumed = resume(s1);
+    let s1_done = within_5s(|| got() >= 0);
+    let s1_got = got();
+    let after = nb_and_waiting(q);
+    let _ = write_sampling_message(s2d, &[5]);
+    let still_full = memory_full();
+    let blocks_kept = blocks.len();
+    drop(blocks);
+
+    out(&format!(
+        "INFO memory full: {reserved} bytes reserved in {blocks_kept} blocks (full {was_full}, \
+         {full_then}, still {still_full})"
+    ));
+    expect_dbg(
+        "the partition's memory is full while the waits go on",
+        go_waits && was_full && full_then && still_full && reserved > 0,
+        (go_waits, was_full, full_then, still_full, reserved),
+    );
+    expect_dbg(
+        "messages 0 and 1 sent to MD's receivers",
+        step1 && sent0.is_ok() && step2 && sent1.is_ok(),
+        (step1, sent0, step2, sent1),
+    );
+    expect_dbg(
+        "QOUT filled",
+        step3 && filled.iter().all(Result::is_ok),
+        (step3, filled),
+    );
+    check(
+        "send_queuing_message to a full port times out with the memory full",
+        timed,
+        Err(TimedOut),
+    );
+    check(
+        "a waiting send released by the other partition sends",
+        released,
+        Ok(()),
+    );
+    expect_dbg(
+        "s1 waits in line, is suspended, and MD makes room",
+        lined_up && suspended.is_ok() && room,
+        (lined_up, suspended, room),
+    );
+    check(
+        "a TIME_OUT 0 send does not take the suspended sender's room",
+        look,
+        Err(NotAvailable),
+    );
+    expect_dbg(
+        "no copy of its message to be had: the room stays for the suspended sender",
+        kept == Ok((3, 1)) && s1_before == -1,
+        (kept, s1_before),
+    );
+    expect_dbg(
+        "resumed, the sender returns NO_ERROR and its message is queued",
+        resumed.is_ok() && s1_done && s1_got == 0 && after == Ok((4, 0)),
+        (resumed, s1_got, after),
+    );
+    out("END mem-src");
+    idle_forever();
+}
+
 // --------------------------------------------------------------------- a waiter stopped in line
 
 extern "C" fn stale_waiter() {
@@ -2015,6 +2373,12 @@ extern "C" fn fds_checker() {
 }
 
 fn main() {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|r| r.starts_with("mem-"))
+    {
+        one_arena();
+    }
     let (role, rest) = testpart_common::init();
     N.set(testpart_common::number(rest.first(), 1000))
         .expect("once");
@@ -2179,6 +2543,22 @@ fn main() {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
             create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
             process("drain", drain_process, 10, INFINITE_TIME_VALUE);
+        }
+        "mem-src" | "mem-dst" => {
+            let src = role == "mem-src";
+            let (mine, theirs) = if src { (s, d) } else { (d, s) };
+            // First (the port registry is made on the first use of a port service).
+            create_sampling_port("S2D", 8, mine, 1_000 * MS).expect("S2D");
+            create_sampling_port("D2S", 8, theirs, 1_000 * MS).expect("D2S");
+            mem_create_port(if src { "QOUT" } else { "QIN" }, mine);
+            create_semaphore("go", 0, 1, QueuingDiscipline::Fifo).expect("go");
+            if src {
+                start(testpart_common::new_process("s1", mem_sender, 10)).expect("s1");
+                process("ctl", mem_src_ctl, 20, INFINITE_TIME_VALUE);
+            } else {
+                start(testpart_common::new_process("r1", mem_receiver, 10)).expect("r1");
+                process("ctl", mem_dst_ctl, 20, INFINITE_TIME_VALUE);
+            }
         }
         "affinity" => {
             process("aff", affinity_process, 10, INFINITE_TIME_VALUE);

@@ -41,6 +41,12 @@
 //! A process that waits (on a queuing port, or in [`wait_sampling_message`]) shows WAITING in
 //! GET_PROCESS_STATUS for the duration of the wait.
 //!
+//! A failed allocation must never abort the partition (its memory is its configured memory,
+//! `RLIMIT_DATA`): a queuing port's waiting line is made at creation (INVALID_CONFIG when the
+//! memory cannot hold it), and the only allocations left on a waiting path are the copies that
+//! serve a suspended waiter in its place, tried fallibly: a waiter whose copy cannot be had is
+//! not served while suspended, and takes its message (or room) itself when resumed.
+//!
 //! # Port locks and STOP / SUSPEND
 //! Every lock of a port (its state, its receive mode, the registry) is taken through `lock`,
 //! which defers the runtime's control signal while the lock is held (`rt::Deferral`: a
@@ -59,8 +65,9 @@ use super::biased::{BiasedGuard, BiasedLock};
 use super::error::{ApexError, ApexResult};
 use super::rt::{self, rt, Deferral, EH_INDEX, SUSP};
 use super::time::{SystemTime, INFINITE_TIME_VALUE};
+use super::waitq::try_capacity;
 use crate::channels::{map_inherited, MappedPort};
-use crate::state::mode;
+use crate::state::{mode, MAX_PROCESSES};
 use crate::transport::{
     far_from, QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource, PAGE,
 };
@@ -196,12 +203,14 @@ struct Waiter {
     /// new incarnation, and its abandoned entry is then ignored and dropped.
     process: usize,
     incarnation: u32,
-    /// A receiver's buffer length (0: a sender). A suspended receiver whose buffer holds the
-    /// port's largest message can be handed a message by the process that watches the port in
-    /// its place (see [`QueuingPort::serve_suspended`]).
-    cap: usize,
-    /// A sender's message (a copy, from [`QueuingState::spare`]): a suspended sender's message
-    /// can be sent in its place. `None` for receivers and for batch sends.
+    /// Whether it can be served while suspended ([`QueuingPort::serve_suspended`]): a receiver
+    /// whose buffer holds the port's largest message, a sender whose message was copied (into
+    /// `msg`). Cleared for the rest of the wait when the copy cannot be had (the partition's
+    /// memory is full): the waiter then keeps its place until resumed, or until its time-out.
+    serve: bool,
+    /// A sender's message (a copy, in a buffer of [`QueuingState::spare`]): a suspended sender's
+    /// message can be sent in its place. `None` for receivers, for batch sends and when the
+    /// copy could not be had.
     msg: Option<Vec<u8>>,
     /// When its time-out expires (`None`: never).
     deadline: Option<Instant>,
@@ -249,17 +258,30 @@ enum Role<'m> {
     Other,
 }
 
+/// A port's state. `waiters`, `handed` and `spare` have room for [`MAX_PROCESSES`] entries,
+/// reserved at creation, and never grow (see [`QueuingPort::wait_for`]): waiting allocates
+/// nothing but the copy of a message (fallibly, see [`Waiter::serve`]).
 struct QueuingState {
     source: Option<QueueSource>,
     dest: Option<QueueDestination>,
+    /// At most one entry per process once the dead are pruned (a process waits in one place).
     waiters: Vec<Waiter>,
     next_ticket: u64,
-    /// Messages handed to suspended receivers, not yet collected.
+    /// Messages handed to suspended receivers, not yet collected (one per process at most: a
+    /// process waits in one place, and the entries of stopped incarnations are dropped first).
     handed: Vec<Handed>,
-    /// A handed message its receiver is collecting: the receive operations take it first.
+    /// A handed message its receiver is collecting: the receive operations copy it first.
     delivery: Option<Vec<u8>>,
-    /// Buffers for the copies of waiting senders' messages, kept for reuse.
+    /// Buffers for the copies of messages (waiting senders', those handed to suspended
+    /// receivers), kept for reuse; never more than its capacity (the rest are freed).
     spare: Vec<Vec<u8>>,
+}
+
+/// Keep `buf` for reuse in `spare` if there is room (no allocation), else free it.
+fn recycle(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
+    if spare.len() < spare.capacity() {
+        spare.push(buf);
+    }
 }
 
 struct QueuingPort {
@@ -1004,9 +1026,15 @@ pub fn sampling_port_max_message_size(id: SamplingPortId) -> ApexResult<u32> {
 
 /// Create a queuing port (`CREATE_QUEUING_PORT`) in COLD_START or WARM_START mode.
 ///
+/// The port's waiting machinery (room for [`MAX_PROCESSES`] waiters, messages handed to
+/// suspended receivers and message buffers) is reserved here from the partition's memory, so
+/// that waiting never allocates it.
+///
 /// # Errors
 /// - `InvalidConfig`: the partition's configuration has no queuing port `name`, or
-///   `max_message_size`, `max_nb_message` or `direction` differ from it.
+///   `max_message_size`, `max_nb_message` or `direction` differ from it; or the partition's
+///   memory cannot hold the port's waiting machinery (insufficient storage; checked after the
+///   parameters, before the mode).
 /// - `NoAction`: the port was already created.
 /// - `InvalidMode`: the partition is in NORMAL mode.
 pub fn create_queuing_port(
@@ -1028,6 +1056,12 @@ pub fn create_queuing_port(
     {
         return Err(ApexError::InvalidConfig);
     }
+    // Insufficient storage is INVALID_CONFIG, not an abort of the partition: reserved (not
+    // written) after the parameter checks and before the mode check, as the intra-partition
+    // objects' storage.
+    let waiters = try_capacity(MAX_PROCESSES)?;
+    let handed = try_capacity(MAX_PROCESSES)?;
+    let spare = try_capacity(MAX_PROCESSES)?;
     creation_mode_ok()?;
     let (source, dest, waiter) = match direction {
         PortDirection::Source => {
@@ -1053,11 +1087,11 @@ pub fn create_queuing_port(
         state: BiasedLock::new(QueuingState {
             source,
             dest,
-            waiters: Vec::new(),
+            waiters,
             next_ticket: 0,
-            handed: Vec::new(),
+            handed,
             delivery: None,
-            spare: Vec::new(),
+            spare,
         }),
         wake: AtomicU32::new(0),
     });
@@ -1110,11 +1144,12 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
-    /// Whether waiter `w` can be handed a message while suspended: a receiver whose buffer
-    /// holds the port's largest message (a shorter one could not take every message; it holds
-    /// its place in line until resumed).
+    /// Whether waiter `w` can be served while suspended ([`Waiter::serve`]: not a receiver
+    /// whose buffer is shorter than the port's largest message, which could not take every
+    /// message, nor a waiter whose copy could not be had; these hold their place in line until
+    /// resumed).
     fn servable(&self, w: &Waiter) -> bool {
-        (w.cap >= self.max as usize || w.msg.is_some()) && w.suspended()
+        w.serve && w.suspended()
     }
 
     /// The waiter that watches the channel: the first in line that is not a suspended receiver
@@ -1139,6 +1174,10 @@ impl QueuingPort {
     /// way it leaves the line. A suspended waiter whose time-out has expired leaves the line
     /// too (it returns `TIMED_OUT` when resumed). What was handed to stopped processes is
     /// dropped.
+    ///
+    /// Allocates nothing but a receiver's message buffer, fallibly (one kept in `spare` when
+    /// there is one): when it cannot be had, the receiver is not served while suspended for the
+    /// rest of its wait ([`Waiter::serve`]), and the message stays in the channel for it.
     fn serve_suspended(&self, st: &mut QueuingState) {
         if !st.handed.is_empty() {
             st.handed.retain(|h| {
@@ -1159,7 +1198,8 @@ impl QueuingPort {
                 self.leave(st, ticket);
                 continue;
             }
-            if !self.servable(w) || !self.ready() {
+            // `handed` never grows: one entry per process at most (see `QueuingState`).
+            if !self.servable(w) || !self.ready() || st.handed.len() == st.handed.capacity() {
                 return;
             }
             let (process, incarnation) = (w.process, w.incarnation);
@@ -1174,19 +1214,42 @@ impl QueuingPort {
                     Err(_) => Outcome::Failed(ApexError::InvalidParam),
                 }
             } else {
+                if st.dest.is_none() {
+                    return;
+                }
+                let max = self.max as usize;
+                let mut message = st.spare.pop().unwrap_or_default();
+                message.clear();
+                if message.try_reserve_exact(max).is_err() {
+                    // The partition's memory is full: this receiver takes its message itself
+                    // when resumed. It no longer counts as served in its place, so the first
+                    // waiter behind it does not watch the channel for it.
+                    recycle(&mut st.spare, message);
+                    if let Some(w) = st.waiters.iter_mut().find(|w| w.ticket == ticket) {
+                        w.serve = false;
+                    }
+                    self.gen.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                // Within the capacity: no allocation.
+                message.resize(max, 0);
                 let Some(d) = st.dest.as_mut() else {
                     return;
                 };
-                let mut message = vec![0u8; self.max as usize];
                 match d.try_recv(&mut message) {
                     Ok(n) => {
                         message.truncate(n);
                         Outcome::Received(message)
                     }
-                    Err(PopError::Empty) => return,
-                    // As `receive_op` answers (a buffer of the largest size is never too
-                    // short).
-                    Err(_) => Outcome::Failed(ApexError::InvalidConfig),
+                    Err(e) => {
+                        recycle(&mut st.spare, message);
+                        match e {
+                            PopError::Empty => return,
+                            // As `receive_op` answers (a buffer of the largest size is never
+                            // too short).
+                            _ => Outcome::Failed(ApexError::InvalidConfig),
+                        }
+                    }
                 }
             };
             st.handed.push(Handed {
@@ -1219,7 +1282,7 @@ impl QueuingPort {
     fn leave(&self, st: &mut QueuingState, ticket: u64) {
         if let Some(i) = st.waiters.iter().position(|w| w.ticket == ticket) {
             if let Some(m) = st.waiters.swap_remove(i).msg {
-                st.spare.push(m);
+                recycle(&mut st.spare, m);
             }
         }
         self.gen.fetch_add(1, Ordering::SeqCst);
@@ -1239,6 +1302,12 @@ impl QueuingPort {
     /// `docs/bench-rtt.md`, session 14). This tries again first.
     ///
     /// `role`: how the caller can be served while suspended ([`QueuingPort::serve_suspended`]).
+    ///
+    /// Joining the line allocates nothing but the copy of a sender's message, fallibly: the
+    /// queue has room for every process (reserved at creation) once the entries of stopped
+    /// incarnations are pruned, and a sender whose message cannot be copied (the partition's
+    /// memory is full) waits all the same, only it is not served while suspended
+    /// ([`Waiter::serve`]).
     fn wait_for(
         &self,
         timeout: SystemTime,
@@ -1270,24 +1339,34 @@ impl QueuingPort {
         // is taken at once, so the queuing discipline is the same either way.
         let mut marked = false;
         let mut st = lock(&self.state);
+        // Under the lock of the push: every entry left is a live process's other than the
+        // caller's, so the push stays within the capacity reserved at creation.
+        self.prune(&mut st);
+        debug_assert!(st.waiters.len() < st.waiters.capacity());
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        let (cap, msg) = match role {
-            Role::Receive(cap) => (cap, None),
+        let (serve, msg) = match role {
+            Role::Receive(cap) => (cap >= self.max as usize, None),
             Role::Send(m) => {
                 let mut v = st.spare.pop().unwrap_or_default();
                 v.clear();
-                v.extend_from_slice(m);
-                (0, Some(v))
+                if v.try_reserve_exact(m.len()).is_ok() {
+                    // Within the capacity: no allocation.
+                    v.extend_from_slice(m);
+                    (true, Some(v))
+                } else {
+                    recycle(&mut st.spare, v);
+                    (false, None)
+                }
             }
-            Role::Other => (0, None),
+            Role::Other => (false, None),
         };
         st.waiters.push(Waiter {
             ticket,
             priority,
             process,
             incarnation,
-            cap,
+            serve,
             msg,
             deadline,
         });
@@ -1332,7 +1411,9 @@ impl QueuingPort {
                     Outcome::Received(m) => {
                         st.delivery = Some(m);
                         let r = op(&mut st);
-                        st.delivery = None;
+                        if let Some(m) = st.delivery.take() {
+                            recycle(&mut st.spare, m);
+                        }
                         match r {
                             Try::Done(n) => Ok(n),
                             Try::Fail(e) => Err(e),
@@ -1518,8 +1599,8 @@ pub fn receive_queuing_message(
 /// One attempt of [`receive_queuing_message`].
 #[inline(always)]
 fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
-    if let Some(m) = st.delivery.take() {
-        return deliver(&m, buf);
+    if let Some(m) = &st.delivery {
+        return deliver(m, buf);
     }
     let Some(c) = st.dest.as_mut() else {
         return Try::Fail(ApexError::InvalidMode);
@@ -1611,8 +1692,8 @@ pub fn receive_queuing_messages(
         return Err(ApexError::InvalidParam);
     }
     let mut op = |st: &mut QueuingState| {
-        if let Some(m) = st.delivery.take() {
-            let r = deliver(&m, buf);
+        if let Some(m) = &st.delivery {
+            let r = deliver(m, buf);
             if let Try::Done(n) = r {
                 lens[0] = n;
                 return Try::Done(1);
