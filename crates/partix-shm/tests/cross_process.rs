@@ -6,9 +6,9 @@
 #![cfg(not(loom))]
 
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
-use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter, WaitError};
 use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
-use partix_shm::{Access, RecvMode, Region};
+use partix_shm::{Access, Notifier, RecvMode, Region};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,27 +152,60 @@ fn torn_read_stress_between_processes_compact() {
     torn_read_stress("torn_read_stress_between_processes_compact", 40);
 }
 
+/// Reads that must have overlapped a write (retried, or `Contended`) before the torn-read stress
+/// stops: one overlap in a few thousand reads says little about the `begin == end` check.
+const MIN_OVERLAPS: u64 = 500;
+/// ... and of them, reads of each way (`read`, and `wait_newer` in each receive mode).
+const MIN_OVERLAPS_PER_WAY: u64 = 50;
+
+/// How the torn-read stress's reader takes a message: the four take turns, [`MODE_BLOCK`]
+/// calls each.
+const READ_MODES: [Option<RecvMode>; 4] = [
+    None,
+    Some(RecvMode::Spin),
+    Some(RecvMode::SpinThenPark { spins: 16 }),
+    Some(RecvMode::Blocking),
+];
+const MODE_BLOCK: u64 = 64;
+
 /// A writer process writes checksummable messages of up to `max` bytes as fast as it can while
-/// this process reads through a read-only mapping and checks every message it gets.
+/// this process reads through a read-only mapping and checks every message it gets, taking turns
+/// between `read` and `wait_newer` in each receive mode (the parking ones park on the slot's
+/// notifier, which the writer wakes). It stops after a second with enough verified reads per
+/// way and [`MIN_OVERLAPS`] reads that overlapped a write ([`MIN_OVERLAPS_PER_WAY`] of each
+/// way), and fails if 20 s were not enough.
 fn torn_read_stress(test: &str, max: usize) {
+    let layout = SamplingLayout::new(max as u32).unwrap();
+    // The slot, a line for its notifier, then one line holding the stop word (written by the
+    // reader only).
+    let notifier_at = layout.size_bytes();
+    // The barriers of partitions (`partix_shm::barrier`): the writer's wake-up check a compiler
+    // fence, the parker's a `membarrier`. (Without them, a parker whose `membarrier` fails
+    // parks 1 ms at a time, and a lost wake-up would only slow the test down.)
+    let asymmetric = partix_shm::barrier::enable();
     if role().as_deref() == Some("writer") {
         let region = inherited(Access::ReadWrite);
         let stop = stop_word(&region);
-        let mut w = SamplingWriter::attach(region.clone(), 0).unwrap();
+        let mut w = SamplingWriter::attach(region.clone(), 0)
+            .unwrap()
+            .with_notifier(Notifier::new(region.clone(), notifier_at).unwrap());
         let mut msg = Vec::with_capacity(max);
         let start = Instant::now();
         let mut n = 0u64;
-        // Write as fast as possible until the reader has seen enough (about a second; at most
-        // 60 s); sequence numbers start at 1. After every fourth write, pause for twice that
-        // write's duration: back-to-back writes of a slow (debug) build would otherwise leave a
-        // reader almost no window to complete a copy, while three writes in four still go back
-        // to back.
+        // Write as fast as possible until the reader has seen enough (at most 60 s); sequence
+        // numbers start at 1. After every fourth write, pause for twice that write's duration:
+        // back-to-back writes of a slow (debug) build would otherwise leave a reader almost no
+        // window to complete a copy, while three writes in four still go back to back. After
+        // every 64th, sleep a little: a reader waiting in a parking mode then parks, and only
+        // the writer's wake-up gets it going again (a lost one shows as a time-out).
         while stop.load(Ordering::Acquire) == 0 && start.elapsed() < Duration::from_secs(60) {
             n += 1;
             message(n as u32, max, &mut msg);
             let t = Instant::now();
             w.write(&msg).unwrap();
-            if n.is_multiple_of(4) {
+            if n.is_multiple_of(64) {
+                std::thread::sleep(Duration::from_micros(200));
+            } else if n.is_multiple_of(4) {
                 let pause = t.elapsed() * 2;
                 let t = Instant::now();
                 while t.elapsed() < pause {
@@ -183,28 +216,41 @@ fn torn_read_stress(test: &str, max: usize) {
         println!("writes {n}");
         std::process::exit(0);
     }
-    let layout = SamplingLayout::new(max as u32).unwrap();
-    // The slot, then one line holding the stop word (written by this side only).
-    let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes() + 64).unwrap());
+    let region = Arc::new(Region::create("partix-shm-stress", notifier_at + 128).unwrap());
     SamplingWriter::init(region.clone(), 0, layout).unwrap();
     let stop = stop_word(&region);
-    let reader = SamplingReader::attach(read_only(&region), 0).unwrap();
+    // The slot read-only, the notifier read-write (a parked reader counts itself there).
+    let reader = SamplingReader::attach(read_only(&region), 0)
+        .unwrap()
+        .with_notifier(Notifier::new(region.clone(), notifier_at).unwrap());
     let mut child = spawn(test, "writer", &region);
     let started = Instant::now();
-    let (mut reads, mut retried, mut contended, mut empty) = (0u64, 0u64, 0u64, 0u64);
+    // Per way of reading: verified reads, and reads that overlapped a write.
+    let (mut reads, mut overlapped) = ([0u64; 4], [0u64; 4]);
+    let (mut calls, mut empty) = (0u64, 0u64);
     let mut buf = vec![0u8; max];
     let mut expect = Vec::with_capacity(max);
-    let mut last_seq = 0;
+    let mut last_seq = None;
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stopped = false;
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "writer did not finish");
-        // Stop the writer after a second with enough verified reads (or after 20 s regardless).
         let elapsed = started.elapsed();
-        if (elapsed > Duration::from_secs(1) && reads >= 2000) || elapsed > Duration::from_secs(20)
-        {
+        let enough = elapsed > Duration::from_secs(1)
+            && reads.iter().all(|&r| r >= 500)
+            && overlapped.iter().all(|&o| o >= MIN_OVERLAPS_PER_WAY)
+            && overlapped.iter().sum::<u64>() >= MIN_OVERLAPS;
+        if enough || elapsed > Duration::from_secs(20) {
             stop.store(1, Ordering::Release);
+            stopped = true;
         }
-        match reader.read(&mut buf) {
+        let way = (calls / MODE_BLOCK % 4) as usize;
+        calls += 1;
+        let r = match READ_MODES[way] {
+            None => reader.read(&mut buf).map_err(WaitError::Read),
+            Some(mode) => reader.wait_newer(&mut buf, last_seq, mode, Some(Duration::from_secs(2))),
+        };
+        match r {
             Ok(ok) => {
                 message(ok.seq, max, &mut expect);
                 assert_eq!(ok.len, expect.len(), "torn read: length of seq {}", ok.seq);
@@ -213,24 +259,49 @@ fn torn_read_stress(test: &str, max: usize) {
                     "torn read: payload of seq {}",
                     ok.seq
                 );
-                assert!(ok.seq >= last_seq, "sequence went back");
-                last_seq = ok.seq;
-                reads += 1;
+                assert!(last_seq.is_none_or(|l| ok.seq >= l), "sequence went back");
+                if READ_MODES[way].is_some() {
+                    assert_ne!(Some(ok.seq), last_seq, "a wait returned the same message");
+                }
+                last_seq = Some(ok.seq);
+                reads[way] += 1;
                 if ok.attempts > 1 {
-                    retried += 1;
+                    overlapped[way] += 1;
                 }
             }
-            Err(ReadError::Contended { .. }) => contended += 1,
-            Err(ReadError::Empty) => empty += 1,
-            Err(e) => panic!("unexpected read error {e}"),
+            Err(WaitError::Read(ReadError::Contended { .. })) => overlapped[way] += 1,
+            Err(WaitError::Read(ReadError::Empty)) => empty += 1,
+            Err(WaitError::TimedOut) if stopped => {}
+            Err(e) => panic!("unexpected {e} ({:?})", READ_MODES[way]),
         }
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "writer failed: {:?}", out.status);
     let writes = String::from_utf8_lossy(&out.stdout);
-    eprintln!("reads {reads} retried {retried} contended {contended} empty {empty}; {writes}");
-    assert!(reads > 100, "too few verified reads: {reads}");
-    assert!(retried + contended > 0, "no read ever overlapped a write");
+    eprintln!(
+        "reads {reads:?} overlapped {overlapped:?} (read, spin, spin-then-park, blocking) \
+         empty {empty} in {:?}, asymmetric barriers {asymmetric}; {writes}",
+        started.elapsed()
+    );
+    for (way, r) in reads.iter().enumerate() {
+        assert!(
+            *r >= 500,
+            "too few verified reads {:?}: {r}",
+            READ_MODES[way]
+        );
+    }
+    let total: u64 = overlapped.iter().sum();
+    assert!(
+        total >= MIN_OVERLAPS,
+        "only {total} reads overlapped a write in 20 s (at least {MIN_OVERLAPS} needed)"
+    );
+    for (way, o) in overlapped.iter().enumerate() {
+        assert!(
+            *o >= MIN_OVERLAPS_PER_WAY,
+            "only {o} reads {:?} overlapped a write (at least {MIN_OVERLAPS_PER_WAY} needed)",
+            READ_MODES[way]
+        );
+    }
 }
 
 #[test]
