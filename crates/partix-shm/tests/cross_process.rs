@@ -357,6 +357,139 @@ fn spsc_queue_million_messages_between_processes() {
     assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
 }
 
+/// The one-sided queue as a partix port builds it: a split ring (data region read-only for the
+/// consumer, `head` and the notifier in a control region), a capacity of 4 slots of which the
+/// producer may fill only 3 (the `_within` limit: `MaxNbMessages` 3 rounds up to a 4-slot
+/// ring), single pushes and batches (`push_many_quiet`, then one wake-up), single pops that
+/// park and batch pops. 300 000 messages (a debug build moves about 50 000 a second through a
+/// ring this small) arrive once each, in order, whole; the producer found the ring full many
+/// times; and the consumer never saw more than 3 queued, but saw 3.
+#[test]
+fn spsc_split_queue_within_limit_between_processes() {
+    const TEST: &str = "spsc_split_queue_within_limit_between_processes";
+    const N: u64 = 300_000;
+    const MAX: usize = 64;
+    const LIMIT: usize = 3;
+    const CHUNK: u64 = 1000;
+    // Message `i`: 8..=64 bytes, `i` first, then noise from an `i`-dependent offset (a copy:
+    // cheap in a debug build).
+    let body = |i: u64, out: &mut [u8]| -> usize {
+        let len = 8 + (splitmix(i) % (MAX as u64 - 7)) as usize;
+        out[..8].copy_from_slice(&i.to_le_bytes());
+        let off = (splitmix(i ^ 0x5eed) % 4096) as usize;
+        out[8..len].copy_from_slice(&noise()[off..off + len - 8]);
+        len
+    };
+    let layout = RingLayout::new(4, MAX as u32).unwrap();
+    if role().as_deref() == Some("producer") {
+        let mut p = RingProducer::attach_split(
+            inherited_nth(0, Access::ReadWrite),
+            0,
+            inherited_nth(1, Access::ReadWrite),
+            0,
+        )
+        .unwrap();
+        let mut msgs = [[0u8; MAX]; 5];
+        let (mut i, mut full) = (0u64, 0u64);
+        while i < N {
+            // Chunks take turns: single pushes, then batches of up to 5.
+            let r = if (i / CHUNK).is_multiple_of(2) {
+                let len = body(i, &mut msgs[0]);
+                p.try_push_quiet_within(&msgs[0][..len], LIMIT).map(|()| 1)
+            } else {
+                let k = (N - i).min(5) as usize;
+                let mut lens = [0usize; 5];
+                for (j, m) in msgs.iter_mut().take(k).enumerate() {
+                    lens[j] = body(i + j as u64, m);
+                }
+                let mut batch: [&[u8]; 5] = [&[]; 5];
+                for ((b, m), &l) in batch.iter_mut().zip(&msgs).zip(&lens).take(k) {
+                    *b = &m[..l];
+                }
+                p.push_many_quiet(&batch[..k], LIMIT)
+            };
+            match r {
+                Ok(k) => {
+                    i += k as u64;
+                    p.notify();
+                }
+                Err(PushError::Full) => {
+                    full += 1;
+                    std::hint::spin_loop();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        println!("full {full}");
+        std::process::exit(0);
+    }
+    let data = Arc::new(Region::create("partix-shm-spsc-data", layout.size_bytes()).unwrap());
+    let ctrl = Arc::new(Region::create("partix-shm-spsc-ctrl", 4096).unwrap());
+    layout.init_split(&data, 0, &ctrl, 0).unwrap();
+    let mut c = RingConsumer::attach_split(read_only(&data), 0, ctrl.clone(), 0).unwrap();
+    let child = spawn_with(TEST, "producer", &[&data, &ctrl]);
+    let mut buf = [0u8; MAX * 3];
+    let mut lens = [0usize; 3];
+    let mut expect = [0u8; MAX];
+    let (mut i, mut most, mut over) = (0u64, 0usize, 0u64);
+    while i < N {
+        let got = if (i / (CHUNK - 223)).is_multiple_of(2) {
+            match c.pop_wait(
+                &mut buf[..MAX],
+                RecvMode::SpinThenPark { spins: 100 },
+                Some(Duration::from_secs(30)),
+            ) {
+                Ok(n) => {
+                    lens[0] = n;
+                    1
+                }
+                Err(e) => panic!("message {i}: {e}"),
+            }
+        } else {
+            match c.try_pop_many(&mut buf, MAX, &mut lens) {
+                Ok(k) => k,
+                Err(PopError::Empty) => {
+                    std::hint::spin_loop();
+                    0
+                }
+                Err(e) => panic!("message {i}: {e}"),
+            }
+        };
+        for (k, &n) in lens.iter().take(got).enumerate() {
+            let m = &buf[k * MAX..k * MAX + n];
+            let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
+            assert_eq!(seq, i, "lost, duplicated or reordered message");
+            let len = body(i, &mut expect);
+            assert_eq!(m, &expect[..len], "message {i} corrupted");
+            i += 1;
+        }
+        // The consumer's own head is current, and the producer fills below head + LIMIT.
+        let q = c.len();
+        most = most.max(q);
+        if q > LIMIT {
+            over += 1;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "producer: {:?}", out.status);
+    assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let full: u64 = text
+        .split_once("full ")
+        .and_then(|(_, v)| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no full count in {text:?}"));
+    eprintln!("full {full}, most queued {most}");
+    assert_eq!(
+        over, 0,
+        "more than {LIMIT} queued {over} times (up to {most})"
+    );
+    assert_eq!(most, LIMIT, "the ring never held its limit");
+    assert!(
+        full >= 1000,
+        "the producer found the ring full only {full} times"
+    );
+}
+
 /// One side of the ping-pong of `asymmetric_barriers_lose_no_wake_up_between_processes`: wait
 /// for message `i` on `rx` with a random number of spins before parking (so the park lands
 /// before, at and after the moment the peer publishes), then answer on `tx`. A wake-up lost
