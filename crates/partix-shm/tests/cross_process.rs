@@ -6,7 +6,9 @@
 #![cfg(not(loom))]
 
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
-use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter, WaitError};
+use partix_shm::sampling::{
+    ReadError, SamplingLayout, SamplingReader, SamplingWriter, SlotView, WaitError,
+};
 use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
 use partix_shm::{Access, Notifier, RecvMode, Region};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -634,6 +636,98 @@ fn writer_killed_mid_write_never_yields_a_torn_message() {
         let ok = reader.read(&mut buf).unwrap();
         assert_eq!((&buf[..ok.len], ok.seq), (&b"after restart"[..], seq));
     }
+    assert!(
+        mid_write_kills > 0,
+        "no kill landed in the middle of a write in 10 trials"
+    );
+}
+
+/// The two-sided counterpart of `writer_killed_mid_write_never_yields_a_torn_message`: a sender
+/// process writing 1 MiB messages back to back into its TX ring is SIGKILLed at varying moments;
+/// the manager then delivers the last complete message, whole, never the one cut off, and a
+/// restarted sender continues. At least one kill of ten must land in the middle of a write (a TX
+/// slot left with `begin != end`).
+#[test]
+fn two_sided_sender_killed_mid_write_never_yields_a_torn_message() {
+    const TEST: &str = "two_sided_sender_killed_mid_write_never_yields_a_torn_message";
+    const MAX: usize = 1 << 20;
+    const SLOTS: u32 = 4;
+    // Message `seq`: MAX - seq % 4096 bytes, its sequence number first, then `seq as u8`.
+    let fill = |seq: u32, buf: &mut [u8]| -> usize {
+        let len = MAX - (seq as usize % 4096);
+        buf[..8].copy_from_slice(&u64::from(seq).to_le_bytes());
+        buf[8..len].fill(seq as u8);
+        len
+    };
+    if role().as_deref() == Some("writer") {
+        let mut s = TwoSidedSender::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let mut msg = vec![0u8; MAX];
+        let start = Instant::now();
+        let mut next = s.write(b"first").unwrap() + 1;
+        // Large messages back to back until killed (gives up after 60 s if nobody kills it).
+        while start.elapsed() < Duration::from_secs(60) {
+            let len = fill(next, &mut msg);
+            assert_eq!(s.write(&msg[..len]).unwrap(), next);
+            next += 1;
+        }
+        std::process::exit(3);
+    }
+    let shape = RingShape::new(MAX as u32, SLOTS).unwrap();
+    let txr = Arc::new(Region::create("partix-shm-2s-kill-tx", shape.tx_size_bytes()).unwrap());
+    let rxr = Arc::new(Region::create("partix-shm-2s-kill-rx", shape.rx_size_bytes()).unwrap());
+    // The TX ring's words (`tail` at 128, slots of begin | stamp | payload | end from 192; see
+    // partix_shm::twosided), to see whether the sender died inside a write.
+    let stride = MAX / 8 + 3;
+    // SAFETY: the region is mapped for as long as `txr` lives (this function), page-aligned, at
+    // least 192 + 8 * stride * SLOTS bytes (tx_size_bytes), and its words are only accessed
+    // atomically here (loads).
+    let words: &[AtomicU64] =
+        unsafe { std::slice::from_raw_parts(txr.as_ptr().cast::<AtomicU64>(), txr.len() / 8) };
+    let slot = |k: usize| SlotView::from_words(&words[24 + k * stride..24 + (k + 1) * stride]);
+    let tail = &words[16];
+    let mut buf = vec![0u8; MAX];
+    let mut expect = vec![0u8; MAX];
+    let mut mid_write_kills = 0;
+    for trial in 0..10u64 {
+        TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+        let mut r = TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+        let mut child = spawn(TEST, "writer", &txr);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tail.load(Ordering::Acquire) < 3 {
+            assert!(Instant::now() < deadline, "writer never wrote");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(37 * trial));
+        child.kill().unwrap(); // SIGKILL, our own child
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        let written = tail.load(Ordering::Acquire);
+        let cut = (0..SLOTS as usize)
+            .filter(|&k| slot(k).begin() != slot(k).end())
+            .count();
+        assert!(cut <= 1, "{cut} TX slots mid-write");
+        if cut == 1 {
+            // The slot of the message being written, the one after the last complete.
+            let k = (written % u64::from(SLOTS)) as usize;
+            assert_ne!(slot(k).begin(), slot(k).end(), "another slot is mid-write");
+            mid_write_kills += 1;
+        }
+        // A manager attached after the death delivers the last complete message, whole.
+        let mut m = NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).unwrap();
+        m.run_once();
+        let ok = r.read(&mut buf).unwrap();
+        assert_eq!(u64::from(ok.seq), written, "not the last complete message");
+        let len = fill(ok.seq, &mut expect);
+        assert_eq!(ok.len, len, "length of message {}", ok.seq);
+        assert!(buf[..len] == expect[..len], "torn message {}", ok.seq);
+        // A restarted sender makes the next message deliverable.
+        let mut s = TwoSidedSender::attach(txr.clone(), 0).unwrap();
+        let seq = s.write(b"after restart").unwrap();
+        m.run_once();
+        let ok = r.read(&mut buf).unwrap();
+        assert_eq!((&buf[..ok.len], ok.seq), (&b"after restart"[..], seq));
+    }
+    eprintln!("two-sided: {mid_write_kills} of 10 kills landed mid-write");
     assert!(
         mid_write_kills > 0,
         "no kill landed in the middle of a write in 10 trials"
