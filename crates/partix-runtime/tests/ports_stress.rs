@@ -19,7 +19,7 @@
 //! - **Queuing**: [`queue_messages`] messages over a queue of MaxNbMessages 5 (not a power of
 //!   two: the one-sided ring has 8 slots), one at a time and in batches, with and without
 //!   waiting, in every receive mode: exactly once, in order, whole; the sender found the queue
-//!   full many times, and never more than 5 messages queued.
+//!   full many times (the receiver pauses now and then), and never more than 5 messages queued.
 
 use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
 use partix_shm::Region;
@@ -32,19 +32,18 @@ use std::time::{Duration, Instant};
 
 /// Reads per sampling phase that must have met a write in progress (shared-memory transports).
 const MIN_OVERLAPS: u64 = 200;
-/// Messages of the queuing stress over `transport` (`PARTIX_STRESS_QUEUE` to change). The test
-/// build is a debug build: about 5 µs of CPU per message and side through the one-sided ring,
-/// more through the two-sided manager, and 25 µs or more over loopback sockets (system calls
-/// for every frame and acknowledgement), so that each transport takes a few seconds on an idle
-/// 2-CPU machine; `PARTIX_STRESS_QUEUE=1000000` for a longer run.
+/// Messages of the queuing stress over `transport` (`PARTIX_STRESS_QUEUE` to change): what an
+/// idle 2-CPU machine moves in a few seconds in the tests' debug build (one-sided about 200 000
+/// a second, two-sided 150 000, udp and tcp 80 000: system calls for every frame and
+/// acknowledgement). A loaded machine takes many times longer.
 fn queue_messages(transport: &str) -> u64 {
     std::env::var("PARTIX_STRESS_QUEUE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(match transport {
-            "one-sided" => 300_000,
-            "two-sided" => 150_000,
-            _ => 50_000,
+            "one-sided" => 1_000_000,
+            "two-sided" => 300_000,
+            _ => 100_000,
         })
 }
 
@@ -290,7 +289,7 @@ fn stress(transport: &str) {
     ];
     let out = finish(&mut kids, &outs, Duration::from_secs(180));
     assert_eq!(passes(&format!("{transport} QSRC"), &out[0]), 2);
-    assert_eq!(passes(&format!("{transport} QDST"), &out[1]), 4);
+    assert_eq!(passes(&format!("{transport} QDST"), &out[1]), 3);
     println!("{transport}: queuing {:?}", t.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
 }
