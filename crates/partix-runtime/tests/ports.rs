@@ -282,6 +282,11 @@ fn queuing_thousands_of_messages_in_order_without_loss_or_duplicates() {
     assert_eq!(all_pass("QDST", &out[1]), 7, "{:#?}", out[1]);
 }
 
+/// A source SIGKILLed inside a write (its killer first writes one more complete message, which
+/// the destination never reads, then leaves the slot mid-write): every message read is whole
+/// (number, length, fill and checksum agree); every read after the death returns exactly the
+/// message read before it, through the fallback path (the port's counters), `VALID` at first
+/// and `INVALID` for good once older than the refresh period (reads go on 1.3 s).
 #[test]
 fn a_source_killed_mid_write_leaves_the_last_good_message() {
     let m = load("kill.xml");
@@ -296,8 +301,9 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
         "{:#?}",
         out[0]
     );
-    assert_eq!(all_pass("KDST", &out[1]), 2, "{:#?}", out[1]);
+    assert_eq!(all_pass("KDST", &out[1]), 6, "{:#?}", out[1]);
     let info = out[1].iter().find(|l| l.starts_with("INFO")).cloned();
+    println!("{info:?}");
     assert!(
         info.as_deref()
             .is_some_and(|l| l.ends_with("slot_left_mid_write=Some(true)")),
@@ -316,7 +322,7 @@ fn a_wait_past_a_message_its_writer_died_writing_times_out() {
         &[("kill-src", &[], false), ("stuck-dst", &[], true)],
         Duration::from_secs(90),
     );
-    assert_eq!(all_pass("STUCK", &out[1]), 3, "{:#?}", out[1]);
+    assert_eq!(all_pass("STUCK", &out[1]), 4, "{:#?}", out[1]);
 }
 
 /// WRITE_SAMPLING_MESSAGE stamps a message when it writes it into the port (under the port lock),

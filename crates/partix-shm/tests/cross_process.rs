@@ -6,9 +6,11 @@
 #![cfg(not(loom))]
 
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer};
-use partix_shm::sampling::{ReadError, SamplingLayout, SamplingReader, SamplingWriter};
+use partix_shm::sampling::{
+    ReadError, SamplingLayout, SamplingReader, SamplingWriter, SlotView, WaitError,
+};
 use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
-use partix_shm::{Access, RecvMode, Region};
+use partix_shm::{Access, Notifier, RecvMode, Region};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,27 +154,60 @@ fn torn_read_stress_between_processes_compact() {
     torn_read_stress("torn_read_stress_between_processes_compact", 40);
 }
 
+/// Reads that must have overlapped a write (retried, or `Contended`) before the torn-read stress
+/// stops: one overlap in a few thousand reads says little about the `begin == end` check.
+const MIN_OVERLAPS: u64 = 500;
+/// ... and of them, reads of each way (`read`, and `wait_newer` in each receive mode).
+const MIN_OVERLAPS_PER_WAY: u64 = 50;
+
+/// How the torn-read stress's reader takes a message: the four take turns, [`MODE_BLOCK`]
+/// calls each.
+const READ_MODES: [Option<RecvMode>; 4] = [
+    None,
+    Some(RecvMode::Spin),
+    Some(RecvMode::SpinThenPark { spins: 16 }),
+    Some(RecvMode::Blocking),
+];
+const MODE_BLOCK: u64 = 64;
+
 /// A writer process writes checksummable messages of up to `max` bytes as fast as it can while
-/// this process reads through a read-only mapping and checks every message it gets.
+/// this process reads through a read-only mapping and checks every message it gets, taking turns
+/// between `read` and `wait_newer` in each receive mode (the parking ones park on the slot's
+/// notifier, which the writer wakes). It stops after a second with enough verified reads per
+/// way and [`MIN_OVERLAPS`] reads that overlapped a write ([`MIN_OVERLAPS_PER_WAY`] of each
+/// way), and fails if 20 s were not enough.
 fn torn_read_stress(test: &str, max: usize) {
+    let layout = SamplingLayout::new(max as u32).unwrap();
+    // The slot, a line for its notifier, then one line holding the stop word (written by the
+    // reader only).
+    let notifier_at = layout.size_bytes();
+    // The barriers of partitions (`partix_shm::barrier`): the writer's wake-up check a compiler
+    // fence, the parker's a `membarrier`. (Without them, a parker whose `membarrier` fails
+    // parks 1 ms at a time, and a lost wake-up would only slow the test down.)
+    let asymmetric = partix_shm::barrier::enable();
     if role().as_deref() == Some("writer") {
         let region = inherited(Access::ReadWrite);
         let stop = stop_word(&region);
-        let mut w = SamplingWriter::attach(region.clone(), 0).unwrap();
+        let mut w = SamplingWriter::attach(region.clone(), 0)
+            .unwrap()
+            .with_notifier(Notifier::new(region.clone(), notifier_at).unwrap());
         let mut msg = Vec::with_capacity(max);
         let start = Instant::now();
         let mut n = 0u64;
-        // Write as fast as possible until the reader has seen enough (about a second; at most
-        // 60 s); sequence numbers start at 1. After every fourth write, pause for twice that
-        // write's duration: back-to-back writes of a slow (debug) build would otherwise leave a
-        // reader almost no window to complete a copy, while three writes in four still go back
-        // to back.
+        // Write as fast as possible until the reader has seen enough (at most 60 s); sequence
+        // numbers start at 1. After every fourth write, pause for twice that write's duration:
+        // back-to-back writes of a slow (debug) build would otherwise leave a reader almost no
+        // window to complete a copy, while three writes in four still go back to back. After
+        // every 64th, sleep a little: a reader waiting in a parking mode then parks, and only
+        // the writer's wake-up gets it going again (a lost one shows as a time-out).
         while stop.load(Ordering::Acquire) == 0 && start.elapsed() < Duration::from_secs(60) {
             n += 1;
             message(n as u32, max, &mut msg);
             let t = Instant::now();
             w.write(&msg).unwrap();
-            if n.is_multiple_of(4) {
+            if n.is_multiple_of(64) {
+                std::thread::sleep(Duration::from_micros(200));
+            } else if n.is_multiple_of(4) {
                 let pause = t.elapsed() * 2;
                 let t = Instant::now();
                 while t.elapsed() < pause {
@@ -183,28 +218,41 @@ fn torn_read_stress(test: &str, max: usize) {
         println!("writes {n}");
         std::process::exit(0);
     }
-    let layout = SamplingLayout::new(max as u32).unwrap();
-    // The slot, then one line holding the stop word (written by this side only).
-    let region = Arc::new(Region::create("partix-shm-stress", layout.size_bytes() + 64).unwrap());
+    let region = Arc::new(Region::create("partix-shm-stress", notifier_at + 128).unwrap());
     SamplingWriter::init(region.clone(), 0, layout).unwrap();
     let stop = stop_word(&region);
-    let reader = SamplingReader::attach(read_only(&region), 0).unwrap();
+    // The slot read-only, the notifier read-write (a parked reader counts itself there).
+    let reader = SamplingReader::attach(read_only(&region), 0)
+        .unwrap()
+        .with_notifier(Notifier::new(region.clone(), notifier_at).unwrap());
     let mut child = spawn(test, "writer", &region);
     let started = Instant::now();
-    let (mut reads, mut retried, mut contended, mut empty) = (0u64, 0u64, 0u64, 0u64);
+    // Per way of reading: verified reads, and reads that overlapped a write.
+    let (mut reads, mut overlapped) = ([0u64; 4], [0u64; 4]);
+    let (mut calls, mut empty) = (0u64, 0u64);
     let mut buf = vec![0u8; max];
     let mut expect = Vec::with_capacity(max);
-    let mut last_seq = 0;
+    let mut last_seq = None;
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stopped = false;
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "writer did not finish");
-        // Stop the writer after a second with enough verified reads (or after 20 s regardless).
         let elapsed = started.elapsed();
-        if (elapsed > Duration::from_secs(1) && reads >= 2000) || elapsed > Duration::from_secs(20)
-        {
+        let enough = elapsed > Duration::from_secs(1)
+            && reads.iter().all(|&r| r >= 500)
+            && overlapped.iter().all(|&o| o >= MIN_OVERLAPS_PER_WAY)
+            && overlapped.iter().sum::<u64>() >= MIN_OVERLAPS;
+        if enough || elapsed > Duration::from_secs(20) {
             stop.store(1, Ordering::Release);
+            stopped = true;
         }
-        match reader.read(&mut buf) {
+        let way = (calls / MODE_BLOCK % 4) as usize;
+        calls += 1;
+        let r = match READ_MODES[way] {
+            None => reader.read(&mut buf).map_err(WaitError::Read),
+            Some(mode) => reader.wait_newer(&mut buf, last_seq, mode, Some(Duration::from_secs(2))),
+        };
+        match r {
             Ok(ok) => {
                 message(ok.seq, max, &mut expect);
                 assert_eq!(ok.len, expect.len(), "torn read: length of seq {}", ok.seq);
@@ -213,24 +261,49 @@ fn torn_read_stress(test: &str, max: usize) {
                     "torn read: payload of seq {}",
                     ok.seq
                 );
-                assert!(ok.seq >= last_seq, "sequence went back");
-                last_seq = ok.seq;
-                reads += 1;
+                assert!(last_seq.is_none_or(|l| ok.seq >= l), "sequence went back");
+                if READ_MODES[way].is_some() {
+                    assert_ne!(Some(ok.seq), last_seq, "a wait returned the same message");
+                }
+                last_seq = Some(ok.seq);
+                reads[way] += 1;
                 if ok.attempts > 1 {
-                    retried += 1;
+                    overlapped[way] += 1;
                 }
             }
-            Err(ReadError::Contended { .. }) => contended += 1,
-            Err(ReadError::Empty) => empty += 1,
-            Err(e) => panic!("unexpected read error {e}"),
+            Err(WaitError::Read(ReadError::Contended { .. })) => overlapped[way] += 1,
+            Err(WaitError::Read(ReadError::Empty)) => empty += 1,
+            Err(WaitError::TimedOut) if stopped => {}
+            Err(e) => panic!("unexpected {e} ({:?})", READ_MODES[way]),
         }
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "writer failed: {:?}", out.status);
     let writes = String::from_utf8_lossy(&out.stdout);
-    eprintln!("reads {reads} retried {retried} contended {contended} empty {empty}; {writes}");
-    assert!(reads > 100, "too few verified reads: {reads}");
-    assert!(retried + contended > 0, "no read ever overlapped a write");
+    eprintln!(
+        "reads {reads:?} overlapped {overlapped:?} (read, spin, spin-then-park, blocking) \
+         empty {empty} in {:?}, asymmetric barriers {asymmetric}; {writes}",
+        started.elapsed()
+    );
+    for (way, r) in reads.iter().enumerate() {
+        assert!(
+            *r >= 500,
+            "too few verified reads {:?}: {r}",
+            READ_MODES[way]
+        );
+    }
+    let total: u64 = overlapped.iter().sum();
+    assert!(
+        total >= MIN_OVERLAPS,
+        "only {total} reads overlapped a write in 20 s (at least {MIN_OVERLAPS} needed)"
+    );
+    for (way, o) in overlapped.iter().enumerate() {
+        assert!(
+            *o >= MIN_OVERLAPS_PER_WAY,
+            "only {o} reads {:?} overlapped a write (at least {MIN_OVERLAPS_PER_WAY} needed)",
+            READ_MODES[way]
+        );
+    }
 }
 
 #[test]
@@ -284,6 +357,139 @@ fn spsc_queue_million_messages_between_processes() {
     }
     assert!(child.wait().unwrap().success());
     assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
+}
+
+/// The one-sided queue as a partix port builds it: a split ring (data region read-only for the
+/// consumer, `head` and the notifier in a control region), a capacity of 4 slots of which the
+/// producer may fill only 3 (the `_within` limit: `MaxNbMessages` 3 rounds up to a 4-slot
+/// ring), single pushes and batches (`push_many_quiet`, then one wake-up), single pops that
+/// park and batch pops. 300 000 messages (a debug build moves about 50 000 a second through a
+/// ring this small) arrive once each, in order, whole; the producer found the ring full many
+/// times; and the consumer never saw more than 3 queued, but saw 3.
+#[test]
+fn spsc_split_queue_within_limit_between_processes() {
+    const TEST: &str = "spsc_split_queue_within_limit_between_processes";
+    const N: u64 = 300_000;
+    const MAX: usize = 64;
+    const LIMIT: usize = 3;
+    const CHUNK: u64 = 1000;
+    // Message `i`: 8..=64 bytes, `i` first, then noise from an `i`-dependent offset (a copy:
+    // cheap in a debug build).
+    let body = |i: u64, out: &mut [u8]| -> usize {
+        let len = 8 + (splitmix(i) % (MAX as u64 - 7)) as usize;
+        out[..8].copy_from_slice(&i.to_le_bytes());
+        let off = (splitmix(i ^ 0x5eed) % 4096) as usize;
+        out[8..len].copy_from_slice(&noise()[off..off + len - 8]);
+        len
+    };
+    let layout = RingLayout::new(4, MAX as u32).unwrap();
+    if role().as_deref() == Some("producer") {
+        let mut p = RingProducer::attach_split(
+            inherited_nth(0, Access::ReadWrite),
+            0,
+            inherited_nth(1, Access::ReadWrite),
+            0,
+        )
+        .unwrap();
+        let mut msgs = [[0u8; MAX]; 5];
+        let (mut i, mut full) = (0u64, 0u64);
+        while i < N {
+            // Chunks take turns: single pushes, then batches of up to 5.
+            let r = if (i / CHUNK).is_multiple_of(2) {
+                let len = body(i, &mut msgs[0]);
+                p.try_push_quiet_within(&msgs[0][..len], LIMIT).map(|()| 1)
+            } else {
+                let k = (N - i).min(5) as usize;
+                let mut lens = [0usize; 5];
+                for (j, m) in msgs.iter_mut().take(k).enumerate() {
+                    lens[j] = body(i + j as u64, m);
+                }
+                let mut batch: [&[u8]; 5] = [&[]; 5];
+                for ((b, m), &l) in batch.iter_mut().zip(&msgs).zip(&lens).take(k) {
+                    *b = &m[..l];
+                }
+                p.push_many_quiet(&batch[..k], LIMIT)
+            };
+            match r {
+                Ok(k) => {
+                    i += k as u64;
+                    p.notify();
+                }
+                Err(PushError::Full) => {
+                    full += 1;
+                    std::hint::spin_loop();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        println!("full {full}");
+        std::process::exit(0);
+    }
+    let data = Arc::new(Region::create("partix-shm-spsc-data", layout.size_bytes()).unwrap());
+    let ctrl = Arc::new(Region::create("partix-shm-spsc-ctrl", 4096).unwrap());
+    layout.init_split(&data, 0, &ctrl, 0).unwrap();
+    let mut c = RingConsumer::attach_split(read_only(&data), 0, ctrl.clone(), 0).unwrap();
+    let child = spawn_with(TEST, "producer", &[&data, &ctrl]);
+    let mut buf = [0u8; MAX * 3];
+    let mut lens = [0usize; 3];
+    let mut expect = [0u8; MAX];
+    let (mut i, mut most, mut over) = (0u64, 0usize, 0u64);
+    while i < N {
+        let got = if (i / (CHUNK - 223)).is_multiple_of(2) {
+            match c.pop_wait(
+                &mut buf[..MAX],
+                RecvMode::SpinThenPark { spins: 100 },
+                Some(Duration::from_secs(30)),
+            ) {
+                Ok(n) => {
+                    lens[0] = n;
+                    1
+                }
+                Err(e) => panic!("message {i}: {e}"),
+            }
+        } else {
+            match c.try_pop_many(&mut buf, MAX, &mut lens) {
+                Ok(k) => k,
+                Err(PopError::Empty) => {
+                    std::hint::spin_loop();
+                    0
+                }
+                Err(e) => panic!("message {i}: {e}"),
+            }
+        };
+        for (k, &n) in lens.iter().take(got).enumerate() {
+            let m = &buf[k * MAX..k * MAX + n];
+            let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
+            assert_eq!(seq, i, "lost, duplicated or reordered message");
+            let len = body(i, &mut expect);
+            assert_eq!(m, &expect[..len], "message {i} corrupted");
+            i += 1;
+        }
+        // The consumer's own head is current, and the producer fills below head + LIMIT.
+        let q = c.len();
+        most = most.max(q);
+        if q > LIMIT {
+            over += 1;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "producer: {:?}", out.status);
+    assert_eq!(c.try_pop(&mut buf), Err(PopError::Empty), "extra message");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let full: u64 = text
+        .split_once("full ")
+        .and_then(|(_, v)| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no full count in {text:?}"));
+    eprintln!("full {full}, most queued {most}");
+    assert_eq!(
+        over, 0,
+        "more than {LIMIT} queued {over} times (up to {most})"
+    );
+    assert_eq!(most, LIMIT, "the ring never held its limit");
+    assert!(
+        full >= 1000,
+        "the producer found the ring full only {full} times"
+    );
 }
 
 /// One side of the ping-pong of `asymmetric_barriers_lose_no_wake_up_between_processes`: wait
@@ -430,6 +636,98 @@ fn writer_killed_mid_write_never_yields_a_torn_message() {
         let ok = reader.read(&mut buf).unwrap();
         assert_eq!((&buf[..ok.len], ok.seq), (&b"after restart"[..], seq));
     }
+    assert!(
+        mid_write_kills > 0,
+        "no kill landed in the middle of a write in 10 trials"
+    );
+}
+
+/// The two-sided counterpart of `writer_killed_mid_write_never_yields_a_torn_message`: a sender
+/// process writing 1 MiB messages back to back into its TX ring is SIGKILLed at varying moments;
+/// the manager then delivers the last complete message, whole, never the one cut off, and a
+/// restarted sender continues. At least one kill of ten must land in the middle of a write (a TX
+/// slot left with `begin != end`).
+#[test]
+fn two_sided_sender_killed_mid_write_never_yields_a_torn_message() {
+    const TEST: &str = "two_sided_sender_killed_mid_write_never_yields_a_torn_message";
+    const MAX: usize = 1 << 20;
+    const SLOTS: u32 = 4;
+    // Message `seq`: MAX - seq % 4096 bytes, its sequence number first, then `seq as u8`.
+    let fill = |seq: u32, buf: &mut [u8]| -> usize {
+        let len = MAX - (seq as usize % 4096);
+        buf[..8].copy_from_slice(&u64::from(seq).to_le_bytes());
+        buf[8..len].fill(seq as u8);
+        len
+    };
+    if role().as_deref() == Some("writer") {
+        let mut s = TwoSidedSender::attach(inherited(Access::ReadWrite), 0).unwrap();
+        let mut msg = vec![0u8; MAX];
+        let start = Instant::now();
+        let mut next = s.write(b"first").unwrap() + 1;
+        // Large messages back to back until killed (gives up after 60 s if nobody kills it).
+        while start.elapsed() < Duration::from_secs(60) {
+            let len = fill(next, &mut msg);
+            assert_eq!(s.write(&msg[..len]).unwrap(), next);
+            next += 1;
+        }
+        std::process::exit(3);
+    }
+    let shape = RingShape::new(MAX as u32, SLOTS).unwrap();
+    let txr = Arc::new(Region::create("partix-shm-2s-kill-tx", shape.tx_size_bytes()).unwrap());
+    let rxr = Arc::new(Region::create("partix-shm-2s-kill-rx", shape.rx_size_bytes()).unwrap());
+    // The TX ring's words (`tail` at 128, slots of begin | stamp | payload | end from 192; see
+    // partix_shm::twosided), to see whether the sender died inside a write.
+    let stride = MAX / 8 + 3;
+    // SAFETY: the region is mapped for as long as `txr` lives (this function), page-aligned, at
+    // least 192 + 8 * stride * SLOTS bytes (tx_size_bytes), and its words are only accessed
+    // atomically here (loads).
+    let words: &[AtomicU64] =
+        unsafe { std::slice::from_raw_parts(txr.as_ptr().cast::<AtomicU64>(), txr.len() / 8) };
+    let slot = |k: usize| SlotView::from_words(&words[24 + k * stride..24 + (k + 1) * stride]);
+    let tail = &words[16];
+    let mut buf = vec![0u8; MAX];
+    let mut expect = vec![0u8; MAX];
+    let mut mid_write_kills = 0;
+    for trial in 0..10u64 {
+        TwoSidedSender::init(txr.clone(), 0, shape).unwrap();
+        let mut r = TwoSidedReceiver::init(rxr.clone(), 0, shape).unwrap();
+        let mut child = spawn(TEST, "writer", &txr);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tail.load(Ordering::Acquire) < 3 {
+            assert!(Instant::now() < deadline, "writer never wrote");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(37 * trial));
+        child.kill().unwrap(); // SIGKILL, our own child
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        let written = tail.load(Ordering::Acquire);
+        let cut = (0..SLOTS as usize)
+            .filter(|&k| slot(k).begin() != slot(k).end())
+            .count();
+        assert!(cut <= 1, "{cut} TX slots mid-write");
+        if cut == 1 {
+            // The slot of the message being written, the one after the last complete.
+            let k = (written % u64::from(SLOTS)) as usize;
+            assert_ne!(slot(k).begin(), slot(k).end(), "another slot is mid-write");
+            mid_write_kills += 1;
+        }
+        // A manager attached after the death delivers the last complete message, whole.
+        let mut m = NetworkManager::attach(txr.clone(), 0, rxr.clone(), 0).unwrap();
+        m.run_once();
+        let ok = r.read(&mut buf).unwrap();
+        assert_eq!(u64::from(ok.seq), written, "not the last complete message");
+        let len = fill(ok.seq, &mut expect);
+        assert_eq!(ok.len, len, "length of message {}", ok.seq);
+        assert!(buf[..len] == expect[..len], "torn message {}", ok.seq);
+        // A restarted sender makes the next message deliverable.
+        let mut s = TwoSidedSender::attach(txr.clone(), 0).unwrap();
+        let seq = s.write(b"after restart").unwrap();
+        m.run_once();
+        let ok = r.read(&mut buf).unwrap();
+        assert_eq!((&buf[..ok.len], ok.seq), (&b"after restart"[..], seq));
+    }
+    eprintln!("two-sided: {mid_write_kills} of 10 kills landed mid-write");
     assert!(
         mid_write_kills > 0,
         "no kill landed in the middle of a write in 10 trials"

@@ -15,13 +15,21 @@
 //!   queue-dst N    receive N messages, check order and content (no loss, no duplicate); the
 //!                  queued data is mapped read-only (a store faults) and cannot be made writable;
 //!                  no region descriptor it holds can be resized
-//!   kill-src       write 64 KiB messages in a loop; a higher-priority process SIGKILLs the
-//!                  partition 300 ms in (first start only)
+//!   kill-src       write 64 KiB messages in a loop ([`build_big`]: sequence number, length,
+//!                  a fill byte that is never the forged one, checksum); a higher-priority
+//!                  process, 300 ms in (first start only), writes one more complete message
+//!                  straight into the slot, leaves the slot mid-write (a forged `begin`, half the
+//!                  payload 0xEE) and SIGKILLs the partition
 //!   stuck-dst      without reading, wait until the slot stays mid-write (the writer died inside
-//!                  a write), then wait for a newer message: TIMED_OUT, and a look NOT_AVAILABLE
-//!   kill-dst       read for 1.5 s and until the slot has stayed mid-write for 200 ms (the
-//!                  writer died inside a write; at most 20 s): every message read is whole (all
-//!                  bytes equal its tag)
+//!                  a write), then wait for a newer message: TIMED_OUT, a look NOT_AVAILABLE,
+//!                  and READ NO_ACTION (no good message was ever read)
+//!   kill-dst       read every 0.5 ms for 1.5 s and until the slot has stayed mid-write, with
+//!                  the same last complete message, for 1.3 s (the refresh period is 1 s; at
+//!                  most 25 s): every message read is whole ([`check_big`]); every read after
+//!                  the death returns exactly the (sequence number, length) of the read before
+//!                  it, through the fallback path (`sampling_port_counters`: the newest message
+//!                  is the killer's, never read, and unreadable); it is VALID at first, then
+//!                  INVALID for good
 //!   window-src     write 64 KiB messages back to back, without a pause, in every window
 //!   window-dst     read 300 times (at most 20 s) in its own windows: no message is torn; a slot
 //!                  stuck mid-write (a write its window ended inside of) is counted in an INFO line,
@@ -1043,17 +1051,80 @@ extern "C" fn queue_dst_process() {
 // ----------------------------------------------------------------------------------------- kill
 
 const BIG: usize = 65536;
+/// The byte the killer forges half a payload with: no message of the writers holds it.
+const FORGED: u8 = 0xEE;
+/// Header of a BIG message: its number (u64) and its length (u32); trailer: its checksum (u64).
+const BIG_HEAD: usize = 12;
 
-/// Write 64 KiB messages on port BIG forever, message `k` of length 65536 - k % 1000 with every
-/// byte `k as u8`, waiting `pause` ns after each (0: none).
+/// The fill byte of BIG message `k`: `k as u8`, but never [`FORGED`].
+fn big_tag(k: u64) -> u8 {
+    match k as u8 {
+        FORGED => FORGED + 1,
+        t => t,
+    }
+}
+
+/// The checksum of a BIG message: the sum of its bytes before the trailer, each weighted by its
+/// position + 1 (wrapping): a byte moved, lost or changed changes it.
+fn big_checksum(body: &[u8]) -> u64 {
+    body.iter().enumerate().fold(0u64, |s, (i, &b)| {
+        s.wrapping_add(u64::from(b).wrapping_mul(i as u64 + 1))
+    })
+}
+
+/// Build BIG message `k` into `msg` (at least BIG bytes); return its length, BIG - k % 1000.
+/// The checksum of its run of fill bytes is computed in closed form, so that a writer writes
+/// back to back even in a debug build ([`check_big`] sums the bytes one by one).
+fn build_big(k: u64, msg: &mut [u8]) -> usize {
+    let len = BIG - (k as usize % 1000);
+    msg[..8].copy_from_slice(&k.to_le_bytes());
+    msg[8..BIG_HEAD].copy_from_slice(&(len as u32).to_le_bytes());
+    let tag = big_tag(k);
+    msg[BIG_HEAD..len - 8].fill(tag);
+    // Positions BIG_HEAD..len - 8 weigh BIG_HEAD + 1 ..= len - 8.
+    let sum_to = |n: u64| n * (n + 1) / 2;
+    let run = sum_to((len - 8) as u64) - sum_to(BIG_HEAD as u64);
+    let check = big_checksum(&msg[..BIG_HEAD]).wrapping_add(u64::from(tag).wrapping_mul(run));
+    msg[len - 8..len].copy_from_slice(&check.to_le_bytes());
+    len
+}
+
+/// Check a BIG message read: its length is the one its header says and its number gives, every
+/// fill byte is its tag, and its checksum agrees; return (number, length).
+fn check_big(b: &[u8]) -> Result<(u64, usize), String> {
+    let n = b.len();
+    if n < BIG_HEAD + 8 {
+        return Err(format!("{n} bytes: shorter than any message"));
+    }
+    let k = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(b[8..BIG_HEAD].try_into().expect("4 bytes")) as usize;
+    if len != n || len != BIG - (k as usize % 1000) {
+        return Err(format!("message {k}: {n} bytes, its header says {len}"));
+    }
+    let tag = big_tag(k);
+    if let Some(at) = b[BIG_HEAD..n - 8].iter().position(|&x| x != tag) {
+        return Err(format!(
+            "message {k}: byte {} is {:#x}, not its tag {tag:#x}",
+            BIG_HEAD + at,
+            b[BIG_HEAD + at]
+        ));
+    }
+    let check = u64::from_le_bytes(b[n - 8..].try_into().expect("8 bytes"));
+    if check != big_checksum(&b[..n - 8]) {
+        return Err(format!("message {k}: checksum differs"));
+    }
+    Ok((k, len))
+}
+
+/// Write BIG messages 1, 2, ... on port BIG forever ([`build_big`]), waiting `pause` ns after
+/// each (0: none).
 fn write_big_messages(pause: SystemTime) -> ! {
     let id = get_sampling_port_id("BIG").expect("BIG");
     let mut msg = vec![0u8; BIG];
     let mut k: u64 = 0;
     loop {
         k += 1;
-        let len = BIG - (k as usize % 1000);
-        msg[..len].fill(k as u8);
+        let len = build_big(k, &mut msg);
         let _ = write_sampling_message(id, &msg[..len]);
         if pause > 0 {
             let _ = timed_wait(pause);
@@ -1070,11 +1141,21 @@ extern "C" fn kill_writer() {
 extern "C" fn killer() {
     let _ = timed_wait(300 * MS);
     out("END kill-src (killing)");
-    // Make the death land mid-write for sure: start a write the way the writer does (a new
-    // `begin` flag, then part of the payload) on our own read-write mapping of the slot, then
-    // die before the `end` flag. (The writer may also be mid-write by itself right now.)
+    // Make the death land mid-write for sure, after a message no reader has read: write one
+    // more complete message straight into the slot (on our own read-write mapping, outside the
+    // port: the writer, preempted by this process, may hold the port), then start a write the
+    // way the writer does (a new `begin` flag, then part of the payload) and die before the
+    // `end` flag. A destination that read before then holds an older message than the slot's
+    // newest: each of its later reads tries the slot, finds it mid-write, and answers with its
+    // last good copy (the fallback path, not the poll that finds the message it holds).
     if let Ok(ports) = partix_runtime::channels::map_inherited() {
         if let Some(p) = ports.into_iter().find(|p| p.desc.name == "BIG") {
+            let mut msg = vec![0u8; BIG];
+            let len = build_big(1 << 40, &mut msg);
+            if let Ok(mut w) = partix_shm::sampling::SamplingWriter::attach(p.regions[0].clone(), 0)
+            {
+                let _ = w.write_stamped(&msg[..len], partix_shm::clock::now_ns());
+            }
             let base = p.regions[0].as_ptr();
             let layout = partix_shm::sampling::SamplingLayout::new(BIG as u32).expect("layout");
             assert!(p.regions[0].len() >= layout.size_bytes());
@@ -1083,7 +1164,7 @@ extern "C" fn killer() {
             unsafe {
                 let begin = base.add(layout.begin_offset()).cast::<u64>();
                 std::ptr::write_volatile(begin, (0xdead_u64 << 32) | BIG as u64);
-                std::ptr::write_bytes(base.add(layout.payload_offset()), 0xEE, BIG / 2);
+                std::ptr::write_bytes(base.add(layout.payload_offset()), FORGED, BIG / 2);
             }
         }
     }
@@ -1136,8 +1217,7 @@ extern "C" fn window_dst_process() {
         }
         if let Ok((n, _)) = read_sampling_message(id, &mut buf) {
             reads += 1;
-            let tag = buf[0];
-            if n == 0 || buf[..n].iter().any(|&b| b != tag) {
+            if check_big(&buf[..n]).is_err() {
                 torn += 1;
             }
             // The newest complete message in the slot is the one returned, unless the slot
@@ -1170,47 +1250,131 @@ extern "C" fn window_dst_process() {
     idle_forever();
 }
 
+/// One read of `kill-dst`: its answer (message number, length, validity, or why not) and
+/// whether the port answered it with its last good copy because the slot's newest message could
+/// not be read (`sampling_port_counters`).
+struct KillRead {
+    answer: Result<(u64, usize, Validity), String>,
+    fallback: bool,
+}
+
 extern "C" fn kill_dst_process() {
     let id = get_sampling_port_id("BIG").expect("BIG");
     let mut buf = vec![0u8; BIG];
     let t0 = get_time();
-    let (mut reads, mut torn) = (0u64, 0u64);
     let slot = big_slot();
-    // Read for at least 1.5 s, and on (up to 20 s, on a loaded machine) until the slot has
-    // been mid-write for 200 ms: the writer died in the middle of a write (its killer leaves
-    // the slot so about 300 ms in), and these reads come after that.
-    let mut stuck_since = None;
-    let last = loop {
-        let last = read_sampling_message(id, &mut buf);
-        if let Ok((n, _)) = last {
-            reads += 1;
-            let tag = buf[0];
-            if n == 0 || buf[..n].iter().any(|&b| b != tag) {
-                torn += 1;
-            }
-        }
+    let fallbacks = || {
+        sampling_port_counters(id)
+            .expect("counters")
+            .fallback_answers
+    };
+    let mut seen_fallbacks = fallbacks();
+    let mut reads: Vec<KillRead> = Vec::new();
+    // The slot found mid-write with the same last complete message since: (when, the index of
+    // the first read after that look, the flags of that message).
+    let mut stuck = None;
+    // Read for at least 1.5 s, and on (up to 25 s, on a loaded machine) until the slot has been
+    // mid-write for 1.3 s (more than the refresh period): the writer died in the middle of a
+    // write (its killer leaves the slot so about 300 ms in), and these reads come after that.
+    loop {
+        let r = read_sampling_message(id, &mut buf);
+        let f = fallbacks();
+        let fallback = f > seen_fallbacks;
+        seen_fallbacks = f;
+        let answer = match r {
+            Ok((n, v)) => check_big(&buf[..n]).map(|(k, len)| (k, len, v)),
+            Err(e) => Err(format!("{e:?}")),
+        };
+        reads.push(KillRead { answer, fallback });
         let now = get_time();
+        let flags = slot.latest_flags();
         if slot.write_in_progress() {
-            stuck_since.get_or_insert(now);
+            match stuck {
+                Some((_, _, f)) if f == flags => {}
+                _ => stuck = Some((now, reads.len(), flags)),
+            }
         } else {
-            stuck_since = None;
+            stuck = None;
         }
-        let dead = stuck_since.is_some_and(|s| now - s >= 200 * MS);
-        if (now - t0 >= 1_500 * MS && dead) || now - t0 >= 20_000 * MS {
-            break last;
+        let dead_for = stuck.map_or(0, |(since, _, _)| now - since);
+        if (now - t0 >= 1_500 * MS && dead_for >= 1_300 * MS) || now - t0 >= 25_000 * MS {
+            break;
         }
         let _ = timed_wait(MS / 2);
-    };
-    expect("kill: no torn message", torn == 0, format!("{torn} torn"));
+    }
+    let torn: Vec<&String> = reads
+        .iter()
+        .filter_map(|r| r.answer.as_ref().err())
+        .filter(|e| !e.starts_with("NoAction"))
+        .collect();
     expect(
-        "kill: reads after the writer died still return the last good message",
-        reads > 0 && last.is_ok(),
-        format!("reads {reads}, last {last:?}"),
+        "kill: every message read is whole (number, length, fill bytes and checksum agree)",
+        torn.is_empty(),
+        format!(
+            "{} of {} reads: {:?}",
+            torn.len(),
+            reads.len(),
+            torn.first()
+        ),
+    );
+    let dead_for = stuck.map_or(0, |(since, _, _)| get_time() - since);
+    expect(
+        "kill: the slot stayed mid-write with the same last message for 1.3 s (the writer died)",
+        dead_for >= 1_300 * MS,
+        format!("{} ms", dead_for / MS),
+    );
+    let first_after = stuck.map_or(reads.len(), |(_, i, _)| i);
+    let before = first_after
+        .checked_sub(1)
+        .and_then(|i| reads[i].answer.clone().ok());
+    expect(
+        "kill: a good message was read before the death",
+        before.is_some(),
+        format!("{:?}", first_after.checked_sub(1).map(|i| &reads[i].answer)),
+    );
+    let after = &reads[first_after..];
+    let last = before.map(|(k, len, _)| (k, len));
+    let other = after
+        .iter()
+        .position(|r| r.answer.as_ref().ok().map(|&(k, len, _)| (k, len)) != last);
+    expect(
+        "kill: every read after the death returns exactly the last message read before it",
+        !after.is_empty() && other.is_none(),
+        format!(
+            "{} reads after, last good {last:?}, read {:?}: {:?}",
+            after.len(),
+            other,
+            other.map(|i| &after[i].answer)
+        ),
+    );
+    let direct = after.iter().filter(|r| !r.fallback).count();
+    expect(
+        "kill: every read after the death was answered with the last good copy (fallback path)",
+        !after.is_empty() && direct == 0,
+        format!("{direct} of {} answered otherwise", after.len()),
+    );
+    let validity: Vec<Validity> = after
+        .iter()
+        .filter_map(|r| r.answer.as_ref().ok().map(|&(_, _, v)| v))
+        .collect();
+    let turned = validity.iter().position(|&v| v == Validity::Invalid);
+    expect(
+        "kill: the last good message is VALID at first, then INVALID for good past the refresh period",
+        validity.first() == Some(&Validity::Valid)
+            && turned.is_some_and(|t| validity[t..].iter().all(|&v| v == Validity::Invalid)),
+        format!(
+            "{} reads after: first {:?}, INVALID from {turned:?}, last {:?}",
+            validity.len(),
+            validity.first(),
+            validity.last()
+        ),
     );
     // Whether the slot was really left mid-write.
     let mid = Some(slot.write_in_progress());
     out(&format!(
-        "INFO kill: reads={reads} slot_left_mid_write={mid:?}"
+        "INFO kill: reads={} after_death={} slot_left_mid_write={mid:?}",
+        reads.len(),
+        after.len()
     ));
     out("END kill-dst");
     idle_forever();
@@ -1252,6 +1416,13 @@ extern "C" fn stuck_dst_process() {
     expect(
         "stuck: a look for it answers NOT_AVAILABLE",
         r == Err(ApexError::NotAvailable),
+        format!("{r:?}"),
+    );
+    // No good message was ever read: READ has no last good copy to answer with.
+    let r = read_sampling_message(id, &mut buf);
+    expect(
+        "stuck: READ answers NO_ACTION",
+        r == Err(ApexError::NoAction),
         format!("{r:?}"),
     );
     out("END stuck-dst");

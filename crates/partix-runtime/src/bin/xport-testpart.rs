@@ -681,12 +681,12 @@ extern "C" fn src_main() {
     // Full: DST1 stops receiving.
     await_control("CTL_UP", b"full");
     let mut codes = Vec::new();
-    for i in 0..4u8 {
+    for i in 0..5u8 {
         let t = if i == 0 { 1_000 * MS } else { 0 };
         codes.push(send_queuing_message(q, &[b'f', i], t));
     }
     expect(
-        "queue accepts MaxNbMessages (4) messages",
+        "queue accepts MaxNbMessages (5) messages",
         codes.iter().all(Result::is_ok),
         format!("{codes:?}"),
     );
@@ -712,12 +712,12 @@ extern "C" fn src_main() {
     check_time("queue full, timeout 1 s (watched)", WATCHED_TIMEOUT, &t);
     let st = get_queuing_port_status(q);
     expect(
-        "source status: 4 messages, max 4, SOURCE",
+        "source status: 5 messages, max 5, SOURCE",
         matches!(
             st,
             Ok(QueuingPortStatus {
-                nb_message: 4,
-                max_nb_message: 4,
+                nb_message: 5,
+                max_nb_message: 5,
                 max_message_size: 64,
                 port_direction: PortDirection::Source,
                 ..
@@ -801,21 +801,21 @@ extern "C" fn dst1_main() {
     );
     let _ = write_sampling_message(up, b"full");
     await_control("CTL_DOWN", b"full-done");
-    // The 4 messages arrive (a manager thread or the loopback may take a moment).
+    // The 5 messages arrive (a manager thread or the loopback may take a moment).
     let t0 = get_time();
     let mut st = get_queuing_port_status(q);
-    while !matches!(st, Ok(QueuingPortStatus { nb_message: 4, .. })) && get_time() - t0 < 5_000 * MS
+    while !matches!(st, Ok(QueuingPortStatus { nb_message: 5, .. })) && get_time() - t0 < 5_000 * MS
     {
         let _ = timed_wait(5 * MS);
         st = get_queuing_port_status(q);
     }
     expect(
-        "destination status: 4 messages, max 4, DESTINATION",
+        "destination status: 5 messages, max 5, DESTINATION",
         matches!(
             st,
             Ok(QueuingPortStatus {
-                nb_message: 4,
-                max_nb_message: 4,
+                nb_message: 5,
+                max_nb_message: 5,
                 max_message_size: 64,
                 port_direction: PortDirection::Destination,
                 ..
@@ -853,12 +853,12 @@ fn confinement(dst: PortDirection, refresh: SystemTime) {
     let src = PortDirection::Source;
     check(
         "create the queuing port of another partition (DST1's Q_IN): INVALID_CONFIG",
-        create_queuing_port("Q_IN", 64, 4, dst, fifo),
+        create_queuing_port("Q_IN", 64, 5, dst, fifo),
         Err(ApexError::InvalidConfig),
     );
     check(
         "create the queuing port of another partition (SRC's Q_OUT): INVALID_CONFIG",
-        create_queuing_port("Q_OUT", 64, 4, src, fifo),
+        create_queuing_port("Q_OUT", 64, 5, src, fifo),
         Err(ApexError::InvalidConfig),
     );
     check(
@@ -895,8 +895,8 @@ fn main() {
             create_sampling_port("S_OUT", 64, src, refresh).expect("S_OUT");
             create_sampling_port("CTL_DOWN", 16, src, ctl).expect("CTL_DOWN");
             create_sampling_port("CTL_UP", 16, dst, ctl).expect("CTL_UP");
-            create_queuing_port("Q_OUT", 64, 4, src, fifo).expect("Q_OUT");
-            create_queuing_port("Z_OUT", 64, 16, src, fifo).expect("Z_OUT");
+            create_queuing_port("Q_OUT", 64, 5, src, fifo).expect("Q_OUT");
+            create_queuing_port("Z_OUT", 64, 13, src, fifo).expect("Z_OUT");
             sweep_ports(src, dst, big);
             check_modes(
                 &[
@@ -914,7 +914,7 @@ fn main() {
             create_sampling_port("S_IN", 64, dst, refresh).expect("S_IN");
             create_sampling_port("CTL_DOWN", 16, dst, ctl).expect("CTL_DOWN");
             create_sampling_port("CTL_UP", 16, src, ctl).expect("CTL_UP");
-            create_queuing_port("Q_IN", 64, 4, dst, fifo).expect("Q_IN");
+            create_queuing_port("Q_IN", 64, 5, dst, fifo).expect("Q_IN");
             sweep_ports(dst, src, big);
             check_modes(
                 &["S_IN", "CTL_DOWN", "CTL_UP", "S40", "S56", "SBIG", "SZ_ACK"],
@@ -928,7 +928,7 @@ fn main() {
         "conf-dst2" => {
             confinement(dst, refresh);
             create_sampling_port("S_IN", 64, dst, refresh).expect("S_IN");
-            create_queuing_port("Z_IN", 64, 16, dst, fifo).expect("Z_IN");
+            create_queuing_port("Z_IN", 64, 13, dst, fifo).expect("Z_IN");
             for (what, found) in [
                 (
                     "GET_QUEUING_PORT_ID of a sampling port (S_IN): INVALID_CONFIG",

@@ -178,6 +178,31 @@ struct SamplingInner {
     last_stamp: Option<u64>,
     /// Sequence number of the last good message (what [`wait_sampling_message`] waits past).
     last_seq: Option<u32>,
+    /// What [`sampling_port_counters`] reports (counted under the port lock, off the fast path).
+    counters: SamplingPortCounters,
+}
+
+/// Diagnostic counters of a destination sampling port since its creation (partix extension,
+/// [`sampling_port_counters`]): how often a read or a wait met a write in progress. Tests use
+/// them to show that a stress really overlapped reads with writes, and which path an answer
+/// took; they cost nothing on a read that meets no write (a compare of a value the read returns
+/// anyway).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SamplingPortCounters {
+    /// Reads (READ_SAMPLING_MESSAGE, or the read that ends a wait) whose copy overlapped a write
+    /// and was made again before it was good (one-sided: the slot's `begin` differed from its
+    /// `end` after a copy).
+    pub retried_reads: u64,
+    /// READ_SAMPLING_MESSAGE calls that found the newest message unreadable (every copy of the
+    /// bounded retries overlapped a write, its writer died inside the write, or the slot holds
+    /// impossible flags) and answered with the last good copy (`NO_ACTION` without one).
+    pub fallback_answers: u64,
+    /// Newer messages that a wait found unreadable for the same reasons and waited past.
+    pub unreadable_waited_past: u64,
+    /// Two-sided: copies of the TX slot by the destination's network manager (or by a reader
+    /// helping it) that the source's next write of that slot overlapped, and that were made
+    /// again (0 on the other transports).
+    pub manager_retries: u64,
 }
 
 struct SamplingPort {
@@ -537,6 +562,7 @@ pub fn create_sampling_port(
             from,
             last_stamp: None,
             last_seq: None,
+            counters: SamplingPortCounters::default(),
         }),
     });
     let _ = registry().sampling_by_id[ports.len()].set(port.clone());
@@ -719,6 +745,9 @@ impl SamplingInner {
         let returned = inner.last_seq;
         match r {
             Ok(ok) => {
+                if ok.attempts > 1 {
+                    inner.counters.retried_reads += 1;
+                }
                 std::mem::swap(&mut inner.scratch, &mut inner.last);
                 std::mem::swap(&mut inner.scratch_at, &mut inner.last_at);
                 inner.last_len = ok.len;
@@ -728,6 +757,9 @@ impl SamplingInner {
             Err(ReadError::Empty) => return Err(ApexError::NoAction),
             // The slot is mid-write (or was left so by a killed writer): the scratch copy is
             // garbage; answer with the last good copy, if any.
+            Err(ReadError::Contended { .. } | ReadError::Corrupt) => {
+                inner.counters.fallback_answers += 1;
+            }
             Err(_) => {}
         }
         let a = inner.answer_last(port, buf);
@@ -923,6 +955,7 @@ fn wait_slice(
                 if let Some(seq) = reader.newest_seq() {
                     *last_seq = Some(seq);
                 }
+                inner.counters.unreadable_waited_past += 1;
                 return None;
             }
             Err(WaitError::Read(e)) => inner.answer(port, Err(e), buf),
@@ -973,6 +1006,27 @@ pub fn set_sampling_port_recv_mode(id: SamplingPortId, mode: RecvMode) -> ApexRe
 /// `InvalidParam`: no such port.
 pub fn sampling_port_recv_mode(id: SamplingPortId) -> ApexResult<RecvMode> {
     Ok(sampling(id)?.mode.get())
+}
+
+/// Return the diagnostic counters of a destination sampling port (partix extension; see
+/// [`SamplingPortCounters`]). Takes the port, so it waits for a process of the partition that
+/// holds it (a wait holds it for up to its slice).
+///
+/// # Errors
+/// - `InvalidParam`: no such port.
+/// - `InvalidMode`: the port is a source port.
+pub fn sampling_port_counters(id: SamplingPortId) -> ApexResult<SamplingPortCounters> {
+    let port = sampling(id)?;
+    if port.direction != PortDirection::Destination {
+        return Err(ApexError::InvalidMode);
+    }
+    let inner = lock(&port.inner);
+    let mut c = inner.counters;
+    if let Some(d) = inner.dest.as_ref() {
+        c.manager_retries = d.manager_retries();
+    }
+    inner.release();
+    Ok(c)
 }
 
 /// Return the id of the created sampling port `name` (`GET_SAMPLING_PORT_ID`).

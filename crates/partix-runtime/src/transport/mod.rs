@@ -786,6 +786,20 @@ impl SamplingDestination {
         }
     }
 
+    /// Two-sided: the copies of the TX slot that the manager (or a reader helping it) made
+    /// again because the source's next write of the slot overlapped them (diagnostics; takes the
+    /// manager's lock). 0 for the other transports.
+    pub fn manager_retries(&self) -> u64 {
+        match self {
+            SamplingDestination::TwoSided(_, h) => {
+                let _section = crate::partition::defer_control();
+                let m = h.manager.lock().unwrap_or_else(|e| e.into_inner());
+                m.stats().retries
+            }
+            _ => 0,
+        }
+    }
+
     /// Start a new read or wait of the port's service: forget what earlier calls learnt about the
     /// channel (a socket found empty then may hold several frames now; only the newest is the
     /// sampling message).
