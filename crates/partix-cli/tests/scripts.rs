@@ -1,0 +1,153 @@
+//! The newcomer path's scripts (`scripts/*.sh`): the refusals that must come before any work.
+//!
+//! Each test runs a script with `bash` and a `PATH` it makes itself, so the script sees the
+//! toolchain the test wants it to see; none of them gets as far as installing or building.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scratch directory of this test process, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d =
+            std::env::temp_dir().join(format!("partix-cli-scripts-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Return the full path of `tool` in this process's `PATH`.
+fn which(tool: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").expect("PATH is set");
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{tool} not in PATH"))
+}
+
+/// A `bin` directory holding only the tools setup.sh's toolchain check uses (so neither cargo
+/// nor rustc nor rustup is found unless a test adds them).
+fn minimal_bin(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["dirname", "sed", "sort", "head"] {
+        std::os::unix::fs::symlink(which(tool), bin.join(tool)).unwrap();
+    }
+    bin
+}
+
+/// Write an executable shell script `name` into `bin` that prints `version_line`.
+fn fake_tool(bin: &Path, name: &str, version_line: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let p = bin.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\necho '{version_line}'\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn setup_with_path(bin: &Path) -> Output {
+    Command::new(which("bash"))
+        .arg(repo().join("scripts/setup.sh"))
+        .env_clear()
+        .env("PATH", bin)
+        .env("HOME", bin)
+        .output()
+        .unwrap()
+}
+
+/// The workspace's `rust-version` (Cargo.toml), which setup.sh must name.
+fn workspace_rust_version() -> String {
+    let toml = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let line = toml
+        .lines()
+        .find(|l| l.starts_with("rust-version = "))
+        .expect("Cargo.toml sets rust-version");
+    line.split('"').nth(1).unwrap().to_string()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Without cargo, setup.sh stops first (before apt-get), naming the Rust version needed and
+/// rustup. It used to go on, and `scripts/demo.sh` then failed with `cargo: command not found`.
+#[test]
+fn setup_refuses_a_machine_without_cargo_and_names_the_version_and_rustup() {
+    let s = Scratch::new("no-cargo");
+    let bin = minimal_bin(&s.0);
+    let out = setup_with_path(&bin);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`cargo` not found"), "{all}");
+    assert!(
+        stderr.contains(&format!("Rust {} or newer", workspace_rust_version())),
+        "{all}"
+    );
+    assert!(stderr.contains("rustup"), "{all}");
+    assert!(!all.contains("installing Debian packages"), "{all}");
+}
+
+/// Debian 13's rustc (1.85) is older than the workspace needs: setup.sh says so, with the
+/// version found and the version needed, instead of the build failing with compile errors.
+#[test]
+fn setup_refuses_a_toolchain_older_than_the_workspace_rust_version() {
+    let s = Scratch::new("old-rustc");
+    let bin = minimal_bin(&s.0);
+    fake_tool(&bin, "cargo", "cargo 1.85.0 (d73d2caf9 2024-12-31)");
+    fake_tool(&bin, "rustc", "rustc 1.85.0 (4d91de4e4 2025-02-17)");
+    let out = setup_with_path(&bin);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cargo 1.85.0"), "{all}");
+    assert!(stderr.contains("too old"), "{all}");
+    assert!(
+        stderr.contains(&format!("Rust {} or newer", workspace_rust_version())),
+        "{all}"
+    );
+    assert!(stderr.contains("help: install Rust"), "{all}");
+    // With rustup there, the advice is to update through it.
+    fake_tool(&bin, "rustup", "rustup 1.28.2 (e4f3ad6f8 2025-04-28)");
+    let out = setup_with_path(&bin);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("rustup update stable"), "{all}");
+}
+
+/// A toolchain exactly at the minimum passes the check (the script then goes on to the Debian
+/// packages, which this test does not let it reach: `dpkg-query` is not in its PATH, so every
+/// package looks missing and `apt-get` is not found either).
+#[test]
+fn setup_accepts_the_minimum_toolchain() {
+    let s = Scratch::new("min-rustc");
+    let bin = minimal_bin(&s.0);
+    let v = workspace_rust_version();
+    let v = if v.matches('.').count() == 1 {
+        format!("{v}.0")
+    } else {
+        v
+    };
+    fake_tool(&bin, "cargo", &format!("cargo {v} (0000000 2025-01-01)"));
+    fake_tool(&bin, "rustc", &format!("rustc {v} (0000000 2025-01-01)"));
+    let out = setup_with_path(&bin);
+    let all = text(&out);
+    assert!(!all.contains("too old"), "{all}");
+    assert!(!all.contains("not found; partix needs"), "{all}");
+}
