@@ -151,3 +151,79 @@ fn setup_accepts_the_minimum_toolchain() {
     assert!(!all.contains("too old"), "{all}");
     assert!(!all.contains("not found; partix needs"), "{all}");
 }
+
+/// A `bin` directory for running a script end to end without doing its work: the shell tools
+/// the scripts use, a `dpkg-query` that says every package is installed, and `cargo` and
+/// `rustc` stand-ins that report a new version and log each `cargo` command line to `log`
+/// (`cargo fuzz --version` fails, as without cargo-fuzz, when `no_cargo_fuzz`).
+fn stub_toolchain(dir: &Path, log: &Path, no_cargo_fuzz: bool) -> PathBuf {
+    let bin = minimal_bin(dir);
+    for tool in [
+        "bash", "cat", "tr", "grep", "date", "basename", "mktemp", "rm", "mkdir",
+    ] {
+        std::os::unix::fs::symlink(which(tool), bin.join(tool)).unwrap();
+    }
+    fake_tool(&bin, "rustc", "rustc 9.0.0 (0000000 2099-01-01)");
+    fake_tool(&bin, "dpkg-query", "install ok installed");
+    let fuzz_version = if no_cargo_fuzz {
+        "exit 1"
+    } else {
+        "echo 'cargo-fuzz 0.13.2'"
+    };
+    let cargo = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$1 $2\" in\n  '--version '*) echo 'cargo 9.0.0 (0000000 2099-01-01)' ;;\n  'fuzz --version') {fuzz_version} ;;\nesac\nexit 0\n",
+        log.display()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(bin.join("cargo"), cargo).unwrap();
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Run `bash SCRIPT ARGS` in `root` with `bin` as the whole PATH; give up after a minute (a
+/// script that does not end is a failure, not a hung test run).
+fn run_script(root: &Path, bin: &Path, script: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(which("bash"))
+        .arg(root.join(script))
+        .args(args)
+        .current_dir(root)
+        .env_clear()
+        .env("PATH", bin)
+        .env("HOME", bin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{script} {args:?} did not end in 60 s\n{}", text(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn cargo_log(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// `scripts/test.sh` runs the doctests too: `cargo test --all-targets` leaves them out, so the
+/// examples in the crate docs (the configuration error format among them) went untested.
+#[test]
+fn test_sh_runs_the_doctests() {
+    let s = Scratch::new("test-sh");
+    let log = s.0.join("cargo.log");
+    let bin = stub_toolchain(&s.0, &log, false);
+    let out = run_script(&repo(), &bin, "scripts/test.sh", &[]);
+    let all = format!("{}\ncargo commands:\n{}", text(&out), cargo_log(&log));
+    assert!(out.status.success(), "{all}");
+    let log = cargo_log(&log);
+    assert!(
+        log.lines().any(|l| l == "test --workspace --all-targets"),
+        "{all}"
+    );
+    assert!(log.lines().any(|l| l == "test --workspace --doc"), "{all}");
+}
