@@ -227,3 +227,22 @@ fn test_sh_runs_the_doctests() {
     );
     assert!(log.lines().any(|l| l == "test --workspace --doc"), "{all}");
 }
+
+/// `scripts/fuzz-smoke.sh 0` is refused: libFuzzer reads `-max_total_time=0` as "no limit", so
+/// the first target fuzzed forever.
+#[test]
+fn fuzz_smoke_refuses_zero_seconds() {
+    let s = Scratch::new("fuzz-zero");
+    let log = s.0.join("cargo.log");
+    let bin = stub_toolchain(&s.0, &log, false);
+    for secs in ["0", "00"] {
+        let out = run_script(&repo(), &bin, "scripts/fuzz-smoke.sh", &[secs]);
+        let all = format!("{}\ncargo commands:\n{}", text(&out), cargo_log(&log));
+        assert_eq!(out.status.code(), Some(2), "{secs}: {all}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("at least 1"),
+            "{secs}: {all}"
+        );
+        assert_eq!(cargo_log(&log), "", "{secs}: nothing may run\n{all}");
+    }
+}
