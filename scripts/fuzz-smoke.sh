@@ -4,14 +4,18 @@
 #   scripts/fuzz-smoke.sh [SECONDS]      (default 20 seconds per target; at least 1: libFuzzer
 #                                         reads -max_total_time=0 as "no limit")
 #
-# Fuzz directories: fuzz/ and crates/*/fuzz/ (each a cargo-fuzz project with its own [workspace]).
-# Installs cargo-fuzz from crates.io if it is missing.
+# Fuzz directories: fuzz/ and crates/*/fuzz/ (each a cargo-fuzz project with its own [workspace]
+# and its own committed Cargo.lock, so a run builds the same dependencies every time).
+# Installs cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (--locked) if cargo-fuzz is missing.
 # cargo-fuzz needs nightly flags; on the stable toolchain they are enabled with RUSTC_BOOTSTRAP=1.
 # New inputs found during the run go to a temporary directory, so the seed corpora in the
 # repository stay as committed. A crash leaves its input under <fuzz dir>/artifacts/<target>/ and
 # makes this script exit non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The cargo-fuzz this script installs when none is there (the one CI has used).
+CARGO_FUZZ_VERSION=0.13.2
 
 secs="${1:-20}"
 case "$secs" in
@@ -25,8 +29,8 @@ if [ "$secs" -lt 1 ]; then
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz-smoke: installing cargo-fuzz"
-    cargo install cargo-fuzz --locked
+    echo "fuzz-smoke: installing cargo-fuzz $CARGO_FUZZ_VERSION"
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 fi
 export RUSTC_BOOTSTRAP=1
 [ -n "${CARGO_TARGET_DIR:-}" ] || unset CARGO_TARGET_DIR

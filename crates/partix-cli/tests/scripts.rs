@@ -246,3 +246,58 @@ fn fuzz_smoke_refuses_zero_seconds() {
         assert_eq!(cargo_log(&log), "", "{secs}: nothing may run\n{all}");
     }
 }
+
+/// Without cargo-fuzz, fuzz-smoke.sh installs one fixed version with its lock file, so a new
+/// cargo-fuzz release cannot change what CI runs.
+#[test]
+fn fuzz_smoke_installs_a_pinned_cargo_fuzz() {
+    let s = Scratch::new("fuzz-install");
+    let log = s.0.join("cargo.log");
+    let bin = stub_toolchain(&s.0, &log, true);
+    let out = run_script(&repo(), &bin, "scripts/fuzz-smoke.sh", &["1"]);
+    let all = format!("{}\ncargo commands:\n{}", text(&out), cargo_log(&log));
+    assert!(out.status.success(), "{all}");
+    let install = cargo_log(&log)
+        .lines()
+        .find(|l| l.starts_with("install cargo-fuzz"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no cargo install\n{all}"));
+    assert!(install.contains("--locked"), "{all}");
+    let version = install
+        .split_whitespace()
+        .skip_while(|w| *w != "--version")
+        .nth(1)
+        .unwrap_or_else(|| panic!("cargo-fuzz version not pinned: {install}"));
+    assert!(
+        version.split('.').count() == 3 && version.split('.').all(|n| n.parse::<u32>().is_ok()),
+        "not an exact version: {install}"
+    );
+}
+
+/// Every fuzz project's Cargo.lock is committed (not ignored), so a fuzz run builds the
+/// dependency versions the repository holds, not whatever is newest that day.
+#[test]
+fn every_fuzz_project_has_its_lock_file_and_does_not_ignore_it() {
+    let root = repo();
+    let mut dirs = vec![root.join("fuzz")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        let d = e.unwrap().path().join("fuzz");
+        if d.join("Cargo.toml").is_file() {
+            dirs.push(d);
+        }
+    }
+    assert!(dirs.len() >= 4, "{dirs:?}");
+    for d in dirs {
+        assert!(
+            d.join("Cargo.lock").is_file(),
+            "{} has no Cargo.lock",
+            d.display()
+        );
+        let ignore = std::fs::read_to_string(d.join(".gitignore")).unwrap_or_default();
+        assert!(
+            !ignore.lines().any(|l| l.trim() == "Cargo.lock"),
+            "{}/.gitignore ignores Cargo.lock",
+            d.display()
+        );
+    }
+}
