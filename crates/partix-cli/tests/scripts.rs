@@ -301,3 +301,41 @@ fn every_fuzz_project_has_its_lock_file_and_does_not_ignore_it() {
         );
     }
 }
+
+/// CI runs the fuzz smoke step with `bash` even when the script lost its exec bit (a checkout
+/// with `core.fileMode=false`, an archive): it used to skip the step and still pass.
+#[test]
+fn ci_runs_the_fuzz_smoke_step_without_the_exec_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new("ci");
+    let log = s.0.join("cargo.log");
+    let bin = stub_toolchain(&s.0, &log, false);
+    // A copy of what .ci/run uses, with fuzz-smoke.sh not executable.
+    let tree = s.0.join("tree");
+    for f in [".ci/run", "Cargo.toml"] {
+        std::fs::create_dir_all(tree.join(f).parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(f), tree.join(f)).unwrap();
+    }
+    for sub in ["scripts", "scripts/deps"] {
+        std::fs::create_dir_all(tree.join(sub)).unwrap();
+        for e in std::fs::read_dir(repo().join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, tree.join(sub).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let smoke = tree.join("scripts/fuzz-smoke.sh");
+    std::fs::set_permissions(&smoke, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run_script(&tree, &bin, ".ci/run", &[]);
+    let all = format!("{}\ncargo commands:\n{}", text(&out), cargo_log(&log));
+    assert!(out.status.success(), "{all}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("== fuzz smoke"),
+        "{all}"
+    );
+    assert!(
+        cargo_log(&log).lines().any(|l| l == "fuzz --version"),
+        "{all}"
+    );
+}
