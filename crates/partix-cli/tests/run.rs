@@ -4,7 +4,7 @@
 //! These assert behaviour only (both partitions reach NORMAL, their processes complete jobs, the
 //! trace holds windows of both partitions); the timing numbers the runs print are not asserted.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -22,17 +22,34 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn partix() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_partix"));
-    // Keep the C partition build cache inside this test's temporary directory.
-    c.env("XDG_CACHE_HOME", scratch().join("cache"));
-    c
+/// A test's own temporary directory (`/tmp/partix-cli-run-<pid>-<test>`), removed when the
+/// test ends, also when it fails (the guard drops while the panic unwinds): the C build cache
+/// and the compiled partitions took about 25 MB per run, and were left behind.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("partix-cli-run-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Return the `partix` binary, with its C partition build cache inside this directory.
+    fn partix(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_partix"));
+        c.env("XDG_CACHE_HOME", self.0.join("cache"));
+        c
+    }
 }
 
-fn scratch() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("partix-cli-run-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn text(out: &Output) -> String {
@@ -71,8 +88,10 @@ fn assert_both_normal(all: &str) {
 #[test]
 fn run_the_demo_module_with_a_trace() {
     let _one = one_module_at_a_time();
-    let trace = scratch().join("trace.json");
-    let out = partix()
+    let s = Scratch::new("trace");
+    let trace = s.path().join("trace.json");
+    let out = s
+        .partix()
         .arg("run")
         .arg(repo().join("examples/uav/module.xml"))
         .args(["--frames", "24", "--trace"])
@@ -99,11 +118,21 @@ fn run_the_demo_module_with_a_trace() {
 #[test]
 fn demo_runs_for_the_requested_frames() {
     let _one = one_module_at_a_time();
-    let out = partix().args(["demo", "--frames", "12"]).output().unwrap();
+    let s = Scratch::new("demo");
+    let out = s
+        .partix()
+        .args(["demo", "--frames", "12"])
+        .output()
+        .unwrap();
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(all.contains("12 major frames"), "{all}");
     assert!(jobs_of(&all, "GnC") >= 12, "{all}");
+    // The build cache went into the test's directory, and the directory goes with the test.
+    let dir = s.path().to_path_buf();
+    assert!(dir.join("cache/partix/c").is_dir(), "{all}");
+    drop(s);
+    assert!(!dir.exists(), "{} left behind", dir.display());
 }
 
 /// The README's main job: `partix` with no arguments runs the demo with the same defaults as
@@ -112,7 +141,8 @@ fn demo_runs_for_the_requested_frames() {
 #[test]
 fn partix_without_arguments_runs_the_demo() {
     let _one = one_module_at_a_time();
-    let out = partix().output().unwrap();
+    let s = Scratch::new("no-args");
+    let out = s.partix().output().unwrap();
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(all.contains("partix demo: module uav"), "{all}");
@@ -122,13 +152,14 @@ fn partix_without_arguments_runs_the_demo() {
 
 #[test]
 fn run_refuses_a_broken_module_with_its_location() {
-    let file = scratch().join("broken.xml");
+    let s = Scratch::new("broken");
+    let file = s.path().join("broken.xml");
     std::fs::write(
         &file,
         "<ARINC_653_Module ModuleName=\"x\">\n  <Partition>\n</ARINC_653_Module>\n",
     )
     .unwrap();
-    let out = partix().arg("run").arg(&file).output().unwrap();
+    let out = s.partix().arg("run").arg(&file).output().unwrap();
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(all.contains("broken.xml:"), "{all}");
@@ -140,9 +171,11 @@ fn run_refuses_a_broken_module_with_its_location() {
 #[test]
 fn run_refuses_an_unwritable_trace_path_before_the_partitions_start() {
     let _one = one_module_at_a_time();
+    let s = Scratch::new("bad-trace");
     let bad = "/nonexistent/dir/x.json";
     let t0 = Instant::now();
-    let out = partix()
+    let out = s
+        .partix()
         .arg("run")
         .arg(repo().join("examples/uav/module.xml"))
         .args(["--frames", "250", "--trace", bad])
