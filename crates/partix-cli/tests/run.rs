@@ -195,3 +195,123 @@ fn run_refuses_an_unwritable_trace_path_before_the_partitions_start() {
     );
     assert!(took < Duration::from_secs(10), "took {took:?}\n{all}");
 }
+
+/// A module of one partition, the demo's Rust partition (found beside `partix`), in the first
+/// half of an 80 ms frame.
+const ONE_PARTITION: &str = r#"<ARINC_653_Module xmlns:partix="urn:partix:config:1" ModuleName="one">
+  <Partition PartitionIdentifier="1" PartitionName="VSP" EntryPoint="main"
+             partix:Executable="uav-vsp" partix:Arguments="--quiet"/>
+  <Module_Schedule MajorFrameSeconds="0.08">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.08" PeriodDurationSeconds="0.04">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.04"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>
+"#;
+
+const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// Whether process `pid` has a handler for signal `sig` (its `SigCgt` mask).
+fn catches(pid: u32, sig: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// Puts `sched_rt_runtime_us` back if a run under test left it at -1 (the test then fails on
+/// its own assertion; the host must not stay unthrottled because of it).
+struct RtRuntimeGuard(String);
+
+impl Drop for RtRuntimeGuard {
+    fn drop(&mut self) {
+        let now = std::fs::read_to_string(RT_RUNTIME).unwrap_or_default();
+        if now.trim() == "-1" && self.0.trim() != "-1" {
+            let _ = std::fs::write(RT_RUNTIME, &self.0);
+        }
+    }
+}
+
+/// SIGHUP (the terminal or the ssh session went away) and SIGQUIT (Ctrl-\) end `partix run` as
+/// SIGTERM does: exit status 0, the summary, the run "ended: Stopped"; and with
+/// `--rt-unthrottle` (as root) `sched_rt_runtime_us` is restored. They used to kill `partix`
+/// with their default action, which left RT throttling off for the whole host.
+#[test]
+fn hangup_and_quit_end_a_run_as_sigterm_does() {
+    let _one = one_module_at_a_time();
+    let s = Scratch::new("signals");
+    let file = s.path().join("one.xml");
+    std::fs::write(&file, ONE_PARTITION).unwrap();
+    // --rt-unthrottle only where this test may write the setting (root), and never from a
+    // host already unthrottled (there would be nothing to see restored).
+    let original = std::fs::read_to_string(RT_RUNTIME).unwrap_or_default();
+    let writable = std::fs::OpenOptions::new()
+        .write(true)
+        .open(RT_RUNTIME)
+        .is_ok();
+    let unthrottle = writable && !original.trim().is_empty() && original.trim() != "-1";
+    if !unthrottle {
+        eprintln!("note: {RT_RUNTIME} not writable or already -1: --rt-unthrottle not tested");
+    }
+    let _guard = RtRuntimeGuard(original.clone());
+    for name in ["TERM", "HUP", "QUIT"] {
+        let mut cmd = s.partix();
+        cmd.arg("run").arg(&file);
+        if unthrottle {
+            cmd.arg("--rt-unthrottle");
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Running: the stop handlers are in place (SIGTERM's always was), and with
+        // --rt-unthrottle the setting is -1.
+        let t0 = Instant::now();
+        loop {
+            let rt_off = std::fs::read_to_string(RT_RUNTIME).is_ok_and(|v| v.trim() == "-1");
+            if catches(pid, 15) && (!unthrottle || rt_off) {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(30) || child.try_wait().unwrap().is_some() {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!("SIG{name}: the run did not start\n{}", text(&out));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A few frames into the run.
+        std::thread::sleep(Duration::from_millis(300));
+        let kill = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(kill.success(), "kill -{name} {pid}");
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!("SIG{name}: the run did not end\n{}", text(&out));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(0), "SIG{name}: {all}");
+        assert!(all.contains("ended: Stopped"), "SIG{name}: {all}");
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with("VSP") && l.contains("mode=NORMAL")),
+            "SIG{name}: {all}"
+        );
+        if unthrottle {
+            let now = std::fs::read_to_string(RT_RUNTIME).unwrap();
+            assert_eq!(now, original, "SIG{name}: {RT_RUNTIME} not restored\n{all}");
+        }
+    }
+}

@@ -2632,12 +2632,16 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Return a flag set by SIGINT and SIGTERM (installing the handlers on first use): pass it to
-/// [`run_module`] so Ctrl-C ends the run at the next scheduling point with a summary.
+/// Return a flag set by SIGINT, SIGTERM, SIGHUP and SIGQUIT (installing the handlers on first
+/// use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point with a
+/// summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end the run
+/// the same way: their default action killed the executive on the spot, so the partitions'
+/// wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran, leaving the
+/// whole host without RT throttling.
 pub fn stop_on_signals() -> &'static AtomicBool {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             // SAFETY: a zeroed sigaction with a handler that only stores an atomic.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
