@@ -1,5 +1,6 @@
 //! `partix check FILE`.
 
+use partix_config::ConfigErrors;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,14 +12,20 @@ pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(errors) => {
-            eprintln!("{errors}");
-            let n = errors.len();
-            eprintln!(
-                "partix check: {n} error{} in {}",
-                if n == 1 { "" } else { "s" },
-                file.display()
-            );
+            print_errors("partix check", &errors);
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// Print located configuration errors as `partix check` does, for `command` (`partix check`,
+/// `partix run`): every error (`FILE:LINE:COL: error: ...` and its `help:` line), then the count.
+pub fn print_errors(command: &str, errors: &ConfigErrors) {
+    eprintln!("{errors}");
+    let n = errors.len();
+    eprintln!(
+        "{command}: {n} error{} in {}",
+        if n == 1 { "" } else { "s" },
+        errors.first().file_display()
+    );
 }

@@ -38,6 +38,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The command named in the count line of configuration errors.
+    let command = match &cli.command {
+        None => "partix",
+        Some(Command::Demo(_)) => "partix demo",
+        Some(Command::Run(_)) => "partix run",
+        Some(_) => "partix",
+    };
     let result = match cli.command {
         None => run::demo(run::DemoArgs::default()),
         Some(Command::Demo(a)) => run::demo(a),
@@ -48,10 +55,18 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("partix: error: {e:#}");
-            ExitCode::FAILURE
-        }
+        // Located configuration errors print as `partix check` prints them (editors' quickfix
+        // parsers read `FILE:LINE:COL:` at the start of a line).
+        Err(e) => match e.downcast_ref::<partix_config::ConfigErrors>() {
+            Some(errors) => {
+                check::print_errors(command, errors);
+                ExitCode::FAILURE
+            }
+            None => {
+                eprintln!("partix: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

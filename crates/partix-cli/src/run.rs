@@ -148,11 +148,10 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     execute(&module, Some(frames), args.trace.as_deref(), &args.exec)
 }
 
+/// Load and validate the module: its errors stay [`partix_config::ConfigErrors`], which `main`
+/// prints as `partix check` does.
 fn load(path: &Path) -> anyhow::Result<Module> {
-    match partix_config::load(path) {
-        Ok(m) => Ok(m),
-        Err(errs) => bail!("{errs}"),
-    }
+    Ok(partix_config::load(path)?)
 }
 
 /// The executive's options from the command line (unset flags keep [`Options::default`]).

@@ -161,8 +161,54 @@ fn run_refuses_a_broken_module_with_its_location() {
     .unwrap();
     let out = s.partix().arg("run").arg(&file).output().unwrap();
     let all = text(&out);
-    assert!(!out.status.success(), "{all}");
-    assert!(all.contains("broken.xml:"), "{all}");
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_reported_as_check_does(&out, &file, 1);
+}
+
+/// Assert that `out` is what `partix check` prints for `n` configuration errors in `file`, with
+/// `partix run` as the command: each error's first line starts with `FILE:LINE:COL: error:` (no
+/// `partix: error:` before it: editors' quickfix parsers read the location at the start of the
+/// line), a `help:` line follows, and the count ends it. Nothing goes to stdout.
+fn assert_reported_as_check_does(out: &Output, file: &Path, n: usize) {
+    let all = text(out);
+    assert!(out.stdout.is_empty(), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(": error: "))
+        .collect();
+    assert_eq!(errors.len(), n, "{all}");
+    for e in &errors {
+        let rest = e
+            .strip_prefix(&format!("{}:", file.display()))
+            .unwrap_or_else(|| panic!("not at the start: {e}\n{all}"));
+        let mut parts = rest.splitn(3, ':');
+        assert!(
+            parts.next().is_some_and(|l| l.parse::<u32>().is_ok())
+                && parts.next().is_some_and(|c| c.parse::<u32>().is_ok()),
+            "no LINE:COL: {e}\n{all}"
+        );
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("  help: ")).count(),
+        n,
+        "{all}"
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            format!(
+                "partix run: {n} error{} in {}",
+                if n == 1 { "" } else { "s" },
+                file.display()
+            )
+            .as_str()
+        ),
+        "{all}"
+    );
+    assert!(!stderr.contains("partix: error:"), "{all}");
 }
 
 /// A `--trace` path that cannot be created ends `partix run` at once with an error naming the
