@@ -5,17 +5,23 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Check a module configuration: print a summary and exit 0, or print located errors and exit 1.
+///
+/// Besides the configuration's own checks, it refuses what `partix run` refuses on any machine:
+/// a partition without `partix:Executable`, an executable path or C source where there is no
+/// file ([`crate::run::program_errors`]).
 pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
-    match partix_config::load(file) {
-        Ok(module) => {
-            print!("{}", partix_config::summary(&module));
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(errors) => {
-            print_errors("partix check", &errors);
-            Ok(ExitCode::from(1))
-        }
-    }
+    let errors = match partix_config::load(file) {
+        Ok(module) => match ConfigErrors::new(crate::run::program_errors(&module)) {
+            None => {
+                print!("{}", partix_config::summary(&module));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(errors) => errors,
+        },
+        Err(errors) => errors,
+    };
+    print_errors("partix check", &errors);
+    Ok(ExitCode::from(1))
 }
 
 /// Print located configuration errors as `partix check` does, for `command` (`partix check`,

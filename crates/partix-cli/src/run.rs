@@ -9,12 +9,17 @@
 //! is compiled on first use against the embedded APEX headers and `libpartix_apex.a` (found
 //! beside `partix`) into a cache directory (`$XDG_CACHE_HOME/partix`, else `target/partix-cache`
 //! beside the binary).
+//!
+//! Errors about the configuration (invalid, or naming a program or CPU this machine lacks) are
+//! [`ConfigErrors`] located in the file, printed as `partix check` prints them.
 
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_config::model::Module;
+use partix_config::{ConfigError, ConfigErrors};
 use partix_runtime::executive::os::{
-    resolve_program, run_module, stop_on_signals, Program, RunConfig, RunReport,
+    allowed_cpus, check_cpus, no_such_program_file, pick_cpu, resolve_program, run_module,
+    stop_on_signals, CpuError, Program, ProgramError, RunConfig, RunError, RunReport,
 };
 use partix_runtime::executive::{summary, Options, SwitchMechanism};
 use std::hash::{Hash, Hasher};
@@ -148,8 +153,8 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     execute(&module, Some(frames), args.trace.as_deref(), &args.exec)
 }
 
-/// Load and validate the module: its errors stay [`partix_config::ConfigErrors`], which `main`
-/// prints as `partix check` does.
+/// Load and validate the module: its errors stay [`ConfigErrors`], which `main` prints as
+/// `partix check` does.
 fn load(path: &Path) -> anyhow::Result<Module> {
     Ok(partix_config::load(path)?)
 }
@@ -192,10 +197,7 @@ fn execute(
                 .with_context(|| format!("cannot create trace file {}", path.display()))
         })
         .transpose()?;
-    let mut programs = Vec::with_capacity(module.partitions.len());
-    for p in 0..module.partitions.len() {
-        programs.push(program(module, p)?);
-    }
+    let programs = programs(module, o.cpu)?;
     let frames_per_record = module
         .schedules
         .iter()
@@ -224,7 +226,11 @@ fn execute(
         .spawn(move || run_module(&module2, cfg, stop))
         .context("cannot start the executive thread")?
         .join()
-        .map_err(|_| anyhow::anyhow!("the executive thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the executive thread panicked"))?
+        .map_err(|e| match e {
+            RunError::Affinity(e) => anyhow::Error::new(ConfigErrors::single(e)),
+            e => anyhow::Error::new(e),
+        })?;
     print!("{}", summary::render(&report));
     let hm_shutdown = report.end == partix_runtime::executive::EndReason::HmShutdown;
     if let Some((path, f)) = trace {
@@ -253,21 +259,91 @@ fn execute(
     })
 }
 
-/// Find partition `p`'s program, compiling a `.c` partition if needed.
-fn program(module: &Module, p: usize) -> anyhow::Result<Program> {
-    let part = &module.partitions[p];
-    if let Some(exe) = &part.executable {
+/// Where a partition's program comes from, found without building or starting anything.
+pub enum ProgramSource {
+    /// A C source (it exists) that `partix run` builds.
+    C(PathBuf),
+    /// A program to run as it is.
+    Program(Program),
+}
+
+/// Find partition `p`'s program as `partix run` does, without building it: a `.c` source that
+/// exists, or a program ([`resolve_program`]).
+///
+/// # Errors
+/// The [`ProgramError`] located at `partix:Executable` (or at the `<Partition>` without one).
+pub fn locate_program(module: &Module, p: usize) -> Result<ProgramSource, ProgramError> {
+    if let Some(exe) = &module.partitions[p].executable {
         if exe.extension().is_some_and(|e| e == "c") {
-            let bin = compile_c(exe).with_context(|| {
-                format!("partition {}: cannot build {}", part.name, exe.display())
-            })?;
-            return Ok(Program {
-                path: bin,
-                args: part.args.clone(),
-            });
+            return match exe.is_file() {
+                true => Ok(ProgramSource::C(exe.clone())),
+                false => Err(no_such_program_file(module, p, exe)),
+            };
         }
     }
-    resolve_program(module, p).map_err(|e| anyhow::anyhow!(e))
+    resolve_program(module, p).map(ProgramSource::Program)
+}
+
+/// Return what `partix run` refuses in `module` on any machine: a partition without
+/// `partix:Executable`, an executable path or C source where there is no file. (A bare program
+/// name not found beside `partix` or in `PATH` depends on the machine and is left to the run.)
+pub fn program_errors(module: &Module) -> Vec<ConfigError> {
+    (0..module.partitions.len())
+        .filter_map(|p| match locate_program(module, p) {
+            Ok(_) | Err(ProgramError::NotFound(_)) => None,
+            Err(e) => Some(e.into_error()),
+        })
+        .collect()
+}
+
+/// Check the CPUs (`--cpu`, `partix:Affinity`) and find every partition's program, building C
+/// partitions, before anything starts.
+///
+/// # Errors
+/// `--cpu` refused; or every located error ([`ConfigErrors`]): `partix:Affinity` naming a CPU
+/// this process may not use, programs not found, C partitions that do not build (these are
+/// built only when nothing else is wrong).
+fn programs(module: &Module, cpu: Option<usize>) -> anyhow::Result<Vec<Program>> {
+    let cpu = pick_cpu(cpu).map_err(anyhow::Error::msg)?;
+    let mut errors = Vec::new();
+    match check_cpus(module, cpu, &allowed_cpus()) {
+        Ok(()) => {}
+        Err(CpuError::Executive(m)) => bail!(m),
+        Err(CpuError::Affinity(e)) => errors.push(e),
+    }
+    let sources: Vec<_> = (0..module.partitions.len())
+        .map(|p| locate_program(module, p))
+        .collect();
+    let mut programs = Vec::with_capacity(sources.len());
+    let located = errors.len() + sources.iter().filter(|s| s.is_err()).count();
+    for (p, source) in sources.into_iter().enumerate() {
+        let part = &module.partitions[p];
+        match source {
+            Err(e) => errors.push(e.into_error()),
+            Ok(ProgramSource::Program(program)) => programs.push(program),
+            Ok(ProgramSource::C(_)) if located > 0 => {}
+            Ok(ProgramSource::C(src)) => match compile_c(&src) {
+                Ok(path) => programs.push(Program {
+                    path,
+                    args: part.args.clone(),
+                }),
+                Err(e) => errors.push(module.error_at(
+                    part.executable_location.unwrap_or(part.location),
+                    format!(
+                        "partition `{}`: cannot build {}: {e:#}",
+                        part.name,
+                        src.display()
+                    ),
+                    "a compile error is printed by cc above; otherwise the message says what \
+                     is missing",
+                )),
+            },
+        }
+    }
+    match ConfigErrors::new(errors) {
+        Some(errors) => Err(errors.into()),
+        None => Ok(programs),
+    }
 }
 
 /// Return the cache directory: `$XDG_CACHE_HOME/partix`, else `target/partix-cache` when the

@@ -361,3 +361,52 @@ fn hangup_and_quit_end_a_run_as_sigterm_does() {
         }
     }
 }
+
+/// What `partix run` finds wrong with a partition's attributes it reports at the attribute (or
+/// the `<Partition>`), as `partix check` reports errors, before any partition starts: no
+/// `partix:Executable`, a path or a name that finds no program, `partix:Affinity` naming a CPU
+/// this process may not use. These used to be one `partix: error:` line without a location.
+#[test]
+fn run_reports_unusable_partition_attributes_at_their_location() {
+    let s = Scratch::new("attributes");
+    let exe = r#"partix:Executable="uav-vsp""#;
+    for (name, from, to, at) in [
+        ("no-exe", exe, "", (2, 3)),
+        (
+            "no-file",
+            exe,
+            r#"partix:Executable="bin/uav-vsp""#,
+            (3, 33),
+        ),
+        (
+            "no-name",
+            exe,
+            r#"partix:Executable="partix-no-such-program""#,
+            (3, 33),
+        ),
+        (
+            "affinity",
+            r#"partix:Arguments="--quiet""#,
+            r#"partix:Arguments="--quiet" partix:Affinity="4095""#,
+            (3, 86),
+        ),
+    ] {
+        let text = ONE_PARTITION.replace(from, to);
+        assert_ne!(text, ONE_PARTITION, "{name}");
+        let file = s.path().join(format!("{name}.xml"));
+        std::fs::write(&file, &text).unwrap();
+        let out = s.partix().arg("run").arg(&file).output().unwrap();
+        let all = text_of(name, &out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert_reported_as_check_does(&out, &file, 1);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("{}:{}:{}: error: ", file.display(), at.0, at.1)),
+            "{all}"
+        );
+    }
+}
+
+fn text_of(name: &str, out: &Output) -> String {
+    format!("{name}: {}", text(out))
+}
