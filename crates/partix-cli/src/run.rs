@@ -330,12 +330,12 @@ fn programs(module: &Module, cpu: Option<usize>) -> anyhow::Result<Vec<Program>>
                 Err(e) => errors.push(module.error_at(
                     part.executable_location.unwrap_or(part.location),
                     format!(
-                        "partition `{}`: cannot build {}: {e:#}",
+                        "partition `{}`: cannot build {}: {}",
                         part.name,
-                        src.display()
+                        src.display(),
+                        e.what
                     ),
-                    "a compile error is printed by cc above; otherwise the message says what \
-                     is missing",
+                    e.help,
                 )),
             },
         }
@@ -373,10 +373,35 @@ fn write_if_changed(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why a C partition could not be built: what went wrong and what to do.
+#[derive(Debug)]
+struct BuildError {
+    what: String,
+    help: String,
+}
+
+impl BuildError {
+    fn new(what: impl Into<String>, help: impl Into<String>) -> BuildError {
+        BuildError {
+            what: what.into(),
+            help: help.into(),
+        }
+    }
+}
+
 /// Compile a C partition against the APEX headers and `libpartix_apex.a`; cached by content.
-fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
+///
+/// # Errors
+/// What failed (no library, the cache not writable, no `cc`, a compile error) and what to do.
+fn compile_c(src: &Path) -> Result<PathBuf, BuildError> {
+    const CACHE_HELP: &str = "make the cache directory writable, or set XDG_CACHE_HOME to one";
     let exe_dir = std::env::current_exe()
-        .context("cannot find the partix binary")?
+        .map_err(|e| {
+            BuildError::new(
+                format!("cannot find the partix binary: {e}"),
+                "run partix from its file (not a deleted one)",
+            )
+        })?
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
@@ -402,17 +427,37 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         _ => newest,
     };
     let Some(lib) = chosen.cloned() else {
-        bail!(
-            "libpartix_apex.a not found (looked in {}): build it with `cargo build -p partix-apex` \
-             (same profile as partix) or set PARTIX_LIB_DIR",
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        );
+        return Err(BuildError::new(
+            format!(
+                "libpartix_apex.a not found (looked in {})",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "build it with `cargo build -p partix-apex` (same profile as partix) or set \
+             PARTIX_LIB_DIR",
+        ));
     };
-    let source = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
-    let cache = cache_dir()?;
+    let source = std::fs::read(src).map_err(|e| {
+        BuildError::new(
+            format!("cannot read it: {e}"),
+            "check the file's permissions; a relative path is resolved against the \
+             configuration's directory",
+        )
+    })?;
+    let cache = cache_dir().map_err(|e| BuildError::new(format!("{e:#}"), CACHE_HELP))?;
     let include = cache.join("include");
-    partix_apex::c_headers::write_to(&include)
-        .with_context(|| format!("cannot write the APEX headers to {}", include.display()))?;
+    partix_apex::c_headers::write_to(&include).map_err(|e| {
+        BuildError::new(
+            format!(
+                "cannot write the APEX headers to {}: {e}",
+                include.display()
+            ),
+            CACHE_HELP,
+        )
+    })?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     source.hash(&mut h);
     for (name, text) in partix_apex::c_headers::FILES {
@@ -427,14 +472,20 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         .file_stem()
         .map_or("partition".into(), |s| s.to_string_lossy().into_owned());
     let out_dir = cache.join("c");
-    std::fs::create_dir_all(&out_dir)?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| {
+        BuildError::new(
+            format!("cannot create {}: {e}", out_dir.display()),
+            CACHE_HELP,
+        )
+    })?;
     let out = out_dir.join(format!("{stem}-{:016x}", h.finish()));
     if out.is_file() {
         return Ok(out);
     }
-    // Per-process temporary name: two `partix run` may build the same partition at once.
+    // Per-process temporary name: two `partix run` may build the same partition at once. It is
+    // removed whatever happens to the build (cc leaves a partial file when it fails late).
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-    let status = std::process::Command::new("cc")
+    let built = std::process::Command::new("cc")
         .arg("-O2")
         .arg("-I")
         .arg(&include)
@@ -443,12 +494,31 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&tmp)
         .status()
-        .context("cannot run `cc` (install a C compiler: apt-get install gcc)")?;
-    if !status.success() {
-        bail!("cc failed ({status}) compiling {}", src.display());
+        .map_err(|e| {
+            BuildError::new(
+                format!("cannot run `cc`: {e}"),
+                "install a C compiler: apt-get install gcc",
+            )
+        })
+        .and_then(|status| match status.success() {
+            true => Ok(()),
+            false => Err(BuildError::new(
+                format!("cc failed ({status})"),
+                "fix the errors cc printed above",
+            )),
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, &out).map_err(|e| {
+                BuildError::new(
+                    format!("cannot store the program at {}: {e}", out.display()),
+                    CACHE_HELP,
+                )
+            })
+        });
+    if built.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, &out)?;
-    Ok(out)
+    built.map(|()| out)
 }
 
 #[cfg(test)]

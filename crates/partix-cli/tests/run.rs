@@ -410,3 +410,86 @@ fn run_reports_unusable_partition_attributes_at_their_location() {
 fn text_of(name: &str, out: &Output) -> String {
     format!("{name}: {}", text(out))
 }
+
+/// A C partition that does not compile is reported at its `partix:Executable`, after cc's own
+/// messages, and leaves no temporary file in the build cache (`cc` left `<name>-<hash>.tmpPID`
+/// there on every failed build).
+#[test]
+fn run_reports_a_c_partition_that_does_not_build_at_its_attribute() {
+    let s = Scratch::new("cc-fails");
+    std::fs::write(s.path().join("bad.c"), "int main(void) { return oops; }\n").unwrap();
+    let file = s.path().join("bad.xml");
+    let xml = ONE_PARTITION.replace(
+        r#"partix:Executable="uav-vsp""#,
+        r#"partix:Executable="bad.c""#,
+    );
+    std::fs::write(&file, xml).unwrap();
+    let out = s.partix().arg("run").arg(&file).output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ours = stderr
+        .find(&format!("{}:3:33: error: ", file.display()))
+        .unwrap_or_else(|| panic!("no located error\n{all}"));
+    assert!(stderr[..ours].contains("oops"), "cc's message first\n{all}");
+    assert!(stderr[ours..].contains("cannot build"), "{all}");
+    assert!(
+        stderr[ours..].contains("help: fix the errors cc printed above"),
+        "{all}"
+    );
+    let cache = s.path().join("cache/partix/c");
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", cache.display());
+}
+
+/// A `cc` that fails after it wrote (part of) its output file, as one killed while linking
+/// does, leaves no `<name>-<hash>.tmpPID` in the build cache: partix removes it (it stayed, one
+/// per failed build).
+#[test]
+fn a_failed_c_build_leaves_no_temporary_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new("cc-partial");
+    let bin = s.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // A stand-in cc: writes the file after -o, then fails.
+    std::fs::write(
+        bin.join("cc"),
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo partial > \"$2\"; shift; done\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("cc"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(s.path().join("p.c"), "int main(void) { return 0; }\n").unwrap();
+    let file = s.path().join("p.xml");
+    std::fs::write(
+        &file,
+        ONE_PARTITION.replace(
+            r#"partix:Executable="uav-vsp""#,
+            r#"partix:Executable="p.c""#,
+        ),
+    )
+    .unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin];
+    paths.extend(std::env::split_paths(&path));
+    let out = s
+        .partix()
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .arg("run")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("cc failed"), "{all}");
+    let cache = s.path().join("cache/partix/c");
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "left in {}: {left:?}\n{all}",
+        cache.display()
+    );
+}
