@@ -22,6 +22,7 @@ use partix_runtime::executive::os::{
     stop_on_signals, CpuError, Program, ProgramError, RunConfig, RunError, RunReport,
 };
 use partix_runtime::executive::{summary, Options, SwitchMechanism};
+use partix_runtime::trace::Trace;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -102,8 +103,8 @@ pub struct RunArgs {
     /// Stop after this many major frames (default: run until Ctrl-C).
     #[arg(long)]
     pub frames: Option<u64>,
-    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file (created before
-    /// the run starts).
+    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file after the run
+    /// (a file already there is replaced only then).
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Executive options.
@@ -188,15 +189,10 @@ fn execute(
     trace: Option<&Path>,
     o: &ExecOpts,
 ) -> anyhow::Result<ExitCode> {
-    // The trace file is created first: a path that cannot be written ends the command before
-    // any partition is built or started, not after the whole run.
-    let trace = trace
-        .map(|path| {
-            std::fs::File::create(path)
-                .map(|f| (path, f))
-                .with_context(|| format!("cannot create trace file {}", path.display()))
-        })
-        .transpose()?;
+    // The trace file is created first, under a temporary name beside it: a path that cannot be
+    // written ends the command before any partition is built or started, and a trace already
+    // there is replaced only when the run's trace is written.
+    let trace = trace.map(TraceFile::create).transpose()?;
     let programs = programs(module, o.cpu)?;
     let frames_per_record = module
         .schedules
@@ -233,8 +229,9 @@ fn execute(
         })?;
     print!("{}", summary::render(&report));
     let hm_shutdown = report.end == partix_runtime::executive::EndReason::HmShutdown;
-    if let Some((path, f)) = trace {
-        if let Err(e) = report.trace.write_chrome_json(f) {
+    if let Some(trace_file) = trace {
+        let path = trace_file.path.clone();
+        if let Err(e) = trace_file.finish(&report.trace) {
             // After an HM shutdown the exit status stays 3: that is what the run did.
             eprintln!(
                 "partix: error: cannot write trace file {}: {e}",
@@ -257,6 +254,74 @@ fn execute(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The `--trace` file while the run goes on: a new file with a temporary name in the same
+/// directory, renamed over the path once the trace is written, and removed if the command ends
+/// before that (so a failed run leaves a trace already at the path as it was).
+struct TraceFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl TraceFile {
+    /// Create the temporary file beside `path`.
+    ///
+    /// # Errors
+    /// `path` is a directory, or its directory cannot take a new file.
+    fn create(path: &Path) -> anyhow::Result<TraceFile> {
+        let what = || format!("cannot create trace file {}", path.display());
+        if path.is_dir() {
+            bail!("{}: it is a directory", what());
+        }
+        let Some(name) = path.file_name() else {
+            bail!("{}: no file name", what());
+        };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        // A new file (O_EXCL: never through a link someone left in a shared directory); a name
+        // taken (by a run that was killed) gets the next one.
+        let mut n = 0u32;
+        loop {
+            let tmp = dir.join(format!(
+                ".{}.partix-{}-{n}.tmp",
+                name.to_string_lossy(),
+                std::process::id()
+            ));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(file) => {
+                    return Ok(TraceFile {
+                        path: path.to_path_buf(),
+                        tmp,
+                        file: Some(file),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e).with_context(what),
+            }
+        }
+    }
+
+    /// Write `trace` and move it over the path.
+    fn finish(mut self, trace: &Trace) -> std::io::Result<()> {
+        let file = self.file.take().expect("finish is called once");
+        trace.write_chrome_json(file)?;
+        std::fs::rename(&self.tmp, &self.path)
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        // After `finish` renamed it there is nothing left to remove.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
 }
 
 /// Where a partition's program comes from, found without building or starting anything.

@@ -493,3 +493,40 @@ fn a_failed_c_build_leaves_no_temporary_file() {
         cache.display()
     );
 }
+
+/// A run that fails to start leaves the `--trace` file already at the path as it was (it used
+/// to be truncated before the partitions were even looked for), and no temporary file beside it.
+#[test]
+fn a_run_that_fails_to_start_keeps_an_existing_trace() {
+    let s = Scratch::new("keep-trace");
+    let dir = s.path().join("traces");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.json");
+    std::fs::write(&trace, "the previous run's trace").unwrap();
+    let file = s.path().join("no-exe.xml");
+    std::fs::write(
+        &file,
+        ONE_PARTITION.replace(r#"partix:Executable="uav-vsp""#, ""),
+    )
+    .unwrap();
+    let out = s
+        .partix()
+        .arg("run")
+        .arg(&file)
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "the previous run's trace",
+        "{all}"
+    );
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["trace.json"], "{all}");
+}
