@@ -3,7 +3,9 @@
 //! One periodic process, `VdoStrming` (the partitioning paper's table III, execution time halved):
 //! period 80 ms, time capacity 80 ms, ≈17.5 ms of busy work per job. The work is measured in the
 //! thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), so time spent stopped outside the partition's
-//! windows or preempted does not count. It reads no port yet (ports come with a later issue).
+//! windows or preempted does not count. It uses no port: the module's channels (`nav_state` from
+//! OFP, `video_cmd` to OFP) are configured in `module.xml`, but neither demo partition reads or
+//! writes them (`docs/ports.md` shows the port API).
 //!
 //! Usage: `uav-vsp [--jobs N] [--quiet]`: stop (partition IDLE) after N jobs; without `--quiet`
 //! print one line per 12 jobs (about a second) with the job count, response times and misses.

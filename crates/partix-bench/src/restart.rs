@@ -159,7 +159,8 @@ fn run_class(class: Class, args: &RestartArgs, cpu: usize) -> anyhow::Result<Run
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             anyhow::anyhow!(
-                "{e}: build the test partition beside partix with `cargo build --release -p partix-runtime --bins`"
+                "{}: build the test partition beside partix with `cargo build --release -p partix-runtime --bins`",
+                e.error().message
             )
         })?;
     let frames = args.seconds.max(1) * 1000 / FRAME_MS;

@@ -221,7 +221,8 @@ fn run_on_thread(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             anyhow::anyhow!(
-                "{e}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`"
+                "{}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`",
+                e.error().message
             )
         })?;
     let cfg = RunConfig {

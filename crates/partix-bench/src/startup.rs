@@ -156,8 +156,9 @@ pub fn run(args: StartupArgs) -> anyhow::Result<ExitCode> {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| {
                     anyhow::anyhow!(
-                        "{e}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`"
-                    )
+                "{}: build the bench partition beside partix with `cargo build --release -p partix-runtime --bins`",
+                e.error().message
+            )
                 })?;
             let cfg = RunConfig {
                 programs,

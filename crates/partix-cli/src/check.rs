@@ -1,24 +1,37 @@
 //! `partix check FILE`.
 
+use partix_config::ConfigErrors;
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Check a module configuration: print a summary and exit 0, or print located errors and exit 1.
+///
+/// Besides the configuration's own checks, it refuses what `partix run` refuses on any machine:
+/// a partition without `partix:Executable`, an executable path or C source where there is no
+/// file ([`crate::run::program_errors`]).
 pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
-    match partix_config::load(file) {
-        Ok(module) => {
-            print!("{}", partix_config::summary(&module));
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(errors) => {
-            eprintln!("{errors}");
-            let n = errors.len();
-            eprintln!(
-                "partix check: {n} error{} in {}",
-                if n == 1 { "" } else { "s" },
-                file.display()
-            );
-            Ok(ExitCode::from(1))
-        }
-    }
+    let errors = match partix_config::load(file) {
+        Ok(module) => match ConfigErrors::new(crate::run::program_errors(&module)) {
+            None => {
+                print!("{}", partix_config::summary(&module));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(errors) => errors,
+        },
+        Err(errors) => errors,
+    };
+    print_errors("partix check", &errors);
+    Ok(ExitCode::from(1))
+}
+
+/// Print located configuration errors as `partix check` does, for `command` (`partix check`,
+/// `partix run`): every error (`FILE:LINE:COL: error: ...` and its `help:` line), then the count.
+pub fn print_errors(command: &str, errors: &ConfigErrors) {
+    eprintln!("{errors}");
+    let n = errors.len();
+    eprintln!(
+        "{command}: {n} error{} in {}",
+        if n == 1 { "" } else { "s" },
+        errors.first().file_display()
+    );
 }

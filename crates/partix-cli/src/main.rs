@@ -31,13 +31,21 @@ enum Command {
     /// Remote file and device access over raw Ethernet frames.
     #[command(subcommand)]
     Fs(partix_fs::cli::FsCommand),
-    /// Measurements (schedule overheads, APEX calls, startup, file protocol).
+    /// Measurements: sched (scheduling overheads), apex (APEX calls), startup (time to NORMAL),
+    /// restart (a partition's respawn), fs (file protocol), rtt (port round trips).
     #[command(subcommand)]
     Bench(partix_bench::cli::BenchCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The command named in the count line of configuration errors.
+    let command = match &cli.command {
+        None => "partix",
+        Some(Command::Demo(_)) => "partix demo",
+        Some(Command::Run(_)) => "partix run",
+        Some(_) => "partix",
+    };
     let result = match cli.command {
         None => run::demo(run::DemoArgs::default()),
         Some(Command::Demo(a)) => run::demo(a),
@@ -48,10 +56,18 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("partix: error: {e:#}");
-            ExitCode::FAILURE
-        }
+        // Located configuration errors print as `partix check` prints them (editors' quickfix
+        // parsers read `FILE:LINE:COL:` at the start of a line).
+        Err(e) => match e.downcast_ref::<partix_config::ConfigErrors>() {
+            Some(errors) => {
+                check::print_errors(command, errors);
+                ExitCode::FAILURE
+            }
+            None => {
+                eprintln!("partix: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -82,6 +98,30 @@ mod tests {
         ] {
             Cli::try_parse_from(["partix", "run", "m.xml", flag, good])
                 .unwrap_or_else(|e| panic!("{flag} {good}: {e}"));
+        }
+    }
+
+    /// `partix bench`'s summary (in `partix --help` and `partix bench --help`) names every bench
+    /// (it named 4 of the 6: no restart, no rtt).
+    #[test]
+    fn the_bench_summary_names_every_bench() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let bench = cli.find_subcommand("bench").expect("bench");
+        let about = bench.get_about().expect("an about line").to_string();
+        let benches: Vec<&str> = bench
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name())
+            .collect();
+        assert!(benches.len() >= 6, "{benches:?}");
+        for name in benches {
+            assert!(
+                about
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == name),
+                "`{name}` missing from: {about}"
+            );
         }
     }
 

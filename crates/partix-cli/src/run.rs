@@ -9,14 +9,20 @@
 //! is compiled on first use against the embedded APEX headers and `libpartix_apex.a` (found
 //! beside `partix`) into a cache directory (`$XDG_CACHE_HOME/partix`, else `target/partix-cache`
 //! beside the binary).
+//!
+//! Errors about the configuration (invalid, or naming a program or CPU this machine lacks) are
+//! [`ConfigErrors`] located in the file, printed as `partix check` prints them.
 
 use anyhow::{bail, Context};
 use clap::Args;
 use partix_config::model::Module;
+use partix_config::{ConfigError, ConfigErrors};
 use partix_runtime::executive::os::{
-    resolve_program, run_module, stop_on_signals, Program, RunConfig, RunReport,
+    allowed_cpus, check_cpus, no_such_program_file, pick_cpu, resolve_program, run_module,
+    stop_on_signals, CpuError, Program, ProgramError, RunConfig, RunError, RunReport,
 };
 use partix_runtime::executive::{summary, Options, SwitchMechanism};
+use partix_runtime::trace::Trace;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -97,8 +103,8 @@ pub struct RunArgs {
     /// Stop after this many major frames (default: run until Ctrl-C).
     #[arg(long)]
     pub frames: Option<u64>,
-    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file (created before
-    /// the run starts).
+    /// Write the schedule trace (Chrome/Perfetto trace-event JSON) to this file after the run
+    /// (a file already there is replaced only then).
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Executive options.
@@ -148,11 +154,10 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     execute(&module, Some(frames), args.trace.as_deref(), &args.exec)
 }
 
+/// Load and validate the module: its errors stay [`ConfigErrors`], which `main` prints as
+/// `partix check` does.
 fn load(path: &Path) -> anyhow::Result<Module> {
-    match partix_config::load(path) {
-        Ok(m) => Ok(m),
-        Err(errs) => bail!("{errs}"),
-    }
+    Ok(partix_config::load(path)?)
 }
 
 /// The executive's options from the command line (unset flags keep [`Options::default`]).
@@ -184,19 +189,11 @@ fn execute(
     trace: Option<&Path>,
     o: &ExecOpts,
 ) -> anyhow::Result<ExitCode> {
-    // The trace file is created first: a path that cannot be written ends the command before
-    // any partition is built or started, not after the whole run.
-    let trace = trace
-        .map(|path| {
-            std::fs::File::create(path)
-                .map(|f| (path, f))
-                .with_context(|| format!("cannot create trace file {}", path.display()))
-        })
-        .transpose()?;
-    let mut programs = Vec::with_capacity(module.partitions.len());
-    for p in 0..module.partitions.len() {
-        programs.push(program(module, p)?);
-    }
+    // The trace file is created first, under a temporary name beside it: a path that cannot be
+    // written ends the command before any partition is built or started, and a trace already
+    // there is replaced only when the run's trace is written.
+    let trace = trace.map(TraceFile::create).transpose()?;
+    let programs = programs(module, o.cpu)?;
     let frames_per_record = module
         .schedules
         .iter()
@@ -225,11 +222,16 @@ fn execute(
         .spawn(move || run_module(&module2, cfg, stop))
         .context("cannot start the executive thread")?
         .join()
-        .map_err(|_| anyhow::anyhow!("the executive thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the executive thread panicked"))?
+        .map_err(|e| match e {
+            RunError::Affinity(e) => anyhow::Error::new(ConfigErrors::single(e)),
+            e => anyhow::Error::new(e),
+        })?;
     print!("{}", summary::render(&report));
     let hm_shutdown = report.end == partix_runtime::executive::EndReason::HmShutdown;
-    if let Some((path, f)) = trace {
-        if let Err(e) = report.trace.write_chrome_json(f) {
+    if let Some(trace_file) = trace {
+        let path = trace_file.path.clone();
+        if let Err(e) = trace_file.finish(&report.trace) {
             // After an HM shutdown the exit status stays 3: that is what the run did.
             eprintln!(
                 "partix: error: cannot write trace file {}: {e}",
@@ -254,21 +256,159 @@ fn execute(
     })
 }
 
-/// Find partition `p`'s program, compiling a `.c` partition if needed.
-fn program(module: &Module, p: usize) -> anyhow::Result<Program> {
-    let part = &module.partitions[p];
-    if let Some(exe) = &part.executable {
-        if exe.extension().is_some_and(|e| e == "c") {
-            let bin = compile_c(exe).with_context(|| {
-                format!("partition {}: cannot build {}", part.name, exe.display())
-            })?;
-            return Ok(Program {
-                path: bin,
-                args: part.args.clone(),
-            });
+/// The `--trace` file while the run goes on: a new file with a temporary name in the same
+/// directory, renamed over the path once the trace is written, and removed if the command ends
+/// before that (so a failed run leaves a trace already at the path as it was).
+struct TraceFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl TraceFile {
+    /// Create the temporary file beside `path`.
+    ///
+    /// # Errors
+    /// `path` is a directory, or its directory cannot take a new file.
+    fn create(path: &Path) -> anyhow::Result<TraceFile> {
+        let what = || format!("cannot create trace file {}", path.display());
+        if path.is_dir() {
+            bail!("{}: it is a directory", what());
+        }
+        let Some(name) = path.file_name() else {
+            bail!("{}: no file name", what());
+        };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        // A new file (O_EXCL: never through a link someone left in a shared directory); a name
+        // taken (by a run that was killed) gets the next one.
+        let mut n = 0u32;
+        loop {
+            let tmp = dir.join(format!(
+                ".{}.partix-{}-{n}.tmp",
+                name.to_string_lossy(),
+                std::process::id()
+            ));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(file) => {
+                    return Ok(TraceFile {
+                        path: path.to_path_buf(),
+                        tmp,
+                        file: Some(file),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e).with_context(what),
+            }
         }
     }
-    resolve_program(module, p).map_err(|e| anyhow::anyhow!(e))
+
+    /// Write `trace` and move it over the path.
+    fn finish(mut self, trace: &Trace) -> std::io::Result<()> {
+        let file = self.file.take().expect("finish is called once");
+        trace.write_chrome_json(file)?;
+        std::fs::rename(&self.tmp, &self.path)
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        // After `finish` renamed it there is nothing left to remove.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+/// Where a partition's program comes from, found without building or starting anything.
+pub enum ProgramSource {
+    /// A C source (it exists) that `partix run` builds.
+    C(PathBuf),
+    /// A program to run as it is.
+    Program(Program),
+}
+
+/// Find partition `p`'s program as `partix run` does, without building it: a `.c` source that
+/// exists, or a program ([`resolve_program`]).
+///
+/// # Errors
+/// The [`ProgramError`] located at `partix:Executable` (or at the `<Partition>` without one).
+pub fn locate_program(module: &Module, p: usize) -> Result<ProgramSource, ProgramError> {
+    if let Some(exe) = &module.partitions[p].executable {
+        if exe.extension().is_some_and(|e| e == "c") {
+            return match exe.is_file() {
+                true => Ok(ProgramSource::C(exe.clone())),
+                false => Err(no_such_program_file(module, p, exe)),
+            };
+        }
+    }
+    resolve_program(module, p).map(ProgramSource::Program)
+}
+
+/// Return what `partix run` refuses in `module` on any machine: a partition without
+/// `partix:Executable`, an executable path or C source where there is no file. (A bare program
+/// name not found beside `partix` or in `PATH` depends on the machine and is left to the run.)
+pub fn program_errors(module: &Module) -> Vec<ConfigError> {
+    (0..module.partitions.len())
+        .filter_map(|p| match locate_program(module, p) {
+            Ok(_) | Err(ProgramError::NotFound(_)) => None,
+            Err(e) => Some(e.into_error()),
+        })
+        .collect()
+}
+
+/// Check the CPUs (`--cpu`, `partix:Affinity`) and find every partition's program, building C
+/// partitions, before anything starts.
+///
+/// # Errors
+/// `--cpu` refused; or every located error ([`ConfigErrors`]): `partix:Affinity` naming a CPU
+/// this process may not use, programs not found, C partitions that do not build (these are
+/// built only when nothing else is wrong).
+fn programs(module: &Module, cpu: Option<usize>) -> anyhow::Result<Vec<Program>> {
+    let cpu = pick_cpu(cpu).map_err(anyhow::Error::msg)?;
+    let mut errors = Vec::new();
+    match check_cpus(module, cpu, &allowed_cpus()) {
+        Ok(()) => {}
+        Err(CpuError::Executive(m)) => bail!(m),
+        Err(CpuError::Affinity(e)) => errors.push(e),
+    }
+    let sources: Vec<_> = (0..module.partitions.len())
+        .map(|p| locate_program(module, p))
+        .collect();
+    let mut programs = Vec::with_capacity(sources.len());
+    let located = errors.len() + sources.iter().filter(|s| s.is_err()).count();
+    for (p, source) in sources.into_iter().enumerate() {
+        let part = &module.partitions[p];
+        match source {
+            Err(e) => errors.push(e.into_error()),
+            Ok(ProgramSource::Program(program)) => programs.push(program),
+            Ok(ProgramSource::C(_)) if located > 0 => {}
+            Ok(ProgramSource::C(src)) => match compile_c(&src) {
+                Ok(path) => programs.push(Program {
+                    path,
+                    args: part.args.clone(),
+                }),
+                Err(e) => errors.push(module.error_at(
+                    part.executable_location.unwrap_or(part.location),
+                    format!(
+                        "partition `{}`: cannot build {}: {}",
+                        part.name,
+                        src.display(),
+                        e.what
+                    ),
+                    e.help,
+                )),
+            },
+        }
+    }
+    match ConfigErrors::new(errors) {
+        Some(errors) => Err(errors.into()),
+        None => Ok(programs),
+    }
 }
 
 /// Return the cache directory: `$XDG_CACHE_HOME/partix`, else `target/partix-cache` when the
@@ -298,10 +438,35 @@ fn write_if_changed(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why a C partition could not be built: what went wrong and what to do.
+#[derive(Debug)]
+struct BuildError {
+    what: String,
+    help: String,
+}
+
+impl BuildError {
+    fn new(what: impl Into<String>, help: impl Into<String>) -> BuildError {
+        BuildError {
+            what: what.into(),
+            help: help.into(),
+        }
+    }
+}
+
 /// Compile a C partition against the APEX headers and `libpartix_apex.a`; cached by content.
-fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
+///
+/// # Errors
+/// What failed (no library, the cache not writable, no `cc`, a compile error) and what to do.
+fn compile_c(src: &Path) -> Result<PathBuf, BuildError> {
+    const CACHE_HELP: &str = "make the cache directory writable, or set XDG_CACHE_HOME to one";
     let exe_dir = std::env::current_exe()
-        .context("cannot find the partix binary")?
+        .map_err(|e| {
+            BuildError::new(
+                format!("cannot find the partix binary: {e}"),
+                "run partix from its file (not a deleted one)",
+            )
+        })?
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
@@ -327,17 +492,37 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         _ => newest,
     };
     let Some(lib) = chosen.cloned() else {
-        bail!(
-            "libpartix_apex.a not found (looked in {}): build it with `cargo build -p partix-apex` \
-             (same profile as partix) or set PARTIX_LIB_DIR",
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        );
+        return Err(BuildError::new(
+            format!(
+                "libpartix_apex.a not found (looked in {})",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "build it with `cargo build -p partix-apex` (same profile as partix) or set \
+             PARTIX_LIB_DIR",
+        ));
     };
-    let source = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
-    let cache = cache_dir()?;
+    let source = std::fs::read(src).map_err(|e| {
+        BuildError::new(
+            format!("cannot read it: {e}"),
+            "check the file's permissions; a relative path is resolved against the \
+             configuration's directory",
+        )
+    })?;
+    let cache = cache_dir().map_err(|e| BuildError::new(format!("{e:#}"), CACHE_HELP))?;
     let include = cache.join("include");
-    partix_apex::c_headers::write_to(&include)
-        .with_context(|| format!("cannot write the APEX headers to {}", include.display()))?;
+    partix_apex::c_headers::write_to(&include).map_err(|e| {
+        BuildError::new(
+            format!(
+                "cannot write the APEX headers to {}: {e}",
+                include.display()
+            ),
+            CACHE_HELP,
+        )
+    })?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     source.hash(&mut h);
     for (name, text) in partix_apex::c_headers::FILES {
@@ -352,14 +537,20 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         .file_stem()
         .map_or("partition".into(), |s| s.to_string_lossy().into_owned());
     let out_dir = cache.join("c");
-    std::fs::create_dir_all(&out_dir)?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| {
+        BuildError::new(
+            format!("cannot create {}: {e}", out_dir.display()),
+            CACHE_HELP,
+        )
+    })?;
     let out = out_dir.join(format!("{stem}-{:016x}", h.finish()));
     if out.is_file() {
         return Ok(out);
     }
-    // Per-process temporary name: two `partix run` may build the same partition at once.
+    // Per-process temporary name: two `partix run` may build the same partition at once. It is
+    // removed whatever happens to the build (cc leaves a partial file when it fails late).
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-    let status = std::process::Command::new("cc")
+    let built = std::process::Command::new("cc")
         .arg("-O2")
         .arg("-I")
         .arg(&include)
@@ -368,12 +559,31 @@ fn compile_c(src: &Path) -> anyhow::Result<PathBuf> {
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&tmp)
         .status()
-        .context("cannot run `cc` (install a C compiler: apt-get install gcc)")?;
-    if !status.success() {
-        bail!("cc failed ({status}) compiling {}", src.display());
+        .map_err(|e| {
+            BuildError::new(
+                format!("cannot run `cc`: {e}"),
+                "install a C compiler: apt-get install gcc",
+            )
+        })
+        .and_then(|status| match status.success() {
+            true => Ok(()),
+            false => Err(BuildError::new(
+                format!("cc failed ({status})"),
+                "fix the errors cc printed above",
+            )),
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, &out).map_err(|e| {
+                BuildError::new(
+                    format!("cannot store the program at {}: {e}", out.display()),
+                    CACHE_HELP,
+                )
+            })
+        });
+    if built.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, &out)?;
-    Ok(out)
+    built.map(|()| out)
 }
 
 #[cfg(test)]

@@ -61,3 +61,89 @@ fn check_reports_a_missing_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/module.xml"));
 }
+
+/// What `partix run` refuses on any machine, `partix check` refuses too, at the attribute (or the
+/// `<Partition>`) with a help line: each fixture in `tests/check_bad/` must print exactly its
+/// `.expected` file and exit 1. It printed OK for all of them, and only the run failed, without
+/// a location. Regenerate after an intended wording change with
+/// `PARTIX_BLESS=1 cargo test -p partix-cli --test check` and review the diff.
+#[test]
+fn check_refuses_what_run_always_refuses() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/check_bad");
+    let bless = std::env::var_os("PARTIX_BLESS").is_some();
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() >= 3, "{fixtures:?}");
+    let mut failures = Vec::new();
+    for path in &fixtures {
+        let name = path.file_name().unwrap();
+        // Run from the fixture's directory with the bare file name: the output names no
+        // machine-specific path.
+        let out = partix()
+            .arg("check")
+            .arg(name)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", path.display());
+        assert!(
+            out.stdout.is_empty(),
+            "{}: printed a summary",
+            path.display()
+        );
+        for line in stderr.lines().filter(|l| l.contains(": error: ")) {
+            let mut parts = line.splitn(4, ':');
+            let (_, l, c) = (parts.next(), parts.next(), parts.next());
+            assert!(
+                l.and_then(|s| s.parse::<u32>().ok()).is_some()
+                    && c.and_then(|s| s.parse::<u32>().ok()).is_some(),
+                "{}: unlocated error: {line}",
+                path.display()
+            );
+        }
+        let expected_path = path.with_extension("expected");
+        if bless {
+            std::fs::write(&expected_path, &stderr).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if stderr != expected {
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}--- got\n{stderr}",
+                path.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A bare program name not found beside `partix` or in `PATH` is no reason for `partix check`
+/// to fail: it depends on the machine (the program may be built later, or elsewhere), and
+/// `partix run` reports it at the attribute.
+#[test]
+fn check_leaves_a_program_name_to_the_machine_that_runs_it() {
+    let dir = std::env::temp_dir().join(format!("partix-cli-check-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(repo().join("examples/uav/module.xml")).unwrap();
+    let changed = text.replace(
+        "partix:Executable=\"uav-vsp\"",
+        "partix:Executable=\"partix-no-such-program\"",
+    );
+    assert_ne!(changed, text, "the demo module changed: adapt this test");
+    let file = dir.join("m.xml");
+    std::fs::write(&file, &changed).unwrap();
+    std::fs::write(dir.join("ofp.c"), "int main(void) { return 0; }\n").unwrap();
+    let out = partix().arg("check").arg(&file).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("partix-no-such-program"));
+}

@@ -29,10 +29,14 @@ impl ConfigError {
 }
 
 impl fmt::Display for ConfigError {
-    /// Render as `FILE:LINE:COL: error: MESSAGE` and `  help: WHAT TO DO` on the next line.
+    /// Render as `FILE:LINE:COL: error: MESSAGE` and `  help: WHAT TO DO` on the next line
+    /// (`FILE: error: ...` without a line; `error: ...` without a file or a line: a module built
+    /// in code, see [`crate::model::Module::error_at`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let file = self.file_display();
-        if self.location.line == 0 {
+        if self.location.line == 0 && self.file.is_none() {
+            write!(f, "error: {}", self.message)?;
+        } else if self.location.line == 0 {
             write!(f, "{file}: error: {}", self.message)?;
         } else {
             write!(

@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::ConfigError;
+
 /// Identifier of a partition (`PartitionIdentifier`, 1 ..= [`crate::MAX_IDENTIFIER`] when
 /// loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,6 +80,24 @@ impl Module {
     /// Never for a validated module (it has at least one schedule and `initial_schedule` indexes it).
     pub fn initial(&self) -> &ModuleSchedule {
         &self.schedules[self.initial_schedule]
+    }
+
+    /// Return an error located at `location` in the file this module was read from, for a
+    /// problem found after loading (a partition's program missing on this machine, a CPU it may
+    /// not use), so that it reads like the errors of [`crate::load`]. A module built in code
+    /// has no file and its partitions no locations: the error then names neither.
+    pub fn error_at(
+        &self,
+        location: Location,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError {
+            file: self.source.clone(),
+            location,
+            message: message.into(),
+            help: help.into(),
+        }
     }
 
     /// Return the partition with this name.
@@ -162,11 +182,17 @@ pub struct Partition {
     /// relative `.c` path is always resolved against the config's directory, even without a `/`
     /// (`partix:Executable="ofp.c"` in `examples/uav/module.xml` becomes `examples/uav/ofp.c`).
     pub executable: Option<PathBuf>,
+    /// Where the value of `partix:Executable` starts in the file (`None`: not given, or a
+    /// partition built in code), for errors about the program found after loading.
+    pub executable_location: Option<Location>,
     /// partix extension: extra command-line arguments for the executable.
     pub args: Vec<String>,
     /// partix extension: CPUs the partition's process may run on (`Affinity="0,1"`); `None` = the
     /// executive's default.
     pub affinity: Option<Vec<usize>>,
+    /// Where the value of `partix:Affinity` starts in the file (`None`: not given, or a
+    /// partition built in code), for errors about a CPU this machine does not let partix use.
+    pub affinity_location: Option<Location>,
     /// partix extension: one descriptor table for the partition's processes, or one each
     /// (`DescriptorTable="per-process"`).
     pub descriptor_table: DescriptorTable,
@@ -198,8 +224,10 @@ impl Partition {
             system_partition: false,
             entry_point: "main".into(),
             executable,
+            executable_location: None,
             args,
             affinity: None,
+            affinity_location: None,
             descriptor_table: DescriptorTable::default(),
             user: None,
             memory: Vec::new(),

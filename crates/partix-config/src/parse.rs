@@ -105,7 +105,7 @@ pub(crate) struct RawPartition {
     pub entry_point: Option<String>,
     pub executable: Option<Loc<String>>,
     pub args: Vec<String>,
-    pub affinity: Option<Vec<usize>>,
+    pub affinity: Option<Loc<Vec<usize>>>,
     pub descriptor_table: DescriptorTable,
     pub user: Option<Loc<Credentials>>,
     pub sampling: Vec<SamplingPortConfig>,
@@ -1229,10 +1229,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             .map(|a| a.value().split_whitespace().map(str::to_string).collect())
             .unwrap_or_default();
         let affinity = match self.pattr(node, "Affinity") {
-            Some(a) => self
-                .typed(node, a, parse_affinity)
-                .ok_or(())
-                .map(|l| Some(l.v)),
+            Some(a) => self.typed(node, a, parse_affinity).ok_or(()).map(Some),
             None => Ok(None),
         };
         let descriptor_table = match self.pattr(node, "DescriptorTable") {

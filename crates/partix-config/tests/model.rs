@@ -521,3 +521,60 @@ fn ports_at_the_runtime_limits_are_accepted() {
         1
     );
 }
+
+/// The model keeps where `partix:Executable` and `partix:Affinity` are written (the start of
+/// their values, as parse errors point), so that what only the runtime can find wrong about them
+/// (no such program on this machine, a CPU it may not use) is reported at them with
+/// [`Module::error_at`], in the file's error format.
+#[test]
+fn executable_and_affinity_keep_their_locations() {
+    let xml = r#"<ARINC_653_Module xmlns:partix="urn:partix:config:1">
+  <Partition PartitionIdentifier="1" PartitionName="A" EntryPoint="main"
+             partix:Executable="bin/a" partix:Affinity="0,1"/>
+  <Partition PartitionIdentifier="2" PartitionName="B" EntryPoint="main"/>
+  <Module_Schedule MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+    <Partition_Schedule PartitionIdentifier="2" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.01" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>"#;
+    let m = partix_config::parse_str(xml, Some(Path::new("m.xml"))).unwrap();
+    let a = &m.partitions[0];
+    let col = |needle: &str| xml.lines().nth(2).unwrap().find(needle).unwrap() as u32 + 1;
+    assert_eq!(
+        a.executable_location,
+        Some(Location {
+            line: 3,
+            col: col("bin/a")
+        })
+    );
+    assert_eq!(
+        a.affinity_location,
+        Some(Location {
+            line: 3,
+            col: col("0,1")
+        })
+    );
+    let b = &m.partitions[1];
+    assert_eq!((b.executable_location, b.affinity_location), (None, None));
+    let e = m.error_at(
+        a.executable_location.unwrap(),
+        "no such program",
+        "build it",
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "m.xml:3:{}: error: no such program\n  help: build it",
+            col("bin/a")
+        )
+    );
+    // A module built in code names no file and no place.
+    let mut m = m;
+    m.source = None;
+    let e = m.error_at(Location::default(), "no such program", "build it");
+    assert_eq!(e.to_string(), "error: no such program\n  help: build it");
+}

@@ -30,6 +30,7 @@ use crate::state::{
 };
 use crate::trace::Trace;
 use partix_config::model::{DescriptorTable, Module};
+use partix_config::ConfigError;
 use partix_shm::futex;
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -2115,27 +2116,57 @@ fn not_allowed(cpu: usize, allowed: &[usize]) -> String {
     )
 }
 
+/// Failure of [`check_cpus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuError {
+    /// `--cpu` names a CPU this process may not use: the message says which it may use.
+    Executive(String),
+    /// A partition's `partix:Affinity` names a CPU this process may not use: the error is
+    /// located at the attribute in the configuration and says which CPUs it may use.
+    Affinity(ConfigError),
+}
+
+impl std::fmt::Display for CpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CpuError::Executive(m) => write!(f, "{m}"),
+            CpuError::Affinity(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CpuError {}
+
 /// Check the executive's CPU (`--cpu`) and every partition's `partix:Affinity` against the CPUs
 /// this process may use (`allowed`, [`allowed_cpus`] read before any pinning). A CPU outside
 /// them would leave the executive or a partition unpinned: the premise that a partition never
 /// runs while the executive works on its CPU would fail silently.
 ///
 /// # Errors
-/// A message naming the CPU, where it comes from and the CPUs allowed.
-pub fn check_cpus(module: &Module, cpu: usize, allowed: &[usize]) -> Result<(), String> {
+/// The first CPU refused: `--cpu`, or a partition's `partix:Affinity` (located at the
+/// attribute), naming the CPUs allowed.
+pub fn check_cpus(module: &Module, cpu: usize, allowed: &[usize]) -> Result<(), CpuError> {
     let list = || cpu_list_text(allowed);
     if !allowed.contains(&cpu) {
-        return Err(not_allowed(cpu, allowed));
+        return Err(CpuError::Executive(not_allowed(cpu, allowed)));
     }
     for part in &module.partitions {
         for &c in part.affinity.as_deref().unwrap_or_default() {
             if !allowed.contains(&c) {
-                return Err(format!(
-                    "partition `{}`: partix:Affinity CPU {c} is not one this process may use \
-                     (allowed: {}); change the configuration or the process's CPU set",
-                    part.name,
-                    list()
-                ));
+                return Err(CpuError::Affinity(module.error_at(
+                    part.affinity_location.unwrap_or(part.location),
+                    format!(
+                        "partition `{}`: partix:Affinity CPU {c} is not one this process may use \
+                         (allowed: {})",
+                        part.name,
+                        list()
+                    ),
+                    format!(
+                        "name only CPUs among {} in partix:Affinity, or run partix where CPU {c} \
+                         is allowed (more CPUs, or a wider CPU set: taskset, the cgroup's cpuset)",
+                        list()
+                    ),
+                )));
             }
         }
     }
@@ -2165,55 +2196,129 @@ fn cpu_list_text(cpus: &[usize]) -> String {
     }
 }
 
-/// Find the program of a partition: `partix:Executable` as given when it contains a `/`,
-/// otherwise beside the running executable, then in `PATH`.
+/// Failure of [`resolve_program`]. Each variant holds the error located in the configuration
+/// (at `partix:Executable`, or at the `<Partition>` without one), with what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProgramError {
+    /// The partition has no `partix:Executable`: there is no program to start. (The model
+    /// allows it: a module can be checked, or scheduled on a mock clock, without programs.)
+    NoExecutable(ConfigError),
+    /// The executable is a path (absolute, or with a `/`; relative ones are resolved against
+    /// the configuration's directory) where there is no file.
+    NoSuchFile(ConfigError),
+    /// The executable is a bare name found neither beside the `partix` binary nor in `PATH`
+    /// (it depends on the machine, not on the configuration alone).
+    NotFound(ConfigError),
+}
+
+impl ProgramError {
+    /// Return the located error.
+    pub fn error(&self) -> &ConfigError {
+        match self {
+            ProgramError::NoExecutable(e)
+            | ProgramError::NoSuchFile(e)
+            | ProgramError::NotFound(e) => e,
+        }
+    }
+
+    /// Return the located error, by value.
+    pub fn into_error(self) -> ConfigError {
+        match self {
+            ProgramError::NoExecutable(e)
+            | ProgramError::NoSuchFile(e)
+            | ProgramError::NotFound(e) => e,
+        }
+    }
+}
+
+impl std::fmt::Display for ProgramError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error())
+    }
+}
+
+impl std::error::Error for ProgramError {}
+
+/// Return whether `partix:Executable` value `exe` is a path (used as given: absolute, or with a
+/// `/`) rather than a name looked up beside `partix` and in `PATH`.
+pub fn is_program_path(exe: &std::path::Path) -> bool {
+    exe.components().count() > 1 || exe.is_absolute()
+}
+
+/// Return the error for partition `p`'s `partix:Executable` path `path` where there is no file
+/// (also used by the command line for a `.c` source).
+pub fn no_such_program_file(module: &Module, p: usize, path: &std::path::Path) -> ProgramError {
+    let part = &module.partitions[p];
+    ProgramError::NoSuchFile(module.error_at(
+        part.executable_location.unwrap_or(part.location),
+        format!(
+            "partition `{}`: executable {}: no such file",
+            part.name,
+            path.display()
+        ),
+        "correct the path, or build the program there (a relative path is resolved against the \
+         configuration's directory)",
+    ))
+}
+
+/// Find the program of a partition: `partix:Executable` as given when it is a path
+/// ([`is_program_path`]), otherwise beside the running executable, then in `PATH`.
 ///
 /// # Errors
-/// A message saying what is missing and what to do.
-pub fn resolve_program(module: &Module, p: usize) -> Result<Program, String> {
+/// A [`ProgramError`] located in the configuration, saying what is missing and what to do.
+pub fn resolve_program(module: &Module, p: usize) -> Result<Program, ProgramError> {
     let part = &module.partitions[p];
     let Some(exe) = &part.executable else {
-        return Err(format!(
-            "partition {} has no partix:Executable: add partix:Executable=\"program\" to its Partition element",
-            part.name
-        ));
+        return Err(ProgramError::NoExecutable(module.error_at(
+            part.location,
+            format!(
+                "partition `{}` has no partix:Executable: there is no program to run for it",
+                part.name
+            ),
+            "add partix:Executable=\"PROGRAM\" to the <Partition>: a name found beside partix or \
+             in PATH, a path (relative to this file), or a .c file partix builds",
+        )));
     };
-    let found = if exe.components().count() > 1 || exe.is_absolute() {
-        exe.is_file().then(|| exe.clone())
-    } else {
-        let beside = std::env::current_exe()
-            .ok()
-            .and_then(|e| e.parent().map(|d| d.join(exe)))
-            .filter(|p| p.is_file());
-        beside.or_else(|| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join(exe))
-                    .find(|p| p.is_file())
-            })
+    if is_program_path(exe) {
+        return match exe.is_file() {
+            true => Ok(Program {
+                path: exe.clone(),
+                args: part.args.clone(),
+            }),
+            false => Err(no_such_program_file(module, p, exe)),
+        };
+    }
+    let beside_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(std::path::Path::to_path_buf));
+    let beside = beside_dir
+        .as_ref()
+        .map(|d| d.join(exe))
+        .filter(|p| p.is_file());
+    let found = beside.or_else(|| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(exe))
+                .find(|p| p.is_file())
         })
-    };
+    });
     match found {
         Some(path) => Ok(Program {
             path,
             args: part.args.clone(),
         }),
-        None => Err(format!(
-            "partition {}: executable {} not found (looked {}){}",
-            part.name,
-            exe.display(),
-            if exe.components().count() > 1 {
-                "at that path"
-            } else {
-                "beside partix and in PATH"
-            },
-            if exe.components().count() > 1 {
-                ""
-            } else {
-                "; a partition program of this source tree is built beside partix by \
-                 `cargo build --release --workspace` (`scripts/demo.sh` builds the demo's)"
-            }
-        )),
+        None => Err(ProgramError::NotFound(module.error_at(
+            part.executable_location.unwrap_or(part.location),
+            format!(
+                "partition `{}`: executable `{}` not found beside partix ({}) or in PATH",
+                part.name,
+                exe.display(),
+                beside_dir.map_or("?".into(), |d| d.display().to_string())
+            ),
+            "build it beside partix (`cargo build --release --workspace` builds the partition \
+             programs of this source tree; `scripts/demo.sh` the demo's), put it in PATH, or give \
+             its path",
+        ))),
     }
 }
 
@@ -2409,8 +2514,20 @@ pub enum RunError {
     Start(StartError),
     /// The channels could not be built.
     Channels(crate::channels::ChannelError),
-    /// A CPU of the executive or of a partition is not one this process may use.
+    /// The executive's CPU is not one this process may use, or its thread could not be pinned.
     Cpu(String),
+    /// A partition's `partix:Affinity` names a CPU this process may not use (located at the
+    /// attribute).
+    Affinity(ConfigError),
+}
+
+impl From<CpuError> for RunError {
+    fn from(e: CpuError) -> RunError {
+        match e {
+            CpuError::Executive(m) => RunError::Cpu(m),
+            CpuError::Affinity(e) => RunError::Affinity(e),
+        }
+    }
 }
 
 impl std::fmt::Display for RunError {
@@ -2422,6 +2539,7 @@ impl std::fmt::Display for RunError {
             RunError::Start(e) => write!(f, "{e}"),
             RunError::Channels(e) => write!(f, "{e}"),
             RunError::Cpu(e) => write!(f, "{e}"),
+            RunError::Affinity(e) => write!(f, "{e}"),
         }
     }
 }
@@ -2496,7 +2614,7 @@ pub fn run_module(
         .cpu
         .unwrap_or_else(|| allowed.last().copied().unwrap_or(0));
     // Before anything changes the system's state (the RT throttling) or this thread's.
-    check_cpus(module, cpu, &allowed).map_err(RunError::Cpu)?;
+    check_cpus(module, cpu, &allowed)?;
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
     let _unthrottle = if cfg.rt_unthrottle {
         match RtUnthrottle::enter() {
@@ -2632,12 +2750,16 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Return a flag set by SIGINT and SIGTERM (installing the handlers on first use): pass it to
-/// [`run_module`] so Ctrl-C ends the run at the next scheduling point with a summary.
+/// Return a flag set by SIGINT, SIGTERM, SIGHUP and SIGQUIT (installing the handlers on first
+/// use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point with a
+/// summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end the run
+/// the same way: their default action killed the executive on the spot, so the partitions'
+/// wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran, leaving the
+/// whole host without RT throttling.
 pub fn stop_on_signals() -> &'static AtomicBool {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             // SAFETY: a zeroed sigaction with a handler that only stores an atomic.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
@@ -2702,18 +2824,95 @@ mod tests {
         let pinned = partix_config::parse_str(&xml(r#"partix:Affinity="3""#), None).unwrap();
         let allowed = [0, 1, 2, 5];
         assert_eq!(check_cpus(&plain, 1, &allowed), Ok(()));
-        let e = check_cpus(&plain, 4, &allowed).unwrap_err();
+        let e = check_cpus(&plain, 4, &allowed).unwrap_err().to_string();
         assert!(e.contains("--cpu 4") && e.contains("allowed: 0-2,5"), "{e}");
-        let e = check_cpus(&plain, libc::CPU_SETSIZE as usize, &allowed).unwrap_err();
+        let e = check_cpus(&plain, libc::CPU_SETSIZE as usize, &allowed)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a CPU this process may use"), "{e}");
-        let e = check_cpus(&pinned, 1, &allowed).unwrap_err();
-        assert!(e.contains("partition `A`") && e.contains("CPU 3"), "{e}");
+        let Err(CpuError::Affinity(e)) = check_cpus(&pinned, 1, &allowed) else {
+            panic!("partix:Affinity=\"3\" accepted")
+        };
+        assert!(
+            e.message.contains("partition `A`") && e.message.contains("CPU 3"),
+            "{e}"
+        );
+        // At the attribute's value, with what to do.
+        assert_eq!((e.location.line, e.location.col), (2, 91), "{e}");
+        assert!(e.help.contains("0-2,5"), "{e}");
         assert_eq!(cpu_list_text(&[]), "none");
         // The process's own CPUs: the last is the default, one beyond them is refused.
         let own = allowed_cpus();
         assert_eq!(pick_cpu(None), Ok(*own.last().unwrap()));
         assert!(pick_cpu(Some(own.last().unwrap() + 1)).is_err());
         assert!(pick_cpu(Some(4096)).is_err());
+    }
+
+    /// A program that cannot be found is reported at `partix:Executable` (or at the
+    /// `<Partition>` without one) in the configuration's file, with what to do; each kind of
+    /// failure is its own variant (`partix check` refuses the first two, which do not depend on
+    /// the machine).
+    #[test]
+    fn programs_not_found_are_reported_at_the_attribute() {
+        let xml = |exe: &str| {
+            format!(
+                r#"<ARINC_653_Module xmlns:partix="urn:partix:config:1">
+  <Partition PartitionIdentifier="1" PartitionName="A" EntryPoint="main" {exe}/>
+  <Module_Schedule MajorFrameSeconds="0.01">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.01" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+</ARINC_653_Module>"#
+            )
+        };
+        let load = |exe: &str| {
+            partix_config::parse_str(&xml(exe), Some(std::path::Path::new("/nonexistent/m.xml")))
+                .unwrap()
+        };
+        let m = load("");
+        let Err(ProgramError::NoExecutable(e)) = resolve_program(&m, 0) else {
+            panic!("no partix:Executable accepted")
+        };
+        assert_eq!((e.location.line, e.location.col), (2, 3), "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "/nonexistent/m.xml:2:3: error: partition `A` has no partix:Executable"
+            ),
+            "{e}"
+        );
+        assert!(e.help.contains("partix:Executable="), "{e}");
+        // A path (relative: resolved against the file's directory) where there is no file.
+        let m = load(r#"partix:Executable="bin/a""#);
+        let Err(ProgramError::NoSuchFile(e)) = resolve_program(&m, 0) else {
+            panic!("a missing path accepted")
+        };
+        assert_eq!((e.location.line, e.location.col), (2, 93), "{e}");
+        assert!(
+            e.message.contains("/nonexistent/bin/a: no such file"),
+            "{e}"
+        );
+        // A bare name found nowhere.
+        let m = load(r#"partix:Executable="partix-no-such-program""#);
+        let Err(ProgramError::NotFound(e)) = resolve_program(&m, 0) else {
+            panic!("a missing program accepted")
+        };
+        assert_eq!((e.location.line, e.location.col), (2, 93), "{e}");
+        assert!(
+            e.message
+                .contains("`partix-no-such-program` not found beside partix"),
+            "{e}"
+        );
+        assert!(e.help.contains("cargo build --release --workspace"), "{e}");
+        // Found: an absolute path, and a name in PATH.
+        let m = load(r#"partix:Executable="/bin/sh" partix:Arguments="-c true""#);
+        let p = resolve_program(&m, 0).unwrap();
+        assert_eq!(
+            (p.path.as_path(), p.args.len()),
+            (std::path::Path::new("/bin/sh"), 2)
+        );
+        let m = load(r#"partix:Executable="sh""#);
+        assert!(resolve_program(&m, 0).unwrap().path.ends_with("sh"));
     }
 
     /// A thread cannot be pinned to a CPU beyond the kernel's CPU set: `enter` says so instead
