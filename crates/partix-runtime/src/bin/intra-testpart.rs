@@ -26,8 +26,8 @@ use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use testpart_common::{
-    attrs, check, create_with, expect, expect_dbg, idle_forever, new_process, normal, out, state,
-    MS,
+    attrs, check, create_with, exhaust_memory, expect, expect_dbg, idle_forever, memory_full,
+    new_process, normal, out, state, MS,
 };
 
 static N: OnceLock<usize> = OnceLock::new();
@@ -1345,29 +1345,6 @@ fn storage_init() {
         created.iter().all(Result::is_ok),
         created,
     );
-}
-
-/// Reserve (not write) every byte of the partition's memory that can still be had: blocks of
-/// halving sizes, from 64 MiB down to 64 B, kept in `blocks` (room reserved by the caller; no
-/// allocation beyond it). Return the bytes reserved.
-fn exhaust_memory(blocks: &mut Vec<Vec<u8>>) -> usize {
-    let mut size = 64usize << 20;
-    let mut total = 0;
-    while size >= 64 && blocks.len() < blocks.capacity() {
-        let mut v = Vec::new();
-        if v.try_reserve_exact(size).is_ok() {
-            blocks.push(v);
-            total += size;
-        } else {
-            size /= 2;
-        }
-    }
-    total
-}
-
-/// Whether the partition's memory is full: a block of 64 B cannot be had.
-fn memory_full() -> bool {
-    Vec::<u8>::new().try_reserve_exact(64).is_err()
 }
 
 /// What `storage_helper` saw: a bit per step it completed, a bit per step that went wrong.

@@ -114,7 +114,8 @@ use partix_runtime::partition::*;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::OnceLock;
 use testpart_common::{
-    attrs, check, create_with, expect, expect_dbg, idle_forever, normal, out, MS,
+    attrs, check, create_with, exhaust_memory, expect, expect_dbg, idle_forever, memory_full,
+    normal, out, MS,
 };
 
 static N: OnceLock<u64> = OnceLock::new();
@@ -1902,29 +1903,6 @@ const MEM_MAX: usize = 2048;
 fn one_arena() {
     // SAFETY: mallopt has no preconditions; no other thread runs yet.
     unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
-}
-
-/// Reserve (not write) every byte of the partition's memory that can still be had: blocks of
-/// halving sizes, from 64 MiB down to 64 B, kept in `blocks` (room reserved by the caller; no
-/// allocation beyond it). Return the bytes reserved. (As intra-testpart's `storage` role.)
-fn exhaust_memory(blocks: &mut Vec<Vec<u8>>) -> usize {
-    let mut size = 64usize << 20;
-    let mut total = 0;
-    while size >= 64 && blocks.len() < blocks.capacity() {
-        let mut v = Vec::new();
-        if v.try_reserve_exact(size).is_ok() {
-            blocks.push(v);
-            total += size;
-        } else {
-            size /= 2;
-        }
-    }
-    total
-}
-
-/// Whether the partition's memory is full: a block of 64 B cannot be had.
-fn memory_full() -> bool {
-    Vec::<u8>::new().try_reserve_exact(64).is_err()
 }
 
 /// Wait until sampling port `port` holds a step of at least `k` (polling every millisecond, at

@@ -133,3 +133,28 @@ pub fn state(pid: ProcessId) -> ProcessState {
         .expect("process status")
         .process_state
 }
+
+/// Reserve (not write) every byte of the partition's memory that can still be had: blocks of
+/// halving sizes, from 64 MiB down to 64 B, kept in `blocks` (room reserved by the caller; no
+/// allocation beyond it). Return the bytes reserved.
+#[allow(dead_code)] // not used by every program
+pub fn exhaust_memory(blocks: &mut Vec<Vec<u8>>) -> usize {
+    let mut size = 64usize << 20;
+    let mut total = 0;
+    while size >= 64 && blocks.len() < blocks.capacity() {
+        let mut v = Vec::new();
+        if v.try_reserve_exact(size).is_ok() {
+            blocks.push(v);
+            total += size;
+        } else {
+            size /= 2;
+        }
+    }
+    total
+}
+
+/// Whether the partition's memory is full: a block of 64 B cannot be had.
+#[allow(dead_code)] // not used by every program
+pub fn memory_full() -> bool {
+    Vec::<u8>::new().try_reserve_exact(64).is_err()
+}
