@@ -708,6 +708,77 @@ fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
     }
 }
 
+/// The acknowledging agent of a `udp` / `tcp` queuing destination: a thread of the destination
+/// partition that returns the source's credit while no process calls the port.
+///
+/// **Why.** The destination acknowledges consumed messages in batches (a system call per
+/// batch, not per message: `socket::QueueRx::try_recv`), and at once only when the source may
+/// be out of credit as far as a receive can see. A source that used its last credit *after*
+/// the destination's last receive was told the queue was full (`NOT_AVAILABLE`, or `TIMED_OUT`
+/// after waiting) while the destination had room for the messages it had consumed and not
+/// acknowledged, until the destination's next call of the port: for ever if it made none.
+/// One-sided and two-sided queues return credit with every receive.
+///
+/// **Not on the message path.** While a process calls the port (receives, status, CLEAR), the
+/// agent only sleeps ([`AGENT_NAP_MAX`]); a round that finds no call since the last one
+/// acknowledges what is owed (`socket::QueueRx::idle`), so a source waits for credit the
+/// destination has at most about two naps after the destination's last call. With nothing
+/// owed the agent sleeps longer (doubling up to [`AGENT_POLL`]), repeating a udp ack now and
+/// then (one lost to a full socket is made up for although nobody calls).
+#[derive(Debug)]
+pub struct QueueAgent {
+    rx: Mutex<socket::QueueRx>,
+    /// Calls of the port so far.
+    calls: AtomicU64,
+}
+
+impl QueueAgent {
+    /// The receiver, for a call of the port (counted: the agent then stays away).
+    #[inline]
+    fn receiver(&self) -> std::sync::MutexGuard<'_, socket::QueueRx> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.rx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One round of the agent: `None` when a process called the port since the last round (or
+    /// holds it now), else whether something was owed and acknowledged.
+    fn round(&self, seen: &mut u64) -> Option<bool> {
+        let now = self.calls.load(Ordering::Relaxed);
+        if now != *seen {
+            *seen = now;
+            return None;
+        }
+        let mut rx = match self.rx.try_lock() {
+            Ok(rx) => rx,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(rx.idle())
+    }
+}
+
+/// The acknowledging agent's thread ([`QueueAgent`]). Ends when the port is gone.
+fn run_queue_agent(agent: &std::sync::Weak<QueueAgent>) {
+    let Some(mut seen) = agent.upgrade().map(|a| a.calls.load(Ordering::Relaxed)) else {
+        return;
+    };
+    let mut nap = AGENT_NAP_MAX;
+    loop {
+        let Some(a) = agent.upgrade() else {
+            return;
+        };
+        let r = a.round(&mut seen);
+        drop(a);
+        nap = match r {
+            // Active, or something was owed: look again within a short nap.
+            None | Some(true) => nap.min(AGENT_NAP_MAX),
+            // Idle and nothing owed: less often the longer it stays so.
+            Some(false) => (nap * 2).min(AGENT_POLL),
+        };
+        std::thread::sleep(nap);
+    }
+}
+
 impl SamplingDestination {
     /// Attach to a destination port's descriptors; for `two-sided`, start the manager thread.
     ///
@@ -1187,8 +1258,8 @@ pub enum QueueDestination {
     /// The RX ring and the manager, shared with its thread: the receiver helps it (moves the
     /// TX messages itself while it polls) and uses it for CLEAR.
     TwoSided(QueueReceiver, Arc<Helped<QueueManager>>),
-    /// Frames, acknowledged in batches.
-    Socket(socket::QueueRx),
+    /// Frames, acknowledged in batches, shared with the acknowledging agent ([`QueueAgent`]).
+    Socket(Arc<QueueAgent>),
 }
 
 impl QueueDestination {
@@ -1235,10 +1306,18 @@ impl QueueDestination {
                     ),
                     None => socket::QueueRx::new(s, limit),
                 };
-                QueueDestination::Socket(match port.desc.capacity {
+                let rx = match port.desc.capacity {
                     Some(c) => rx.with_credit(c),
                     None => rx,
-                })
+                };
+                let a = Arc::new(QueueAgent {
+                    rx: Mutex::new(rx),
+                    calls: AtomicU64::new(0),
+                });
+                let weak = Arc::downgrade(&a);
+                spawn_manager(&port.desc.name, move || run_queue_agent(&weak))
+                    .map_err(|e| err(port, e))?;
+                QueueDestination::Socket(a)
             }
         })
     }
@@ -1262,9 +1341,12 @@ impl QueueDestination {
                 notifier: r.data().clone(),
                 helped: h.clone(),
             },
-            QueueDestination::Socket(s) => {
-                QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?)
-            }
+            QueueDestination::Socket(a) => QueueWaiter::Socket(
+                a.rx.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .waiter()
+                    .map_err(|e| err(port, e))?,
+            ),
         })
     }
 
@@ -1288,7 +1370,7 @@ impl QueueDestination {
                 h.help();
                 r.try_recv(buf)
             }
-            QueueDestination::Socket(r) => r.try_recv(buf),
+            QueueDestination::Socket(a) => a.receiver().try_recv(buf),
         }
     }
 
@@ -1345,7 +1427,7 @@ impl QueueDestination {
                 let held = h.manager.lock().map(|m| m.undelivered()).unwrap_or(0);
                 r.len() + held
             }
-            QueueDestination::Socket(r) => r.len(),
+            QueueDestination::Socket(a) => a.receiver().len(),
         }
     }
 
@@ -1366,7 +1448,7 @@ impl QueueDestination {
                 m.clear();
                 r.clear();
             }
-            QueueDestination::Socket(r) => r.clear(),
+            QueueDestination::Socket(a) => a.receiver().clear(),
         }
     }
 }

@@ -40,8 +40,10 @@
 //!   acknowledges consumed messages in batches of half the credit, always before it reports an
 //!   empty queue, and at once whenever the source may have used its whole credit (what it
 //!   consumed and did not acknowledge, what it buffers and what the socket still holds reach the
-//!   credit: [`QueueRx::try_recv`] looks at the socket that far), so a sender is never told the
-//!   queue is full, nor left waiting, while the destination has room.
+//!   credit: [`QueueRx::try_recv`] looks at the socket that far). A source that used its last
+//!   credit after the destination's last receive is acknowledged by the destination's agent
+//!   (`transport::QueueAgent`, [`QueueRx::idle`]) once no process calls the port, so a sender
+//!   is not told the queue is full, nor left waiting, for long while the destination has room.
 //!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
 //!   The source keeps its counts in a region that outlives its restarts ([`QueueTx::with_book`]):
 //!   a restarted source goes on with the messages its earlier incarnations left in flight, so
@@ -2118,6 +2120,28 @@ impl QueueRx {
         self.empties = self.empties.wrapping_add(1);
         if self.empties >= QueueRx::ACK_AGAIN && self.empties.is_power_of_two() {
             self.ack_again();
+        }
+    }
+
+    /// A round of the destination's agent (`transport::QueueAgent`) that found no call of the
+    /// port since its last round: acknowledge what was consumed and not acknowledged yet (a
+    /// batch not full, the source not out of credit as far as the last receive could see), and
+    /// send the rest of an ack the socket took only part of. Return whether anything was owed.
+    ///
+    /// Without it a source that used its last credit after the destination's last receive
+    /// waited (or was answered `NOT_AVAILABLE`) while the destination had room, until the
+    /// destination next called its port, and for ever if it never did. A round that finds
+    /// nothing owed counts as a look that found nothing ([`QueueRx::found_empty`]): over udp
+    /// the ack is repeated now and then, so one lost to a full socket is made up for although
+    /// nobody calls the port.
+    pub(super) fn idle(&mut self) -> bool {
+        if self.acked_sent != self.consumed {
+            self.ack_now();
+            true
+        } else {
+            self.sock.flush();
+            self.found_empty();
+            false
         }
     }
 
