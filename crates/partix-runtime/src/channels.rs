@@ -1467,6 +1467,34 @@ mod tests {
             .collect()
     }
 
+    /// A sampling wait with a time-out too long to add to the clock (`Duration::MAX`) waits
+    /// without a deadline on every transport and returns the message (the two-sided and
+    /// socket waits computed `Instant::now() + timeout`, which panics on overflow; found by
+    /// review of `partix-shm`, whose waits did the same).
+    #[test]
+    fn a_sampling_wait_takes_a_time_out_past_the_clock_s_range_for_none() {
+        use crate::transport::{SamplingDestination, SamplingSource, Transport};
+        use partix_shm::RecvMode;
+        for t in Transport::ALL {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            let mut w = SamplingSource::attach(&a[0]).unwrap();
+            let mut r = SamplingDestination::attach(&b[0]).unwrap();
+            w.write_with(b"max", || 1);
+            let mut buf = [0u8; 40];
+            for mode in [RecvMode::Spin, RecvMode::Blocking] {
+                let ok = r
+                    .wait_newer(&mut buf, None, mode, Some(Duration::MAX))
+                    .unwrap();
+                assert_eq!(&buf[..ok.len], b"max", "{t} {mode:?}");
+            }
+        }
+    }
+
     /// The same checks for every transport, in one process (the multi-process suite is
     /// `tests/conformance.rs`).
     #[test]

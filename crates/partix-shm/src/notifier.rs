@@ -279,6 +279,15 @@ mod shm {
         }
     }
 
+    /// The deadline `timeout` from now; `None` (no deadline) for `None` and for a time-out too
+    /// long to add to the clock (`Instant + Duration` panics on overflow, e.g. for
+    /// `Duration::MAX`, which a caller may well pass for "very long"; no such time-out can
+    /// expire anyway).
+    #[inline]
+    pub fn deadline_after(timeout: Option<Duration>) -> Option<Instant> {
+        timeout.and_then(|t| Instant::now().checked_add(t))
+    }
+
     /// Wait for `ready()` with the given mode; return whether it held before `timeout`.
     ///
     /// A zero `timeout` is a single check of `ready()` in every mode (no spinning, no clock read,
@@ -309,7 +318,7 @@ mod shm {
         if timeout.is_some_and(|t| t.is_zero()) {
             return ready();
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let spins = match mode {
             RecvMode::Spin => u64::MAX,
             RecvMode::SpinThenPark { spins } => u64::from(spins),

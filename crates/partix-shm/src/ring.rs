@@ -1450,6 +1450,28 @@ mod shm {
             assert_eq!(t.join().unwrap(), vec![vec![0], vec![1], vec![2]]);
         }
 
+        /// A time-out too long to add to the clock (`Duration::MAX`) means no deadline: the
+        /// wait returns the queued message, in every mode. (`Instant + Duration` panicked,
+        /// "overflow when adding duration to instant", before `ready()` was even checked;
+        /// found by review.)
+        #[test]
+        fn a_time_out_past_the_clock_s_range_is_no_deadline() {
+            let (mut p, mut c) = ring(4, 8);
+            let mut buf = [0u8; 8];
+            for mode in [
+                RecvMode::Spin,
+                RecvMode::SpinThenPark { spins: 10 },
+                RecvMode::Blocking,
+            ] {
+                p.try_push(b"max").unwrap();
+                assert_eq!(
+                    c.pop_wait(&mut buf, mode, Some(Duration::MAX)),
+                    Ok(3),
+                    "{mode:?}"
+                );
+            }
+        }
+
         #[test]
         #[allow(unsafe_code)]
         fn split_ring_consumer_works_on_a_read_only_data_mapping() {

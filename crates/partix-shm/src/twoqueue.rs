@@ -842,8 +842,10 @@ impl QueueReceiver {
 }
 
 /// Wait helper for tests: wait per `mode` for a delivered message.
+///
+/// A `timeout` too long to add to the clock is no deadline ([`crate::notifier::deadline_after`]).
 pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::notifier::deadline_after(Some(timeout));
     let spins = match mode {
         RecvMode::Spin => u64::MAX,
         RecvMode::SpinThenPark { spins } => u64::from(spins),
@@ -854,12 +856,12 @@ pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> b
         if !r.is_empty() {
             return true;
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return false;
         }
         i += 1;
     }
-    r.data.park_until(Some(deadline), || !r.is_empty())
+    r.data.park_until(deadline, || !r.is_empty())
 }
 
 #[cfg(test)]
@@ -1340,6 +1342,22 @@ mod tests {
         stop.store(true, Ordering::Release);
         s.doorbell.notify();
         t.join().unwrap();
+    }
+
+    /// `wait_delivered` with a time-out too long to add to the clock waits without a deadline
+    /// (it panicked, "overflow when adding duration to instant"; found by review).
+    #[test]
+    fn wait_delivered_takes_a_time_out_past_the_clock_s_range_for_none() {
+        let (mut s, r, m) = chan(8, 4);
+        s.try_send(b"m0").unwrap();
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        for mode in [
+            RecvMode::Spin,
+            RecvMode::SpinThenPark { spins: 10 },
+            RecvMode::Blocking,
+        ] {
+            assert!(wait_delivered(&r, mode, Duration::MAX), "{mode:?}");
+        }
     }
 
     /// A broken sender that stores a TX head other than the tail (the head is the manager's

@@ -21,7 +21,7 @@ pub mod socket;
 use crate::channels::{self, MappedPort};
 use partix_config::model::{ChannelKind, PortDirection};
 use partix_shm::futex;
-use partix_shm::notifier::NOTIFIER_LEN;
+use partix_shm::notifier::{deadline_after, NOTIFIER_LEN};
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{
     Flags, ReadError, ReadOk, SamplingLayout, SamplingReader, SamplingWriter, WaitError,
@@ -963,7 +963,8 @@ impl SamplingDestination {
                     };
                 }
                 // Spin (helping the manager), then park: the manager thread delivers and wakes.
-                let deadline = timeout.map(|t| Instant::now() + t);
+                // (A time-out past the clock's range is none: `Instant + Duration` panics.)
+                let deadline = deadline_after(timeout);
                 let spins = match mode {
                     RecvMode::Spin => u64::MAX,
                     RecvMode::SpinThenPark { spins } => u64::from(spins),
