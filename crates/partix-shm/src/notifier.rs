@@ -19,8 +19,8 @@
 //! receiver: waiters += 1;  fence(SeqCst) [Y];  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
 //! ```
 //! A spinning receiver never registers, so the writer pays one fence (or less, below) and one
-//! load, never a system call. A parked receiver is never missed: the two `SeqCst` fences are
-//! totally ordered.
+//! load, never a system call. A parked receiver is never missed, unless the writer dies between
+//! its bump and its wake (below): the two `SeqCst` fences are totally ordered.
 //! - If X precedes Y, the receiver's `ready()` (after Y) observes the publication (C++
 //!   \[atomics.fences\]: a store sequenced before X is visible to loads sequenced after Y).
 //! - If Y precedes X, the writer's load of `waiters` (after X) observes the increment (before Y),
@@ -39,6 +39,13 @@
 //! (`asymmetric_barriers_lose_no_wake_up_between_processes`: 20 000 round trips between two
 //! registered processes that park after a random number of spins).
 //!
+//! **A writer killed between its bump and its wake** (a health-monitor kill, a partition
+//! restart) sends no wake-up, and a receiver already asleep in `futex_wait` stays asleep: the
+//! kernel compared `epoch` only when it went to sleep. So a park sleeps at most [`MAX_PARK`]
+//! (1 s) at a time, also without a deadline, and then checks `ready()` again: such a lost
+//! wake-up costs at most that long (unit test
+//! `a_park_without_deadline_sees_data_whose_wake_up_was_lost`).
+//!
 //! A receiver killed while registered leaves `waiters` too high: writers then make needless
 //! `futex_wake` calls, nothing worse.
 //!
@@ -52,7 +59,14 @@
 #![allow(unsafe_code)]
 
 use crate::sync::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Longest a parker sleeps in one `futex_wait` before it checks its condition again, also
+/// without a deadline: a writer killed between its `epoch` bump and its `futex_wake` never
+/// sends the wake-up, and a receiver already asleep would otherwise sleep until the next
+/// message, which may never come (see the module docs). One extra check a second costs a
+/// parked thread nothing measurable.
+pub const MAX_PARK: Duration = Duration::from_secs(1);
 
 /// The two futex operations the notifier needs.
 pub trait Futex {
@@ -141,7 +155,10 @@ impl<'a> NotifierView<'a> {
                 return false;
             }
             let until = if sure {
-                deadline
+                // At most `MAX_PARK` at a time: a writer killed between its bump and its wake
+                // sends no wake-up, and then only the next check sees its data.
+                let cap = Instant::now() + MAX_PARK;
+                Some(deadline.map_or(cap, |d| d.min(cap)))
             } else {
                 // Every `membarrier` failed: a writer whose X is a compiler fence may miss our
                 // registration, and its wake-up with it. Park briefly, then check again
@@ -186,7 +203,6 @@ mod shm {
     use crate::futex;
     use crate::region::Region;
     use std::sync::Arc;
-    use std::time::Duration;
 
     /// Size in bytes of a notifier in a region.
     pub const NOTIFIER_LEN: usize = CACHE_LINE;
@@ -224,6 +240,12 @@ mod shm {
         #[inline]
         fn waiters(&self) -> &AtomicU32 {
             self.area.u32_at(4)
+        }
+
+        /// The parkers registered now (for tests).
+        #[cfg(test)]
+        fn registered(&self) -> u32 {
+            self.waiters().load(Ordering::Relaxed)
         }
 
         /// The protocol's view of this notifier's words (with [`SysFutex`]).
@@ -443,6 +465,58 @@ mod shm {
                 t0.elapsed()
             );
             assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+        }
+
+        /// The kernel's futexes, except that a wake-up is never sent: a writer killed between
+        /// its `epoch` bump and its `futex_wake`.
+        struct LostWake;
+
+        impl Futex for LostWake {
+            fn wait(&self, word: &AtomicU32, expected: u32, deadline: Option<Instant>) {
+                SysFutex.wait(word, expected, deadline);
+            }
+
+            fn wake_all(&self, _: &AtomicU32) {}
+        }
+
+        /// A writer killed between its `epoch` bump and its `futex_wake` (a health-monitor kill,
+        /// a restart) leaves a receiver that was already asleep in `futex_wait` asleep: the
+        /// kernel compared `epoch` when it went to sleep. A park without a deadline (an infinite
+        /// APEX time-out) slept until another message came, which may never happen; it now
+        /// sleeps at most [`MAX_PARK`] at a time and sees the published data then. (Found by
+        /// review.)
+        #[test]
+        fn a_park_without_deadline_sees_data_whose_wake_up_was_lost() {
+            use std::sync::atomic::AtomicBool;
+            let n = notifier();
+            let data = Arc::new(AtomicBool::new(false));
+            let (done, got) = std::sync::mpsc::channel();
+            {
+                let (n, data) = (n.clone(), data.clone());
+                std::thread::spawn(move || {
+                    let ok = n
+                        .view()
+                        .park_until(&LostWake, None, || data.load(Ordering::Acquire));
+                    let _ = done.send(ok);
+                });
+            }
+            while n.registered() == 0 {
+                std::thread::yield_now();
+            }
+            // Registered: give it time to fall asleep in `futex_wait`.
+            std::thread::sleep(Duration::from_millis(50));
+            let t0 = Instant::now();
+            data.store(true, Ordering::Release);
+            n.view().notify(&LostWake);
+            assert_ne!(n.epoch().load(Ordering::Relaxed), 0, "the writer bumped");
+            let waited = Duration::from_secs(5);
+            assert_eq!(
+                got.recv_timeout(waited),
+                Ok(true),
+                "the receiver slept through data published {waited:?} ago"
+            );
+            assert!(t0.elapsed() < MAX_PARK + Duration::from_millis(900));
+            assert_eq!(n.registered(), 0);
         }
 
         #[test]
