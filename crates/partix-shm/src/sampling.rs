@@ -854,7 +854,10 @@ mod shm {
         }
 
         /// Park on `notifier` in [`RecvMode::SpinThenPark`] / [`RecvMode::Blocking`] waits.
+        /// The readers park on it: a predecessor killed while parked leaves nothing behind
+        /// ([`Notifier::adopt`]).
         pub fn with_notifier(mut self, notifier: Notifier) -> SamplingReader {
+            notifier.adopt();
             self.notifier = Some(notifier);
             self
         }

@@ -47,7 +47,7 @@
 //! `docs/shm-channels.md` ("Crash-safe move").
 
 use crate::area::{Area, AreaError};
-use crate::notifier::{Notifier, RecvMode, SysFutex, NOTIFIER_LEN};
+use crate::notifier::{Notifier, RecvMode, Side, SysFutex, NOTIFIER_LEN};
 use crate::region::Region;
 use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer, RingView};
 use crate::twosided::{QueueMoveState, QueueMoveViews};
@@ -279,10 +279,14 @@ impl QueueSenderProbe {
         tx: Arc<Region>,
         limit: u32,
     ) -> Result<QueueSenderProbe, AreaError> {
+        // The source's waiting senders park on the space notifier's first side: a predecessor
+        // killed while parked there leaves nothing behind ([`Notifier::adopt`]).
+        let space = Notifier::new(tx.clone(), TX_SPACE)?;
+        space.adopt();
         Ok(QueueSenderProbe {
             prod: Arc::new(prod),
             ack: ack_area(&tx)?,
-            space: Notifier::new(tx.clone(), TX_SPACE)?,
+            space,
             tx,
             limit: u64::from(limit),
         })
@@ -508,12 +512,18 @@ impl QueueManager {
             corrupt_rounds: 0,
             doorbell: Notifier::new(tx.clone(), TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
-            space: Notifier::new(tx, TX_SPACE)?,
+            // Its own side: the source's waiting senders park on the first, in another
+            // partition (see `crate::notifier`, "Parkers that die").
+            space: Notifier::new(tx, TX_SPACE)?.on_side(Side::Second),
             scratch,
             moved: 0,
             recovered,
             rounds: 0,
         };
+        // The manager parks on the doorbell and (RX full) on its side of the space notifier:
+        // a predecessor killed while parked leaves nothing behind.
+        m.doorbell.adopt();
+        m.space.adopt();
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
@@ -774,6 +784,9 @@ impl QueueReceiver {
             space: Notifier::new(tx, TX_SPACE)?,
             data: Notifier::new(rx, RX_DATA)?,
         };
+        // The receiver parks on the data notifier (a predecessor killed while parked there
+        // leaves nothing behind).
+        r.data.adopt();
         r.publish_ack();
         Ok(r)
     }

@@ -1162,9 +1162,15 @@ impl QueueSource {
         Ok(match self {
             QueueSource::OneSided(_, _, limit) => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
+                // The source's waiting senders park on the space notifier: a predecessor
+                // killed while parked there leaves nothing behind (`Notifier::adopt`; the
+                // destination's ring consumer does the same for the data notifier).
+                let notifier =
+                    Notifier::new(ctrl.clone(), SPACE_NOTIFIER).map_err(|e| err(port, e))?;
+                notifier.adopt();
                 QueueWaiter::Ring {
                     probe: RingProbe::Producer(ring_producer(port, data, ctrl.clone())?),
-                    notifier: Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                    notifier,
                     limit: *limit,
                 }
             }
