@@ -1467,6 +1467,107 @@ mod tests {
             .collect()
     }
 
+    /// A sampling wait with a time-out too long to add to the clock (`Duration::MAX`) waits
+    /// without a deadline on every transport and returns the message (the two-sided and
+    /// socket waits computed `Instant::now() + timeout`, which panics on overflow; found by
+    /// review of `partix-shm`, whose waits did the same).
+    #[test]
+    fn a_sampling_wait_takes_a_time_out_past_the_clock_s_range_for_none() {
+        use crate::transport::{SamplingDestination, SamplingSource, Transport};
+        use partix_shm::RecvMode;
+        for t in Transport::ALL {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            let mut w = SamplingSource::attach(&a[0]).unwrap();
+            let mut r = SamplingDestination::attach(&b[0]).unwrap();
+            w.write_with(b"max", || 1);
+            let mut buf = [0u8; 40];
+            for mode in [RecvMode::Spin, RecvMode::Blocking] {
+                let ok = r
+                    .wait_newer(&mut buf, None, mode, Some(Duration::MAX))
+                    .unwrap();
+                assert_eq!(&buf[..ok.len], b"max", "{t} {mode:?}");
+            }
+        }
+    }
+
+    /// Fork a child that parks on `n` for ever; return its pid once it registered.
+    #[allow(unsafe_code)]
+    fn fork_a_parker(n: &partix_shm::Notifier) -> libc::pid_t {
+        // SAFETY: the child only parks (atomics and system calls; no allocation, no lock) and
+        // never returns.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            loop {
+                n.park_until(None, || false);
+            }
+        }
+        let t0 = std::time::Instant::now();
+        while n.registered() == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the child never parked"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        pid
+    }
+
+    /// A queuing port's side killed while a thread of it was parked on a notifier left its
+    /// registration there for good, and the other partition's every send or receive then made
+    /// a `futex_wake` (found by review of `partix-shm`). The restarted partition's attach
+    /// discards it: a one-sided source's waiter (space notifier, in the control region) and
+    /// destination (data notifier), a two-sided source's waiter (space notifier, TX region).
+    /// (The two-sided destination's manager does the same for the doorbell: `partix-shm`'s
+    /// `edges_a_manager_killed_while_parked_leaves_the_sender_no_wake_ups`.)
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_restarted_port_discards_the_registration_of_its_killed_predecessor() {
+        use crate::transport::{QueueDestination, QueueSource, Transport};
+        use partix_shm::Notifier;
+        for t in [Transport::OneSided, Transport::TwoSided] {
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some(t.name().into());
+            }
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            let (space, data) = match t {
+                Transport::OneSided => (
+                    Notifier::new(a[2].regions[1].clone(), SPACE_NOTIFIER).unwrap(),
+                    Some(Notifier::new(b[1].regions[1].clone(), DATA_NOTIFIER).unwrap()),
+                ),
+                // The TX region's second line (`partix_shm::twoqueue`'s layout).
+                _ => (
+                    Notifier::new(a[2].regions[0].clone(), NOTIFIER_LEN).unwrap(),
+                    None,
+                ),
+            };
+            for n in std::iter::once(&space).chain(&data) {
+                let child = fork_a_parker(n);
+                // SAFETY: our own child, not yet reaped.
+                unsafe {
+                    libc::kill(child, libc::SIGKILL);
+                    libc::waitpid(child, std::ptr::null_mut(), 0);
+                }
+                assert_eq!(n.registered(), 1, "{t}: the dead child's registration");
+            }
+            let q = QueueSource::attach(&a[2]).unwrap();
+            let _qw = q.waiter(&a[2]).unwrap();
+            assert_eq!(space.registered(), 0, "{t}: space notifier");
+            if let Some(data) = &data {
+                let d = QueueDestination::attach(&b[1]).unwrap();
+                let _dw = d.waiter(&b[1]).unwrap();
+                assert_eq!(data.registered(), 0, "{t}: data notifier");
+            }
+        }
+    }
+
     /// The same checks for every transport, in one process (the multi-process suite is
     /// `tests/conformance.rs`).
     #[test]

@@ -29,6 +29,9 @@
 //!   error is then at most a few jitters of a `clock_gettime` read (hundreds of ns), plus, under
 //!   NTP slewing at its 500 ppm maximum, 25 µs. Stamps are compared with refresh periods of
 //!   milliseconds and more.
+//! - **Suspend.** A rate more than 1 % from the thread's current one is refused once (the
+//!   anchor still moves): across a suspend to idle the TSC counts on while `CLOCK_MONOTONIC`
+//!   stands still, and such a rate made the clock crawl for hours ([`advance`]).
 //! - **Monotonic** per thread (never below the last value it returned).
 //!
 //! The executive's scheduling keeps using `clock_gettime` directly.
@@ -68,12 +71,14 @@ struct Anchor {
     rate: u64,
     /// TSC ticks after `tsc` at which to take a new anchor.
     span: u64,
+    /// The last rate measured was refused ([`advance`]).
+    doubt: bool,
 }
 
 thread_local! {
     /// Changed only when a new anchor is taken: a read stores nothing to it.
     static ANCHOR: Cell<Anchor> = const {
-        Cell::new(Anchor { tsc: 0, ns: 0, rate: 0, span: 0 })
+        Cell::new(Anchor { tsc: 0, ns: 0, rate: 0, span: 0, doubt: false })
     };
     /// The last value returned on this thread (monotonic per thread): a read's one store.
     static LAST: Cell<u64> = const { Cell::new(0) };
@@ -222,23 +227,149 @@ fn reanchor(a: &mut Anchor) -> u64 {
             return ns;
         }
     }
+    if advance(a, t, ns) && a.rate != 0 {
+        let _ = RATE.compare_exchange(0, a.rate, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    ns
+}
+
+/// How far a rate measured over an interval may be from the thread's current one and still be
+/// taken: 1 %. The kernel's own rate moves by NTP's slewing, at most 500 ppm.
+const RATE_TOLERANCE: u64 = 100;
+
+/// Move the anchor `a` to the clock pair (`t` ticks, `ns`), taking the rate measured over the
+/// interval since the last anchor if it is long enough and can be trusted; return whether the
+/// anchor moved (it stays while a thread without a rate calibrates, until [`CALIBRATE_NS`]).
+///
+/// A rate far from the current one is refused (kept, and the anchor moved), once: after a
+/// suspend to idle the invariant TSC counted on while `CLOCK_MONOTONIC` stood still, and a
+/// rate measured across it (an hour of ticks for the 20 ms of monotonic time before the
+/// suspend) made that thread's clock crawl, its span stretched to hours at that rate: a sampling
+/// reader saw stale messages as fresh, a writer stamped fresh ones with old times, for one to
+/// four times the suspend (found by review). A second far rate in a row, over an interval not
+/// much longer than the span (no gap a suspend could hide in), is taken: then the current rate
+/// was the wrong one (a calibration that a suspend spanned).
+fn advance(a: &mut Anchor, t: u64, ns: u64) -> bool {
     let dt = t.wrapping_sub(a.tsc);
     let dns = ns.saturating_sub(a.ns);
     if dns >= CALIBRATE_NS && dt > 0 {
-        (a.rate, a.span) = rate_and_span(dns, dt);
-        let _ = RATE.compare_exchange(0, a.rate, Ordering::Relaxed, Ordering::Relaxed);
+        let (rate, span) = rate_and_span(dns, dt);
+        let close = a.rate.abs_diff(rate) <= a.rate / RATE_TOLERANCE;
+        if a.rate == 0 || close || (a.doubt && dt <= a.span.saturating_mul(2)) {
+            (a.rate, a.span, a.doubt) = (rate, span, false);
+        } else {
+            a.doubt = true;
+        }
     } else if a.rate == 0 {
         // Still calibrating: keep the first anchor until the interval is long enough.
-        return ns;
+        return false;
     }
     a.tsc = t;
     a.ns = ns;
-    ns
+    true
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A 3 GHz TSC: its rate, and the ticks in `ns` nanoseconds.
+    const GHZ3: u64 = (1 << 32) / 3;
+    fn ticks(ns: u64) -> u64 {
+        ns * 3
+    }
+
+    /// A thread anchored at (1 000 s of ticks, 1 000 s) with the 3 GHz rate, its span after a
+    /// full [`REANCHOR_NS`] interval.
+    fn anchored() -> Anchor {
+        Anchor {
+            tsc: ticks(1_000_000_000_000),
+            ns: 1_000_000_000_000,
+            rate: GHZ3,
+            span: span_of(REANCHOR_NS, GHZ3),
+            doubt: false,
+        }
+    }
+
+    /// After a suspend to idle (an hour of TSC ticks, 20 ms of `CLOCK_MONOTONIC`) the rate is
+    /// kept and only the anchor moves; the next interval, which agrees, is taken again. (The
+    /// rate of the suspended interval, 1/180 000 of the true one, was taken, and that thread's
+    /// clock advanced 50 ms in the next 2.5 h; found by review.)
+    #[test]
+    fn a_rate_measured_across_a_suspend_is_refused_and_the_anchor_moves() {
+        let mut a = anchored();
+        let (t, ns) = (a.tsc + ticks(3_600_000_000_000), a.ns + 20_000_000);
+        assert!(advance(&mut a, t, ns));
+        assert_eq!((a.tsc, a.ns), (t, ns), "the anchor moves");
+        assert_eq!(a.rate, GHZ3, "the rate across the suspend was taken");
+        assert!(a.doubt);
+        // 10 ms later by both clocks: the extrapolation is right at once.
+        let d = ticks(10_000_000);
+        let now = a.ns + ((u128::from(d) * u128::from(a.rate)) >> 32) as u64;
+        assert!(now.abs_diff(ns + 10_000_000) < 1_000, "{now}");
+        // The next interval agrees (3 GHz, 0.05 % faster as NTP may slew): taken.
+        let (t2, ns2) = (
+            t + ticks(REANCHOR_NS),
+            ns + REANCHOR_NS + REANCHOR_NS / 2000,
+        );
+        assert!(advance(&mut a, t2, ns2));
+        assert_ne!(a.rate, GHZ3);
+        assert!(a.rate.abs_diff(GHZ3) <= GHZ3 / 1000);
+        assert!(!a.doubt);
+    }
+
+    /// Two suspends with one read between them: the second far rate comes after a gap, and is
+    /// refused too.
+    #[test]
+    fn a_second_suspend_in_a_row_is_refused_too() {
+        let mut a = anchored();
+        let (t, ns) = (a.tsc + ticks(3_600_000_000_000), a.ns + 20_000_000);
+        assert!(advance(&mut a, t, ns));
+        let (t2, ns2) = (t + ticks(600_000_000_000), ns + 5_000_000);
+        assert!(advance(&mut a, t2, ns2));
+        assert_eq!(a.rate, GHZ3);
+        assert_eq!((a.tsc, a.ns), (t2, ns2));
+    }
+
+    /// A rate that was wrong (calibrated across a suspend, 1.5 times the true one) is
+    /// replaced by the second interval in a row that disagrees with it without a gap: refusing
+    /// far rates for ever would keep a wrong one for ever.
+    #[test]
+    fn a_wrong_rate_is_replaced_after_two_intervals_that_disagree() {
+        let mut a = anchored();
+        a.rate = GHZ3 + GHZ3 / 2;
+        a.span = span_of(REANCHOR_NS, a.rate);
+        let (mut t, mut ns) = (a.tsc, a.ns);
+        for taken in [false, true] {
+            // Each interval read at its span (at the old rate: 2/3 of REANCHOR_NS).
+            t += a.span;
+            ns += a.span / 3;
+            assert!(advance(&mut a, t, ns));
+            assert_eq!(a.rate.abs_diff(GHZ3) <= GHZ3 / 1000, taken, "{}", a.rate);
+        }
+    }
+
+    /// The same on the real clocks (the review's test): a thread whose anchor is an hour of
+    /// ticks but 20 ms of `CLOCK_MONOTONIC` old keeps the process's calibrated rate.
+    #[test]
+    fn a_reanchor_after_an_hour_of_ticks_keeps_the_calibrated_rate() {
+        if !uses_tsc() {
+            eprintln!("skipped: the kernel's clocksource is not the TSC, now_ns is clock_gettime");
+            return;
+        }
+        calibrate();
+        let r = RATE.load(Ordering::Relaxed);
+        let ticks_per_s = ((1_000_000_000u128 << 32) / u128::from(r)) as u64;
+        let mut a = Anchor {
+            tsc: tsc() - 3600 * ticks_per_s,
+            ns: monotonic_ns() - 20_000_000,
+            rate: r,
+            span: 1,
+            doubt: false,
+        };
+        reanchor(&mut a);
+        assert!(a.rate.abs_diff(r) <= r / 100, "rate {} for {r}", a.rate);
+    }
 
     #[test]
     fn agrees_with_the_kernel_clock_and_never_goes_back() {

@@ -3,13 +3,16 @@
 //!
 //! # Layout (one cache line, 64-byte aligned, zero-filled = valid)
 //! ```text
-//!  0        4          8                                   64
-//!  +--------+----------+-----------------------------------+
-//!  | epoch  | waiters  |            (unused)               |
-//!  | u32    | u32      |                                   |
-//!  +--------+----------+-----------------------------------+
+//!  0        4          8                      16                   64
+//!  +--------+----------+----------------------+--------------------+
+//!  | epoch  | (unused) | waiters              |     (unused)       |
+//!  | u32    |          | u64: side 1 | side 0 |                    |
+//!  +--------+----------+----------------------+--------------------+
+//!  a side (32 bits): incarnation tag u16 (high) | count u16 (low); 0 = nobody registered
 //! ```
-//! `epoch` is the futex word; `waiters` counts receivers that are about to park or parked.
+//! `epoch` is the futex word; `waiters` counts receivers that are about to park or parked, in
+//! two halves, one per parking side (see "Parkers that die" below). The writer only asks
+//! whether the whole word is 0.
 //!
 //! # Protocol
 //! A writer first publishes its data (a `Release` store the receiver's readiness check
@@ -19,8 +22,8 @@
 //! receiver: waiters += 1;  fence(SeqCst) [Y];  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
 //! ```
 //! A spinning receiver never registers, so the writer pays one fence (or less, below) and one
-//! load, never a system call. A parked receiver is never missed: the two `SeqCst` fences are
-//! totally ordered.
+//! load, never a system call. A parked receiver is never missed, unless the writer dies between
+//! its bump and its wake (below): the two `SeqCst` fences are totally ordered.
 //! - If X precedes Y, the receiver's `ready()` (after Y) observes the publication (C++
 //!   \[atomics.fences\]: a store sequenced before X is visible to loads sequenced after Y).
 //! - If Y precedes X, the writer's load of `waiters` (after X) observes the increment (before Y),
@@ -39,8 +42,45 @@
 //! (`asymmetric_barriers_lose_no_wake_up_between_processes`: 20 000 round trips between two
 //! registered processes that park after a random number of spins).
 //!
-//! A receiver killed while registered leaves `waiters` too high: writers then make needless
-//! `futex_wake` calls, nothing worse.
+//! **A writer killed between its bump and its wake** (a health-monitor kill, a partition
+//! restart) sends no wake-up, and a receiver already asleep in `futex_wait` stays asleep: the
+//! kernel compared `epoch` only when it went to sleep. So a park sleeps at most [`MAX_PARK`]
+//! (1 s) at a time, also without a deadline, and then checks `ready()` again: such a lost
+//! wake-up costs at most that long (unit test
+//! `a_park_without_deadline_sees_data_whose_wake_up_was_lost`).
+//!
+//! # Parkers that die
+//! A receiver killed while registered (a partition restart kills the manager threads of a
+//! two-sided destination while they idle on the doorbell) leaves its count behind: every later
+//! `notify` makes a needless `futex_wake` and bumps `epoch`, for the rest of the run, and each
+//! such crash adds one (found by review: the sender's per-message cost after one restart of
+//! the destination). No one can take a count back for a dead process by subtracting: nothing
+//! tells how much of it was the dead one's, and a wrong subtraction is a lost wake-up. So each
+//! count belongs to one *incarnation*, a process: a registration stores the registering
+//! process's tag ([`incarnation`], 16 random bits drawn once per process, again after a
+//! `fork`) with the count, and one from another incarnation first discards the count it finds,
+//! as does [`Notifier::adopt`], which a parking side calls when it attaches. A live parker of
+//! the same process is never discarded, however many handles the process attaches, or when.
+//!
+//! That is sound only if the threads that park on one count belong to one live process at a
+//! time, which holds where each side of a channel is one partition and the executive starts a
+//! partition again only after it reaped the old process. A notifier has two counts ([`Side`]),
+//! because one has parkers in two partitions: the two-sided queue's space notifier (the
+//! source's sender waiting for credit; the destination's manager behind a sender that ignores
+//! its credits). Who parks where:
+//!
+//! | notifier | [`Side::First`] | [`Side::Second`] |
+//! |---|---|---|
+//! | two-sided doorbell, RX data, RX ack | destination (manager, receiver) | — |
+//! | one-sided ring data, sampling notifier | destination | — |
+//! | one-sided ring space | source | — |
+//! | two-sided queue space | source | destination (manager) |
+//!
+//! A second live process that parks on a side another live process is registered on would
+//! discard that one's count, and its parked threads could miss wake-ups until their next check
+//! ([`MAX_PARK`]); a dead process whose tag the new one drew by chance (1 in 65 536) leaves its
+//! count, as before. Unit test `a_count_left_by_a_killed_parker_is_discarded_by_the_next_process`
+//! (a forked child killed while parked).
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
@@ -51,8 +91,15 @@
 //! loses a wake-up.
 #![allow(unsafe_code)]
 
-use crate::sync::{AtomicU32, Ordering};
-use std::time::Instant;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest a parker sleeps in one `futex_wait` before it checks its condition again, also
+/// without a deadline: a writer killed between its `epoch` bump and its `futex_wake` never
+/// sends the wake-up, and a receiver already asleep would otherwise sleep until the next
+/// message, which may never come (see the module docs). One extra check a second costs a
+/// parked thread nothing measurable.
+pub const MAX_PARK: Duration = Duration::from_secs(1);
 
 /// The two futex operations the notifier needs.
 pub trait Futex {
@@ -62,17 +109,170 @@ pub trait Futex {
     fn wake_all(&self, word: &AtomicU32);
 }
 
+/// Which of a notifier's two waiter counts a handle parks on (see the module docs, "Parkers
+/// that die": each must have parkers of one live process at a time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Side {
+    /// The notifier's usual parking side (the low half of `waiters`).
+    #[default]
+    First,
+    /// The other side, where parkers of a second partition wait on the same notifier (the
+    /// two-sided queue manager on the space notifier).
+    Second,
+}
+
+impl Side {
+    fn shift(self) -> u32 {
+        match self {
+            Side::First => 0,
+            Side::Second => 32,
+        }
+    }
+}
+
+/// Bits of a side's count (the low half of its 32 bits; the tag is the high half).
+const COUNT: u32 = 0xFFFF;
+
+/// The tag of this process's registrations (16 bits; see the module docs): drawn at the first
+/// use and again in a child after `fork`, whose pid differs, so that a forked child that parks
+/// is an incarnation of its own (a killed child's count must not pass for its parent's).
+#[cfg(not(loom))]
+pub fn incarnation() -> u32 {
+    use std::sync::atomic::AtomicU64 as StdAtomicU64;
+    /// pid (high 32 bits) | 1 << 16 | tag; 0: not drawn yet.
+    static DRAWN: StdAtomicU64 = StdAtomicU64::new(0);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let drawn = DRAWN.load(std::sync::atomic::Ordering::Relaxed);
+    if drawn >> 32 == u64::from(pid) && drawn & (1 << 16) != 0 {
+        return drawn as u32 & COUNT;
+    }
+    let mut tag = 0u16;
+    // SAFETY: the buffer is 2 writable bytes.
+    let n = unsafe {
+        libc::getrandom(
+            (&raw mut tag).cast::<libc::c_void>(),
+            2,
+            libc::GRND_NONBLOCK,
+        )
+    };
+    if n != 2 {
+        // No entropy yet (early boot): the clock's low bits and the pid differ between two
+        // incarnations just as well.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        tag = (t ^ t >> 16 ^ pid.rotate_left(7)) as u16;
+    }
+    let new = u64::from(pid) << 32 | 1 << 16 | u64::from(tag);
+    // Threads of one process must agree: the first to store wins.
+    match DRAWN.compare_exchange(
+        drawn,
+        new,
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+    ) {
+        Ok(_) => u32::from(tag),
+        Err(_) => incarnation(),
+    }
+}
+
+/// Under loom every thread is of one process.
+#[cfg(loom)]
+pub fn incarnation() -> u32 {
+    1
+}
+
 /// The notifier protocol over two words, wherever they live (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct NotifierView<'a> {
     epoch: &'a AtomicU32,
-    waiters: &'a AtomicU32,
+    waiters: &'a AtomicU64,
+    side: Side,
 }
 
 impl<'a> NotifierView<'a> {
-    /// Make a view of the futex word `epoch` and the waiter count `waiters`.
-    pub fn new(epoch: &'a AtomicU32, waiters: &'a AtomicU32) -> NotifierView<'a> {
-        NotifierView { epoch, waiters }
+    /// Make a view of the futex word `epoch` and the waiter counts `waiters`, parking on
+    /// [`Side::First`].
+    pub fn new(epoch: &'a AtomicU32, waiters: &'a AtomicU64) -> NotifierView<'a> {
+        NotifierView {
+            epoch,
+            waiters,
+            side: Side::First,
+        }
+    }
+
+    /// This view, parking on `side`.
+    pub fn on_side(self, side: Side) -> NotifierView<'a> {
+        NotifierView { side, ..self }
+    }
+
+    /// Rewrite this side's 32 bits of `waiters` with `f` (compare-and-swap loop); `f` returns
+    /// `None` to leave them. Return whether they were rewritten.
+    fn update_side(&self, mut f: impl FnMut(u32) -> Option<u32>) -> bool {
+        let shift = self.side.shift();
+        let mut w = self.waiters.load(Ordering::Relaxed);
+        loop {
+            let Some(half) = f((w >> shift) as u32) else {
+                return false;
+            };
+            let new = (w & !(u64::from(u32::MAX) << shift)) | u64::from(half) << shift;
+            match self
+                .waiters
+                .compare_exchange(w, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Register a parker of this process on this side: add one to its count, or replace a
+    /// count of another incarnation (module docs). Return the tag it registered with, or
+    /// `None` when the count is full (65 535 parkers of one process), in which case the caller
+    /// parks only briefly at a time, as when its barrier failed.
+    fn register(&self) -> Option<u32> {
+        let me = incarnation();
+        self.update_side(|half| {
+            if half >> 16 == me && half & COUNT != 0 {
+                (half & COUNT != COUNT).then_some(half + 1)
+            } else {
+                Some(me << 16 | 1)
+            }
+        })
+        .then_some(me)
+    }
+
+    /// Undo [`NotifierView::register`]; a count that another incarnation took over is left
+    /// alone (it is no longer ours to lower).
+    fn unregister(&self, tag: Option<u32>) {
+        let Some(me) = tag else {
+            return;
+        };
+        self.update_side(|half| {
+            (half >> 16 == me && half & COUNT != 0).then(|| {
+                if half & COUNT == 1 {
+                    0
+                } else {
+                    half - 1
+                }
+            })
+        });
+    }
+
+    /// Discard this side's count if another incarnation left it (see the module docs): the
+    /// parking side calls this when it attaches, so that a predecessor killed while parked no
+    /// longer costs every `notify` a `futex_wake`, also while this process never parks.
+    /// Parkers of this process are never discarded.
+    pub fn adopt(&self) {
+        let me = incarnation();
+        self.update_side(|half| (half != 0 && half >> 16 != me).then_some(0));
+    }
+
+    /// The parkers registered on both sides now.
+    pub fn registered(&self) -> u32 {
+        let w = self.waiters.load(Ordering::Relaxed);
+        (w as u32 & COUNT) + ((w >> 32) as u32 & COUNT)
     }
 
     /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
@@ -127,21 +327,25 @@ impl<'a> NotifierView<'a> {
             if ready() {
                 return true;
             }
-            self.waiters.fetch_add(1, Ordering::Relaxed);
+            let tag = self.register();
             // SYNC POINT: fence Y of the protocol (pairs with fence X in `notify`): heavy, a
             // `SeqCst` fence and, where the kernel has it, an expedited global `membarrier`.
-            let sure = heavy();
+            // (Not registered, the count being full: no writer will wake us, park briefly.)
+            let sure = tag.is_some() && heavy();
             let e = self.epoch.load(Ordering::Acquire);
             if ready() {
-                self.waiters.fetch_sub(1, Ordering::Relaxed);
+                self.unregister(tag);
                 return true;
             }
             if stop() || deadline.is_some_and(|d| Instant::now() >= d) {
-                self.waiters.fetch_sub(1, Ordering::Relaxed);
+                self.unregister(tag);
                 return false;
             }
             let until = if sure {
-                deadline
+                // At most `MAX_PARK` at a time: a writer killed between its bump and its wake
+                // sends no wake-up, and then only the next check sees its data.
+                let cap = Instant::now() + MAX_PARK;
+                Some(deadline.map_or(cap, |d| d.min(cap)))
             } else {
                 // Every `membarrier` failed: a writer whose X is a compiler fence may miss our
                 // registration, and its wake-up with it. Park briefly, then check again
@@ -150,7 +354,7 @@ impl<'a> NotifierView<'a> {
                 Some(deadline.map_or(soon, |d| d.min(soon)))
             };
             futex.wait(self.epoch, e, until);
-            self.waiters.fetch_sub(1, Ordering::Relaxed);
+            self.unregister(tag);
         }
     }
 }
@@ -186,7 +390,6 @@ mod shm {
     use crate::futex;
     use crate::region::Region;
     use std::sync::Arc;
-    use std::time::Duration;
 
     /// Size in bytes of a notifier in a region.
     pub const NOTIFIER_LEN: usize = CACHE_LINE;
@@ -195,6 +398,8 @@ mod shm {
     #[derive(Debug, Clone)]
     pub struct Notifier {
         area: Area,
+        /// The waiter count this handle parks on.
+        side: Side,
     }
 
     impl Notifier {
@@ -209,11 +414,38 @@ mod shm {
             if !area.writable() {
                 return Err(AreaError::ReadOnly);
             }
-            Ok(Notifier { area })
+            Ok(Notifier::from_area(area))
         }
 
         pub(crate) fn from_area(area: Area) -> Notifier {
-            Notifier { area }
+            Notifier {
+                area,
+                side: Side::First,
+            }
+        }
+
+        /// This handle, parking on `side` (see the module docs, "Parkers that die").
+        pub fn on_side(self, side: Side) -> Notifier {
+            Notifier { side, ..self }
+        }
+
+        /// Discard a waiter count that another incarnation (a process killed while parked)
+        /// left on this handle's side; call it on the parking side when it attaches. Parkers
+        /// of this process are never discarded, so it may be called any time, by every handle.
+        /// See [`NotifierView::adopt`].
+        pub fn adopt(&self) {
+            self.view().adopt();
+        }
+
+        /// Return the parkers registered on both sides now (for tests and diagnostics).
+        pub fn registered(&self) -> u32 {
+            self.view().registered()
+        }
+
+        /// Return the wake-up rounds writers made so far (the futex word, wrapping; for tests
+        /// and diagnostics): it changes only when a `notify` found someone registered.
+        pub fn wakes(&self) -> u32 {
+            self.epoch().load(Ordering::Relaxed)
         }
 
         #[inline]
@@ -222,14 +454,14 @@ mod shm {
         }
 
         #[inline]
-        fn waiters(&self) -> &AtomicU32 {
-            self.area.u32_at(4)
+        fn waiters(&self) -> &AtomicU64 {
+            self.area.u64_at(8)
         }
 
         /// The protocol's view of this notifier's words (with [`SysFutex`]).
         #[inline(always)]
         pub(crate) fn view(&self) -> NotifierView<'_> {
-            NotifierView::new(self.epoch(), self.waiters())
+            NotifierView::new(self.epoch(), self.waiters()).on_side(self.side)
         }
 
         /// Wake parked receivers, if any. Call after publishing data with a `Release` store.
@@ -279,6 +511,15 @@ mod shm {
         }
     }
 
+    /// The deadline `timeout` from now; `None` (no deadline) for `None` and for a time-out too
+    /// long to add to the clock (`Instant + Duration` panics on overflow, e.g. for
+    /// `Duration::MAX`, which a caller may well pass for "very long"; no such time-out can
+    /// expire anyway).
+    #[inline]
+    pub fn deadline_after(timeout: Option<Duration>) -> Option<Instant> {
+        timeout.and_then(|t| Instant::now().checked_add(t))
+    }
+
     /// Wait for `ready()` with the given mode; return whether it held before `timeout`.
     ///
     /// A zero `timeout` is a single check of `ready()` in every mode (no spinning, no clock read,
@@ -309,7 +550,7 @@ mod shm {
         if timeout.is_some_and(|t| t.is_zero()) {
             return ready();
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let spins = match mode {
             RecvMode::Spin => u64::MAX,
             RecvMode::SpinThenPark { spins } => u64::from(spins),
@@ -353,7 +594,7 @@ mod shm {
         fn notify_without_waiters_changes_nothing() {
             let n = notifier();
             n.notify();
-            assert_eq!(n.epoch().load(Ordering::Relaxed), 0);
+            assert_eq!(n.wakes(), 0);
         }
 
         #[test]
@@ -367,13 +608,13 @@ mod shm {
                 })
             });
             // Wait until the receiver registered (so the wake really goes through the futex).
-            while n.waiters().load(Ordering::Relaxed) == 0 {
+            while n.registered() == 0 {
                 std::thread::yield_now();
             }
             data.store(1, Ordering::Release);
             n.notify();
             assert!(t.join().unwrap());
-            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+            assert_eq!(n.registered(), 0);
         }
 
         #[test]
@@ -433,7 +674,188 @@ mod shm {
                 "parked {:?} for data that came after 50 ms",
                 t0.elapsed()
             );
-            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+            assert_eq!(n.registered(), 0);
+        }
+
+        /// The kernel's futexes, except that a wake-up is never sent: a writer killed between
+        /// its `epoch` bump and its `futex_wake`.
+        struct LostWake;
+
+        impl Futex for LostWake {
+            fn wait(&self, word: &AtomicU32, expected: u32, deadline: Option<Instant>) {
+                SysFutex.wait(word, expected, deadline);
+            }
+
+            fn wake_all(&self, _: &AtomicU32) {}
+        }
+
+        /// A writer killed between its `epoch` bump and its `futex_wake` (a health-monitor kill,
+        /// a restart) leaves a receiver that was already asleep in `futex_wait` asleep: the
+        /// kernel compared `epoch` when it went to sleep. A park without a deadline (an infinite
+        /// APEX time-out) slept until another message came, which may never happen; it now
+        /// sleeps at most [`MAX_PARK`] at a time and sees the published data then. (Found by
+        /// review.)
+        #[test]
+        fn a_park_without_deadline_sees_data_whose_wake_up_was_lost() {
+            use std::sync::atomic::AtomicBool;
+            let n = notifier();
+            let data = Arc::new(AtomicBool::new(false));
+            let (done, got) = std::sync::mpsc::channel();
+            {
+                let (n, data) = (n.clone(), data.clone());
+                std::thread::spawn(move || {
+                    let ok = n
+                        .view()
+                        .park_until(&LostWake, None, || data.load(Ordering::Acquire));
+                    let _ = done.send(ok);
+                });
+            }
+            while n.registered() == 0 {
+                std::thread::yield_now();
+            }
+            // Registered: give it time to fall asleep in `futex_wait`.
+            std::thread::sleep(Duration::from_millis(50));
+            let t0 = Instant::now();
+            data.store(true, Ordering::Release);
+            n.view().notify(&LostWake);
+            assert_ne!(n.wakes(), 0, "the writer bumped");
+            let waited = Duration::from_secs(5);
+            assert_eq!(
+                got.recv_timeout(waited),
+                Ok(true),
+                "the receiver slept through data published {waited:?} ago"
+            );
+            assert!(t0.elapsed() < MAX_PARK + Duration::from_millis(900));
+            assert_eq!(n.registered(), 0);
+        }
+
+        /// Fork a child that parks on `n` (on `side`) for ever, wait until it registered, and
+        /// return its pid.
+        fn fork_a_parker(n: &Notifier, side: Side) -> libc::pid_t {
+            let before = n.registered();
+            // SAFETY: the child only parks (atomics and system calls: getpid, getrandom,
+            // membarrier, futex, clock_gettime; no allocation, no lock) and never returns.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                let n = n.clone().on_side(side);
+                loop {
+                    n.park_until(None, || false);
+                }
+            }
+            let t0 = Instant::now();
+            while n.registered() == before {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "the child never parked"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            pid
+        }
+
+        fn kill_and_reap(pid: libc::pid_t) {
+            // SAFETY: pid is our own child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+
+        /// A parker killed while registered (a partition restart kills a two-sided
+        /// destination's manager while it idles on the doorbell) left its count for good: every
+        /// later `notify` of the source bumped `epoch` and made a `futex_wake`, for the rest of
+        /// the run. The next process on that side discards it when it attaches (`adopt`), and
+        /// `notify` is a fence and a load again. (Found by review.)
+        #[test]
+        fn a_count_left_by_a_killed_parker_is_discarded_by_the_next_process() {
+            let n = notifier();
+            let child = fork_a_parker(&n, Side::First);
+            kill_and_reap(child);
+            assert_eq!(n.registered(), 1, "the dead child's count is still there");
+            // The restarted side attaches.
+            n.adopt();
+            assert_eq!(n.registered(), 0);
+            let before = n.wakes();
+            for _ in 0..1000 {
+                n.notify();
+            }
+            assert_eq!(
+                n.wakes(),
+                before,
+                "notify still bumps epoch for a dead parker"
+            );
+            // A process that parks without adopting first discards it too.
+            let child = fork_a_parker(&n, Side::First);
+            kill_and_reap(child);
+            assert_eq!(n.registered(), 1);
+            let (n2, data) = (n.clone(), Arc::new(AtomicU64::new(0)));
+            let d2 = data.clone();
+            let t = std::thread::spawn(move || {
+                n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
+                    d2.load(Ordering::Acquire) == 1
+                })
+            });
+            // Registered once the count is ours (it stays 1: ours replaced the dead one's).
+            while (n.waiters().load(Ordering::Relaxed) as u32) >> 16 != incarnation() {
+                std::thread::yield_now();
+            }
+            assert_eq!(n.registered(), 1);
+            data.store(1, Ordering::Release);
+            n.notify();
+            assert!(t.join().unwrap());
+            assert_eq!(
+                n.registered(),
+                0,
+                "our parker's unregistration left the dead count"
+            );
+        }
+
+        /// `adopt` never discards a parker of its own process (a port attached again, a
+        /// separate waiter handle made while a thread parks: a lost wake-up would be worse than
+        /// the needless `futex_wake` it saves), nor one of another live process on the other
+        /// side (the two-sided queue's space notifier has a parker in each partition).
+        #[test]
+        fn adopt_keeps_live_parkers_of_this_process_and_of_the_other_side() {
+            let n = notifier();
+            let data = Arc::new(AtomicU64::new(0));
+            let (n2, d2) = (n.clone(), data.clone());
+            let t = std::thread::spawn(move || {
+                n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
+                    d2.load(Ordering::Acquire) == 1
+                })
+            });
+            while n.registered() == 0 {
+                std::thread::yield_now();
+            }
+            n.clone().adopt();
+            assert_eq!(
+                n.registered(),
+                1,
+                "adopt discarded a live parker of this process"
+            );
+            let t0 = Instant::now();
+            data.store(1, Ordering::Release);
+            n.notify();
+            assert!(t.join().unwrap());
+            assert!(
+                t0.elapsed() < Duration::from_millis(500),
+                "{:?}",
+                t0.elapsed()
+            );
+            // A live child parked on the second side: this process adopting the first side (and
+            // a parker of its own coming and going there) leaves its count.
+            let child = fork_a_parker(&n, Side::Second);
+            n.adopt();
+            assert!(!n.park_until(Some(Instant::now() + Duration::from_millis(5)), || false));
+            assert_eq!(n.registered(), 1, "the live child's count was discarded");
+            let before = n.wakes();
+            n.notify();
+            assert_ne!(n.wakes(), before, "the live child would not be woken");
+            kill_and_reap(child);
+            let second = n.clone().on_side(Side::Second);
+            second.adopt();
+            assert_eq!(n.registered(), 0);
         }
 
         #[test]
@@ -446,7 +868,7 @@ mod shm {
                 || false,
             );
             assert!(!ok);
-            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+            assert_eq!(n.registered(), 0);
         }
 
         /// A park that a signal interrupts, whose handler makes `stop()` true (as the partition
@@ -482,7 +904,7 @@ mod shm {
                     n2.park_until_or(Some(deadline), || false, || FLAG.load(Ordering::Relaxed));
                 (ok, Instant::now() < deadline)
             });
-            while n.waiters().load(Ordering::Relaxed) == 0 {
+            while n.registered() == 0 {
                 std::thread::yield_now();
             }
             // Registered: it parks right after (a signal that came before the park would be
@@ -500,7 +922,7 @@ mod shm {
             let (ok, before_deadline) = t.join().unwrap();
             assert!(!ok, "nothing was ready");
             assert!(before_deadline, "the park went on after the signal");
-            assert_eq!(n.waiters().load(Ordering::Relaxed), 0);
+            assert_eq!(n.registered(), 0);
         }
 
         #[test]

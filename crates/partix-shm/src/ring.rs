@@ -1013,14 +1013,21 @@ mod shm {
     }
 
     impl RingConsumer {
+        /// The consumer of `ring`. The consumer parks on the ring's notifier: a predecessor
+        /// killed while parked there leaves nothing behind ([`Notifier::adopt`]).
+        fn over(ring: Ring) -> RingConsumer {
+            ring.notifier.adopt();
+            let st = ring.view().consumer_state();
+            RingConsumer { ring, st }
+        }
+
         /// Open the ring initialised at `offset` of `region`.
         ///
         /// # Errors
         /// As [`RingProducer::attach`].
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<RingConsumer, AreaError> {
             let ring = Ring::open(region, offset, None)?;
-            let st = ring.view().consumer_state();
-            Ok(RingConsumer { ring, st })
+            Ok(RingConsumer::over(ring))
         }
 
         /// As [`RingConsumer::attach`], laid out as `layout` without reading the header (see
@@ -1034,8 +1041,7 @@ mod shm {
             layout: RingLayout,
         ) -> Result<RingConsumer, AreaError> {
             let ring = Ring::open(region, offset, Some(layout))?;
-            let st = ring.view().consumer_state();
-            Ok(RingConsumer { ring, st })
+            Ok(RingConsumer::over(ring))
         }
 
         /// Open a split ring ([`RingLayout::init_split`]): `data` may be mapped **read-only**
@@ -1050,8 +1056,7 @@ mod shm {
             ctrl_offset: usize,
         ) -> Result<RingConsumer, AreaError> {
             let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false, None)?;
-            let st = ring.view().consumer_state();
-            Ok(RingConsumer { ring, st })
+            Ok(RingConsumer::over(ring))
         }
 
         /// As [`RingConsumer::attach_split`], laid out as `layout` without reading the header,
@@ -1067,8 +1072,7 @@ mod shm {
             layout: RingLayout,
         ) -> Result<RingConsumer, AreaError> {
             let ring = Ring::open_split(data, offset, ctrl, ctrl_offset, false, Some(layout))?;
-            let st = ring.view().consumer_state();
-            Ok(RingConsumer { ring, st })
+            Ok(RingConsumer::over(ring))
         }
 
         /// Return the number of messages published since the ring was initialised (the shared
@@ -1448,6 +1452,28 @@ mod shm {
                 p.try_push(&[i]).unwrap();
             }
             assert_eq!(t.join().unwrap(), vec![vec![0], vec![1], vec![2]]);
+        }
+
+        /// A time-out too long to add to the clock (`Duration::MAX`) means no deadline: the
+        /// wait returns the queued message, in every mode. (`Instant + Duration` panicked,
+        /// "overflow when adding duration to instant", before `ready()` was even checked;
+        /// found by review.)
+        #[test]
+        fn a_time_out_past_the_clock_s_range_is_no_deadline() {
+            let (mut p, mut c) = ring(4, 8);
+            let mut buf = [0u8; 8];
+            for mode in [
+                RecvMode::Spin,
+                RecvMode::SpinThenPark { spins: 10 },
+                RecvMode::Blocking,
+            ] {
+                p.try_push(b"max").unwrap();
+                assert_eq!(
+                    c.pop_wait(&mut buf, mode, Some(Duration::MAX)),
+                    Ok(3),
+                    "{mode:?}"
+                );
+            }
         }
 
         #[test]

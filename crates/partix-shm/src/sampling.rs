@@ -116,12 +116,17 @@
 //!   uses wide moves (measured, 4 KiB one-sided round trip: 4.1–4.7 µs against 5.9 µs with the
 //!   512 scalar atomic loads and stores per direction, in the same noisy session; 1 KiB 1.65 µs
 //!   against 2.0–2.6 µs). This is the classic seqlock copy: by the letter of the Rust/C++
-//!   memory model a racing non-atomic access is a data race, but the copy sits between the
+//!   memory model a racing non-atomic access is a data race (Rust has no atomic `memcpy` yet),
+//!   and that holds whether the racing side is another process or, on a loopback channel
+//!   (source and destination ports in one partition), another thread of this one. What the
+//!   argument rests on: the copy is one opaque `copy_nonoverlapping` of memory reachable only
+//!   through atomics (`UnsafeCell`s the compiler must assume others change), placed between the
 //!   fences of the protocol (W1..W2 on the writer, R1..R3 on the reader), which the compiler
-//!   does not move memory accesses across, the other side is another *process* the compiler
-//!   cannot see, the bytes are `u8` (no invalid values), and a copy that overlapped a write is
-//!   detected by the `begin` check after R3 and discarded before anyone looks at it. Plain loads
-//!   are also valid on the readers' read-only mappings.
+//!   does not move memory accesses across; the bytes are `u8` (no invalid values); and a copy
+//!   that overlapped a write is detected by the `begin` check after R3 and discarded before
+//!   anyone looks at it. That a peer is another process gives no extra guarantee (until
+//!   review 26 this comment said it did). Plain loads are also valid on the readers' read-only
+//!   mappings.
 //!
 //! # Bounded work
 //! A read copies at most `max` bytes per attempt and makes at most `max_attempts` attempts
@@ -425,8 +430,11 @@ fn racy_copy_in(words: &[AtomicU64], data: &[u8]) {
     // this). Concurrent readers are the seqlock race described in the module docs: this copy lies
     // between the `Release` fence W1 and the `Release` store W2, which order it against the
     // readers' `Acquire` fences exactly like the word stores they replace; a reader that
-    // overlaps it sees `begin != end` after its own copy and discards what it copied. The other
-    // side is another process, which the compiler cannot see, so it cannot exploit the race.
+    // overlaps it sees `begin != end` after its own copy and discards what it copied. By the
+    // letter of the memory model the overlap is still a data race, with a reader in another
+    // process or, on a loopback channel, in another thread of this one: the argument rests on
+    // the fences and on this being one opaque copy of memory the compiler must assume shared
+    // (module docs), not on the reader's being out of the compiler's sight.
     unsafe {
         std::ptr::copy_nonoverlapping(data.as_ptr(), words.as_ptr() as *mut u8, data.len());
     }
@@ -443,8 +451,9 @@ fn racy_copy_out(words: &[AtomicU64], buf: &mut [u8]) {
     // SAFETY: the source is `buf.len()` bytes inside `words` (checked above), read through a
     // pointer derived from the whole slice; plain loads are valid on read-only mappings (only
     // atomic read-modify-writes are not). `buf` is a distinct `&mut [u8]`. The bytes may be
-    // changed by the writer (another process) during the copy: this is the seqlock race of the
-    // module docs; the copy lies between the `Acquire` fence R1 and the `Acquire` fence R3 (which
+    // changed by the writer during the copy (another process, or another thread of this one on
+    // a loopback channel): this is the seqlock race of the module docs, a data race by the letter
+    // of the memory model, resting on the fences, not on the writer's being out of sight; the copy lies between the `Acquire` fence R1 and the `Acquire` fence R3 (which
     // the compiler does not move memory accesses across), and the caller uses the bytes only if
     // the `begin` check after R3 shows that no write overlapped the copy. `u8` has no invalid
     // values, so even a torn copy is a valid (discarded) byte string.
@@ -854,7 +863,10 @@ mod shm {
         }
 
         /// Park on `notifier` in [`RecvMode::SpinThenPark`] / [`RecvMode::Blocking`] waits.
+        /// The readers park on it: a predecessor killed while parked leaves nothing behind
+        /// ([`Notifier::adopt`]).
         pub fn with_notifier(mut self, notifier: Notifier) -> SamplingReader {
+            notifier.adopt();
             self.notifier = Some(notifier);
             self
         }

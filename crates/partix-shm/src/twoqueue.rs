@@ -47,7 +47,7 @@
 //! `docs/shm-channels.md` ("Crash-safe move").
 
 use crate::area::{Area, AreaError};
-use crate::notifier::{Notifier, RecvMode, SysFutex, NOTIFIER_LEN};
+use crate::notifier::{Notifier, RecvMode, Side, SysFutex, NOTIFIER_LEN};
 use crate::region::Region;
 use crate::ring::{PopError, PushError, RingConsumer, RingLayout, RingProducer, RingView};
 use crate::twosided::{QueueMoveState, QueueMoveViews};
@@ -279,10 +279,14 @@ impl QueueSenderProbe {
         tx: Arc<Region>,
         limit: u32,
     ) -> Result<QueueSenderProbe, AreaError> {
+        // The source's waiting senders park on the space notifier's first side: a predecessor
+        // killed while parked there leaves nothing behind ([`Notifier::adopt`]).
+        let space = Notifier::new(tx.clone(), TX_SPACE)?;
+        space.adopt();
         Ok(QueueSenderProbe {
             prod: Arc::new(prod),
             ack: ack_area(&tx)?,
-            space: Notifier::new(tx.clone(), TX_SPACE)?,
+            space,
             tx,
             limit: u64::from(limit),
         })
@@ -508,12 +512,18 @@ impl QueueManager {
             corrupt_rounds: 0,
             doorbell: Notifier::new(tx.clone(), TX_DOORBELL)?,
             data: Notifier::new(rx, RX_DATA)?,
-            space: Notifier::new(tx, TX_SPACE)?,
+            // Its own side: the source's waiting senders park on the first, in another
+            // partition (see `crate::notifier`, "Parkers that die").
+            space: Notifier::new(tx, TX_SPACE)?.on_side(Side::Second),
             scratch,
             moved: 0,
             recovered,
             rounds: 0,
         };
+        // The manager parks on the doorbell and (RX full) on its side of the space notifier:
+        // a predecessor killed while parked leaves nothing behind.
+        m.doorbell.adopt();
+        m.space.adopt();
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
@@ -774,6 +784,9 @@ impl QueueReceiver {
             space: Notifier::new(tx, TX_SPACE)?,
             data: Notifier::new(rx, RX_DATA)?,
         };
+        // The receiver parks on the data notifier (a predecessor killed while parked there
+        // leaves nothing behind).
+        r.data.adopt();
         r.publish_ack();
         Ok(r)
     }
@@ -842,8 +855,10 @@ impl QueueReceiver {
 }
 
 /// Wait helper for tests: wait per `mode` for a delivered message.
+///
+/// A `timeout` too long to add to the clock is no deadline ([`crate::notifier::deadline_after`]).
 pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::notifier::deadline_after(Some(timeout));
     let spins = match mode {
         RecvMode::Spin => u64::MAX,
         RecvMode::SpinThenPark { spins } => u64::from(spins),
@@ -854,12 +869,12 @@ pub fn wait_delivered(r: &QueueReceiver, mode: RecvMode, timeout: Duration) -> b
         if !r.is_empty() {
             return true;
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return false;
         }
         i += 1;
     }
-    r.data.park_until(Some(deadline), || !r.is_empty())
+    r.data.park_until(deadline, || !r.is_empty())
 }
 
 #[cfg(test)]
@@ -1340,6 +1355,22 @@ mod tests {
         stop.store(true, Ordering::Release);
         s.doorbell.notify();
         t.join().unwrap();
+    }
+
+    /// `wait_delivered` with a time-out too long to add to the clock waits without a deadline
+    /// (it panicked, "overflow when adding duration to instant"; found by review).
+    #[test]
+    fn wait_delivered_takes_a_time_out_past_the_clock_s_range_for_none() {
+        let (mut s, r, m) = chan(8, 4);
+        s.try_send(b"m0").unwrap();
+        assert_eq!(m.lock().unwrap().run_once(), 1);
+        for mode in [
+            RecvMode::Spin,
+            RecvMode::SpinThenPark { spins: 10 },
+            RecvMode::Blocking,
+        ] {
+            assert!(wait_delivered(&r, mode, Duration::MAX), "{mode:?}");
+        }
     }
 
     /// A broken sender that stores a TX head other than the tail (the head is the manager's

@@ -1044,6 +1044,9 @@ mod shm {
         /// [`AreaError`] when the area is missing, incompatible or read-only.
         pub fn attach(region: Arc<Region>, offset: usize) -> Result<TwoSidedReceiver, AreaError> {
             let rx = Rx::open(region, offset)?;
+            // The receiver parks on the data notifier (a predecessor killed while parked there
+            // leaves nothing behind).
+            rx.data.adopt();
             let st = ReceiverState::resume(&rx.view());
             Ok(TwoSidedReceiver { rx, st })
         }
@@ -1250,6 +1253,10 @@ mod shm {
                     "TX max_message_size exceeds the RX buffers",
                 ));
             }
+            // The manager parks on the doorbell and on the ack notifier: a predecessor killed
+            // while parked leaves nothing behind (see `crate::notifier`, "Parkers that die").
+            tx.doorbell.adopt();
+            rx.ack.adopt();
             let st = ManagerState::resume(&tx.view(), &rx.view());
             Ok(NetworkManager {
                 tx,
@@ -1550,9 +1557,8 @@ mod shm {
                 std::thread::spawn(move || m.run_until(&stop, Duration::from_secs(10)))
             };
             // Wait until the manager is parked on the ack notifier (its waiter count).
-            let waiters = r.rx.area.u32_at(RX_ACK + 4);
             let t0 = std::time::Instant::now();
-            while waiters.load(Ordering::SeqCst) == 0 {
+            while r.rx.ack.registered() == 0 {
                 assert!(t0.elapsed() < Duration::from_secs(10), "never parked");
                 std::thread::sleep(Duration::from_millis(1));
             }

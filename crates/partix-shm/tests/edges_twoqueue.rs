@@ -15,7 +15,7 @@ use partix_shm::twoqueue::{
     run_manager, wait_delivered, MovePhase, QueueManager, QueueReceiver, QueueSender,
     QueueSenderProbe, QueueShape,
 };
-use partix_shm::{Access, RecvMode, Region};
+use partix_shm::{Access, Notifier, RecvMode, Region};
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
@@ -361,4 +361,51 @@ fn child_report(child: &mut Child) -> (Option<u64>, Option<bool>, String) {
         halted = v.parse().ok();
     }
     (recovered, halted, text)
+}
+
+/// A destination killed while its manager idles parked on the doorbell (its normal state: a
+/// partition restart or a health-monitor kill finds it there) left its registration in the TX
+/// region for good, and every later send of the source bumped the doorbell's `epoch` and made
+/// a `futex_wake` system call, for the rest of the run (found by review). The replacement
+/// manager discards it when it attaches (`Notifier::adopt`): 1000 sends to a destination that
+/// never parks make no wake-up (there were 1000).
+#[test]
+fn edges_a_manager_killed_while_parked_leaves_the_sender_no_wake_ups() {
+    let shape = QueueShape::new(64, LIMIT).unwrap();
+    let tx = Arc::new(Region::create("partix-edges-twoq-tx", shape.tx_size_bytes()).unwrap());
+    let rx = Arc::new(Region::create("partix-edges-twoq-rx", shape.rx_size_bytes()).unwrap());
+    shape.init(&tx, &rx).unwrap();
+    // The doorbell is the TX region's first line (module docs of `twoqueue`).
+    let doorbell = Notifier::new(tx.clone(), 0).unwrap();
+    let mut s = QueueSender::attach(tx.clone(), LIMIT).unwrap();
+    let mut child = spawn_manager("manager", &[&tx, &rx]);
+    let t0 = Instant::now();
+    while doorbell.registered() == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the manager never parked"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert_eq!(doorbell.registered(), 1, "the dead manager's registration");
+    // The restarted destination: its manager and receiver attach, and it polls (the runtime's
+    // helped manager), so nobody parks on the doorbell.
+    let mut m = QueueManager::attach(tx.clone(), rx.clone()).unwrap();
+    let mut r = QueueReceiver::attach(tx, rx).unwrap();
+    let before = doorbell.wakes();
+    let mut buf = [0u8; 64];
+    for i in 0..1000u32 {
+        s.try_send(&i.to_le_bytes()).unwrap();
+        assert_eq!(m.run_once(), 1);
+        assert_eq!(r.try_recv(&mut buf), Ok(4));
+        assert_eq!(buf[..4], i.to_le_bytes());
+    }
+    assert_eq!(
+        doorbell.wakes().wrapping_sub(before),
+        0,
+        "sends woke a dead manager"
+    );
+    assert_eq!(doorbell.registered(), 0);
 }

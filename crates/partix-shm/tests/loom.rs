@@ -423,7 +423,7 @@ fn notifier_model(n: u64) {
         let shared = Arc::new((
             AtomicU64::new(0),
             AtomicU32::new(0),
-            AtomicU32::new(0),
+            AtomicU64::new(0),
             ModelFutex {
                 lock: Mutex::new(()),
                 queue: Condvar::new(),
@@ -509,7 +509,7 @@ fn queue_payload(seq: u32) -> [u8; 8 * QUEUE_WORDS] {
 /// A notifier's words and the model futex it parks on.
 struct ModelNotifier {
     epoch: AtomicU32,
-    waiters: AtomicU32,
+    waiters: AtomicU64,
     futex: ModelFutex,
 }
 
@@ -517,7 +517,7 @@ impl ModelNotifier {
     fn new() -> ModelNotifier {
         ModelNotifier {
             epoch: AtomicU32::new(0),
-            waiters: AtomicU32::new(0),
+            waiters: AtomicU64::new(0),
             futex: ModelFutex {
                 lock: Mutex::new(()),
                 queue: Condvar::new(),

@@ -21,7 +21,7 @@ pub mod socket;
 use crate::channels::{self, MappedPort};
 use partix_config::model::{ChannelKind, PortDirection};
 use partix_shm::futex;
-use partix_shm::notifier::NOTIFIER_LEN;
+use partix_shm::notifier::{deadline_after, NOTIFIER_LEN};
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{
     Flags, ReadError, ReadOk, SamplingLayout, SamplingReader, SamplingWriter, WaitError,
@@ -963,7 +963,8 @@ impl SamplingDestination {
                     };
                 }
                 // Spin (helping the manager), then park: the manager thread delivers and wakes.
-                let deadline = timeout.map(|t| Instant::now() + t);
+                // (A time-out past the clock's range is none: `Instant + Duration` panics.)
+                let deadline = deadline_after(timeout);
                 let spins = match mode {
                     RecvMode::Spin => u64::MAX,
                     RecvMode::SpinThenPark { spins } => u64::from(spins),
@@ -1161,9 +1162,15 @@ impl QueueSource {
         Ok(match self {
             QueueSource::OneSided(_, _, limit) => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
+                // The source's waiting senders park on the space notifier: a predecessor
+                // killed while parked there leaves nothing behind (`Notifier::adopt`; the
+                // destination's ring consumer does the same for the data notifier).
+                let notifier =
+                    Notifier::new(ctrl.clone(), SPACE_NOTIFIER).map_err(|e| err(port, e))?;
+                notifier.adopt();
                 QueueWaiter::Ring {
                     probe: RingProbe::Producer(ring_producer(port, data, ctrl.clone())?),
-                    notifier: Notifier::new(ctrl, SPACE_NOTIFIER).map_err(|e| err(port, e))?,
+                    notifier,
                     limit: *limit,
                 }
             }

@@ -1470,7 +1470,8 @@ impl SampleRx {
     ) -> Result<ReadOk, WaitError> {
         // A zero time-out is one look (and no clock read).
         let probe = timeout.is_some_and(|t| t.is_zero());
-        let deadline = timeout.filter(|_| !probe).map(|t| Instant::now() + t);
+        // (A time-out past the clock's range is none: `Instant + Duration` panics.)
+        let deadline = partix_shm::notifier::deadline_after(timeout.filter(|_| !probe));
         let spins = spins_of(mode);
         let mut i = 0u64;
         // The first look drains to the newest frame. Once a look found the socket empty, every
