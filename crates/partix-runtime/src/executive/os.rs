@@ -2050,9 +2050,11 @@ pub const RT_WATCHDOG_SOFT_US: libc::rlim_t = 2_000_000;
 /// Path of the kernel's real-time throttling budget.
 pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
-/// Sets `sched_rt_runtime_us` to -1 (no RT throttling) and restores the old value on drop.
+/// Sets `sched_rt_runtime_us` to -1 (no RT throttling) and restores the old value
+/// ([`RtUnthrottle::restore`], or on drop, which prints a failure to stderr).
 #[derive(Debug)]
 pub struct RtUnthrottle {
+    path: std::path::PathBuf,
     old: Option<String>,
 }
 
@@ -2062,16 +2064,48 @@ impl RtUnthrottle {
     /// # Errors
     /// The I/O error if the file cannot be read or written (not root).
     pub fn enter() -> std::io::Result<RtUnthrottle> {
-        let old = std::fs::read_to_string(RT_RUNTIME_PATH)?;
-        std::fs::write(RT_RUNTIME_PATH, "-1\n")?;
-        Ok(RtUnthrottle { old: Some(old) })
+        Self::enter_at(RT_RUNTIME_PATH)
+    }
+
+    /// [`RtUnthrottle::enter`] with the control file at `path` (tests).
+    ///
+    /// # Errors
+    /// As [`RtUnthrottle::enter`].
+    pub fn enter_at(path: impl Into<std::path::PathBuf>) -> std::io::Result<RtUnthrottle> {
+        let path = path.into();
+        let old = std::fs::read_to_string(&path)?;
+        std::fs::write(&path, "-1\n")?;
+        Ok(RtUnthrottle {
+            path,
+            old: Some(old),
+        })
+    }
+
+    /// Write the old value back (once; later calls and the drop do nothing).
+    ///
+    /// # Errors
+    /// What was not restored: the path, the value and the I/O error. The host is then left
+    /// without RT throttling (found by review: the error was ignored).
+    pub fn restore(&mut self) -> Result<(), String> {
+        let Some(old) = self.old.take() else {
+            return Ok(());
+        };
+        std::fs::write(&self.path, &old).map_err(|e| {
+            format!(
+                "cannot restore {} to {}: {e}; RT throttling stays disabled until it is written",
+                self.path.display(),
+                old.trim()
+            )
+        })
     }
 }
 
 impl Drop for RtUnthrottle {
     fn drop(&mut self) {
-        if let Some(old) = self.old.take() {
-            let _ = std::fs::write(RT_RUNTIME_PATH, old);
+        use std::io::Write as _;
+        // After the run, not at a scheduling point: stderr may block here.
+        if let Err(e) = self.restore() {
+            let _ = writeln!(std::io::stderr(), "partix: {e}");
         }
     }
 }
@@ -2460,6 +2494,9 @@ pub struct RunReport {
     /// How long each partition process's spawn held the executive: the startup's, then a
     /// histogram of the restarts' (bounded: [`SpawnTimes`]).
     pub spawns: SpawnTimes,
+    /// `sched_rt_runtime_us` (disabled for the run by `RunConfig::rt_unthrottle`) could not be
+    /// restored: the path, the old value and the error. The host has no RT throttling.
+    pub rt_restore_error: Option<String>,
 }
 
 /// How long the spawns of a run held the executive (ns), bounded: the first spawn of each
@@ -2616,7 +2653,7 @@ pub fn run_module(
     // Before anything changes the system's state (the RT throttling) or this thread's.
     check_cpus(module, cpu, &allowed)?;
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
-    let _unthrottle = if cfg.rt_unthrottle {
+    let mut unthrottle = if cfg.rt_unthrottle {
         match RtUnthrottle::enter() {
             Ok(g) => Some(g),
             Err(e) => {
@@ -2686,6 +2723,8 @@ pub fn run_module(
     let oom_kills = sw.oom_kills();
     let spawns = std::mem::replace(&mut sw.spawns, SpawnTimes::new(0));
     drop(sw);
+    // The partitions are gone: RT throttling back on, and a failure to restore it reported.
+    let rt_restore_error = unthrottle.as_mut().and_then(|u| u.restore().err());
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
     for (i, p) in module.partitions.iter().enumerate() {
@@ -2741,6 +2780,7 @@ pub fn run_module(
         users_no_fifo,
         armed_sleeps: clock.armed_sleeps,
         spawns,
+        rt_restore_error,
     })
 }
 
@@ -3120,6 +3160,31 @@ mod tests {
             (after.rlim_cur, after.rlim_max),
             (before.rlim_cur, before.rlim_max)
         );
+    }
+
+    /// `sched_rt_runtime_us` is restored after the run; a restore that fails is reported with
+    /// the path and the value (it was ignored: the host silently kept no RT throttling).
+    #[test]
+    fn a_failed_restore_of_rt_throttling_is_reported() {
+        let dir = std::env::temp_dir().join(format!("partix-rt-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("sched_rt_runtime_us");
+        std::fs::write(&file, "950000\n").unwrap();
+        let mut u = RtUnthrottle::enter_at(&file).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "-1\n");
+        assert_eq!(u.restore(), Ok(()));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "950000\n");
+        // Once restored, nothing more is written.
+        assert_eq!(u.restore(), Ok(()));
+        // A write that fails (the file's directory is now a plain file: ENOTDIR).
+        let mut u = RtUnthrottle::enter_at(&file).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, "").unwrap();
+        let e = u.restore().unwrap_err();
+        assert!(e.contains(&*file.to_string_lossy()) && e.contains("950000"), "{e}");
+        drop(u);
+        std::fs::remove_file(&dir).unwrap();
     }
 
     /// The spawn times of a restart loop stay bounded: the startup's (one per partition) are

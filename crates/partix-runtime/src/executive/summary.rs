@@ -184,6 +184,9 @@ pub fn render(r: &RunReport) -> String {
             );
         }
     }
+    if let Some(e) = &r.rt_restore_error {
+        let _ = writeln!(s, "  warning: {e}");
+    }
     if let Some(e) = &r.memory_error {
         let _ = writeln!(
             s,
