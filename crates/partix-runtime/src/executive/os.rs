@@ -824,8 +824,8 @@ impl<'s> OsSwitcher<'s> {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.thaw();
             if cg.is_frozen() {
-                self.cgroup_error = Some(format!("{}: cannot thaw it", cg.path().display()));
-                self.cgroups[p] = None;
+                let why = format!("{}: cannot thaw it", cg.path().display());
+                self.give_up_cgroup(p, why);
             }
         }
         let into = self.cgroups[p]
@@ -1069,8 +1069,8 @@ impl<'s> OsSwitcher<'s> {
                 if let Err(e) = cg.add(pid) {
                     // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
                     // the process.
-                    self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
-                    self.cgroups[p] = None;
+                    let why = format!("{}: {e}", cg.path().display());
+                    self.give_up_cgroup(p, why);
                 } else {
                     // A v1 hold that refuses the process is given up alone: the cgroup, with
                     // the process in it, stays (dropping it would kill the process).
@@ -1100,6 +1100,24 @@ impl<'s> OsSwitcher<'s> {
             };
             Ok(pid)
         }
+    }
+
+    /// Give up partition `p`'s cgroup (`why`: it could not be thawed, or the process could not
+    /// be put in it) and everything it held: its memory limit (`memory.max`, or its v1 memory
+    /// cgroup) and its cpuset go with it, so the report must no longer claim them (found by
+    /// review: `memory_cgroups[p]` stayed `Some`, and no `cpuset_error` was set).
+    fn give_up_cgroup(&mut self, p: usize, why: String) {
+        if self.memory_cgroups[p].take().is_some() {
+            self.memory_error = Some(format!("partition cgroup given up: {why}"));
+        }
+        self.cpuset_error = Some(format!("partition cgroup given up: {why}"));
+        self.cgroup_error = Some(why);
+        self.cgroups[p] = None;
+    }
+
+    /// The directory of partition `p`'s cgroup, if it has one.
+    pub fn cgroup_path(&self, p: usize) -> Option<&std::path::Path> {
+        self.cgroups[p].as_ref().map(PartitionCgroup::path)
     }
 
     /// Take what processes born in their cgroup reported about joining their v1 holds: a hold
