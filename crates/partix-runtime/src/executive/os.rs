@@ -906,12 +906,7 @@ impl<'s> OsSwitcher<'s> {
                 // every partition, under its own user too (found by review). The descriptors
                 // the partition gets are made below, after this.
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-                libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                );
+                mark_inherited_cloexec(true);
                 // If the executive dies without cleaning up, the partition dies with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
@@ -1985,6 +1980,82 @@ impl Drop for OsSwitcher<'_> {
                 // SAFETY: our own descriptor, closed once.
                 unsafe { libc::close(pr.exe_fd) };
             }
+        }
+    }
+}
+
+/// Mark every descriptor from 3 up close-on-exec, in a new process before its `exec`: the
+/// descriptors partix inherited without close-on-exec (CI pipes, a socket-activation
+/// descriptor, a caller's open files) must not reach a partition. With `close_range(2)`
+/// (`use_close_range`, Linux 5.11); where that fails (Linux 5.4 to 5.10, whose other fallbacks
+/// partix keeps), each descriptor listed in `/proc/self/fd`, or without `/proc` every number
+/// below the soft `RLIMIT_NOFILE` (at most 2^20). Before, a failed `close_range` was ignored
+/// and every inherited descriptor reached every partition (found by review).
+///
+/// # Safety
+/// Async-signal-safe (`close_range`, `open`, `getdents64`, `fcntl`, `close`, `getrlimit`
+/// system calls on a stack buffer): callable between `fork` and `exec`.
+pub unsafe fn mark_inherited_cloexec(use_close_range: bool) {
+    // SAFETY: system calls with integer arguments and a stack buffer of the length given.
+    unsafe {
+        if use_close_range
+            && libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) == 0
+        {
+            return;
+        }
+        let dir = libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if dir >= 0 {
+            let mut buf = [0u8; 2048];
+            let mut listed = false;
+            loop {
+                let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+                if n <= 0 {
+                    listed |= n == 0;
+                    break;
+                }
+                // struct linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+                let mut off = 0usize;
+                while off + 19 < n as usize {
+                    let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+                    if reclen == 0 {
+                        break;
+                    }
+                    let mut fd: i64 = 0;
+                    let mut digits = 0;
+                    for &b in &buf[off + 19..(off + reclen).min(n as usize)] {
+                        if !b.is_ascii_digit() || fd > i64::from(i32::MAX) {
+                            break;
+                        }
+                        fd = fd * 10 + i64::from(b - b'0');
+                        digits += 1;
+                    }
+                    if digits > 0 && fd >= 3 && fd != i64::from(dir) {
+                        libc::fcntl(fd as i32, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                    off += reclen;
+                }
+            }
+            libc::close(dir);
+            if listed {
+                return;
+            }
+        }
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        let top = lim.rlim_cur.min(1 << 20) as i32;
+        for fd in 3..top {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
     }
 }
@@ -3178,6 +3249,48 @@ mod tests {
             (after.rlim_cur, after.rlim_max),
             (before.rlim_cur, before.rlim_max)
         );
+    }
+
+    /// The fallback of [`mark_inherited_cloexec`] for kernels without `close_range` (before
+    /// 5.11): a descriptor this process holds without close-on-exec does not reach a program a
+    /// child runs after it (a shell that looks for it in its `/proc/self/fd`), with `/proc`'s
+    /// listing as with `close_range`.
+    #[test]
+    fn inherited_descriptors_are_closed_at_exec_without_close_range() {
+        for use_close_range in [false, true] {
+            // SAFETY: a plain open without O_CLOEXEC; closed below.
+            let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+            assert!(stray >= 0);
+            let script = CString::new(format!("test ! -e /proc/self/fd/{stray}")).unwrap();
+            let argv = [
+                c"/bin/sh".as_ptr(),
+                c"-c".as_ptr(),
+                script.as_ptr(),
+                std::ptr::null(),
+            ];
+            let envp = [std::ptr::null::<libc::c_char>()];
+            // SAFETY: the child only makes async-signal-safe calls on data made before the fork.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: as above.
+                unsafe {
+                    mark_inherited_cloexec(true);
+                    libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+                    libc::_exit(127);
+                }
+            }
+            assert!(pid > 0);
+            let mut st = 0;
+            // SAFETY: pid is our child; st a valid out-pointer.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+            // SAFETY: stray is ours.
+            unsafe { libc::close(stray) };
+            assert!(
+                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+                "close_range {use_close_range}: descriptor {stray} reached the program \
+                 (status {st:#x})"
+            );
+        }
     }
 
     /// `sched_rt_runtime_us` is restored after the run; a restore that fails is reported with
