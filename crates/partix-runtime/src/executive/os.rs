@@ -1180,10 +1180,21 @@ impl<'s> OsSwitcher<'s> {
     }
 
     /// Forget partition `p`'s process (it ended, or was just killed); processes it forked are
-    /// killed too.
+    /// killed too: its cgroup's, and its process group's (the partition's process leads a
+    /// group of its own; a process it forked stays in it unless it moves), which also reaches
+    /// them where the partition has no cgroup (before, nothing ended them there: they ran on
+    /// beside a restarted partition, and after the run; review 26). The process has not been
+    /// reaped yet (a zombie at most), so its pid, and so its group's id, cannot have been
+    /// reused.
     fn forget(&mut self, p: usize) {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.kill();
+        }
+        let pid = self.pids[p];
+        if pid > 0 {
+            // SAFETY: kill has no memory preconditions; -pid is the group the partition's
+            // unreaped process leads (setpgid in the child before exec).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
         let fd = self.gates[p].stat_fd;
         if fd >= 0 {
