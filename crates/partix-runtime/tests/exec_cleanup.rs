@@ -134,7 +134,10 @@ fn a_cgroup_given_up_at_a_spawn_is_no_longer_reported_as_a_memory_limit() {
         .unwrap()
         .with_spawn_into_cgroup(false);
     let Some(dir) = sw.cgroup_path(0).map(std::path::Path::to_path_buf) else {
-        eprintln!("SKIPPED {TEST}: no partition cgroup ({:?})", sw.cgroup_error);
+        eprintln!(
+            "SKIPPED {TEST}: no partition cgroup ({:?})",
+            sw.cgroup_error
+        );
         return;
     };
     if sw.memory_cgroups[0].is_none() {
@@ -146,7 +149,10 @@ fn a_cgroup_given_up_at_a_spawn_is_no_longer_reported_as_a_memory_limit() {
     sw.spawn(0).unwrap();
     assert!(sw.cgroup_path(0).is_none());
     assert!(sw.cgroup_error.is_some());
-    assert_eq!(sw.memory_cgroups[0], None, "the memory limit is still claimed");
+    assert_eq!(
+        sw.memory_cgroups[0], None,
+        "the memory limit is still claimed"
+    );
     assert!(sw.memory_error.is_some());
     assert!(sw.cpuset_error.is_some());
     sw.kill(0);
@@ -164,10 +170,7 @@ fn a_process_a_partition_forked_ends_with_it_without_a_cgroup() {
     let dir = Scratch::new("pgroup");
     let (f1, f2) = (dir.0.join("killed"), dir.0.join("died"));
     let script = |file: &Path, end: &str| {
-        format!(
-            "sleep 1000 & echo \"child $!\" > {}; {end}",
-            file.display()
-        )
+        format!("sleep 1000 & echo \"child $!\" > {}; {end}", file.display())
     };
     for (file, end) in [(&f1, "wait"), (&f2, "exit 3")] {
         let s = script(file, end);
@@ -294,7 +297,10 @@ fn a_process_forked_before_the_executive_was_killed_is_ended_by_the_next_run() {
             "the process forked under the killed executive outlived the next run"
         );
         let left = cgroups_of(exec_pid);
-        assert!(left.is_empty(), "stale cgroups left: {left:?} (were {stale:?})");
+        assert!(
+            left.is_empty(),
+            "stale cgroups left: {left:?} (were {stale:?})"
+        );
     });
     if alive(child) {
         // SAFETY: kill has no memory preconditions; the test's own leftover.

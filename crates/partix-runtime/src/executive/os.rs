@@ -16,6 +16,7 @@
 
 use super::cgroup::PartitionCgroup;
 use super::hm::Death;
+use super::log::Logger;
 use super::shared::SharedState;
 use super::{
     Clock, EndReason, Executive, HmEvents, Options, Overheads, PartitionStats, StartError,
@@ -1965,7 +1966,7 @@ fn reap(pid: i32, flags: libc::c_int) {
 }
 
 /// Make the calling thread a normal task: `SCHED_OTHER`, allowed on every CPU.
-fn become_normal_task() {
+pub(crate) fn become_normal_task() {
     let normal = libc::sched_param { sched_priority: 0 };
     // SAFETY: plain syscalls on the calling thread with valid pointers.
     unsafe {
@@ -2597,6 +2598,9 @@ pub struct RunReport {
     /// `sched_rt_runtime_us` (disabled for the run by `RunConfig::rt_unthrottle`) could not be
     /// restored: the path, the old value and the error. The host has no RT throttling.
     pub rt_restore_error: Option<String>,
+    /// Log lines (HM events, mode changes) dropped because stderr did not take them as fast
+    /// as they came (see [`super::log`]); they are in the trace and the HM events all the same.
+    pub log_dropped: u64,
 }
 
 /// How long the spawns of a run held the executive (ns), bounded: the first spawn of each
@@ -2753,6 +2757,22 @@ pub fn run_module(
     // Before anything changes the system's state (the RT throttling) or this thread's.
     check_cpus(module, cpu, &allowed)?;
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
+    let late_threshold = cfg.options.late_threshold;
+    let switch = cfg.options.switch;
+    let (mechanism, park_bound, into_cgroup) = (
+        cfg.options.switch,
+        cfg.options.park_bound,
+        cfg.options.spawn_into_cgroup,
+    );
+    let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
+    // The thread that writes the executive's log lines, started while this thread is still a
+    // normal task (it inherits the policy and the CPUs).
+    let logger = ex.log_ring().map(|ring| {
+        Logger::start(
+            ring,
+            module.partitions.iter().map(|p| p.name.clone()).collect(),
+        )
+    });
     let mut unthrottle = if cfg.rt_unthrottle {
         match RtUnthrottle::enter() {
             Ok(g) => Some(g),
@@ -2778,12 +2798,9 @@ pub fn run_module(
     let mut sw = OsSwitcher::new(module, &shared, &cfg.programs, &[cpu])
         .map_err(RunError::Program)?
         .with_channels(&channels)
-        .with_mechanism(cfg.options.switch, cfg.options.park_bound)
-        .with_spawn_into_cgroup(cfg.options.spawn_into_cgroup);
+        .with_mechanism(mechanism, park_bound)
+        .with_spawn_into_cgroup(into_cgroup);
     raise_descriptor_limit(sw.descriptor_need()).map_err(RunError::Program)?;
-    let late_threshold = cfg.options.late_threshold;
-    let switch = cfg.options.switch;
-    let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock::new();
     let started = ex.startup_until(&mut clock, &mut sw, stop);
     let launch_to_normal_ns = monotonic_ns() - launched;
@@ -2825,6 +2842,8 @@ pub fn run_module(
     drop(sw);
     // The partitions are gone: RT throttling back on, and a failure to restore it reported.
     let rt_restore_error = unthrottle.as_mut().and_then(|u| u.restore().err());
+    // What is left of the log is written (unless stderr does not take it within a second).
+    let log_dropped = logger.map_or(0, |l| l.finish(Duration::from_secs(1)));
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
     for (i, p) in module.partitions.iter().enumerate() {
@@ -2881,6 +2900,7 @@ pub fn run_module(
         armed_sleeps: clock.armed_sleeps,
         spawns,
         rt_restore_error,
+        log_dropped,
     })
 }
 
@@ -3324,7 +3344,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::write(&dir, "").unwrap();
         let e = u.restore().unwrap_err();
-        assert!(e.contains(&*file.to_string_lossy()) && e.contains("950000"), "{e}");
+        assert!(
+            e.contains(&*file.to_string_lossy()) && e.contains("950000"),
+            "{e}"
+        );
         drop(u);
         std::fs::remove_file(&dir).unwrap();
     }
