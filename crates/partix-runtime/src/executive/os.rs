@@ -874,7 +874,7 @@ impl<'s> OsSwitcher<'s> {
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
-        // functions (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
+        // functions (sigprocmask, signal, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
         // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
         // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
         // data prepared before the fork; the parent only waits for the child. After a raw
@@ -907,6 +907,9 @@ impl<'s> OsSwitcher<'s> {
                 // every partition, under its own user too (found by review). The descriptors
                 // the partition gets are made below, after this.
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                // Likewise the job-control signals `stop_on_signals` ignores.
+                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+                libc::signal(libc::SIGTTIN, libc::SIG_DFL);
                 mark_inherited_cloexec(true);
                 // If the executive dies without cleaning up, the partition dies with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -2910,16 +2913,34 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Return a flag set by SIGINT, SIGTERM, SIGHUP and SIGQUIT (installing the handlers on first
-/// use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point with a
-/// summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end the run
-/// the same way: their default action killed the executive on the spot, so the partitions'
-/// wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran, leaving the
-/// whole host without RT throttling.
+/// Return a flag set by SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP (installing the handlers
+/// on first use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point
+/// with a summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end
+/// the run the same way: their default action killed the executive on the spot, so the
+/// partitions' wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran,
+/// leaving the whole host without RT throttling.
+///
+/// SIGTSTP (`Ctrl-Z`) ends the run too: its default action stopped the executive alone (the
+/// partitions are in process groups of their own), and the window open then never closed —
+/// the partition ran on without limit, and at `fg` every missed point ran back to back
+/// (review 26). SIGTTOU and SIGTTIN are ignored: a background run (`stty tostop`) was stopped
+/// the same way at its first log line; now the line is written (or the read fails). Partition
+/// processes get both back at their default. `SIGSTOP` (`kill -STOP`) cannot be caught: it
+/// still stops the executive alone.
 pub fn stop_on_signals() -> &'static AtomicBool {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        for sig in [libc::SIGTTOU, libc::SIGTTIN] {
+            // SAFETY: setting a signal's disposition to SIG_IGN.
+            unsafe { libc::signal(sig, libc::SIG_IGN) };
+        }
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+        ] {
             // SAFETY: a zeroed sigaction with a handler that only stores an atomic.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
