@@ -374,6 +374,8 @@ impl PartitionContext {
         // close-on-exec now, before the runtime starts a thread, whether or not the partition
         // creates a port.
         let _ = crate::channels::inherited_ports_value();
+        // Likewise the module configuration's descriptor and variables.
+        crate::partition::hm::take_config_env();
         let (Ok(mfd), Ok(pfd)) = (
             std::env::var(ENV_MODULE_FD),
             std::env::var(ENV_PARTITION_FD),

@@ -68,7 +68,8 @@ fn partitions_with_ports_start_under_a_low_descriptor_limit_and_beside_busy_numb
 }
 
 /// A partition inherits nothing of the executive's process state beyond what it is given: not
-/// SIGPIPE ignored (the Rust runtime ignores it, and that survives execve), not a descriptor the
+/// SIGPIPE ignored (the Rust runtime ignores it, and that survives execve), nor SIGTTIN and
+/// SIGTTOU (which `stop_on_signals` ignores), not a descriptor the
 /// executive's process holds without close-on-exec. The partition is a shell script (a Rust
 /// program would ignore SIGPIPE itself).
 #[test]
@@ -86,6 +87,11 @@ if [ $(( 0x$ign & 0x1000 )) -eq 0 ]; then
 else
     echo "FAIL SIGPIPE is ignored: SigIgn $ign" >> "$2"
 fi
+if [ $(( 0x$ign & 0x300000 )) -eq 0 ]; then
+    echo "PASS SIGTTIN and SIGTTOU are not ignored" >> "$2"
+else
+    echo "FAIL SIGTTIN or SIGTTOU is ignored: SigIgn $ign" >> "$2"
+fi
 if [ -e "/proc/$$/fd/$3" ]; then
     echo "FAIL descriptor $3 is open" >> "$2"
 else
@@ -97,6 +103,8 @@ exec sleep 60
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // As `partix run` does: SIGTTIN and SIGTTOU ignored in the executive.
+    let _ = partix_runtime::executive::os::stop_on_signals();
     // SAFETY: a plain open without O_CLOEXEC; the descriptor is closed below.
     let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
     assert!(stray >= 0);
@@ -111,7 +119,7 @@ exec sleep 60
         Duration::from_secs(60),
     );
     for (i, lines) in out.iter().enumerate() {
-        assert_eq!(all_pass(&format!("P{i}"), lines), 2, "{lines:#?}");
+        assert_eq!(all_pass(&format!("P{i}"), lines), 3, "{lines:#?}");
     }
     // SAFETY: stray is ours.
     unsafe { libc::close(stray) };

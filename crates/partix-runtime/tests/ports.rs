@@ -345,8 +345,10 @@ fn a_sampling_message_is_stamped_when_written_not_when_its_write_was_called() {
 
 /// A program a partition runs (`sh`, then `ls`) inherits none of the partition's descriptors:
 /// no port region or socket (600...), neither the module nor the partition state region
-/// (500, 501), and no `PARTIX_PORT_FDS`; the partition keeps them (close-on-exec) and its ports
-/// still work. (It inherited them all: review 25, finding 4.)
+/// (500, 501), nor the module configuration (502), and none of `PARTIX_PORT_FDS`,
+/// `PARTIX_CONFIG_FD`, `PARTIX_CONFIG`; the partition keeps them (close-on-exec) and its ports
+/// still work. (It inherited them all: review 25, finding 4; 502 and the configuration's
+/// variables still: review 26, finding 4.)
 #[test]
 fn a_program_a_partition_runs_inherits_none_of_its_descriptors() {
     let m = load("exec.xml");
@@ -357,7 +359,7 @@ fn a_program_a_partition_runs_inherits_none_of_its_descriptors() {
         Duration::from_secs(60),
     );
     common::print_info("EXEC", &out[0]);
-    assert_eq!(all_pass("EXEC", &out[0]), 6, "{:#?}", out[0]);
+    assert_eq!(all_pass("EXEC", &out[0]), 7, "{:#?}", out[0]);
 }
 
 /// A writer that writes 64 KiB messages back to back is parked at the end of every window of

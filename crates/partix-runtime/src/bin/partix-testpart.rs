@@ -33,7 +33,9 @@
 //!                                        time in long system calls that a pending signal does
 //!                                        not interrupt
 //! partix-testpart sleep                  do nothing
-//! common: --init-ms N (time in COLD_START before NORMAL), --init-request cold|warm (first
+//! common: --fork-sleeper (at its start, fork a process that writes "child PID" to --out
+//!         FILE and sleeps 60 s, ignoring the shutdown: a worker only the executive can end),
+//!         --init-ms N (time in COLD_START before NORMAL), --init-request cold|warm (first
 //! start only: ask for that restart during the initialisation and wait there for it), --fifo (SCHED_FIFO 1 for its threads;
 //!         --prio N: N instead of 1),
 //!         --park block|ignore|forge|noop (block or ignore the executive's park signal, claim to
@@ -146,6 +148,25 @@ fn main() {
             unsafe { libc::signal(park_signal(), forge_park as *const () as libc::sighandler_t) };
         }
         _ => {}
+    }
+    // A worker process that only sleeps (60 s at most), forked before any thread exists: it
+    // tells its pid ("child PID" in --out), ignores the module's shutdown and does not die
+    // with its parent; only the executive can end it.
+    if flag(&args, "--fork-sleeper") {
+        let out: String = arg(&args, "--out", String::new());
+        // SAFETY: fork of a process with one thread; the child only writes a line and sleeps.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&out)
+            {
+                let _ = writeln!(f, "child {}", std::process::id());
+            }
+            std::thread::sleep(Duration::from_secs(60));
+            std::process::exit(0);
+        }
     }
     let init_ms: u64 = arg(&args, "--init-ms", 0);
     if init_ms > 0 {

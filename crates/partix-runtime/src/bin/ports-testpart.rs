@@ -669,7 +669,9 @@ extern "C" fn creds_process() {
     }
     // Its program and configuration are in a directory only root may enter: it was run
     // through a descriptor, and reads its configuration through one.
-    let path = std::env::var("PARTIX_CONFIG").unwrap_or_default();
+    let path = partix_runtime::partition::hm::configuration_path()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
     let by_path = std::fs::read(&path).map(|_| ());
     expect_dbg(
         "cannot open its configuration by path (a private directory)",
@@ -2345,13 +2347,18 @@ extern "C" fn stamp_small_writer() {
 
 // ---------------------------------------------------------------------------------------- exec
 
-/// Process "exec" of role `exec-child`: runs `sh -c 'ls /proc/self/fd; printenv PARTIX_PORT_FDS'`
+/// Process "exec" of role `exec-child`: runs `sh -c 'ls /proc/self/fd; printenv PARTIX_PORT_FDS
+/// PARTIX_CONFIG_FD PARTIX_CONFIG'`
 /// and checks what the program inherited; then that the ports still work.
 extern "C" fn exec_child_process() {
     use partix_runtime::channels::{inherited_ports_value, ENV_PORT_FDS, PORT_FD_BASE};
-    use partix_runtime::executive::os::{MODULE_FD_NUM, PARTITION_FD_NUM};
+    use partix_runtime::executive::os::{CONFIG_FD_NUM, MODULE_FD_NUM, PARTITION_FD_NUM};
+    use partix_runtime::partition::hm::{ENV_CONFIG, ENV_CONFIG_FD};
     let r = std::process::Command::new("sh")
-        .args(["-c", "ls /proc/self/fd; printenv PARTIX_PORT_FDS"])
+        .args([
+            "-c",
+            "ls /proc/self/fd; echo ENV; printenv PARTIX_PORT_FDS PARTIX_CONFIG_FD PARTIX_CONFIG",
+        ])
         .output();
     let out_text = match &r {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -2361,13 +2368,12 @@ extern "C" fn exec_child_process() {
             idle_forever();
         }
     };
-    let fds: Vec<i32> = out_text
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    let rest: Vec<&str> = out_text
+    let (ls, env) = out_text.split_once("ENV\n").unwrap_or((&out_text, ""));
+    let fds: Vec<i32> = ls.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let rest: Vec<&str> = ls
         .lines()
         .filter(|l| l.trim().parse::<i32>().is_err())
+        .chain(env.lines())
         .collect();
     out(&format!("INFO the child's descriptors: {fds:?}"));
     expect_dbg(
@@ -2381,12 +2387,18 @@ extern "C" fn exec_child_process() {
         &fds,
     );
     expect_dbg(
-        "a program the partition runs does not get PARTIX_PORT_FDS",
-        rest.is_empty() && std::env::var_os(ENV_PORT_FDS).is_none(),
-        (&rest, std::env::var_os(ENV_PORT_FDS)),
+        "a program the partition runs inherits no module configuration descriptor (502)",
+        !fds.contains(&CONFIG_FD_NUM),
+        &fds,
+    );
+    let vars = [ENV_PORT_FDS, ENV_CONFIG_FD, ENV_CONFIG].map(|k| (k, std::env::var_os(k)));
+    expect_dbg(
+        "a program the partition runs gets none of PARTIX_PORT_FDS, PARTIX_CONFIG_FD, PARTIX_CONFIG",
+        rest.is_empty() && vars.iter().all(|(_, v)| v.is_none()),
+        (&rest, &vars),
     );
     // The partition itself keeps them, close-on-exec.
-    let mut own = vec![MODULE_FD_NUM, PARTITION_FD_NUM];
+    let mut own = vec![MODULE_FD_NUM, PARTITION_FD_NUM, CONFIG_FD_NUM];
     if let Some(v) = inherited_ports_value() {
         for p in partix_runtime::channels::decode_ports(v).expect("decode") {
             own.extend(p.fds.iter().map(|&(fd, _)| fd));
@@ -2402,7 +2414,7 @@ extern "C" fn exec_child_process() {
         .collect();
     expect_dbg(
         "the partition keeps its inherited descriptors open, close-on-exec",
-        own.len() > 2 && not_cloexec.is_empty(),
+        own.len() > 3 && not_cloexec.is_empty(),
         (&own, &not_cloexec),
     );
     let (s, d) = (

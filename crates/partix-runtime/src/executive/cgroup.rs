@@ -166,8 +166,6 @@ fn write_control(dir: &Path, name: &str, value: &str) -> io::Result<()> {
         .write_all(value.as_bytes())
 }
 
-/// Remove cgroup directory `dir`, waiting up to 200 ms for its processes to leave (a killed
-/// task leaves at its exit).
 /// A pidfd for `pid` (`pidfd_open(2)`).
 fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
@@ -193,6 +191,8 @@ fn pidfd_kill(fd: &OwnedFd) {
     };
 }
 
+/// Remove cgroup directory `dir`, waiting up to 200 ms for its processes to leave (a killed
+/// task leaves at its exit).
 fn remove_cgroup_dir(dir: &Path) {
     for _ in 0..200 {
         match std::fs::remove_dir(dir) {
@@ -204,8 +204,71 @@ fn remove_cgroup_dir(dir: &Path) {
     }
 }
 
+/// The processes listed in the `cgroup.procs` of cgroup directory `dir`.
+fn pids_in(dir: &Path) -> Vec<i32> {
+    let mut s = String::new();
+    let _ = File::open(dir.join("cgroup.procs")).and_then(|mut f| f.read_to_string(&mut s));
+    s.split_ascii_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect()
+}
+
+/// SIGKILL those of `pids` (a listing of cgroup directory `dir`, maybe stale) that are still in
+/// it; return whether any was listed.
+///
+/// A listed process may end and be reaped (by init, for one the partition forked) before
+/// it is signalled, and its pid be given to an unrelated process. So each pid is pinned
+/// first with a pidfd, and only the pidfds whose pid is still listed afterwards are
+/// signalled: a pidfd names one process for good, and one listed after its pidfd was
+/// opened is in the cgroup. Where no pidfd can be had (before Linux 5.3), `kill`.
+fn kill_listed_in(dir: &Path, pids: Vec<i32>) -> bool {
+    if pids.is_empty() {
+        return false;
+    }
+    let pinned: Vec<(i32, io::Result<OwnedFd>)> =
+        pids.iter().map(|&pid| (pid, pidfd_open(pid))).collect();
+    let mut still = pids_in(dir);
+    still.sort_unstable();
+    for (pid, fd) in pinned {
+        if still.binary_search(&pid).is_err() {
+            continue;
+        }
+        match fd {
+            Ok(fd) => pidfd_kill(&fd),
+            // It ended before it was pinned; listed again, it is a new process of the
+            // cgroup's, signalled by the next call.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            // No pidfds (ENOSYS), or no descriptor left (EMFILE).
+            // SAFETY: kill has no memory preconditions; the pid is listed in the cgroup.
+            Err(_) => unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            },
+        }
+    }
+    true
+}
+
+/// End every process of the stale partition cgroup `dir`: `cgroup.kill` (cgroup v2, Linux
+/// 5.14), else SIGKILL each process listed until none is (at most 200 ms; a fatal signal also
+/// ends a frozen v2 task). They are processes a partition forked: its own process had
+/// `PR_SET_PDEATHSIG`, theirs is not inherited across fork.
+fn kill_stale(dir: &Path) {
+    if write_control(dir, "cgroup.kill", "1").is_ok() {
+        return;
+    }
+    for _ in 0..200 {
+        if !kill_listed_in(dir, pids_in(dir)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Remove the partition cgroups an executive that died without cleaning up left under `base`
-/// (named after a pid that no longer exists; `rmdir` fails on one still populated).
+/// (named after a pid that no longer exists), first ending the processes still in them: a
+/// process the partition forked outlives the executive's death, running on without windows
+/// or frozen for ever, and `rmdir` fails on a populated cgroup (before, the error was ignored
+/// and process and directory stayed: review 26).
 fn sweep_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
@@ -224,7 +287,9 @@ fn sweep_stale(base: &Path) {
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
         if !alive {
-            let _ = std::fs::remove_dir(e.path());
+            let dir = e.path();
+            kill_stale(&dir);
+            remove_cgroup_dir(&dir);
         }
     }
 }
@@ -491,12 +556,7 @@ impl PartitionCgroup {
 
     /// The processes in the cgroup.
     fn pids(&self) -> Vec<i32> {
-        let mut s = String::new();
-        let _ =
-            File::open(self.dir.join("cgroup.procs")).and_then(|mut f| f.read_to_string(&mut s));
-        s.split_ascii_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect()
+        pids_in(&self.dir)
     }
 
     /// SIGKILL every process of the cgroup, and leave it frozen (a fatal signal still ends a
@@ -530,30 +590,7 @@ impl PartitionCgroup {
 
     /// SIGKILL those of `pids` (a listing of the cgroup, maybe stale) that are in the cgroup.
     fn kill_listed(&self, pids: Vec<i32>) -> bool {
-        if pids.is_empty() {
-            return false;
-        }
-        let pinned: Vec<(i32, io::Result<OwnedFd>)> =
-            pids.iter().map(|&pid| (pid, pidfd_open(pid))).collect();
-        let mut still = self.pids();
-        still.sort_unstable();
-        for (pid, fd) in pinned {
-            if still.binary_search(&pid).is_err() {
-                continue;
-            }
-            match fd {
-                Ok(fd) => pidfd_kill(&fd),
-                // It ended before it was pinned; listed again, it is a new process of the
-                // cgroup's, signalled by the next call.
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-                // No pidfds (ENOSYS), or no descriptor left (EMFILE).
-                // SAFETY: kill has no memory preconditions; the pid is listed in the cgroup.
-                Err(_) => unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                },
-            }
-        }
-        true
+        kill_listed_in(&self.dir, pids)
     }
 
     /// SIGKILL every process of the cgroup for good (`cgroup.kill` where the kernel has it,

@@ -18,11 +18,14 @@
 //! thread table), `SIGSTOP` or cgroup freeze and one futex wake, `SIGCONT` or thaw, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
 //! request words, and O(processes of the closing partition) loads for the CtswO sample; a gate
 //! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`, one of the
-//! partition cgroup's `cgroup.procs`). No allocation, except when an HM event is
-//! logged or a partition is respawned (both inside the affected partition's own time budget).
+//! partition cgroup's `cgroup.procs`). No allocation, except when a partition is respawned
+//! (inside its own time budget). An HM event or mode change that is logged is pushed into a
+//! bounded ring as a fixed-size record ([`log`]); a thread of normal priority writes it to
+//! stderr, so a point never waits for, nor fails because of, its log output.
 
 pub mod cgroup;
 pub mod hm;
+pub mod log;
 pub mod os;
 pub mod shared;
 pub mod summary;
@@ -145,7 +148,8 @@ pub struct Options {
     /// A window whose partition resumed later than planned + this is counted late; a window
     /// closed later than planned + this is counted as an overrun.
     pub late_threshold: Duration,
-    /// Log HM events and mode changes to stderr.
+    /// Log HM events and mode changes to stderr (through [`log::LogRing`]: the scheduling
+    /// thread never writes to stderr itself; [`os::run_module`] starts the thread that does).
     pub log: bool,
     /// How partitions are stopped and resumed.
     pub switch: SwitchMechanism,
@@ -547,6 +551,8 @@ pub struct Executive<'m> {
     /// By schedule index, by partition index: the schedule marks some of the partition's
     /// windows `PartitionPeriodStart` (then only those start its periods).
     period_marks: Vec<Vec<bool>>,
+    /// Where log lines go, with [`Options::log`] (`None`: not logged).
+    log_ring: Option<std::sync::Arc<log::LogRing>>,
 }
 
 /// What a partition's mode request ([`Executive::take_mode_request`]) came to.
@@ -701,6 +707,9 @@ impl<'m> Executive<'m> {
                 .collect(),
             slot_seen: vec![0; n * MAX_PROCESSES],
             trace: Trace::with_capacity(opts.trace_capacity, &module.name, names),
+            log_ring: opts
+                .log
+                .then(|| std::sync::Arc::new(log::LogRing::new(log::LOG_RING_LINES))),
             opts,
             epoch: shared.module().epoch_ns.load(Ordering::Relaxed),
             overheads: Overheads::new(),
@@ -758,6 +767,19 @@ impl<'m> Executive<'m> {
         self.parts[p].seen_mode
     }
 
+    /// Return the ring the executive's log lines go to (with [`Options::log`]): hand it to a
+    /// [`log::Logger`], which writes them to stderr.
+    pub fn log_ring(&self) -> Option<std::sync::Arc<log::LogRing>> {
+        self.log_ring.clone()
+    }
+
+    /// Log `line` (with [`Options::log`]): a push into the ring, which never blocks.
+    fn log(&self, line: log::LogLine) {
+        if let Some(r) = &self.log_ring {
+            r.push(line);
+        }
+    }
+
     /// Return the module.
     pub fn module(&self) -> &'m Module {
         self.module
@@ -811,12 +833,12 @@ impl<'m> Executive<'m> {
         r.schedule = self.planner.schedule_id(self.planner.current()).0;
         self.parts[p].seen_mode = m;
         self.record(sw, r);
-        if self.opts.log && cause != "startup" && cause != "partition" {
-            eprintln!(
-                "partix: partition {} -> {} ({cause})",
-                self.module.partitions[p].name,
-                mode_name(m)
-            );
+        if cause != "startup" && cause != "partition" {
+            self.log(log::LogLine::Mode {
+                p: p as u32,
+                mode: m,
+                cause,
+            });
         }
     }
 
@@ -902,9 +924,7 @@ impl<'m> Executive<'m> {
                 if let Status::Restart { mode: m, cond } = self.parts[p].status {
                     if !sw.ending(p) {
                         if let Err(e) = self.start_process(clock, sw, p, m, cond) {
-                            if self.opts.log {
-                                eprintln!("partix: {e}; the partition is IDLE");
-                            }
+                            self.log(log::LogLine::spawn_failed(p, &e));
                             self.mode_record(
                                 sw,
                                 p,
@@ -1169,24 +1189,11 @@ impl<'m> Executive<'m> {
         at: u64,
     ) {
         self.parts[p].stats.hm_events += 1;
-        let name = &self.module.partitions[p].name;
-        if self.opts.log {
-            let what = death.map_or_else(
-                || "did not reach NORMAL in time".to_string(),
-                |d| d.to_string(),
-            );
-            eprintln!(
-                "partix: HM: partition {name} {what}: {} (level {}) -> {}{}",
-                hm::code_name(d.code),
-                hm::level_name(d.level),
-                d.action.name(),
-                if d.from_table {
-                    ""
-                } else {
-                    " (no HM table entry: default)"
-                }
-            );
-        }
+        self.log(log::LogLine::Hm {
+            p: p as u32,
+            death,
+            decision: d,
+        });
         let mut r = Record::new(RecordKind::Hm, p as u32);
         r.text = hm::code_name(d.code);
         r.text2 = d.action.name();
@@ -1558,12 +1565,7 @@ impl<'m> Executive<'m> {
         }
         match (cond, req) {
             (start_condition::HM_MODULE_RESTART, mode::IDLE) => {
-                if self.opts.log {
-                    eprintln!(
-                        "partix: HM: partition {}: module SHUTDOWN asked for by its health monitor",
-                        self.module.partitions[p].name
-                    );
-                }
+                self.log(log::LogLine::ShutdownAsked { p: p as u32 });
                 Taken::ModuleShutdown
             }
             (start_condition::HM_MODULE_RESTART, _) => {
@@ -1818,21 +1820,15 @@ impl<'m> Executive<'m> {
                 // Its old process has not ended yet: the restart waits, window by window.
                 let pr = &mut self.parts[p];
                 pr.stats.deferred += 1;
-                if pr.stats.deferred == 1 && self.opts.log {
-                    eprintln!(
-                        "partix: partition {}: its killed process has not ended yet; its restart \
-                         waits for that",
-                        self.module.partitions[p].name
-                    );
+                if pr.stats.deferred == 1 {
+                    self.log(log::LogLine::RestartWaits { p: p as u32 });
                 }
                 self.record_skip(sw, &w, frame, sched, "ENDING");
                 return;
             }
             Status::Restart { mode: m, cond } => {
                 if let Err(e) = self.respawn(sw, p, m, cond) {
-                    if self.opts.log {
-                        eprintln!("partix: {e}; the partition is IDLE");
-                    }
+                    self.log(log::LogLine::spawn_failed(p, &e));
                     self.mode_record(sw, p, mode::IDLE, "spawn failed", wake);
                     return;
                 }

@@ -16,6 +16,7 @@
 
 use super::cgroup::PartitionCgroup;
 use super::hm::Death;
+use super::log::Logger;
 use super::shared::SharedState;
 use super::{
     Clock, EndReason, Executive, HmEvents, Options, Overheads, PartitionStats, StartError,
@@ -824,8 +825,8 @@ impl<'s> OsSwitcher<'s> {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.thaw();
             if cg.is_frozen() {
-                self.cgroup_error = Some(format!("{}: cannot thaw it", cg.path().display()));
-                self.cgroups[p] = None;
+                let why = format!("{}: cannot thaw it", cg.path().display());
+                self.give_up_cgroup(p, why);
             }
         }
         let into = self.cgroups[p]
@@ -873,7 +874,7 @@ impl<'s> OsSwitcher<'s> {
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
-        // functions (sigprocmask, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
+        // functions (sigprocmask, signal, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
         // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
         // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
         // data prepared before the fork; the parent only waits for the child. After a raw
@@ -906,12 +907,10 @@ impl<'s> OsSwitcher<'s> {
                 // every partition, under its own user too (found by review). The descriptors
                 // the partition gets are made below, after this.
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-                libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                );
+                // Likewise the job-control signals `stop_on_signals` ignores.
+                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+                libc::signal(libc::SIGTTIN, libc::SIG_DFL);
+                mark_inherited_cloexec(true);
                 // If the executive dies without cleaning up, the partition dies with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
@@ -1069,8 +1068,8 @@ impl<'s> OsSwitcher<'s> {
                 if let Err(e) = cg.add(pid) {
                     // Not in the cgroup: dropping it (and its v1 holds) touches nothing of
                     // the process.
-                    self.cgroup_error = Some(format!("{}: {e}", cg.path().display()));
-                    self.cgroups[p] = None;
+                    let why = format!("{}: {e}", cg.path().display());
+                    self.give_up_cgroup(p, why);
                 } else {
                     // A v1 hold that refuses the process is given up alone: the cgroup, with
                     // the process in it, stays (dropping it would kill the process).
@@ -1100,6 +1099,24 @@ impl<'s> OsSwitcher<'s> {
             };
             Ok(pid)
         }
+    }
+
+    /// Give up partition `p`'s cgroup (`why`: it could not be thawed, or the process could not
+    /// be put in it) and everything it held: its memory limit (`memory.max`, or its v1 memory
+    /// cgroup) and its cpuset go with it, so the report must no longer claim them (found by
+    /// review: `memory_cgroups[p]` stayed `Some`, and no `cpuset_error` was set).
+    fn give_up_cgroup(&mut self, p: usize, why: String) {
+        if self.memory_cgroups[p].take().is_some() {
+            self.memory_error = Some(format!("partition cgroup given up: {why}"));
+        }
+        self.cpuset_error = Some(format!("partition cgroup given up: {why}"));
+        self.cgroup_error = Some(why);
+        self.cgroups[p] = None;
+    }
+
+    /// The directory of partition `p`'s cgroup, if it has one.
+    pub fn cgroup_path(&self, p: usize) -> Option<&std::path::Path> {
+        self.cgroups[p].as_ref().map(PartitionCgroup::path)
     }
 
     /// Take what processes born in their cgroup reported about joining their v1 holds: a hold
@@ -1167,10 +1184,21 @@ impl<'s> OsSwitcher<'s> {
     }
 
     /// Forget partition `p`'s process (it ended, or was just killed); processes it forked are
-    /// killed too.
+    /// killed too: its cgroup's, and its process group's (the partition's process leads a
+    /// group of its own; a process it forked stays in it unless it moves), which also reaches
+    /// them where the partition has no cgroup (before, nothing ended them there: they ran on
+    /// beside a restarted partition, and after the run; review 26). The process has not been
+    /// reaped yet (a zombie at most), so its pid, and so its group's id, cannot have been
+    /// reused.
     fn forget(&mut self, p: usize) {
         if let Some(cg) = self.cgroups[p].as_mut() {
             cg.kill();
+        }
+        let pid = self.pids[p];
+        if pid > 0 {
+            // SAFETY: kill has no memory preconditions; -pid is the group the partition's
+            // unreaped process leads (setpgid in the child before exec).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
         let fd = self.gates[p].stat_fd;
         if fd >= 0 {
@@ -1941,7 +1969,7 @@ fn reap(pid: i32, flags: libc::c_int) {
 }
 
 /// Make the calling thread a normal task: `SCHED_OTHER`, allowed on every CPU.
-fn become_normal_task() {
+pub(crate) fn become_normal_task() {
     let normal = libc::sched_param { sched_priority: 0 };
     // SAFETY: plain syscalls on the calling thread with valid pointers.
     unsafe {
@@ -1967,6 +1995,82 @@ impl Drop for OsSwitcher<'_> {
                 // SAFETY: our own descriptor, closed once.
                 unsafe { libc::close(pr.exe_fd) };
             }
+        }
+    }
+}
+
+/// Mark every descriptor from 3 up close-on-exec, in a new process before its `exec`: the
+/// descriptors partix inherited without close-on-exec (CI pipes, a socket-activation
+/// descriptor, a caller's open files) must not reach a partition. With `close_range(2)`
+/// (`use_close_range`, Linux 5.11); where that fails (Linux 5.4 to 5.10, whose other fallbacks
+/// partix keeps), each descriptor listed in `/proc/self/fd`, or without `/proc` every number
+/// below the soft `RLIMIT_NOFILE` (at most 2^20). Before, a failed `close_range` was ignored
+/// and every inherited descriptor reached every partition (found by review).
+///
+/// # Safety
+/// Async-signal-safe (`close_range`, `open`, `getdents64`, `fcntl`, `close`, `getrlimit`
+/// system calls on a stack buffer): callable between `fork` and `exec`.
+pub unsafe fn mark_inherited_cloexec(use_close_range: bool) {
+    // SAFETY: system calls with integer arguments and a stack buffer of the length given.
+    unsafe {
+        if use_close_range
+            && libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) == 0
+        {
+            return;
+        }
+        let dir = libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if dir >= 0 {
+            let mut buf = [0u8; 2048];
+            let mut listed = false;
+            loop {
+                let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+                if n <= 0 {
+                    listed |= n == 0;
+                    break;
+                }
+                // struct linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+                let mut off = 0usize;
+                while off + 19 < n as usize {
+                    let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+                    if reclen == 0 {
+                        break;
+                    }
+                    let mut fd: i64 = 0;
+                    let mut digits = 0;
+                    for &b in &buf[off + 19..(off + reclen).min(n as usize)] {
+                        if !b.is_ascii_digit() || fd > i64::from(i32::MAX) {
+                            break;
+                        }
+                        fd = fd * 10 + i64::from(b - b'0');
+                        digits += 1;
+                    }
+                    if digits > 0 && fd >= 3 && fd != i64::from(dir) {
+                        libc::fcntl(fd as i32, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                    off += reclen;
+                }
+            }
+            libc::close(dir);
+            if listed {
+                return;
+            }
+        }
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        let top = lim.rlim_cur.min(1 << 20) as i32;
+        for fd in 3..top {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
     }
 }
@@ -2050,9 +2154,11 @@ pub const RT_WATCHDOG_SOFT_US: libc::rlim_t = 2_000_000;
 /// Path of the kernel's real-time throttling budget.
 pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
-/// Sets `sched_rt_runtime_us` to -1 (no RT throttling) and restores the old value on drop.
+/// Sets `sched_rt_runtime_us` to -1 (no RT throttling) and restores the old value
+/// ([`RtUnthrottle::restore`], or on drop, which prints a failure to stderr).
 #[derive(Debug)]
 pub struct RtUnthrottle {
+    path: std::path::PathBuf,
     old: Option<String>,
 }
 
@@ -2062,16 +2168,48 @@ impl RtUnthrottle {
     /// # Errors
     /// The I/O error if the file cannot be read or written (not root).
     pub fn enter() -> std::io::Result<RtUnthrottle> {
-        let old = std::fs::read_to_string(RT_RUNTIME_PATH)?;
-        std::fs::write(RT_RUNTIME_PATH, "-1\n")?;
-        Ok(RtUnthrottle { old: Some(old) })
+        Self::enter_at(RT_RUNTIME_PATH)
+    }
+
+    /// [`RtUnthrottle::enter`] with the control file at `path` (tests).
+    ///
+    /// # Errors
+    /// As [`RtUnthrottle::enter`].
+    pub fn enter_at(path: impl Into<std::path::PathBuf>) -> std::io::Result<RtUnthrottle> {
+        let path = path.into();
+        let old = std::fs::read_to_string(&path)?;
+        std::fs::write(&path, "-1\n")?;
+        Ok(RtUnthrottle {
+            path,
+            old: Some(old),
+        })
+    }
+
+    /// Write the old value back (once; later calls and the drop do nothing).
+    ///
+    /// # Errors
+    /// What was not restored: the path, the value and the I/O error. The host is then left
+    /// without RT throttling (found by review: the error was ignored).
+    pub fn restore(&mut self) -> Result<(), String> {
+        let Some(old) = self.old.take() else {
+            return Ok(());
+        };
+        std::fs::write(&self.path, &old).map_err(|e| {
+            format!(
+                "cannot restore {} to {}: {e}; RT throttling stays disabled until it is written",
+                self.path.display(),
+                old.trim()
+            )
+        })
     }
 }
 
 impl Drop for RtUnthrottle {
     fn drop(&mut self) {
-        if let Some(old) = self.old.take() {
-            let _ = std::fs::write(RT_RUNTIME_PATH, old);
+        use std::io::Write as _;
+        // After the run, not at a scheduling point: stderr may block here.
+        if let Err(e) = self.restore() {
+            let _ = writeln!(std::io::stderr(), "partix: {e}");
         }
     }
 }
@@ -2460,6 +2598,12 @@ pub struct RunReport {
     /// How long each partition process's spawn held the executive: the startup's, then a
     /// histogram of the restarts' (bounded: [`SpawnTimes`]).
     pub spawns: SpawnTimes,
+    /// `sched_rt_runtime_us` (disabled for the run by `RunConfig::rt_unthrottle`) could not be
+    /// restored: the path, the old value and the error. The host has no RT throttling.
+    pub rt_restore_error: Option<String>,
+    /// Log lines (HM events, mode changes) dropped because stderr did not take them as fast
+    /// as they came (see [`super::log`]); they are in the trace and the HM events all the same.
+    pub log_dropped: u64,
 }
 
 /// How long the spawns of a run held the executive (ns), bounded: the first spawn of each
@@ -2616,7 +2760,23 @@ pub fn run_module(
     // Before anything changes the system's state (the RT throttling) or this thread's.
     check_cpus(module, cpu, &allowed)?;
     let shared = SharedState::create(module, monotonic_ns()).map_err(RunError::Shared)?;
-    let _unthrottle = if cfg.rt_unthrottle {
+    let late_threshold = cfg.options.late_threshold;
+    let switch = cfg.options.switch;
+    let (mechanism, park_bound, into_cgroup) = (
+        cfg.options.switch,
+        cfg.options.park_bound,
+        cfg.options.spawn_into_cgroup,
+    );
+    let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
+    // The thread that writes the executive's log lines, started while this thread is still a
+    // normal task (it inherits the policy and the CPUs).
+    let logger = ex.log_ring().map(|ring| {
+        Logger::start(
+            ring,
+            module.partitions.iter().map(|p| p.name.clone()).collect(),
+        )
+    });
+    let mut unthrottle = if cfg.rt_unthrottle {
         match RtUnthrottle::enter() {
             Ok(g) => Some(g),
             Err(e) => {
@@ -2641,12 +2801,9 @@ pub fn run_module(
     let mut sw = OsSwitcher::new(module, &shared, &cfg.programs, &[cpu])
         .map_err(RunError::Program)?
         .with_channels(&channels)
-        .with_mechanism(cfg.options.switch, cfg.options.park_bound)
-        .with_spawn_into_cgroup(cfg.options.spawn_into_cgroup);
+        .with_mechanism(mechanism, park_bound)
+        .with_spawn_into_cgroup(into_cgroup);
     raise_descriptor_limit(sw.descriptor_need()).map_err(RunError::Program)?;
-    let late_threshold = cfg.options.late_threshold;
-    let switch = cfg.options.switch;
-    let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     let mut clock = OsClock::new();
     let started = ex.startup_until(&mut clock, &mut sw, stop);
     let launch_to_normal_ns = monotonic_ns() - launched;
@@ -2686,6 +2843,10 @@ pub fn run_module(
     let oom_kills = sw.oom_kills();
     let spawns = std::mem::replace(&mut sw.spawns, SpawnTimes::new(0));
     drop(sw);
+    // The partitions are gone: RT throttling back on, and a failure to restore it reported.
+    let rt_restore_error = unthrottle.as_mut().and_then(|u| u.restore().err());
+    // What is left of the log is written (unless stderr does not take it within a second).
+    let log_dropped = logger.map_or(0, |l| l.finish(Duration::from_secs(1)));
     let mut processes = Vec::new();
     let mut partitions = Vec::new();
     for (i, p) in module.partitions.iter().enumerate() {
@@ -2741,6 +2902,8 @@ pub fn run_module(
         users_no_fifo,
         armed_sleeps: clock.armed_sleeps,
         spawns,
+        rt_restore_error,
+        log_dropped,
     })
 }
 
@@ -2750,16 +2913,34 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Return a flag set by SIGINT, SIGTERM, SIGHUP and SIGQUIT (installing the handlers on first
-/// use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point with a
-/// summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end the run
-/// the same way: their default action killed the executive on the spot, so the partitions'
-/// wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran, leaving the
-/// whole host without RT throttling.
+/// Return a flag set by SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP (installing the handlers
+/// on first use): pass it to [`run_module`] so Ctrl-C ends the run at the next scheduling point
+/// with a summary. SIGHUP (the terminal or ssh session went away) and SIGQUIT (`Ctrl-\`) end
+/// the run the same way: their default action killed the executive on the spot, so the
+/// partitions' wind-down and [`RtUnthrottle`]'s restore of `sched_rt_runtime_us` never ran,
+/// leaving the whole host without RT throttling.
+///
+/// SIGTSTP (`Ctrl-Z`) ends the run too: its default action stopped the executive alone (the
+/// partitions are in process groups of their own), and the window open then never closed —
+/// the partition ran on without limit, and at `fg` every missed point ran back to back
+/// (review 26). SIGTTOU and SIGTTIN are ignored: a background run (`stty tostop`) was stopped
+/// the same way at its first log line; now the line is written (or the read fails). Partition
+/// processes get both back at their default. `SIGSTOP` (`kill -STOP`) cannot be caught: it
+/// still stops the executive alone.
 pub fn stop_on_signals() -> &'static AtomicBool {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        for sig in [libc::SIGTTOU, libc::SIGTTIN] {
+            // SAFETY: setting a signal's disposition to SIG_IGN.
+            unsafe { libc::signal(sig, libc::SIG_IGN) };
+        }
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+        ] {
             // SAFETY: a zeroed sigaction with a handler that only stores an atomic.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
@@ -3120,6 +3301,76 @@ mod tests {
             (after.rlim_cur, after.rlim_max),
             (before.rlim_cur, before.rlim_max)
         );
+    }
+
+    /// The fallback of [`mark_inherited_cloexec`] for kernels without `close_range` (before
+    /// 5.11): a descriptor this process holds without close-on-exec does not reach a program a
+    /// child runs after it (a shell that looks for it in its `/proc/self/fd`), with `/proc`'s
+    /// listing as with `close_range`.
+    #[test]
+    fn inherited_descriptors_are_closed_at_exec_without_close_range() {
+        for use_close_range in [false, true] {
+            // SAFETY: a plain open without O_CLOEXEC; closed below.
+            let stray = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+            assert!(stray >= 0);
+            let script = CString::new(format!("test ! -e /proc/self/fd/{stray}")).unwrap();
+            let argv = [
+                c"/bin/sh".as_ptr(),
+                c"-c".as_ptr(),
+                script.as_ptr(),
+                std::ptr::null(),
+            ];
+            let envp = [std::ptr::null::<libc::c_char>()];
+            // SAFETY: the child only makes async-signal-safe calls on data made before the fork.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: as above.
+                unsafe {
+                    mark_inherited_cloexec(true);
+                    libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+                    libc::_exit(127);
+                }
+            }
+            assert!(pid > 0);
+            let mut st = 0;
+            // SAFETY: pid is our child; st a valid out-pointer.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+            // SAFETY: stray is ours.
+            unsafe { libc::close(stray) };
+            assert!(
+                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+                "close_range {use_close_range}: descriptor {stray} reached the program \
+                 (status {st:#x})"
+            );
+        }
+    }
+
+    /// `sched_rt_runtime_us` is restored after the run; a restore that fails is reported with
+    /// the path and the value (it was ignored: the host silently kept no RT throttling).
+    #[test]
+    fn a_failed_restore_of_rt_throttling_is_reported() {
+        let dir = std::env::temp_dir().join(format!("partix-rt-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("sched_rt_runtime_us");
+        std::fs::write(&file, "950000\n").unwrap();
+        let mut u = RtUnthrottle::enter_at(&file).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "-1\n");
+        assert_eq!(u.restore(), Ok(()));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "950000\n");
+        // Once restored, nothing more is written.
+        assert_eq!(u.restore(), Ok(()));
+        // A write that fails (the file's directory is now a plain file: ENOTDIR).
+        let mut u = RtUnthrottle::enter_at(&file).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, "").unwrap();
+        let e = u.restore().unwrap_err();
+        assert!(
+            e.contains(&*file.to_string_lossy()) && e.contains("950000"),
+            "{e}"
+        );
+        drop(u);
+        std::fs::remove_file(&dir).unwrap();
     }
 
     /// The spawn times of a restart loop stay bounded: the startup's (one per partition) are

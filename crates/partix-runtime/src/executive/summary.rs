@@ -184,6 +184,17 @@ pub fn render(r: &RunReport) -> String {
             );
         }
     }
+    if r.log_dropped > 0 {
+        let _ = writeln!(
+            s,
+            "  log: {} lines dropped (stderr did not keep up; the HM events and mode changes are \
+             in the trace)",
+            r.log_dropped
+        );
+    }
+    if let Some(e) = &r.rt_restore_error {
+        let _ = writeln!(s, "  warning: {e}");
+    }
     if let Some(e) = &r.memory_error {
         let _ = writeln!(
             s,

@@ -106,12 +106,71 @@ pub fn configuration() -> Option<&'static Module> {
     config()
 }
 
+/// The configuration this process was started with: the path of `PARTIX_CONFIG` and the
+/// descriptor of `PARTIX_CONFIG_FD`.
+struct Inherited {
+    path: Option<std::ffi::OsString>,
+    fd: Option<i32>,
+}
+
+/// Take `PARTIX_CONFIG` and `PARTIX_CONFIG_FD` out of the environment and make the descriptor
+/// close-on-exec (the executive's `dup2` onto it leaves it without, for the partition's
+/// program), once; later calls return the same. A program the partition runs in turn gets
+/// neither the module configuration's descriptor nor its variables (they reached it: review
+/// 26). The descriptor stays open in the partition, for [`configuration`]. The partition
+/// runtime calls this when it attaches to its regions, before it starts any thread.
+fn inherited() -> &'static Inherited {
+    static TAKEN: OnceLock<Inherited> = OnceLock::new();
+    TAKEN.get_or_init(|| {
+        let path = std::env::var_os(ENV_CONFIG);
+        let fd = std::env::var(ENV_CONFIG_FD)
+            .ok()
+            .and_then(|v| v.parse::<i32>().ok())
+            .filter(|&fd| fd >= 0);
+        std::env::remove_var(ENV_CONFIG);
+        std::env::remove_var(ENV_CONFIG_FD);
+        if let Some(fd) = fd {
+            // SAFETY: FIOCLEX changes the descriptor's flags only; no memory is passed.
+            unsafe { libc::ioctl(fd, libc::FIOCLEX) };
+        }
+        Inherited { path, fd }
+    })
+}
+
+/// Return the path of the module configuration this process was started with
+/// (`PARTIX_CONFIG`, which the runtime takes out of the environment when it attaches).
+pub fn configuration_path() -> Option<&'static std::path::Path> {
+    inherited().path.as_deref().map(std::path::Path::new)
+}
+
+/// See [`inherited`]: called by the runtime when it attaches.
+pub(crate) fn take_config_env() {
+    let _ = inherited();
+}
+
+/// Hand the inherited configuration on to the program this process is about to execute in its
+/// place (a standalone partition's restart): clear close-on-exec on its descriptor and return
+/// the variables to put back into the new program's environment.
+pub(crate) fn hand_on_config_for_exec() -> Vec<(&'static str, std::ffi::OsString)> {
+    let inh = inherited();
+    let mut vars = Vec::new();
+    if let Some(path) = &inh.path {
+        vars.push((ENV_CONFIG, path.clone()));
+    }
+    if let Some(fd) = inh.fd {
+        // SAFETY: FIONCLEX changes the descriptor's flags only; no memory is passed.
+        unsafe { libc::ioctl(fd, libc::FIONCLEX) };
+        vars.push((ENV_CONFIG_FD, fd.to_string().into()));
+    }
+    vars
+}
+
 /// The text of the configuration through the descriptor of `PARTIX_CONFIG_FD` (from its
 /// start, whatever its offset; the descriptor stays open).
 fn config_through_fd() -> Option<String> {
     use std::os::fd::FromRawFd;
     use std::os::unix::fs::FileExt;
-    let fd: i32 = std::env::var(ENV_CONFIG_FD).ok()?.parse().ok()?;
+    let fd = inherited().fd?;
     // SAFETY: F_DUPFD_CLOEXEC of a descriptor number has no memory preconditions; the copy is
     // owned by the File below (the inherited descriptor itself stays open).
     let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
@@ -138,8 +197,7 @@ pub(crate) fn config() -> Option<&'static Module> {
     static CONFIG: OnceLock<Option<Module>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let path = std::env::var_os(ENV_CONFIG)?;
-            let path = std::path::Path::new(&path);
+            let path = std::path::Path::new(inherited().path.as_ref()?);
             let loaded = match config_through_fd() {
                 Some(text) => partix_config::parse_str(&text, Some(path)),
                 None => partix_config::load(path),

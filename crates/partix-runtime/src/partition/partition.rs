@@ -293,6 +293,10 @@ fn standalone_reexec(m: OperatingMode, cond: u32) -> ! {
     if let Some(v) = crate::channels::hand_on_ports_for_exec() {
         cmd.env(crate::channels::ENV_PORT_FDS, v);
     }
+    // Its configuration likewise (`PARTIX_CONFIG`, and a descriptor if it was given one).
+    for (k, v) in crate::partition::hm::hand_on_config_for_exec() {
+        cmd.env(k, v);
+    }
     let err = cmd.exec();
     eprintln!("partix partition: cannot restart the partition program: {err}");
     std::process::exit(71)
