@@ -636,3 +636,66 @@ fn a_restarted_partition_sees_the_last_message() {
     all_pass("SRC", &out[0]);
     assert_eq!(all_pass("DST", &out[1]), 2, "{:#?}", out[1]);
 }
+
+/// ARINC 653 gives a message that arrives while a receiver waits to that receiver, whether it
+/// runs then or not; a later call on the port by another process of the partition must not take
+/// it, discard it or count it as queued. Here a receiver of priority 10 waits while a process
+/// of priority 20, which does not let it run, uses the port after the message came (review 26,
+/// findings 1-3): CLEAR_QUEUING_PORT (receiver running, then suspended), a PRIORITY receive
+/// with a time-out, a TIME_OUT 0 receive and GET_QUEUING_PORT_STATUS with more messages than
+/// waiters, a receive under the preemption lock. The receiver gets the message each time.
+/// Before, the CLEAR discarded it (the receiver timed out), the later receive took it, the
+/// TIME_OUT 0 receive answered NOT_AVAILABLE, the status showed {3, 1}, and the receive under
+/// the preemption lock INVALID_MODE. On every transport.
+#[test]
+fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
+    let dir = common::out_dir("ports-serve-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("serve-{transport}"),
+            &[("serve-src", &[], false), ("serve-dst", &[], true)],
+            Duration::from_secs(90),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        assert_eq!(
+            all_pass(&format!("{transport} SERVE_DST"), &out[1]),
+            7,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The senders' mirror: room that appears while a sender waits on a full PRIORITY port is that
+/// sender's; a higher-priority send called after it appeared waits (and times out), and the
+/// destination gets the waiting sender's message. Before, the later send took the room: the
+/// destination got its message, and the waiting sender timed out. On every transport.
+#[test]
+fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
+    let dir = common::out_dir("ports-mirror-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("mirror-{transport}"),
+            &[("mirror-src", &[], true), ("mirror-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_SRC"), &out[0]),
+            1,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
+            1,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
