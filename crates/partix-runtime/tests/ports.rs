@@ -699,3 +699,74 @@ fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CREATE_SAMPLING_PORT takes the private buffers of a read (2 × (MAX_MESSAGE_SIZE + 4 KiB))
+/// only for a shared-memory destination, and fallibly. In partitions of M bytes
+/// (`RLIMIT_DATA`): a source port of M/2 is created (it needs no buffer); a shared-memory
+/// destination whose buffers exceed M is `INVALID_CONFIG` and the partition goes on; a smaller
+/// destination is created and reads. Before (review 26, finding 4), every sampling port took
+/// both buffers with an infallible allocation: both partitions aborted at the creation ("memory
+/// allocation of ... failed"). One-sided with M = 64 MiB (ports of 32, 40 and 16 MiB);
+/// two-sided, whose sampling messages are at most 16 MiB, with M = 32 MiB (16, 16 and 4 MiB).
+/// Not over the sockets: udp carries at most 64 KiB per message, and a tcp endpoint still takes
+/// a stream buffer of 2 × MAX_MESSAGE_SIZE infallibly (`FrameSocket::new`; docs/ports.md,
+/// "Left").
+#[test]
+fn large_sampling_ports_take_their_buffers_fallibly_and_only_where_a_read_needs_them() {
+    let dir = common::out_dir("ports-sampling-memory-cfg");
+    const MIB: u32 = 1 << 20;
+    for (transport, mem, big, huge, mid, want) in [
+        (
+            "one-sided",
+            64 * MIB,
+            32 * MIB,
+            40 * MIB,
+            16 * MIB,
+            "invalid",
+        ),
+        (
+            "two-sided",
+            32 * MIB,
+            16 * MIB,
+            16 * MIB,
+            4 * MIB,
+            "invalid",
+        ),
+    ] {
+        let tpl = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ports/sampling_memory.xml.in");
+        let text = std::fs::read_to_string(tpl)
+            .unwrap()
+            .replace("@TRANSPORT@", transport)
+            .replace("@MEM@", &mem.to_string())
+            .replace("@BIG@", &big.to_string())
+            .replace("@HUGE@", &huge.to_string())
+            .replace("@MID@", &mid.to_string());
+        let path = dir.join(format!("sampling-memory-{transport}.xml"));
+        std::fs::write(&path, text).unwrap();
+        let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{transport}: {e}"));
+        let (big, huge, mid) = (big.to_string(), huge.to_string(), mid.to_string());
+        let out = run(
+            &m,
+            &format!("sampling-memory-{transport}"),
+            &[
+                ("bigsamp-src", &[big.as_str(), mid.as_str()], true),
+                ("bigsamp-dst", &[huge.as_str(), mid.as_str(), want], true),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} BIGSAMP_SRC"), &out[0]),
+            3,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} BIGSAMP_DST"), &out[1]),
+            3,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

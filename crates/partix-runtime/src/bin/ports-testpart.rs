@@ -72,6 +72,12 @@
 //!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
 //!                  returns NO_ERROR
 //!   mirror-dst     takes one message when asked, then the rest: the 8 of the fill, then 0xA0
+//!   bigsamp-src B M  (tests/ports/sampling_memory.xml.in) creates source sampling ports of B
+//!                  (half its memory) and M bytes (NO_ERROR), writes "mid" on the second
+//!   bigsamp-dst H M W  creates a destination sampling port of H bytes: W = invalid,
+//!                  INVALID_CONFIG (its buffers do not fit the memory) and the partition goes
+//!                  on; W = ok, NO_ERROR (a socket destination needs none); then one of M
+//!                  bytes, which reads "mid"
 //!   mem-dst        (tests/ports/memory.xml, one malloc arena) CREATE_QUEUING_PORT with the
 //!                  memory full is INVALID_CONFIG; then, with the memory full again, a receive on
 //!                  the empty QIN times out (10 ms), a waiting receive is released by mem-src's
@@ -2192,6 +2198,38 @@ extern "C" fn mirror_dst_process() {
     idle_forever();
 }
 
+// ------------------------------------------- large sampling ports in a partition's memory
+
+/// `bigsamp-src` (tests/ports/sampling_memory.xml.in): creates two source sampling ports at
+/// initialisation, the first of half its memory (a source keeps no private buffer), then
+/// writes "mid" on MID.
+extern "C" fn bigsamp_src_process() {
+    let mid = get_sampling_port_id("MID").expect("MID");
+    check(
+        "write on the smaller source",
+        write_sampling_message(mid, b"mid"),
+        Ok(()),
+    );
+    out("END bigsamp-src");
+    idle_forever();
+}
+
+/// `bigsamp-dst`: reads "mid" on the destination MID it created at initialisation.
+extern "C" fn bigsamp_dst_process() {
+    let mid = get_sampling_port_id("MID").expect("MID");
+    let mut buf = vec![0u8; 16];
+    let got = within_5s(|| {
+        matches!(read_sampling_message(mid, &mut buf), Ok((3, _))) && &buf[..3] == b"mid"
+    });
+    expect(
+        "the smaller destination reads the source's message",
+        got,
+        "",
+    );
+    out("END bigsamp-dst");
+    idle_forever();
+}
+
 // --------------------------------------------------------------- waiting with the memory full
 
 /// The queuing ports' maximum message size in `tests/ports/memory.xml`: above the sizes glibc
@@ -3023,6 +3061,41 @@ fn main() {
             create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
             create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
             process("drain", mirror_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "bigsamp-src" => {
+            let size = |i: usize| testpart_common::number(rest.get(i), 0u32);
+            check(
+                &format!("create a source sampling port of {} bytes", size(0)),
+                create_sampling_port("BIG", size(0), s, 1_000 * MS),
+                Ok(()),
+            );
+            check(
+                "create a smaller source sampling port",
+                create_sampling_port("MID", size(1), s, 1_000 * MS),
+                Ok(()),
+            );
+            process("src", bigsamp_src_process, 10, INFINITE_TIME_VALUE);
+        }
+        "bigsamp-dst" => {
+            let size = |i: usize| testpart_common::number(rest.get(i), 0u32);
+            let want = match rest.get(2).map(String::as_str) {
+                Some("invalid") => Err(ApexError::InvalidConfig),
+                _ => Ok(()),
+            };
+            check(
+                &format!(
+                    "create a destination sampling port of {} bytes: {want:?}",
+                    size(0)
+                ),
+                create_sampling_port("HUGE", size(0), d, 1_000 * MS),
+                want,
+            );
+            check(
+                "create a smaller destination sampling port",
+                create_sampling_port("MID", size(1), d, 1_000 * MS),
+                Ok(()),
+            );
+            process("dst", bigsamp_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "mem-src" | "mem-dst" => {
             let src = role == "mem-src";

@@ -70,7 +70,8 @@ use super::waitq::try_capacity;
 use crate::channels::{map_inherited, MappedPort};
 use crate::state::{mode, MAX_PROCESSES};
 use crate::transport::{
-    far_from, QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource, PAGE,
+    far_from, QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource,
+    Transport, PAGE,
 };
 use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
 use partix_shm::clock::now_ns;
@@ -512,9 +513,15 @@ fn open_err<E>(_: E) -> ApexError {
 
 /// Create a sampling port (`CREATE_SAMPLING_PORT`) in COLD_START or WARM_START mode.
 ///
+/// A shared-memory destination keeps two private buffers of `max_message_size` + 4 KiB (a
+/// read's copy and the last good message), taken here from the partition's memory; a source,
+/// or a socket destination, none.
+///
 /// # Errors
 /// - `InvalidConfig`: the partition's configuration has no sampling port `name`, or
-///   `max_message_size`, `direction` or `refresh_period` (ns) differ from it.
+///   `max_message_size`, `direction` or `refresh_period` (ns) differ from it; or the
+///   partition's memory cannot hold the port's private buffers (insufficient storage; checked
+///   after the parameters, before the mode).
 /// - `NoAction`: the port was already created.
 /// - `InvalidMode`: the partition is in NORMAL mode.
 pub fn create_sampling_port(
@@ -536,6 +543,20 @@ pub fn create_sampling_port(
     {
         return Err(ApexError::InvalidConfig);
     }
+    // The private copies a read goes through (`scratch`, `last`): only a shared-memory
+    // destination has them. A source never reads, and a socket destination reads straight into
+    // the caller's buffer (`SamplingDestination::keeps_last`). Insufficient storage is
+    // INVALID_CONFIG, not an abort of the partition: after the parameter checks and before the
+    // mode check, as for queuing ports.
+    let copies = direction == PortDirection::Destination
+        && !matches!(cfg.desc.transport, Transport::Udp | Transport::Tcp);
+    let len = if copies {
+        max_message_size as usize + PAGE
+    } else {
+        0
+    };
+    let scratch = zeroed(len)?;
+    let last = zeroed(len)?;
     creation_mode_ok()?;
     let (source, dest) = match direction {
         PortDirection::Source => (Some(SamplingSource::attach(cfg).map_err(open_err)?), None),
@@ -544,6 +565,7 @@ pub fn create_sampling_port(
             Some(SamplingDestination::attach(cfg).map_err(open_err)?),
         ),
     };
+    debug_assert_eq!(copies, dest.as_ref().is_some_and(|d| !d.keeps_last()));
     let from = dest.as_ref().and_then(SamplingDestination::source_addr);
     let port = Arc::new(SamplingPort {
         name: name.to_owned(),
@@ -556,9 +578,9 @@ pub fn create_sampling_port(
         inner: BiasedLock::new(SamplingInner {
             source,
             dest,
-            scratch: vec![0; max_message_size as usize + PAGE],
+            scratch,
             scratch_at: 0,
-            last: vec![0; max_message_size as usize + PAGE],
+            last,
             last_at: 0,
             last_len: 0,
             max: max_message_size as usize,
@@ -571,6 +593,25 @@ pub fn create_sampling_port(
     let _ = registry().sampling_by_id[ports.len()].set(port.clone());
     ports.push(port);
     Ok(SamplingPortId(ports.len() as i32))
+}
+
+/// `len` zero bytes from the partition's memory, or `InvalidConfig` when it cannot hold them
+/// (a failed allocation must not abort the partition). Zeroed by the allocator, as `vec![0;
+/// len]` is (a large block comes from `mmap` and is not written here), not by a `resize` that
+/// would touch every page.
+fn zeroed(len: usize) -> ApexResult<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| ApexError::InvalidConfig)?;
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(ApexError::InvalidConfig);
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `[u8; len]` (the
+    // layout of a `Vec<u8>` of capacity `len`), and its `len` bytes are initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
 }
 
 /// Return the port of `id` (no lock: the table is filled once per port).
