@@ -61,12 +61,14 @@
 //!                  then "B"
 //!   serve-src      (tests/ports/serve.xml) for each new step [k, n, tag] on ASK, sends
 //!                  [tag + i; 4] (i < n) on QOUT, then writes [k] on DONE
-//!   serve-dst      receivers r0..r5 (priority 10) wait in turn on QIN (PRIORITY); in each
+//!   serve-dst      receivers r0..r6 (priority 10) wait in turn on QIN (PRIORITY); in each
 //!                  step serve-src sends while one waits, and the controller (priority 20),
 //!                  which has not let it run since, uses the port: CLEAR_QUEUING_PORT (the
 //!                  receiver running, then suspended), a RECEIVE with a time-out, a TIME_OUT 0
 //!                  RECEIVE and the status with more messages than waiters, a RECEIVE under the
-//!                  preemption lock; each time the waiting receiver gets the first message
+//!                  preemption lock, a TIME_OUT 0 RECEIVE after the receiver's time-out
+//!                  passed (it came before); each time the waiting receiver gets the first
+//!                  message
 //!   mirror-src     (tests/ports/serve.xml) fills QOUT (PRIORITY, 8); l (priority 10) waits to
 //!                  send 0xA0; mirror-dst takes one message, and the controller (priority 20),
 //!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
@@ -1912,17 +1914,18 @@ extern "C" fn drain_process() {
 
 // ------------------------------------------- waiters served in their place by other calls
 
-/// What r0..r5 of `serve-dst` got: the first byte of their message, 100 + the error's index,
+/// What r0..r6 of `serve-dst` got: the first byte of their message, 100 + the error's index,
 /// or -1 (not returned yet).
-static SERVE_GOT: [AtomicI32; 6] = [const { AtomicI32::new(-1) }; 6];
+static SERVE_GOT: [AtomicI32; 7] = [const { AtomicI32::new(-1) }; 7];
 /// Their time-outs.
-const SERVE_TIMEOUT: [SystemTime; 6] = [
+const SERVE_TIMEOUT: [SystemTime; 7] = [
     2_000 * MS,
     3_000 * MS,
     1_000 * MS,
     2_000 * MS,
     2_000 * MS,
     2_000 * MS,
+    1_000 * MS,
 ];
 
 fn serve_receiver(i: usize) {
@@ -1954,6 +1957,9 @@ extern "C" fn serve_r4() {
 }
 extern "C" fn serve_r5() {
     serve_receiver(5);
+}
+extern "C" fn serve_r6() {
+    serve_receiver(6);
 }
 
 /// What a receive of a message `[tag; 4]` gave: `tag`, 50 + another length, or 100 + the
@@ -2016,7 +2022,7 @@ extern "C" fn serve_feed() {
     }
 }
 
-/// `serve-dst`: the controller (priority 20) and receivers r0..r5 (priority 10) on QIN
+/// `serve-dst`: the controller (priority 20) and receivers r0..r6 (priority 10) on QIN
 /// (PRIORITY). In each step a receiver waits, SS sends while it waits, and the controller,
 /// which has not let the receiver run since, then uses the port: the message is the
 /// receiver's, whatever the controller's call.
@@ -2123,6 +2129,20 @@ extern "C" fn serve_ctl() {
         "2 messages, 1 waiting receiver: a receive under the preemption lock gets the second",
         lined && stepped && locked == 61 && returned && got(5) == 60,
         (lined, stepped, locked, got(5)),
+    );
+    // A waiter whose time-out passed after its message came, before any look: the first look
+    // (here a TIME_OUT 0 receive) serves it, as its own look would have.
+    let t0 = get_time();
+    let lined = line_up(6);
+    let stepped = step_busily(ask, done, &[7, 1, 70]);
+    busy(t0 + 1_300 * MS - get_time());
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let look = tag4(r, &buf);
+    let returned = within_5s(|| got(6) >= 0);
+    expect_dbg(
+        "a waiter whose time-out passed after its message came gets it at the first look",
+        lined && stepped && look == 100 + NotAvailable as i32 && returned && got(6) == 70,
+        (lined, stepped, look, got(6)),
     );
     check(
         "then QIN is empty",
@@ -3042,8 +3062,9 @@ fn main() {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Priority).expect("QIN");
             create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
             create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
-            let entries: [EntryPoint; 6] =
-                [serve_r0, serve_r1, serve_r2, serve_r3, serve_r4, serve_r5];
+            let entries: [EntryPoint; 7] = [
+                serve_r0, serve_r1, serve_r2, serve_r3, serve_r4, serve_r5, serve_r6,
+            ];
             for (i, e) in entries.into_iter().enumerate() {
                 testpart_common::new_process(&format!("r{i}"), e, 10);
             }

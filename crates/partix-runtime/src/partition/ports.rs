@@ -1277,8 +1277,9 @@ impl QueuingPort {
     /// given when it runs (or is resumed). So no later caller takes what a waiter was due (a
     /// PRIORITY newcomer, CLEAR_QUEUING_PORT, a TIME_OUT 0 call), and the port never shows a
     /// message queued while a receiver that can be served waits. A head whose time-out has
-    /// expired leaves the line instead (it returns `TIMED_OUT`), as in the intra-partition
-    /// queues. What was handed to stopped processes is dropped.
+    /// expired is served the same if the channel is ready, and otherwise leaves the line (it
+    /// returns `TIMED_OUT`): what its own next look would do. What was handed to stopped
+    /// processes is dropped.
     ///
     /// Stops at `me` (which takes its message itself), at a waiter that cannot be served in its
     /// place, or when the channel is not ready. Costs nothing while nobody waits (not called),
@@ -1303,12 +1304,17 @@ impl QueuingPort {
             let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
                 break;
             };
-            if w.deadline.is_some_and(|d| Instant::now() >= d) {
+            // A head whose time-out has passed is dealt with as its own next look would: served
+            // if the channel is ready, else out of the line with `TIMED_OUT` (`wait_queued`
+            // tries before it checks the deadline). So the outcome does not depend on who looks
+            // first; it is decided at the first look after the deadline (docs/ports.md, "Left").
+            let ready = self.ready();
+            if !ready && w.deadline.is_some_and(|d| Instant::now() >= d) {
                 self.leave(st, ticket);
                 continue;
             }
             // `handed` never grows: one entry per process at most (see `QueuingState`).
-            if !w.serve || !self.ready() || st.handed.len() == st.handed.capacity() {
+            if !w.serve || !ready || st.handed.len() == st.handed.capacity() {
                 break;
             }
             let (process, incarnation) = (w.process, w.incarnation);
