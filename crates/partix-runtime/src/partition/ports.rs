@@ -1294,10 +1294,7 @@ impl QueuingPort {
             });
         }
         let mut served = false;
-        loop {
-            let Some(ticket) = self.head(st) else {
-                break;
-            };
+        while let Some(ticket) = self.head(st) {
             if me == Some(ticket) {
                 break;
             }
