@@ -638,3 +638,138 @@ fn a_restarted_partition_sees_the_last_message() {
     all_pass("SRC", &out[0]);
     assert_eq!(all_pass("DST", &out[1]), 2, "{:#?}", out[1]);
 }
+
+/// ARINC 653 gives a message that arrives while a receiver waits to that receiver, whether it
+/// runs then or not; a later call on the port by another process of the partition must not take
+/// it, discard it or count it as queued. Here a receiver of priority 10 waits while a process
+/// of priority 20, which does not let it run, uses the port after the message came (review 26,
+/// findings 1-3): CLEAR_QUEUING_PORT (receiver running, then suspended), a PRIORITY receive
+/// with a time-out, a TIME_OUT 0 receive and GET_QUEUING_PORT_STATUS with more messages than
+/// waiters, a receive under the preemption lock, a TIME_OUT 0 receive after the receiver's
+/// time-out passed (the message came before it). The receiver gets the message each time.
+/// Before, the CLEAR discarded it (the receiver timed out), the later receive took it, the
+/// TIME_OUT 0 receive answered NOT_AVAILABLE, the status showed {3, 1}, and the receive under
+/// the preemption lock INVALID_MODE. On every transport.
+#[test]
+fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
+    let dir = common::out_dir("ports-serve-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("serve-{transport}"),
+            &[("serve-src", &[], false), ("serve-dst", &[], true)],
+            Duration::from_secs(90),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        assert_eq!(
+            all_pass(&format!("{transport} SERVE_DST"), &out[1]),
+            8,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The senders' mirror: room that appears while a sender waits on a full PRIORITY port is that
+/// sender's; a higher-priority send called after it appeared waits (and times out), and the
+/// destination gets the waiting sender's message. Before, the later send took the room: the
+/// destination got its message, and the waiting sender timed out. On every transport.
+#[test]
+fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
+    let dir = common::out_dir("ports-mirror-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("mirror-{transport}"),
+            &[("mirror-src", &[], true), ("mirror-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_SRC"), &out[0]),
+            1,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
+            1,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CREATE_SAMPLING_PORT takes the private buffers of a read (2 × (MAX_MESSAGE_SIZE + 4 KiB))
+/// only for a shared-memory destination, and fallibly. In partitions of M bytes
+/// (`RLIMIT_DATA`): a source port of M/2 is created (it needs no buffer); a shared-memory
+/// destination whose buffers exceed M is `INVALID_CONFIG` and the partition goes on; a smaller
+/// destination is created and reads. Before (review 26, finding 4), every sampling port took
+/// both buffers with an infallible allocation: both partitions aborted at the creation ("memory
+/// allocation of ... failed"). One-sided with M = 64 MiB (ports of 32, 40 and 16 MiB);
+/// two-sided, whose sampling messages are at most 16 MiB, with M = 32 MiB (16, 16 and 4 MiB).
+/// Not over the sockets: udp carries at most 64 KiB per message, and a tcp endpoint still takes
+/// a stream buffer of 2 × MAX_MESSAGE_SIZE infallibly (`FrameSocket::new`; docs/ports.md,
+/// "Left").
+#[test]
+fn large_sampling_ports_take_their_buffers_fallibly_and_only_where_a_read_needs_them() {
+    let dir = common::out_dir("ports-sampling-memory-cfg");
+    const MIB: u32 = 1 << 20;
+    for (transport, mem, big, huge, mid, want) in [
+        (
+            "one-sided",
+            64 * MIB,
+            32 * MIB,
+            40 * MIB,
+            16 * MIB,
+            "invalid",
+        ),
+        (
+            "two-sided",
+            32 * MIB,
+            16 * MIB,
+            16 * MIB,
+            4 * MIB,
+            "invalid",
+        ),
+    ] {
+        let tpl = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ports/sampling_memory.xml.in");
+        let text = std::fs::read_to_string(tpl)
+            .unwrap()
+            .replace("@TRANSPORT@", transport)
+            .replace("@MEM@", &mem.to_string())
+            .replace("@BIG@", &big.to_string())
+            .replace("@HUGE@", &huge.to_string())
+            .replace("@MID@", &mid.to_string());
+        let path = dir.join(format!("sampling-memory-{transport}.xml"));
+        std::fs::write(&path, text).unwrap();
+        let m = partix_config::load(&path).unwrap_or_else(|e| panic!("{transport}: {e}"));
+        let (big, huge, mid) = (big.to_string(), huge.to_string(), mid.to_string());
+        let out = run(
+            &m,
+            &format!("sampling-memory-{transport}"),
+            &[
+                ("bigsamp-src", &[big.as_str(), mid.as_str()], true),
+                ("bigsamp-dst", &[huge.as_str(), mid.as_str(), want], true),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} BIGSAMP_SRC"), &out[0]),
+            3,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} BIGSAMP_DST"), &out[1]),
+            3,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -59,6 +59,27 @@
 //!                  in its place), and s1, resumed, returns NO_ERROR
 //!   drain-dst      waits for "go" on GO, then receives 10 messages: the 8 of the fill, then "A",
 //!                  then "B"
+//!   serve-src      (tests/ports/serve.xml) for each new step [k, n, tag] on ASK, sends
+//!                  [tag + i; 4] (i < n) on QOUT, then writes [k] on DONE
+//!   serve-dst      receivers r0..r6 (priority 10) wait in turn on QIN (PRIORITY); in each
+//!                  step serve-src sends while one waits, and the controller (priority 20),
+//!                  which has not let it run since, uses the port: CLEAR_QUEUING_PORT (the
+//!                  receiver running, then suspended), a RECEIVE with a time-out, a TIME_OUT 0
+//!                  RECEIVE and the status with more messages than waiters, a RECEIVE under the
+//!                  preemption lock, a TIME_OUT 0 RECEIVE after the receiver's time-out
+//!                  passed (it came before); each time the waiting receiver gets the first
+//!                  message
+//!   mirror-src     (tests/ports/serve.xml) fills QOUT (PRIORITY, 8); l (priority 10) waits to
+//!                  send 0xA0; mirror-dst takes one message, and the controller (priority 20),
+//!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
+//!                  returns NO_ERROR
+//!   mirror-dst     takes one message when asked, then the rest: the 8 of the fill, then 0xA0
+//!   bigsamp-src B M  (tests/ports/sampling_memory.xml.in) creates source sampling ports of B
+//!                  (half its memory) and M bytes (NO_ERROR), writes "mid" on the second
+//!   bigsamp-dst H M W  creates a destination sampling port of H bytes: W = invalid,
+//!                  INVALID_CONFIG (its buffers do not fit the memory) and the partition goes
+//!                  on; W = ok, NO_ERROR (a socket destination needs none); then one of M
+//!                  bytes, which reads "mid"
 //!   mem-dst        (tests/ports/memory.xml, one malloc arena) CREATE_QUEUING_PORT with the
 //!                  memory full is INVALID_CONFIG; then, with the memory full again, a receive on
 //!                  the empty QIN times out (10 ms), a waiting receive is released by mem-src's
@@ -1893,6 +1914,344 @@ extern "C" fn drain_process() {
     idle_forever();
 }
 
+// ------------------------------------------- waiters served in their place by other calls
+
+/// What r0..r6 of `serve-dst` got: the first byte of their message, 100 + the error's index,
+/// or -1 (not returned yet).
+static SERVE_GOT: [AtomicI32; 7] = [const { AtomicI32::new(-1) }; 7];
+/// Their time-outs.
+const SERVE_TIMEOUT: [SystemTime; 7] = [
+    2_000 * MS,
+    3_000 * MS,
+    1_000 * MS,
+    2_000 * MS,
+    2_000 * MS,
+    2_000 * MS,
+    1_000 * MS,
+];
+
+fn serve_receiver(i: usize) {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let v = match receive_queuing_message(q, &mut buf, SERVE_TIMEOUT[i]) {
+        Ok(4) => i32::from(buf[0]),
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    };
+    SERVE_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn serve_r0() {
+    serve_receiver(0);
+}
+extern "C" fn serve_r1() {
+    serve_receiver(1);
+}
+extern "C" fn serve_r2() {
+    serve_receiver(2);
+}
+extern "C" fn serve_r3() {
+    serve_receiver(3);
+}
+extern "C" fn serve_r4() {
+    serve_receiver(4);
+}
+extern "C" fn serve_r5() {
+    serve_receiver(5);
+}
+extern "C" fn serve_r6() {
+    serve_receiver(6);
+}
+
+/// What a receive of a message `[tag; 4]` gave: `tag`, 50 + another length, or 100 + the
+/// error's index.
+fn tag4(r: ApexResult<usize>, buf: &[u8]) -> i32 {
+    match r {
+        Ok(4) => i32::from(buf[0]),
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    }
+}
+
+/// Stay on the CPU for `ns`, calling nothing that lets a process of lower priority run.
+fn busy(ns: SystemTime) {
+    let t0 = get_time();
+    while get_time() - t0 < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// Write `msg` (a step: its number first, then its arguments) on `tell`, then wait on the CPU,
+/// calling nothing that lets a process of lower priority run, until the other partition has
+/// written the step's number on `hear` (at most 5 s), and 100 ms more, so that what it sent or
+/// took has reached this partition's port (a two-sided manager, a socket's acks). Processes of
+/// lower priority waiting on the port have then not run since: only a call of the caller's
+/// can act for them. Return whether the step was done.
+fn step_busily(tell: SamplingPortId, hear: SamplingPortId, msg: &[u8]) -> bool {
+    write_sampling_message(tell, msg).expect("write step");
+    let mut buf = [0u8; 8];
+    let t0 = get_time();
+    while !matches!(read_sampling_message(hear, &mut buf), Ok((1, _)) if buf[0] == msg[0]) {
+        if get_time() - t0 > 5_000 * MS {
+            return false;
+        }
+    }
+    busy(100 * MS);
+    true
+}
+
+/// `serve-src`: for each new step `[k, n, tag]` on ASK, send `[tag + i; 4]` for i in 0..n on
+/// QOUT, then write `[k]` on DONE.
+extern "C" fn serve_feed() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let mut buf = [0u8; 8];
+    let mut last = 0u8;
+    loop {
+        if matches!(read_sampling_message(ask, &mut buf), Ok((3, _))) && buf[0] != last {
+            last = buf[0];
+            for i in 0..buf[1] {
+                let m = buf[2] + i;
+                if let Err(e) = send_queuing_message(q, &[m; 4], 1_000 * MS) {
+                    out(&format!("FAIL step {last}: send {m}: {e:?}"));
+                }
+            }
+            write_sampling_message(done, &[last]).expect("DONE");
+        }
+        let _ = timed_wait(MS);
+    }
+}
+
+/// `serve-dst`: the controller (priority 20) and receivers r0..r6 (priority 10) on QIN
+/// (PRIORITY). In each step a receiver waits, SS sends while it waits, and the controller,
+/// which has not let the receiver run since, then uses the port: the message is the
+/// receiver's, whatever the controller's call.
+extern "C" fn serve_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let r = |i: usize| get_process_id(&format!("r{i}")).expect("r");
+    let got = |i: usize| SERVE_GOT[i].load(Ordering::Acquire);
+    let line_up = |i: usize| {
+        start(r(i)).expect("start");
+        within_5s(|| nb_and_waiting(q) == Ok((0, 1)))
+    };
+    let mut buf = [0u8; 8];
+
+    // Finding 1: CLEAR_QUEUING_PORT while a receiver waits and its message is there.
+    let lined = line_up(0);
+    let stepped = step_busily(ask, done, &[1, 1, 10]);
+    let cleared = clear_queuing_port(q);
+    let returned = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "CLEAR_QUEUING_PORT leaves a waiting receiver the message that came for it",
+        lined && stepped && cleared.is_ok() && returned && got(0) == 10,
+        (lined, stepped, cleared, got(0)),
+    );
+
+    // The same with the receiver suspended, resumed after the CLEAR.
+    let lined = line_up(1);
+    let suspended = suspend(r(1));
+    let stepped = step_busily(ask, done, &[2, 1, 20]);
+    let cleared = clear_queuing_port(q);
+    let before = got(1);
+    let resumed = resume(r(1));
+    let returned = within_5s(|| got(1) >= 0);
+    expect_dbg(
+        "CLEAR_QUEUING_PORT leaves a suspended waiting receiver its message, returned when resumed",
+        lined
+            && suspended.is_ok()
+            && stepped
+            && cleared.is_ok()
+            && before == -1
+            && resumed.is_ok()
+            && returned
+            && got(1) == 20,
+        (lined, suspended, stepped, cleared, before, resumed, got(1)),
+    );
+
+    // Finding 2: PRIORITY, a higher-priority receive called after the message came.
+    let lined = line_up(2);
+    let stepped = step_busily(ask, done, &[3, 1, 30]);
+    let mine = receive_queuing_message(q, &mut buf, 300 * MS);
+    let returned = within_5s(|| got(2) >= 0);
+    expect_dbg(
+        "PRIORITY: a later higher-priority receive times out, the waiting receiver gets the message",
+        lined && stepped && mine == Err(TimedOut) && returned && got(2) == 30,
+        (lined, stepped, mine, got(2)),
+    );
+
+    // Finding 3: more messages than waiters, a receive that does not wait.
+    let lined = line_up(3);
+    let stepped = step_busily(ask, done, &[4, 3, 40]);
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let zero = tag4(r, &buf);
+    let status = nb_and_waiting(q);
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let last = tag4(r, &buf);
+    let returned = within_5s(|| got(3) >= 0);
+    expect_dbg(
+        "3 messages, 1 waiting receiver: TIME_OUT 0 gets the second, the waiter the first",
+        lined
+            && stepped
+            && zero == 41
+            && status == Ok((1, 0))
+            && last == 42
+            && returned
+            && got(3) == 40,
+        (lined, stepped, zero, status, last, got(3)),
+    );
+
+    // GET_QUEUING_PORT_STATUS never shows a message queued while a receiver waits for one.
+    let lined = line_up(4);
+    let stepped = step_busily(ask, done, &[5, 2, 50]);
+    let status = nb_and_waiting(q);
+    let returned = within_5s(|| got(4) >= 0);
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let rest = tag4(r, &buf);
+    expect_dbg(
+        "2 messages, 1 waiting receiver: the status shows 1 message and no waiter",
+        lined && stepped && status == Ok((1, 0)) && returned && got(4) == 50 && rest == 51,
+        (lined, stepped, status, got(4), rest),
+    );
+
+    // Under the preemption lock (the waiter cannot run at all): a receive with a time-out gets
+    // the message the waiter was not due.
+    let lined = line_up(5);
+    let stepped = step_busily(ask, done, &[6, 2, 60]);
+    lock_preemption().expect("lock");
+    let r = receive_queuing_message(q, &mut buf, 10 * MS);
+    unlock_preemption().expect("unlock");
+    let locked = tag4(r, &buf);
+    let returned = within_5s(|| got(5) >= 0);
+    expect_dbg(
+        "2 messages, 1 waiting receiver: a receive under the preemption lock gets the second",
+        lined && stepped && locked == 61 && returned && got(5) == 60,
+        (lined, stepped, locked, got(5)),
+    );
+    // A waiter whose time-out passed after its message came, before any look: the first look
+    // (here a TIME_OUT 0 receive) serves it, as its own look would have.
+    let t0 = get_time();
+    let lined = line_up(6);
+    let stepped = step_busily(ask, done, &[7, 1, 70]);
+    busy(t0 + 1_300 * MS - get_time());
+    let r = receive_queuing_message(q, &mut buf, 0);
+    let look = tag4(r, &buf);
+    let returned = within_5s(|| got(6) >= 0);
+    expect_dbg(
+        "a waiter whose time-out passed after its message came gets it at the first look",
+        lined && stepped && look == 100 + NotAvailable as i32 && returned && got(6) == 70,
+        (lined, stepped, look, got(6)),
+    );
+    check(
+        "then QIN is empty",
+        receive_queuing_message(q, &mut buf, 0),
+        Err(NotAvailable),
+    );
+    out("END serve-dst");
+    idle_forever();
+}
+
+/// What l of `mirror-src` got: 0 (NO_ERROR), 100 + the error's index, or -1 (not returned yet).
+static MIRROR_GOT: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn mirror_l() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let v = match send_queuing_message(q, &[0xA0; 4], 2_000 * MS) {
+        Ok(()) => 0,
+        Err(e) => 100 + e as i32,
+    };
+    MIRROR_GOT.store(v, Ordering::Release);
+    idle_forever();
+}
+
+/// `mirror-src`: QOUT (PRIORITY) is full and l (priority 10) waits to send 0xA0; SD takes one
+/// message (step 1), and the controller (priority 20), which has not let l run since, sends
+/// 0xB0 with a time-out: the room was l's, so the controller times out, l returns NO_ERROR,
+/// and SD gets 0xA0 after the 8 of the fill (step 2, checked by `mirror-dst`).
+extern "C" fn mirror_src_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
+    start(get_process_id("l").expect("l")).expect("start l");
+    let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
+    let stepped = step_busily(done, ask, &[1]);
+    let mine = send_queuing_message(q, &[0xB0; 4], 300 * MS);
+    let got = || MIRROR_GOT.load(Ordering::Acquire);
+    let returned = within_5s(|| got() >= 0);
+    expect_dbg(
+        "PRIORITY: a later higher-priority send times out, the waiting sender's message is sent",
+        filled && lined && stepped && mine == Err(TimedOut) && returned && got() == 0,
+        (filled, lined, stepped, mine, got()),
+    );
+    write_sampling_message(done, &[2]).expect("DONE");
+    out("END mirror-src");
+    idle_forever();
+}
+
+/// `mirror-dst`: takes one message at step 1, the rest at step 2.
+extern "C" fn mirror_dst_process() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let mut buf = [0u8; 8];
+    await_sampling(done, &[1]);
+    let r = receive_queuing_message(q, &mut buf, 5_000 * MS);
+    let mut got = vec![tag4(r, &buf)];
+    write_sampling_message(ask, &[1]).expect("ASK");
+    await_sampling(done, &[2]);
+    for _ in 0..8 {
+        let r = receive_queuing_message(q, &mut buf, 5_000 * MS);
+        got.push(tag4(r, &buf));
+    }
+    let more = receive_queuing_message(q, &mut buf, 0);
+    let want: Vec<i32> = (0..8).chain([0xA0]).collect();
+    expect_dbg(
+        "the 8 of the fill, then the waiting sender's message, and no more",
+        got == want && more == Err(ApexError::NotAvailable),
+        (&got, more),
+    );
+    out("END mirror-dst");
+    idle_forever();
+}
+
+// ------------------------------------------- large sampling ports in a partition's memory
+
+/// `bigsamp-src` (tests/ports/sampling_memory.xml.in): creates two source sampling ports at
+/// initialisation, the first of half its memory (a source keeps no private buffer), then
+/// writes "mid" on MID.
+extern "C" fn bigsamp_src_process() {
+    let mid = get_sampling_port_id("MID").expect("MID");
+    check(
+        "write on the smaller source",
+        write_sampling_message(mid, b"mid"),
+        Ok(()),
+    );
+    out("END bigsamp-src");
+    idle_forever();
+}
+
+/// `bigsamp-dst`: reads "mid" on the destination MID it created at initialisation.
+extern "C" fn bigsamp_dst_process() {
+    let mid = get_sampling_port_id("MID").expect("MID");
+    let mut buf = vec![0u8; 16];
+    let got = within_5s(|| {
+        matches!(read_sampling_message(mid, &mut buf), Ok((3, _))) && &buf[..3] == b"mid"
+    });
+    expect(
+        "the smaller destination reads the source's message",
+        got,
+        "",
+    );
+    out("END bigsamp-dst");
+    idle_forever();
+}
+
 // --------------------------------------------------------------- waiting with the memory full
 
 /// The queuing ports' maximum message size in `tests/ports/memory.xml`: above the sizes glibc
@@ -2704,6 +3063,72 @@ fn main() {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
             create_sampling_port("GO", 8, d, 1_000 * MS).expect("GO");
             process("drain", drain_process, 10, INFINITE_TIME_VALUE);
+        }
+        "serve-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("ASK", 8, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, s, 1_000 * MS).expect("DONE");
+            process("feed", serve_feed, 10, INFINITE_TIME_VALUE);
+        }
+        "serve-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Priority).expect("QIN");
+            create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
+            let entries: [EntryPoint; 7] = [
+                serve_r0, serve_r1, serve_r2, serve_r3, serve_r4, serve_r5, serve_r6,
+            ];
+            for (i, e) in entries.into_iter().enumerate() {
+                testpart_common::new_process(&format!("r{i}"), e, 10);
+            }
+            process("ctl", serve_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "mirror-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Priority).expect("QOUT");
+            create_sampling_port("ASK", 8, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, s, 1_000 * MS).expect("DONE");
+            testpart_common::new_process("l", mirror_l, 10);
+            process("ctl", mirror_src_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "mirror-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
+            process("drain", mirror_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "bigsamp-src" => {
+            let size = |i: usize| testpart_common::number(rest.get(i), 0u32);
+            check(
+                &format!("create a source sampling port of {} bytes", size(0)),
+                create_sampling_port("BIG", size(0), s, 1_000 * MS),
+                Ok(()),
+            );
+            check(
+                "create a smaller source sampling port",
+                create_sampling_port("MID", size(1), s, 1_000 * MS),
+                Ok(()),
+            );
+            process("src", bigsamp_src_process, 10, INFINITE_TIME_VALUE);
+        }
+        "bigsamp-dst" => {
+            let size = |i: usize| testpart_common::number(rest.get(i), 0u32);
+            let want = match rest.get(2).map(String::as_str) {
+                Some("invalid") => Err(ApexError::InvalidConfig),
+                _ => Ok(()),
+            };
+            check(
+                &format!(
+                    "create a destination sampling port of {} bytes: {want:?}",
+                    size(0)
+                ),
+                create_sampling_port("HUGE", size(0), d, 1_000 * MS),
+                want,
+            );
+            check(
+                "create a smaller destination sampling port",
+                create_sampling_port("MID", size(1), d, 1_000 * MS),
+                Ok(()),
+            );
+            process("dst", bigsamp_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "mem-src" | "mem-dst" => {
             let src = role == "mem-src";

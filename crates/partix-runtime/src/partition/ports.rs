@@ -44,8 +44,9 @@
 //! A failed allocation must never abort the partition (its memory is its configured memory,
 //! `RLIMIT_DATA`): a queuing port's waiting line is made at creation (INVALID_CONFIG when the
 //! memory cannot hold it), and the only allocations left on a waiting path are the copies that
-//! serve a suspended waiter in its place, tried fallibly: a waiter whose copy cannot be had is
-//! not served while suspended, and takes its message (or room) itself when resumed.
+//! serve a waiter in its place (another call on the port hands it its message or room, in line
+//! order, while it does not run), tried fallibly: a waiter whose copy cannot be had is not
+//! served in its place, and takes its message (or room) itself when it runs.
 //!
 //! # Port locks and STOP / SUSPEND
 //! Every lock of a port (its state, its receive mode, the registry) is taken through `lock`,
@@ -69,7 +70,8 @@ use super::waitq::try_capacity;
 use crate::channels::{map_inherited, MappedPort};
 use crate::state::{mode, MAX_PROCESSES};
 use crate::transport::{
-    far_from, QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource, PAGE,
+    far_from, QueueDestination, QueueSource, QueueWaiter, SamplingDestination, SamplingSource,
+    Transport, PAGE,
 };
 use partix_config::model::{ChannelKind, PortDirection as CfgDirection};
 use partix_shm::clock::now_ns;
@@ -228,12 +230,13 @@ struct Waiter {
     /// new incarnation, and its abandoned entry is then ignored and dropped.
     process: usize,
     incarnation: u32,
-    /// Whether it can be served while suspended ([`QueuingPort::serve_suspended`]): a receiver
-    /// whose buffer holds the port's largest message, a sender whose message was copied (into
-    /// `msg`). Cleared for the rest of the wait when the copy cannot be had (the partition's
-    /// memory is full): the waiter then keeps its place until resumed, or until its time-out.
+    /// Whether it can be served in its place by another call on the port
+    /// ([`QueuingPort::serve_waiters`]): a receiver whose buffer holds the port's largest
+    /// message, a sender whose message was copied (into `msg`). Cleared for the rest of the wait
+    /// when the copy cannot be had (the partition's memory is full): the waiter then keeps its
+    /// place until it takes its message or room itself, or until its time-out.
     serve: bool,
-    /// A sender's message (a copy, in a buffer of [`QueuingState::spare`]): a suspended sender's
+    /// A sender's message (a copy, in a buffer of [`QueuingState::spare`]): a waiting sender's
     /// message can be sent in its place. `None` for receivers, for batch sends and when the
     /// copy could not be had.
     msg: Option<Vec<u8>>,
@@ -252,8 +255,8 @@ impl Waiter {
     }
 }
 
-/// What was done for a suspended waiter in its place (its queue entry is gone): it collects it
-/// when resumed.
+/// What was done for a waiter in its place (its queue entry is gone): it collects it when it
+/// runs (or is resumed).
 struct Handed {
     ticket: u64,
     process: usize,
@@ -261,7 +264,7 @@ struct Handed {
     outcome: Outcome,
 }
 
-/// What a suspended waiter was given.
+/// What a waiter was given in its place.
 enum Outcome {
     /// A receiver: the message it receives.
     Received(Vec<u8>),
@@ -273,7 +276,7 @@ enum Outcome {
     Failed(ApexError),
 }
 
-/// How a caller of [`QueuingPort::wait_for`] can be served while suspended.
+/// How a caller of [`QueuingPort::wait_for`] can be served in its place.
 enum Role<'m> {
     /// A receiver with a buffer of this length.
     Receive(usize),
@@ -292,12 +295,13 @@ struct QueuingState {
     /// At most one entry per process once the dead are pruned (a process waits in one place).
     waiters: Vec<Waiter>,
     next_ticket: u64,
-    /// Messages handed to suspended receivers, not yet collected (one per process at most: a
-    /// process waits in one place, and the entries of stopped incarnations are dropped first).
+    /// Messages handed to waiting receivers in their place, not yet collected (one per process
+    /// at most: a process waits in one place, and the entries of stopped incarnations are
+    /// dropped first).
     handed: Vec<Handed>,
     /// A handed message its receiver is collecting: the receive operations copy it first.
     delivery: Option<Vec<u8>>,
-    /// Buffers for the copies of messages (waiting senders', those handed to suspended
+    /// Buffers for the copies of messages (waiting senders', those handed to waiting
     /// receivers), kept for reuse; never more than its capacity (the rest are freed).
     spare: Vec<Vec<u8>>,
 }
@@ -509,9 +513,15 @@ fn open_err<E>(_: E) -> ApexError {
 
 /// Create a sampling port (`CREATE_SAMPLING_PORT`) in COLD_START or WARM_START mode.
 ///
+/// A shared-memory destination keeps two private buffers of `max_message_size` + 4 KiB (a
+/// read's copy and the last good message), taken here from the partition's memory; a source,
+/// or a socket destination, none.
+///
 /// # Errors
 /// - `InvalidConfig`: the partition's configuration has no sampling port `name`, or
-///   `max_message_size`, `direction` or `refresh_period` (ns) differ from it.
+///   `max_message_size`, `direction` or `refresh_period` (ns) differ from it; or the
+///   partition's memory cannot hold the port's private buffers (insufficient storage; checked
+///   after the parameters, before the mode).
 /// - `NoAction`: the port was already created.
 /// - `InvalidMode`: the partition is in NORMAL mode.
 pub fn create_sampling_port(
@@ -533,6 +543,20 @@ pub fn create_sampling_port(
     {
         return Err(ApexError::InvalidConfig);
     }
+    // The private copies a read goes through (`scratch`, `last`): only a shared-memory
+    // destination has them. A source never reads, and a socket destination reads straight into
+    // the caller's buffer (`SamplingDestination::keeps_last`). Insufficient storage is
+    // INVALID_CONFIG, not an abort of the partition: after the parameter checks and before the
+    // mode check, as for queuing ports.
+    let copies = direction == PortDirection::Destination
+        && !matches!(cfg.desc.transport, Transport::Udp | Transport::Tcp);
+    let len = if copies {
+        max_message_size as usize + PAGE
+    } else {
+        0
+    };
+    let scratch = zeroed(len)?;
+    let last = zeroed(len)?;
     creation_mode_ok()?;
     let (source, dest) = match direction {
         PortDirection::Source => (Some(SamplingSource::attach(cfg).map_err(open_err)?), None),
@@ -541,6 +565,7 @@ pub fn create_sampling_port(
             Some(SamplingDestination::attach(cfg).map_err(open_err)?),
         ),
     };
+    debug_assert_eq!(copies, dest.as_ref().is_some_and(|d| !d.keeps_last()));
     let from = dest.as_ref().and_then(SamplingDestination::source_addr);
     let port = Arc::new(SamplingPort {
         name: name.to_owned(),
@@ -553,9 +578,9 @@ pub fn create_sampling_port(
         inner: BiasedLock::new(SamplingInner {
             source,
             dest,
-            scratch: vec![0; max_message_size as usize + PAGE],
+            scratch,
             scratch_at: 0,
-            last: vec![0; max_message_size as usize + PAGE],
+            last,
             last_at: 0,
             last_len: 0,
             max: max_message_size as usize,
@@ -568,6 +593,25 @@ pub fn create_sampling_port(
     let _ = registry().sampling_by_id[ports.len()].set(port.clone());
     ports.push(port);
     Ok(SamplingPortId(ports.len() as i32))
+}
+
+/// `len` zero bytes from the partition's memory, or `InvalidConfig` when it cannot hold them
+/// (a failed allocation must not abort the partition). Zeroed by the allocator, as `vec![0;
+/// len]` is (a large block comes from `mmap` and is not written here), not by a `resize` that
+/// would touch every page.
+fn zeroed(len: usize) -> ApexResult<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| ApexError::InvalidConfig)?;
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(ApexError::InvalidConfig);
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `[u8; len]` (the
+    // layout of a `Vec<u8>` of capacity `len`), and its `len` bytes are initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
 }
 
 /// Return the port of `id` (no lock: the table is filled once per port).
@@ -1081,7 +1125,7 @@ pub fn sampling_port_max_message_size(id: SamplingPortId) -> ApexResult<u32> {
 /// Create a queuing port (`CREATE_QUEUING_PORT`) in COLD_START or WARM_START mode.
 ///
 /// The port's waiting machinery (room for [`MAX_PROCESSES`] waiters, messages handed to
-/// suspended receivers and message buffers) is reserved here from the partition's memory, so
+/// waiting receivers and message buffers) is reserved here from the partition's memory, so
 /// that waiting never allocates it.
 ///
 /// # Errors
@@ -1198,10 +1242,11 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
-    /// Whether waiter `w` can be served while suspended ([`Waiter::serve`]: not a receiver
-    /// whose buffer is shorter than the port's largest message, which could not take every
-    /// message, nor a waiter whose copy could not be had; these hold their place in line until
-    /// resumed).
+    /// Whether waiter `w` is served in its place and is suspended ([`Waiter::serve`]: not a
+    /// receiver whose buffer is shorter than the port's largest message, which could not take
+    /// every message, nor a waiter whose copy could not be had; these hold their place in line
+    /// until they take their message or room themselves): the waiter behind it watches the
+    /// channel for it.
     fn servable(&self, w: &Waiter) -> bool {
         w.serve && w.suspended()
     }
@@ -1219,76 +1264,89 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
-    /// ARINC 653 gives a message to the first waiting receiver even while it is suspended (and
-    /// room to the first waiting sender): it stays suspended (WAITING) and returns when resumed.
-    /// Here each waiter takes its message (or room) itself, so the caller (any process using
-    /// the port) acts in its place: while the head of the line is a suspended receiver and a
-    /// message is there, the message goes to the receiver's [`Handed`] slot; while it is a
-    /// suspended sender and there is room, its message (copied when it joined) is sent. Either
-    /// way it leaves the line. A suspended waiter whose time-out has expired leaves the line
-    /// too (it returns `TIMED_OUT` when resumed). What was handed to stopped processes is
-    /// dropped.
+    /// ARINC 653 gives a message that arrives while receivers wait to the first of them (and
+    /// room that appears while senders wait to the first waiting sender): it leaves the port's
+    /// waiting queue with it at once, whether it runs then or not (suspended, kept off the CPU
+    /// by a higher-priority process, or its partition's window closed). Here each waiter takes
+    /// its message (or room) itself when it runs, so any other call on the port (a caller that
+    /// is not `me`, the waiter calling this, if any) first acts for the waiters ahead of it, in
+    /// line order: while the head of the line is a waiter that can be served in its place
+    /// ([`Waiter::serve`]) and a message is there, the message goes to the receiver's
+    /// [`Handed`] slot; while it is a sender and there is room, its message (copied when it
+    /// joined) is sent. Either way it leaves the line, and is woken: it returns what it was
+    /// given when it runs (or is resumed). So no later caller takes what a waiter was due (a
+    /// PRIORITY newcomer, CLEAR_QUEUING_PORT, a TIME_OUT 0 call), and the port never shows a
+    /// message queued while a receiver that can be served waits. A head whose time-out has
+    /// expired is served the same if the channel is ready, and otherwise leaves the line (it
+    /// returns `TIMED_OUT`): what its own next look would do. What was handed to stopped
+    /// processes is dropped.
     ///
-    /// Allocates nothing but a receiver's message buffer, fallibly (one kept in `spare` when
-    /// there is one): when it cannot be had, the receiver is not served while suspended for the
-    /// rest of its wait ([`Waiter::serve`]), and the message stays in the channel for it.
-    fn serve_suspended(&self, st: &mut QueuingState) {
+    /// Stops at `me` (which takes its message itself), at a waiter that cannot be served in its
+    /// place, or when the channel is not ready. Costs nothing while nobody waits (not called),
+    /// and a copy per message handed over. Allocates nothing but a receiver's message buffer,
+    /// fallibly (one kept in `spare` when there is one): when it cannot be had, the receiver is
+    /// not served in its place for the rest of its wait ([`Waiter::serve`]), and the message
+    /// stays in the channel for it.
+    fn serve_waiters(&self, st: &mut QueuingState, me: Option<u64>) {
         if !st.handed.is_empty() {
             st.handed.retain(|h| {
                 rt().ctl[h.process].incarnation.load(Ordering::Acquire) == h.incarnation
             });
         }
-        loop {
-            let Some(ticket) = self.head(st) else {
-                return;
-            };
-            let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
-                return;
-            };
-            if !w.suspended() {
-                return;
+        let mut served = false;
+        while let Some(ticket) = self.head(st) {
+            if me == Some(ticket) {
+                break;
             }
-            if w.deadline.is_some_and(|d| Instant::now() >= d) {
+            let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
+                break;
+            };
+            // A head whose time-out has passed is dealt with as its own next look would: served
+            // if the channel is ready, else out of the line with `TIMED_OUT` (`wait_queued`
+            // tries before it checks the deadline). So the outcome does not depend on who looks
+            // first; it is decided at the first look after the deadline (docs/ports.md, "Left").
+            let ready = self.ready();
+            if !ready && w.deadline.is_some_and(|d| Instant::now() >= d) {
                 self.leave(st, ticket);
                 continue;
             }
             // `handed` never grows: one entry per process at most (see `QueuingState`).
-            if !self.servable(w) || !self.ready() || st.handed.len() == st.handed.capacity() {
-                return;
+            if !w.serve || !ready || st.handed.len() == st.handed.capacity() {
+                break;
             }
             let (process, incarnation) = (w.process, w.incarnation);
             let outcome = if let Some(m) = &w.msg {
                 let Some(src) = st.source.as_mut() else {
-                    return;
+                    break;
                 };
                 match src.try_send(m) {
                     Ok(()) => Outcome::Sent(m.len()),
-                    Err(PushError::Full) => return,
+                    Err(PushError::Full) => break,
                     // As `send_op` answers.
                     Err(_) => Outcome::Failed(ApexError::InvalidParam),
                 }
             } else {
                 if st.dest.is_none() {
-                    return;
+                    break;
                 }
                 let max = self.max as usize;
                 let mut message = st.spare.pop().unwrap_or_default();
                 message.clear();
                 if message.try_reserve_exact(max).is_err() {
                     // The partition's memory is full: this receiver takes its message itself
-                    // when resumed. It no longer counts as served in its place, so the first
+                    // when it runs. It no longer counts as served in its place, so the first
                     // waiter behind it does not watch the channel for it.
                     recycle(&mut st.spare, message);
                     if let Some(w) = st.waiters.iter_mut().find(|w| w.ticket == ticket) {
                         w.serve = false;
                     }
                     self.gen.fetch_add(1, Ordering::SeqCst);
-                    return;
+                    break;
                 }
                 // Within the capacity: no allocation.
                 message.resize(max, 0);
                 let Some(d) = st.dest.as_mut() else {
-                    return;
+                    break;
                 };
                 match d.try_recv(&mut message) {
                     Ok(n) => {
@@ -1298,7 +1356,7 @@ impl QueuingPort {
                     Err(e) => {
                         recycle(&mut st.spare, message);
                         match e {
-                            PopError::Empty => return,
+                            PopError::Empty => break,
                             // As `receive_op` answers (a buffer of the largest size is never
                             // too short).
                             _ => Outcome::Failed(ApexError::InvalidConfig),
@@ -1313,6 +1371,14 @@ impl QueuingPort {
                 outcome,
             });
             self.leave(st, ticket);
+            served = true;
+        }
+        if served {
+            // The waiters that left may sleep on `wake` (`leave` wakes it only while others
+            // wait) or, the head, park on the channel's notifier, where only the channel or a
+            // kick wakes them (sockets: within `PARK_SLICE`, when the head re-checks `gen`).
+            futex::wake_all(&self.wake);
+            self.waiter.kick();
         }
     }
 
@@ -1355,12 +1421,12 @@ impl QueuingPort {
     /// store, and a producer whose store buffer is full of ring stores waits for each (see
     /// `docs/bench-rtt.md`, session 14). This tries again first.
     ///
-    /// `role`: how the caller can be served while suspended ([`QueuingPort::serve_suspended`]).
+    /// `role`: how the caller can be served in its place ([`QueuingPort::serve_waiters`]).
     ///
     /// Joining the line allocates nothing but the copy of a sender's message, fallibly: the
     /// queue has room for every process (reserved at creation) once the entries of stopped
     /// incarnations are pruned, and a sender whose message cannot be copied (the partition's
-    /// memory is full) waits all the same, only it is not served while suspended
+    /// memory is full) waits all the same, only it is not served in its place
     /// ([`Waiter::serve`]).
     fn wait_for(
         &self,
@@ -1371,7 +1437,7 @@ impl QueuingPort {
         let mut st = lock(&self.state);
         if !st.waiters.is_empty() {
             self.prune(&mut st);
-            self.serve_suspended(&mut st);
+            self.serve_waiters(&mut st, None);
         }
         if st.waiters.is_empty() {
             match op(&mut st) {
@@ -1456,9 +1522,9 @@ impl QueuingPort {
             // With `prune`, not a bare `retain`: a waiter that becomes head because a stopped
             // one left must be woken now, not at its next stale check.
             self.prune(&mut st);
-            self.serve_suspended(&mut st);
+            self.serve_waiters(&mut st, Some(ticket));
             if let Some(i) = st.handed.iter().position(|h| h.ticket == ticket) {
-                // Served while it was suspended (it is out of the line already).
+                // Served in its place (it is out of the line already).
                 return match st.handed.swap_remove(i).outcome {
                     Outcome::Sent(n) => Ok(n),
                     Outcome::Failed(e) => Err(e),
@@ -1552,7 +1618,8 @@ impl QueuingPort {
 }
 
 /// A queuing service's call: one attempt `op(state, args..)` inline, under the port lock and only
-/// if no process waits already (FIFO and PRIORITY order), then, if it must wait,
+/// if no process waits once those a message or room came for are served in their place
+/// ([`QueuingPort::serve_waiters`]; FIFO and PRIORITY order), then, if it must wait,
 /// [`QueuingPort::wait_for`] with the same attempt. A macro, not a generic helper taking a
 /// closure: the helper was not inlined, and the call then took six frames (session 14).
 macro_rules! first_then_wait {
@@ -1560,7 +1627,7 @@ macro_rules! first_then_wait {
         let mut st = lock(&$port.state);
         if !st.waiters.is_empty() {
             $port.prune(&mut st);
-            $port.serve_suspended(&mut st);
+            $port.serve_waiters(&mut st, None);
         }
         let first = if st.waiters.is_empty() {
             $op(&mut st, $($arg),*)
@@ -1668,7 +1735,7 @@ fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
     }
 }
 
-/// Copy a message handed to a suspended receiver into its buffer (which holds the port's
+/// Copy a message handed to a waiting receiver into its buffer (which holds the port's
 /// largest message: [`QueuingPort::servable`]).
 #[cold]
 fn deliver(m: &[u8], buf: &mut [u8]) -> Try {
@@ -1791,13 +1858,20 @@ pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
         .ok_or(ApexError::InvalidConfig)
 }
 
-/// Return the status of a queuing port (`GET_QUEUING_PORT_STATUS`).
+/// Return the status of a queuing port (`GET_QUEUING_PORT_STATUS`). While processes wait, it
+/// first serves them in their place ([`QueuingPort::serve_waiters`]), so a message that a
+/// waiting receiver is due counts as its, not as queued: NB_MESSAGE and WAITING_PROCESSES are
+/// never both non-zero on a destination whose waiters can be served in their place.
 ///
 /// # Errors
 /// `InvalidParam`: no such port.
 pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatus> {
     let port = queuing(id)?;
     let mut st = lock(&port.state);
+    if !st.waiters.is_empty() {
+        port.prune(&mut st);
+        port.serve_waiters(&mut st, None);
+    }
     let waiting = st.waiters.iter().filter(|w| w.alive()).count() as u32;
     let n = if let Some(s) = st.source.as_mut() {
         s.len()
@@ -1816,7 +1890,10 @@ pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatu
     })
 }
 
-/// Discard every message queued in a destination queuing port (`CLEAR_QUEUING_PORT`).
+/// Discard every message queued in a destination queuing port (`CLEAR_QUEUING_PORT`). A
+/// message that a waiting receiver is due is not queued but its: the waiters are served in
+/// their place first ([`QueuingPort::serve_waiters`]), one message each in line order, and only
+/// the rest is discarded.
 ///
 /// # Errors
 /// - `InvalidParam`: no such port.
@@ -1827,6 +1904,10 @@ pub fn clear_queuing_port(id: QueuingPortId) -> ApexResult<()> {
         return Err(ApexError::InvalidMode);
     }
     let mut st = lock(&port.state);
+    if !st.waiters.is_empty() {
+        port.prune(&mut st);
+        port.serve_waiters(&mut st, None);
+    }
     if let Some(c) = st.dest.as_mut() {
         c.clear();
     }
