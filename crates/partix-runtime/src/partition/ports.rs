@@ -596,22 +596,9 @@ pub fn create_sampling_port(
 }
 
 /// `len` zero bytes from the partition's memory, or `InvalidConfig` when it cannot hold them
-/// (a failed allocation must not abort the partition). Zeroed by the allocator, as `vec![0;
-/// len]` is (a large block comes from `mmap` and is not written here), not by a `resize` that
-/// would touch every page.
+/// (a failed allocation must not abort the partition; see `transport::socket::zeroed`).
 fn zeroed(len: usize) -> ApexResult<Vec<u8>> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| ApexError::InvalidConfig)?;
-    // SAFETY: `layout` has a non-zero size.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) };
-    if p.is_null() {
-        return Err(ApexError::InvalidConfig);
-    }
-    // SAFETY: `p` was allocated by the global allocator with the layout of `[u8; len]` (the
-    // layout of a `Vec<u8>` of capacity `len`), and its `len` bytes are initialised (zero).
-    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
+    crate::transport::socket::zeroed(len).map_err(|_| ApexError::InvalidConfig)
 }
 
 /// Return the port of `id` (no lock: the table is filled once per port).

@@ -281,7 +281,9 @@ fn sockets(port: &MappedPort, kind: SocketKind) -> Result<Vec<FrameSocket>, Atta
     let mut v = Vec::with_capacity(port.sockets.len());
     for s in &port.sockets {
         let fd = s.try_clone().map_err(|e| err(port, e))?;
-        v.push(FrameSocket::new(fd, kind, port.desc.max_message_size));
+        v.push(
+            FrameSocket::try_new(fd, kind, port.desc.max_message_size).map_err(|e| err(port, e))?,
+        );
     }
     if v.is_empty() && port.desc.direction == PortDirection::Destination {
         return Err(err(port, "no socket"));
@@ -814,7 +816,9 @@ impl SamplingDestination {
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
                 let fd = s.try_clone_fd().map_err(|e| err(port, e))?;
-                let a = Arc::new(SocketAgent::new(socket::SampleRx::new(s)));
+                let a = Arc::new(SocketAgent::new(
+                    socket::SampleRx::try_new(s).map_err(|e| err(port, e))?,
+                ));
                 let weak = Arc::downgrade(&a);
                 spawn_manager(&port.desc.name, move || run_socket_agent(&weak, &fd))
                     .map_err(|e| err(port, e))?;
@@ -1140,7 +1144,7 @@ impl QueueSource {
                 // The channel's capacity when the destination's MaxNbMessages is smaller: the
                 // sockets hold that many frames.
                 let credit = port.desc.capacity.map_or(limit, |c| c.min(limit));
-                let tx = socket::QueueTx::new(s, credit);
+                let tx = socket::QueueTx::try_new(s, credit).map_err(|e| err(port, e))?;
                 // The executive gives the source its book, a region that outlives the
                 // partition's restarts (`QueueTx::with_book`).
                 QueueSource::Socket(match port.regions.first() {
@@ -1305,14 +1309,15 @@ impl QueueDestination {
                 // The executive gives the destination its book, a region that outlives the
                 // partition's restarts (`QueueRx::with_book`).
                 let rx = match port.regions.first() {
-                    Some(r) => socket::QueueRx::with_book(
+                    Some(r) => socket::QueueRx::try_with_book(
                         s,
                         limit,
                         Words::attach(r.clone(), 0, socket::DEST_BOOK_WORDS)
                             .map_err(|e| err(port, e))?,
                     ),
-                    None => socket::QueueRx::new(s, limit),
-                };
+                    None => socket::QueueRx::try_new(s, limit),
+                }
+                .map_err(|e| err(port, e))?;
                 let rx = match port.desc.capacity {
                     Some(c) => rx.with_credit(c),
                     None => rx,

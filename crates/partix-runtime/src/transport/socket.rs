@@ -175,6 +175,31 @@ pub enum SocketKind {
     Tcp,
 }
 
+/// `len` zero bytes from the process's memory, or `OutOfMemory` when it cannot hold them: an
+/// endpoint of a large port that does not fit the partition's memory (`RLIMIT_DATA`) makes its
+/// CREATE answer `INVALID_CONFIG`, not abort the partition. Zeroed by the allocator, as
+/// `vec![0; len]` is (a large block comes from `mmap` and is not written here).
+pub fn zeroed(len: usize) -> io::Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let short = || {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("no memory for {len} bytes"),
+        )
+    };
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| short())?;
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(short());
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `[u8; len]` (the
+    // layout of a `Vec<u8>` of capacity `len`), and its `len` bytes are initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
+}
+
 fn set_buffers(fd: &impl AsRawFd, bytes: usize) {
     let v = bytes.clamp(64 << 10, partix_config::MAX_SOCKET_BUFFER) as libc::c_int;
     for (force, plain) in [
@@ -516,15 +541,28 @@ pub enum Recv {
 
 impl FrameSocket {
     /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes.
+    ///
+    /// # Panics
+    /// When the process's memory cannot hold the buffers ([`FrameSocket::try_new`] does not).
     pub fn new(fd: OwnedFd, kind: SocketKind, max: u32) -> FrameSocket {
+        FrameSocket::try_new(fd, kind, max).unwrap_or_else(|e| panic!("socket buffers: {e}"))
+    }
+
+    /// [`FrameSocket::new`], or the error ([`zeroed`]) when the process's memory cannot hold
+    /// the buffers (about `max` to send, twice `max` to receive over TCP).
+    ///
+    /// # Errors
+    /// `OutOfMemory`.
+    pub fn try_new(fd: OwnedFd, kind: SocketKind, max: u32) -> io::Result<FrameSocket> {
         let max = max as usize;
         let (io, rx) = match kind {
             SocketKind::Udp => (Io::Udp(UdpSocket::from(fd)), Vec::new()),
             SocketKind::Tcp => (
                 Io::Tcp(TcpStream::from(fd)),
-                vec![0u8; (2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10)],
+                zeroed((2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10))?,
             ),
         };
+        let tx = zeroed(max + HEADER_LEN + PAGE)?;
         let rcvbuf = {
             let fd = match &io {
                 Io::Udp(s) => s.as_raw_fd(),
@@ -548,11 +586,11 @@ impl FrameSocket {
                 16 << 20
             }
         };
-        FrameSocket {
+        Ok(FrameSocket {
             io,
             rcvbuf,
             cut: false,
-            tx: vec![0u8; max + HEADER_LEN + PAGE],
+            tx,
             tx_off: 0,
             tx_len: 0,
             rx,
@@ -576,7 +614,7 @@ impl FrameSocket {
             looks: 0,
             #[cfg(test)]
             polls: 0,
-        }
+        })
     }
 
     /// Set the [`link`] bits `bits` to `on` (and publish them to the waiters if they changed).
@@ -1304,18 +1342,30 @@ pub struct SampleRx {
 
 impl SampleRx {
     /// Use the inherited socket.
+    ///
+    /// # Panics
+    /// When the process's memory cannot hold the buffers ([`SampleRx::try_new`] does not).
     pub fn new(sock: FrameSocket) -> SampleRx {
+        SampleRx::try_new(sock).unwrap_or_else(|e| panic!("sampling buffers: {e}"))
+    }
+
+    /// [`SampleRx::new`], or the error ([`zeroed`]) when the process's memory cannot hold its
+    /// two buffers of about `max` bytes.
+    ///
+    /// # Errors
+    /// `OutOfMemory`.
+    pub fn try_new(sock: FrameSocket) -> io::Result<SampleRx> {
         let n = sock.max + HEADER_LEN + PAGE;
-        SampleRx {
+        Ok(SampleRx {
+            scratch: zeroed(n)?,
+            last: zeroed(n)?,
             sock,
-            scratch: vec![0u8; n],
-            last: vec![0u8; n],
             last_at: 0,
             dst: 0,
             have: None,
             numbered: 0,
             looked_empty: false,
-        }
+        })
     }
 
     /// Start a new call of the port's service: frames may have queued up since the last look.
@@ -1636,10 +1686,23 @@ const BOOK_PARTIAL: usize = 3;
 
 impl QueueTx {
     /// Use the inherited socket; `limit` is `MaxNbMessages`.
-    pub fn new(mut sock: FrameSocket, limit: u32) -> QueueTx {
+    ///
+    /// # Panics
+    /// When the process's memory cannot hold the buffer ([`QueueTx::try_new`] does not).
+    pub fn new(sock: FrameSocket, limit: u32) -> QueueTx {
+        QueueTx::try_new(sock, limit).unwrap_or_else(|e| panic!("queuing buffer: {e}"))
+    }
+
+    /// [`QueueTx::new`], or the error ([`zeroed`]) when the process's memory cannot hold its
+    /// buffer of about `max` bytes.
+    ///
+    /// # Errors
+    /// `OutOfMemory`.
+    pub fn try_new(mut sock: FrameSocket, limit: u32) -> io::Result<QueueTx> {
+        let scratch = zeroed(sock.max + HEADER_LEN)?;
         sock.resync_peer();
-        QueueTx {
-            scratch: vec![0u8; sock.max + HEADER_LEN],
+        Ok(QueueTx {
+            scratch,
             sock,
             limit: u64::from(limit),
             sent: 0,
@@ -1650,7 +1713,7 @@ impl QueueTx {
             partial: false,
             #[cfg(test)]
             die: None,
-        }
+        })
     }
 
     /// Keep this source's counts in `book` ([`BOOK_WORDS`] words of a region that outlives the
@@ -1915,8 +1978,20 @@ impl QueueRx {
     /// this one may find the socket empty and never consume, so never ack); an ack from an
     /// incarnation it has not seen re-bases the source on that count, with nothing in flight.
     /// (An announcement the socket cannot take now is sent by a later call.)
+    ///
+    /// # Panics
+    /// When the process's memory cannot hold the buffers ([`QueueRx::try_new`] does not).
     pub fn new(sock: FrameSocket, limit: u32) -> QueueRx {
-        QueueRx::make(sock, limit, None).start()
+        QueueRx::try_new(sock, limit).unwrap_or_else(|e| panic!("queuing buffers: {e}"))
+    }
+
+    /// [`QueueRx::new`], or the error ([`zeroed`]) when the process's memory cannot hold its
+    /// buffers (`limit` messages of `max` bytes, and one more).
+    ///
+    /// # Errors
+    /// `OutOfMemory` (nothing was sent).
+    pub fn try_new(sock: FrameSocket, limit: u32) -> io::Result<QueueRx> {
+        Ok(QueueRx::make(sock, limit, None)?.start())
     }
 
     /// [`QueueRx::new`] that keeps this destination's identity and its count of frames taken
@@ -1938,8 +2013,21 @@ impl QueueRx {
     /// incarnation killed inside one leaves an unknown count, and the next one takes a new
     /// identity, so the source starts again with nothing in flight, as without a book (tcp
     /// loses nothing by it; the bound is exceeded for a while).
+    ///
+    /// # Panics
+    /// When the process's memory cannot hold the buffers ([`QueueRx::try_with_book`] does
+    /// not).
     pub fn with_book(sock: FrameSocket, limit: u32, book: Words) -> QueueRx {
-        let mut rx = QueueRx::make(sock, limit, Some(book));
+        QueueRx::try_with_book(sock, limit, book).unwrap_or_else(|e| panic!("queuing buffers: {e}"))
+    }
+
+    /// [`QueueRx::with_book`], or the error ([`zeroed`]) when the process's memory cannot hold
+    /// its buffers.
+    ///
+    /// # Errors
+    /// `OutOfMemory` (nothing was sent, the book is as it was).
+    pub fn try_with_book(sock: FrameSocket, limit: u32, book: Words) -> io::Result<QueueRx> {
+        let mut rx = QueueRx::make(sock, limit, Some(book))?;
         if let Some(b) = &rx.book {
             let id = b.get(DEST_BOOK_ID).load(Ordering::Acquire) as u32;
             let taken = b.get(DEST_BOOK_TAKEN).load(Ordering::Acquire);
@@ -1962,36 +2050,44 @@ impl QueueRx {
             }
         }
         rx.note_taken();
-        rx.start()
+        Ok(rx.start())
     }
 
     /// A destination with a new identity, counting from 0, that has announced nothing yet.
-    fn make(sock: FrameSocket, limit: u32, book: Option<Words>) -> QueueRx {
+    fn make(sock: FrameSocket, limit: u32, book: Option<Words>) -> io::Result<QueueRx> {
         let limit = limit.max(1) as usize;
         let max = sock.max;
+        let slots = zeroed(limit.checked_mul(max).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::OutOfMemory, "a queue larger than memory")
+        })?)?;
+        let mut lens = Vec::new();
+        lens.try_reserve_exact(limit)
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+        lens.resize(limit, 0);
+        let scratch = zeroed(max + HEADER_LEN)?;
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u32;
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        QueueRx {
+        Ok(QueueRx {
             incarnation: (pid.rotate_left(16) ^ t) | 1,
-            slots: vec![0u8; limit * max],
-            lens: vec![0; limit],
+            slots,
+            lens,
             head: 0,
             count: 0,
             consumed: 0,
             acked_sent: QueueRx::UNANNOUNCED,
             batch: (limit as u64 / 2).max(1),
             credit: limit as u64,
-            scratch: vec![0u8; max + HEADER_LEN],
+            scratch,
             counters: Arc::new(Counters::default()),
             limit,
             sock,
             book,
             idle_from: 0,
             empties: 0,
-        }
+        })
     }
 
     /// Pad the stream for the source (tcp) and announce this incarnation.
