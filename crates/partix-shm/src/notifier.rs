@@ -31,6 +31,16 @@
 //!   `futex_wait` returns at once because the word changed, or the wake finds it queued) or after
 //!   it (then, by the `Release` bump / `Acquire` load pair, `ready()` sees the publication).
 //!
+//! A park waits in slices of at most [`MAX_PARK`] (below). A slice that ends with `epoch`
+//! unchanged leaves the registration and its fence Y in place and repeats only the rest:
+//! ```text
+//! receiver: ... futex_wait(epoch, e) returns, epoch == e:  e = epoch (Acquire);  if ready() { done }  else futex_wait(epoch, e)
+//! ```
+//! The two cases above hold for every wait of the span, since none of them needs the wait to be
+//! the first after Y: the count stays raised until the receiver unregisters after its last
+//! wait, every `e` is loaded after Y and every `ready()` after its `e`
+//! (the doc comment of `NotifierView::park_until_or_with`).
+//!
 //! **Asymmetric fences** ([`crate::barrier`]). In a process that enabled them, X is a compiler
 //! fence (no instruction on the message path) and Y is a `SeqCst` fence followed by an expedited
 //! global `membarrier(2)`: every CPU that runs a registered process executes a full barrier
@@ -47,7 +57,10 @@
 //! kernel compared `epoch` only when it went to sleep. So a park sleeps at most [`MAX_PARK`]
 //! (1 s) at a time, also without a deadline, and then checks `ready()` again: such a lost
 //! wake-up costs at most that long (unit test
-//! `a_park_without_deadline_sees_data_whose_wake_up_was_lost`).
+//! `a_park_without_deadline_sees_data_whose_wake_up_was_lost`). The check stays registered
+//! (above), so an idle parker pays a timer expiry and a check a second, and makes its fence Y
+//! (a global expedited `membarrier`) once per park, not once per slice (unit test
+//! `a_park_without_deadline_makes_one_barrier_over_several_slices`).
 //!
 //! # Parkers that die
 //! A receiver killed while registered (a partition restart kills the manager threads of a
@@ -97,8 +110,17 @@ use std::time::{Duration, Instant};
 /// Longest a parker sleeps in one `futex_wait` before it checks its condition again, also
 /// without a deadline: a writer killed between its `epoch` bump and its `futex_wake` never
 /// sends the wake-up, and a receiver already asleep would otherwise sleep until the next
-/// message, which may never come (see the module docs). One extra check a second costs a
-/// parked thread nothing measurable.
+/// message, which may never come (see the module docs).
+///
+/// What the cap costs: each slice that ends without a wake-up is one timer expiry, a switch
+/// into the parked thread and out again, a load of `epoch` and one call of `ready()`, on the
+/// parked thread's own CPU, once a second per parked thread. The thread stays registered
+/// across such slices, so it makes no new fence Y: no `membarrier`, no interrupt of other
+/// CPUs. (As the cap was first written, in session 26, each slice registered again, and its
+/// global expedited `membarrier` interrupted every CPU running a partition once a second per
+/// idle parker; found by review.)
+/// It goes back round, with a new fence Y, only when `epoch` changed (or another incarnation
+/// discarded its count).
 pub const MAX_PARK: Duration = Duration::from_secs(1);
 
 /// The two futex operations the notifier needs.
@@ -314,7 +336,44 @@ impl<'a> NotifierView<'a> {
         self.park_until_or_with(futex, deadline, ready, stop, crate::barrier::heavy_global)
     }
 
-    /// [`NotifierView::park_until_or`] with `heavy` as fence Y (a test makes it fail).
+    /// Whether this side's count still holds the registration made with `tag`: the count is
+    /// this incarnation's and not 0 (another incarnation may have replaced it, module docs).
+    fn holds(&self, tag: Option<u32>) -> bool {
+        let half = (self.waiters.load(Ordering::Relaxed) >> self.side.shift()) as u32;
+        tag.is_some_and(|me| half >> 16 == me && half & COUNT != 0)
+    }
+
+    /// [`NotifierView::park_until_or`] with `heavy` as fence Y (tests make it fail, or count
+    /// it).
+    ///
+    /// One registration (and one fence Y) covers every [`MAX_PARK`] slice of the park until a
+    /// writer bumps `epoch`: a slice that ends with `epoch` unchanged (its time-out, or a
+    /// spurious or interrupted wait) reloads `epoch` (`Acquire`), checks `ready()`, `stop()`
+    /// and the deadline again, and waits again, still registered, with no new barrier. That
+    /// is the protocol's receiver step with the registration and fence Y left where they
+    /// were, and the argument of the module docs holds for every wait of the span:
+    /// - the count stays raised from the registration to the unregistration, which comes only
+    ///   after the last wait returned (other parkers only add and take back their own ones);
+    ///   so a writer whose X follows Y reads `waiters != 0` (it reads the increment or a later
+    ///   value, and every value from the increment up to our unregistration is non-zero),
+    ///   bumps `epoch` and wakes. (Another incarnation that discards the count breaks this
+    ///   for the rest of the slice, as it did before; the check after the slice sees the
+    ///   count gone and goes round to register again.)
+    /// - a writer whose X precedes Y has its data visible to every `ready()` after Y, the
+    ///   re-checks included;
+    /// - each wait is on a value of `epoch` loaded after Y, each `ready()` follows that load:
+    ///   a bump after the load makes the wait return at once or the wake find it queued; a
+    ///   bump the load saw (`Acquire` of the `Release` bump) makes `ready()` see the data.
+    ///
+    /// Nothing in it asks that the wait be the first after Y. Re-registering each slice made
+    /// a parker without a deadline on an idle channel issue a global expedited `membarrier`
+    /// (an interrupt on every CPU running a partition) once a second (found by review).
+    ///
+    /// The parker goes back round (unregisters, and registers again with a new barrier when
+    /// `ready()` is still false) only when `epoch` changed (a wake-up, or a writer killed
+    /// between its bump and its wake) or its count no longer holds its tag (another
+    /// incarnation discarded it); a parker whose barrier failed, or whose count was full,
+    /// goes round after each short park as before.
     fn park_until_or_with(
         &self,
         futex: &impl Futex,
@@ -332,28 +391,46 @@ impl<'a> NotifierView<'a> {
             // `SeqCst` fence and, where the kernel has it, an expedited global `membarrier`.
             // (Not registered, the count being full: no writer will wake us, park briefly.)
             let sure = tag.is_some() && heavy();
-            let e = self.epoch.load(Ordering::Acquire);
-            if ready() {
-                self.unregister(tag);
-                return true;
+            // SYNC POINT: Acquire load of `epoch` after Y, pairs with the writer's Release
+            // bump; every wait below is on a value loaded after this Y.
+            let mut e = self.epoch.load(Ordering::Acquire);
+            // The slices of one registration (see the doc comment).
+            loop {
+                if ready() {
+                    self.unregister(tag);
+                    return true;
+                }
+                if stop() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    self.unregister(tag);
+                    return false;
+                }
+                let until = if sure {
+                    // At most `MAX_PARK` at a time: a writer killed between its bump and its
+                    // wake sends no wake-up, and then only the next check sees its data.
+                    let cap = Instant::now() + MAX_PARK;
+                    Some(deadline.map_or(cap, |d| d.min(cap)))
+                } else {
+                    // Every `membarrier` failed: a writer whose X is a compiler fence may miss
+                    // our registration, and its wake-up with it. Park briefly, then check
+                    // again (`crate::barrier`, "When a heavy barrier's `membarrier` fails").
+                    let soon = Instant::now() + crate::barrier::DEGRADED_PARK;
+                    Some(deadline.map_or(soon, |d| d.min(soon)))
+                };
+                futex.wait(self.epoch, e, until);
+                if !sure {
+                    break;
+                }
+                // SYNC POINT: Acquire reload of `epoch`, still after the Y of a registration
+                // that stands (pairs with the writer's Release bump, as the load above).
+                let now = self.epoch.load(Ordering::Acquire);
+                if now != e || !self.holds(tag) {
+                    // A writer bumped (woken, or its wake-up was lost), or our count was
+                    // discarded: back round, registering again with a new Y if not ready.
+                    break;
+                }
+                // A slice ended with `epoch` unchanged: stay registered, check again.
+                e = now;
             }
-            if stop() || deadline.is_some_and(|d| Instant::now() >= d) {
-                self.unregister(tag);
-                return false;
-            }
-            let until = if sure {
-                // At most `MAX_PARK` at a time: a writer killed between its bump and its wake
-                // sends no wake-up, and then only the next check sees its data.
-                let cap = Instant::now() + MAX_PARK;
-                Some(deadline.map_or(cap, |d| d.min(cap)))
-            } else {
-                // Every `membarrier` failed: a writer whose X is a compiler fence may miss our
-                // registration, and its wake-up with it. Park briefly, then check again
-                // (`crate::barrier`, "When a heavy barrier's `membarrier` fails").
-                let soon = Instant::now() + crate::barrier::DEGRADED_PARK;
-                Some(deadline.map_or(soon, |d| d.min(soon)))
-            };
-            futex.wait(self.epoch, e, until);
             self.unregister(tag);
         }
     }
@@ -727,6 +804,108 @@ mod shm {
             );
             assert!(t0.elapsed() < MAX_PARK + Duration::from_millis(900));
             assert_eq!(n.registered(), 0);
+        }
+
+        /// A futex nobody wakes: `wait` returns once its time-out has passed (at once with
+        /// `sleep` false, as if it had), as the kernel's does when no writer comes. It counts
+        /// its waits, records at each how many parkers are registered on `n`, and runs `each`
+        /// (with the number of the wait) before it returns.
+        struct NobodyWakes<'a> {
+            n: &'a Notifier,
+            sleep: bool,
+            each: &'a dyn Fn(u32),
+            waits: std::cell::Cell<u32>,
+            registered: std::cell::RefCell<Vec<u32>>,
+        }
+
+        impl<'a> NobodyWakes<'a> {
+            fn new(n: &'a Notifier, sleep: bool, each: &'a dyn Fn(u32)) -> NobodyWakes<'a> {
+                NobodyWakes {
+                    n,
+                    sleep,
+                    each,
+                    waits: std::cell::Cell::new(0),
+                    registered: std::cell::RefCell::new(Vec::new()),
+                }
+            }
+        }
+
+        impl Futex for NobodyWakes<'_> {
+            fn wait(&self, _: &AtomicU32, _: u32, deadline: Option<Instant>) {
+                let deadline = deadline.expect("a park sleeps at most MAX_PARK at a time");
+                assert!(deadline <= Instant::now() + MAX_PARK);
+                self.registered.borrow_mut().push(self.n.registered());
+                if self.sleep {
+                    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                }
+                (self.each)(self.waits.get());
+                self.waits.set(self.waits.get() + 1);
+            }
+
+            fn wake_all(&self, _: &AtomicU32) {}
+        }
+
+        /// Park on `n` with `futex` and no deadline until `futex` has returned `waits` times;
+        /// return how many heavy barriers (fence Y) the park made.
+        fn barriers_over(n: &Notifier, futex: &NobodyWakes<'_>, waits: u32) -> u32 {
+            let heavies = std::cell::Cell::new(0u32);
+            let ok = n.view().park_until_or_with(
+                futex,
+                None,
+                || futex.waits.get() >= waits,
+                || false,
+                || {
+                    heavies.set(heavies.get() + 1);
+                    true
+                },
+            );
+            assert!(ok);
+            assert_eq!(futex.waits.get(), waits);
+            heavies.get()
+        }
+
+        /// A park without a deadline (an infinite APEX time-out) on an idle channel wakes every
+        /// [`MAX_PARK`] to check again; it stays registered across those slices and makes its
+        /// heavy barrier (fence Y: a global expedited `membarrier`, which interrupts every CPU
+        /// running a partition) once, not once per slice. (Each slice unregistered and
+        /// registered again, with a new barrier: one cross-partition interrupt round a second
+        /// per idle parker, with no traffic at all; found by review.)
+        #[test]
+        fn a_park_without_deadline_makes_one_barrier_over_several_slices() {
+            let n = notifier();
+            let futex = NobodyWakes::new(&n, true, &|_| {});
+            let t0 = Instant::now();
+            let heavies = barriers_over(&n, &futex, 3);
+            assert!(t0.elapsed() >= MAX_PARK * 3 - Duration::from_millis(50));
+            assert_eq!(heavies, 1, "heavy barriers over 3 time-outs of MAX_PARK");
+            assert_eq!(*futex.registered.borrow(), [1, 1, 1]);
+            assert_eq!(n.registered(), 0);
+        }
+
+        /// A parker that stays registered across its slices registers again (with a new
+        /// barrier) when it finds after a slice that another incarnation discarded its count
+        /// (a second live process on its side, module docs): staying registered must not turn
+        /// a wake-up missed for one slice into wake-ups missed for the rest of the park.
+        #[test]
+        fn a_parker_whose_count_was_discarded_registers_again_after_its_slice() {
+            let n = notifier();
+            let me = incarnation();
+            let foreign: u32 = if me == 0xBEEF { 0xCAFE } else { 0xBEEF };
+            let discard = |wait: u32| {
+                if wait == 1 {
+                    n.waiters()
+                        .store(u64::from(foreign << 16 | 1), Ordering::Relaxed);
+                }
+            };
+            let futex = NobodyWakes::new(&n, false, &discard);
+            let heavies = barriers_over(&n, &futex, 4);
+            assert_eq!(heavies, 2, "one barrier, then one after the count was lost");
+            assert_eq!(*futex.registered.borrow(), [1, 1, 1, 1]);
+            assert_eq!(
+                n.waiters().load(Ordering::Relaxed),
+                0,
+                "our registration replaced the foreign count, and was taken back"
+            );
         }
 
         /// Fork a child that parks on `n` (on `side`) for ever, wait until it registered, and

@@ -542,7 +542,7 @@ pub use shm::*;
 mod shm {
     use super::*;
     use crate::area::{line_up, Area, AreaError};
-    use crate::notifier::{wait_with, Notifier, RecvMode};
+    use crate::notifier::{wait_with, Notifier, RecvMode, NOTIFIER_LEN};
     use crate::region::Region;
     use std::fmt;
     use std::sync::Arc;
@@ -625,8 +625,10 @@ mod shm {
             area.u64_at(HDR_MAGIC).store(0, Ordering::Relaxed);
             area.u64_at(HEAD).store(0, Ordering::Relaxed);
             area.u64_at(TAIL).store(0, Ordering::Relaxed);
-            area.u32_at(NOTIFIER).store(0, Ordering::Relaxed);
-            area.u32_at(NOTIFIER + 4).store(0, Ordering::Relaxed);
+            // The whole notifier line (epoch and both waiter counts), as `init_split` does.
+            for w in area.words(NOTIFIER, NOTIFIER_LEN / 8) {
+                w.store(0, Ordering::Relaxed);
+            }
             area.u32_at(HDR_VERSION).store(VERSION, Ordering::Relaxed);
             area.u32_at(HDR_CAPACITY)
                 .store(self.capacity, Ordering::Relaxed);
@@ -1419,6 +1421,37 @@ mod shm {
             assert_eq!(c.try_pop_many(&mut out, 13, &mut lens), Ok(1));
             assert_eq!(&out[..4], b"next");
             assert!(c.is_empty());
+        }
+
+        /// `init` discards previous content, the notifier's waiter counts included: it cleared
+        /// the epoch and the old 4-byte count at `NOTIFIER + 4`, not the 8-byte counts at
+        /// `NOTIFIER + 8`, so a ring initialised again over a used region kept a stale count
+        /// (needless wake-ups for every push, and one `adopt` cannot discard, being of this
+        /// same process). Found by review.
+        #[test]
+        fn init_over_a_used_ring_clears_its_waiter_counts() {
+            let l = RingLayout::new(4, 8).unwrap();
+            let r =
+                Arc::new(Region::create("partix-shm-ring-reinit", 256 + l.size_bytes()).unwrap());
+            l.init(&r, 256).unwrap();
+            let c = RingConsumer::attach(r.clone(), 256).unwrap();
+            let n = c.ring.notifier.clone();
+            // A parker of this process registers; in its check after fence Y (still
+            // registered) the ring is initialised again under it.
+            let (mut checks, mut while_parked, mut after_init) = (0, 0, 0);
+            assert!(n.park_until(None, || {
+                checks += 1;
+                if checks == 2 {
+                    while_parked = n.registered();
+                    l.init(&r, 256).unwrap();
+                    after_init = n.registered();
+                }
+                checks == 2
+            }));
+            assert_eq!(while_parked, 1, "the parker was registered");
+            assert_eq!(after_init, 0, "init left the parker's count");
+            assert_eq!(n.registered(), 0);
+            assert_eq!(n.wakes(), 0);
         }
 
         #[test]

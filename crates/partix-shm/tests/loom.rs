@@ -314,13 +314,34 @@ fn two_sided_three_messages_with_credit_starvation() {
 
 /// A futex for the model: the kernel checks the word and queues the waiter atomically with respect
 /// to wakers (its hash-bucket lock); here a mutex plays that lock and a condvar the queue.
+///
+/// The first `time_outs` waits return without blocking, whatever the word, as a wait whose
+/// time-out (a `MAX_PARK` slice) passed before any wake-up; the model's interleavings place that
+/// return anywhere among the writer's steps. Only the parking thread touches the count, so it is
+/// a plain (not modelled) atomic.
 struct ModelFutex {
     lock: Mutex<()>,
     queue: Condvar,
+    time_outs: std::sync::atomic::AtomicU32,
+}
+
+impl ModelFutex {
+    fn new(time_outs: u32) -> ModelFutex {
+        ModelFutex {
+            lock: Mutex::new(()),
+            queue: Condvar::new(),
+            time_outs: std::sync::atomic::AtomicU32::new(time_outs),
+        }
+    }
 }
 
 impl Futex for ModelFutex {
     fn wait(&self, word: &AtomicU32, expected: u32, _deadline: Option<std::time::Instant>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.time_outs.load(Relaxed) != 0 {
+            self.time_outs.fetch_sub(1, Relaxed);
+            return;
+        }
         let guard = self.lock.lock().unwrap();
         if word.load(Ordering::Relaxed) == expected {
             drop(self.queue.wait(guard).unwrap());
@@ -417,17 +438,16 @@ impl partix_shm::bias::PiFutex for ModelPiFutex {
 
 /// The notifier never loses a wake-up: a receiver parking while the writer publishes and
 /// notifies always returns (a lost wake-up leaves it blocked forever, which loom reports as a
-/// deadlock). The writer publishes `n` values; the receiver waits for each in turn.
-fn notifier_model(n: u64) {
+/// deadlock). The writer publishes `n` values; the receiver waits for each in turn. Its first
+/// `time_outs` waits time out (see `ModelFutex`): a slice that ends with `epoch` unchanged stays
+/// registered under the same fence Y, and one that ends after a bump goes back round.
+fn notifier_model(n: u64, time_outs: u32) {
     loom::model(move || {
         let shared = Arc::new((
             AtomicU64::new(0),
             AtomicU32::new(0),
             AtomicU64::new(0),
-            ModelFutex {
-                lock: Mutex::new(()),
-                queue: Condvar::new(),
-            },
+            ModelFutex::new(time_outs),
         ));
         let s = shared.clone();
         let writer = thread::spawn(move || {
@@ -448,12 +468,35 @@ fn notifier_model(n: u64) {
 
 #[test]
 fn notifier_never_loses_a_wakeup() {
-    notifier_model(1);
+    notifier_model(1, 0);
 }
 
 #[test]
 fn notifier_never_loses_a_wakeup_twice() {
-    notifier_model(2);
+    notifier_model(2, 0);
+}
+
+/// A park whose slices time out stays registered across them without a new fence Y (review 26,
+/// finding 2): no interleaving of the time-outs with the writer loses the wake-up. Checked
+/// mutations of `park_until_or_with`: taking the registration back at a time-out without
+/// registering again fails this model (and the two-message ones: a late wake-up of the first
+/// round ends a wait of the second with `epoch` unchanged); staying registered also after a
+/// bump, with a `Relaxed` reload of `epoch`, fails it too (`ready()` misses the data of a bump
+/// the reload saw). With two time-outs in a row the first mutation is caught by the parker's
+/// check that its count still holds (it goes back round), hence the one-time-out model.
+#[test]
+fn notifier_never_loses_a_wakeup_across_a_time_out() {
+    notifier_model(1, 1);
+}
+
+#[test]
+fn notifier_never_loses_a_wakeup_across_time_outs() {
+    notifier_model(1, 2);
+}
+
+#[test]
+fn notifier_never_loses_a_wakeup_twice_across_a_time_out() {
+    notifier_model(2, 1);
 }
 
 /// The one-sided ring with the **split** layout: `head` lives in the consumer's control area,
@@ -518,10 +561,7 @@ impl ModelNotifier {
         ModelNotifier {
             epoch: AtomicU32::new(0),
             waiters: AtomicU64::new(0),
-            futex: ModelFutex {
-                lock: Mutex::new(()),
-                queue: Condvar::new(),
-            },
+            futex: ModelFutex::new(0),
         }
     }
 
