@@ -703,6 +703,55 @@ fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A waiter at the head of the line that cannot be served in its place (a receiver whose buffer
+/// is shorter than the port's largest message; a batch send) and is suspended holds its place
+/// until its time-out, then no longer: the waiter behind it gets the message (the room) that
+/// came before that time-out, and the suspended one, resumed, returns TIMED_OUT. Before (review
+/// of session 26, finding 1), another caller removed an expired head only while the channel was
+/// not ready: the second waiter timed out after its own 3 s with the message still queued for
+/// the suspended one, which took it when resumed. On every transport.
+#[test]
+fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line() {
+    let dir = common::out_dir("ports-expired-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("expired-dst-{transport}"),
+            &[("serve-src", &[], false), ("expired-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        common::print_info(&format!("{transport} EXPIRED_DST"), &out[1]);
+        assert_eq!(
+            all_pass(&format!("{transport} EXPIRED_DST"), &out[1]),
+            6,
+            "{transport}: {:#?}",
+            out[1]
+        );
+        let out = run(
+            &m,
+            &format!("expired-src-{transport}"),
+            &[("expired-src", &[], true), ("mirror-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::print_info(&format!("{transport} EXPIRED_SRC"), &out[0]);
+        assert_eq!(
+            all_pass(&format!("{transport} EXPIRED_SRC"), &out[0]),
+            4,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
+            1,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// CREATE_SAMPLING_PORT takes the private buffers of a read (2 × (MAX_MESSAGE_SIZE + 4 KiB))
 /// only for a shared-memory destination, and fallibly. In partitions of M bytes
 /// (`RLIMIT_DATA`): a source port of M/2 is created (it needs no buffer); a shared-memory

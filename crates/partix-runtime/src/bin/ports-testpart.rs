@@ -74,6 +74,16 @@
 //!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
 //!                  returns NO_ERROR
 //!   mirror-dst     takes one message when asked, then the rest: the 8 of the fill, then 0xA0
+//!                  (also the partner of expired-src)
+//!   expired-dst    (tests/ports/serve.xml, with serve-src) r1 (a 4-byte buffer, shorter than
+//!                  QIN's largest message, so it cannot be handed one in its place; 1 s) waits
+//!                  on QIN (FIFO) and is SUSPENDed, r2 (3 s) waits behind it, one message comes:
+//!                  until r1's time-out it is queued for r1 (status {1, 2}, TIME_OUT 0
+//!                  NOT_AVAILABLE); then r2 gets it, and r1, resumed, returns TIMED_OUT
+//!   expired-src    the senders' mirror (with mirror-dst): QOUT (FIFO) full, s1 (a batch send,
+//!                  never sent in its place; 1 s) waits and is SUSPENDed, s2 (3 s) behind it,
+//!                  mirror-dst takes one message: until s1's time-out the room is its; then s2
+//!                  sends 0xA0, s1, resumed, returns TIMED_OUT
 //!   bigsamp-src B M  (tests/ports/sampling_memory.xml.in) creates source sampling ports of B
 //!                  (half its memory) and M bytes (NO_ERROR), writes "mid" on the second
 //!   bigsamp-dst H M W  creates a destination sampling port of H bytes: W = invalid,
@@ -2220,6 +2230,188 @@ extern "C" fn mirror_dst_process() {
     idle_forever();
 }
 
+// ------------------------- an expired waiter that cannot be served in its place
+
+/// The first (r1 / s1) and the second (r2 / s2) of `expired-dst` / `expired-src`.
+static EXPIRED_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What they got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
+static EXPIRED_GOT: [AtomicI32; 2] = [const { AtomicI32::new(-1) }; 2];
+/// When they returned (`get_time`), or -1.
+static EXPIRED_AT: [AtomicI64; 2] = [const { AtomicI64::new(-1) }; 2];
+/// The first's time-out: the message (or room) comes well before it.
+const EXPIRED_FIRST: SystemTime = 1_000 * MS;
+/// The second's: it must get the message (or room) at the first's time-out, not time out.
+const EXPIRED_SECOND: SystemTime = 3_000 * MS;
+
+fn expired_done(i: usize, v: i32) -> ! {
+    EXPIRED_AT[i].store(get_time(), Ordering::Release);
+    EXPIRED_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+/// r1: a buffer shorter than QIN's largest message, so it cannot be handed one in its place.
+extern "C" fn expired_r1() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 4];
+    let r = receive_queuing_message(q, &mut buf, EXPIRED_FIRST);
+    expired_done(0, tag4(r, &buf));
+}
+
+extern "C" fn expired_r2() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, EXPIRED_SECOND);
+    expired_done(1, tag4(r, &buf));
+}
+
+/// Start `first`, let it wait on `q`, SUSPEND it, then start `second` behind it; return whether
+/// both waited in line (`nb` messages queued meanwhile).
+fn expired_line_up(q: QueuingPortId, nb: u32, first: ProcessId, second: ProcessId) -> bool {
+    let waiting = |n: u32| nb_and_waiting(q) == Ok((nb, n));
+    start(first).expect("start the first");
+    let ok = within_5s(|| waiting(1));
+    suspend(first).expect("suspend the first");
+    start(second).expect("start the second");
+    ok && within_5s(|| waiting(2))
+}
+
+/// `expired-dst` (tests/ports/serve.xml, with `serve-src`): r1 (a 4-byte buffer, 1 s) waits on
+/// QIN (FIFO, largest message 8) and is SUSPENDed; r2 (8 bytes, 3 s) waits behind it; one
+/// message comes well before r1's time-out. Until then it is r1's: the status shows it queued
+/// with 2 waiting, a TIME_OUT 0 receive answers NOT_AVAILABLE. At r1's time-out r1 leaves the
+/// line (r2's next look takes it out) and r2 gets the message; r1, resumed, returns TIMED_OUT.
+extern "C" fn expired_dst_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (r1, r2) = *EXPIRED_PIDS.get().expect("set at init");
+    let got = |i: usize| EXPIRED_GOT[i].load(Ordering::Acquire);
+    let ms = |t: SystemTime| t / MS;
+    let t0 = get_time();
+    let lined = expired_line_up(q, 0, r1, r2);
+    expect(
+        "r1 (a buffer shorter than the largest message) waits, suspended, and r2 behind it",
+        lined,
+        "not 2 waiting",
+    );
+    write_sampling_message(ask, &[1, 1, 0x30]).expect("ASK");
+    await_sampling(done, &[1]);
+    // The message reaches QIN (a two-sided manager, a socket).
+    let _ = timed_wait(100 * MS);
+    let status = nb_and_waiting(q);
+    let mut buf = [0u8; 8];
+    let look = receive_queuing_message(q, &mut buf, 0);
+    let at = get_time() - t0;
+    expect_dbg(
+        "before r1's time-out the message is queued for it: status {1, 2}, TIME_OUT 0 NOT_AVAILABLE",
+        at < EXPIRED_FIRST && status == Ok((1, 2)) && look == Err(NotAvailable),
+        (ms(at), status, look),
+    );
+    let r2_done = within_5s(|| got(1) >= 0);
+    let when = EXPIRED_AT[1].load(Ordering::Acquire) - t0;
+    expect_dbg(
+        "at r1's time-out r2 gets the message (r1 suspended, not returned)",
+        r2_done && got(1) == 0x30 && got(0) == -1,
+        (got(0), got(1), ms(when)),
+    );
+    out(&format!("INFO r2 returned {} ms in", ms(when)));
+    let after = nb_and_waiting(q);
+    expect_dbg(
+        "then QIN holds nothing and nobody waits",
+        after == Ok((0, 0)),
+        after,
+    );
+    resume(r1).expect("resume r1");
+    let r1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, r1 returns TIMED_OUT",
+        r1_done && got(0) == 100 + TimedOut as i32,
+        got(0),
+    );
+    check(
+        "then QIN is empty",
+        receive_queuing_message(q, &mut buf, 0),
+        Err(NotAvailable),
+    );
+    out("END expired-dst");
+    idle_forever();
+}
+
+/// s1: a batch send (SEND_QUEUING_MESSAGES), which is never sent in its place.
+extern "C" fn expired_s1() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let m = [0xC0u8; 4];
+    let v = match send_queuing_messages(q, &[&m], EXPIRED_FIRST) {
+        Ok(1) => 0,
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    };
+    expired_done(0, v);
+}
+
+extern "C" fn expired_s2() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let v = match send_queuing_message(q, &[0xA0; 4], EXPIRED_SECOND) {
+        Ok(()) => 0,
+        Err(e) => 100 + e as i32,
+    };
+    expired_done(1, v);
+}
+
+/// `expired-src` (tests/ports/serve.xml, with `mirror-dst`): the senders' mirror of
+/// `expired-dst`. QOUT (FIFO, 8) is full; s1 (a batch send, 1 s) waits and is SUSPENDed, s2
+/// (3 s) waits behind it; `mirror-dst` takes one message well before s1's time-out. Until then
+/// the room is s1's (a TIME_OUT 0 send answers NOT_AVAILABLE); at s1's time-out s2 sends, and s1,
+/// resumed, returns TIMED_OUT: `mirror-dst` gets the 8 of the fill, then s2's 0xA0, and no more.
+extern "C" fn expired_src_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (s1, s2) = *EXPIRED_PIDS.get().expect("set at init");
+    let got = |i: usize| EXPIRED_GOT[i].load(Ordering::Acquire);
+    let ms = |t: SystemTime| t / MS;
+    let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
+    let t0 = get_time();
+    let lined = expired_line_up(q, 8, s1, s2);
+    expect(
+        "QOUT full, s1 (a batch send) waits, suspended, and s2 behind it",
+        filled && lined,
+        "not full, or not 2 waiting",
+    );
+    write_sampling_message(done, &[1]).expect("DONE");
+    await_sampling(ask, &[1]);
+    // The room reaches QOUT (a two-sided manager, a socket's ack).
+    let _ = timed_wait(100 * MS);
+    let status = nb_and_waiting(q);
+    let look = send_queuing_message(q, &[0xB0; 4], 0);
+    let at = get_time() - t0;
+    expect_dbg(
+        "before s1's time-out the room is its: status {7, 2}, TIME_OUT 0 NOT_AVAILABLE",
+        at < EXPIRED_FIRST && status == Ok((7, 2)) && look == Err(NotAvailable),
+        (ms(at), status, look),
+    );
+    let s2_done = within_5s(|| got(1) >= 0);
+    let when = EXPIRED_AT[1].load(Ordering::Acquire) - t0;
+    expect_dbg(
+        "at s1's time-out s2 sends (s1 suspended, not returned)",
+        s2_done && got(1) == 0 && got(0) == -1,
+        (got(0), got(1), ms(when)),
+    );
+    out(&format!("INFO s2 returned {} ms in", ms(when)));
+    resume(s1).expect("resume s1");
+    let s1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, s1 returns TIMED_OUT",
+        s1_done && got(0) == 100 + TimedOut as i32,
+        got(0),
+    );
+    write_sampling_message(done, &[2]).expect("DONE");
+    out("END expired-src");
+    idle_forever();
+}
+
 // ------------------------------------------- large sampling ports in a partition's memory
 
 /// `bigsamp-src` (tests/ports/sampling_memory.xml.in): creates two source sampling ports at
@@ -3094,6 +3286,24 @@ fn main() {
             create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
             create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
             process("drain", mirror_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "expired-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
+            let r1 = testpart_common::new_process("r1", expired_r1, 10);
+            let r2 = testpart_common::new_process("r2", expired_r2, 10);
+            EXPIRED_PIDS.set((r1, r2)).expect("once");
+            process("ctl", expired_dst_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "expired-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("ASK", 8, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, s, 1_000 * MS).expect("DONE");
+            let s1 = testpart_common::new_process("s1", expired_s1, 10);
+            let s2 = testpart_common::new_process("s2", expired_s2, 10);
+            EXPIRED_PIDS.set((s1, s2)).expect("once");
+            process("ctl", expired_src_ctl, 20, INFINITE_TIME_VALUE);
         }
         "bigsamp-src" => {
             let size = |i: usize| testpart_common::number(rest.get(i), 0u32);

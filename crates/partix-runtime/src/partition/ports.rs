@@ -233,8 +233,11 @@ struct Waiter {
     /// Whether it can be served in its place by another call on the port
     /// ([`QueuingPort::serve_waiters`]): a receiver whose buffer holds the port's largest
     /// message, a sender whose message was copied (into `msg`). Cleared for the rest of the wait
-    /// when the copy cannot be had (the partition's memory is full): the waiter then keeps its
-    /// place until it takes its message or room itself, or until its time-out.
+    /// when the copy cannot be had (the partition's memory is full). A waiter that cannot be
+    /// served in its place keeps its place until it takes its message or room itself, or until
+    /// its time-out: then the first look at the port, its own or any other call's, takes it out
+    /// of the line (it returns `TIMED_OUT`), even with its message or room there, which only its
+    /// own look could take.
     serve: bool,
     /// A sender's message (a copy, in a buffer of [`QueuingState::spare`]): a waiting sender's
     /// message can be sent in its place. `None` for receivers, for batch sends and when the
@@ -1232,8 +1235,8 @@ impl QueuingPort {
     /// Whether waiter `w` is served in its place and is suspended ([`Waiter::serve`]: not a
     /// receiver whose buffer is shorter than the port's largest message, which could not take
     /// every message, nor a waiter whose copy could not be had; these hold their place in line
-    /// until they take their message or room themselves): the waiter behind it watches the
-    /// channel for it.
+    /// until they take their message or room themselves, or until their time-out): the waiter
+    /// behind it watches the channel for it.
     fn servable(&self, w: &Waiter) -> bool {
         w.serve && w.suspended()
     }
@@ -1265,11 +1268,13 @@ impl QueuingPort {
     /// PRIORITY newcomer, CLEAR_QUEUING_PORT, a TIME_OUT 0 call), and the port never shows a
     /// message queued while a receiver that can be served waits. A head whose time-out has
     /// expired is served the same if the channel is ready, and otherwise leaves the line (it
-    /// returns `TIMED_OUT`): what its own next look would do. What was handed to stopped
-    /// processes is dropped.
+    /// returns `TIMED_OUT`): what its own next look would do. An expired head that cannot be
+    /// served in its place leaves the line even if the channel is ready: it cannot be given
+    /// what is there, and it must not hold the line while it does not run. What was handed to
+    /// stopped processes is dropped.
     ///
     /// Stops at `me` (which takes its message itself), at a waiter that cannot be served in its
-    /// place, or when the channel is not ready. Costs nothing while nobody waits (not called),
+    /// place and whose time-out has not passed, or when the channel is not ready. Costs nothing while nobody waits (not called),
     /// and a copy per message handed over. Allocates nothing but a receiver's message buffer,
     /// fallibly (one kept in `spare` when there is one): when it cannot be had, the receiver is
     /// not served in its place for the rest of its wait ([`Waiter::serve`]), and the message
@@ -1288,12 +1293,17 @@ impl QueuingPort {
             let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
                 break;
             };
-            // A head whose time-out has passed is dealt with as its own next look would: served
-            // if the channel is ready, else out of the line with `TIMED_OUT` (`wait_queued`
-            // tries before it checks the deadline). So the outcome does not depend on who looks
-            // first; it is decided at the first look after the deadline (docs/ports.md, "Left").
+            // A head whose time-out has passed and that can be served in its place is dealt
+            // with as its own next look would: served if the channel is ready, else out of the
+            // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
+            // outcome does not depend on who looks first; it is decided at the first look after
+            // the deadline (docs/ports.md, "Left"). One that cannot be served in its place
+            // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
+            // its deadline: nobody else can give it what is there, and left in the line it would
+            // hold every waiter and every call that does not wait for as long as it does not
+            // run (suspended, or kept off the CPU by the very process that polls).
             let ready = self.ready();
-            if !ready && w.deadline.is_some_and(|d| Instant::now() >= d) {
+            if (!ready || !w.serve) && w.deadline.is_some_and(|d| Instant::now() >= d) {
                 self.leave(st, ticket);
                 continue;
             }
@@ -1322,13 +1332,14 @@ impl QueuingPort {
                 if message.try_reserve_exact(max).is_err() {
                     // The partition's memory is full: this receiver takes its message itself
                     // when it runs. It no longer counts as served in its place, so the first
-                    // waiter behind it does not watch the channel for it.
+                    // waiter behind it does not watch the channel for it. Round again: if its
+                    // time-out has passed it leaves the line (above), else this stops there.
                     recycle(&mut st.spare, message);
                     if let Some(w) = st.waiters.iter_mut().find(|w| w.ticket == ticket) {
                         w.serve = false;
                     }
                     self.gen.fetch_add(1, Ordering::SeqCst);
-                    break;
+                    continue;
                 }
                 // Within the capacity: no allocation.
                 message.resize(max, 0);
