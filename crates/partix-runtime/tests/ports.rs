@@ -649,7 +649,9 @@ fn a_restarted_partition_sees_the_last_message() {
 /// time-out passed (the message came before it). The receiver gets the message each time.
 /// Before, the CLEAR discarded it (the receiver timed out), the later receive took it, the
 /// TIME_OUT 0 receive answered NOT_AVAILABLE, the status showed {3, 1}, and the receive under
-/// the preemption lock INVALID_MODE. On every transport.
+/// the preemption lock INVALID_MODE. On every transport. Each step also fails if the receiver
+/// returned before the controller's call (it ran and took the message itself: no SCHED_FIFO),
+/// where it would otherwise pass with or without the hand-over.
 #[test]
 fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
     let dir = common::out_dir("ports-serve-cfg");
@@ -675,7 +677,8 @@ fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
 /// The senders' mirror: room that appears while a sender waits on a full PRIORITY port is that
 /// sender's; a higher-priority send called after it appeared waits (and times out), and the
 /// destination gets the waiting sender's message. Before, the later send took the room: the
-/// destination got its message, and the waiting sender timed out. On every transport.
+/// destination got its message, and the waiting sender timed out. On every transport. Fails
+/// too if the waiting sender returned before the later send (it ran and sent itself).
 #[test]
 fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
     let dir = common::out_dir("ports-mirror-cfg");

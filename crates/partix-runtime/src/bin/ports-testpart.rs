@@ -68,11 +68,11 @@
 //!                  RECEIVE and the status with more messages than waiters, a RECEIVE under the
 //!                  preemption lock, a TIME_OUT 0 RECEIVE after the receiver's time-out
 //!                  passed (it came before); each time the waiting receiver gets the first
-//!                  message
+//!                  message, and returns after the controller's call (else FAIL: it ran)
 //!   mirror-src     (tests/ports/serve.xml) fills QOUT (PRIORITY, 8); l (priority 10) waits to
 //!                  send 0xA0; mirror-dst takes one message, and the controller (priority 20),
 //!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
-//!                  returns NO_ERROR
+//!                  returns NO_ERROR, after the controller's call (else FAIL: it ran)
 //!   mirror-dst     takes one message when asked, then the rest: the 8 of the fill, then 0xA0
 //!                  (also the partner of expired-src)
 //!   expired-dst    (tests/ports/serve.xml, with serve-src) r1 (a 4-byte buffer, shorter than
@@ -1929,6 +1929,8 @@ extern "C" fn drain_process() {
 /// What r0..r6 of `serve-dst` got: the first byte of their message, 100 + the error's index,
 /// or -1 (not returned yet).
 static SERVE_GOT: [AtomicI32; 7] = [const { AtomicI32::new(-1) }; 7];
+/// When they returned (`get_time`), or -1.
+static SERVE_AT: [AtomicI64; 7] = [const { AtomicI64::new(-1) }; 7];
 /// Their time-outs.
 const SERVE_TIMEOUT: [SystemTime; 7] = [
     2_000 * MS,
@@ -1948,6 +1950,7 @@ fn serve_receiver(i: usize) {
         Ok(n) => 50 + n as i32,
         Err(e) => 100 + e as i32,
     };
+    SERVE_AT[i].store(get_time(), Ordering::Release);
     SERVE_GOT[i].store(v, Ordering::Release);
     idle_forever();
 }
@@ -2011,6 +2014,36 @@ fn step_busily(tell: SamplingPortId, hear: SamplingPortId, msg: &[u8]) -> bool {
     true
 }
 
+/// The scheduling policy of the calling thread, for a failure's detail.
+fn policy() -> &'static str {
+    // SAFETY: sched_getscheduler has no preconditions.
+    match unsafe { libc::sched_getscheduler(0) } {
+        libc::SCHED_FIFO => "SCHED_FIFO",
+        libc::SCHED_RR => "SCHED_RR",
+        libc::SCHED_OTHER => "SCHED_OTHER",
+        _ => "another policy",
+    }
+}
+
+/// The premise of a step of `serve-dst` / `mirror-src`: the waiting process `who` had not run
+/// since its message (room) came, so had not returned before the controller's call at `call`
+/// (`returned`: when it returned, -1 if not yet). Otherwise it took its message (room) itself
+/// and the step would pass with the hand-over or without: write a FAIL saying so (the waiter
+/// runs when the controller's busy wait does not keep it off the CPU, without SCHED_FIFO).
+fn not_run_before(who: &str, call: SystemTime, returned: SystemTime) -> bool {
+    let ok = returned < 0 || returned >= call;
+    if !ok {
+        out(&format!(
+            "FAIL {who} returned {} us before the controller's call, so it ran and took its \
+             message or room itself: this step cannot show the hand-over (the controller runs \
+             {}; it must keep {who} off the CPU)",
+            (call - returned) / 1000,
+            policy()
+        ));
+    }
+    ok
+}
+
 /// `serve-src`: for each new step `[k, n, tag]` on ASK, send `[tag + i; 4]` for i in 0..n on
 /// QOUT, then write `[k]` on DONE.
 extern "C" fn serve_feed() {
@@ -2045,6 +2078,11 @@ extern "C" fn serve_ctl() {
     let done = get_sampling_port_id("DONE").expect("DONE");
     let r = |i: usize| get_process_id(&format!("r{i}")).expect("r");
     let got = |i: usize| SERVE_GOT[i].load(Ordering::Acquire);
+    // Each step's premise: r_i had not returned when the controller called (see
+    // `not_run_before`), checked once r_i has returned.
+    let fresh = |i: usize, call: SystemTime| {
+        not_run_before(&format!("r{i}"), call, SERVE_AT[i].load(Ordering::Acquire))
+    };
     let line_up = |i: usize| {
         start(r(i)).expect("start");
         within_5s(|| nb_and_waiting(q) == Ok((0, 1)))
@@ -2054,22 +2092,26 @@ extern "C" fn serve_ctl() {
     // Finding 1: CLEAR_QUEUING_PORT while a receiver waits and its message is there.
     let lined = line_up(0);
     let stepped = step_busily(ask, done, &[1, 1, 10]);
+    let call = get_time();
     let cleared = clear_queuing_port(q);
     let returned = within_5s(|| got(0) >= 0);
+    let fresh0 = fresh(0, call);
     expect_dbg(
         "CLEAR_QUEUING_PORT leaves a waiting receiver the message that came for it",
-        lined && stepped && cleared.is_ok() && returned && got(0) == 10,
-        (lined, stepped, cleared, got(0)),
+        lined && stepped && cleared.is_ok() && returned && fresh0 && got(0) == 10,
+        (lined, stepped, cleared, fresh0, got(0)),
     );
 
     // The same with the receiver suspended, resumed after the CLEAR.
     let lined = line_up(1);
     let suspended = suspend(r(1));
     let stepped = step_busily(ask, done, &[2, 1, 20]);
+    let call = get_time();
     let cleared = clear_queuing_port(q);
     let before = got(1);
     let resumed = resume(r(1));
     let returned = within_5s(|| got(1) >= 0);
+    let fresh1 = fresh(1, call);
     expect_dbg(
         "CLEAR_QUEUING_PORT leaves a suspended waiting receiver its message, returned when resumed",
         lined
@@ -2079,6 +2121,7 @@ extern "C" fn serve_ctl() {
             && before == -1
             && resumed.is_ok()
             && returned
+            && fresh1
             && got(1) == 20,
         (lined, suspended, stepped, cleared, before, resumed, got(1)),
     );
@@ -2086,23 +2129,27 @@ extern "C" fn serve_ctl() {
     // Finding 2: PRIORITY, a higher-priority receive called after the message came.
     let lined = line_up(2);
     let stepped = step_busily(ask, done, &[3, 1, 30]);
+    let call = get_time();
     let mine = receive_queuing_message(q, &mut buf, 300 * MS);
     let returned = within_5s(|| got(2) >= 0);
+    let fresh2 = fresh(2, call);
     expect_dbg(
         "PRIORITY: a later higher-priority receive times out, the waiting receiver gets the message",
-        lined && stepped && mine == Err(TimedOut) && returned && got(2) == 30,
-        (lined, stepped, mine, got(2)),
+        lined && stepped && mine == Err(TimedOut) && returned && fresh2 && got(2) == 30,
+        (lined, stepped, mine, fresh2, got(2)),
     );
 
     // Finding 3: more messages than waiters, a receive that does not wait.
     let lined = line_up(3);
     let stepped = step_busily(ask, done, &[4, 3, 40]);
+    let call = get_time();
     let r = receive_queuing_message(q, &mut buf, 0);
     let zero = tag4(r, &buf);
     let status = nb_and_waiting(q);
     let r = receive_queuing_message(q, &mut buf, 0);
     let last = tag4(r, &buf);
     let returned = within_5s(|| got(3) >= 0);
+    let fresh3 = fresh(3, call);
     expect_dbg(
         "3 messages, 1 waiting receiver: TIME_OUT 0 gets the second, the waiter the first",
         lined
@@ -2111,36 +2158,47 @@ extern "C" fn serve_ctl() {
             && status == Ok((1, 0))
             && last == 42
             && returned
+            && fresh3
             && got(3) == 40,
-        (lined, stepped, zero, status, last, got(3)),
+        (lined, stepped, zero, status, last, fresh3, got(3)),
     );
 
     // GET_QUEUING_PORT_STATUS never shows a message queued while a receiver waits for one.
     let lined = line_up(4);
     let stepped = step_busily(ask, done, &[5, 2, 50]);
+    let call = get_time();
     let status = nb_and_waiting(q);
     let returned = within_5s(|| got(4) >= 0);
+    let fresh4 = fresh(4, call);
     let r = receive_queuing_message(q, &mut buf, 0);
     let rest = tag4(r, &buf);
     expect_dbg(
         "2 messages, 1 waiting receiver: the status shows 1 message and no waiter",
-        lined && stepped && status == Ok((1, 0)) && returned && got(4) == 50 && rest == 51,
-        (lined, stepped, status, got(4), rest),
+        lined
+            && stepped
+            && status == Ok((1, 0))
+            && returned
+            && fresh4
+            && got(4) == 50
+            && rest == 51,
+        (lined, stepped, status, fresh4, got(4), rest),
     );
 
     // Under the preemption lock (the waiter cannot run at all): a receive with a time-out gets
     // the message the waiter was not due.
     let lined = line_up(5);
     let stepped = step_busily(ask, done, &[6, 2, 60]);
+    let call = get_time();
     lock_preemption().expect("lock");
     let r = receive_queuing_message(q, &mut buf, 10 * MS);
     unlock_preemption().expect("unlock");
     let locked = tag4(r, &buf);
     let returned = within_5s(|| got(5) >= 0);
+    let fresh5 = fresh(5, call);
     expect_dbg(
         "2 messages, 1 waiting receiver: a receive under the preemption lock gets the second",
-        lined && stepped && locked == 61 && returned && got(5) == 60,
-        (lined, stepped, locked, got(5)),
+        lined && stepped && locked == 61 && returned && fresh5 && got(5) == 60,
+        (lined, stepped, locked, fresh5, got(5)),
     );
     // A waiter whose time-out passed after its message came, before any look: the first look
     // (here a TIME_OUT 0 receive) serves it, as its own look would have.
@@ -2148,13 +2206,15 @@ extern "C" fn serve_ctl() {
     let lined = line_up(6);
     let stepped = step_busily(ask, done, &[7, 1, 70]);
     busy(t0 + 1_300 * MS - get_time());
+    let call = get_time();
     let r = receive_queuing_message(q, &mut buf, 0);
     let look = tag4(r, &buf);
     let returned = within_5s(|| got(6) >= 0);
+    let fresh6 = fresh(6, call);
     expect_dbg(
         "a waiter whose time-out passed after its message came gets it at the first look",
-        lined && stepped && look == 100 + NotAvailable as i32 && returned && got(6) == 70,
-        (lined, stepped, look, got(6)),
+        lined && stepped && look == 100 + NotAvailable as i32 && returned && fresh6 && got(6) == 70,
+        (lined, stepped, look, fresh6, got(6)),
     );
     check(
         "then QIN is empty",
@@ -2167,6 +2227,8 @@ extern "C" fn serve_ctl() {
 
 /// What l of `mirror-src` got: 0 (NO_ERROR), 100 + the error's index, or -1 (not returned yet).
 static MIRROR_GOT: AtomicI32 = AtomicI32::new(-1);
+/// When l returned (`get_time`), or -1.
+static MIRROR_AT: AtomicI64 = AtomicI64::new(-1);
 
 extern "C" fn mirror_l() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
@@ -2174,6 +2236,7 @@ extern "C" fn mirror_l() {
         Ok(()) => 0,
         Err(e) => 100 + e as i32,
     };
+    MIRROR_AT.store(get_time(), Ordering::Release);
     MIRROR_GOT.store(v, Ordering::Release);
     idle_forever();
 }
@@ -2191,13 +2254,15 @@ extern "C" fn mirror_src_ctl() {
     start(get_process_id("l").expect("l")).expect("start l");
     let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
     let stepped = step_busily(done, ask, &[1]);
+    let call = get_time();
     let mine = send_queuing_message(q, &[0xB0; 4], 300 * MS);
     let got = || MIRROR_GOT.load(Ordering::Acquire);
     let returned = within_5s(|| got() >= 0);
+    let fresh = not_run_before("l", call, MIRROR_AT.load(Ordering::Acquire));
     expect_dbg(
         "PRIORITY: a later higher-priority send times out, the waiting sender's message is sent",
-        filled && lined && stepped && mine == Err(TimedOut) && returned && got() == 0,
-        (filled, lined, stepped, mine, got()),
+        filled && lined && stepped && mine == Err(TimedOut) && returned && fresh && got() == 0,
+        (filled, lined, stepped, mine, fresh, got()),
     );
     write_sampling_message(done, &[2]).expect("DONE");
     out("END mirror-src");
