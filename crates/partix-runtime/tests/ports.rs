@@ -649,7 +649,9 @@ fn a_restarted_partition_sees_the_last_message() {
 /// time-out passed (the message came before it). The receiver gets the message each time.
 /// Before, the CLEAR discarded it (the receiver timed out), the later receive took it, the
 /// TIME_OUT 0 receive answered NOT_AVAILABLE, the status showed {3, 1}, and the receive under
-/// the preemption lock INVALID_MODE. On every transport.
+/// the preemption lock INVALID_MODE. On every transport. Each step also fails if the receiver
+/// returned before the controller's call (it ran and took the message itself: no SCHED_FIFO),
+/// where it would otherwise pass with or without the hand-over.
 #[test]
 fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
     let dir = common::out_dir("ports-serve-cfg");
@@ -675,7 +677,8 @@ fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
 /// The senders' mirror: room that appears while a sender waits on a full PRIORITY port is that
 /// sender's; a higher-priority send called after it appeared waits (and times out), and the
 /// destination gets the waiting sender's message. Before, the later send took the room: the
-/// destination got its message, and the waiting sender timed out. On every transport.
+/// destination got its message, and the waiting sender timed out. On every transport. Fails
+/// too if the waiting sender returned before the later send (it ran and sent itself).
 #[test]
 fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
     let dir = common::out_dir("ports-mirror-cfg");
@@ -690,6 +693,55 @@ fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
         assert_eq!(
             all_pass(&format!("{transport} MIRROR_SRC"), &out[0]),
             1,
+            "{transport}: {:#?}",
+            out[0]
+        );
+        assert_eq!(
+            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
+            1,
+            "{transport}: {:#?}",
+            out[1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A waiter at the head of the line that cannot be served in its place (a receiver whose buffer
+/// is shorter than the port's largest message; a batch send) and is suspended holds its place
+/// until its time-out, then no longer: the waiter behind it gets the message (the room) that
+/// came before that time-out, and the suspended one, resumed, returns TIMED_OUT. Before (review
+/// of session 26, finding 1), another caller removed an expired head only while the channel was
+/// not ready: the second waiter timed out after its own 3 s with the message still queued for
+/// the suspended one, which took it when resumed. On every transport.
+#[test]
+fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line() {
+    let dir = common::out_dir("ports-expired-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("expired-dst-{transport}"),
+            &[("serve-src", &[], false), ("expired-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        common::print_info(&format!("{transport} EXPIRED_DST"), &out[1]);
+        assert_eq!(
+            all_pass(&format!("{transport} EXPIRED_DST"), &out[1]),
+            6,
+            "{transport}: {:#?}",
+            out[1]
+        );
+        let out = run(
+            &m,
+            &format!("expired-src-{transport}"),
+            &[("expired-src", &[], true), ("mirror-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::print_info(&format!("{transport} EXPIRED_SRC"), &out[0]);
+        assert_eq!(
+            all_pass(&format!("{transport} EXPIRED_SRC"), &out[0]),
+            4,
             "{transport}: {:#?}",
             out[0]
         );

@@ -68,12 +68,22 @@
 //!                  RECEIVE and the status with more messages than waiters, a RECEIVE under the
 //!                  preemption lock, a TIME_OUT 0 RECEIVE after the receiver's time-out
 //!                  passed (it came before); each time the waiting receiver gets the first
-//!                  message
+//!                  message, and returns after the controller's call (else FAIL: it ran)
 //!   mirror-src     (tests/ports/serve.xml) fills QOUT (PRIORITY, 8); l (priority 10) waits to
 //!                  send 0xA0; mirror-dst takes one message, and the controller (priority 20),
 //!                  which has not let l run since, sends 0xB0 with a time-out: TIMED_OUT, and l
-//!                  returns NO_ERROR
+//!                  returns NO_ERROR, after the controller's call (else FAIL: it ran)
 //!   mirror-dst     takes one message when asked, then the rest: the 8 of the fill, then 0xA0
+//!                  (also the partner of expired-src)
+//!   expired-dst    (tests/ports/serve.xml, with serve-src) r1 (a 4-byte buffer, shorter than
+//!                  QIN's largest message, so it cannot be handed one in its place; 1 s) waits
+//!                  on QIN (FIFO) and is SUSPENDed, r2 (3 s) waits behind it, one message comes:
+//!                  until r1's time-out it is queued for r1 (status {1, 2}, TIME_OUT 0
+//!                  NOT_AVAILABLE); then r2 gets it, and r1, resumed, returns TIMED_OUT
+//!   expired-src    the senders' mirror (with mirror-dst): QOUT (FIFO) full, s1 (a batch send,
+//!                  never sent in its place; 1 s) waits and is SUSPENDed, s2 (3 s) behind it,
+//!                  mirror-dst takes one message: until s1's time-out the room is its; then s2
+//!                  sends 0xA0, s1, resumed, returns TIMED_OUT
 //!   bigsamp-src B M  (tests/ports/sampling_memory.xml.in) creates source sampling ports of B
 //!                  (half its memory) and M bytes (NO_ERROR), writes "mid" on the second
 //!   bigsamp-dst H M W  creates a destination sampling port of H bytes: W = invalid,
@@ -1919,6 +1929,8 @@ extern "C" fn drain_process() {
 /// What r0..r6 of `serve-dst` got: the first byte of their message, 100 + the error's index,
 /// or -1 (not returned yet).
 static SERVE_GOT: [AtomicI32; 7] = [const { AtomicI32::new(-1) }; 7];
+/// When they returned (`get_time`), or -1.
+static SERVE_AT: [AtomicI64; 7] = [const { AtomicI64::new(-1) }; 7];
 /// Their time-outs.
 const SERVE_TIMEOUT: [SystemTime; 7] = [
     2_000 * MS,
@@ -1938,6 +1950,7 @@ fn serve_receiver(i: usize) {
         Ok(n) => 50 + n as i32,
         Err(e) => 100 + e as i32,
     };
+    SERVE_AT[i].store(get_time(), Ordering::Release);
     SERVE_GOT[i].store(v, Ordering::Release);
     idle_forever();
 }
@@ -2001,6 +2014,36 @@ fn step_busily(tell: SamplingPortId, hear: SamplingPortId, msg: &[u8]) -> bool {
     true
 }
 
+/// The scheduling policy of the calling thread, for a failure's detail.
+fn policy() -> &'static str {
+    // SAFETY: sched_getscheduler has no preconditions.
+    match unsafe { libc::sched_getscheduler(0) } {
+        libc::SCHED_FIFO => "SCHED_FIFO",
+        libc::SCHED_RR => "SCHED_RR",
+        libc::SCHED_OTHER => "SCHED_OTHER",
+        _ => "another policy",
+    }
+}
+
+/// The premise of a step of `serve-dst` / `mirror-src`: the waiting process `who` had not run
+/// since its message (room) came, so had not returned before the controller's call at `call`
+/// (`returned`: when it returned, -1 if not yet). Otherwise it took its message (room) itself
+/// and the step would pass with the hand-over or without: write a FAIL saying so (the waiter
+/// runs when the controller's busy wait does not keep it off the CPU, without SCHED_FIFO).
+fn not_run_before(who: &str, call: SystemTime, returned: SystemTime) -> bool {
+    let ok = returned < 0 || returned >= call;
+    if !ok {
+        out(&format!(
+            "FAIL {who} returned {} us before the controller's call, so it ran and took its \
+             message or room itself: this step cannot show the hand-over (the controller runs \
+             {}; it must keep {who} off the CPU)",
+            (call - returned) / 1000,
+            policy()
+        ));
+    }
+    ok
+}
+
 /// `serve-src`: for each new step `[k, n, tag]` on ASK, send `[tag + i; 4]` for i in 0..n on
 /// QOUT, then write `[k]` on DONE.
 extern "C" fn serve_feed() {
@@ -2035,6 +2078,11 @@ extern "C" fn serve_ctl() {
     let done = get_sampling_port_id("DONE").expect("DONE");
     let r = |i: usize| get_process_id(&format!("r{i}")).expect("r");
     let got = |i: usize| SERVE_GOT[i].load(Ordering::Acquire);
+    // Each step's premise: r_i had not returned when the controller called (see
+    // `not_run_before`), checked once r_i has returned.
+    let fresh = |i: usize, call: SystemTime| {
+        not_run_before(&format!("r{i}"), call, SERVE_AT[i].load(Ordering::Acquire))
+    };
     let line_up = |i: usize| {
         start(r(i)).expect("start");
         within_5s(|| nb_and_waiting(q) == Ok((0, 1)))
@@ -2044,22 +2092,26 @@ extern "C" fn serve_ctl() {
     // Finding 1: CLEAR_QUEUING_PORT while a receiver waits and its message is there.
     let lined = line_up(0);
     let stepped = step_busily(ask, done, &[1, 1, 10]);
+    let call = get_time();
     let cleared = clear_queuing_port(q);
     let returned = within_5s(|| got(0) >= 0);
+    let fresh0 = fresh(0, call);
     expect_dbg(
         "CLEAR_QUEUING_PORT leaves a waiting receiver the message that came for it",
-        lined && stepped && cleared.is_ok() && returned && got(0) == 10,
-        (lined, stepped, cleared, got(0)),
+        lined && stepped && cleared.is_ok() && returned && fresh0 && got(0) == 10,
+        (lined, stepped, cleared, fresh0, got(0)),
     );
 
     // The same with the receiver suspended, resumed after the CLEAR.
     let lined = line_up(1);
     let suspended = suspend(r(1));
     let stepped = step_busily(ask, done, &[2, 1, 20]);
+    let call = get_time();
     let cleared = clear_queuing_port(q);
     let before = got(1);
     let resumed = resume(r(1));
     let returned = within_5s(|| got(1) >= 0);
+    let fresh1 = fresh(1, call);
     expect_dbg(
         "CLEAR_QUEUING_PORT leaves a suspended waiting receiver its message, returned when resumed",
         lined
@@ -2069,6 +2121,7 @@ extern "C" fn serve_ctl() {
             && before == -1
             && resumed.is_ok()
             && returned
+            && fresh1
             && got(1) == 20,
         (lined, suspended, stepped, cleared, before, resumed, got(1)),
     );
@@ -2076,23 +2129,27 @@ extern "C" fn serve_ctl() {
     // Finding 2: PRIORITY, a higher-priority receive called after the message came.
     let lined = line_up(2);
     let stepped = step_busily(ask, done, &[3, 1, 30]);
+    let call = get_time();
     let mine = receive_queuing_message(q, &mut buf, 300 * MS);
     let returned = within_5s(|| got(2) >= 0);
+    let fresh2 = fresh(2, call);
     expect_dbg(
         "PRIORITY: a later higher-priority receive times out, the waiting receiver gets the message",
-        lined && stepped && mine == Err(TimedOut) && returned && got(2) == 30,
-        (lined, stepped, mine, got(2)),
+        lined && stepped && mine == Err(TimedOut) && returned && fresh2 && got(2) == 30,
+        (lined, stepped, mine, fresh2, got(2)),
     );
 
     // Finding 3: more messages than waiters, a receive that does not wait.
     let lined = line_up(3);
     let stepped = step_busily(ask, done, &[4, 3, 40]);
+    let call = get_time();
     let r = receive_queuing_message(q, &mut buf, 0);
     let zero = tag4(r, &buf);
     let status = nb_and_waiting(q);
     let r = receive_queuing_message(q, &mut buf, 0);
     let last = tag4(r, &buf);
     let returned = within_5s(|| got(3) >= 0);
+    let fresh3 = fresh(3, call);
     expect_dbg(
         "3 messages, 1 waiting receiver: TIME_OUT 0 gets the second, the waiter the first",
         lined
@@ -2101,36 +2158,47 @@ extern "C" fn serve_ctl() {
             && status == Ok((1, 0))
             && last == 42
             && returned
+            && fresh3
             && got(3) == 40,
-        (lined, stepped, zero, status, last, got(3)),
+        (lined, stepped, zero, status, last, fresh3, got(3)),
     );
 
     // GET_QUEUING_PORT_STATUS never shows a message queued while a receiver waits for one.
     let lined = line_up(4);
     let stepped = step_busily(ask, done, &[5, 2, 50]);
+    let call = get_time();
     let status = nb_and_waiting(q);
     let returned = within_5s(|| got(4) >= 0);
+    let fresh4 = fresh(4, call);
     let r = receive_queuing_message(q, &mut buf, 0);
     let rest = tag4(r, &buf);
     expect_dbg(
         "2 messages, 1 waiting receiver: the status shows 1 message and no waiter",
-        lined && stepped && status == Ok((1, 0)) && returned && got(4) == 50 && rest == 51,
-        (lined, stepped, status, got(4), rest),
+        lined
+            && stepped
+            && status == Ok((1, 0))
+            && returned
+            && fresh4
+            && got(4) == 50
+            && rest == 51,
+        (lined, stepped, status, fresh4, got(4), rest),
     );
 
     // Under the preemption lock (the waiter cannot run at all): a receive with a time-out gets
     // the message the waiter was not due.
     let lined = line_up(5);
     let stepped = step_busily(ask, done, &[6, 2, 60]);
+    let call = get_time();
     lock_preemption().expect("lock");
     let r = receive_queuing_message(q, &mut buf, 10 * MS);
     unlock_preemption().expect("unlock");
     let locked = tag4(r, &buf);
     let returned = within_5s(|| got(5) >= 0);
+    let fresh5 = fresh(5, call);
     expect_dbg(
         "2 messages, 1 waiting receiver: a receive under the preemption lock gets the second",
-        lined && stepped && locked == 61 && returned && got(5) == 60,
-        (lined, stepped, locked, got(5)),
+        lined && stepped && locked == 61 && returned && fresh5 && got(5) == 60,
+        (lined, stepped, locked, fresh5, got(5)),
     );
     // A waiter whose time-out passed after its message came, before any look: the first look
     // (here a TIME_OUT 0 receive) serves it, as its own look would have.
@@ -2138,13 +2206,15 @@ extern "C" fn serve_ctl() {
     let lined = line_up(6);
     let stepped = step_busily(ask, done, &[7, 1, 70]);
     busy(t0 + 1_300 * MS - get_time());
+    let call = get_time();
     let r = receive_queuing_message(q, &mut buf, 0);
     let look = tag4(r, &buf);
     let returned = within_5s(|| got(6) >= 0);
+    let fresh6 = fresh(6, call);
     expect_dbg(
         "a waiter whose time-out passed after its message came gets it at the first look",
-        lined && stepped && look == 100 + NotAvailable as i32 && returned && got(6) == 70,
-        (lined, stepped, look, got(6)),
+        lined && stepped && look == 100 + NotAvailable as i32 && returned && fresh6 && got(6) == 70,
+        (lined, stepped, look, fresh6, got(6)),
     );
     check(
         "then QIN is empty",
@@ -2157,6 +2227,8 @@ extern "C" fn serve_ctl() {
 
 /// What l of `mirror-src` got: 0 (NO_ERROR), 100 + the error's index, or -1 (not returned yet).
 static MIRROR_GOT: AtomicI32 = AtomicI32::new(-1);
+/// When l returned (`get_time`), or -1.
+static MIRROR_AT: AtomicI64 = AtomicI64::new(-1);
 
 extern "C" fn mirror_l() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
@@ -2164,6 +2236,7 @@ extern "C" fn mirror_l() {
         Ok(()) => 0,
         Err(e) => 100 + e as i32,
     };
+    MIRROR_AT.store(get_time(), Ordering::Release);
     MIRROR_GOT.store(v, Ordering::Release);
     idle_forever();
 }
@@ -2181,13 +2254,15 @@ extern "C" fn mirror_src_ctl() {
     start(get_process_id("l").expect("l")).expect("start l");
     let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
     let stepped = step_busily(done, ask, &[1]);
+    let call = get_time();
     let mine = send_queuing_message(q, &[0xB0; 4], 300 * MS);
     let got = || MIRROR_GOT.load(Ordering::Acquire);
     let returned = within_5s(|| got() >= 0);
+    let fresh = not_run_before("l", call, MIRROR_AT.load(Ordering::Acquire));
     expect_dbg(
         "PRIORITY: a later higher-priority send times out, the waiting sender's message is sent",
-        filled && lined && stepped && mine == Err(TimedOut) && returned && got() == 0,
-        (filled, lined, stepped, mine, got()),
+        filled && lined && stepped && mine == Err(TimedOut) && returned && fresh && got() == 0,
+        (filled, lined, stepped, mine, fresh, got()),
     );
     write_sampling_message(done, &[2]).expect("DONE");
     out("END mirror-src");
@@ -2217,6 +2292,188 @@ extern "C" fn mirror_dst_process() {
         (&got, more),
     );
     out("END mirror-dst");
+    idle_forever();
+}
+
+// ------------------------- an expired waiter that cannot be served in its place
+
+/// The first (r1 / s1) and the second (r2 / s2) of `expired-dst` / `expired-src`.
+static EXPIRED_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What they got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
+static EXPIRED_GOT: [AtomicI32; 2] = [const { AtomicI32::new(-1) }; 2];
+/// When they returned (`get_time`), or -1.
+static EXPIRED_AT: [AtomicI64; 2] = [const { AtomicI64::new(-1) }; 2];
+/// The first's time-out: the message (or room) comes well before it.
+const EXPIRED_FIRST: SystemTime = 1_000 * MS;
+/// The second's: it must get the message (or room) at the first's time-out, not time out.
+const EXPIRED_SECOND: SystemTime = 3_000 * MS;
+
+fn expired_done(i: usize, v: i32) -> ! {
+    EXPIRED_AT[i].store(get_time(), Ordering::Release);
+    EXPIRED_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+/// r1: a buffer shorter than QIN's largest message, so it cannot be handed one in its place.
+extern "C" fn expired_r1() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 4];
+    let r = receive_queuing_message(q, &mut buf, EXPIRED_FIRST);
+    expired_done(0, tag4(r, &buf));
+}
+
+extern "C" fn expired_r2() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, EXPIRED_SECOND);
+    expired_done(1, tag4(r, &buf));
+}
+
+/// Start `first`, let it wait on `q`, SUSPEND it, then start `second` behind it; return whether
+/// both waited in line (`nb` messages queued meanwhile).
+fn expired_line_up(q: QueuingPortId, nb: u32, first: ProcessId, second: ProcessId) -> bool {
+    let waiting = |n: u32| nb_and_waiting(q) == Ok((nb, n));
+    start(first).expect("start the first");
+    let ok = within_5s(|| waiting(1));
+    suspend(first).expect("suspend the first");
+    start(second).expect("start the second");
+    ok && within_5s(|| waiting(2))
+}
+
+/// `expired-dst` (tests/ports/serve.xml, with `serve-src`): r1 (a 4-byte buffer, 1 s) waits on
+/// QIN (FIFO, largest message 8) and is SUSPENDed; r2 (8 bytes, 3 s) waits behind it; one
+/// message comes well before r1's time-out. Until then it is r1's: the status shows it queued
+/// with 2 waiting, a TIME_OUT 0 receive answers NOT_AVAILABLE. At r1's time-out r1 leaves the
+/// line (r2's next look takes it out) and r2 gets the message; r1, resumed, returns TIMED_OUT.
+extern "C" fn expired_dst_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (r1, r2) = *EXPIRED_PIDS.get().expect("set at init");
+    let got = |i: usize| EXPIRED_GOT[i].load(Ordering::Acquire);
+    let ms = |t: SystemTime| t / MS;
+    let t0 = get_time();
+    let lined = expired_line_up(q, 0, r1, r2);
+    expect(
+        "r1 (a buffer shorter than the largest message) waits, suspended, and r2 behind it",
+        lined,
+        "not 2 waiting",
+    );
+    write_sampling_message(ask, &[1, 1, 0x30]).expect("ASK");
+    await_sampling(done, &[1]);
+    // The message reaches QIN (a two-sided manager, a socket).
+    let _ = timed_wait(100 * MS);
+    let status = nb_and_waiting(q);
+    let mut buf = [0u8; 8];
+    let look = receive_queuing_message(q, &mut buf, 0);
+    let at = get_time() - t0;
+    expect_dbg(
+        "before r1's time-out the message is queued for it: status {1, 2}, TIME_OUT 0 NOT_AVAILABLE",
+        at < EXPIRED_FIRST && status == Ok((1, 2)) && look == Err(NotAvailable),
+        (ms(at), status, look),
+    );
+    let r2_done = within_5s(|| got(1) >= 0);
+    let when = EXPIRED_AT[1].load(Ordering::Acquire) - t0;
+    expect_dbg(
+        "at r1's time-out r2 gets the message (r1 suspended, not returned)",
+        r2_done && got(1) == 0x30 && got(0) == -1,
+        (got(0), got(1), ms(when)),
+    );
+    out(&format!("INFO r2 returned {} ms in", ms(when)));
+    let after = nb_and_waiting(q);
+    expect_dbg(
+        "then QIN holds nothing and nobody waits",
+        after == Ok((0, 0)),
+        after,
+    );
+    resume(r1).expect("resume r1");
+    let r1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, r1 returns TIMED_OUT",
+        r1_done && got(0) == 100 + TimedOut as i32,
+        got(0),
+    );
+    check(
+        "then QIN is empty",
+        receive_queuing_message(q, &mut buf, 0),
+        Err(NotAvailable),
+    );
+    out("END expired-dst");
+    idle_forever();
+}
+
+/// s1: a batch send (SEND_QUEUING_MESSAGES), which is never sent in its place.
+extern "C" fn expired_s1() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let m = [0xC0u8; 4];
+    let v = match send_queuing_messages(q, &[&m], EXPIRED_FIRST) {
+        Ok(1) => 0,
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    };
+    expired_done(0, v);
+}
+
+extern "C" fn expired_s2() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let v = match send_queuing_message(q, &[0xA0; 4], EXPIRED_SECOND) {
+        Ok(()) => 0,
+        Err(e) => 100 + e as i32,
+    };
+    expired_done(1, v);
+}
+
+/// `expired-src` (tests/ports/serve.xml, with `mirror-dst`): the senders' mirror of
+/// `expired-dst`. QOUT (FIFO, 8) is full; s1 (a batch send, 1 s) waits and is SUSPENDed, s2
+/// (3 s) waits behind it; `mirror-dst` takes one message well before s1's time-out. Until then
+/// the room is s1's (a TIME_OUT 0 send answers NOT_AVAILABLE); at s1's time-out s2 sends, and s1,
+/// resumed, returns TIMED_OUT: `mirror-dst` gets the 8 of the fill, then s2's 0xA0, and no more.
+extern "C" fn expired_src_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (s1, s2) = *EXPIRED_PIDS.get().expect("set at init");
+    let got = |i: usize| EXPIRED_GOT[i].load(Ordering::Acquire);
+    let ms = |t: SystemTime| t / MS;
+    let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
+    let t0 = get_time();
+    let lined = expired_line_up(q, 8, s1, s2);
+    expect(
+        "QOUT full, s1 (a batch send) waits, suspended, and s2 behind it",
+        filled && lined,
+        "not full, or not 2 waiting",
+    );
+    write_sampling_message(done, &[1]).expect("DONE");
+    await_sampling(ask, &[1]);
+    // The room reaches QOUT (a two-sided manager, a socket's ack).
+    let _ = timed_wait(100 * MS);
+    let status = nb_and_waiting(q);
+    let look = send_queuing_message(q, &[0xB0; 4], 0);
+    let at = get_time() - t0;
+    expect_dbg(
+        "before s1's time-out the room is its: status {7, 2}, TIME_OUT 0 NOT_AVAILABLE",
+        at < EXPIRED_FIRST && status == Ok((7, 2)) && look == Err(NotAvailable),
+        (ms(at), status, look),
+    );
+    let s2_done = within_5s(|| got(1) >= 0);
+    let when = EXPIRED_AT[1].load(Ordering::Acquire) - t0;
+    expect_dbg(
+        "at s1's time-out s2 sends (s1 suspended, not returned)",
+        s2_done && got(1) == 0 && got(0) == -1,
+        (got(0), got(1), ms(when)),
+    );
+    out(&format!("INFO s2 returned {} ms in", ms(when)));
+    resume(s1).expect("resume s1");
+    let s1_done = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "resumed, s1 returns TIMED_OUT",
+        s1_done && got(0) == 100 + TimedOut as i32,
+        got(0),
+    );
+    write_sampling_message(done, &[2]).expect("DONE");
+    out("END expired-src");
     idle_forever();
 }
 
@@ -3094,6 +3351,24 @@ fn main() {
             create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
             create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
             process("drain", mirror_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "expired-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
+            let r1 = testpart_common::new_process("r1", expired_r1, 10);
+            let r2 = testpart_common::new_process("r2", expired_r2, 10);
+            EXPIRED_PIDS.set((r1, r2)).expect("once");
+            process("ctl", expired_dst_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "expired-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("ASK", 8, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, s, 1_000 * MS).expect("DONE");
+            let s1 = testpart_common::new_process("s1", expired_s1, 10);
+            let s2 = testpart_common::new_process("s2", expired_s2, 10);
+            EXPIRED_PIDS.set((s1, s2)).expect("once");
+            process("ctl", expired_src_ctl, 20, INFINITE_TIME_VALUE);
         }
         "bigsamp-src" => {
             let size = |i: usize| testpart_common::number(rest.get(i), 0u32);

@@ -233,8 +233,11 @@ struct Waiter {
     /// Whether it can be served in its place by another call on the port
     /// ([`QueuingPort::serve_waiters`]): a receiver whose buffer holds the port's largest
     /// message, a sender whose message was copied (into `msg`). Cleared for the rest of the wait
-    /// when the copy cannot be had (the partition's memory is full): the waiter then keeps its
-    /// place until it takes its message or room itself, or until its time-out.
+    /// when the copy cannot be had (the partition's memory is full). A waiter that cannot be
+    /// served in its place keeps its place until it takes its message or room itself, or until
+    /// its time-out: then the first look at the port, its own or any other call's, takes it out
+    /// of the line (it returns `TIMED_OUT`), even with its message or room there, which only its
+    /// own look could take.
     serve: bool,
     /// A sender's message (a copy, in a buffer of [`QueuingState::spare`]): a waiting sender's
     /// message can be sent in its place. `None` for receivers, for batch sends and when the
@@ -266,8 +269,9 @@ struct Handed {
 
 /// What a waiter was given in its place.
 enum Outcome {
-    /// A receiver: the message it receives.
-    Received(Vec<u8>),
+    /// A receiver: the message it receives, the first `.1` bytes of a buffer of the port's
+    /// largest size (see [`QueuingState::spare`]).
+    Received(Vec<u8>, usize),
     /// A sender: its message was sent (its length).
     Sent(usize),
     /// The error the waiter's own attempt would have met (a corrupt channel): it returns it,
@@ -299,10 +303,14 @@ struct QueuingState {
     /// at most: a process waits in one place, and the entries of stopped incarnations are
     /// dropped first).
     handed: Vec<Handed>,
-    /// A handed message its receiver is collecting: the receive operations copy it first.
-    delivery: Option<Vec<u8>>,
+    /// A handed message its receiver is collecting (as [`Outcome::Received`]): the receive
+    /// operations copy it first.
+    delivery: Option<(Vec<u8>, usize)>,
     /// Buffers for the copies of messages (waiting senders', those handed to waiting
-    /// receivers), kept for reuse; never more than its capacity (the rest are freed).
+    /// receivers), kept for reuse; never more than its capacity (the rest are freed). A port
+    /// has one direction, so a destination's are all receive buffers: each is zero-filled to
+    /// the port's largest size once, when it is made, and reused as it is (an earlier message's
+    /// bytes past the new one's length are never read).
     spare: Vec<Vec<u8>>,
 }
 
@@ -1232,8 +1240,8 @@ impl QueuingPort {
     /// Whether waiter `w` is served in its place and is suspended ([`Waiter::serve`]: not a
     /// receiver whose buffer is shorter than the port's largest message, which could not take
     /// every message, nor a waiter whose copy could not be had; these hold their place in line
-    /// until they take their message or room themselves): the waiter behind it watches the
-    /// channel for it.
+    /// until they take their message or room themselves, or until their time-out): the waiter
+    /// behind it watches the channel for it.
     fn servable(&self, w: &Waiter) -> bool {
         w.serve && w.suspended()
     }
@@ -1265,15 +1273,20 @@ impl QueuingPort {
     /// PRIORITY newcomer, CLEAR_QUEUING_PORT, a TIME_OUT 0 call), and the port never shows a
     /// message queued while a receiver that can be served waits. A head whose time-out has
     /// expired is served the same if the channel is ready, and otherwise leaves the line (it
-    /// returns `TIMED_OUT`): what its own next look would do. What was handed to stopped
-    /// processes is dropped.
+    /// returns `TIMED_OUT`): what its own next look would do. An expired head that cannot be
+    /// served in its place leaves the line even if the channel is ready: it cannot be given
+    /// what is there, and it must not hold the line while it does not run. What was handed to
+    /// stopped processes is dropped.
     ///
     /// Stops at `me` (which takes its message itself), at a waiter that cannot be served in its
-    /// place, or when the channel is not ready. Costs nothing while nobody waits (not called),
-    /// and a copy per message handed over. Allocates nothing but a receiver's message buffer,
-    /// fallibly (one kept in `spare` when there is one): when it cannot be had, the receiver is
-    /// not served in its place for the rest of its wait ([`Waiter::serve`]), and the message
-    /// stays in the channel for it.
+    /// place and whose time-out has not passed, or when the channel is not ready. Costs nothing
+    /// while nobody waits (not called), and per message handed to a receiver two copies (the
+    /// channel to a kept buffer here, that buffer to the receiver's when it runs: [`deliver`]),
+    /// with no memset: a kept buffer is zero-filled once, when it is made
+    /// ([`QueuingState::spare`]). Allocates nothing but a receiver's message buffer, fallibly
+    /// (one kept in `spare` when there is one): when it cannot be had, the receiver is not
+    /// served in its place for the rest of its wait ([`Waiter::serve`]), and the message stays
+    /// in the channel for it.
     fn serve_waiters(&self, st: &mut QueuingState, me: Option<u64>) {
         if !st.handed.is_empty() {
             st.handed.retain(|h| {
@@ -1288,12 +1301,17 @@ impl QueuingPort {
             let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
                 break;
             };
-            // A head whose time-out has passed is dealt with as its own next look would: served
-            // if the channel is ready, else out of the line with `TIMED_OUT` (`wait_queued`
-            // tries before it checks the deadline). So the outcome does not depend on who looks
-            // first; it is decided at the first look after the deadline (docs/ports.md, "Left").
+            // A head whose time-out has passed and that can be served in its place is dealt
+            // with as its own next look would: served if the channel is ready, else out of the
+            // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
+            // outcome does not depend on who looks first; it is decided at the first look after
+            // the deadline (docs/ports.md, "Left"). One that cannot be served in its place
+            // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
+            // its deadline: nobody else can give it what is there, and left in the line it would
+            // hold every waiter and every call that does not wait for as long as it does not
+            // run (suspended, or kept off the CPU by the very process that polls).
             let ready = self.ready();
-            if !ready && w.deadline.is_some_and(|d| Instant::now() >= d) {
+            if (!ready || !w.serve) && w.deadline.is_some_and(|d| Instant::now() >= d) {
                 self.leave(st, ticket);
                 continue;
             }
@@ -1318,28 +1336,30 @@ impl QueuingPort {
                 }
                 let max = self.max as usize;
                 let mut message = st.spare.pop().unwrap_or_default();
-                message.clear();
-                if message.try_reserve_exact(max).is_err() {
+                // A kept buffer is used as it is (no memset of `max` bytes per message); only a
+                // new one is zero-filled, once (the endpoint writes into initialised bytes).
+                let short = max.saturating_sub(message.len());
+                if short > 0 && message.try_reserve_exact(short).is_err() {
                     // The partition's memory is full: this receiver takes its message itself
                     // when it runs. It no longer counts as served in its place, so the first
-                    // waiter behind it does not watch the channel for it.
+                    // waiter behind it does not watch the channel for it. Round again: if its
+                    // time-out has passed it leaves the line (above), else this stops there.
                     recycle(&mut st.spare, message);
                     if let Some(w) = st.waiters.iter_mut().find(|w| w.ticket == ticket) {
                         w.serve = false;
                     }
                     self.gen.fetch_add(1, Ordering::SeqCst);
-                    break;
+                    continue;
                 }
-                // Within the capacity: no allocation.
+                // Within the capacity: no allocation (nothing to do for a kept buffer).
                 message.resize(max, 0);
                 let Some(d) = st.dest.as_mut() else {
+                    recycle(&mut st.spare, message);
                     break;
                 };
+                // `try_recv` writes the `n` bytes it returns; only those are read.
                 match d.try_recv(&mut message) {
-                    Ok(n) => {
-                        message.truncate(n);
-                        Outcome::Received(message)
-                    }
+                    Ok(n) => Outcome::Received(message, n),
                     Err(e) => {
                         recycle(&mut st.spare, message);
                         match e {
@@ -1515,10 +1535,10 @@ impl QueuingPort {
                 return match st.handed.swap_remove(i).outcome {
                     Outcome::Sent(n) => Ok(n),
                     Outcome::Failed(e) => Err(e),
-                    Outcome::Received(m) => {
-                        st.delivery = Some(m);
+                    Outcome::Received(m, n) => {
+                        st.delivery = Some((m, n));
                         let r = op(&mut st);
-                        if let Some(m) = st.delivery.take() {
+                        if let Some((m, _)) = st.delivery.take() {
                             recycle(&mut st.spare, m);
                         }
                         match r {
@@ -1707,8 +1727,8 @@ pub fn receive_queuing_message(
 /// One attempt of [`receive_queuing_message`].
 #[inline(always)]
 fn receive_op(st: &mut QueuingState, buf: &mut [u8]) -> Try {
-    if let Some(m) = &st.delivery {
-        return deliver(m, buf);
+    if let Some((m, n)) = &st.delivery {
+        return deliver(&m[..*n], buf);
     }
     let Some(c) = st.dest.as_mut() else {
         return Try::Fail(ApexError::InvalidMode);
@@ -1800,8 +1820,8 @@ pub fn receive_queuing_messages(
         return Err(ApexError::InvalidParam);
     }
     let mut op = |st: &mut QueuingState| {
-        if let Some(m) = &st.delivery {
-            let r = deliver(m, buf);
+        if let Some((m, n)) = &st.delivery {
+            let r = deliver(&m[..*n], buf);
             if let Try::Done(n) = r {
                 lens[0] = n;
                 return Try::Done(1);
