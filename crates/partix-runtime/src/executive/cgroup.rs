@@ -264,23 +264,56 @@ fn kill_stale(dir: &Path) {
     }
 }
 
+/// The inode of this process's pid namespace (0 if it cannot be read).
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
+}
+
+/// The name of a partition cgroup made by this executive: `partix-PID-N-pINDEX-nsINODE`, with
+/// the inode of its pid namespace, without which its pid names no process for sure.
+fn cgroup_name(n: u32, index: usize) -> String {
+    format!(
+        "partix-{}-{n}-p{index}-ns{}",
+        std::process::id(),
+        pid_namespace()
+    )
+}
+
+/// The executive pid a partition cgroup's `name` carries, if the cgroup was made in pid
+/// namespace `ns` (so that the pid means the same process here); `None` for any other name,
+/// for one made in another pid namespace, and for one without its namespace (made before the
+/// mark existed): whether their executive lives cannot be told from here.
+fn owner_in(name: &str, ns: u64) -> Option<i32> {
+    let rest = name.strip_prefix("partix-")?;
+    let pid = rest.split('-').next()?.parse::<i32>().ok()?;
+    let made_in = rest
+        .rsplit('-')
+        .next()?
+        .strip_prefix("ns")?
+        .parse::<u64>()
+        .ok()?;
+    (ns != 0 && made_in == ns).then_some(pid)
+}
+
 /// Remove the partition cgroups an executive that died without cleaning up left under `base`
 /// (named after a pid that no longer exists), first ending the processes still in them: a
 /// process the partition forked outlives the executive's death, running on without windows
 /// or frozen for ever, and `rmdir` fails on a populated cgroup (before, the error was ignored
 /// and process and directory stayed: review 26).
+///
+/// Only cgroups made in this executive's pid namespace ([`owner_in`]): two executives in
+/// different pid namespaces may share one cgroup, and a pid that names no process here may be
+/// another run's live executive there (a sweep that judged by the pid alone killed that run's
+/// partitions: review of session 26). Cgroups of other namespaces stay as they are.
 fn sweep_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
+    let ns = pid_namespace();
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("partix-"))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+        let Some(pid) = name.to_str().and_then(|n| owner_in(n, ns)) else {
             continue;
         };
         // SAFETY: kill with signal 0 only checks that the process exists.
@@ -324,7 +357,7 @@ impl PartitionCgroup {
         let base = mount.join(own);
         sweep_stale(&base);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("partix-{}-{n}-p{index}", std::process::id()));
+        let dir = base.join(cgroup_name(n, index));
         std::fs::create_dir(&dir)?;
         let open = || -> io::Result<(File, File, Option<File>)> {
             let procs = std::fs::OpenOptions::new()
@@ -634,6 +667,108 @@ impl Drop for PartitionCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_name_gives_its_owner_only_in_the_pid_namespace_it_was_made_in() {
+        let ns = pid_namespace();
+        assert_ne!(ns, 0, "/proc/self/ns/pid");
+        let mine = cgroup_name(3, 1);
+        assert_eq!(owner_in(&mine, ns), Some(std::process::id() as i32));
+        assert_eq!(owner_in(&format!("partix-42-0-p0-ns{ns}"), ns), Some(42));
+        // Another namespace's, one made before the mark, and names that are not ours.
+        assert_eq!(owner_in(&format!("partix-42-0-p0-ns{}", ns + 1), ns), None);
+        assert_eq!(owner_in("partix-42-0-p0", ns), None);
+        assert_eq!(owner_in("partix-x-0-p0-ns1", 1), None);
+        assert_eq!(owner_in("other-42-0-p0-ns1", 1), None);
+        assert_eq!(owner_in("partix-42-0-p0-ns1", 0), None);
+    }
+
+    /// A partition cgroup left by an executive whose pid names no process here is swept (its
+    /// processes killed, its directory removed) only if it was made in this pid namespace: one
+    /// made in another may belong to a live run there, whose partitions the sweep killed
+    /// (review of session 26: `kill(pid, 0)` was the whole test).
+    #[test]
+    fn a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone() {
+        const TEST: &str = "a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone";
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED {TEST}: needs root");
+            return;
+        }
+        let (Some(mount), Some(own)) = (
+            unified_mount(),
+            std::fs::read_to_string("/proc/self/cgroup")
+                .ok()
+                .and_then(|t| own_path(&t)),
+        ) else {
+            eprintln!("SKIPPED {TEST}: no cgroup v2");
+            return;
+        };
+        let base = mount.join(own);
+        // A pid that names no process: one that ended and was reaped.
+        let dead = {
+            let mut c = std::process::Command::new("true").spawn().unwrap();
+            let id = c.id();
+            c.wait().unwrap();
+            id
+        };
+        let ns = pid_namespace();
+        let theirs = base.join(format!("partix-{dead}-0-p0-ns{}", ns + 1));
+        let ours = base.join(format!("partix-{dead}-1-p0-ns{ns}"));
+        let mut kids = Vec::new();
+        for d in [&theirs, &ours] {
+            let mut kid = std::process::Command::new("sleep")
+                .arg("100")
+                .spawn()
+                .unwrap();
+            let placed = std::fs::create_dir(d)
+                .and_then(|()| std::fs::write(d.join("cgroup.procs"), kid.id().to_string()));
+            if let Err(e) = placed {
+                let _ = kid.kill();
+                let _ = kid.wait();
+                for (mut k, d) in kids.drain(..).zip([&theirs, &ours]) {
+                    let _ = std::process::Child::kill(&mut k);
+                    let _ = std::process::Child::wait(&mut k);
+                    remove_cgroup_dir(d);
+                }
+                remove_cgroup_dir(d);
+                eprintln!("SKIPPED {TEST}: cannot place a process in a new cgroup: {e}");
+                return;
+            }
+            kids.push(kid);
+        }
+        sweep_stale(&base);
+        let mut theirs_kid = kids.remove(0);
+        let mut ours_kid = kids.remove(0);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let ours_ended = loop {
+            match ours_kid.try_wait().unwrap() {
+                Some(st) => break Some(st),
+                None if std::time::Instant::now() < end => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                None => break None,
+            }
+        };
+        let theirs_alive = theirs_kid.try_wait().unwrap().is_none();
+        let (theirs_kept, ours_removed) = (theirs.exists(), !ours.exists());
+        let _ = theirs_kid.kill();
+        let _ = theirs_kid.wait();
+        let _ = ours_kid.kill();
+        let _ = ours_kid.wait();
+        remove_cgroup_dir(&theirs);
+        remove_cgroup_dir(&ours);
+        assert!(
+            theirs_alive && theirs_kept,
+            "another pid namespace's cgroup was swept: process alive {theirs_alive}, \
+             directory kept {theirs_kept}"
+        );
+        assert!(
+            ours_ended.is_some() && ours_removed,
+            "this namespace's stale cgroup stayed: process ended {ours_ended:?}, directory \
+             removed {ours_removed}"
+        );
+    }
 
     #[test]
     fn the_unified_mount_and_own_cgroup_are_parsed() {
