@@ -31,7 +31,7 @@
 //!   milliseconds and more.
 //! - **Suspend.** A rate more than 1 % from the thread's current one is refused once (the
 //!   anchor still moves): across a suspend to idle the TSC counts on while `CLOCK_MONOTONIC`
-//!   stands still, and such a rate made the clock crawl for hours ([`advance`]).
+//!   stands still, and such a rate made the clock crawl for hours (`advance`).
 //! - **Monotonic** per thread (never below the last value it returned).
 //!
 //! The executive's scheduling keeps using `clock_gettime` directly.

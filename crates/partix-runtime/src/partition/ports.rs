@@ -1866,7 +1866,7 @@ pub fn get_queuing_port_id(name: &str) -> ApexResult<QueuingPortId> {
 }
 
 /// Return the status of a queuing port (`GET_QUEUING_PORT_STATUS`). While processes wait, it
-/// first serves them in their place ([`QueuingPort::serve_waiters`]), so a message that a
+/// first serves them in their place (`QueuingPort::serve_waiters`), so a message that a
 /// waiting receiver is due counts as its, not as queued: NB_MESSAGE and WAITING_PROCESSES are
 /// never both non-zero on a destination whose waiters can be served in their place.
 ///
@@ -1899,7 +1899,7 @@ pub fn get_queuing_port_status(id: QueuingPortId) -> ApexResult<QueuingPortStatu
 
 /// Discard every message queued in a destination queuing port (`CLEAR_QUEUING_PORT`). A
 /// message that a waiting receiver is due is not queued but its: the waiters are served in
-/// their place first ([`QueuingPort::serve_waiters`]), one message each in line order, and only
+/// their place first (`QueuingPort::serve_waiters`), one message each in line order, and only
 /// the rest is discarded.
 ///
 /// # Errors

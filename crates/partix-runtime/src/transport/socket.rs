@@ -42,7 +42,7 @@
 //!   consumed and did not acknowledge, what it buffers and what the socket still holds reach the
 //!   credit: [`QueueRx::try_recv`] looks at the socket that far). A source that used its last
 //!   credit after the destination's last receive is acknowledged by the destination's agent
-//!   (`transport::QueueAgent`, [`QueueRx::idle`]) once no process calls the port, so a sender
+//!   (`transport::QueueAgent`, `QueueRx::idle`) once no process calls the port, so a sender
 //!   is not told the queue is full, nor left waiting, for long while the destination has room.
 //!   The socket buffers are sized for `MaxNbMessages` frames, so no frame is ever lost.
 //!   The source keeps its counts in a region that outlives its restarts ([`QueueTx::with_book`]):
