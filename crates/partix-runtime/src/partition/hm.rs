@@ -401,11 +401,12 @@ fn partition_action(action: PartitionAction, failed: Option<usize>) {
 /// Stop the calling process and start its next incarnation at once (RESTART_PROCESS on itself).
 fn restart_self(idx: usize) -> ! {
     let r = rt();
-    let now = r.now();
     r.with_inner(|inner| {
         r.make_dormant(inner, idx);
+        // The clock is read once the new incarnation exists (its thread's creation waits for
+        // it to start): the restart's release and deadline count from now, not from before.
         if r.replace_incarnation(inner, idx).is_ok()
-            && super::process::start_locked(inner, idx, 0, now).is_ok()
+            && super::process::start_locked(inner, idx, 0, r.now()).is_ok()
         {
             // Inside the lock: leaving it ends this (stopped) incarnation.
             futex::wake_all(&r.ctl[idx].gen);

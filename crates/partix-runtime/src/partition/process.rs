@@ -271,11 +271,13 @@ pub fn start(pid: ProcessId) -> ApexResult<()> {
 pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
     let r = rt();
     let idx = existing(pid)?;
-    let now = r.now();
     // Wake the process after releasing the lock (a higher-priority one preempts us here), and
-    // before a STOP or SUSPEND of the caller takes effect.
+    // before a STOP or SUSPEND of the caller takes effect. The clock is read under the lock: a
+    // reading taken before it (the caller preempted, waiting for the lock, or its window closed
+    // in between) released a periodic process at a period start already past, one period early,
+    // and shortened an aperiodic one's deadline by the delay (review of session 26).
     r.with_inner_then(
-        |inner| start_locked(inner, idx, delay, now),
+        |inner| start_locked(inner, idx, delay, r.now()),
         |started| {
             if started.is_ok() {
                 futex::wake_all(&r.ctl[idx].gen);

@@ -159,8 +159,10 @@ pub fn replenish(budget: SystemTime) -> ApexResult<()> {
     if budget < 0 && budget != INFINITE_TIME_VALUE {
         return Err(ApexError::InvalidParam);
     }
-    let now = r.now();
     r.with_inner(|inner| {
+        // Under the lock: a reading taken before it shortened the new deadline by however long
+        // the caller waited for the lock or was kept off the CPU (review of session 26).
+        let now = r.now();
         let p = &mut inner.procs[idx];
         let new_deadline = if budget == INFINITE_TIME_VALUE {
             u64::MAX
