@@ -333,6 +333,18 @@ const HANDLERS: [Handler; Opcode::COUNT] = [
 ];
 
 /// Write a reply body (result, error, no data) into `out`; return its length.
+/// Write the OK reply body granting `granted` after the header already in `out`; return the
+/// message length.
+fn version_reply(granted: &VersionRepr, out: &mut [u8]) -> usize {
+    let body_out = &mut out[HEADER_LEN..];
+    let mut rp = ReplyPacket::new_unchecked(&mut body_out[..]);
+    rp.set_fixed(granted.msize, ErrorCode::OK, 16);
+    granted.emit(&mut VersionPacket::new_unchecked(
+        &mut rp.data_area_mut()[..16],
+    ));
+    HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + 16
+}
+
 fn reply(out: &mut [u8], result: u32, error: ErrorCode) -> usize {
     ReplyPacket::new_unchecked(&mut out[..]).set_fixed(result, error, 0);
     ReplyPacket::<&[u8]>::FIXED_LEN
@@ -661,12 +673,25 @@ impl Server {
                 addr: *from,
                 channel: ch,
             };
-            if let Some(cached) = self.sessions.get(&key).and_then(|s| s.cache.get(tag)) {
+            if let Some(s) = self.sessions.get(&key).filter(|s| s.version_tag == tag) {
                 self.counters.duplicates += 1;
                 self.counters.replies += 1;
-                let n = cached.len().min(out.len());
-                out[..n].copy_from_slice(&cached[..n]);
-                return Some(n);
+                if let Some(cached) = s.cache.get(tag) {
+                    let n = cached.len().min(out.len());
+                    out[..n].copy_from_slice(&cached[..n]);
+                    return Some(n);
+                }
+                // A copy delayed past the reply cache's window: the session it opened is still
+                // there, so answer from its granted values (not cached: the tag is far behind
+                // the session's sequence) and open no second session (rule 1).
+                let granted = VersionRepr {
+                    version: PROTOCOL_VERSION,
+                    channel: u16::from(ch),
+                    msize: s.msize,
+                    outstanding: s.outstanding,
+                    max_fds: self.cfg.max_fds,
+                };
+                return Some(version_reply(&granted, out));
             }
         }
         self.counters.requests += 1;
@@ -748,13 +773,7 @@ impl Server {
             outstanding: req.outstanding.min(self.cfg.outstanding),
             max_fds: self.cfg.max_fds,
         };
-        let body_out = &mut out[HEADER_LEN..];
-        let mut rp = ReplyPacket::new_unchecked(&mut body_out[..]);
-        rp.set_fixed(granted.msize, ErrorCode::OK, 16);
-        granted.emit(&mut VersionPacket::new_unchecked(
-            &mut rp.data_area_mut()[..16],
-        ));
-        let n = HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + 16;
+        let n = version_reply(&granted, out);
         Some(self.cache_and_count(&key, tag, out, n))
     }
 

@@ -1577,3 +1577,38 @@ fn an_empty_write_succeeds_with_nothing_written() {
     }
     assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"x");
 }
+
+/// A copy of a Version delayed until its reply has left the session's reply cache is answered
+/// from the session it opened (same channel and grants) and opens no second session (rule 1).
+#[test]
+fn a_late_duplicate_version_opens_no_second_session() {
+    let dir = Scratch::new("late-version");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.outstanding = 4;
+    let mut d = Dispatch::new(cfg);
+    let first = d.version(0x300, 1500, 4);
+    // Far more requests than the reply cache holds (4 x 4 + 16).
+    for i in 1..=100u32 {
+        let a = d.call(
+            tag(first.channel, 0x300 + i),
+            BodyRepr::Stat(StatRepr { path: b"f" }),
+        );
+        assert_eq!(a.error, ErrorCode::OK);
+    }
+    let again = d.version(0x300, 1500, 4);
+    assert_eq!(again, first, "the late copy is answered from the first session");
+    assert_eq!(d.server.clients(), 1, "a second session was opened");
+    // The session still works, and ending it leaves nothing behind.
+    let a = d.call(
+        tag(first.channel, 0x300 + 101),
+        BodyRepr::Stat(StatRepr { path: b"f" }),
+    );
+    assert_eq!(a.error, ErrorCode::OK);
+    let end = d.call(
+        tag(first.channel, 0x300 + 102),
+        BodyRepr::Close(CloseRepr { fd: SESSION_FD }),
+    );
+    assert_eq!(end.error, ErrorCode::OK);
+    assert_eq!(d.server.clients(), 0);
+}
