@@ -97,7 +97,8 @@ pub struct Counters {
     /// behind the highest tag seen, or too far ahead): not executed, answered `NOTCONN` (not
     /// cached); they do not count as activity of the session.
     pub stale: u64,
-    /// Frames too short for a header, or replies sent to the server: dropped.
+    /// Frames too short for a header, replies sent to the server, and frames from a group
+    /// (multicast or broadcast) source MAC: dropped.
     pub drops: u64,
     /// Frames longer than the negotiated message size.
     pub oversized: u64,
@@ -523,6 +524,12 @@ impl Server {
         out: &mut [u8],
     ) -> Option<usize> {
         self.counters.frames += 1;
+        if matches!(from, PeerAddr::Mac(m) if m.is_group()) {
+            // A group source address is forged (no station sends from one); a reply would go
+            // to every host on the segment.
+            self.counters.drops += 1;
+            return None;
+        }
         let Ok(pkt) = FsPacket::new_checked(msg) else {
             self.counters.drops += 1;
             return None;

@@ -1612,3 +1612,35 @@ fn a_late_duplicate_version_opens_no_second_session() {
     assert_eq!(end.error, ErrorCode::OK);
     assert_eq!(d.server.clients(), 0);
 }
+
+/// Frames from a group (broadcast or multicast) source MAC are dropped and counted: a reply
+/// would go to every host on the segment.
+#[test]
+fn frames_from_group_source_addresses_are_dropped() {
+    let dir = Scratch::new("group-src");
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    for src in [[0xff; 6], [0x01, 0x00, 0x5e, 0, 0, 1], [0x33, 0x33, 0, 0, 0, 1]] {
+        d.peer = PeerAddr::Mac(EthernetAddress(src));
+        let before = d.server.counters();
+        let v = d.raw(
+            0x400,
+            BodyRepr::Version(VersionRepr {
+                version: PROTOCOL_VERSION,
+                channel: 0,
+                msize: 1500,
+                outstanding: 4,
+                max_fds: 0,
+            }),
+        );
+        assert_eq!(v, None, "a Version from {src:x?} was answered");
+        let s = d.raw(0x401, BodyRepr::Stat(StatRepr { path: b"" }));
+        assert_eq!(s, None, "a Stat from {src:x?} was answered");
+        let after = d.server.counters();
+        assert_eq!(after.drops - before.drops, 2, "{after}");
+        assert_eq!(d.server.clients(), 0);
+    }
+    // A unicast source still gets its session.
+    d.peer = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 9]));
+    d.version(0x500, 1500, 4);
+    assert_eq!(d.server.clients(), 1);
+}

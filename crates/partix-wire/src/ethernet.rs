@@ -48,6 +48,12 @@ impl EthernetAddress {
     pub fn is_broadcast(&self) -> bool {
         *self == Self::BROADCAST
     }
+
+    /// Return whether this is a group (multicast or broadcast) address: bit 0 of the first
+    /// octet set. No station sends from one; a frame claiming such a source is forged.
+    pub fn is_group(&self) -> bool {
+        self.0[0] & 1 != 0
+    }
 }
 
 impl core::fmt::Display for EthernetAddress {
