@@ -182,6 +182,24 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Relative symlinks resolving beneath the root work; absolute ones are refused with EXDEV
+    /// even when their target lies inside the root (docs/fs-protocol.md, server section).
+    #[test]
+    fn absolute_symlinks_are_refused_even_when_the_target_is_inside() {
+        let dir = std::env::temp_dir().join(format!("pfs-confine-abs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(dir.join("sub/f"), dir.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../sub/f", dir.join("sub/up")).unwrap();
+        let root = open_root(&dir).unwrap();
+        let abs = open_beneath(&root, b"abs", libc::O_RDONLY, 0).err();
+        let up = open_beneath(&root, b"sub/up", libc::O_RDONLY, 0).is_ok();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(abs, Some(libc::EXDEV));
+        assert!(up, "a relative symlink with .. that stays inside was refused");
+    }
+
     #[test]
     fn created_files_get_no_setuid_setgid_or_sticky_bit() {
         use std::os::unix::fs::PermissionsExt;
