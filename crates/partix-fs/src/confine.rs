@@ -151,6 +151,19 @@ pub fn poll_now(fds: &mut [libc::pollfd]) -> usize {
     r.max(0) as usize
 }
 
+/// Return whether `fd` reports `POLLHUP` now. On the read end of a FIFO, Linux reports it only
+/// once a writer has opened the FIFO and all writers have left again since this descriptor was
+/// opened: a read of 0 bytes without it means no writer has come yet.
+pub fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    poll_now(&mut p);
+    p[0].revents & libc::POLLHUP != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

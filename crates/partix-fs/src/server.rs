@@ -239,6 +239,9 @@ struct OpenFile {
     nonblocking: bool,
     /// Regular file (reads never park).
     regular: bool,
+    /// FIFO: a read of 0 bytes before any writer has come parks instead of meaning end of
+    /// file.
+    fifo: bool,
     /// Opened with O_APPEND: every write goes to the end, whatever its offset, so writes with
     /// an explicit offset (pipelined pieces, which may arrive in any order) are refused.
     append: bool,
@@ -873,13 +876,14 @@ impl Server {
             Ok(fd) => fd,
             Err(e) => return Some(errno_reply(out, e)),
         };
-        let regular = confine::fstat(&fd)
-            .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
-            .unwrap_or(false);
+        let fmt = confine::fstat(&fd).map_or(0, |st| st.st_mode & libc::S_IFMT);
+        let regular = fmt == libc::S_IFREG;
+        let fifo = fmt == libc::S_IFIFO;
         self.session(from).fds[slot] = Some(OpenFile {
             fd,
             nonblocking: flags & open_flags::NONBLOCK != 0,
             regular,
+            fifo,
             append: flags & open_flags::APPEND != 0,
             staging: None,
         });
@@ -942,6 +946,14 @@ impl Server {
         let want = (r.len as usize).min(max);
         let mut rp = ReplyPacket::new_unchecked(&mut out[..]);
         match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], r.offset) {
+            // A FIFO no writer has opened yet: the server's O_NONBLOCK open did not wait for
+            // one, and the kernel reports 0 (not EAGAIN) while there is no writer. A blocking
+            // read waits for data, as a local blocking open and read would. Once a writer has
+            // come and gone the FIFO reports POLLHUP, and 0 means end of file.
+            Ok(0) if want > 0 && f.fifo && !f.nonblocking && !confine::hung_up(&f.fd) => {
+                self.park(from, tag, ParkedOp::Read(r));
+                None
+            }
             Ok(n) => {
                 rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
                 Some(ReplyPacket::<&[u8]>::FIXED_LEN + n)
@@ -1319,10 +1331,18 @@ impl Server {
                 ParkedOp::Read(req) => {
                     let want = (req.len as usize).min(max);
                     let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
-                    confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset).map(|n| {
-                        rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
-                        ReplyPacket::<&[u8]>::FIXED_LEN + n
-                    })
+                    match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset) {
+                        // Still no writer on a FIFO (a writer that left between the poll and
+                        // the read shows POLLHUP on the next round): wait on (as `op_read`).
+                        Ok(0) if want > 0 && f.fifo && pfd.revents & libc::POLLHUP == 0 => {
+                            Err(libc::EAGAIN)
+                        }
+                        Ok(n) => {
+                            rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                            Ok(ReplyPacket::<&[u8]>::FIXED_LEN + n)
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
                 ParkedOp::Write {
                     offset,

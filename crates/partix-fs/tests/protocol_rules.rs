@@ -1644,3 +1644,38 @@ fn frames_from_group_source_addresses_are_dropped() {
     d.version(0x500, 1500, 4);
     assert_eq!(d.server.clients(), 1);
 }
+
+/// A FIFO opened for reading before any writer: the read waits for a writer's data (a local
+/// blocking `open` + `read` would), it does not report end of file at once. Once that writer
+/// has come and gone, a read reports end of file.
+#[test]
+fn a_fifo_read_before_any_writer_waits_for_data() {
+    use std::io::Write;
+    let dir = Scratch::new("fifo-nowriter");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map(|n| buf[..n].to_vec());
+        tx.send(r.map_err(|e| e.errno())).unwrap();
+        c
+    });
+    match rx.recv_timeout(Duration::from_millis(300)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("a read of a FIFO with no writer yet ended: {other:?}"),
+    }
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(b"x").unwrap();
+    let got = rx.recv_timeout(Duration::from_secs(8)).expect("read done");
+    assert_eq!(got, Ok(b"x".to_vec()));
+    let mut c = reader.join().unwrap();
+    // The writer leaves: end of file, at once.
+    drop(writer);
+    let mut buf = [0u8; 64];
+    assert_eq!(c.read(fd, None, &mut buf).unwrap(), 0);
+    c.disconnect().unwrap();
+}
