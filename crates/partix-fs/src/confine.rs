@@ -210,7 +210,10 @@ mod tests {
         let up = open_beneath(&root, b"sub/up", libc::O_RDONLY, 0).is_ok();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(abs, Some(libc::EXDEV));
-        assert!(up, "a relative symlink with .. that stays inside was refused");
+        assert!(
+            up,
+            "a relative symlink with .. that stays inside was refused"
+        );
     }
 
     #[test]

@@ -286,7 +286,8 @@ impl Filesystem for RemoteFs {
         }
         match self.client.open(&path, wire_flags(flags), 0) {
             Ok(fd) => {
-                self.handles.insert(u64::from(fd), Handle::Inline { regular });
+                self.handles
+                    .insert(u64::from(fd), Handle::Inline { regular });
                 let fuse_flags = if regular {
                     0
                 } else {
@@ -504,10 +505,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
     };
     let client = crate::cli::connect(&target)?;
     let connector: Connector = Box::new(move || crate::cli::connect(&target));
-    mount_fs(
-        RemoteFs::with_connector(client, connector),
-        &a.mountpoint,
-    )?;
+    mount_fs(RemoteFs::with_connector(client, connector), &a.mountpoint)?;
     Ok(ExitCode::SUCCESS)
 }
 

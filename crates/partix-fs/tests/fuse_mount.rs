@@ -171,7 +171,11 @@ fn a_waiting_fifo_read_does_not_stall_the_mount() {
     use std::io::Write;
     let net = Net::new();
     let fifo = net.root.join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     std::fs::write(net.root.join("other"), b"other data").unwrap();
     let _server = net.serve(&[]);
     // A writer on the server side that writes nothing yet (O_RDWR: opening does not wait).

@@ -1597,7 +1597,10 @@ fn a_late_duplicate_version_opens_no_second_session() {
         assert_eq!(a.error, ErrorCode::OK);
     }
     let again = d.version(0x300, 1500, 4);
-    assert_eq!(again, first, "the late copy is answered from the first session");
+    assert_eq!(
+        again, first,
+        "the late copy is answered from the first session"
+    );
     assert_eq!(d.server.clients(), 1, "a second session was opened");
     // The session still works, and ending it leaves nothing behind.
     let a = d.call(
@@ -1619,7 +1622,11 @@ fn a_late_duplicate_version_opens_no_second_session() {
 fn frames_from_group_source_addresses_are_dropped() {
     let dir = Scratch::new("group-src");
     let mut d = Dispatch::new(ServerConfig::new(dir.path()));
-    for src in [[0xff; 6], [0x01, 0x00, 0x5e, 0, 0, 1], [0x33, 0x33, 0, 0, 0, 1]] {
+    for src in [
+        [0xff; 6],
+        [0x01, 0x00, 0x5e, 0, 0, 1],
+        [0x33, 0x33, 0, 0, 0, 1],
+    ] {
         d.peer = PeerAddr::Mac(EthernetAddress(src));
         let before = d.server.counters();
         let v = d.raw(

@@ -167,6 +167,15 @@ mod tests {
     }
 
     #[test]
+    fn group_addresses_have_bit_0_of_the_first_octet_set() {
+        assert!(EthernetAddress::BROADCAST.is_group());
+        assert!(EthernetAddress([0x01, 0x00, 0x5e, 0, 0, 1]).is_group());
+        assert!(EthernetAddress([0x33, 0x33, 0, 0, 0, 1]).is_group());
+        assert!(!EthernetAddress([0x02, 0, 0, 0, 0, 1]).is_group());
+        assert!(!EthernetAddress([0xfe, 0xff, 0xff, 0xff, 0xff, 0xff]).is_group());
+    }
+
+    #[test]
     fn mac_parse_rejects_garbage() {
         assert!(EthernetAddress::parse("02:00:00:00:00").is_none());
         assert!(EthernetAddress::parse("02:00:00:00:00:01:02").is_none());
