@@ -397,43 +397,41 @@ impl Client {
         let mut deadline = sent_at + self.rto.get();
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
-            match self.tr.recv(&mut self.rx, wait)? {
-                Some(r) => {
-                    let len = r.len.min(self.rx.len());
-                    match self.match_reply(len, &r.from) {
-                        Some((t, _, err)) if t == tag && err == ErrorCode::INPROGRESS => {
-                            // Parked on the server (a blocking read or write): not lost. Wait
-                            // for the final reply, probing now and then so that a lost reply
-                            // is resent from the server's cache and a dead server is noticed.
-                            retries = 0;
-                            deadline = Instant::now() + self.probe_interval();
+            if let Some(r) = self.tr.recv(&mut self.rx, wait)? {
+                let len = r.len.min(self.rx.len());
+                match self.match_reply(len, &r.from) {
+                    Some((t, _, err)) if t == tag && err == ErrorCode::INPROGRESS => {
+                        // Parked on the server (a blocking read or write): not lost. Wait
+                        // for the final reply, probing now and then so that a lost reply
+                        // is resent from the server's cache and a dead server is noticed.
+                        retries = 0;
+                        deadline = Instant::now() + self.probe_interval();
+                    }
+                    Some((t, info, err)) if t == tag => {
+                        if !resent {
+                            self.rto.sample(sent_at.elapsed());
                         }
-                        Some((t, info, err)) if t == tag => {
-                            if !resent {
-                                self.rto.sample(sent_at.elapsed());
-                            }
-                            return Ok((info, err));
-                        }
-                        _ => self.counters.stray_replies += 1,
+                        return Ok((info, err));
                     }
-                }
-                None => {
-                    if Instant::now() < deadline {
-                        continue;
-                    }
-                    if retries >= self.cfg.max_retries {
-                        self.abandon(tag);
-                        return Err(FsError::Timeout);
-                    }
-                    retries += 1;
-                    resent = true;
-                    self.counters.retransmits += 1;
-                    self.rto.back_off();
-                    sent_at = Instant::now();
-                    deadline = sent_at + self.rto.get();
-                    self.tr.send(&self.server, &self.tx[..n])?;
+                    _ => self.counters.stray_replies += 1,
                 }
             }
+            // Checked after every receive, not only after an empty one: a steady stream of
+            // stray frames must not hold off retransmission and the time-out.
+            if Instant::now() < deadline {
+                continue;
+            }
+            if retries >= self.cfg.max_retries {
+                self.abandon(tag);
+                return Err(FsError::Timeout);
+            }
+            retries += 1;
+            resent = true;
+            self.counters.retransmits += 1;
+            self.rto.back_off();
+            sent_at = Instant::now();
+            deadline = sent_at + self.rto.get();
+            self.tr.send(&self.server, &self.tx[..n])?;
         }
     }
 
@@ -521,64 +519,62 @@ impl Client {
                 .min()
                 .unwrap_or_else(Instant::now);
             let wait = earliest.saturating_duration_since(Instant::now());
-            match self.tr.recv(&mut self.rx, wait)? {
-                Some(r) => {
-                    let len = r.len.min(self.rx.len());
-                    let m = self.match_reply(len, &r.from);
-                    let pos = m
-                        .as_ref()
-                        .and_then(|(t, _, _)| slots.iter().position(|s| s.tag == *t));
-                    match (m, pos) {
-                        (Some((_, _, err)), Some(i)) if err == ErrorCode::INPROGRESS => {
-                            // Parked on the server: wait for the final reply (as `call`).
-                            let probe = self.probe_interval();
-                            let s = &mut slots[i];
-                            s.retries = 0;
-                            s.deadline = Instant::now() + probe;
-                        }
-                        (Some((_, info, err)), Some(i)) => {
-                            let s = slots.swap_remove(i);
-                            if !s.resent {
-                                self.rto.sample(s.sent_at.elapsed());
-                            }
-                            if err.is_ok() {
-                                on_reply(s.index, info.result, &self.rx[info.data]);
-                            } else if first_err.is_none() {
-                                first_err = Some(FsError::Remote(err));
-                            }
-                            spare.push(s.msg);
-                        }
-                        _ => self.counters.stray_replies += 1,
+            if let Some(r) = self.tr.recv(&mut self.rx, wait)? {
+                let len = r.len.min(self.rx.len());
+                let m = self.match_reply(len, &r.from);
+                let pos = m
+                    .as_ref()
+                    .and_then(|(t, _, _)| slots.iter().position(|s| s.tag == *t));
+                match (m, pos) {
+                    (Some((_, _, err)), Some(i)) if err == ErrorCode::INPROGRESS => {
+                        // Parked on the server: wait for the final reply (as `call`).
+                        let probe = self.probe_interval();
+                        let s = &mut slots[i];
+                        s.retries = 0;
+                        s.deadline = Instant::now() + probe;
                     }
+                    (Some((_, info, err)), Some(i)) => {
+                        let s = slots.swap_remove(i);
+                        if !s.resent {
+                            self.rto.sample(s.sent_at.elapsed());
+                        }
+                        if err.is_ok() {
+                            on_reply(s.index, info.result, &self.rx[info.data]);
+                        } else if first_err.is_none() {
+                            first_err = Some(FsError::Remote(err));
+                        }
+                        spare.push(s.msg);
+                    }
+                    _ => self.counters.stray_replies += 1,
                 }
-                None => {
-                    let now = Instant::now();
-                    let mut backed_off = false;
-                    if slots
-                        .iter()
-                        .any(|s| s.deadline <= now && s.retries >= self.cfg.max_retries)
-                    {
-                        // Give up on every request still in flight and, as `call` does (rule
-                        // 5), ask the server to cancel each, so that a late copy does not run
-                        // (or a STAGE piece hold staging budget) after this call failed.
-                        for s in &slots {
-                            self.abandon(s.tag);
-                        }
-                        return Err(FsError::Timeout);
-                    }
-                    for s in slots.iter_mut().filter(|s| s.deadline <= now) {
-                        if !backed_off {
-                            self.rto.back_off();
-                            backed_off = true;
-                        }
-                        s.retries += 1;
-                        s.resent = true;
-                        self.counters.retransmits += 1;
-                        s.sent_at = now;
-                        s.deadline = now + self.rto.get();
-                        self.tr.send(&self.server, &s.msg)?;
-                    }
+            }
+            // The expiry scan runs after every receive, not only after an empty one: a steady
+            // stream of stray frames must not hold off retransmission and the time-out.
+            let now = Instant::now();
+            let mut backed_off = false;
+            if slots
+                .iter()
+                .any(|s| s.deadline <= now && s.retries >= self.cfg.max_retries)
+            {
+                // Give up on every request still in flight and, as `call` does (rule
+                // 5), ask the server to cancel each, so that a late copy does not run
+                // (or a STAGE piece hold staging budget) after this call failed.
+                for s in &slots {
+                    self.abandon(s.tag);
                 }
+                return Err(FsError::Timeout);
+            }
+            for s in slots.iter_mut().filter(|s| s.deadline <= now) {
+                if !backed_off {
+                    self.rto.back_off();
+                    backed_off = true;
+                }
+                s.retries += 1;
+                s.resent = true;
+                self.counters.retransmits += 1;
+                s.sent_at = now;
+                s.deadline = now + self.rto.get();
+                self.tr.send(&self.server, &s.msg)?;
             }
         }
         match first_err {
@@ -1039,6 +1035,136 @@ mod tests {
             r.back_off();
         }
         assert_eq!(r.get(), Duration::from_secs(1));
+    }
+
+    /// A transport whose queue is never empty: every `recv` returns at once with a Reply
+    /// from the server address bearing a tag no request uses (a stream of stray frames).
+    /// Sends are swallowed (the server is dead).
+    struct Strays {
+        frame: Vec<u8>,
+        server: PeerAddr,
+        sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Strays {
+        fn new(server: PeerAddr, sent: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Strays {
+            let mut frame = vec![0u8; 64];
+            let n = MessageRepr {
+                tag: 0x00ab_cdef,
+                body: BodyRepr::Reply(partix_wire::fs::ReplyRepr {
+                    result: 0,
+                    error: ErrorCode::OK,
+                    data: &[],
+                }),
+            }
+            .emit(&mut frame)
+            .unwrap();
+            frame.truncate(n);
+            Strays {
+                frame,
+                server,
+                sent,
+            }
+        }
+    }
+
+    impl Transport for Strays {
+        fn send(&mut self, _: &PeerAddr, _: &[u8]) -> io::Result<()> {
+            self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+        fn recv(
+            &mut self,
+            buf: &mut [u8],
+            _: Duration,
+        ) -> io::Result<Option<crate::transport::Received>> {
+            let n = self.frame.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.frame[..n]);
+            Ok(Some(crate::transport::Received {
+                len: self.frame.len(),
+                from: self.server,
+            }))
+        }
+        fn max_message(&self) -> usize {
+            1500
+        }
+        fn local_addr(&self) -> PeerAddr {
+            PeerAddr::Udp("127.0.0.1:1".parse().unwrap())
+        }
+        fn set_mode(&mut self, _: RecvMode) {}
+    }
+
+    fn short_timeouts() -> ClientConfig {
+        ClientConfig {
+            rto_initial: Duration::from_millis(1),
+            rto_min: Duration::from_millis(1),
+            rto_max: Duration::from_millis(10),
+            max_retries: 3,
+            ..ClientConfig::default()
+        }
+    }
+
+    /// Run `f` on a thread; fail if it does not finish within `limit` (the thread is left
+    /// spinning: the test process ends soon after).
+    fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(limit)
+            .expect("no time-out within the limit: stray frames held off the deadline")
+    }
+
+    #[test]
+    fn call_times_out_under_a_stream_of_stray_frames() {
+        let server = PeerAddr::Udp("127.0.0.1:2".parse().unwrap());
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let tr = Strays::new(server, sent.clone());
+        let r = within(Duration::from_secs(5), move || {
+            Client::connect(Box::new(tr), server, short_timeouts()).map(|_| ())
+        });
+        assert!(matches!(r, Err(FsError::Timeout)), "{r:?}");
+        // The first send, three retransmissions and the Flush.
+        assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn pipeline_times_out_under_a_stream_of_stray_frames() {
+        let server = PeerAddr::Udp("127.0.0.1:2".parse().unwrap());
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let tr = Strays::new(server, sent.clone());
+        let r = within(Duration::from_secs(5), move || {
+            let cfg = short_timeouts();
+            // A session as `connect` leaves it (the handshake itself is `call`, tested above).
+            let mut c = Client {
+                tr: Box::new(tr),
+                server,
+                cfg,
+                next_tag: 1,
+                msize: 1500,
+                outstanding: 4,
+                max_fds: 16,
+                rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+                tx: vec![0u8; 1500],
+                rx: vec![0u8; 1501],
+                counters: ClientCounters::default(),
+                ended: true,
+                append_fds: std::collections::HashSet::new(),
+            };
+            c.pipeline(
+                3,
+                |_, tag, buf| {
+                    MessageRepr {
+                        tag,
+                        body: BodyRepr::Stat(StatRepr { path: b"f" }),
+                    }
+                    .emit(buf)
+                    .map_err(|_| FsError::Invalid("emit"))
+                },
+                |_, _, _| {},
+            )
+        });
+        assert!(matches!(r, Err(FsError::Timeout)), "{r:?}");
     }
 
     #[test]

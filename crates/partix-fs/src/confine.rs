@@ -151,6 +151,19 @@ pub fn poll_now(fds: &mut [libc::pollfd]) -> usize {
     r.max(0) as usize
 }
 
+/// Return whether `fd` reports `POLLHUP` now. On the read end of a FIFO, Linux reports it only
+/// once a writer has opened the FIFO and all writers have left again since this descriptor was
+/// opened: a read of 0 bytes without it means no writer has come yet.
+pub fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    poll_now(&mut p);
+    p[0].revents & libc::POLLHUP != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +193,27 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Relative symlinks resolving beneath the root work; absolute ones are refused with EXDEV
+    /// even when their target lies inside the root (docs/fs-protocol.md, server section).
+    #[test]
+    fn absolute_symlinks_are_refused_even_when_the_target_is_inside() {
+        let dir = std::env::temp_dir().join(format!("pfs-confine-abs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(dir.join("sub/f"), dir.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../sub/f", dir.join("sub/up")).unwrap();
+        let root = open_root(&dir).unwrap();
+        let abs = open_beneath(&root, b"abs", libc::O_RDONLY, 0).err();
+        let up = open_beneath(&root, b"sub/up", libc::O_RDONLY, 0).is_ok();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(abs, Some(libc::EXDEV));
+        assert!(
+            up,
+            "a relative symlink with .. that stays inside was refused"
+        );
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! nodes and FIFOs on the server appear as regular files opened in direct-I/O mode, so reads and
 //! writes reach the remote device (a local device node with the same number would be wrong).
 //! Truncation to zero (as `cp` and `>` do) is an Open with TRUNC; other sizes are refused.
+//!
+//! fuser runs the filesystem on one thread. A read of a remote FIFO or device may wait for data
+//! without end (the server parks it), so when [`RemoteFs::with_connector`] gives a way to open
+//! sessions, each open device or FIFO gets its own session and worker thread: its reads and
+//! writes are answered from there, and the mount goes on serving other requests meanwhile.
 
 use crate::cli::MountArgs;
 use crate::client::{Attr, Client};
@@ -17,34 +22,121 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const TTL: Duration = Duration::from_secs(1);
 const ROOT_INO: u64 = 1;
 
+/// Opens a new session with the server (for [`RemoteFs::with_connector`]).
+pub type Connector = Box<dyn FnMut() -> anyhow::Result<Client> + Send>;
+
+/// File handles at or above this are served by a worker (their own session); below it they are
+/// descriptors of the main session.
+const WORKER_FH_BASE: u64 = 1 << 32;
+
+/// An open file.
+enum Handle {
+    /// A descriptor of the main session, served on the FUSE thread; whether the remote file is
+    /// regular (seekable).
+    Inline { regular: bool },
+    /// A device or FIFO served by its own session on a worker thread.
+    Worker(Sender<Job>),
+}
+
+/// A request for a worker; the worker replies.
+enum Job {
+    Read { size: u32, reply: ReplyData },
+    Write { data: Vec<u8>, reply: ReplyWrite },
+    Close { reply: ReplyEmpty },
+}
+
+/// Serve one device or FIFO descriptor `fd` of the session `c` until it is closed (or the
+/// mount ends), then end the session.
+fn serve_handle(mut c: Client, fd: u32, jobs: Receiver<Job>) {
+    for job in jobs {
+        match job {
+            Job::Read { size, reply } => {
+                let mut buf = vec![0u8; size as usize];
+                match c.read(fd, None, &mut buf) {
+                    Ok(n) => reply.data(&buf[..n]),
+                    Err(e) => reply.error(e.errno()),
+                }
+            }
+            Job::Write { data, reply } => match c.write(fd, None, &data) {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(e.errno()),
+            },
+            Job::Close { reply } => {
+                match c.close(fd) {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(e.errno()),
+                }
+                break;
+            }
+        }
+    }
+    let _ = c.disconnect();
+}
+
 /// A FUSE filesystem backed by a [`Client`].
 pub struct RemoteFs {
     client: Client,
+    /// Opens the sessions of devices and FIFOs (`None`: they are served inline).
+    connector: Option<Connector>,
     paths: HashMap<u64, String>,
     inos: HashMap<String, u64>,
     next_ino: u64,
-    /// Open handles: whether the remote file is regular (seekable).
-    handles: HashMap<u64, bool>,
+    handles: HashMap<u64, Handle>,
+    next_worker_fh: u64,
 }
 
 impl RemoteFs {
-    /// Wrap a connected client.
+    /// Wrap a connected client. Every request is served on the FUSE thread: a read of a
+    /// remote FIFO or device that waits for data stalls the whole mount until it ends (use
+    /// [`RemoteFs::with_connector`]).
     pub fn new(client: Client) -> RemoteFs {
         let mut fs = RemoteFs {
             client,
+            connector: None,
             paths: HashMap::new(),
             inos: HashMap::new(),
             next_ino: ROOT_INO + 1,
             handles: HashMap::new(),
+            next_worker_fh: WORKER_FH_BASE,
         };
         fs.paths.insert(ROOT_INO, String::new());
         fs.inos.insert(String::new(), ROOT_INO);
         fs
+    }
+
+    /// Wrap a connected client; `connector` opens one more session per open device or FIFO,
+    /// served on a thread of its own, so that a read waiting for data does not stall the
+    /// mount. Each such open holds one client slot on the server until it is closed.
+    pub fn with_connector(client: Client, connector: Connector) -> RemoteFs {
+        let mut fs = RemoteFs::new(client);
+        fs.connector = Some(connector);
+        fs
+    }
+
+    /// Open `path` (a device or FIFO) in a session of its own served by a worker thread;
+    /// return the file handle.
+    fn open_worker(&mut self, path: &str, flags: u32) -> Result<u64, i32> {
+        let connect = self.connector.as_mut().ok_or(libc::EIO)?;
+        let mut c = connect().map_err(|e| {
+            eprintln!("partix-fs: session for {path}: {e:#}");
+            libc::EIO
+        })?;
+        let fd = c.open(path, flags, 0).map_err(|e| e.errno())?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("partix-fs fh {}", self.next_worker_fh))
+            .spawn(move || serve_handle(c, fd, rx))
+            .map_err(|_| libc::EAGAIN)?;
+        let fh = self.next_worker_fh;
+        self.next_worker_fh += 1;
+        self.handles.insert(fh, Handle::Worker(tx));
+        Ok(fh)
     }
 
     fn ino_of(&mut self, path: &str) -> u64 {
@@ -186,9 +278,16 @@ impl Filesystem for RemoteFs {
             Ok(a) => a.kind == FileKind::File,
             Err(e) => return reply.error(e.errno()),
         };
+        if !regular && self.connector.is_some() {
+            return match self.open_worker(&path, wire_flags(flags)) {
+                Ok(fh) => reply.opened(fh, fuser::consts::FOPEN_DIRECT_IO),
+                Err(e) => reply.error(e),
+            };
+        }
         match self.client.open(&path, wire_flags(flags), 0) {
             Ok(fd) => {
-                self.handles.insert(u64::from(fd), regular);
+                self.handles
+                    .insert(u64::from(fd), Handle::Inline { regular });
                 let fuse_flags = if regular {
                     0
                 } else {
@@ -221,7 +320,8 @@ impl Filesystem for RemoteFs {
         match self.client.stat(&path) {
             Ok(a) => {
                 let ino = self.ino_of(&path);
-                self.handles.insert(u64::from(fd), true);
+                self.handles
+                    .insert(u64::from(fd), Handle::Inline { regular: true });
                 reply.created(&TTL, &self.attr(ino, &a), 0, u64::from(fd), 0)
             }
             Err(e) => {
@@ -242,7 +342,18 @@ impl Filesystem for RemoteFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        let regular = self.handles.get(&fh).copied().unwrap_or(true);
+        let regular = match self.handles.get(&fh) {
+            Some(Handle::Worker(jobs)) => {
+                if let Err(e) = jobs.send(Job::Read { size, reply }) {
+                    if let Job::Read { reply, .. } = e.0 {
+                        reply.error(libc::EIO);
+                    }
+                }
+                return;
+            }
+            Some(Handle::Inline { regular }) => *regular,
+            None => true,
+        };
         let mut buf = vec![0u8; size as usize];
         let off = regular.then_some(offset.max(0) as u64);
         match self.client.read(fh as u32, off, &mut buf) {
@@ -263,7 +374,22 @@ impl Filesystem for RemoteFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        let regular = self.handles.get(&fh).copied().unwrap_or(true);
+        let regular = match self.handles.get(&fh) {
+            Some(Handle::Worker(jobs)) => {
+                let job = Job::Write {
+                    data: data.to_vec(),
+                    reply,
+                };
+                if let Err(e) = jobs.send(job) {
+                    if let Job::Write { reply, .. } = e.0 {
+                        reply.error(libc::EIO);
+                    }
+                }
+                return;
+            }
+            Some(Handle::Inline { regular }) => *regular,
+            None => true,
+        };
         let off = regular.then_some(offset.max(0) as u64);
         match self.client.write(fh as u32, off, data) {
             Ok(n) => reply.written(n as u32),
@@ -290,7 +416,15 @@ impl Filesystem for RemoteFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles.remove(&fh);
+        if let Some(Handle::Worker(jobs)) = self.handles.remove(&fh) {
+            // Answered by the worker once the requests queued before it are done.
+            if let Err(e) = jobs.send(Job::Close { reply }) {
+                if let Job::Close { reply } = e.0 {
+                    reply.ok();
+                }
+            }
+            return;
+        }
         match self.client.close(fh as u32) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e.errno()),
@@ -370,21 +504,31 @@ pub fn mount(a: MountArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let client = crate::cli::connect(&target)?;
-    mount_client(client, &a.mountpoint)?;
+    let connector: Connector = Box::new(move || crate::cli::connect(&target));
+    mount_fs(RemoteFs::with_connector(client, connector), &a.mountpoint)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Mount a connected client's export on `mountpoint`; block until unmounted.
+/// Mount a connected client's export on `mountpoint`; block until unmounted. Every request
+/// is served on one thread (see [`RemoteFs::new`]): [`mount`] serves devices and FIFOs off it.
 ///
 /// # Errors
 /// The mount fails.
 pub fn mount_client(client: Client, mountpoint: &Path) -> anyhow::Result<()> {
+    mount_fs(RemoteFs::new(client), mountpoint)
+}
+
+/// Mount `fs` on `mountpoint`; block until unmounted.
+///
+/// # Errors
+/// The mount fails.
+pub fn mount_fs(fs: RemoteFs, mountpoint: &Path) -> anyhow::Result<()> {
     let opts = [
         MountOption::FSName("partix-fs".into()),
         MountOption::Subtype("partix".into()),
         MountOption::DefaultPermissions,
     ];
-    fuser::mount2(RemoteFs::new(client), mountpoint, &opts)
+    fuser::mount2(fs, mountpoint, &opts)
         .with_context(|| format!("mounting on {}", mountpoint.display()))
 }
 

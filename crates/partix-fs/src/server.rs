@@ -97,7 +97,8 @@ pub struct Counters {
     /// behind the highest tag seen, or too far ahead): not executed, answered `NOTCONN` (not
     /// cached); they do not count as activity of the session.
     pub stale: u64,
-    /// Frames too short for a header, or replies sent to the server: dropped.
+    /// Frames too short for a header, replies sent to the server, and frames from a group
+    /// (multicast or broadcast) source MAC: dropped.
     pub drops: u64,
     /// Frames longer than the negotiated message size.
     pub oversized: u64,
@@ -238,6 +239,9 @@ struct OpenFile {
     nonblocking: bool,
     /// Regular file (reads never park).
     regular: bool,
+    /// FIFO: a read of 0 bytes before any writer has come parks instead of meaning end of
+    /// file.
+    fifo: bool,
     /// Opened with O_APPEND: every write goes to the end, whatever its offset, so writes with
     /// an explicit offset (pipelined pieces, which may arrive in any order) are refused.
     append: bool,
@@ -333,6 +337,18 @@ const HANDLERS: [Handler; Opcode::COUNT] = [
 ];
 
 /// Write a reply body (result, error, no data) into `out`; return its length.
+/// Write the OK reply body granting `granted` after the header already in `out`; return the
+/// message length.
+fn version_reply(granted: &VersionRepr, out: &mut [u8]) -> usize {
+    let body_out = &mut out[HEADER_LEN..];
+    let mut rp = ReplyPacket::new_unchecked(&mut body_out[..]);
+    rp.set_fixed(granted.msize, ErrorCode::OK, 16);
+    granted.emit(&mut VersionPacket::new_unchecked(
+        &mut rp.data_area_mut()[..16],
+    ));
+    HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + 16
+}
+
 fn reply(out: &mut [u8], result: u32, error: ErrorCode) -> usize {
     ReplyPacket::new_unchecked(&mut out[..]).set_fixed(result, error, 0);
     ReplyPacket::<&[u8]>::FIXED_LEN
@@ -511,6 +527,12 @@ impl Server {
         out: &mut [u8],
     ) -> Option<usize> {
         self.counters.frames += 1;
+        if matches!(from, PeerAddr::Mac(m) if m.is_group()) {
+            // A group source address is forged (no station sends from one); a reply would go
+            // to every host on the segment.
+            self.counters.drops += 1;
+            return None;
+        }
         let Ok(pkt) = FsPacket::new_checked(msg) else {
             self.counters.drops += 1;
             return None;
@@ -661,12 +683,25 @@ impl Server {
                 addr: *from,
                 channel: ch,
             };
-            if let Some(cached) = self.sessions.get(&key).and_then(|s| s.cache.get(tag)) {
+            if let Some(s) = self.sessions.get(&key).filter(|s| s.version_tag == tag) {
                 self.counters.duplicates += 1;
                 self.counters.replies += 1;
-                let n = cached.len().min(out.len());
-                out[..n].copy_from_slice(&cached[..n]);
-                return Some(n);
+                if let Some(cached) = s.cache.get(tag) {
+                    let n = cached.len().min(out.len());
+                    out[..n].copy_from_slice(&cached[..n]);
+                    return Some(n);
+                }
+                // A copy delayed past the reply cache's window: the session it opened is still
+                // there, so answer from its granted values (not cached: the tag is far behind
+                // the session's sequence) and open no second session (rule 1).
+                let granted = VersionRepr {
+                    version: PROTOCOL_VERSION,
+                    channel: u16::from(ch),
+                    msize: s.msize,
+                    outstanding: s.outstanding,
+                    max_fds: self.cfg.max_fds,
+                };
+                return Some(version_reply(&granted, out));
             }
         }
         self.counters.requests += 1;
@@ -748,13 +783,7 @@ impl Server {
             outstanding: req.outstanding.min(self.cfg.outstanding),
             max_fds: self.cfg.max_fds,
         };
-        let body_out = &mut out[HEADER_LEN..];
-        let mut rp = ReplyPacket::new_unchecked(&mut body_out[..]);
-        rp.set_fixed(granted.msize, ErrorCode::OK, 16);
-        granted.emit(&mut VersionPacket::new_unchecked(
-            &mut rp.data_area_mut()[..16],
-        ));
-        let n = HEADER_LEN + ReplyPacket::<&[u8]>::FIXED_LEN + 16;
+        let n = version_reply(&granted, out);
         Some(self.cache_and_count(&key, tag, out, n))
     }
 
@@ -847,13 +876,14 @@ impl Server {
             Ok(fd) => fd,
             Err(e) => return Some(errno_reply(out, e)),
         };
-        let regular = confine::fstat(&fd)
-            .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
-            .unwrap_or(false);
+        let fmt = confine::fstat(&fd).map_or(0, |st| st.st_mode & libc::S_IFMT);
+        let regular = fmt == libc::S_IFREG;
+        let fifo = fmt == libc::S_IFIFO;
         self.session(from).fds[slot] = Some(OpenFile {
             fd,
             nonblocking: flags & open_flags::NONBLOCK != 0,
             regular,
+            fifo,
             append: flags & open_flags::APPEND != 0,
             staging: None,
         });
@@ -916,6 +946,14 @@ impl Server {
         let want = (r.len as usize).min(max);
         let mut rp = ReplyPacket::new_unchecked(&mut out[..]);
         match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], r.offset) {
+            // A FIFO no writer has opened yet: the server's O_NONBLOCK open did not wait for
+            // one, and the kernel reports 0 (not EAGAIN) while there is no writer. A blocking
+            // read waits for data, as a local blocking open and read would. Once a writer has
+            // come and gone the FIFO reports POLLHUP, and 0 means end of file.
+            Ok(0) if want > 0 && f.fifo && !f.nonblocking && !confine::hung_up(&f.fd) => {
+                self.park(from, tag, ParkedOp::Read(r));
+                None
+            }
             Ok(n) => {
                 rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
                 Some(ReplyPacket::<&[u8]>::FIXED_LEN + n)
@@ -1293,10 +1331,18 @@ impl Server {
                 ParkedOp::Read(req) => {
                     let want = (req.len as usize).min(max);
                     let mut rp = ReplyPacket::new_unchecked(&mut body[..]);
-                    confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset).map(|n| {
-                        rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
-                        ReplyPacket::<&[u8]>::FIXED_LEN + n
-                    })
+                    match confine::read_at(&f.fd, &mut rp.data_area_mut()[..want], req.offset) {
+                        // Still no writer on a FIFO (a writer that left between the poll and
+                        // the read shows POLLHUP on the next round): wait on (as `op_read`).
+                        Ok(0) if want > 0 && f.fifo && pfd.revents & libc::POLLHUP == 0 => {
+                            Err(libc::EAGAIN)
+                        }
+                        Ok(n) => {
+                            rp.set_fixed(n as u32, ErrorCode::OK, n as u32);
+                            Ok(ReplyPacket::<&[u8]>::FIXED_LEN + n)
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
                 ParkedOp::Write {
                     offset,

@@ -135,3 +135,81 @@ fn cp_and_cmp_round_trip_through_the_mount() {
     let _ = std::fs::remove_file(&back);
     drop(m);
 }
+
+/// Mount the export served on `net` on a fresh directory named after `tag`.
+fn start_mount(net: &Net, tag: &str) -> Mount {
+    let dir = std::env::temp_dir().join(format!("pfs-mnt-{tag}-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let child = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/{}", net.pair.ns_a))
+        .arg(tool())
+        .arg("mount")
+        .arg(&net.pair.if_a)
+        .arg(net.pair.mac_b.to_string())
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut m = Mount { child, dir };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !Mount::mounted(&m.dir) {
+        assert!(Instant::now() < deadline, "mount did not appear");
+        assert!(
+            m.child.try_wait().unwrap().is_none(),
+            "mount process exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m
+}
+
+/// A read of a remote FIFO that waits for data (a writer holds it open and writes nothing)
+/// does not stall the mount: other files can still be looked up and read meanwhile.
+#[test]
+fn a_waiting_fifo_read_does_not_stall_the_mount() {
+    use std::io::Write;
+    let net = Net::new();
+    let fifo = net.root.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(net.root.join("other"), b"other data").unwrap();
+    let _server = net.serve(&[]);
+    // A writer on the server side that writes nothing yet (O_RDWR: opening does not wait).
+    let mut writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let m = start_mount(&net, "fifo");
+    let mut cat = Command::new("cat")
+        .arg(m.dir.join("fifo"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let cat's read reach the server and park there.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(cat.try_wait().unwrap().is_none(), "cat ended early");
+    let other = m.dir.join("other");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::fs::metadata(&other)
+            .and_then(|_| std::fs::read(&other))
+            .map_err(|e| e.to_string());
+        let _ = tx.send(r);
+    });
+    let got = rx.recv_timeout(Duration::from_secs(5));
+    // Let cat finish either way: data, then end of file once the writer has gone.
+    writer.write_all(b"bye").unwrap();
+    drop(writer);
+    let out = cat.wait_with_output().unwrap();
+    assert_eq!(
+        got.expect("stat and read of another file hung behind the FIFO read"),
+        Ok(b"other data".to_vec())
+    );
+    assert_eq!(out.stdout, b"bye");
+    drop(m);
+}

@@ -1577,3 +1577,112 @@ fn an_empty_write_succeeds_with_nothing_written() {
     }
     assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"x");
 }
+
+/// A copy of a Version delayed until its reply has left the session's reply cache is answered
+/// from the session it opened (same channel and grants) and opens no second session (rule 1).
+#[test]
+fn a_late_duplicate_version_opens_no_second_session() {
+    let dir = Scratch::new("late-version");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let mut cfg = ServerConfig::new(dir.path());
+    cfg.outstanding = 4;
+    let mut d = Dispatch::new(cfg);
+    let first = d.version(0x300, 1500, 4);
+    // Far more requests than the reply cache holds (4 x 4 + 16).
+    for i in 1..=100u32 {
+        let a = d.call(
+            tag(first.channel, 0x300 + i),
+            BodyRepr::Stat(StatRepr { path: b"f" }),
+        );
+        assert_eq!(a.error, ErrorCode::OK);
+    }
+    let again = d.version(0x300, 1500, 4);
+    assert_eq!(
+        again, first,
+        "the late copy is answered from the first session"
+    );
+    assert_eq!(d.server.clients(), 1, "a second session was opened");
+    // The session still works, and ending it leaves nothing behind.
+    let a = d.call(
+        tag(first.channel, 0x300 + 101),
+        BodyRepr::Stat(StatRepr { path: b"f" }),
+    );
+    assert_eq!(a.error, ErrorCode::OK);
+    let end = d.call(
+        tag(first.channel, 0x300 + 102),
+        BodyRepr::Close(CloseRepr { fd: SESSION_FD }),
+    );
+    assert_eq!(end.error, ErrorCode::OK);
+    assert_eq!(d.server.clients(), 0);
+}
+
+/// Frames from a group (broadcast or multicast) source MAC are dropped and counted: a reply
+/// would go to every host on the segment.
+#[test]
+fn frames_from_group_source_addresses_are_dropped() {
+    let dir = Scratch::new("group-src");
+    let mut d = Dispatch::new(ServerConfig::new(dir.path()));
+    for src in [
+        [0xff; 6],
+        [0x01, 0x00, 0x5e, 0, 0, 1],
+        [0x33, 0x33, 0, 0, 0, 1],
+    ] {
+        d.peer = PeerAddr::Mac(EthernetAddress(src));
+        let before = d.server.counters();
+        let v = d.raw(
+            0x400,
+            BodyRepr::Version(VersionRepr {
+                version: PROTOCOL_VERSION,
+                channel: 0,
+                msize: 1500,
+                outstanding: 4,
+                max_fds: 0,
+            }),
+        );
+        assert_eq!(v, None, "a Version from {src:x?} was answered");
+        let s = d.raw(0x401, BodyRepr::Stat(StatRepr { path: b"" }));
+        assert_eq!(s, None, "a Stat from {src:x?} was answered");
+        let after = d.server.counters();
+        assert_eq!(after.drops - before.drops, 2, "{after}");
+        assert_eq!(d.server.clients(), 0);
+    }
+    // A unicast source still gets its session.
+    d.peer = PeerAddr::Mac(EthernetAddress([2, 0, 0, 0, 0, 9]));
+    d.version(0x500, 1500, 4);
+    assert_eq!(d.server.clients(), 1);
+}
+
+/// A FIFO opened for reading before any writer: the read waits for a writer's data (a local
+/// blocking `open` + `read` would), it does not report end of file at once. Once that writer
+/// has come and gone, a read reports end of file.
+#[test]
+fn a_fifo_read_before_any_writer_waits_for_data() {
+    use std::io::Write;
+    let dir = Scratch::new("fifo-nowriter");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let server = LoopServer::start(ServerConfig::new(dir.path()));
+    let mut c = server.client(ClientConfig::default());
+    let fd = c.open("fifo", open_flags::RDONLY, 0).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let r = c.read(fd, None, &mut buf).map(|n| buf[..n].to_vec());
+        tx.send(r.map_err(|e| e.errno())).unwrap();
+        c
+    });
+    match rx.recv_timeout(Duration::from_millis(300)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("a read of a FIFO with no writer yet ended: {other:?}"),
+    }
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(b"x").unwrap();
+    let got = rx.recv_timeout(Duration::from_secs(8)).expect("read done");
+    assert_eq!(got, Ok(b"x".to_vec()));
+    let mut c = reader.join().unwrap();
+    // The writer leaves: end of file, at once.
+    drop(writer);
+    let mut buf = [0u8; 64];
+    assert_eq!(c.read(fd, None, &mut buf).unwrap(), 0);
+    c.disconnect().unwrap();
+}

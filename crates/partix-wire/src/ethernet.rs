@@ -48,6 +48,12 @@ impl EthernetAddress {
     pub fn is_broadcast(&self) -> bool {
         *self == Self::BROADCAST
     }
+
+    /// Return whether this is a group (multicast or broadcast) address: bit 0 of the first
+    /// octet set. No station sends from one; a frame claiming such a source is forged.
+    pub fn is_group(&self) -> bool {
+        self.0[0] & 1 != 0
+    }
 }
 
 impl core::fmt::Display for EthernetAddress {
@@ -158,6 +164,15 @@ mod tests {
             EthernetFrame::new_checked(&buf[..13]).err(),
             Some(WireError::Truncated)
         );
+    }
+
+    #[test]
+    fn group_addresses_have_bit_0_of_the_first_octet_set() {
+        assert!(EthernetAddress::BROADCAST.is_group());
+        assert!(EthernetAddress([0x01, 0x00, 0x5e, 0, 0, 1]).is_group());
+        assert!(EthernetAddress([0x33, 0x33, 0, 0, 0, 1]).is_group());
+        assert!(!EthernetAddress([0x02, 0, 0, 0, 0, 1]).is_group());
+        assert!(!EthernetAddress([0xfe, 0xff, 0xff, 0xff, 0xff, 0xff]).is_group());
     }
 
     #[test]
