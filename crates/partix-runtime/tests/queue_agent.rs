@@ -3,11 +3,15 @@
 //! the destination has back although the destination makes no further call of its port, and
 //! no more than that. (Its own test binary: `socket_agent.rs` counts this process's threads.)
 
-use partix_runtime::channels::{map_port, ChannelSet, MappedPort};
+use partix_runtime::channels::ChannelSet;
 use partix_runtime::transport::{QueueDestination, QueueSource};
 use partix_shm::ring::PushError;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+// The ports attached as a partition attaches them (its sampling module `XML` is not used here).
+#[allow(dead_code)]
+mod socket_agent_util;
+use socket_agent_util::mapped;
 
 /// A queuing channel of 8 messages (the source's credit; acks in batches of 4).
 const XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -34,22 +38,6 @@ const XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </Connection_Table>
 </ARINC_653_Module>
 "#;
-
-/// Partition `p`'s ports, attached as the partition would (dups of the executive's descriptors).
-fn mapped(set: &ChannelSet, p: usize) -> Vec<MappedPort> {
-    let mut fds = set.child_fds(p).into_iter();
-    set.ports_of(p)
-        .into_iter()
-        .map(|desc| {
-            let own = (&mut fds)
-                .take(desc.fds.len())
-                // SAFETY: dup returns a fresh descriptor nothing else owns.
-                .map(|(fd, _)| unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) })
-                .collect();
-            map_port(desc, own).unwrap()
-        })
-        .collect()
-}
 
 fn msg(i: u8) -> [u8; 16] {
     [i; 16]
