@@ -614,11 +614,48 @@ pub enum SamplingDestination {
 /// since the agent last looked, the agent does not watch the socket but sleeps (from a
 /// [`HELPED_SLICE`], doubling up to [`AGENT_NAP_MAX`]); the reader takes its frames itself, with
 /// no thread hop.
+pub type SocketAgent = Agent<socket::SampleRx>;
+
+/// A socket destination's receiver, shared by the processes that call the port and an agent
+/// thread of the partition ([`SocketAgent`], [`QueueAgent`]) that acts for them only while
+/// none calls: each call is counted, and a round of the agent that sees the count changed
+/// since its last round, or the receiver locked, does nothing.
 #[derive(Debug)]
-pub struct SocketAgent {
-    rx: Mutex<socket::SampleRx>,
-    /// Reads and waits of the port so far.
+pub struct Agent<R> {
+    rx: Mutex<R>,
+    /// Calls of the port so far.
     calls: AtomicU64,
+}
+
+impl<R> Agent<R> {
+    fn new(rx: R) -> Agent<R> {
+        Agent {
+            rx: Mutex::new(rx),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The receiver, for a call of the port (counted: the agent then stays away).
+    #[inline]
+    fn receiver(&self) -> std::sync::MutexGuard<'_, R> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.rx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The receiver for a round of the agent, unless a process called the port since the last
+    /// round (`seen`, updated) or holds the receiver now.
+    fn idle(&self, seen: &mut u64) -> Option<std::sync::MutexGuard<'_, R>> {
+        let now = self.calls.load(Ordering::Relaxed);
+        if now != *seen {
+            *seen = now;
+            return None;
+        }
+        match self.rx.try_lock() {
+            Ok(rx) => Some(rx),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 /// Longest sleep of a receiving agent while a reader is active: it doubles from
@@ -631,36 +668,11 @@ pub const AGENT_NAP_MAX: Duration = Duration::from_millis(20);
 pub const AGENT_POLL: Duration = Duration::from_millis(100);
 
 impl SocketAgent {
-    fn new(rx: socket::SampleRx) -> SocketAgent {
-        SocketAgent {
-            rx: Mutex::new(rx),
-            calls: AtomicU64::new(0),
-        }
-    }
-
-    /// The receiver, for a read or wait of the port (counted: the agent then stays away).
-    #[inline]
-    fn receiver(&self) -> std::sync::MutexGuard<'_, socket::SampleRx> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.rx.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// One round of the agent: drain the socket unless a reader is inside a call of the port or
     /// made one since the last round (`None`); return how many frames it took, and whether the
     /// socket may poll readable with nothing the agent can take ([`socket::SampleRx::stuck`]).
     fn round(&self, seen: &mut u64) -> Option<(usize, bool)> {
-        let now = self.calls.load(Ordering::Relaxed);
-        if now != *seen {
-            *seen = now;
-            return None;
-        }
-        let mut rx = match self.rx.try_lock() {
-            Ok(rx) => rx,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        let n = rx.drain();
-        Some((n, rx.stuck()))
+        self.idle(seen).map(|mut rx| (rx.drain(), rx.stuck()))
     }
 }
 
@@ -727,35 +739,13 @@ fn run_socket_agent(agent: &std::sync::Weak<SocketAgent>, fd: &OwnedFd) {
 /// destination has at most about two naps after the destination's last call. With nothing
 /// owed the agent sleeps longer (doubling up to [`AGENT_POLL`]), repeating a udp ack now and
 /// then (one lost to a full socket is made up for although nobody calls).
-#[derive(Debug)]
-pub struct QueueAgent {
-    rx: Mutex<socket::QueueRx>,
-    /// Calls of the port so far.
-    calls: AtomicU64,
-}
+pub type QueueAgent = Agent<socket::QueueRx>;
 
 impl QueueAgent {
-    /// The receiver, for a call of the port (counted: the agent then stays away).
-    #[inline]
-    fn receiver(&self) -> std::sync::MutexGuard<'_, socket::QueueRx> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.rx.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// One round of the agent: `None` when a process called the port since the last round (or
     /// holds it now), else whether something was owed and acknowledged.
     fn round(&self, seen: &mut u64) -> Option<bool> {
-        let now = self.calls.load(Ordering::Relaxed);
-        if now != *seen {
-            *seen = now;
-            return None;
-        }
-        let mut rx = match self.rx.try_lock() {
-            Ok(rx) => rx,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        Some(rx.idle())
+        self.idle(seen).map(|mut rx| rx.idle())
     }
 }
 
@@ -1322,10 +1312,7 @@ impl QueueDestination {
                     Some(c) => rx.with_credit(c),
                     None => rx,
                 };
-                let a = Arc::new(QueueAgent {
-                    rx: Mutex::new(rx),
-                    calls: AtomicU64::new(0),
-                });
+                let a = Arc::new(QueueAgent::new(rx));
                 let weak = Arc::downgrade(&a);
                 spawn_manager(&port.desc.name, move || run_queue_agent(&weak))
                     .map_err(|e| err(port, e))?;
