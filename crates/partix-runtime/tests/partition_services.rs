@@ -169,38 +169,6 @@ fn a_stop_returns_before_a_busy_process_of_middle_priority_runs() {
         .assert_lines(&["stop_t=NO_ERROR", "s:after-stop", "m:done"]);
 }
 
-/// A process stopped while waiting (sometimes while suspended too) and one that stops itself, each
-/// 3000 times: every stopped thread ends and is joined, so the partition's thread and mapping
-/// counts stay where they were (before, each STOP left a parked thread with two mappings behind),
-/// and the heap grows by less than 1 KiB per ended incarnation.
-#[test]
-fn stop_and_start_forever_keeps_threads_and_mappings_bounded() {
-    let run = probe("churn").ok("churn");
-    assert_eq!(
-        run.lines[0], "churn:worker_begins=3001 quitter_begins=3000 worker=Waiting quitter=Dormant",
-        "stderr:\n{}",
-        run.stderr
-    );
-    let n = |k: &str| -> i64 { run.value(k).parse().expect("a number") };
-    let (t0, t1) = (n("threads_before"), n("threads_after"));
-    let (m0, m1) = (n("mappings_before"), n("mappings_after"));
-    // The main thread and the 3 processes; allow a thread or two that has not ended yet.
-    assert!(t0 >= 4 && t1 <= t0 + 2, "threads {t0} -> {t1}");
-    // 2900 rounds after the first count: a leak of even one mapping per STOP shows as thousands.
-    assert!(m1 <= m0 + 16, "mappings {m0} -> {m1}");
-    // The heap an ended incarnation leaves behind (its thread ends with the bare exit system
-    // call: no destructor runs, glibc's per-thread records are not given back): 424 B each
-    // measured (48 B of them the Rust boxes of the thread's body, the rest glibc's, docs/apex.md).
-    // A bound of 1 KiB catches a buffer leaked per STOP.
-    let (h0, h1) = (n("heap_before"), n("heap_after"));
-    let each = (h1 - h0) as f64 / 5800.0;
-    eprintln!("heap in use {h0} -> {h1} B over 5800 ended incarnations: {each:.0} B each");
-    assert!(
-        each <= 1024.0,
-        "{each:.0} B of heap left per ended incarnation"
-    );
-}
-
 /// SUSPENDs that reach a process inside SIGNAL_SEMAPHORE take effect at the end of the call:
 /// the process it handed the semaphore to must have been woken by then (300 SUSPENDs at
 /// pseudo-random moments; before the fix some left the taker READY and asleep for good).

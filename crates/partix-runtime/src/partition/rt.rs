@@ -969,11 +969,26 @@ impl Runtime {
         )
         .map_err(|_| ApexError::InvalidConfig)?;
         c.thread.store(t as u64, Ordering::Relaxed);
+        if self.fifo.load(Ordering::Relaxed) {
+            // Until it has started, the new thread runs above every APEX process. The caller
+            // often holds the runtime lock and sleeps until `ready`, and a thread gets its
+            // creator's *normal* priority (a priority-inheritance boost is not passed on): a
+            // low-priority process's STOP left the thread behind any CPU-bound process of
+            // middle priority released meanwhile, and a high-priority process blocked on the
+            // lock for that process's whole job (found by the review of session 26). It
+            // registers and parks, a few microseconds, and gets its own priority below.
+            let param = libc::sched_param {
+                sched_priority: FIFO_LOCK,
+            };
+            // SAFETY: `t` is the thread just created (joinable, not joined: alive or a zombie
+            // whose pthread_t stays valid); param is a valid sched_param.
+            unsafe { libc::pthread_setschedparam(t, libc::SCHED_FIFO, &param) };
+        }
         while c.ready.load(Ordering::Acquire) == 0 {
             futex::wait(&c.ready, 0, None);
         }
-        // The new thread runs at the caller's priority (inherited) until it parks, and gets its
-        // own only now. Lowering itself before `ready`, it waited behind every READY thread
+        // The new thread runs at FIFO_LOCK (above) until it parks, and gets its own priority
+        // only now. Lowering itself before `ready`, it waited behind every READY thread
         // between the two priorities while the caller, often holding the runtime lock, waited
         // for it: a STOP of a low-priority process froze the partition's APEX calls until a
         // CPU-bound process of middle priority blocked (found by review).
