@@ -586,7 +586,7 @@ pub(crate) enum Step<T> {
 }
 
 /// Run `f` on the object table and the process table under the runtime lock, at module time
-/// `now`; wake the processes it released before the lock is released,
+/// `now` (read under the lock); wake the processes it released before the lock is released,
 /// highest priority first ([`WakeSet::wake`]).
 ///
 /// Woken under the lock, the released processes run in priority order, as ARINC 653 has it
@@ -601,12 +601,16 @@ pub(crate) enum Step<T> {
 /// priority could run while a released one of higher priority slept (review 27, findings 1
 /// and 2). Woken before a STOP or SUSPEND of the caller takes effect, too (the section defers
 /// them).
+///
+/// The clock is read under the lock: read before it, a releaser preempted on its way to the
+/// lock could hand the resource to a waiter whose time-out had expired meanwhile (review 27,
+/// finding 3).
 pub(crate) fn with_objects<R>(
     f: impl FnOnce(&mut Objects, &mut Inner, u64, &mut WakeSet) -> R,
 ) -> R {
     let r = rt();
-    let now = r.now();
     r.with_inner(|inner| {
+        let now = r.now();
         let mut wake = WakeSet::default();
         let out = f(&mut objects(), inner, now, &mut wake);
         // The object table is unlocked first: nobody waits for it, but a woken thread must
