@@ -379,7 +379,9 @@ impl Inbox {
         // SAFETY: only called by a `give` of `WaitQueue::grant_next`, under the runtime lock,
         // on the entry of a live incarnation blocked in `block`: the buffer is valid for `cap`
         // bytes and nobody else accesses it (`Inbox::new`). `copy` allows an overlap (a C
-        // program may display a message from the waiter's own buffer).
+        // sender's message may overlap the one receiver it fills). A release of several
+        // readers (DISPLAY_BLACKBOARD) copies from the stored message, not from the caller's:
+        // copied into one reader, an overlapping source would change for the next.
         unsafe { std::ptr::copy(msg.as_ptr(), self.ptr, n) };
         self.len = n;
     }
