@@ -72,7 +72,8 @@ fn creation_beyond_the_partition_memory_is_invalid_config() {
 
 /// FIFO and PRIORITY release orders (PRIORITY = current priority, FIFO among equals) of
 /// semaphores and buffers (receivers and senders); DISPLAY_BLACKBOARD and SET_EVENT release every
-/// waiter, and a released reader keeps its copy after CLEAR_BLACKBOARD.
+/// waiter, and a released reader keeps its copy after CLEAR_BLACKBOARD; released by a process of
+/// lower priority than most of them, they run in priority order (review 27, finding 1).
 #[test]
 fn release_orders_and_wake_all() {
     let lines = run("order", &[], Duration::from_secs(90));
@@ -85,7 +86,11 @@ fn release_orders_and_wake_all() {
     // Waiters of priority 7, 5, 10, 15 queue in that order; while they wait, 5 is raised to 16
     // during sem-priority and to 10 (equal to the later 10: FIFO among equals) during
     // buffer-priority. Wake-all phases record in the order the released processes run
-    // (highest priority first).
+    // (highest priority first). In the `-low` phases the releaser is a process of priority 6
+    // (recorded as 6 once its call returns): ARINC 653 makes every released process READY,
+    // then the caller goes on only if no ready process has a higher priority, so 15, 10, 7 run
+    // first, then the caller, then 5. (Woken one by one in creation order after the runtime
+    // lock was released, they ran 7, 10, 15, 6, 5.)
     assert_eq!(
         order,
         [
@@ -97,6 +102,8 @@ fn release_orders_and_wake_all() {
             "ORDER buffer-senders-priority 15:Ok(()) 10:Ok(()) 7:Ok(()) 5:Ok(())",
             "ORDER blackboard 15:go 10:go 7:go 5:go",
             "ORDER event 15:Ok(()) 10:Ok(()) 7:Ok(()) 5:Ok(())",
+            "ORDER blackboard-low 15:low 10:low 7:low 6:Ok(()) 5:low",
+            "ORDER event-low 15:Ok(()) 10:Ok(()) 7:Ok(()) 6:Ok(()) 5:Ok(())",
         ],
         "{lines:#?}"
     );

@@ -4,10 +4,12 @@
  *
  * Prints one line per check: "SERVICE CASE rc=NAME", "VALUE NAME N" or "STATE PROCESS CASE
  * STATE". main() runs the initialisation (COLD_START) checks, fills the blackboard and buffer
- * tables to their maximum, creates "driver" (priority 20) and "waiter" (priority 10) and enters
- * NORMAL mode. The driver checks creation in NORMAL mode, time-outs and the preemption lock, then
- * releases the waiter from each kind of object in turn (the waiter prints what it got), and ends
- * the program with SET_PARTITION_MODE(IDLE) (exit status 0). Waiting for the other process polls
+ * tables to their maximum, creates "driver" (priority 20), "waiter", "reader1" and "reader2"
+ * (priority 10) and enters NORMAL mode. The driver checks creation in NORMAL mode, time-outs and
+ * the preemption lock, then releases the waiter from each kind of object in turn (the waiter
+ * prints what it got), releases the two readers with a DISPLAY_BLACKBOARD from memory inside the
+ * first one's buffer (the driver prints what each got), and ends the program with
+ * SET_PARTITION_MODE(IDLE) (exit status 0). Waiting for the other process polls
  * with TIMED_WAIT (1 ms) up to 10 s, so the output does not depend on timing.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -92,7 +94,7 @@ static SEMAPHORE_ID_TYPE sem;
 static EVENT_ID_TYPE ev;
 static BLACKBOARD_ID_TYPE bb;
 static BUFFER_ID_TYPE buf;
-static PROCESS_ID_TYPE driver_id, waiter_id;
+static PROCESS_ID_TYPE driver_id, waiter_id, reader1_id, reader2_id;
 
 static PROCESS_STATE_TYPE state_of(PROCESS_ID_TYPE pid)
 {
@@ -158,6 +160,38 @@ static void waiter(void)
     }
 }
 
+/*
+ * Two readers of the blackboard for DISPLAY_BLACKBOARD from memory that overlaps the first
+ * reader's buffer (r1_buf + 2): both must get the message as displayed. Copied to each reader
+ * from the caller's memory, the second got it as the first copy had changed it (review 27).
+ */
+static APEX_BYTE r1_buf[16] = "xxABCDEF";
+static APEX_BYTE r2_buf[16];
+static MESSAGE_SIZE_TYPE r1_len = -1, r2_len = -1;
+static int readers_done;
+
+static void reader(APEX_BYTE *m, MESSAGE_SIZE_TYPE *len)
+{
+    RETURN_CODE_TYPE rc;
+    READ_BLACKBOARD(bb, INFINITE_TIME_VALUE, m, len, &rc);
+    if (rc != NO_ERROR) *len = -2;
+    __atomic_add_fetch(&readers_done, 1, __ATOMIC_SEQ_CST);
+    for (;;) TIMED_WAIT(1000 * MS, &rc);
+}
+
+static void reader1(void) { reader(r1_buf, &r1_len); }
+
+static void reader2(void) { reader(r2_buf, &r2_len); }
+
+static void show_read(const char *who, const APEX_BYTE *m, MESSAGE_SIZE_TYPE len)
+{
+    if (len >= 0 && len <= 16)
+        printf("OVERLAP %s got %.*s\n", who, (int)len, (const char *)m);
+    else
+        printf("OVERLAP %s length %lld\n", who, (long long)len);
+    fflush(stdout);
+}
+
 static void driver(void)
 {
     APEX_BYTE m[16];
@@ -214,6 +248,15 @@ static void driver(void)
     CHECK("SIGNAL_SEMAPHORE", "releases", SIGNAL_SEMAPHORE(sem, &rc));
     WAIT_UNTIL("the waiter's last line", state_of(waiter_id) == WAITING && sem_waiting() == 0);
     show_state("done");
+
+    CHECK("START", "reader1", START(reader1_id, &rc));
+    WAIT_UNTIL("reader1 on the blackboard", bb_waiting() == 1);
+    CHECK("START", "reader2", START(reader2_id, &rc));
+    WAIT_UNTIL("reader2 on the blackboard", bb_waiting() == 2);
+    CHECK("DISPLAY_BLACKBOARD", "overlapping_reader", DISPLAY_BLACKBOARD(bb, (MESSAGE_ADDR_TYPE)(r1_buf + 2), 6, &rc));
+    WAIT_UNTIL("both readers", __atomic_load_n(&readers_done, __ATOMIC_SEQ_CST) == 2);
+    show_read("reader1", r1_buf, r1_len);
+    show_read("reader2", r2_buf, r2_len);
     CHECK("SET_PARTITION_MODE", "IDLE", SET_PARTITION_MODE(IDLE, &rc));
 }
 
@@ -396,6 +439,8 @@ int main(void)
 
     create_process("driver", driver, 20, &driver_id);
     create_process("waiter", waiter, 10, &waiter_id);
+    create_process("reader1", reader1, 10, &reader1_id);
+    create_process("reader2", reader2, 10, &reader2_id);
     CHECK("START", "driver", START(driver_id, &rc));
     CHECK("SET_PARTITION_MODE", "NORMAL", SET_PARTITION_MODE(NORMAL, &rc));
     return 1;

@@ -128,7 +128,15 @@ pub fn display_blackboard(id: BlackboardId, message: &[u8]) -> ApexResult<()> {
         b.message.clear();
         b.message.extend_from_slice(message);
         b.occupied = true;
-        b.queue.grant_all(inner, now, wake, |m| m.fill(message));
+        // Each reader gets a copy of the stored message, not of `message`: a C caller may
+        // display from memory that overlaps a waiting reader's buffer, which the first copies
+        // change (review 27, finding 4).
+        let Blackboard {
+            message: stored,
+            queue,
+            ..
+        } = b;
+        queue.grant_all(inner, now, wake, |m| m.fill(stored));
         Ok(())
     })
 }

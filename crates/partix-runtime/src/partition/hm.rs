@@ -309,8 +309,9 @@ pub(crate) fn raise(code: ErrorCode, msg: &[u8], failed: Option<usize>, from_eh:
                 failed_process_id: ProcessId(failed.map_or(0, |i| i as i32 + 1)),
                 failed_address: 0,
             };
-            // After the lock (the error handler preempts the caller there) and before a STOP or
-            // SUSPEND of the caller takes effect.
+            // Before the unlock (the error handler preempts the caller there, then waits for the
+            // lock, handed over at once: `Runtime::with_inner_then`), so before a STOP or SUSPEND
+            // of the caller takes effect.
             r.with_inner_then(
                 |inner| {
                     if inner.errors.len() >= MAX_PENDING_ERRORS {

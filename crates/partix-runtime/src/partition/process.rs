@@ -271,8 +271,9 @@ pub fn start(pid: ProcessId) -> ApexResult<()> {
 pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
     let r = rt();
     let idx = existing(pid)?;
-    // Wake the process after releasing the lock (a higher-priority one preempts us here), and
-    // before a STOP or SUSPEND of the caller takes effect. The clock is read under the lock: a
+    // Wake the process before releasing the lock (a higher-priority one preempts us there, then
+    // waits for the lock, which we hand over at once: `Runtime::with_inner_then`), and before a
+    // STOP or SUSPEND of the caller takes effect. The clock is read under the lock: a
     // reading taken before it (the caller preempted, waiting for the lock, or its window closed
     // in between) released a periodic process at a period start already past, one period early,
     // and shortened an aperiodic one's deadline by the delay (review of session 26).
@@ -288,7 +289,7 @@ pub fn delayed_start(pid: ProcessId, delay: SystemTime) -> ApexResult<()> {
 }
 
 /// The body of DELAYED_START for process `idx`, with the runtime lock held. The caller wakes the
-/// process (`futex::wake_all(&ctl[idx].gen)`) after releasing the lock.
+/// process (`futex::wake_all(&ctl[idx].gen)`) before releasing the lock.
 pub(crate) fn start_locked(
     inner: &mut rt::Inner,
     idx: usize,
@@ -593,7 +594,8 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
     if rt::self_index() == Some(idx) {
         return Err(ApexError::InvalidParam);
     }
-    // The wake comes before a STOP or SUSPEND of the caller takes effect.
+    // The wake comes before the unlock (`Runtime::with_inner_then`), so before a STOP or
+    // SUSPEND of the caller takes effect.
     r.with_inner_then(
         |inner| {
             let p = &mut inner.procs[idx];

@@ -785,11 +785,20 @@ impl Runtime {
         self.with_inner_then(f, |_| {})
     }
 
-    /// [`Rt::with_inner`], then `after(&result)` once the lock is released but before a control
-    /// request that reached the caller meanwhile is honoured: the futex wakes of the processes
-    /// `f` made READY (a resource handed over, a START, a RESUME) go there. Woken after, they
-    /// would sleep on while the caller is suspended, or for good once it is stopped, READY in
-    /// the process table all the while.
+    /// [`Runtime::with_inner`], then `after(&result)` with the lock still held (and so before a
+    /// control request that reached the caller meanwhile is honoured): the futex wakes (or the
+    /// control signal) for the processes `f` made READY (a START, a RESUME, the error handler)
+    /// or suspended go there.
+    ///
+    /// Woken before the unlock, a released process of higher priority than the caller preempts
+    /// it, finds the lock held when it takes it (a process thread takes it before it goes on)
+    /// and boosts the caller, which then unlocks at once, handing the lock over: the released
+    /// process runs next. Woken after the unlock, it could sleep on, READY in the process table,
+    /// while a process of middle priority ran, whenever the caller lost the CPU between the
+    /// unlock and the wake (the lock handed to a higher process waiting for it, a release by a
+    /// timer; review 27, finding 2). Woken after the control request is honoured, it would sleep
+    /// on while the caller is suspended, or for good once it is stopped. `after` must not take
+    /// the runtime lock.
     pub fn with_inner_then<R>(&self, f: impl FnOnce(&mut Inner) -> R, after: impl FnOnce(&R)) -> R {
         let outermost = !deferring();
         let section = defer_control();
@@ -799,9 +808,10 @@ impl Runtime {
                 drop(g);
                 end_incarnation();
             }
-            f(&mut g)
+            let r = f(&mut g);
+            after(&r);
+            r
         };
-        after(&r);
         drop(section);
         if outermost {
             self.honour_commands();

@@ -20,7 +20,8 @@
 //! resource (a semaphore unit, a message, the event) is given to the waiter inside the critical
 //! section, its entry is marked granted and its futex word bumped; the waiter collects the result
 //! when it runs. So the release order is exactly the queue's discipline, whatever the threads'
-//! scheduling afterwards.
+//! scheduling afterwards. The released processes are woken before the lock is released, highest
+//! priority first, so that they run in priority order ([`with_objects`]).
 //!
 //! # No allocation while waiting
 //! The partition's memory is its configured memory (`RLIMIT_DATA`), and a failed allocation
@@ -83,19 +84,54 @@ fn objects() -> MutexGuard<'static, Objects> {
     OBJECTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A set of processes to wake once the runtime lock is released.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct WakeSet(u64);
+/// The processes one operation released, in the order it released them; woken by
+/// [`WakeSet::wake`] before the runtime lock is released.
+#[derive(Clone, Copy)]
+pub(crate) struct WakeSet {
+    n: usize,
+    order: [u8; MAX_PROCESSES],
+}
+
+impl Default for WakeSet {
+    fn default() -> WakeSet {
+        WakeSet {
+            n: 0,
+            order: [0; MAX_PROCESSES],
+        }
+    }
+}
 
 impl WakeSet {
     fn add(&mut self, idx: usize) {
-        self.0 |= 1 << idx;
+        // A process waits on one object at a time and a granted entry is not released again:
+        // an operation releases each process at most once.
+        debug_assert!(self.n < MAX_PROCESSES && !self.order[..self.n].contains(&(idx as u8)));
+        if self.n < MAX_PROCESSES {
+            self.order[self.n] = idx as u8;
+            self.n += 1;
+        }
     }
 
-    /// Wake every process of the set (after the runtime lock was released).
-    pub fn wake(self) {
-        for i in bits(self.0) {
-            futex::wake_all(&WAKE[i]);
+    /// The processes of the set by descending `prio`, in release order among equals.
+    fn by_priority(&mut self, prio: impl Fn(usize) -> i32) -> &[u8] {
+        let list = &mut self.order[..self.n];
+        // Insertion sort: stable, allocates nothing, at most 64 entries.
+        for k in 1..list.len() {
+            let mut j = k;
+            while j > 0 && prio(list[j - 1] as usize) < prio(list[j] as usize) {
+                list.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        list
+    }
+
+    /// Wake every process of the set, highest current priority first (release order among
+    /// equals). Called with the runtime lock held (see [`with_objects`]).
+    pub fn wake(mut self, inner: &Inner) {
+        let prio = |i: usize| inner.procs.get(i).map_or(0, |p| p.current_priority);
+        for &i in self.by_priority(prio) {
+            futex::wake_all(&WAKE[i as usize]);
         }
     }
 }
@@ -343,7 +379,9 @@ impl Inbox {
         // SAFETY: only called by a `give` of `WaitQueue::grant_next`, under the runtime lock,
         // on the entry of a live incarnation blocked in `block`: the buffer is valid for `cap`
         // bytes and nobody else accesses it (`Inbox::new`). `copy` allows an overlap (a C
-        // program may display a message from the waiter's own buffer).
+        // sender's message may overlap the one receiver it fills). A release of several
+        // readers (DISPLAY_BLACKBOARD) copies from the stored message, not from the caller's:
+        // copied into one reader, an overlapping source would change for the next.
         unsafe { std::ptr::copy(msg.as_ptr(), self.ptr, n) };
         self.len = n;
     }
@@ -549,23 +587,39 @@ pub(crate) enum Step<T> {
     Wait(Ticket),
 }
 
-/// Run `f` on the object table and the process table (under the runtime lock) at module time
-/// `now`; wake the processes it released once the lock is released, before a STOP or SUSPEND of
-/// the caller that came meanwhile takes effect ([`rt::Rt::with_inner_then`]).
+/// Run `f` on the object table and the process table under the runtime lock, at module time
+/// `now` (read under the lock); wake the processes it released before the lock is released,
+/// highest priority first ([`WakeSet::wake`]).
+///
+/// Woken under the lock, the released processes run in priority order, as ARINC 653 has it
+/// (every released process READY, then the highest-priority ready process runs). The first
+/// one woken that outranks the caller preempts it, finds the lock taken (its `block` takes it
+/// to collect what it was given) and so boosts the caller (priority inheritance), which wakes
+/// the others without being preempted again and then hands the lock over to the highest
+/// waiter. So every released thread is runnable once the lock is free, and SCHED_FIFO runs them
+/// by priority, the caller going on only when none of them outranks it. Woken after the unlock,
+/// one by one in process-index order, the first released process of higher priority than the
+/// caller ran its whole job before the others were even woken, and a ready process of middle
+/// priority could run while a released one of higher priority slept (review 27, findings 1
+/// and 2). Woken before a STOP or SUSPEND of the caller takes effect, too (the section defers
+/// them).
+///
+/// The clock is read under the lock: read before it, a releaser preempted on its way to the
+/// lock could hand the resource to a waiter whose time-out had expired meanwhile (review 27,
+/// finding 3).
 pub(crate) fn with_objects<R>(
     f: impl FnOnce(&mut Objects, &mut Inner, u64, &mut WakeSet) -> R,
 ) -> R {
     let r = rt();
-    let now = r.now();
-    let (out, _) = r.with_inner_then(
-        |inner| {
-            let mut wake = WakeSet::default();
-            let mut objs = objects();
-            (f(&mut objs, inner, now, &mut wake), wake)
-        },
-        |&(_, wake)| wake.wake(),
-    );
-    out
+    r.with_inner(|inner| {
+        let now = r.now();
+        let mut wake = WakeSet::default();
+        let out = f(&mut objects(), inner, now, &mut wake);
+        // The object table is unlocked first: nobody waits for it, but a woken thread must
+        // not find it held (it takes the runtime lock first anyway).
+        wake.wake(inner);
+        out
+    })
 }
 
 impl Objects {
@@ -669,7 +723,23 @@ mod tests {
         for i in [0, 5, MAX_PROCESSES - 1] {
             w.add(i);
         }
-        assert_eq!(w.0.count_ones(), 3);
-        assert_ne!(w.0 & (1 << (MAX_PROCESSES - 1)), 0);
+        assert_eq!(w.by_priority(|_| 1), [0, 5, MAX_PROCESSES as u8 - 1]);
+        let mut all = WakeSet::default();
+        for i in (0..MAX_PROCESSES).rev() {
+            all.add(i);
+        }
+        assert_eq!(all.by_priority(|i| i as i32).len(), MAX_PROCESSES);
+    }
+
+    #[test]
+    fn wake_set_wakes_by_priority_then_release_order() {
+        // Priorities of processes 0..=5 (creation order), released in the order 3, 0, 4, 1, 5, 2.
+        let prio = [7, 5, 10, 15, 10, 7];
+        let mut w = WakeSet::default();
+        for i in [3, 0, 4, 1, 5, 2] {
+            w.add(i);
+        }
+        // 10: 4 before 2 and 7: 0 before 5 (release order), not index order.
+        assert_eq!(w.by_priority(|i| prio[i]), [3, 4, 2, 0, 5, 1]);
     }
 }
