@@ -19,8 +19,9 @@ pub(super) fn entry_point(addr: SYSTEM_ADDRESS_TYPE) -> Result<EntryPoint, Rc> {
     Ok(unsafe { std::mem::transmute::<SYSTEM_ADDRESS_TYPE, EntryPoint>(addr) })
 }
 
-/// Stands for a null ENTRY_POINT in a CREATE_PROCESS that is refused (never called).
-extern "C" fn placeholder_entry() {}
+/// Stands for a null ENTRY_POINT in a CREATE_PROCESS or CREATE_ERROR_HANDLER that is refused
+/// (never called).
+pub(super) extern "C" fn placeholder_entry() {}
 
 fn deadline(d: DEADLINE_TYPE) -> Result<Deadline, Rc> {
     match d {

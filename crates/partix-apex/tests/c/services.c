@@ -242,6 +242,8 @@ static void driver(void)
         CREATE_PROCESS(&attr, &id, &rc);
     });
     CHECK("CREATE_ERROR_HANDLER", "in_normal_exists", CREATE_ERROR_HANDLER(error_handler, 0, &rc));
+    /* A null entry point comes after NO_ACTION, as CREATE_PROCESS orders it (review 27). */
+    CHECK("CREATE_ERROR_HANDLER", "in_normal_exists_null", CREATE_ERROR_HANDLER(NULL, 0, &rc));
 
     /* -- identity --------------------------------------------------------------------------- */
     CHECK("GET_MY_ID", "process", GET_MY_ID(&id, &rc));
@@ -562,6 +564,8 @@ int main(void)
 
     /* error handler */
     CHECK("CREATE_ERROR_HANDLER", "null_entry", CREATE_ERROR_HANDLER(NULL, 0, &rc));
+    /* ... before the stack check (INVALID_CONFIG), with the parameters */
+    CHECK("CREATE_ERROR_HANDLER", "null_entry_stack_too_large", CREATE_ERROR_HANDLER(NULL, 0xFFFFFFFFu, &rc));
     CHECK("CREATE_ERROR_HANDLER", "stack_too_large", CREATE_ERROR_HANDLER(error_handler, 0xFFFFFFFFu, &rc));
     CHECK("CREATE_ERROR_HANDLER", "ok", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));
     CHECK("CREATE_ERROR_HANDLER", "twice", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));
