@@ -4,8 +4,13 @@
 //! Every entry point
 //! - runs its body inside [`std::panic::catch_unwind`]: a panic becomes `INVALID_CONFIG` and a line
 //!   on stderr, never an unwind into C;
-//! - answers `INVALID_PARAM` to a null pointer parameter or an out-of-range enumeration value, and
-//!   does nothing when the `RETURN_CODE` pointer itself is null (except a line on stderr);
+//! - answers `INVALID_PARAM` to a null pointer parameter, and to an out-of-range enumeration value
+//!   or a null entry point where the service's standard order of checks reaches it (after the
+//!   table and name checks of `CREATE_PROCESS`, `CREATE_SEMAPHORE` and `CREATE_BUFFER`, after
+//!   `CREATE_ERROR_HANDLER`'s NO_ACTION); `CREATE_SAMPLING_PORT` and `CREATE_QUEUING_PORT` answer
+//!   `INVALID_CONFIG` to a direction or discipline outside its type (it matches no configured
+//!   port), or `NO_ACTION` if the port exists already;
+//! - does nothing when the `RETURN_CODE` pointer itself is null (except a line on stderr);
 //! - translates [`ApexError`] with the one exhaustive `match` in [`return_code`].
 //!
 //! `unsafe` is allowed only in this module; every block says why it is sound.
