@@ -513,12 +513,13 @@ fn compile_c(src: &Path) -> Result<PathBuf, BuildError> {
         )
     })?;
     let cache = cache_dir().map_err(|e| BuildError::new(format!("{e:#}"), CACHE_HELP))?;
-    let include = cache.join("include");
-    partix_apex::c_headers::write_to(&include).map_err(|e| {
+    // `include-<hash of the headers>`: partix builds with other headers use other directories,
+    // so cc reads this build's headers only (review 27, finding 6).
+    let include = partix_apex::c_headers::write_below(&cache).map_err(|e| {
         BuildError::new(
             format!(
                 "cannot write the APEX headers to {}: {e}",
-                include.display()
+                partix_apex::c_headers::include_dir(&cache).display()
             ),
             CACHE_HELP,
         )

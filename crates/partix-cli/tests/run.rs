@@ -131,6 +131,17 @@ fn demo_runs_for_the_requested_frames() {
     // The build cache went into the test's directory, and the directory goes with the test.
     let dir = s.path().to_path_buf();
     assert!(dir.join("cache/partix/c").is_dir(), "{all}");
+    // The headers went into a directory named by their hash, not a shared `include` (review 27,
+    // finding 6).
+    let include = format!(
+        "cache/partix/include-{:016x}",
+        partix_apex::c_headers::digest()
+    );
+    assert!(
+        dir.join(&include).join("arinc653/apex.h").is_file(),
+        "{all}"
+    );
+    assert!(!dir.join("cache/partix/include").exists(), "{all}");
     drop(s);
     assert!(!dir.exists(), "{} left behind", dir.display());
 }

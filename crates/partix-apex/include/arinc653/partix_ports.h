@@ -16,7 +16,9 @@
  *   order (SENT), waiting up to TIME_OUT only while not even the first fits. Receive: message i
  *   goes to MESSAGE_ADDR + i * MAX_MESSAGE_SIZE, its length to LENGTHS[i]; RECEIVED says how
  *   many, waiting up to TIME_OUT only while the port is empty. Return codes as
- *   SEND_QUEUING_MESSAGE / RECEIVE_QUEUING_MESSAGE; COUNT <= 0 is INVALID_PARAM.
+ *   SEND_QUEUING_MESSAGE / RECEIVE_QUEUING_MESSAGE; COUNT <= 0 is INVALID_PARAM. A send batch
+ *   with any message longer than MAX_MESSAGE_SIZE is INVALID_CONFIG (nothing is sent), whatever
+ *   the other messages: that comes before an empty message or a null address (INVALID_PARAM).
  */
 #ifndef ARINC653_PARTIX_PORTS_H
 #define ARINC653_PARTIX_PORTS_H

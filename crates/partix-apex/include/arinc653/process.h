@@ -45,6 +45,7 @@ extern void RESUME (
     /*in */ PROCESS_ID_TYPE  PROCESS_ID,
     /*out*/ RETURN_CODE_TYPE *RETURN_CODE );
 
+/* Never returns (should partix fail internally, the partition aborts instead). */
 extern void STOP_SELF (void);
 
 extern void STOP (

@@ -74,10 +74,14 @@ typedef enum {
 
 /*
  * A name is read up to its first NUL or MAX_NAME_LENGTH bytes, and these bytes must be UTF-8
- * (ASCII names, as ARINC 653 names are in practice, always are): a name parameter that is not
- * (e.g. Latin-1 "\xe9") is INVALID_PARAM for the services that create by name (CREATE_*),
- * checked like a null pointer, before the service's own checks, and INVALID_CONFIG for GET_*_ID
- * (no object has that name).
+ * (ASCII names, as ARINC 653 names are in practice, always are). A name that is not (e.g.
+ * Latin-1 "\xe9") is
+ * - INVALID_PARAM for CREATE_BLACKBOARD, CREATE_BUFFER, CREATE_SEMAPHORE and CREATE_EVENT,
+ *   checked like a null pointer, before the service's own checks;
+ * - INVALID_PARAM for CREATE_PROCESS (ATTRIBUTES.NAME) in the standard's order, with the other
+ *   bad attributes: after the process-table check;
+ * - INVALID_CONFIG for CREATE_SAMPLING_PORT, CREATE_QUEUING_PORT and every GET_*_ID (no object
+ *   or configured port has that name).
  */
 typedef char              NAME_TYPE[MAX_NAME_LENGTH];
 

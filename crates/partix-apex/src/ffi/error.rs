@@ -1,6 +1,6 @@
 //! `include/arinc653/error.h`: health monitoring services.
 
-use super::process::entry_point;
+use super::process::{entry_point, placeholder_entry};
 use super::types::*;
 use super::{non_null, put, service, Rc, BAD_PARAM};
 use partix_runtime::partition::{self as apex, ErrorCode};
@@ -70,8 +70,15 @@ pub extern "C" fn CREATE_ERROR_HANDLER(
     RETURN_CODE: *mut RETURN_CODE_TYPE,
 ) {
     service("CREATE_ERROR_HANDLER", RETURN_CODE, || {
-        let entry = entry_point(ENTRY_POINT)?;
-        Ok(apex::create_error_handler(entry, STACK_SIZE)?)
+        // A null ENTRY_POINT is INVALID_PARAM after the standard's NO_ACTION (the handler
+        // exists), as CREATE_PROCESS orders its C-only errors: the runtime gets a placeholder and
+        // is told it stands for a bad value (review 27, finding 2).
+        let entry = entry_point(ENTRY_POINT);
+        let c_invalid = entry.is_err();
+        let entry = entry.unwrap_or(placeholder_entry);
+        Ok(apex::create_error_handler_with(
+            entry, STACK_SIZE, c_invalid,
+        )?)
     });
 }
 

@@ -4,8 +4,13 @@
 //! Every entry point
 //! - runs its body inside [`std::panic::catch_unwind`]: a panic becomes `INVALID_CONFIG` and a line
 //!   on stderr, never an unwind into C;
-//! - answers `INVALID_PARAM` to a null pointer parameter or an out-of-range enumeration value, and
-//!   does nothing when the `RETURN_CODE` pointer itself is null (except a line on stderr);
+//! - answers `INVALID_PARAM` to a null pointer parameter, and to an out-of-range enumeration value
+//!   or a null entry point where the service's standard order of checks reaches it (after the
+//!   table and name checks of `CREATE_PROCESS`, `CREATE_SEMAPHORE` and `CREATE_BUFFER`, after
+//!   `CREATE_ERROR_HANDLER`'s NO_ACTION); `CREATE_SAMPLING_PORT` and `CREATE_QUEUING_PORT` answer
+//!   `INVALID_CONFIG` to a direction or discipline outside its type (it matches no configured
+//!   port), or `NO_ACTION` if the port exists already;
+//! - does nothing when the `RETURN_CODE` pointer itself is null (except a line on stderr);
 //! - translates [`ApexError`] with the one exhaustive `match` in [`return_code`].
 //!
 //! `unsafe` is allowed only in this module; every block says why it is sound.
@@ -85,16 +90,47 @@ fn service(name: &str, rc: *mut RETURN_CODE_TYPE, body: impl FnOnce() -> Result<
     unsafe { rc.write(code) };
 }
 
-/// Print a caught panic's message on stderr.
-fn report_panic(name: &str, payload: &(dyn std::any::Any + Send)) {
-    let msg = payload
+/// Run the body of a service that never returns to its caller (`STOP_SELF`).
+///
+/// The body ends the calling thread; should it panic (or return) instead, the report goes to
+/// stderr and the partition aborts: returning would run the C code after the call, which its
+/// author wrote as unreachable (`for (;;) STOP_SELF();` would spin, an error handler would fall
+/// off its end; review 27, finding 3). The abort ends the partition's process, which the
+/// executive's health monitoring handles as a partition failure.
+fn service_never_returns(name: &str, body: impl FnOnce()) -> ! {
+    let why = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(()) => "returned",
+        Err(payload) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "partix-apex: {name} failed internally ({})",
+                panic_message(payload.as_ref())
+            );
+            "failed"
+        }
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "partix-apex: {name} {why} but must not return; aborting the partition"
+    );
+    std::process::abort()
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
+        .unwrap_or("(no message)")
+}
+
+/// Print a caught panic's message on stderr.
+fn report_panic(name: &str, payload: &(dyn std::any::Any + Send)) {
     let _ = writeln!(
         std::io::stderr(),
-        "partix-apex: {name} failed internally ({msg}); returning INVALID_CONFIG"
+        "partix-apex: {name} failed internally ({}); returning INVALID_CONFIG",
+        panic_message(payload)
     );
 }
 
@@ -224,6 +260,50 @@ mod tests {
             Ok(())
         });
         assert!(!ran);
+    }
+
+    /// `STOP_SELF` is `-> !` (the C ABI is the same as `void`), so its Rust body cannot return.
+    const _: extern "C" fn() -> ! = process::STOP_SELF;
+
+    /// Set by [`service_never_returns_aborts_the_partition`] for the child it runs.
+    const NEVER_RETURNS_CHILD: &str = "PARTIX_APEX_TEST_NEVER_RETURNS";
+
+    /// The child's side of [`service_never_returns_aborts_the_partition`]: a no-return service
+    /// whose body panics (`how` = panic) or returns. Does nothing when run by the test harness.
+    #[test]
+    fn service_never_returns_child() {
+        match std::env::var(NEVER_RETURNS_CHILD).as_deref() {
+            Ok("panic") => service_never_returns("TEST_STOP", || panic!("boom")),
+            Ok("return") => service_never_returns("TEST_STOP", || {}),
+            _ => {}
+        }
+    }
+
+    /// A no-return service (STOP_SELF) whose body panics or returns aborts the partition with a
+    /// report on stderr: it used to return to the C caller (review 27, finding 3).
+    #[test]
+    fn service_never_returns_aborts_the_partition() {
+        use std::os::unix::process::ExitStatusExt;
+        let exe = std::env::current_exe().unwrap();
+        for (how, report) in [
+            ("panic", "TEST_STOP failed internally (boom)"),
+            ("return", "TEST_STOP returned but must not return"),
+        ] {
+            let out = std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "ffi::tests::service_never_returns_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(NEVER_RETURNS_CHILD, how)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{how}: {stderr}");
+            assert!(stderr.contains(report), "{how}: {stderr}");
+            assert!(stderr.contains("aborting the partition"), "{how}: {stderr}");
+        }
     }
 
     /// The intra-partition types (blackboard.h, buffer.h, semaphore.h, event.h) against the C

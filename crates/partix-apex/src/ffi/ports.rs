@@ -376,6 +376,14 @@ pub extern "C" fn PARTIX_SEND_QUEUING_MESSAGES(
                 std::slice::from_raw_parts(LENGTHS, n),
             )
         };
+        // Any message too long (INVALID_CONFIG) before any empty one or a null address
+        // (INVALID_PARAM), whatever their positions: the order of the Rust API
+        // (`send_queuing_messages`) and, for one message, of the standard's SEND_QUEUING_MESSAGE.
+        // Checked one message at a time, {0, MAX + 1} was INVALID_PARAM here and INVALID_CONFIG
+        // in Rust (review 27, finding 5).
+        if lens.iter().any(|&len| i64::from(len) > i64::from(max)) {
+            return Err(ApexError::InvalidConfig.into());
+        }
         let mut msgs: [&[u8]; BATCH_MAX] = [&[]; BATCH_MAX];
         for i in 0..n {
             let len = message_len(lens[i], max)?;

@@ -1,7 +1,9 @@
 //! `include/arinc653/process.h`: process management services.
 
 use super::types::*;
-use super::{lookup_name, name_type, non_null, put, read_name, service, Rc, BAD_PARAM};
+use super::{
+    lookup_name, name_type, non_null, put, read_name, service, service_never_returns, Rc, BAD_PARAM,
+};
 use partix_runtime::partition::{
     self as apex, Deadline, EntryPoint, ProcessAttributes, ProcessId, ProcessState, ProcessStatus,
 };
@@ -19,8 +21,9 @@ pub(super) fn entry_point(addr: SYSTEM_ADDRESS_TYPE) -> Result<EntryPoint, Rc> {
     Ok(unsafe { std::mem::transmute::<SYSTEM_ADDRESS_TYPE, EntryPoint>(addr) })
 }
 
-/// Stands for a null ENTRY_POINT in a CREATE_PROCESS that is refused (never called).
-extern "C" fn placeholder_entry() {}
+/// Stands for a null ENTRY_POINT in a CREATE_PROCESS or CREATE_ERROR_HANDLER that is refused
+/// (never called).
+pub(super) extern "C" fn placeholder_entry() {}
 
 fn deadline(d: DEADLINE_TYPE) -> Result<Deadline, Rc> {
     match d {
@@ -168,11 +171,12 @@ pub extern "C" fn RESUME(PROCESS_ID: PROCESS_ID_TYPE, RETURN_CODE: *mut RETURN_C
     });
 }
 
-/// `STOP_SELF`: the calling process becomes DORMANT; does not return to a process.
+/// `STOP_SELF`: the calling process becomes DORMANT; never returns (`-> !`, the same C ABI as
+/// `void`). Should the runtime fail internally, the partition aborts rather than return to code
+/// written as unreachable ([`service_never_returns`]).
 #[no_mangle]
-pub extern "C" fn STOP_SELF() {
-    let mut rc: RETURN_CODE_TYPE = NO_ERROR;
-    service("STOP_SELF", &mut rc, || apex::stop_self());
+pub extern "C" fn STOP_SELF() -> ! {
+    service_never_returns("STOP_SELF", || apex::stop_self())
 }
 
 /// `STOP`.

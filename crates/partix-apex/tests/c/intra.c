@@ -206,6 +206,23 @@ static void driver(void)
     CHECK("CREATE_EVENT", "normal", CREATE_EVENT("E2", &e2, &rc));
     CHECK("CREATE_BLACKBOARD", "normal_full", CREATE_BLACKBOARD("B2", 8, &b2, &rc));
     CHECK("CREATE_BUFFER", "normal_full", CREATE_BUFFER("Q2", 8, 1, FIFO, &q2, &rc));
+    {
+        /* Creation in NORMAL with room in the process table and no error handler yet: the mode
+           is what refuses them (services.c cannot reach it: its table is full and its handler
+           exists). A null entry point is a parameter error, checked before the mode. */
+        PROCESS_ATTRIBUTE_TYPE a;
+        PROCESS_ID_TYPE pid;
+        memset(&a, 0, sizeof a);
+        strncpy(a.NAME, "late", MAX_NAME_LENGTH);
+        a.ENTRY_POINT = (SYSTEM_ADDRESS_TYPE)waiter;
+        a.PERIOD = INFINITE_TIME_VALUE;
+        a.TIME_CAPACITY = INFINITE_TIME_VALUE;
+        a.BASE_PRIORITY = 5;
+        a.DEADLINE = SOFT;
+        CHECK("CREATE_PROCESS", "normal", CREATE_PROCESS(&a, &pid, &rc));
+        CHECK("CREATE_ERROR_HANDLER", "normal", CREATE_ERROR_HANDLER((SYSTEM_ADDRESS_TYPE)waiter, 0, &rc));
+        CHECK("CREATE_ERROR_HANDLER", "normal_null_entry", CREATE_ERROR_HANDLER(NULL, 0, &rc));
+    }
 
     CHECK_TIMES_OUT("WAIT_SEMAPHORE", "timeout", 20 * MS, WAIT_SEMAPHORE(sem, 20 * MS, &rc));
     CHECK_TIMES_OUT("WAIT_EVENT", "timeout", 20 * MS, WAIT_EVENT(ev, 20 * MS, &rc));

@@ -95,6 +95,7 @@ static void driver(void)
                                      (MESSAGE_ADDR_TYPE)"three"};
         MESSAGE_SIZE_TYPE lens[3] = {3, 4, 5};
         MESSAGE_SIZE_TYPE bad[2] = {3, 9};
+        MESSAGE_SIZE_TYPE mixed[2] = {0, 9}; /* an empty message before one too long */
         MESSAGE_SIZE_TYPE got[4] = {0, 0, 0, 0};
         APEX_INTEGER n = -1;
         unsigned char many[4 * 8];
@@ -117,6 +118,8 @@ static void driver(void)
               PARTIX_RECEIVE_QUEUING_MESSAGES(q_in, 0, many, got, 4, &n, &rc));
         CHECK("PARTIX_SEND_QUEUING_MESSAGES", "a message too long",
               PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, bad, 2, 0, &n, &rc));
+        CHECK("PARTIX_SEND_QUEUING_MESSAGES", "empty then too long",
+              PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, mixed, 2, 0, &n, &rc));
         CHECK("PARTIX_SEND_QUEUING_MESSAGES", "count 0",
               PARTIX_SEND_QUEUING_MESSAGES(q_out, msgs, lens, 0, 0, &n, &rc));
         CHECK("PARTIX_RECEIVE_QUEUING_MESSAGES", "source port",

@@ -71,6 +71,7 @@ static volatile int periodic_jobs = 0;
 static volatile RETURN_CODE_TYPE periodic_suspend_self_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_bad_rc = (RETURN_CODE_TYPE)99;
+static volatile RETURN_CODE_TYPE periodic_replenish_overflow_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_late_rc = (RETURN_CODE_TYPE)99;
 static volatile RETURN_CODE_TYPE periodic_replenish_inf_rc = (RETURN_CODE_TYPE)99;
 
@@ -124,6 +125,8 @@ static void periodic(void)
     periodic_suspend_self_rc = rc;
     REPLENISH(-5, &rc);                   /* negative budget */
     periodic_replenish_bad_rc = rc;
+    REPLENISH(0x7fffffffffffff00LL, &rc); /* a deadline past SYSTEM_TIME_TYPE */
+    periodic_replenish_overflow_rc = rc;
     REPLENISH(60000000, &rc);             /* 60 ms: past the next release (period 50 ms) */
     periodic_replenish_late_rc = rc;
     REPLENISH(INFINITE_TIME_VALUE, &rc);  /* a periodic process keeps a finite deadline */
@@ -151,7 +154,7 @@ struct seen_error {
 static struct seen_error seen[8];
 static volatile int n_seen = 0;
 static volatile int handler_runs = 0;
-static RETURN_CODE_TYPE eh_rc[7];
+static RETURN_CODE_TYPE eh_rc[9];
 
 static void error_handler(void)
 {
@@ -183,6 +186,8 @@ static void error_handler(void)
             PROCESS_ID_TYPE me;
             GET_MY_ID(&me, &eh_rc[6]);
         }
+        PERIODIC_WAIT(&eh_rc[7]);
+        REPLENISH(1000, &eh_rc[8]);
     }
     handler_runs++;
     STOP_SELF();
@@ -242,6 +247,8 @@ static void driver(void)
         CREATE_PROCESS(&attr, &id, &rc);
     });
     CHECK("CREATE_ERROR_HANDLER", "in_normal_exists", CREATE_ERROR_HANDLER(error_handler, 0, &rc));
+    /* A null entry point comes after NO_ACTION, as CREATE_PROCESS orders it (review 27). */
+    CHECK("CREATE_ERROR_HANDLER", "in_normal_exists_null", CREATE_ERROR_HANDLER(NULL, 0, &rc));
 
     /* -- identity --------------------------------------------------------------------------- */
     CHECK("GET_MY_ID", "process", GET_MY_ID(&id, &rc));
@@ -269,6 +276,7 @@ static void driver(void)
     CHECK("RESUME", "suspended_sleeper", RESUME(sleeper_id, &rc));
     CHECK("SUSPEND", "self", SUSPEND(driver_id, &rc));
     CHECK("SUSPEND", "periodic", SUSPEND(periodic_id, &rc));
+    CHECK("RESUME", "periodic", RESUME(periodic_id, &rc));
     CHECK("SUSPEND", "unknown_id", SUSPEND(9999, &rc));
     CHECK("RESUME", "self", RESUME(driver_id, &rc));
     CHECK("RESUME", "unknown_id", RESUME(9999, &rc));
@@ -321,6 +329,7 @@ static void driver(void)
     value("PERIODIC_JOBS_AT_LEAST_3", "normal", periodic_jobs >= 3);
     printf("SUSPEND_SELF periodic rc=%s\n", rc_name(periodic_suspend_self_rc));
     printf("REPLENISH negative rc=%s\n", rc_name(periodic_replenish_bad_rc));
+    printf("REPLENISH deadline_overflow rc=%s\n", rc_name(periodic_replenish_overflow_rc));
     printf("REPLENISH past_next_release rc=%s\n", rc_name(periodic_replenish_late_rc));
     printf("REPLENISH periodic_infinite rc=%s\n", rc_name(periodic_replenish_inf_rc));
     printf("REPLENISH periodic rc=%s\n", rc_name(periodic_replenish_rc));
@@ -370,6 +379,7 @@ static void driver(void)
     CHECK("RAISE_APPLICATION_ERROR", "wrong_code", RAISE_APPLICATION_ERROR(NUMERIC_ERROR, msg, 4, &rc));
     CHECK("RAISE_APPLICATION_ERROR", "bad_code", RAISE_APPLICATION_ERROR((ERROR_CODE_TYPE)42, msg, 4, &rc));
     CHECK("RAISE_APPLICATION_ERROR", "too_long", RAISE_APPLICATION_ERROR(APPLICATION_ERROR, msg, MAX_ERROR_MESSAGE_SIZE + 1, &rc));
+    CHECK("RAISE_APPLICATION_ERROR", "negative", RAISE_APPLICATION_ERROR(APPLICATION_ERROR, msg, -1, &rc));
     CHECK("RAISE_APPLICATION_ERROR", "ok", RAISE_APPLICATION_ERROR(APPLICATION_ERROR, (MESSAGE_ADDR_TYPE)"sensor stuck", 12, &rc));
     WAIT_UNTIL("the error handler", n_seen == 1 && handler_runs == 1);
     value("ERRORS_SEEN", "raised", n_seen);
@@ -381,6 +391,8 @@ static void driver(void)
     printf("UNLOCK_PREEMPTION in_error_handler rc=%s\n", rc_name(eh_rc[4]));
     printf("SUSPEND_SELF in_error_handler rc=%s\n", rc_name(eh_rc[5]));
     printf("GET_MY_ID in_error_handler rc=%s\n", rc_name(eh_rc[6]));
+    printf("PERIODIC_WAIT in_error_handler rc=%s\n", rc_name(eh_rc[7]));
+    printf("REPLENISH in_error_handler rc=%s\n", rc_name(eh_rc[8]));
 
     /* a deadline miss reaches the error handler too */
     CHECK("START", "misser", START(misser_id, &rc));
@@ -525,6 +537,8 @@ int main(void)
     a.STACK_SIZE = 0;
     memset(a.NAME, 0, sizeof a.NAME);
     CHECK("CREATE_PROCESS", "empty_name", CREATE_PROCESS(&a, &id, &rc));
+    memcpy(a.NAME, "w\xff", 3);
+    CHECK("CREATE_PROCESS", "not_utf8_name", CREATE_PROCESS(&a, &id, &rc));
     strcpy(a.NAME, "other");
     CHECK("CREATE_PROCESS", "null_attributes", CREATE_PROCESS(NULL, &id, &rc));
     CHECK("CREATE_PROCESS", "null_id", CREATE_PROCESS(&a, NULL, &rc));
@@ -562,6 +576,8 @@ int main(void)
 
     /* error handler */
     CHECK("CREATE_ERROR_HANDLER", "null_entry", CREATE_ERROR_HANDLER(NULL, 0, &rc));
+    /* ... before the stack check (INVALID_CONFIG), with the parameters */
+    CHECK("CREATE_ERROR_HANDLER", "null_entry_stack_too_large", CREATE_ERROR_HANDLER(NULL, 0xFFFFFFFFu, &rc));
     CHECK("CREATE_ERROR_HANDLER", "stack_too_large", CREATE_ERROR_HANDLER(error_handler, 0xFFFFFFFFu, &rc));
     CHECK("CREATE_ERROR_HANDLER", "ok", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));
     CHECK("CREATE_ERROR_HANDLER", "twice", CREATE_ERROR_HANDLER(error_handler, 64 * 1024, &rc));

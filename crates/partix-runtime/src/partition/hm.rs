@@ -515,6 +515,22 @@ pub fn report_application_message(msg: &[u8]) -> ApexResult<()> {
 /// - `InvalidMode`: the partition is in NORMAL mode.
 /// - `InvalidConfig`: the thread cannot be created.
 pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()> {
+    create_error_handler_with(entry, stack_size, false)
+}
+
+/// [`create_error_handler`] with an entry point a C caller got wrong (`c_invalid`: a null
+/// ENTRY_POINT, for which the C API passes a placeholder), refused with `InvalidParam` after the
+/// standard's `NoAction` check and before the others, as [`super::process::create_process_with`]
+/// places its C-only errors among the parameter checks (partix extension: INVALID_PARAM is not
+/// one of the standard's codes for this service; review 27, finding 2).
+///
+/// # Errors
+/// Those of [`create_error_handler`]; `InvalidParam` also for `c_invalid`, after `NoAction`.
+pub fn create_error_handler_with(
+    entry: EntryPoint,
+    stack_size: u32,
+    c_invalid: bool,
+) -> ApexResult<()> {
     let r = rt();
     let stack = if stack_size == 0 {
         super::process::DEFAULT_STACK_SIZE
@@ -524,6 +540,9 @@ pub fn create_error_handler(entry: EntryPoint, stack_size: u32) -> ApexResult<()
     r.with_inner(|inner| {
         if inner.eh.is_some() {
             return Err(ApexError::NoAction);
+        }
+        if c_invalid {
+            return Err(ApexError::InvalidParam);
         }
         if stack_size > super::process::MAX_STACK_SIZE {
             return Err(ApexError::InvalidConfig);

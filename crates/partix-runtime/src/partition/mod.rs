@@ -91,8 +91,8 @@ pub use event::{
     EventState, EventStatus, MAX_NUMBER_OF_EVENTS,
 };
 pub use hm::{
-    create_error_handler, get_error_status, raise_application_error, report_application_message,
-    ErrorCode, ErrorStatus, MAX_ERROR_MESSAGE_SIZE,
+    create_error_handler, create_error_handler_with, get_error_status, raise_application_error,
+    report_application_message, ErrorCode, ErrorStatus, MAX_ERROR_MESSAGE_SIZE,
 };
 pub use partition::{
     get_module_schedule_id, get_module_schedule_status, get_partition_status, set_module_schedule,
