@@ -209,7 +209,7 @@ pub(crate) struct RawPartitionHmEntry {
     pub state: u32,
     pub error_id: Loc<u32>,
     pub code: Option<Loc<ErrorCode>>,
-    pub action: PartitionAction,
+    pub action: Loc<PartitionAction>,
 }
 
 /// The values of `partix:DescriptorTable`.
@@ -1675,7 +1675,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                     state,
                     error_id: id,
                     code,
-                    action: action.v,
+                    action,
                 });
             }
         });

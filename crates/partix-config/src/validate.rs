@@ -1356,6 +1356,25 @@ fn hm(
                 );
                 continue;
             }
+            if let Some(gone) = process_action_never_applies(code, e.action.v) {
+                let (action, name) = (e.action.v, error_code_name(code));
+                let action = if action == PartitionAction::StopProcess {
+                    "STOP_PROCESS"
+                } else {
+                    "RESTART_PROCESS"
+                };
+                let help = if code == ErrorCode::InitTimeout {
+                    "use IDLE, or IGNORE to let it go on initialising (a COLD_START or WARM_START after INIT_TIMEOUT idles the partition too: the restart would time out again)".to_string()
+                } else {
+                    "use IDLE, COLD_START or WARM_START (STOP_PROCESS and RESTART_PROCESS apply to the errors raised inside a running partition: DEADLINE_MISSED, APPLICATION_ERROR)".to_string()
+                };
+                c.err(
+                    e.action.loc,
+                    format!("{action} cannot apply to {name}: {gone}; the executive idles the partition instead"),
+                    help,
+                );
+                continue;
+            }
             if let Some((first_id, first)) = actions.get(&code) {
                 c.err(
                     e.error_id.loc,
@@ -1373,12 +1392,36 @@ fn hm(
                 system_state: e.state,
                 error_id: id,
                 code,
-                action: e.action,
+                action: e.action.v,
             });
         }
         parts.list[idx].hm = entries;
     }
     (system, module)
+}
+
+/// Why a process-level action (`STOP_PROCESS`, `RESTART_PROCESS`) for `code` would never run as
+/// configured, if it would not: the executive alone raises these codes, when no process of the
+/// partition can be stopped or restarted, and `executive::hm::decide` turns the action into IDLE.
+fn process_action_never_applies(code: ErrorCode, action: PartitionAction) -> Option<&'static str> {
+    if !matches!(
+        action,
+        PartitionAction::StopProcess | PartitionAction::RestartProcess
+    ) {
+        return None;
+    }
+    match code {
+        ErrorCode::InitTimeout => Some(
+            "partix raises it for a partition whose initialisation has not finished, before its processes run",
+        ),
+        ErrorCode::PartitionCrash
+        | ErrorCode::MemoryViolation
+        | ErrorCode::NumericError
+        | ErrorCode::IllegalRequest => Some(
+            "partix raises it when the partition's process has ended (an exit or a fatal signal), and every process of the partition with it",
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
