@@ -416,6 +416,12 @@ pub const MAX_ATTRIBUTES: usize = 64;
 /// namespaces in scope: 4000 of them, well inside the other limits, made a 131 KB file take 73 s).
 pub const MAX_NAMESPACE_DECLARATIONS: usize = 256;
 
+/// Longest namespace URI (the value of an `xmlns` or `xmlns:*` attribute, as written), in bytes.
+/// A URI is a few dozen bytes; roxmltree keeps it once, but every check that compares it (per
+/// element in scope) would read a long one whole: 8 MiB of URI over a million elements took
+/// minutes (review 27).
+pub const MAX_NAMESPACE_URI: usize = 1024;
+
 /// Most XML nodes of a document (elements, text, comments, processing instructions and the
 /// document itself, as roxmltree counts them; its `nodes_limit`). A module configuration has a
 /// few thousand.
@@ -439,6 +445,8 @@ pub(crate) enum Refusal {
     FragmentedText,
     /// The namespace declaration past the [`MAX_NAMESPACE_DECLARATIONS`]th of the file.
     TooManyNamespaces,
+    /// A namespace declaration whose URI is longer than [`MAX_NAMESPACE_URI`] bytes.
+    LongNamespaceUri,
 }
 
 /// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
@@ -558,6 +566,19 @@ fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)>
                             if namespaces > MAX_NAMESPACE_DECLARATIONS {
                                 return Err((at, Refusal::TooManyNamespaces));
                             }
+                            // The value: after spaces, in quotes. Read up to the limit only,
+                            // so that the scan stays linear.
+                            let mut k = j + 1;
+                            while k < b.len() && b[k].is_ascii_whitespace() {
+                                k += 1;
+                            }
+                            if let Some(&q @ (b'"' | b'\'')) = b.get(k) {
+                                let end = (k + 2 + MAX_NAMESPACE_URI).min(b.len());
+                                if !b[k + 1..end].contains(&q) && end - (k + 1) > MAX_NAMESPACE_URI
+                                {
+                                    return Err((at, Refusal::LongNamespaceUri));
+                                }
+                            }
                         }
                     }
                     _ => {}
@@ -626,6 +647,10 @@ pub(crate) fn refusal_error(
         Refusal::TooManyNamespaces => (
             format!("the file declares more than {MAX_NAMESPACE_DECLARATIONS} XML namespaces"),
             "a module configuration declares one or two (xmlns:partix=\"urn:partix:config:1\"), once on the root element: remove the others (is this file generated or corrupted?)".to_string(),
+        ),
+        Refusal::LongNamespaceUri => (
+            format!("a namespace URI longer than {MAX_NAMESPACE_URI} bytes"),
+            "a namespace URI is a few dozen bytes (xmlns:partix=\"urn:partix:config:1\"): shorten it (is this file generated or corrupted?)".to_string(),
         ),
         Refusal::FragmentedText => (
             format!("more than {MAX_TEXT_PIECES} pieces of text and CDATA sections in a row"),
@@ -704,6 +729,25 @@ pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -
         message: format!("malformed XML: {message}"),
         help,
     }
+}
+
+/// Whether `a` and `b` are equal, comparing their addresses first (no byte read when they are
+/// the same string, as the namespaces roxmltree shares between elements are).
+fn same_str(a: &str, b: &str) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || a == b
+}
+
+/// `s` for a message: at most 100 bytes of it, then `...`.
+fn shorten(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut cut = MAX;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &s[..cut])
 }
 
 fn tag(node: Node) -> String {
@@ -807,8 +851,9 @@ impl<'a, 'i> Parser<'a, 'i> {
                         self.err(
                             loc,
                             format!(
-                                "`{}` is in namespace `{ns}`, which partix does not know",
-                                a.name()
+                                "`{}` is in namespace `{}`, which partix does not know",
+                                a.name(),
+                                shorten(ns)
                             ),
                             format!("partix extensions live in xmlns:partix=\"{PARTIX_NS}\""),
                         );
@@ -833,7 +878,11 @@ impl<'a, 'i> Parser<'a, 'i> {
             .collect();
         for e in elements {
             for ns in e.namespaces() {
-                if ns.name() == Some("partix") && ns.uri() != PARTIX_NS && !seen.contains(&ns.uri())
+                // By address first: every element in its scope shares the declaring element's
+                // string, which a byte comparison would read whole each time.
+                if ns.name() == Some("partix")
+                    && ns.uri() != PARTIX_NS
+                    && !seen.iter().any(|s| same_str(s, ns.uri()))
                 {
                     seen.push(ns.uri());
                     let loc = self.node_loc(e);
@@ -841,7 +890,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                         loc,
                         format!(
                             "the prefix `partix` is bound to `{}`, not to the partix namespace",
-                            ns.uri()
+                            shorten(ns.uri())
                         ),
                         format!("declare xmlns:partix=\"{PARTIX_NS}\" (partix's extensions would be ignored otherwise)"),
                     );
@@ -863,7 +912,11 @@ impl<'a, 'i> Parser<'a, 'i> {
             let ns = c.tag_name().namespace();
             let name = c.tag_name().name();
             let loc = self.node_loc(c);
-            if ns == self.arinc_ns {
+            let arinc = match (ns, self.arinc_ns) {
+                (Some(a), Some(b)) => same_str(a, b),
+                (a, b) => a == b,
+            };
+            if arinc {
                 if allowed.contains(&name) {
                     out.push(c);
                 } else {
@@ -931,9 +984,9 @@ impl<'a, 'i> Parser<'a, 'i> {
                     loc,
                     format!(
                         "<{name}> is in namespace `{}`, not in the module's ({})",
-                        ns.unwrap_or(""),
+                        shorten(ns.unwrap_or("")),
                         self.arinc_ns
-                            .map_or("no namespace".to_string(), |n| format!("`{n}`"))
+                            .map_or("no namespace".to_string(), |n| format!("`{}`", shorten(n)))
                     ),
                     "remove the xmlns attribute or prefix that moved it (elements of other namespaces are extensions partix ignores)",
                 );

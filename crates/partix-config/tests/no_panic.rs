@@ -360,3 +360,52 @@ fn pathological_sizes_complete() {
     );
     assert!(errs.to_string().contains("and 3988 more"));
 }
+
+/// Parse `xml` and return its errors, within `budget` (the quadratic paths these inputs took cost
+/// minutes: review 27).
+fn errors_within(what: &str, xml: &str, budget: std::time::Duration) -> partix_config::ConfigErrors {
+    let t0 = std::time::Instant::now();
+    let r = partix_config::parse_str(xml, None);
+    let took = t0.elapsed();
+    eprintln!("{what}: {took:?}");
+    assert!(took < budget, "{what} took {took:?}");
+    r.expect_err(what)
+}
+
+/// Review 27, finding 1: a long namespace URI was compared whole at every element in its scope
+/// (8 MiB × a million elements: minutes). It is refused at its declaration.
+#[test]
+fn a_long_namespace_uri_is_refused_at_its_declaration() {
+    let uri = "A".repeat(8 << 20);
+    let budget = std::time::Duration::from_secs(2);
+    // The prefix partix bound to a wrong URI, and a million elements in its scope.
+    let xml = format!(
+        "<ARINC_653_Module xmlns:partix=\"urn:x:{uri}\">\n  <v:ext xmlns:v=\"urn:vendor\">{}</v:ext>\n</ARINC_653_Module>",
+        "<a/>".repeat(999_990)
+    );
+    let errs = errors_within("long partix URI", &xml, budget);
+    assert_eq!(errs.len(), 1, "{}", errs.first());
+    let e = errs.first();
+    assert!(e.message.contains("namespace URI longer than 1024 bytes"), "{e}");
+    assert_eq!((e.location.line, e.location.col), (1, 19), "{e}");
+    assert!(e.to_string().len() < 400, "the URI is not echoed");
+    // The default namespace, compared at each ARINC child.
+    let xml = format!(
+        "<ARINC_653_Module\n xmlns='urn:{uri}'><Partition PartitionIdentifier=\"1\">{}</Partition></ARINC_653_Module>",
+        "<Process/>".repeat(800_000)
+    );
+    let errs = errors_within("long default URI", &xml, budget);
+    let e = errs.first();
+    assert!(e.message.contains("namespace URI longer than 1024 bytes"), "{e}");
+    assert_eq!((e.location.line, e.location.col), (2, 2), "{e}");
+    // At the limit: accepted (and then reported as the wrong partix URI, shortened).
+    let uri = "B".repeat(1024 - "urn:x:".len());
+    let xml = format!("<ARINC_653_Module xmlns:partix=\"urn:x:{uri}\"/>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    let e = errs.first();
+    assert!(e.message.contains("the prefix `partix` is bound to"), "{e}");
+    assert!(e.message.len() < 250, "{e}");
+    let xml = format!("<ARINC_653_Module xmlns:partix='urn:x:{uri}B'/>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    assert!(errs.first().message.contains("longer than 1024"), "{errs}");
+}
