@@ -338,18 +338,29 @@ pub(crate) struct Parser<'a, 'i> {
 }
 
 /// Byte offset → line/column in O(log lines) (roxmltree's `text_pos_at` rescans the text).
+///
+/// A column counts characters. On an ASCII line it is the byte distance; on another line it is
+/// counted from checkpoints every [`CHECKPOINT_BYTES`] bytes of the text, so a lookup costs at most
+/// twice that much counting whatever the line's length (counting from the line's start made a
+/// one-line file with a non-ASCII character quadratic: review 27).
 struct LineIndex<'i> {
     text: &'i str,
     starts: Vec<usize>,
     /// Per line: whether it is ASCII (column = byte distance, no counting).
     ascii: Vec<bool>,
+    /// (byte offset, characters before it), at the first character boundary at or after each
+    /// multiple of [`CHECKPOINT_BYTES`]; the first is (0, 0).
+    checkpoints: Vec<(usize, usize)>,
 }
+
+/// Bytes between two checkpoints of a [`LineIndex`].
+const CHECKPOINT_BYTES: usize = 256;
 
 impl<'i> LineIndex<'i> {
     fn new(text: &'i str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let ascii = starts
+        let ascii: Vec<bool> = starts
             .iter()
             .enumerate()
             .map(|(k, &s)| {
@@ -357,23 +368,49 @@ impl<'i> LineIndex<'i> {
                 text.as_bytes()[s..end].is_ascii()
             })
             .collect();
+        let mut checkpoints = vec![(0, 0)];
+        if !text.is_ascii() {
+            let (mut at, mut chars) = (0, 0);
+            loop {
+                let mut next = at + CHECKPOINT_BYTES;
+                while next < text.len() && !text.is_char_boundary(next) {
+                    next += 1;
+                }
+                if next >= text.len() {
+                    break;
+                }
+                chars += text[at..next].chars().count();
+                checkpoints.push((next, chars));
+                at = next;
+            }
+        }
         Self {
             text,
             starts,
             ascii,
+            checkpoints,
         }
+    }
+
+    /// The number of characters before byte `pos` (a character boundary).
+    fn chars_before(&self, pos: usize) -> usize {
+        let k = self.checkpoints.partition_point(|&(at, _)| at <= pos) - 1;
+        let (at, chars) = self.checkpoints[k];
+        chars
+            + self
+                .text
+                .get(at..pos)
+                .map_or(pos - at, |t| t.chars().count())
     }
 
     fn location(&self, pos: usize) -> Location {
         let pos = pos.min(self.text.len());
         let line = self.starts.partition_point(|&s| s <= pos);
         let start = self.starts[line - 1];
-        let col = if self.ascii[line - 1] {
+        let col = if self.ascii[line - 1] || !self.text.is_char_boundary(pos) {
             pos - start
         } else {
-            self.text
-                .get(start..pos)
-                .map_or(pos - start, |t| t.chars().count())
+            self.chars_before(pos) - self.chars_before(start)
         };
         Location {
             line: u32::try_from(line).unwrap_or(u32::MAX),
@@ -2121,6 +2158,31 @@ mod tests {
             );
             assert_eq!(location_at(text, pos), idx.location(pos));
         }
+    }
+
+    /// Columns on long non-ASCII lines, counted from checkpoints, agree with a count from the
+    /// start: characters of 1 to 4 bytes on both sides of (and across) checkpoints, on several
+    /// lines, the first of them ASCII.
+    #[test]
+    fn line_index_checkpoints_agree_with_a_full_count() {
+        let mut text = String::from("<a x='plain ascii line'>\n");
+        let pieces = ["é", "x", "€", "𝄞", "ab", "\u{7ff}"];
+        for line in 0..3 {
+            for i in 0..(3 * CHECKPOINT_BYTES + 17 * line) {
+                text.push_str(pieces[(i * 7 + line) % pieces.len()]);
+            }
+            text.push('\n');
+        }
+        text.push_str("</a>");
+        let idx = LineIndex::new(&text);
+        assert!(idx.checkpoints.len() > 8);
+        for (pos, _) in text.char_indices() {
+            assert_eq!(idx.location(pos), location_at(&text, pos), "at {pos}");
+        }
+        assert_eq!(
+            idx.location(text.len()),
+            location_at(&text, text.len())
+        );
     }
 
     #[test]

@@ -409,3 +409,35 @@ fn a_long_namespace_uri_is_refused_at_its_declaration() {
     let errs = partix_config::parse_str(&xml, None).unwrap_err();
     assert!(errs.first().message.contains("longer than 1024"), "{errs}");
 }
+
+/// Review 27, finding 2: on a line with a non-ASCII character, each location counted the
+/// characters from the line's start; a one-line (minified) file was quadratic.
+#[test]
+fn locations_on_a_long_non_ascii_line_cost_linear_time() {
+    let n = 100_000;
+    let xml = format!(
+        "<ARINC_653_Module ModuleName=\"é\"><Partition PartitionIdentifier=\"1\">{}</Partition></ARINC_653_Module>",
+        "<Process Name=\"a\" StackSize=\"1\"/>".repeat(n)
+    );
+    let errs = errors_within(
+        "one non-ASCII line",
+        &xml,
+        std::time::Duration::from_secs(4),
+    );
+    // No schedule, and no window for the partition; the columns count characters.
+    assert!(errs.first().message.contains("Module_Schedule"), "{errs}");
+    let bad = xml.replacen("StackSize=\"1\"/>", "StackSize=\"x\"/>", n);
+    let last_value = bad.rfind("StackSize=\"x").unwrap() + "StackSize=\"".len();
+    let errs = errors_within(
+        "one non-ASCII line, all values bad",
+        &bad,
+        std::time::Duration::from_secs(4),
+    );
+    let last = errs.iter().last().unwrap();
+    // `é` is two bytes and one column.
+    assert_eq!(
+        (last.location.line, last.location.col as usize),
+        (1, last_value),
+        "{last}"
+    );
+}
