@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::error::ConfigError;
 use crate::model::*;
 use crate::parse::{
-    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule,
+    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule, RawWindow,
     MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER, MAX_TWO_SIDED_MESSAGE_SIZE,
     MAX_UDP_MESSAGE_SIZE,
 };
@@ -637,15 +637,19 @@ fn one_schedule(
         if period_ok && !period.is_zero() {
             // PartitionPeriodStart="true": the first window of the partition in its period (not
             // necessarily at the period's start: a period may begin with other partitions).
+            // The first window of each period (the first in file order among equal starts),
+            // found in one pass: comparing each marked window with every other was quadratic.
             let p_ns = period.as_nanos();
+            let mut first: HashMap<u128, &RawWindow> = HashMap::new();
+            for e in &ps.windows {
+                let f = first.entry(e.start.v.as_nanos() / p_ns).or_insert(e);
+                if e.start.v < f.start.v {
+                    *f = e;
+                }
+            }
             for w in ps.windows.iter().filter(|w| w.period_start) {
                 let k = w.start.v.as_nanos() / p_ns;
-                if let Some(e) = ps
-                    .windows
-                    .iter()
-                    .filter(|e| e.start.v < w.start.v && e.start.v.as_nanos() / p_ns == k)
-                    .min_by_key(|e| e.start.v)
-                {
+                if let Some(e) = first.get(&k).copied().filter(|e| e.start.v < w.start.v) {
                     let lo = Duration::from_nanos(u64::try_from(p_ns * k).unwrap_or(u64::MAX));
                     c.err(
                         w.loc,

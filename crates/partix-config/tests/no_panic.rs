@@ -441,3 +441,42 @@ fn locations_on_a_long_non_ascii_line_cost_linear_time() {
         "{last}"
     );
 }
+
+/// Review 27, finding 3: the PartitionPeriodStart check compared each marked window with every
+/// window of its partition (quadratic: a valid module with 130000 windows took minutes).
+#[test]
+fn many_period_start_windows_validate_in_linear_time() {
+    let w = 40_000;
+    let mut xml = format!(
+        "<ARINC_653_Module><Partition PartitionIdentifier=\"1\"/>\n<Module_Schedule MajorFrameSeconds=\"{}\">\n<Partition_Schedule PartitionIdentifier=\"1\" PeriodSeconds=\".000001\" PeriodDurationSeconds=\".000000001\">\n",
+        w as f64 / 1e6
+    );
+    for i in 0..w {
+        // Window i at i µs, the first of its own 1 µs period.
+        xml.push_str(&format!(
+            "<Window_Schedule WindowIdentifier=\"{}\" WindowStartSeconds=\"{}.{:06}\" WindowDurationSeconds=\".000000001\" PartitionPeriodStart=\"1\"/>\n",
+            i + 1,
+            i / 1_000_000,
+            i % 1_000_000
+        ));
+    }
+    xml.push_str("</Partition_Schedule></Module_Schedule></ARINC_653_Module>\n");
+    let t0 = std::time::Instant::now();
+    let m = partix_config::parse_str(&xml, None).unwrap_or_else(|e| panic!("{}", e.first()));
+    let took = t0.elapsed();
+    eprintln!("{w} period-start windows: {took:?}");
+    assert_eq!(m.schedules[0].windows.len(), w);
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    // A window that is not the first of its period is still found.
+    let bad = xml.replace(
+        "WindowStartSeconds=\"0.000007\"",
+        "WindowStartSeconds=\"0.0000065\"",
+    );
+    let errs = partix_config::parse_str(&bad, None).unwrap_err();
+    assert!(
+        errs.iter().any(|e| e.message.contains(
+            "window 8 of `partition1` has PartitionPeriodStart=\"true\", but window 7 at 0.006 ms"
+        )),
+        "{errs}"
+    );
+}
