@@ -1137,6 +1137,18 @@ impl<'a, 'i> Parser<'a, 'i> {
 
     fn name(s: &str) -> Result<String, ValueError> {
         let t = Self::text(s)?;
+        // A line feed or an escape sequence would forge `FILE:L:C: error:` lines and break the
+        // tables of `partix check` (review 27).
+        if let Some(c) = t.chars().find(|c| c.is_control()) {
+            let shown: String = shorten(&t).escape_debug().collect();
+            return Err(ValueError {
+                message: format!(
+                    "the name \"{shown}\" contains the control character U+{:04X}",
+                    u32::from(c)
+                ),
+                help: "names are printable text: remove the control character (a character reference such as &#10; or &#9; in the value)".into(),
+            });
+        }
         if t.trim() != t {
             return Err(ValueError {
                 message: format!("`{t}` has leading or trailing spaces"),
