@@ -111,9 +111,14 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
         Err(e) => {
             let pos = e.utf8_error().valid_up_to();
             let text = String::from_utf8_lossy(e.as_bytes());
+            // Without the byte-order mark, as `parse_str` counts columns.
+            let location = match text.strip_prefix('\u{feff}') {
+                Some(rest) => parse::location_at(rest, pos.saturating_sub('\u{feff}'.len_utf8())),
+                None => parse::location_at(&text, pos),
+            };
             return Err(ConfigErrors::single(ConfigError {
                 file: Some(path.to_path_buf()),
-                location: parse::location_at(&text, pos),
+                location,
                 message: "the file is not valid UTF-8".into(),
                 help: "save the configuration as UTF-8".into(),
             }));

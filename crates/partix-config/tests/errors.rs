@@ -463,6 +463,21 @@ fn non_utf8_is_located() {
     assert!(errs.first().message.contains("UTF-8"));
 }
 
+/// A byte-order mark is no column (as for the other errors on line 1): an invalid byte after
+/// one was reported one column to the right (review 27).
+#[test]
+fn non_utf8_after_a_bom_is_located_without_it() {
+    let dir = std::env::temp_dir().join(format!("partix-config-bom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bom.xml");
+    std::fs::write(&f, b"\xef\xbb\xbf<ARINC_653_Module ModuleName=\"\xff\"/>").unwrap();
+    let errs = partix_config::load(&f).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = errs.first();
+    assert!(e.message.contains("UTF-8"), "{e}");
+    assert_eq!((e.location.line, e.location.col), (1, 31), "{e}");
+}
+
 /// A module of partition 1 with `ports` sampling ports `port_0`, ..., and one channel per
 /// (source, destination) port name pair of `ends`.
 fn ports_and_channels(ports: usize, ends: &[(String, String)]) -> String {
