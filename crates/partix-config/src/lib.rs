@@ -40,7 +40,7 @@ mod value;
 use std::io::Read as _;
 use std::path::Path;
 
-pub use error::{ConfigError, ConfigErrors};
+pub use error::{ConfigError, ConfigErrors, MAX_REPORTED_ERRORS};
 pub use parse::{
     socket_buffer_bytes, MAX_IDENTIFIER, MAX_NAME_LEN, MAX_NB_MESSAGES, MAX_PORTS_PER_KIND,
     MAX_QUEUING_MESSAGE_SIZE, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER,
@@ -153,9 +153,8 @@ pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErro
         .map_err(|e| ConfigErrors::single(parse::xml_error(text, source, &e)))?;
     let mut parser = parse::Parser::new(&doc, source);
     let raw = parser.module();
-    if let Some(errs) = ConfigErrors::new(parser.errors) {
+    if let Some(errs) = parser.errors.finish() {
         return Err(errs);
     }
     validate::validate(raw, source)
-        .map_err(|errs| ConfigErrors::new(errs).expect("validate returns Err only with errors"))
 }

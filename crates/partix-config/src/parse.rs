@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use roxmltree::{Attribute, Document, Node};
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ErrorSink};
 use crate::model::{
     Credentials, Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess,
     MemoryKind, MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
@@ -332,7 +332,7 @@ pub(crate) struct Parser<'a, 'i> {
     /// The namespace of the ARINC vocabulary: the root element's namespace (usually none).
     arinc_ns: Option<&'a str>,
     lines: LineIndex<'i>,
-    pub errors: Vec<ConfigError>,
+    pub errors: ErrorSink,
     /// The `SystemState`s read so far (see [`RawModule::system_states`]).
     system_states: Vec<Loc<u32>>,
 }
@@ -799,7 +799,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             file,
             arinc_ns: doc.root_element().tag_name().namespace(),
             lines: LineIndex::new(doc.input_text()),
-            errors: Vec::new(),
+            errors: ErrorSink::default(),
             system_states: Vec::new(),
         }
     }
@@ -2191,10 +2191,7 @@ mod tests {
         for (pos, _) in text.char_indices() {
             assert_eq!(idx.location(pos), location_at(&text, pos), "at {pos}");
         }
-        assert_eq!(
-            idx.location(text.len()),
-            location_at(&text, text.len())
-        );
+        assert_eq!(idx.location(text.len()), location_at(&text, text.len()));
     }
 
     #[test]

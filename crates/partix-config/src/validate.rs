@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigErrors, ErrorSink};
 use crate::model::*;
 use crate::parse::{
     error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule, RawWindow,
@@ -19,7 +19,7 @@ use crate::value;
 
 struct Checker<'a> {
     file: Option<&'a Path>,
-    errors: Vec<ConfigError>,
+    errors: ErrorSink,
 }
 
 fn at(l: Location) -> String {
@@ -129,18 +129,18 @@ impl Parts {
 }
 
 /// Validate `raw` and build the frozen model.
-pub(crate) fn validate(raw: RawModule, file: Option<&Path>) -> Result<Module, Vec<ConfigError>> {
+pub(crate) fn validate(raw: RawModule, file: Option<&Path>) -> Result<Module, ConfigErrors> {
     let mut c = Checker {
         file,
-        errors: Vec::new(),
+        errors: ErrorSink::default(),
     };
     let mut parts = partitions(&mut c, &raw.partitions, file);
     memories(&mut c, &raw, &mut parts);
     let (schedules, initial) = schedules(&mut c, &raw, &parts);
     let channels = channels(&mut c, &raw, &parts);
     let (system_hm, module_hm) = hm(&mut c, &raw, &mut parts);
-    if !c.errors.is_empty() {
-        return Err(c.errors);
+    if let Some(errors) = c.errors.finish() {
+        return Err(errors);
     }
     let name = raw.name.unwrap_or_else(|| {
         file.and_then(|f| f.file_stem())

@@ -348,22 +348,29 @@ fn pathological_sizes_complete() {
     // One unknown identifier per table, plus "no schedule", plus every system entry but the
     // first giving APPLICATION_ERROR another identifier.
     assert_eq!(errs.len(), n + 1 + (n - 1));
-    assert_eq!(
-        errs.iter()
-            .filter(|e| e.message.contains("names unknown error identifier"))
-            .count(),
-        n
-    );
+    // The first MAX_REPORTED_ERRORS are kept (review 27), in file order: the system entries.
+    assert_eq!(errs.errors().len(), partix_config::MAX_REPORTED_ERRORS);
+    assert!(errs.iter().all(|e| e
+        .message
+        .contains("ErrorCode APPLICATION_ERROR is already given")
+        || e.message.contains("no <Module_Schedule>")));
     assert!(
         errs.iter().all(|e| e.help.len() < 1000),
         "help texts are bounded"
     );
-    assert!(errs.to_string().contains("and 3988 more"));
+    // (The help of the unknown identifiers, "... and 3988 more" identifiers, is past the cap.)
+    assert!(errs
+        .to_string()
+        .ends_with("... and 7800 more errors (fix the ones above first)"));
 }
 
 /// Parse `xml` and return its errors, within `budget` (the quadratic paths these inputs took cost
 /// minutes: review 27).
-fn errors_within(what: &str, xml: &str, budget: std::time::Duration) -> partix_config::ConfigErrors {
+fn errors_within(
+    what: &str,
+    xml: &str,
+    budget: std::time::Duration,
+) -> partix_config::ConfigErrors {
     let t0 = std::time::Instant::now();
     let r = partix_config::parse_str(xml, None);
     let took = t0.elapsed();
@@ -386,7 +393,10 @@ fn a_long_namespace_uri_is_refused_at_its_declaration() {
     let errs = errors_within("long partix URI", &xml, budget);
     assert_eq!(errs.len(), 1, "{}", errs.first());
     let e = errs.first();
-    assert!(e.message.contains("namespace URI longer than 1024 bytes"), "{e}");
+    assert!(
+        e.message.contains("namespace URI longer than 1024 bytes"),
+        "{e}"
+    );
     assert_eq!((e.location.line, e.location.col), (1, 19), "{e}");
     assert!(e.to_string().len() < 400, "the URI is not echoed");
     // The default namespace, compared at each ARINC child.
@@ -396,7 +406,10 @@ fn a_long_namespace_uri_is_refused_at_its_declaration() {
     );
     let errs = errors_within("long default URI", &xml, budget);
     let e = errs.first();
-    assert!(e.message.contains("namespace URI longer than 1024 bytes"), "{e}");
+    assert!(
+        e.message.contains("namespace URI longer than 1024 bytes"),
+        "{e}"
+    );
     assert_eq!((e.location.line, e.location.col), (2, 2), "{e}");
     // At the limit: accepted (and then reported as the wrong partix URI, shortened).
     let uri = "B".repeat(1024 - "urn:x:".len());
@@ -426,10 +439,12 @@ fn locations_on_a_long_non_ascii_line_cost_linear_time() {
     );
     // No schedule, and no window for the partition; the columns count characters.
     assert!(errs.first().message.contains("Module_Schedule"), "{errs}");
-    let bad = xml.replacen("StackSize=\"1\"/>", "StackSize=\"x\"/>", n);
-    let last_value = bad.rfind("StackSize=\"x").unwrap() + "StackSize=\"".len();
+    // The last value bad: its column counts the whole line.
+    let at = xml.rfind("StackSize=\"1").unwrap() + "StackSize=\"".len();
+    let bad = format!("{}x{}", &xml[..at], &xml[at + 1..]);
+    let last_value = at;
     let errs = errors_within(
-        "one non-ASCII line, all values bad",
+        "one non-ASCII line, the last value bad",
         &bad,
         std::time::Duration::from_secs(4),
     );
@@ -479,4 +494,44 @@ fn many_period_start_windows_validate_in_linear_time() {
         )),
         "{errs}"
     );
+}
+
+/// Review 27, finding 6: every problem became an error, kept and printed: a 4 MB file of unknown
+/// elements made a million of them (hundreds of MB of heap and of output). The first
+/// MAX_REPORTED_ERRORS in file order are kept, the others counted and summed up in one line.
+#[test]
+fn the_errors_reported_are_capped_and_counted() {
+    let n = 200_000;
+    let xml = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<a/>".repeat(n)
+    );
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    let max = partix_config::MAX_REPORTED_ERRORS;
+    assert_eq!(errs.len(), n);
+    assert_eq!(errs.errors().len(), max);
+    assert_eq!(errs.omitted(), n - max);
+    // The first ones, in file order.
+    for (i, e) in errs.iter().enumerate() {
+        assert_eq!(
+            (e.location.line, e.location.col as usize),
+            (2, 4 * i + 1),
+            "{e}"
+        );
+        assert!(e.message.contains("unknown element <a>"), "{e}");
+    }
+    let text = errs.to_string();
+    assert_eq!(text.lines().count(), 2 * max + 1);
+    assert_eq!(
+        text.lines().last().unwrap(),
+        format!("... and {} more errors (fix the ones above first)", n - max)
+    );
+    // Up to the cap, nothing changes.
+    let xml = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<a/>".repeat(max)
+    );
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    assert_eq!((errs.len(), errs.omitted()), (max, 0));
+    assert!(!errs.to_string().contains("more error"));
 }
