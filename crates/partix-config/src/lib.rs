@@ -40,7 +40,7 @@ mod value;
 use std::io::Read as _;
 use std::path::Path;
 
-pub use error::{ConfigError, ConfigErrors};
+pub use error::{ConfigError, ConfigErrors, MAX_REPORTED_ERRORS};
 pub use parse::{
     socket_buffer_bytes, MAX_IDENTIFIER, MAX_NAME_LEN, MAX_NB_MESSAGES, MAX_PORTS_PER_KIND,
     MAX_QUEUING_MESSAGE_SIZE, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER,
@@ -111,9 +111,14 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
         Err(e) => {
             let pos = e.utf8_error().valid_up_to();
             let text = String::from_utf8_lossy(e.as_bytes());
+            // Without the byte-order mark, as `parse_str` counts columns.
+            let location = match text.strip_prefix('\u{feff}') {
+                Some(rest) => parse::location_at(rest, pos.saturating_sub('\u{feff}'.len_utf8())),
+                None => parse::location_at(&text, pos),
+            };
             return Err(ConfigErrors::single(ConfigError {
                 file: Some(path.to_path_buf()),
-                location: parse::location_at(&text, pos),
+                location,
                 message: "the file is not valid UTF-8".into(),
                 help: "save the configuration as UTF-8".into(),
             }));
@@ -148,9 +153,8 @@ pub fn parse_str(text: &str, source: Option<&Path>) -> Result<Module, ConfigErro
         .map_err(|e| ConfigErrors::single(parse::xml_error(text, source, &e)))?;
     let mut parser = parse::Parser::new(&doc, source);
     let raw = parser.module();
-    if let Some(errs) = ConfigErrors::new(parser.errors) {
+    if let Some(errs) = parser.errors.finish() {
         return Err(errs);
     }
     validate::validate(raw, source)
-        .map_err(|errs| ConfigErrors::new(errs).expect("validate returns Err only with errors"))
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use roxmltree::{Attribute, Document, Node};
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ErrorSink};
 use crate::model::{
     Credentials, Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess,
     MemoryKind, MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
@@ -209,7 +209,7 @@ pub(crate) struct RawPartitionHmEntry {
     pub state: u32,
     pub error_id: Loc<u32>,
     pub code: Option<Loc<ErrorCode>>,
-    pub action: PartitionAction,
+    pub action: Loc<PartitionAction>,
 }
 
 /// The values of `partix:DescriptorTable`.
@@ -332,24 +332,35 @@ pub(crate) struct Parser<'a, 'i> {
     /// The namespace of the ARINC vocabulary: the root element's namespace (usually none).
     arinc_ns: Option<&'a str>,
     lines: LineIndex<'i>,
-    pub errors: Vec<ConfigError>,
+    pub errors: ErrorSink,
     /// The `SystemState`s read so far (see [`RawModule::system_states`]).
     system_states: Vec<Loc<u32>>,
 }
 
 /// Byte offset → line/column in O(log lines) (roxmltree's `text_pos_at` rescans the text).
+///
+/// A column counts characters. On an ASCII line it is the byte distance; on another line it is
+/// counted from checkpoints every [`CHECKPOINT_BYTES`] bytes of the text, so a lookup costs at most
+/// twice that much counting whatever the line's length (counting from the line's start made a
+/// one-line file with a non-ASCII character quadratic: review 27).
 struct LineIndex<'i> {
     text: &'i str,
     starts: Vec<usize>,
     /// Per line: whether it is ASCII (column = byte distance, no counting).
     ascii: Vec<bool>,
+    /// (byte offset, characters before it), at the first character boundary at or after each
+    /// multiple of [`CHECKPOINT_BYTES`]; the first is (0, 0).
+    checkpoints: Vec<(usize, usize)>,
 }
+
+/// Bytes between two checkpoints of a [`LineIndex`].
+const CHECKPOINT_BYTES: usize = 256;
 
 impl<'i> LineIndex<'i> {
     fn new(text: &'i str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let ascii = starts
+        let ascii: Vec<bool> = starts
             .iter()
             .enumerate()
             .map(|(k, &s)| {
@@ -357,23 +368,49 @@ impl<'i> LineIndex<'i> {
                 text.as_bytes()[s..end].is_ascii()
             })
             .collect();
+        let mut checkpoints = vec![(0, 0)];
+        if !text.is_ascii() {
+            let (mut at, mut chars) = (0, 0);
+            loop {
+                let mut next = at + CHECKPOINT_BYTES;
+                while next < text.len() && !text.is_char_boundary(next) {
+                    next += 1;
+                }
+                if next >= text.len() {
+                    break;
+                }
+                chars += text[at..next].chars().count();
+                checkpoints.push((next, chars));
+                at = next;
+            }
+        }
         Self {
             text,
             starts,
             ascii,
+            checkpoints,
         }
+    }
+
+    /// The number of characters before byte `pos` (a character boundary).
+    fn chars_before(&self, pos: usize) -> usize {
+        let k = self.checkpoints.partition_point(|&(at, _)| at <= pos) - 1;
+        let (at, chars) = self.checkpoints[k];
+        chars
+            + self
+                .text
+                .get(at..pos)
+                .map_or(pos - at, |t| t.chars().count())
     }
 
     fn location(&self, pos: usize) -> Location {
         let pos = pos.min(self.text.len());
         let line = self.starts.partition_point(|&s| s <= pos);
         let start = self.starts[line - 1];
-        let col = if self.ascii[line - 1] {
+        let col = if self.ascii[line - 1] || !self.text.is_char_boundary(pos) {
             pos - start
         } else {
-            self.text
-                .get(start..pos)
-                .map_or(pos - start, |t| t.chars().count())
+            self.chars_before(pos) - self.chars_before(start)
         };
         Location {
             line: u32::try_from(line).unwrap_or(u32::MAX),
@@ -416,6 +453,12 @@ pub const MAX_ATTRIBUTES: usize = 64;
 /// namespaces in scope: 4000 of them, well inside the other limits, made a 131 KB file take 73 s).
 pub const MAX_NAMESPACE_DECLARATIONS: usize = 256;
 
+/// Longest namespace URI (the value of an `xmlns` or `xmlns:*` attribute, as written), in bytes.
+/// A URI is a few dozen bytes; roxmltree keeps it once, but every check that compares it (per
+/// element in scope) would read a long one whole: 8 MiB of URI over a million elements took
+/// minutes (review 27).
+pub const MAX_NAMESPACE_URI: usize = 1024;
+
 /// Most XML nodes of a document (elements, text, comments, processing instructions and the
 /// document itself, as roxmltree counts them; its `nodes_limit`). A module configuration has a
 /// few thousand.
@@ -439,6 +482,8 @@ pub(crate) enum Refusal {
     FragmentedText,
     /// The namespace declaration past the [`MAX_NAMESPACE_DECLARATIONS`]th of the file.
     TooManyNamespaces,
+    /// A namespace declaration whose URI is longer than [`MAX_NAMESPACE_URI`] bytes.
+    LongNamespaceUri,
 }
 
 /// Return where and why `text` is refused before roxmltree parses it, if it is: the first start
@@ -558,6 +603,19 @@ fn prescan_with(text: &str, max_nodes: usize) -> Result<usize, (usize, Refusal)>
                             if namespaces > MAX_NAMESPACE_DECLARATIONS {
                                 return Err((at, Refusal::TooManyNamespaces));
                             }
+                            // The value: after spaces, in quotes. Read up to the limit only,
+                            // so that the scan stays linear.
+                            let mut k = j + 1;
+                            while k < b.len() && b[k].is_ascii_whitespace() {
+                                k += 1;
+                            }
+                            if let Some(&q @ (b'"' | b'\'')) = b.get(k) {
+                                let end = (k + 2 + MAX_NAMESPACE_URI).min(b.len());
+                                if !b[k + 1..end].contains(&q) && end - (k + 1) > MAX_NAMESPACE_URI
+                                {
+                                    return Err((at, Refusal::LongNamespaceUri));
+                                }
+                            }
                         }
                     }
                     _ => {}
@@ -626,6 +684,10 @@ pub(crate) fn refusal_error(
         Refusal::TooManyNamespaces => (
             format!("the file declares more than {MAX_NAMESPACE_DECLARATIONS} XML namespaces"),
             "a module configuration declares one or two (xmlns:partix=\"urn:partix:config:1\"), once on the root element: remove the others (is this file generated or corrupted?)".to_string(),
+        ),
+        Refusal::LongNamespaceUri => (
+            format!("a namespace URI longer than {MAX_NAMESPACE_URI} bytes"),
+            "a namespace URI is a few dozen bytes (xmlns:partix=\"urn:partix:config:1\"): shorten it (is this file generated or corrupted?)".to_string(),
         ),
         Refusal::FragmentedText => (
             format!("more than {MAX_TEXT_PIECES} pieces of text and CDATA sections in a row"),
@@ -706,6 +768,25 @@ pub(crate) fn xml_error(text: &str, file: Option<&Path>, e: &roxmltree::Error) -
     }
 }
 
+/// Whether `a` and `b` are equal, comparing their addresses first (no byte read when they are
+/// the same string, as the namespaces roxmltree shares between elements are).
+fn same_str(a: &str, b: &str) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || a == b
+}
+
+/// `s` for a message: at most 100 bytes of it, then `...`.
+fn shorten(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut cut = MAX;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &s[..cut])
+}
+
 fn tag(node: Node) -> String {
     format!("<{}>", node.tag_name().name())
 }
@@ -718,7 +799,7 @@ impl<'a, 'i> Parser<'a, 'i> {
             file,
             arinc_ns: doc.root_element().tag_name().namespace(),
             lines: LineIndex::new(doc.input_text()),
-            errors: Vec::new(),
+            errors: ErrorSink::default(),
             system_states: Vec::new(),
         }
     }
@@ -807,8 +888,9 @@ impl<'a, 'i> Parser<'a, 'i> {
                         self.err(
                             loc,
                             format!(
-                                "`{}` is in namespace `{ns}`, which partix does not know",
-                                a.name()
+                                "`{}` is in namespace `{}`, which partix does not know",
+                                a.name(),
+                                shorten(ns)
                             ),
                             format!("partix extensions live in xmlns:partix=\"{PARTIX_NS}\""),
                         );
@@ -833,7 +915,11 @@ impl<'a, 'i> Parser<'a, 'i> {
             .collect();
         for e in elements {
             for ns in e.namespaces() {
-                if ns.name() == Some("partix") && ns.uri() != PARTIX_NS && !seen.contains(&ns.uri())
+                // By address first: every element in its scope shares the declaring element's
+                // string, which a byte comparison would read whole each time.
+                if ns.name() == Some("partix")
+                    && ns.uri() != PARTIX_NS
+                    && !seen.iter().any(|s| same_str(s, ns.uri()))
                 {
                     seen.push(ns.uri());
                     let loc = self.node_loc(e);
@@ -841,7 +927,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                         loc,
                         format!(
                             "the prefix `partix` is bound to `{}`, not to the partix namespace",
-                            ns.uri()
+                            shorten(ns.uri())
                         ),
                         format!("declare xmlns:partix=\"{PARTIX_NS}\" (partix's extensions would be ignored otherwise)"),
                     );
@@ -863,7 +949,11 @@ impl<'a, 'i> Parser<'a, 'i> {
             let ns = c.tag_name().namespace();
             let name = c.tag_name().name();
             let loc = self.node_loc(c);
-            if ns == self.arinc_ns {
+            let arinc = match (ns, self.arinc_ns) {
+                (Some(a), Some(b)) => same_str(a, b),
+                (a, b) => a == b,
+            };
+            if arinc {
                 if allowed.contains(&name) {
                     out.push(c);
                 } else {
@@ -931,9 +1021,9 @@ impl<'a, 'i> Parser<'a, 'i> {
                     loc,
                     format!(
                         "<{name}> is in namespace `{}`, not in the module's ({})",
-                        ns.unwrap_or(""),
+                        shorten(ns.unwrap_or("")),
                         self.arinc_ns
-                            .map_or("no namespace".to_string(), |n| format!("`{n}`"))
+                            .map_or("no namespace".to_string(), |n| format!("`{}`", shorten(n)))
                     ),
                     "remove the xmlns attribute or prefix that moved it (elements of other namespaces are extensions partix ignores)",
                 );
@@ -1047,6 +1137,18 @@ impl<'a, 'i> Parser<'a, 'i> {
 
     fn name(s: &str) -> Result<String, ValueError> {
         let t = Self::text(s)?;
+        // A line feed or an escape sequence would forge `FILE:L:C: error:` lines and break the
+        // tables of `partix check` (review 27).
+        if let Some(c) = t.chars().find(|c| c.is_control()) {
+            let shown: String = shorten(&t).escape_debug().collect();
+            return Err(ValueError {
+                message: format!(
+                    "the name \"{shown}\" contains the control character U+{:04X}",
+                    u32::from(c)
+                ),
+                help: "names are printable text: remove the control character (a character reference such as &#10; or &#9; in the value)".into(),
+            });
+        }
         if t.trim() != t {
             return Err(ValueError {
                 message: format!("`{t}` has leading or trailing spaces"),
@@ -1675,7 +1777,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                     state,
                     error_id: id,
                     code,
-                    action: action.v,
+                    action,
                 });
             }
         });
@@ -2068,6 +2170,28 @@ mod tests {
             );
             assert_eq!(location_at(text, pos), idx.location(pos));
         }
+    }
+
+    /// Columns on long non-ASCII lines, counted from checkpoints, agree with a count from the
+    /// start: characters of 1 to 4 bytes on both sides of (and across) checkpoints, on several
+    /// lines, the first of them ASCII.
+    #[test]
+    fn line_index_checkpoints_agree_with_a_full_count() {
+        let mut text = String::from("<a x='plain ascii line'>\n");
+        let pieces = ["é", "x", "€", "𝄞", "ab", "\u{7ff}"];
+        for line in 0..3 {
+            for i in 0..(3 * CHECKPOINT_BYTES + 17 * line) {
+                text.push_str(pieces[(i * 7 + line) % pieces.len()]);
+            }
+            text.push('\n');
+        }
+        text.push_str("</a>");
+        let idx = LineIndex::new(&text);
+        assert!(idx.checkpoints.len() > 8);
+        for (pos, _) in text.char_indices() {
+            assert_eq!(idx.location(pos), location_at(&text, pos), "at {pos}");
+        }
+        assert_eq!(idx.location(text.len()), location_at(&text, text.len()));
     }
 
     #[test]

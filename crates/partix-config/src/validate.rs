@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigErrors, ErrorSink};
 use crate::model::*;
 use crate::parse::{
-    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule,
+    error_code_name, RawModule, RawPartRef, RawPartition, RawPortRef, RawSchedule, RawWindow,
     MAX_PORTS_PER_KIND, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER, MAX_TWO_SIDED_MESSAGE_SIZE,
     MAX_UDP_MESSAGE_SIZE,
 };
@@ -19,7 +19,7 @@ use crate::value;
 
 struct Checker<'a> {
     file: Option<&'a Path>,
-    errors: Vec<ConfigError>,
+    errors: ErrorSink,
 }
 
 fn at(l: Location) -> String {
@@ -129,18 +129,18 @@ impl Parts {
 }
 
 /// Validate `raw` and build the frozen model.
-pub(crate) fn validate(raw: RawModule, file: Option<&Path>) -> Result<Module, Vec<ConfigError>> {
+pub(crate) fn validate(raw: RawModule, file: Option<&Path>) -> Result<Module, ConfigErrors> {
     let mut c = Checker {
         file,
-        errors: Vec::new(),
+        errors: ErrorSink::default(),
     };
     let mut parts = partitions(&mut c, &raw.partitions, file);
     memories(&mut c, &raw, &mut parts);
     let (schedules, initial) = schedules(&mut c, &raw, &parts);
     let channels = channels(&mut c, &raw, &parts);
     let (system_hm, module_hm) = hm(&mut c, &raw, &mut parts);
-    if !c.errors.is_empty() {
-        return Err(c.errors);
+    if let Some(errors) = c.errors.finish() {
+        return Err(errors);
     }
     let name = raw.name.unwrap_or_else(|| {
         file.and_then(|f| f.file_stem())
@@ -637,15 +637,19 @@ fn one_schedule(
         if period_ok && !period.is_zero() {
             // PartitionPeriodStart="true": the first window of the partition in its period (not
             // necessarily at the period's start: a period may begin with other partitions).
+            // The first window of each period (the first in file order among equal starts),
+            // found in one pass: comparing each marked window with every other was quadratic.
             let p_ns = period.as_nanos();
+            let mut first: HashMap<u128, &RawWindow> = HashMap::new();
+            for e in &ps.windows {
+                let f = first.entry(e.start.v.as_nanos() / p_ns).or_insert(e);
+                if e.start.v < f.start.v {
+                    *f = e;
+                }
+            }
             for w in ps.windows.iter().filter(|w| w.period_start) {
                 let k = w.start.v.as_nanos() / p_ns;
-                if let Some(e) = ps
-                    .windows
-                    .iter()
-                    .filter(|e| e.start.v < w.start.v && e.start.v.as_nanos() / p_ns == k)
-                    .min_by_key(|e| e.start.v)
-                {
+                if let Some(e) = first.get(&k).copied().filter(|e| e.start.v < w.start.v) {
                     let lo = Duration::from_nanos(u64::try_from(p_ns * k).unwrap_or(u64::MAX));
                     c.err(
                         w.loc,
@@ -1356,6 +1360,25 @@ fn hm(
                 );
                 continue;
             }
+            if let Some(gone) = process_action_never_applies(code, e.action.v) {
+                let (action, name) = (e.action.v, error_code_name(code));
+                let action = if action == PartitionAction::StopProcess {
+                    "STOP_PROCESS"
+                } else {
+                    "RESTART_PROCESS"
+                };
+                let help = if code == ErrorCode::InitTimeout {
+                    "use IDLE, or IGNORE to let it go on initialising (a COLD_START or WARM_START after INIT_TIMEOUT idles the partition too: the restart would time out again)".to_string()
+                } else {
+                    "use IDLE, COLD_START or WARM_START (STOP_PROCESS and RESTART_PROCESS apply to the errors raised inside a running partition: DEADLINE_MISSED, APPLICATION_ERROR)".to_string()
+                };
+                c.err(
+                    e.action.loc,
+                    format!("{action} cannot apply to {name}: {gone}; the executive idles the partition instead"),
+                    help,
+                );
+                continue;
+            }
             if let Some((first_id, first)) = actions.get(&code) {
                 c.err(
                     e.error_id.loc,
@@ -1373,12 +1396,36 @@ fn hm(
                 system_state: e.state,
                 error_id: id,
                 code,
-                action: e.action,
+                action: e.action.v,
             });
         }
         parts.list[idx].hm = entries;
     }
     (system, module)
+}
+
+/// Why a process-level action (`STOP_PROCESS`, `RESTART_PROCESS`) for `code` would never run as
+/// configured, if it would not: the executive alone raises these codes, when no process of the
+/// partition can be stopped or restarted, and `executive::hm::decide` turns the action into IDLE.
+fn process_action_never_applies(code: ErrorCode, action: PartitionAction) -> Option<&'static str> {
+    if !matches!(
+        action,
+        PartitionAction::StopProcess | PartitionAction::RestartProcess
+    ) {
+        return None;
+    }
+    match code {
+        ErrorCode::InitTimeout => Some(
+            "partix raises it for a partition whose initialisation has not finished, before its processes run",
+        ),
+        ErrorCode::PartitionCrash
+        | ErrorCode::MemoryViolation
+        | ErrorCode::NumericError
+        | ErrorCode::IllegalRequest => Some(
+            "partix raises it when the partition's process has ended (an exit or a fatal signal), and every process of the partition with it",
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -348,15 +348,190 @@ fn pathological_sizes_complete() {
     // One unknown identifier per table, plus "no schedule", plus every system entry but the
     // first giving APPLICATION_ERROR another identifier.
     assert_eq!(errs.len(), n + 1 + (n - 1));
-    assert_eq!(
-        errs.iter()
-            .filter(|e| e.message.contains("names unknown error identifier"))
-            .count(),
-        n
-    );
+    // The first MAX_REPORTED_ERRORS are kept (review 27), in file order: the system entries.
+    assert_eq!(errs.errors().len(), partix_config::MAX_REPORTED_ERRORS);
+    assert!(errs.iter().all(|e| e
+        .message
+        .contains("ErrorCode APPLICATION_ERROR is already given")
+        || e.message.contains("no <Module_Schedule>")));
     assert!(
         errs.iter().all(|e| e.help.len() < 1000),
         "help texts are bounded"
     );
-    assert!(errs.to_string().contains("and 3988 more"));
+    // (The help of the unknown identifiers, "... and 3988 more" identifiers, is past the cap.)
+    assert!(errs
+        .to_string()
+        .ends_with("... and 7800 more errors (fix the ones above first)"));
+}
+
+/// Parse `xml` and return its errors, within `budget` (the quadratic paths these inputs took cost
+/// minutes: review 27).
+fn errors_within(
+    what: &str,
+    xml: &str,
+    budget: std::time::Duration,
+) -> partix_config::ConfigErrors {
+    let t0 = std::time::Instant::now();
+    let r = partix_config::parse_str(xml, None);
+    let took = t0.elapsed();
+    eprintln!("{what}: {took:?}");
+    assert!(took < budget, "{what} took {took:?}");
+    r.expect_err(what)
+}
+
+/// Review 27, finding 1: a long namespace URI was compared whole at every element in its scope
+/// (8 MiB × a million elements: minutes). It is refused at its declaration.
+#[test]
+fn a_long_namespace_uri_is_refused_at_its_declaration() {
+    let uri = "A".repeat(8 << 20);
+    let budget = std::time::Duration::from_secs(2);
+    // The prefix partix bound to a wrong URI, and a million elements in its scope.
+    let xml = format!(
+        "<ARINC_653_Module xmlns:partix=\"urn:x:{uri}\">\n  <v:ext xmlns:v=\"urn:vendor\">{}</v:ext>\n</ARINC_653_Module>",
+        "<a/>".repeat(999_990)
+    );
+    let errs = errors_within("long partix URI", &xml, budget);
+    assert_eq!(errs.len(), 1, "{}", errs.first());
+    let e = errs.first();
+    assert!(
+        e.message.contains("namespace URI longer than 1024 bytes"),
+        "{e}"
+    );
+    assert_eq!((e.location.line, e.location.col), (1, 19), "{e}");
+    assert!(e.to_string().len() < 400, "the URI is not echoed");
+    // The default namespace, compared at each ARINC child.
+    let xml = format!(
+        "<ARINC_653_Module\n xmlns='urn:{uri}'><Partition PartitionIdentifier=\"1\">{}</Partition></ARINC_653_Module>",
+        "<Process/>".repeat(800_000)
+    );
+    let errs = errors_within("long default URI", &xml, budget);
+    let e = errs.first();
+    assert!(
+        e.message.contains("namespace URI longer than 1024 bytes"),
+        "{e}"
+    );
+    assert_eq!((e.location.line, e.location.col), (2, 2), "{e}");
+    // At the limit: accepted (and then reported as the wrong partix URI, shortened).
+    let uri = "B".repeat(1024 - "urn:x:".len());
+    let xml = format!("<ARINC_653_Module xmlns:partix=\"urn:x:{uri}\"/>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    let e = errs.first();
+    assert!(e.message.contains("the prefix `partix` is bound to"), "{e}");
+    assert!(e.message.len() < 250, "{e}");
+    let xml = format!("<ARINC_653_Module xmlns:partix='urn:x:{uri}B'/>");
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    assert!(errs.first().message.contains("longer than 1024"), "{errs}");
+}
+
+/// Review 27, finding 2: on a line with a non-ASCII character, each location counted the
+/// characters from the line's start; a one-line (minified) file was quadratic.
+#[test]
+fn locations_on_a_long_non_ascii_line_cost_linear_time() {
+    let n = 100_000;
+    let xml = format!(
+        "<ARINC_653_Module ModuleName=\"é\"><Partition PartitionIdentifier=\"1\">{}</Partition></ARINC_653_Module>",
+        "<Process Name=\"a\" StackSize=\"1\"/>".repeat(n)
+    );
+    let errs = errors_within(
+        "one non-ASCII line",
+        &xml,
+        std::time::Duration::from_secs(4),
+    );
+    // No schedule, and no window for the partition; the columns count characters.
+    assert!(errs.first().message.contains("Module_Schedule"), "{errs}");
+    // The last value bad: its column counts the whole line.
+    let at = xml.rfind("StackSize=\"1").unwrap() + "StackSize=\"".len();
+    let bad = format!("{}x{}", &xml[..at], &xml[at + 1..]);
+    let last_value = at;
+    let errs = errors_within(
+        "one non-ASCII line, the last value bad",
+        &bad,
+        std::time::Duration::from_secs(4),
+    );
+    let last = errs.iter().last().unwrap();
+    // `é` is two bytes and one column.
+    assert_eq!(
+        (last.location.line, last.location.col as usize),
+        (1, last_value),
+        "{last}"
+    );
+}
+
+/// Review 27, finding 3: the PartitionPeriodStart check compared each marked window with every
+/// window of its partition (quadratic: a valid module with 130000 windows took minutes).
+#[test]
+fn many_period_start_windows_validate_in_linear_time() {
+    let w = 40_000;
+    let mut xml = format!(
+        "<ARINC_653_Module><Partition PartitionIdentifier=\"1\"/>\n<Module_Schedule MajorFrameSeconds=\"{}\">\n<Partition_Schedule PartitionIdentifier=\"1\" PeriodSeconds=\".000001\" PeriodDurationSeconds=\".000000001\">\n",
+        w as f64 / 1e6
+    );
+    for i in 0..w {
+        // Window i at i µs, the first of its own 1 µs period.
+        xml.push_str(&format!(
+            "<Window_Schedule WindowIdentifier=\"{}\" WindowStartSeconds=\"{}.{:06}\" WindowDurationSeconds=\".000000001\" PartitionPeriodStart=\"1\"/>\n",
+            i + 1,
+            i / 1_000_000,
+            i % 1_000_000
+        ));
+    }
+    xml.push_str("</Partition_Schedule></Module_Schedule></ARINC_653_Module>\n");
+    let t0 = std::time::Instant::now();
+    let m = partix_config::parse_str(&xml, None).unwrap_or_else(|e| panic!("{}", e.first()));
+    let took = t0.elapsed();
+    eprintln!("{w} period-start windows: {took:?}");
+    assert_eq!(m.schedules[0].windows.len(), w);
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    // A window that is not the first of its period is still found.
+    let bad = xml.replace(
+        "WindowStartSeconds=\"0.000007\"",
+        "WindowStartSeconds=\"0.0000065\"",
+    );
+    let errs = partix_config::parse_str(&bad, None).unwrap_err();
+    assert!(
+        errs.iter().any(|e| e.message.contains(
+            "window 8 of `partition1` has PartitionPeriodStart=\"true\", but window 7 at 0.006 ms"
+        )),
+        "{errs}"
+    );
+}
+
+/// Review 27, finding 6: every problem became an error, kept and printed: a 4 MB file of unknown
+/// elements made a million of them (hundreds of MB of heap and of output). The first
+/// MAX_REPORTED_ERRORS in file order are kept, the others counted and summed up in one line.
+#[test]
+fn the_errors_reported_are_capped_and_counted() {
+    let n = 200_000;
+    let xml = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<a/>".repeat(n)
+    );
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    let max = partix_config::MAX_REPORTED_ERRORS;
+    assert_eq!(errs.len(), n);
+    assert_eq!(errs.errors().len(), max);
+    assert_eq!(errs.omitted(), n - max);
+    // The first ones, in file order.
+    for (i, e) in errs.iter().enumerate() {
+        assert_eq!(
+            (e.location.line, e.location.col as usize),
+            (2, 4 * i + 1),
+            "{e}"
+        );
+        assert!(e.message.contains("unknown element <a>"), "{e}");
+    }
+    let text = errs.to_string();
+    assert_eq!(text.lines().count(), 2 * max + 1);
+    assert_eq!(
+        text.lines().last().unwrap(),
+        format!("... and {} more errors (fix the ones above first)", n - max)
+    );
+    // Up to the cap, nothing changes.
+    let xml = format!(
+        "<ARINC_653_Module>\n{}</ARINC_653_Module>",
+        "<a/>".repeat(max)
+    );
+    let errs = partix_config::parse_str(&xml, None).unwrap_err();
+    assert_eq!((errs.len(), errs.omitted()), (max, 0));
+    assert!(!errs.to_string().contains("more error"));
 }

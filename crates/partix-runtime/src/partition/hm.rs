@@ -3,7 +3,7 @@
 //!
 //! # How an error is handled
 //! 1. Its level comes from the configuration's `System_HM_Table` (first entry with the error's
-//!    code); without one, errors of a process are process-level, others partition-level.
+//!    code); a code it does not list, or any code without a configuration, is process-level.
 //! 2. Process level, with an error handler created and the error not raised by the handler
 //!    itself: the error is queued and the error handler process runs (SCHED_FIFO 97, above every
 //!    process); it reads the errors with [`get_error_status`] and may STOP/START processes.
@@ -225,9 +225,28 @@ enum Decision {
 
 /// Look up the handling of `code` (the HM tables, or the built-in defaults).
 fn decide(code: ErrorCode, process_level_possible: bool, eh_available: bool) -> Decision {
+    decide_in(
+        config(),
+        rt().ctx.partition().partition_id,
+        code,
+        process_level_possible,
+        eh_available,
+    )
+}
+
+/// [`decide`] for partition `pid` of `module` (`None`: no configuration, the built-in
+/// defaults). A code the `System_HM_Table` does not list (or every code, without a
+/// configuration) is PROCESS level: ARINC 653 hands the errors of a process to the partition's
+/// error handler first, and these codes are raised in a process. The executive's default for
+/// the errors it detects itself is PARTITION (`executive::hm::decide`).
+fn decide_in(
+    module: Option<&Module>,
+    pid: u32,
+    code: ErrorCode,
+    process_level_possible: bool,
+    eh_available: bool,
+) -> Decision {
     let cfg_code = code.config_code();
-    let module = config();
-    let pid = rt().ctx.partition().partition_id;
     let level = module
         .and_then(|m| m.system_hm.iter().find(|e| e.code == cfg_code))
         .map(|e| e.level)
@@ -605,4 +624,65 @@ pub fn raise_application_error(code: ErrorCode, msg: &[u8]) -> ApexResult<()> {
     let from_eh = me == Some(EH_INDEX);
     raise(code, msg, me.filter(|&i| i != EH_INDEX), from_eh);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module whose `System_HM_Table` does not list APPLICATION_ERROR, and whose partition 1
+    /// names it (by `ErrorCode`) in its `Partition_HM_Table`.
+    const UNLISTED: &str = r#"<ARINC_653_Module ModuleName="hm-default">
+  <System_HM_Table>
+    <System_State_Entry SystemState="1">
+      <Error_ID_Level ErrorIdentifier="1" ErrorCode="DEADLINE_MISSED" ErrorLevel="PARTITION"/>
+    </System_State_Entry>
+  </System_HM_Table>
+  <Partition PartitionIdentifier="1" PartitionName="P1"/>
+  <Module_Schedule MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0" WindowDurationSeconds="0.01"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+  <Partition_HM_Table PartitionIdentifier="1">
+    <System_State_Entry SystemState="1">
+      <Error_ID_Action ErrorIdentifier="9" ErrorCode="APPLICATION_ERROR" Action="COLD_START"/>
+      <Error_ID_Action ErrorIdentifier="1" Action="IDLE"/>
+    </System_State_Entry>
+  </Partition_HM_Table>
+</ARINC_653_Module>"#;
+
+    /// Pins the default level of a code the system table does not list, inside a partition:
+    /// PROCESS (the error handler first, then the partition's action), as docs/config.md and
+    /// docs/apex.md say (review 27 found config.md saying PARTITION).
+    #[test]
+    fn an_unlisted_code_is_process_level_in_the_partition() {
+        let m = partix_config::parse_str(UNLISTED, None).expect("valid module");
+        let app = ErrorCode::ApplicationError;
+        // A process raised it in NORMAL mode and there is an error handler: the handler.
+        assert_eq!(
+            decide_in(Some(&m), 1, app, true, true),
+            Decision::ErrorHandler
+        );
+        // No handler (or not raised by a process): the partition's action for the code.
+        assert_eq!(
+            decide_in(Some(&m), 1, app, true, false),
+            Decision::Partition(PartitionAction::ColdStart)
+        );
+        assert_eq!(
+            decide_in(Some(&m), 1, app, false, true),
+            Decision::Partition(PartitionAction::ColdStart)
+        );
+        // A listed code keeps its level: PARTITION, the handler is not called.
+        assert_eq!(
+            decide_in(Some(&m), 1, ErrorCode::DeadlineMissed, true, true),
+            Decision::Partition(PartitionAction::Idle)
+        );
+        // Without a configuration: PROCESS level, then IGNORE.
+        assert_eq!(decide_in(None, 1, app, true, true), Decision::ErrorHandler);
+        assert_eq!(
+            decide_in(None, 1, app, true, false),
+            Decision::Partition(PartitionAction::Ignore)
+        );
+    }
 }
