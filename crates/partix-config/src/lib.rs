@@ -31,6 +31,8 @@
 #![warn(missing_docs)]
 
 mod error;
+#[doc(hidden)]
+pub mod invariants;
 pub mod model;
 mod parse;
 mod summary;
@@ -106,25 +108,33 @@ pub fn load(path: &Path) -> Result<Module, ConfigErrors> {
             "check that this is the module configuration",
         ));
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
+    parse_bytes(&bytes, Some(path))
+}
+
+/// Parse and validate a module configuration held in `bytes` (what [`load`] read from a file):
+/// text that is not UTF-8 is one error located at its first bad byte, else as [`parse_str`].
+///
+/// # Errors
+/// As [`parse_str`], and the UTF-8 error.
+pub fn parse_bytes(bytes: &[u8], source: Option<&Path>) -> Result<Module, ConfigErrors> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_str(text, source),
         Err(e) => {
-            let pos = e.utf8_error().valid_up_to();
-            let text = String::from_utf8_lossy(e.as_bytes());
+            let pos = e.valid_up_to();
+            let text = String::from_utf8_lossy(bytes);
             // Without the byte-order mark, as `parse_str` counts columns.
             let location = match text.strip_prefix('\u{feff}') {
                 Some(rest) => parse::location_at(rest, pos.saturating_sub('\u{feff}'.len_utf8())),
                 None => parse::location_at(&text, pos),
             };
-            return Err(ConfigErrors::single(ConfigError {
-                file: Some(path.to_path_buf()),
+            Err(ConfigErrors::single(ConfigError {
+                file: source.map(Path::to_path_buf),
                 location,
                 message: "the file is not valid UTF-8".into(),
                 help: "save the configuration as UTF-8".into(),
-            }));
+            }))
         }
-    };
-    parse_str(&text, Some(path))
+    }
 }
 
 /// Parse and validate a module configuration held in `text`.

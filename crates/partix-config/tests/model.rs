@@ -578,3 +578,61 @@ fn executable_and_affinity_keep_their_locations() {
     let e = m.error_at(Location::default(), "no such program", "build it");
     assert_eq!(e.to_string(), "error: no such program\n  help: build it");
 }
+
+/// The invariants the fuzz target and `no_panic` check hold for the good fixtures, and each kind
+/// of break is caught (so the shared check cannot pass whatever the model).
+#[test]
+fn the_shared_invariants_hold_for_good_modules_and_catch_breaks() {
+    use partix_config::invariants::check;
+    for f in ["base.xml", "pok_style.xml"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/good")
+            .join(f);
+        let m = partix_config::load(&path).expect("a good fixture");
+        check(&m).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let good = partix_config::load(&path).expect("base.xml");
+    assert!(!good.channels.is_empty());
+    type Break = (&'static str, fn(&mut Module));
+    let breaks: [Break; 7] = [
+        ("duplicate partition ids", |m| {
+            m.partitions[1].id = m.partitions[0].id
+        }),
+        ("overlap", |m| {
+            let w = m.schedules[0].windows[0].clone();
+            m.schedules[0].windows.insert(1, w);
+        }),
+        ("major frame", |m| {
+            m.schedules[0].major_frame += Duration::from_nanos(1)
+        }),
+        ("source is a destination", |m| {
+            let c = m.channels[0].clone();
+            let (p, name) = (c.source.partition, c.source.port.clone());
+            let part = m.partitions.iter_mut().find(|x| x.id == p).unwrap();
+            for s in &mut part.sampling_ports {
+                if s.name == name {
+                    s.direction = PortDirection::Destination;
+                }
+            }
+            for q in &mut part.queuing_ports {
+                if q.name == name {
+                    q.direction = PortDirection::Destination;
+                }
+            }
+        }),
+        ("missing destination port", |m| {
+            m.channels[0].destinations[0].port = "no-such-port".into()
+        }),
+        ("no destination", |m| m.channels[0].destinations.clear()),
+        ("port on two channels", |m| {
+            let c = m.channels[0].clone();
+            m.channels.push(c);
+        }),
+    ];
+    for (what, f) in breaks {
+        let mut m = good.clone();
+        f(&mut m);
+        assert!(check(&m).is_err(), "{what}: not caught");
+    }
+}

@@ -2,7 +2,6 @@
 //! it accepts satisfies the model's invariants. (The cargo-fuzz target `config_parse` explores
 //! further; this test runs everywhere, without the fuzzer.)
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use partix_config::model::Module;
@@ -45,48 +44,8 @@ fn seeds() -> Vec<(PathBuf, String)> {
 
 /// Check the invariants the runtime relies on.
 fn check_invariants(m: &Module, input: &str) {
-    let ids: HashSet<_> = m.partitions.iter().map(|p| p.id).collect();
-    assert_eq!(
-        ids.len(),
-        m.partitions.len(),
-        "duplicate partition ids accepted:\n{input}"
-    );
-    let names: HashSet<_> = m.partitions.iter().map(|p| &p.name).collect();
-    assert_eq!(
-        names.len(),
-        m.partitions.len(),
-        "duplicate names accepted:\n{input}"
-    );
-    assert!(
-        m.initial_schedule < m.schedules.len(),
-        "bad initial schedule:\n{input}"
-    );
-    for s in &m.schedules {
-        assert!(!s.major_frame.is_zero());
-        for w in s.windows.windows(2) {
-            assert!(
-                w[0].offset + w[0].duration <= w[1].offset,
-                "overlap accepted:\n{input}"
-            );
-        }
-        for w in &s.windows {
-            assert!(!w.duration.is_zero());
-            assert!(
-                w.offset + w.duration <= s.major_frame,
-                "window past frame accepted:\n{input}"
-            );
-            assert!(ids.contains(&w.partition));
-        }
-        for ps in &s.partitions {
-            assert!(s.major_frame.as_nanos() % ps.period.as_nanos() == 0);
-        }
-    }
-    for c in &m.channels {
-        assert!(ids.contains(&c.source.partition));
-        assert!(!c.destinations.is_empty());
-        for d in &c.destinations {
-            assert!(ids.contains(&d.partition));
-        }
+    if let Err(broken) = partix_config::invariants::check(m) {
+        panic!("{broken}:\n{input}");
     }
     let _ = partix_config::summary(m);
 }
