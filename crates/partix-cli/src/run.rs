@@ -73,10 +73,10 @@ pub struct ExecOpts {
     /// cgroup frozen, or SIGSTOP without one: the backstop; default 500).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_OPTION_US))]
     pub park_bound_us: Option<u64>,
-    /// Leave the executive and the partitions dumpable (core dumps, a debugger of the same user)
-    /// and the partitions CAP_SYS_PTRACE. By default a partition cannot open the executive's or
-    /// another partition's descriptors or memory through /proc (docs/ports.md, "Region
-    /// isolation"); with this flag one without partix:User can.
+    /// Leave the executive and the partitions dumpable (core dumps, a debugger of the same user),
+    /// the partitions CAP_SYS_PTRACE and no Landlock domain. By default a partition cannot open
+    /// the executive's or another partition's descriptors or memory through /proc
+    /// (docs/ports.md, "Region isolation"); with this flag one without partix:User can.
     #[arg(long)]
     pub debuggable: bool,
 }
