@@ -685,7 +685,7 @@ pub struct OsSwitcher<'s> {
     /// Why a partition kept `CAP_SYS_PTRACE` or is not in a Landlock domain of its own
     /// (`None`: every partition dropped it and has one, or confinement is off).
     pub confine_error: Option<String>,
-    /// Why partitions get no Landlock domain (`None`: they do, see [`enter_landlock_domain`]).
+    /// Why partitions get no Landlock domain (`None`: they do, see `enter_landlock_domain`).
     pub landlock_error: Option<String>,
 }
 
