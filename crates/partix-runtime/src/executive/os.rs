@@ -2875,8 +2875,9 @@ pub struct RunReport {
     pub log_dropped: u64,
     /// Whether the run confined partitions against `/proc` (not [`Options::debuggable`]).
     pub confined: bool,
-    /// Why the confinement is not whole: the executive could not be made non-dumpable, or a
-    /// partition kept `CAP_SYS_PTRACE` (`None`: it is, or the run was debuggable).
+    /// Why the confinement is not whole: the kernel has no Landlock, the executive could not be
+    /// made non-dumpable, or a partition kept `CAP_SYS_PTRACE` or got no Landlock domain
+    /// (`None`: it is whole, or the run was debuggable).
     pub confine_error: Option<String>,
 }
 
@@ -3698,6 +3699,7 @@ mod tests {
         .map(|p| CString::new(p.as_str()).unwrap())
         .collect();
         let own = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+        let null = c"/dev/null";
         // Child B: first the paths with no domain (they open: root, or the same user and
         // dumpable), then in a domain of its own (refused). Exit status: bit i set if path i was
         // opened in the domain, 64 if one was refused without, 128 if its own failed.
@@ -3706,7 +3708,7 @@ mod tests {
         if pb == 0 {
             // SAFETY: as above.
             unsafe {
-                let open = |p: &CString| {
+                let open = |p: &std::ffi::CStr| {
                     let r = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
                     if r >= 0 {
                         libc::close(r);
@@ -3714,7 +3716,7 @@ mod tests {
                     r >= 0
                 };
                 let mut status = 0;
-                if !paths.iter().all(open) {
+                if !paths.iter().all(|p| open(p)) {
                     status |= 64;
                 }
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -3726,7 +3728,7 @@ mod tests {
                         status |= 1 << i;
                     }
                 }
-                if !open(&own) || !open(&CString::new("/dev/null").unwrap()) {
+                if !open(&own) || !open(null) {
                     status |= 128;
                 }
                 libc::_exit(status);
