@@ -73,6 +73,12 @@ pub struct ExecOpts {
     /// cgroup frozen, or SIGSTOP without one: the backstop; default 500).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_OPTION_US))]
     pub park_bound_us: Option<u64>,
+    /// Leave the executive and the partitions dumpable (core dumps, a debugger of the same user),
+    /// the partitions CAP_SYS_PTRACE and no Landlock domain. By default a partition cannot open
+    /// the executive's or another partition's descriptors or memory through /proc
+    /// (docs/ports.md, "Region isolation"); with this flag one without partix:User can.
+    #[arg(long)]
+    pub debuggable: bool,
 }
 
 /// Largest `--init-timeout-ms` (a day): the executive adds it to the clock.
@@ -176,6 +182,7 @@ fn exec_options(o: &ExecOpts, frames: Option<u64>, trace_capacity: usize) -> Opt
             .park_bound_us
             .map_or(defaults.park_bound, Duration::from_micros),
         early_switch: o.early_switch.unwrap_or(defaults.early_switch),
+        debuggable: o.debuggable,
         switch_prewarm: o
             .prewarm_us
             .map_or(defaults.switch_prewarm, Duration::from_micros),

@@ -7,7 +7,7 @@
 #![allow(unsafe_code)]
 
 use crate::state::{
-    mode, ModuleState, ModuleView, PartitionState, ENV_MODULE_FD, ENV_PARTITION_FD,
+    mode, ModuleState, ModuleView, PartitionState, ENV_DUMPABLE, ENV_MODULE_FD, ENV_PARTITION_FD,
     ENV_PARTITION_ID, LAYOUT_VERSION, MAGIC, MODULE_REGION_LEN, NO_REQUEST, PARTITION_REGION_LEN,
 };
 use partix_shm::{futex, Access, Region, RegionError};
@@ -70,6 +70,31 @@ extern "C" fn on_sigcont(_sig: libc::c_int) {
     // Only atomics and clock_gettime: async-signal-safe.
     if let Some(Ok(ctx)) = CONTEXT.get() {
         stamp_resume(ctx.partition());
+    }
+}
+
+/// Make this process non-dumpable if the executive asked for it ([`ENV_DUMPABLE`] is `0`), and
+/// take the variable out of the environment. A partition that shares the executive's
+/// credentials is otherwise dumpable from its `execve` on, and any other such partition (they
+/// have no `CAP_SYS_PTRACE`, but the same user and capabilities) could open its
+/// `/proc/PID/fd/N` (re-opening its regions read-write) and `/proc/PID/mem`. A failure is
+/// reported on stderr: the partition runs, less confined.
+fn make_non_dumpable_if_asked() {
+    let Some(v) = std::env::var_os(ENV_DUMPABLE) else {
+        return;
+    };
+    std::env::remove_var(ENV_DUMPABLE);
+    if v != "0" {
+        return;
+    }
+    // SAFETY: PR_SET_DUMPABLE takes no pointer.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        eprintln!(
+            "partix: warning: partition {}: cannot make it non-dumpable ({}): other partitions \
+             without partix:User can open its descriptors through /proc",
+            std::env::var(ENV_PARTITION_ID).unwrap_or_default(),
+            std::io::Error::last_os_error()
+        );
     }
 }
 
@@ -370,6 +395,9 @@ impl PartitionContext {
     }
 
     fn attach() -> Result<PartitionContext, AttachError> {
+        // First of all, before it maps anything: out of the other partitions' reach through
+        // /proc, as the executive asks (see `ENV_DUMPABLE`).
+        make_non_dumpable_if_asked();
         // Take the ports' variable out of the environment and make their descriptors
         // close-on-exec now, before the runtime starts a thread, whether or not the partition
         // creates a port.

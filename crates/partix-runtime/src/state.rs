@@ -23,6 +23,12 @@ pub const ENV_MODULE_FD: &str = "PARTIX_MODULE_FD";
 pub const ENV_PARTITION_FD: &str = "PARTIX_PARTITION_FD";
 /// Environment variable holding the partition's `PartitionIdentifier`.
 pub const ENV_PARTITION_ID: &str = "PARTIX_PARTITION_ID";
+/// Environment variable by which the executive asks a partition that shares its credentials (no
+/// `partix:User`) to make itself non-dumpable (`0`) when it attaches: `PR_SET_DUMPABLE` 0, which
+/// `execve` reset. Then a process without `CAP_SYS_PTRACE` (every other partition) can neither
+/// open its descriptors through `/proc/PID/fd` nor its memory through `/proc/PID/mem`
+/// (`docs/ports.md`, "Region isolation"). Unset under `partix run --debuggable`.
+pub const ENV_DUMPABLE: &str = "PARTIX_DUMPABLE";
 /// Environment variable telling a partition how its processes hold file descriptors:
 /// `per-process` (each process copies the partition's table when it first runs in NORMAL mode,
 /// `partix:DescriptorTable="per-process"`) or `shared` (one table, the default when unset).

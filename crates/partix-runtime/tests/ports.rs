@@ -169,6 +169,104 @@ fn partitions_under_their_own_users_keep_their_ports_and_lose_root() {
     );
 }
 
+/// Run `proc.xml` (no partition has a `partix:User`: all are root, as the executive) with the
+/// `probe` role in PROBE; return the outputs and the report.
+fn run_proc(debuggable: bool) -> (Vec<Vec<String>>, partix_runtime::executive::os::RunReport) {
+    let tag = if debuggable {
+        "proc-debuggable"
+    } else {
+        "proc"
+    };
+    common::run_roles_with(
+        tag,
+        load("proc.xml"),
+        env!("CARGO_BIN_EXE_ports-testpart"),
+        &common::out_dir(&format!("ports-{tag}")),
+        &[
+            ("sampling-src", &[], true),
+            ("sampling-dst", &[], true),
+            ("probe", &[], true),
+            ("idle", &[], false),
+        ],
+        partix_runtime::executive::Options {
+            max_frames: Some(100_000),
+            debuggable,
+            ..Default::default()
+        },
+        Duration::from_secs(90),
+    )
+}
+
+/// Region isolation without `partix:User` (audit 27, G7): PROBE runs as root like the executive,
+/// and still cannot open the executive's descriptors (every channel region read-write), nor the
+/// other partitions' (the source's read-write slot of its own channel, and both ends of a
+/// queuing channel it is not on, the destination's idle), through `/proc/PID/fd/N`, nor their memory through
+/// `/proc/PID/mem`: `EACCES`/`EPERM`. The executive and the partitions are non-dumpable, and
+/// partitions have no `CAP_SYS_PTRACE`, not even in their bounding set. PROBE still runs its
+/// APEX process `SCHED_FIFO` and reads its port; the other partitions pass as in `sampling.xml`.
+/// Under `--debuggable` the same probe does reach them (so the checks can fail).
+#[test]
+fn a_partition_without_a_user_cannot_reach_other_regions_through_proc() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "a_partition_without_a_user_cannot_reach_other_regions_through_proc: skipped (needs root)"
+        );
+        return;
+    }
+    let (out, report) = run_proc(false);
+    assert!(report.confined);
+    assert_eq!(report.confine_error, None);
+    assert_eq!(all_pass("SRC", &out[0]), 1, "{:#?}", out[0]);
+    assert_eq!(all_pass("DST1", &out[1]), 10, "{:#?}", out[1]);
+    let passes = common::pass_lines("PROBE", &out[2]);
+    common::print_info("PROBE", &out[2]);
+    for what in [
+        "runs as root (no partix:User)",
+        "has no CAP_SYS_PTRACE (effective, permitted, bounding)",
+        "its APEX process runs SCHED_FIFO",
+        "is not dumpable",
+        "cannot open the executive's descriptors or memory through /proc",
+        "finds its three peer partitions",
+        "reads a valid message on its own port",
+    ] {
+        assert!(
+            passes.iter().any(|l| l == &format!("PASS {what}")),
+            "PROBE: no PASS {what}: {:#?}",
+            out[2]
+        );
+    }
+    let peers = passes
+        .iter()
+        .filter(|l| *l == "PASS cannot open a peer partition's descriptors or memory through /proc")
+        .count();
+    assert_eq!(peers, 3, "{:#?}", out[2]);
+
+    // The opt-out: everything the probe tried is open to it.
+    let (out, report) = run_proc(true);
+    assert!(!report.confined);
+    let fails: Vec<&String> = out[2].iter().filter(|l| l.starts_with("FAIL")).collect();
+    for what in [
+        "FAIL has no CAP_SYS_PTRACE",
+        "FAIL is not dumpable",
+        "FAIL cannot open the executive's descriptors or memory through /proc",
+        "FAIL cannot open a peer partition's descriptors or memory through /proc",
+    ] {
+        assert!(
+            fails.iter().any(|l| l.starts_with(what)),
+            "debuggable PROBE: no {what}: {:#?}",
+            out[2]
+        );
+    }
+    assert!(
+        out[2]
+            .iter()
+            .any(|l| l == "PASS reads a valid message on its own port"),
+        "{:#?}",
+        out[2]
+    );
+}
+
 /// The kernel holds a partition to its CPUs (`partix:Affinity`; a cpuset), not only its first
 /// `sched_setaffinity`: asking for every CPU leaves it on its own, and asking for another CPU
 /// alone is refused (`EINVAL`).

@@ -740,6 +740,188 @@ extern "C" fn creds_process() {
     idle_forever();
 }
 
+/// The capability sets (`CapEff`, `CapPrm`, `CapBnd`) of `/proc/self/status`.
+fn own_capability_sets() -> Vec<(String, Option<u64>)> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    ["CapEff:", "CapPrm:", "CapBnd:"]
+        .iter()
+        .map(|k| {
+            let v = status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok());
+            (k.trim_end_matches(':').to_owned(), v)
+        })
+        .collect()
+}
+
+/// The other processes whose parent is `parent` (its other partitions, for the executive).
+fn children_of(parent: i32) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|st| {
+                    let rest = &st[st.rfind(')')? + 2..];
+                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// What opening a `/proc` path read-write and read-only gave.
+#[derive(Debug, PartialEq)]
+enum ProcOpen {
+    /// Both refused with `EACCES` or `EPERM`.
+    Refused,
+    /// Not there (`ENOENT`: a descriptor closed since it was listed is no way in).
+    Missing,
+    /// Anything else: the opens that succeeded, or the other errors.
+    Reached(String),
+}
+
+/// Try to open `path` read-write and read-only.
+fn open_proc(path: &str) -> ProcOpen {
+    let c = std::ffi::CString::new(path).unwrap();
+    let mut got = Vec::new();
+    let mut missing = 0;
+    for (flags, name) in [(libc::O_RDWR, "O_RDWR"), (libc::O_RDONLY, "O_RDONLY")] {
+        // SAFETY: c is a valid C string; a descriptor opened is closed at once.
+        let r = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+        let e = errno();
+        if r >= 0 {
+            // SAFETY: r was just opened here.
+            unsafe { libc::close(r) };
+            got.push(format!("{name} opened"));
+        } else if e == libc::ENOENT {
+            missing += 1;
+        } else if e != libc::EACCES && e != libc::EPERM {
+            got.push(format!("{name}: {}", std::io::Error::from_raw_os_error(e)));
+        }
+    }
+    if !got.is_empty() {
+        ProcOpen::Reached(format!("{path}: {}", got.join(", ")))
+    } else if missing == 2 {
+        ProcOpen::Missing
+    } else {
+        ProcOpen::Refused
+    }
+}
+
+/// Try every descriptor of process `pid` through `/proc/PID/fd` (`known`: numbers it has for
+/// sure, tried whether or not the directory can be listed, and which must be refused) and its
+/// `/proc/PID/mem`. Return the descriptors refused and what was not refused.
+fn reach_through_proc(pid: i32, known: &[i32]) -> (Vec<i32>, Vec<String>) {
+    let mut fds: Vec<i32> = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(d) => d
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect(),
+        Err(e) => {
+            out(&format!("INFO /proc/{pid}/fd cannot be listed: {e}"));
+            Vec::new()
+        }
+    };
+    for k in known {
+        if !fds.contains(k) {
+            fds.push(*k);
+        }
+    }
+    fds.sort_unstable();
+    let mut refused = Vec::new();
+    let mut reached = Vec::new();
+    for fd in fds {
+        match open_proc(&format!("/proc/{pid}/fd/{fd}")) {
+            ProcOpen::Refused => refused.push(fd),
+            ProcOpen::Missing if known.contains(&fd) => {
+                reached.push(format!("/proc/{pid}/fd/{fd}: ENOENT, not EACCES"));
+            }
+            ProcOpen::Missing => {}
+            ProcOpen::Reached(what) => reached.push(what),
+        }
+    }
+    match open_proc(&format!("/proc/{pid}/mem")) {
+        ProcOpen::Refused => {}
+        ProcOpen::Missing => reached.push(format!("/proc/{pid}/mem: ENOENT")),
+        ProcOpen::Reached(what) => reached.push(what),
+    }
+    (refused, reached)
+}
+
+/// Role `probe`: a partition without `partix:User`, so root like the executive, cannot open the
+/// executive's or the other partitions' descriptors (their channel regions read-write, a channel
+/// it is not on) through `/proc/PID/fd`, nor their memory through `/proc/PID/mem`; and it still
+/// runs `SCHED_FIFO` and reads its own port.
+extern "C" fn probe_process() {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    expect_dbg("runs as root (no partix:User)", euid == 0, euid);
+    let sets = own_capability_sets();
+    let ptrace = 1u64 << 19;
+    expect_dbg(
+        "has no CAP_SYS_PTRACE (effective, permitted, bounding)",
+        sets.iter().all(|(_, v)| v.is_some_and(|v| v & ptrace == 0)),
+        &sets,
+    );
+    out(&format!("INFO capability sets {sets:x?}"));
+    // SAFETY: sched_getscheduler of the calling thread.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    expect_dbg(
+        "its APEX process runs SCHED_FIFO",
+        policy == libc::SCHED_FIFO,
+        policy,
+    );
+    // SAFETY: PR_GET_DUMPABLE takes no pointer.
+    let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+    expect_dbg("is not dumpable", dumpable == 0, dumpable);
+    // SAFETY: getppid has no preconditions.
+    let executive = unsafe { libc::getppid() };
+    let (fds, reached) = reach_through_proc(executive, &[]);
+    out(&format!(
+        "INFO the executive's descriptors refused: {}",
+        fds.len()
+    ));
+    expect(
+        "cannot open the executive's descriptors or memory through /proc",
+        !fds.is_empty() && reached.is_empty(),
+        format!("{} descriptors; not refused: {reached:#?}", fds.len()),
+    );
+    let peers = children_of(executive);
+    expect_dbg("finds its three peer partitions", peers.len() == 3, &peers);
+    for peer in peers {
+        // The module, its own region, and its first port's (OUT or IN; Q's QIN, on the channel
+        // PROBE is not on; SRC has QOUT at 601).
+        let (fds, reached) = reach_through_proc(peer, &[500, 501, 600]);
+        expect(
+            "cannot open a peer partition's descriptors or memory through /proc",
+            reached.is_empty(),
+            format!("peer {peer}, {fds:?}; not refused: {reached:#?}"),
+        );
+    }
+    let id = get_sampling_port_id("IN").expect("IN");
+    let mut buf = [0u8; 32];
+    let t0 = get_time();
+    let mut got = None;
+    while got.is_none() && get_time() - t0 < 10_000 * MS {
+        match read_sampling_message(id, &mut buf) {
+            Ok((n, Validity::Valid)) => got = Some(buf[..n].to_vec()),
+            _ => {
+                let _ = timed_wait(10 * MS);
+            }
+        }
+    }
+    expect_dbg("reads a valid message on its own port", got.is_some(), &got);
+    out("END probe");
+    idle_forever();
+}
+
 /// Return the `/proc/self/maps` lines of this process's channel mappings.
 fn channel_maps() -> Vec<String> {
     std::fs::read_to_string("/proc/self/maps")
@@ -3433,6 +3615,10 @@ fn main() {
             CREDS.set((id(0), id(1))).expect("once");
             create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
             process("creds", creds_process, 10, INFINITE_TIME_VALUE);
+        }
+        "probe" => {
+            create_sampling_port("IN", 32, d, 500 * MS).expect("create IN");
+            process("probe", probe_process, 10, INFINITE_TIME_VALUE);
         }
         other => {
             eprintln!("ports-testpart: unknown role {other:?}");

@@ -189,6 +189,14 @@ pub struct Options {
     /// where the kernel can; `false`: fork it and move it there, as before (a move can wait
     /// for an RCU grace period at the scheduling point; `partix bench restart` compares both).
     pub spawn_into_cgroup: bool,
+    /// Leave the executive and the partitions dumpable, the partitions `CAP_SYS_PTRACE` and no
+    /// Landlock domain, for debugging (`partix run --debuggable`: core dumps, a debugger of the
+    /// same user, one partition tracing another). By default (`false`) every partition is put in
+    /// a Landlock domain of its own and drops `CAP_SYS_PTRACE`, and the executive and every
+    /// partition that shares its credentials are non-dumpable, so that no partition can reach
+    /// the executive's or another partition's descriptors and memory through `/proc`
+    /// (`docs/ports.md`, "Region isolation").
+    pub debuggable: bool,
 }
 
 /// How the executive keeps a partition off the CPU outside its windows.
@@ -243,6 +251,7 @@ impl Default for Options {
             early_switch: true,
             switch_prewarm: Duration::from_micros(300),
             spawn_into_cgroup: true,
+            debuggable: false,
         }
     }
 }

@@ -26,8 +26,8 @@ use crate::attach::{monotonic_ns, park_signal};
 use crate::channels::{ChannelSet, ENV_PORT_FDS};
 use crate::partition::hm::{ENV_CONFIG, ENV_CONFIG_FD};
 use crate::state::{
-    PartitionState, ENV_DESCRIPTOR_TABLE, ENV_MODULE_FD, ENV_PARTITION_FD, ENV_PARTITION_ID,
-    MAX_TIDS,
+    PartitionState, ENV_DESCRIPTOR_TABLE, ENV_DUMPABLE, ENV_MODULE_FD, ENV_PARTITION_FD,
+    ENV_PARTITION_ID, MAX_TIDS,
 };
 use crate::trace::Trace;
 use partix_config::model::{DescriptorTable, Module};
@@ -242,6 +242,8 @@ struct Prepared {
     /// raised to [`PARTITION_RTPRIO_MAX`], and without either the partition's threads could not
     /// use `SCHED_FIFO` at all.
     keep_nice: bool,
+    /// The partition's name, for messages.
+    name: String,
 }
 
 /// `struct __user_cap_header_struct` of `capset(2)`.
@@ -265,6 +267,184 @@ struct CapData {
 const CAP_VERSION_3: u32 = 0x2008_0522;
 /// `CAP_SYS_NICE`.
 const CAP_SYS_NICE: u32 = 23;
+/// `CAP_SYS_PTRACE`: what lets a process open another's `/proc/PID/fd/N` and `/proc/PID/mem`, or
+/// `ptrace` it, whatever its credentials and dumpability.
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// Drop `CAP_SYS_PTRACE` from the calling process's bounding, ambient, inheritable, permitted
+/// and effective sets, for a partition process before it execs (`docs/ports.md`, "Region
+/// isolation"). Raw system calls only: async-signal-safe, for the forked child.
+///
+/// `Err(errno)` if the process still has it in its permitted set afterwards, or in its bounding
+/// set while it has it permitted (an executive without `CAP_SETPCAP`). A bounding set the process
+/// cannot change is not an error when the capability is not permitted: with `NO_NEW_PRIVS`
+/// (which every partition gets) an exec cannot add to the permitted set.
+///
+/// # Safety
+/// Only changes the calling process's capabilities.
+unsafe fn drop_ptrace_capability() -> Result<(), i32> {
+    let errno = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    let cap = CAP_SYS_PTRACE as libc::c_ulong;
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
+        return Err(errno());
+    }
+    let bit = 1u32 << CAP_SYS_PTRACE;
+    let permitted = data[0].permitted & bit != 0;
+    let mut bounding_error = 0;
+    if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
+        && libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+    {
+        bounding_error = errno();
+    }
+    // EINVAL only on kernels without ambient capabilities (before 4.3), which then have none.
+    libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_LOWER, cap, 0, 0);
+    if (data[0].effective | data[0].permitted | data[0].inheritable) & bit != 0 {
+        data[0].effective &= !bit;
+        data[0].permitted &= !bit;
+        data[0].inheritable &= !bit;
+        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
+            return Err(errno());
+        }
+    }
+    if permitted && bounding_error != 0 {
+        return Err(bounding_error);
+    }
+    Ok(())
+}
+
+/// `LANDLOCK_ACCESS_FS_MAKE_BLOCK`: the only access right the partitions' Landlock rulesets
+/// handle, allowed beneath `/` (see [`enter_landlock_domain`]).
+const LANDLOCK_ACCESS_FS_MAKE_BLOCK: u64 = 1 << 11;
+
+/// `struct landlock_ruleset_attr`, its first field (Landlock ABI 1; the kernel takes the size).
+#[repr(C)]
+struct LandlockRulesetAttr {
+    handled_access_fs: u64,
+}
+
+/// `struct landlock_path_beneath_attr` (packed in the kernel's header).
+#[repr(C, packed)]
+struct LandlockPathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// The Landlock ABI version of the running kernel (`landlock_create_ruleset` with
+/// `LANDLOCK_CREATE_RULESET_VERSION`), or why there is none (a kernel before 5.13, or one that
+/// does not enable the Landlock LSM).
+fn landlock_abi() -> Result<i64, String> {
+    // SAFETY: with a null attribute, size 0 and the VERSION flag the call only returns a number.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<LandlockRulesetAttr>(),
+            0usize,
+            1u32,
+        )
+    };
+    if v < 1 {
+        return Err(format!(
+            "no Landlock in this kernel ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(v)
+}
+
+/// Put the calling process (a partition's, before exec, with `NO_NEW_PRIVS` set) in a Landlock
+/// domain of its own. Landlock keeps a process in a domain from every `ptrace` access check on a
+/// process outside it, whatever its capabilities and the other's dumpability: so the partition
+/// can open neither `/proc/PID/fd/N` nor `/proc/PID/mem` of the executive (in no domain) or of
+/// another partition (in another domain), nor `ptrace`, `pidfd_getfd` or `process_vm_writev`
+/// them, from its first instruction on. Its own processes share its domain. The ruleset handles
+/// only `MAKE_BLOCK` and allows it beneath `/`: no file access changes. Raw system calls only
+/// (async-signal-safe). `Err(errno)` of the call that failed.
+///
+/// # Safety
+/// Only restricts the calling process (and what it execs and forks).
+unsafe fn enter_landlock_domain() -> Result<(), i32> {
+    let errno = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    let attr = LandlockRulesetAttr {
+        handled_access_fs: LANDLOCK_ACCESS_FS_MAKE_BLOCK,
+    };
+    let ruleset = libc::syscall(
+        libc::SYS_landlock_create_ruleset,
+        &attr,
+        std::mem::size_of::<LandlockRulesetAttr>(),
+        0u32,
+    ) as i32;
+    if ruleset < 0 {
+        return Err(errno());
+    }
+    let root = libc::open(
+        c"/".as_ptr(),
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    );
+    let mut result = Ok(());
+    if root < 0 {
+        result = Err(errno());
+    } else {
+        let rule = LandlockPathBeneathAttr {
+            allowed_access: LANDLOCK_ACCESS_FS_MAKE_BLOCK,
+            parent_fd: root,
+        };
+        // LANDLOCK_RULE_PATH_BENEATH = 1.
+        if libc::syscall(libc::SYS_landlock_add_rule, ruleset, 1u32, &rule, 0u32) != 0
+            || libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0
+        {
+            result = Err(errno());
+        }
+        libc::close(root);
+    }
+    libc::close(ruleset);
+    result
+}
+
+/// Make the calling process dumpable (`true`) or not: `prctl(PR_SET_DUMPABLE)`. A process that
+/// is not dumpable has its `/proc/PID` files owned by root, and another process needs
+/// `CAP_SYS_PTRACE` to open its `/proc/PID/fd/N` or `/proc/PID/mem`, even under the same user.
+///
+/// # Errors
+/// The `prctl` error.
+pub fn set_dumpable(dumpable: bool) -> std::io::Result<()> {
+    // SAFETY: PR_SET_DUMPABLE takes no pointer.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            libc::c_ulong::from(dumpable),
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the calling process is dumpable (`prctl(PR_GET_DUMPABLE)` is 1).
+pub fn is_dumpable() -> bool {
+    // SAFETY: PR_GET_DUMPABLE takes no pointer.
+    unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) == 1 }
+}
 
 /// Whether the calling thread has capability `cap` (< 32) in its effective set.
 fn has_capability(cap: u32) -> bool {
@@ -497,6 +677,16 @@ pub struct OsSwitcher<'s> {
     pub users_keep_nice: Option<String>,
     /// Why partitions under `partix:User` cannot use `SCHED_FIFO` at all (`None`: they can).
     pub users_no_fifo: Option<String>,
+    /// Confine partitions against `/proc` (`true`, the default; [`Options::debuggable`] is the
+    /// opposite): each new process is non-dumpable until its exec, drops `CAP_SYS_PTRACE` and
+    /// enters a Landlock domain of its own, and one that shares the executive's credentials is
+    /// asked ([`ENV_DUMPABLE`]) to be non-dumpable again once it runs.
+    confine: bool,
+    /// Why a partition kept `CAP_SYS_PTRACE` or is not in a Landlock domain of its own
+    /// (`None`: every partition dropped it and has one, or confinement is off).
+    pub confine_error: Option<String>,
+    /// Why partitions get no Landlock domain (`None`: they do, see `enter_landlock_domain`).
+    pub landlock_error: Option<String>,
 }
 
 /// CPU time a partition may use between the verification of its park and its next open (the
@@ -594,6 +784,7 @@ impl<'s> OsSwitcher<'s> {
                     && k != ENV_DESCRIPTOR_TABLE
                     && k != ENV_CONFIG
                     && k != ENV_CONFIG_FD
+                    && k != ENV_DUMPABLE
             })
             .collect();
         // Partitions read their HM tables (and schedule names) from the configuration file.
@@ -690,6 +881,13 @@ impl<'s> OsSwitcher<'s> {
                     user = None;
                 }
             }
+            if user.is_none() {
+                // It shares the executive's credentials: only its dumpability keeps the other
+                // partitions out of its /proc/PID/fd and /proc/PID/mem (a partition under a
+                // user of its own is out of their reach without CAP_SYS_PTRACE). execve makes
+                // it dumpable again: its runtime makes it non-dumpable when it attaches.
+                envp.push(CString::new(format!("{ENV_DUMPABLE}=0")).expect("no NUL"));
+            }
             prepared.push(Prepared {
                 exe_fd,
                 argv,
@@ -701,6 +899,7 @@ impl<'s> OsSwitcher<'s> {
                 user,
                 cpu_list,
                 keep_nice: users_keep_nice.is_some(),
+                name: part.name.clone(),
             });
         }
         let mut cgroup_error = None;
@@ -741,6 +940,9 @@ impl<'s> OsSwitcher<'s> {
             cpuset_error,
             users_keep_nice,
             users_no_fifo,
+            confine: true,
+            confine_error: None,
+            landlock_error: landlock_abi().err(),
             strays_by_partition: vec![0; programs.len()],
             pids: vec![0; prepared.len()],
             gates: vec![GateState::NONE; prepared.len()],
@@ -772,6 +974,21 @@ impl<'s> OsSwitcher<'s> {
     /// ([`Options::spawn_into_cgroup`]).
     pub fn with_spawn_into_cgroup(mut self, into: bool) -> Self {
         self.into_cgroup = into;
+        self
+    }
+
+    /// Confine partitions against `/proc` (`true`, the default) or leave them dumpable and
+    /// with `CAP_SYS_PTRACE` for debugging (`false`, [`Options::debuggable`]).
+    pub fn with_confinement(mut self, confine: bool) -> Self {
+        self.confine = confine;
+        if !confine {
+            self.landlock_error = None;
+            let var = format!("{ENV_DUMPABLE}=");
+            for pr in &mut self.prepared {
+                pr.envp
+                    .retain(|kv| !kv.to_bytes().starts_with(var.as_bytes()));
+            }
+        }
         self
     }
 
@@ -871,11 +1088,15 @@ impl<'s> OsSwitcher<'s> {
             rlim_max: PARTITION_RTPRIO_MAX as libc::rlim_t,
         };
         let join_errors = self.joins.slots(p);
+        let confine = self.confine;
+        let landlock = confine && self.landlock_error.is_none();
+        let [confine_slot, landlock_slot] = self.joins.confine_slots(p);
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: between fork (or clone3) and execve the child only calls async-signal-safe
         // functions (sigprocmask, signal, setpgid, prctl, getppid, fcntl, dup2, close, setrlimit,
-        // sched_setaffinity, raw setgroups/setresgid/setresuid system calls, raise, write,
+        // sched_setaffinity, raw capget/capset/setgroups/setresgid/setresuid/landlock system
+        // calls, open and close of `/`, raise, write,
         // execve, _exit), reads errno and stores into the shared `ChildJoins` atomics, all on
         // data prepared before the fork; the parent only waits for the child. After a raw
         // clone3, libc's cached thread id in the child is the parent thread's: none of these
@@ -964,6 +1185,17 @@ impl<'s> OsSwitcher<'s> {
                 }
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
                 libc::setrlimit(libc::RLIMIT_RTPRIO, &rtprio);
+                if confine {
+                    // Out of every other process's reach through /proc while it holds its
+                    // descriptors before exec (it inherited the non-dumpable executive's flag;
+                    // set again in case it did not), and unable to reach theirs: without
+                    // CAP_SYS_PTRACE, not even from its bounding set, so that no exec gives it
+                    // back. The exec makes the process dumpable again; its runtime undoes that.
+                    libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+                    if let Err(e) = drop_ptrace_capability() {
+                        confine_slot.store(e, Ordering::Release);
+                    }
+                }
                 if let Some((uid, gid)) = user {
                     // partix:User: no supplementary groups, then the group, then the user (which
                     // drops every capability). Raw system calls: glibc's wrappers would try to
@@ -1001,6 +1233,13 @@ impl<'s> OsSwitcher<'s> {
                 // Neither a set-user-ID program nor file capabilities can give the partition
                 // more privileges than it has now.
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                // A Landlock domain of its own (which needs NO_NEW_PRIVS): out of reach of
+                // every other partition, and the executive out of its reach, through /proc.
+                if landlock {
+                    if let Err(e) = enter_landlock_domain() {
+                        landlock_slot.store(e, Ordering::Release);
+                    }
+                }
                 // Until here the child runs at the executive's SCHED_FIFO 99, so it reaches the
                 // stop at once even when other real-time load shares the CPU; once let go it
                 // becomes a normal task before exec (the partition runtime raises its threads).
@@ -1062,6 +1301,24 @@ impl<'s> OsSwitcher<'s> {
                 ));
             }
             self.pids[p] = pid;
+            let e = landlock_slot.swap(0, Ordering::AcqRel);
+            if e != 0 {
+                self.confine_error = Some(format!(
+                    "partition `{}` has no Landlock domain ({}): it can open the executive's \
+                     and other partitions' descriptors through /proc while they are dumpable",
+                    self.prepared[p].name,
+                    std::io::Error::from_raw_os_error(e)
+                ));
+            }
+            let e = confine_slot.swap(0, Ordering::AcqRel);
+            if e != 0 {
+                self.confine_error = Some(format!(
+                    "partition `{}` keeps CAP_SYS_PTRACE ({}): it can open the executive's and \
+                     other partitions' descriptors through /proc",
+                    self.prepared[p].name,
+                    std::io::Error::from_raw_os_error(e)
+                ));
+            }
             // Into the partition's cgroup before exec: every thread and process it makes later
             // is born there.
             if let Some(cg) = self.cgroups[p].as_mut().filter(|_| !born_in_cgroup) {
@@ -1791,7 +2048,7 @@ unsafe impl Sync for ChildJoins {}
 
 impl ChildJoins {
     fn new(partitions: usize) -> Result<ChildJoins, String> {
-        let len = (2 * partitions).max(1) * std::mem::size_of::<AtomicI32>();
+        let len = (4 * partitions).max(1) * std::mem::size_of::<AtomicI32>();
         // SAFETY: a fresh anonymous shared mapping, checked below; zero-filled, which is a
         // valid AtomicI32.
         let words = unsafe {
@@ -1818,9 +2075,21 @@ impl ChildJoins {
 
     /// Partition `p`'s words: memory, cpuset.
     fn slots(&self, p: usize) -> [&AtomicI32; 2] {
-        assert!(2 * p + 1 < self.len / std::mem::size_of::<AtomicI32>());
+        [self.word(p, 0), self.word(p, 1)]
+    }
+
+    /// Partition `p`'s words for the errno of a failed drop of `CAP_SYS_PTRACE`
+    /// (`drop_ptrace_capability`) and of a failed `enter_landlock_domain`, written before the
+    /// child's stop.
+    fn confine_slots(&self, p: usize) -> [&AtomicI32; 2] {
+        [self.word(p, 2), self.word(p, 3)]
+    }
+
+    /// Word `i` (< 4) of partition `p`.
+    fn word(&self, p: usize, i: usize) -> &AtomicI32 {
+        assert!(i < 4 && 4 * p + i < self.len / std::mem::size_of::<AtomicI32>());
         // SAFETY: in bounds (asserted); the mapping lives as long as `self`.
-        unsafe { [&*self.words.add(2 * p), &*self.words.add(2 * p + 1)] }
+        unsafe { &*self.words.add(4 * p + i) }
     }
 }
 
@@ -2604,6 +2873,12 @@ pub struct RunReport {
     /// Log lines (HM events, mode changes) dropped because stderr did not take them as fast
     /// as they came (see [`super::log`]); they are in the trace and the HM events all the same.
     pub log_dropped: u64,
+    /// Whether the run confined partitions against `/proc` (not [`Options::debuggable`]).
+    pub confined: bool,
+    /// Why the confinement is not whole: the kernel has no Landlock, the executive could not be
+    /// made non-dumpable, or a partition kept `CAP_SYS_PTRACE` or got no Landlock domain
+    /// (`None`: it is whole, or the run was debuggable).
+    pub confine_error: Option<String>,
 }
 
 /// How long the spawns of a run held the executive (ns), bounded: the first spawn of each
@@ -2767,6 +3042,19 @@ pub fn run_module(
         cfg.options.park_bound,
         cfg.options.spawn_into_cgroup,
     );
+    // Confinement against /proc (docs/ports.md, "Region isolation"): the executive holds every
+    // region read-write, so no partition may open its /proc/PID/fd/N or /proc/PID/mem. Not
+    // dumpable, another process needs CAP_SYS_PTRACE for that (which partitions drop).
+    let confined = !cfg.options.debuggable;
+    let was_dumpable = is_dumpable();
+    let mut confine_error = None;
+    if confined {
+        if let Err(e) = set_dumpable(false) {
+            let why = format!("the executive could not be made non-dumpable: {e}");
+            eprintln!("partix: warning: {why}");
+            confine_error = Some(why);
+        }
+    }
     let mut ex = Executive::new(module, &shared, cfg.options).map_err(RunError::Plan)?;
     // The thread that writes the executive's log lines, started while this thread is still a
     // normal task (it inherits the policy and the CPUs).
@@ -2802,7 +3090,8 @@ pub fn run_module(
         .map_err(RunError::Program)?
         .with_channels(&channels)
         .with_mechanism(mechanism, park_bound)
-        .with_spawn_into_cgroup(into_cgroup);
+        .with_spawn_into_cgroup(into_cgroup)
+        .with_confinement(confined);
     raise_descriptor_limit(sw.descriptor_need()).map_err(RunError::Program)?;
     let mut clock = OsClock::new();
     let started = ex.startup_until(&mut clock, &mut sw, stop);
@@ -2839,12 +3128,26 @@ pub fn run_module(
     let cpuset_error = sw.cpuset_error.take();
     let users_keep_nice = sw.users_keep_nice.take();
     let users_no_fifo = sw.users_no_fifo.take();
+    if let Some(e) = sw.landlock_error.take() {
+        let e = format!(
+            "{e}: a partition can open another's descriptors through /proc between the other's \
+             exec and its runtime's attach (see docs/ports.md, \"Region isolation\")"
+        );
+        confine_error = Some(confine_error.map_or(e.clone(), |c| format!("{c}; {e}")));
+    }
+    if let Some(e) = sw.confine_error.take() {
+        confine_error = Some(confine_error.map_or(e.clone(), |c| format!("{c}; {e}")));
+    }
     let memory_cgroups = std::mem::take(&mut sw.memory_cgroups);
     let oom_kills = sw.oom_kills();
     let spawns = std::mem::replace(&mut sw.spawns, SpawnTimes::new(0));
     drop(sw);
     // The partitions are gone: RT throttling back on, and a failure to restore it reported.
     let rt_restore_error = unthrottle.as_mut().and_then(|u| u.restore().err());
+    // And the executive dumpable again if it was (an executive run inside another program).
+    if confined && was_dumpable {
+        let _ = set_dumpable(true);
+    }
     // What is left of the log is written (unless stderr does not take it within a second).
     let log_dropped = logger.map_or(0, |l| l.finish(Duration::from_secs(1)));
     let mut processes = Vec::new();
@@ -2904,6 +3207,8 @@ pub fn run_module(
         spawns,
         rt_restore_error,
         log_dropped,
+        confined,
+        confine_error,
     })
 }
 
@@ -3343,6 +3648,121 @@ mod tests {
                  (status {st:#x})"
             );
         }
+    }
+
+    /// A process in a Landlock domain of its own (`enter_landlock_domain`, as every partition)
+    /// cannot open `/proc/PID/fd/N` or `/proc/PID/mem` of a process in another domain (another
+    /// partition) or in none (the executive), even as root with `CAP_SYS_PTRACE` and with both
+    /// dumpable; its own descriptors and ordinary files it still opens.
+    #[test]
+    fn a_landlocked_process_cannot_reach_other_processes_through_proc() {
+        if let Err(why) = landlock_abi() {
+            eprintln!(
+                "a_landlocked_process_cannot_reach_other_processes_through_proc: skipped ({why})"
+            );
+            return;
+        }
+        // SAFETY: a plain open; closed below.
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        assert!(fd >= 0);
+        let mut ready = [0i32; 2];
+        // SAFETY: pipe writes two descriptors.
+        assert_eq!(unsafe { libc::pipe(ready.as_mut_ptr()) }, 0);
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // Child A: a domain of its own, then waits to be killed.
+        // SAFETY: the children only make async-signal-safe calls on data made before the fork.
+        let a = unsafe { libc::fork() };
+        if a == 0 {
+            // SAFETY: as above.
+            unsafe {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                let ok = enter_landlock_domain().is_ok();
+                libc::write(ready[1], [u8::from(ok)].as_ptr().cast(), 1);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        assert!(a > 0);
+        let mut b = [0u8];
+        // SAFETY: b is a valid buffer of 1 byte.
+        assert_eq!(unsafe { libc::read(ready[0], b.as_mut_ptr().cast(), 1) }, 1);
+        assert_eq!(b[0], 1, "child A could not enter a Landlock domain");
+        let paths: Vec<CString> = [
+            format!("/proc/{a}/fd/{fd}"),
+            format!("/proc/{a}/mem"),
+            format!("/proc/{parent}/fd/{fd}"),
+            format!("/proc/{parent}/mem"),
+        ]
+        .iter()
+        .map(|p| CString::new(p.as_str()).unwrap())
+        .collect();
+        let own = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+        let null = c"/dev/null";
+        // Child B: first the paths with no domain (they open: root, or the same user and
+        // dumpable), then in a domain of its own (refused). Exit status: bit i set if path i was
+        // opened in the domain, 64 if one was refused without, 128 if its own failed.
+        // SAFETY: as above.
+        let pb = unsafe { libc::fork() };
+        if pb == 0 {
+            // SAFETY: as above.
+            unsafe {
+                let open = |p: &std::ffi::CStr| {
+                    let r = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                    if r >= 0 {
+                        libc::close(r);
+                    }
+                    r >= 0
+                };
+                let mut status = 0;
+                if !paths.iter().all(|p| open(p)) {
+                    status |= 64;
+                }
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                if enter_landlock_domain().is_err() {
+                    libc::_exit(255);
+                }
+                for (i, p) in paths.iter().enumerate() {
+                    if open(p) {
+                        status |= 1 << i;
+                    }
+                }
+                if !open(&own) || !open(null) {
+                    status |= 128;
+                }
+                libc::_exit(status);
+            }
+        }
+        assert!(pb > 0);
+        let mut st = 0;
+        // SAFETY: pb is our child; st a valid out-pointer.
+        assert_eq!(unsafe { libc::waitpid(pb, &mut st, 0) }, pb);
+        // SAFETY: a is our child.
+        unsafe {
+            libc::kill(a, libc::SIGKILL);
+            libc::waitpid(a, std::ptr::null_mut(), 0);
+            libc::close(fd);
+            libc::close(ready[0]);
+            libc::close(ready[1]);
+        }
+        assert!(libc::WIFEXITED(st), "status {st:#x}");
+        let code = libc::WEXITSTATUS(st);
+        assert_eq!(
+            code & 64,
+            0,
+            "without a domain the paths were refused: {paths:?}"
+        );
+        assert_eq!(
+            code & 128,
+            0,
+            "in its domain, its own descriptor or /dev/null was refused"
+        );
+        assert_eq!(
+            code & 15,
+            0,
+            "in its domain it opened (bit i: path i) {code:#b}: {paths:?}"
+        );
     }
 
     /// `sched_rt_runtime_us` is restored after the run; a restore that fails is reported with

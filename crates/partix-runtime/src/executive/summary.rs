@@ -219,6 +219,15 @@ pub fn render(r: &RunReport) -> String {
             "  partix:User partitions ran their processes under SCHED_OTHER (no priority preemption among them): {e}"
         );
     }
+    if !r.confined {
+        let _ = writeln!(
+            s,
+            "  debuggable (--debuggable): partitions without partix:User could open the executive's and each other's descriptors and memory through /proc"
+        );
+    }
+    if let Some(e) = &r.confine_error {
+        let _ = writeln!(s, "  confinement against /proc incomplete: {e}");
+    }
     let names: Vec<&str> = r.partitions.iter().map(|p| p.name.as_str()).collect();
     s += &render_hm_events(&r.hm_events, &names);
     if !r.processes.is_empty() {

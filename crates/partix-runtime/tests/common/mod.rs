@@ -99,6 +99,7 @@ pub fn is_end(l: &str) -> bool {
 
 /// Run `module` with `programs` on the test CPU (at most `max_frames` major frames) until `done`
 /// holds (polled every 20 ms) or `limit` passes, then stop the executive; return its result.
+#[allow(dead_code)] // not used by every test that includes this module
 pub fn run_until(
     module: Module,
     programs: Vec<Program>,
@@ -106,13 +107,25 @@ pub fn run_until(
     limit: Duration,
     done: impl Fn() -> bool + Send + 'static,
 ) -> Result<RunReport, RunError> {
+    let options = Options {
+        max_frames: Some(max_frames),
+        ..Options::default()
+    };
+    run_until_with(module, programs, options, limit, done)
+}
+
+/// [`run_until`] with the executive's `options`.
+pub fn run_until_with(
+    module: Module,
+    programs: Vec<Program>,
+    options: Options,
+    limit: Duration,
+    done: impl Fn() -> bool + Send + 'static,
+) -> Result<RunReport, RunError> {
     let cfg = RunConfig {
         programs,
         cpu: Some(test_cpu()),
-        options: Options {
-            max_frames: Some(max_frames),
-            ..Options::default()
-        },
+        options,
         rt_unthrottle: false,
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -166,6 +179,24 @@ pub fn run_roles_report(
     max_frames: u64,
     limit: Duration,
 ) -> (Vec<Vec<String>>, RunReport) {
+    let options = Options {
+        max_frames: Some(max_frames),
+        ..Options::default()
+    };
+    run_roles_with(what, module, exe, dir, roles, options, limit)
+}
+
+/// [`run_roles_report`] with the executive's `options`.
+#[allow(dead_code)] // not used by ports_c (a C program)
+pub fn run_roles_with(
+    what: &str,
+    module: Module,
+    exe: &str,
+    dir: &Path,
+    roles: &[(&str, &[&str], bool)],
+    options: Options,
+    limit: Duration,
+) -> (Vec<Vec<String>>, RunReport) {
     let _g = serial();
     let outs: Vec<PathBuf> = (0..roles.len())
         .map(|i| dir.join(format!("p{i}.out")))
@@ -189,7 +220,7 @@ pub fn run_roles_report(
         .map(|(p, _)| p.clone())
         .collect();
     let done = move || waits.iter().all(|p| has_line(p, is_end));
-    let report = run_until(module, programs, max_frames, limit, done)
+    let report = run_until_with(module, programs, options, limit, done)
         .unwrap_or_else(|e| panic!("{what}: run_module: {e}"));
     let lines = outs.iter().map(|p| read_lines(p)).collect();
     let _ = std::fs::remove_dir_all(dir);
