@@ -1,7 +1,7 @@
 //! What every [`Module`] the pipeline accepts satisfies, checked in one place for the tests and
 //! the fuzz target (not part of the crate's API).
 
-use crate::model::{ChannelKind, Module, PortDirection};
+use crate::model::{Channel, ChannelKind, Module, PortDirection, PortRef};
 use std::collections::HashSet;
 
 /// Check the invariants of an accepted module; return the first one broken.
@@ -58,18 +58,7 @@ pub fn check(m: &Module) -> Result<(), String> {
     }
     let mut used = HashSet::new();
     for c in &m.channels {
-        let Some(src) = end(m, c.kind, &c.source.port, c.source.partition) else {
-            return Err(format!(
-                "channel {}: the source port does not exist",
-                c.id.0
-            ));
-        };
-        if src.0 != PortDirection::Source {
-            return Err(format!(
-                "channel {}: the source is a destination port",
-                c.id.0
-            ));
-        }
+        let src = end(m, c, &c.source, PortDirection::Source)?;
         if c.destinations.is_empty() {
             return Err(format!("channel {}: no destination", c.id.0));
         }
@@ -82,19 +71,7 @@ pub fn check(m: &Module) -> Result<(), String> {
             }
         }
         for d in &c.destinations {
-            let Some(dst) = end(m, c.kind, &d.port, d.partition) else {
-                return Err(format!(
-                    "channel {}: a destination port does not exist",
-                    c.id.0
-                ));
-            };
-            if dst.0 != PortDirection::Destination {
-                return Err(format!(
-                    "channel {}: a destination is a source port",
-                    c.id.0
-                ));
-            }
-            if dst.1 != src.1 {
+            if end(m, c, d, PortDirection::Destination)? != src {
                 return Err(format!("channel {}: the ends' sizes differ", c.id.0));
             }
         }
@@ -102,24 +79,30 @@ pub fn check(m: &Module) -> Result<(), String> {
     Ok(())
 }
 
-/// The direction and size of port `name` of the channel's kind in partition `p`.
-fn end(
-    m: &Module,
-    kind: ChannelKind,
-    name: &str,
-    p: crate::model::PartitionId,
-) -> Option<(PortDirection, u32)> {
-    let part = m.partition(p)?;
-    match kind {
+/// The MaxMessageSize of end `r` of channel `c`: a port of the channel's kind in its
+/// partition, of direction `want`.
+fn end(m: &Module, c: &Channel, r: &PortRef, want: PortDirection) -> Result<u32, String> {
+    let port = m.partition(r.partition).and_then(|part| match c.kind {
         ChannelKind::Sampling => part
             .sampling_ports
             .iter()
-            .find(|s| s.name == name)
+            .find(|s| s.name == r.port)
             .map(|s| (s.direction, s.max_message_size)),
         ChannelKind::Queuing => part
             .queuing_ports
             .iter()
-            .find(|q| q.name == name)
+            .find(|q| q.name == r.port)
             .map(|q| (q.direction, q.max_message_size)),
+    });
+    match port {
+        None => Err(format!(
+            "channel {}: port `{}` does not exist",
+            c.id.0, r.port
+        )),
+        Some((d, _)) if d != want => Err(format!(
+            "channel {}: port `{}` has the wrong direction",
+            c.id.0, r.port
+        )),
+        Some((_, size)) => Ok(size),
     }
 }

@@ -271,6 +271,24 @@ const CAP_SYS_NICE: u32 = 23;
 /// `ptrace` it, whatever its credentials and dumpability.
 const CAP_SYS_PTRACE: u32 = 19;
 
+/// The calling thread's capability sets (version 3: two data structs, capabilities 0..31 in the
+/// first), with the header for a `capset`; `None` if `capget` failed (errno set). A raw system
+/// call: async-signal-safe, for the forked child.
+fn capget_self() -> Option<(CapHeader, [CapData; 2])> {
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget writes the two data structs of version 3 and may update the header.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    (r == 0).then_some((header, data))
+}
+
 /// Drop `CAP_SYS_PTRACE` from the calling process's bounding, ambient, inheritable, permitted
 /// and effective sets, for a partition process before it execs (`docs/ports.md`, "Region
 /// isolation"). Raw system calls only: async-signal-safe, for the forked child.
@@ -289,18 +307,9 @@ unsafe fn drop_ptrace_capability() -> Result<(), i32> {
             .unwrap_or(libc::EIO)
     };
     let cap = CAP_SYS_PTRACE as libc::c_ulong;
-    let mut header = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
+    let Some((header, mut data)) = capget_self() else {
         return Err(errno());
-    }
+    };
     let bit = 1u32 << CAP_SYS_PTRACE;
     let permitted = data[0].permitted & bit != 0;
     let mut bounding_error = 0;
@@ -448,18 +457,7 @@ pub fn is_dumpable() -> bool {
 
 /// Whether the calling thread has capability `cap` (< 32) in its effective set.
 fn has_capability(cap: u32) -> bool {
-    let mut header = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: capget writes the two data structs of version 3 and may update the header.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
-    r == 0 && data[0].effective & (1 << cap) != 0
+    capget_self().is_some_and(|(_, data)| data[0].effective & (1 << cap) != 0)
 }
 
 /// Make sure partition processes can get `RLIMIT_RTPRIO` [`PARTITION_RTPRIO_MAX`]: the hard
