@@ -1292,6 +1292,7 @@ mod tests {
                     destinations: vec![pref(2, "IN"), pref(3, "IN")],
                     kind: ChannelKind::Sampling,
                     transport: None,
+                    delivery: None,
                     location: Location::default(),
                 },
                 Channel {
@@ -1301,6 +1302,7 @@ mod tests {
                     destinations: vec![pref(2, "QIN")],
                     kind: ChannelKind::Queuing,
                     transport: Some("one-sided".into()),
+                    delivery: None,
                     location: Location::default(),
                 },
             ],
@@ -2067,6 +2069,7 @@ mod tests {
                 destinations: vec![pref(1, "BACKIN")],
                 kind: ChannelKind::Sampling,
                 transport: None,
+                delivery: None,
                 location: Location::default(),
             });
             for c in &mut m.channels {
@@ -2142,6 +2145,7 @@ mod tests {
             destinations: vec![pref(1, "BACKIN")],
             kind: ChannelKind::Sampling,
             transport: Some("two-sided".into()),
+            delivery: None,
             location: Location::default(),
         });
         m.partitions[1]
