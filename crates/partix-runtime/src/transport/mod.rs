@@ -881,8 +881,8 @@ impl SamplingDestination {
     ///
     /// Two-sided: the reader first *helps* the manager (if its lock is free, it moves the newest
     /// TX message itself), so a polling reader needs no thread hop; the manager thread delivers
-    /// when nobody polls. With [`Delivery::Manager`] it reads the RX ring only (after
-    /// [`catch_up`]).
+    /// when nobody polls. With [`Delivery::Manager`] it reads the RX ring only (after waiting
+    /// for a manager it gave credit to, see `docs/ports.md`, "Delivery").
     ///
     /// # Errors
     /// [`ReadError`] (`Contended` and `Corrupt`: the caller keeps its last good copy).
