@@ -2089,12 +2089,36 @@ mod tests {
         (ticks, switches)
     }
 
+    /// Wait until every thread of this process named `name` sleeps (state `S`: a manager parked
+    /// on its futex), so that the next message is what wakes it.
+    fn wait_asleep(name: &str) {
+        let t0 = std::time::Instant::now();
+        loop {
+            let mut all = true;
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() == name {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    let state = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+                    all &= state.starts_with('S');
+                }
+            }
+            if all {
+                return;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{name} never slept");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// The two-sided managers, sampling and queuing, in both deliveries (audit 27, G1/G2):
     /// idle, neither uses CPU nor wakes (the helped managers used to sleep in 500 µs slices
     /// while a reader was active; the sampling manager's idleness was not tested at all).
     /// With `partix:Delivery="manager"` the manager thread wakes about once per message (it
-    /// delivers each one, woken by the doorbell) and the readers never move a message (their
-    /// help count stays 0); helped, the readers move them and the manager sleeps meanwhile.
+    /// delivers each one, woken by the doorbell: each message is sent once it sleeps, since a
+    /// manager that finds the next message before it parks rightly does not sleep) and the
+    /// readers never move a message (their help count stays 0); helped, the readers move them
+    /// and the manager sleeps meanwhile.
     #[test]
     fn two_sided_managers_are_event_driven_in_both_deliveries() {
         use crate::transport::{
@@ -2149,6 +2173,9 @@ mod tests {
             let mut buf = [0u8; 64];
             let mut last = None;
             for i in 0..N {
+                if delivery == Delivery::Manager {
+                    wait_asleep(&sthread);
+                }
                 w.write_with(&i.to_le_bytes(), || i + 1);
                 let ok = r
                     .wait_newer(
@@ -2162,6 +2189,9 @@ mod tests {
                 last = Some(ok.seq);
             }
             for i in 0..N {
+                if delivery == Delivery::Manager {
+                    wait_asleep(&qthread);
+                }
                 q.try_send(&i.to_le_bytes()).unwrap();
                 let deadline = std::time::Instant::now() + Duration::from_secs(5);
                 let n = loop {

@@ -1592,6 +1592,20 @@ mod shm {
             let mut buf = [0u8; 16];
             let mut last = None;
             for i in 0..N {
+                // Once it sleeps, so that this message is what wakes it (a manager that finds
+                // the next message before it parks rightly does not sleep).
+                let t0 = std::time::Instant::now();
+                while !std::fs::read_to_string(dir.join("stat"))
+                    .unwrap()
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('S'))
+                {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(5),
+                        "the manager never slept"
+                    );
+                    std::thread::sleep(Duration::from_micros(200));
+                }
                 s.write(&i.to_le_bytes()).unwrap();
                 let ok = r
                     .wait_newer(
@@ -1604,7 +1618,7 @@ mod shm {
                 assert_eq!(&buf[..4], &i.to_le_bytes());
                 last = Some(ok.seq);
             }
-            // One wake-up per message (it parks again after each), give or take a preemption.
+            // One wake-up per message (it was asleep before each), give or take a preemption.
             let (_, v1) = thread_usage(&dir);
             let wakes = v1 - v0;
             assert!(
