@@ -11,7 +11,7 @@ use std::collections::HashSet;
 /// overlapping, inside the frame and of declared partitions; per channel a source port and at
 /// least one destination port that exist in their partitions, with the right directions, the
 /// channel's kind and the source's MaxMessageSize, and one destination for a queuing channel;
-/// no port on two channels.
+/// no port on two channels; `partix:Delivery` only on two-sided channels.
 ///
 /// # Errors
 /// A description of the first broken invariant.
@@ -59,6 +59,12 @@ pub fn check(m: &Module) -> Result<(), String> {
     let mut used = HashSet::new();
     for c in &m.channels {
         let src = end(m, c, &c.source, PortDirection::Source)?;
+        if c.delivery.is_some() && c.transport.as_deref() != Some("two-sided") {
+            return Err(format!(
+                "channel {}: Delivery on a channel that is not two-sided",
+                c.id.0
+            ));
+        }
         if c.destinations.is_empty() {
             return Err(format!("channel {}: no destination", c.id.0));
         }

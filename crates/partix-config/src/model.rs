@@ -439,8 +439,35 @@ pub struct Channel {
     pub kind: ChannelKind,
     /// partix extension: the transport (`Transport="one-sided"`, ...); `None` = the default.
     pub transport: Option<String>,
+    /// partix extension, `two-sided` channels only: who moves a message from the TX ring to the
+    /// RX ring (`Delivery="helped"` or `"manager"`); `None` = the default ([`Delivery::Helped`]).
+    pub delivery: Option<Delivery>,
     /// Where the element starts.
     pub location: Location,
+}
+
+/// partix extension `partix:Delivery` of a `two-sided` channel: who moves its messages from the
+/// source's TX ring to the destination's RX ring (`docs/ports.md`, "Delivery").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Delivery {
+    /// `helped` (the default): the destination's network manager thread delivers while no
+    /// process reads the port; a process reading or waiting on the port moves the message
+    /// itself (no thread hop).
+    #[default]
+    Helped,
+    /// `manager`: the paper's design: only the network manager thread delivers (woken by the
+    /// source's doorbell); readers read the RX ring and wait on its data notifier.
+    Manager,
+}
+
+impl Delivery {
+    /// The configuration name (`helped`, `manager`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::Helped => "helped",
+            Delivery::Manager => "manager",
+        }
+    }
 }
 
 /// Kind of the ports a channel connects.

@@ -12,9 +12,9 @@ use roxmltree::{Attribute, Document, Node};
 
 use crate::error::{ConfigError, ErrorSink};
 use crate::model::{
-    Credentials, Criticality, DescriptorTable, ErrorCode, ErrorLevel, Location, MemoryAccess,
-    MemoryKind, MemoryRequirement, ModuleAction, PartitionAction, PortDirection, QueuingPortConfig,
-    ReceiveMode, SamplingPortConfig,
+    Credentials, Criticality, Delivery, DescriptorTable, ErrorCode, ErrorLevel, Location,
+    MemoryAccess, MemoryKind, MemoryRequirement, ModuleAction, PartitionAction, PortDirection,
+    QueuingPortConfig, ReceiveMode, SamplingPortConfig,
 };
 use crate::value::{self, ValueError};
 
@@ -23,6 +23,9 @@ pub const PARTIX_NS: &str = "urn:partix:config:1";
 
 /// The transports a channel may name in `partix:Transport`.
 pub const TRANSPORTS: &[&str] = &["one-sided", "two-sided", "udp", "tcp"];
+
+/// The values of `partix:Delivery` (two-sided channels only).
+pub const DELIVERIES: &[&str] = &["helped", "manager"];
 
 /// Longest partition, port, process or schedule name in bytes (the APEX `NAME_TYPE` is
 /// `char[30]`: 30 bytes of UTF-8, fewer characters when some are not ASCII).
@@ -165,6 +168,7 @@ pub(crate) struct RawChannel {
     pub id: Loc<u32>,
     pub name: Option<Loc<String>>,
     pub transport: Option<Loc<String>>,
+    pub delivery: Option<Loc<Delivery>>,
     pub sources: Vec<RawPortRef>,
     pub destinations: Vec<RawPortRef>,
     pub loc: Location,
@@ -313,7 +317,7 @@ const PARTIX_ATTRS_PARTITION: &[&str] = &[
     "DescriptorTable",
     "User",
 ];
-const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport"];
+const PARTIX_ATTRS_CHANNEL: &[&str] = &["Transport", "Delivery"];
 const PARTIX_ATTRS_PORT: &[&str] = &["ReceiveMode"];
 const ALL_PARTIX_ATTRS: &[&str] = &[
     "Executable",
@@ -322,6 +326,7 @@ const ALL_PARTIX_ATTRS: &[&str] = &[
     "DescriptorTable",
     "User",
     "Transport",
+    "Delivery",
     "ReceiveMode",
 ];
 
@@ -1012,7 +1017,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 self.err(
                     loc,
                     format!("unknown partix element <partix:{name}>"),
-                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable, partix:User on <Partition>, partix:Transport on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
+                    "partix extensions are attributes (partix:Executable, partix:Arguments, partix:Affinity, partix:DescriptorTable, partix:User on <Partition>, partix:Transport and partix:Delivery on <Channel>, partix:ReceiveMode on <Sampling_Port> and <Queuing_Port>)",
                 );
             } else if KNOWN_ELEMENTS.contains(&name) {
                 // An ARINC element name in another namespace (a stray xmlns="..." on it, or a
@@ -1596,6 +1601,10 @@ impl<'a, 'i> Parser<'a, 'i> {
                 Some(a) => self.typed(c, a, parse_transport).ok_or(()).map(Some),
                 None => Ok(None),
             };
+            let delivery = match self.pattr(c, "Delivery") {
+                Some(a) => self.typed(c, a, parse_delivery).ok_or(()).map(Some),
+                None => Ok(None),
+            };
             let mut sources = Vec::new();
             let mut destinations = Vec::new();
             let mut ok = true;
@@ -1656,11 +1665,14 @@ impl<'a, 'i> Parser<'a, 'i> {
                     }
                 }
             }
-            if let (Some(id), Ok(name), Ok(transport), true) = (id, name, transport, ok) {
+            if let (Some(id), Ok(name), Ok(transport), Ok(delivery), true) =
+                (id, name, transport, delivery, ok)
+            {
                 out.push(RawChannel {
                     id,
                     name,
                     transport,
+                    delivery,
                     sources,
                     destinations,
                     loc: self.node_loc(c),
@@ -1977,6 +1989,24 @@ fn parse_receive_mode(s: &str) -> Result<ReceiveMode, ValueError> {
     };
     Err(ValueError {
         message: format!("unknown receive mode `{t}`"),
+        help,
+    })
+}
+
+/// `partix:Delivery`: one of [`DELIVERIES`].
+fn parse_delivery(s: &str) -> Result<Delivery, ValueError> {
+    match s.trim() {
+        "helped" => return Ok(Delivery::Helped),
+        "manager" => return Ok(Delivery::Manager),
+        _ => {}
+    }
+    let t = s.trim();
+    let help = match value::closest(t, DELIVERIES) {
+        Some(c) => format!("did you mean `{c}`? (one of {})", DELIVERIES.join(", ")),
+        None => format!("use one of {}", DELIVERIES.join(", ")),
+    };
+    Err(ValueError {
+        message: format!("unknown delivery `{t}`"),
         help,
     })
 }

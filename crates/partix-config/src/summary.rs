@@ -250,7 +250,7 @@ pub fn summary(m: &Module) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  {} {}: {}.{} -> {} ({}, transport {})",
+            "  {} {}: {}.{} -> {} ({}, transport {}{})",
             c.id.0,
             c.name.as_deref().unwrap_or("(unnamed)"),
             pname(m, c.source.partition),
@@ -260,7 +260,10 @@ pub fn summary(m: &Module) -> String {
                 ChannelKind::Sampling => "sampling",
                 ChannelKind::Queuing => "queuing",
             },
-            c.transport.as_deref().unwrap_or("default")
+            c.transport.as_deref().unwrap_or("default"),
+            c.delivery
+                .map(|d| format!(", delivery {}", d.name()))
+                .unwrap_or_default()
         );
     }
 

@@ -1107,6 +1107,22 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
                     ok = false;
                 }
             }
+            // `partix:Delivery` chooses between two ways of running a two-sided channel's
+            // network manager; the other transports have no manager to choose for.
+            if let Some(d) = &ch.delivery {
+                if ch.transport.as_ref().map(|t| t.v.as_str()) != Some("two-sided") {
+                    c.err(
+                        d.loc,
+                        format!(
+                            "{label} has partix:Delivery=\"{}\", but its transport is {}: only a two-sided channel has a network manager that delivers",
+                            d.v.name(),
+                            ch.transport.as_ref().map_or("the default (one-sided)", |t| t.v.as_str())
+                        ),
+                        "add partix:Transport=\"two-sided\" to the channel, or remove partix:Delivery",
+                    );
+                    ok = false;
+                }
+            }
             if se.kind == ChannelKind::Queuing && ch.destinations.len() > 1 {
                 c.err(
                     ch.destinations[1].loc,
@@ -1137,6 +1153,7 @@ fn channels(c: &mut Checker, raw: &RawModule, parts: &Parts) -> Vec<Channel> {
                 .collect(),
             kind: se.kind,
             transport: ch.transport.as_ref().map(|t| t.v.clone()),
+            delivery: ch.delivery.as_ref().map(|d| d.v),
             location: ch.loc,
         });
     }

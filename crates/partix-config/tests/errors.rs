@@ -162,6 +162,13 @@ fn names_and_values_are_checked() {
         "did you mean `SOURCE`?",
     );
     one_error("bad_transport.xml", 44, 72, "rdma", "one-sided");
+    one_error(
+        "bad_delivery.xml",
+        44,
+        100,
+        "unknown delivery `manger`",
+        "did you mean `manager`?",
+    );
 }
 
 #[test]
@@ -280,6 +287,14 @@ fn schedules_are_checked() {
 
 #[test]
 fn channels_are_checked() {
+    // partix:Delivery only on a two-sided channel (default transport, then udp).
+    one_error(
+        "channel_delivery_not_two_sided.xml",
+        40,
+        72,
+        "the default (one-sided): only a two-sided channel",
+        "add partix:Transport=\"two-sided\"",
+    );
     one_error(
         "channel_unknown_partition.xml",
         42,

@@ -636,3 +636,31 @@ fn the_shared_invariants_hold_for_good_modules_and_catch_breaks() {
         assert!(check(&m).is_err(), "{what}: not caught");
     }
 }
+
+/// `partix:Delivery` on a two-sided channel reaches the model (absent: `None`, the default
+/// `helped`), and `partix check`'s summary shows it.
+#[test]
+fn delivery_comes_from_the_channel() {
+    use partix_config::model::Delivery;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/good/base.xml");
+    let base = std::fs::read_to_string(path).unwrap();
+    for (attr, want) in [
+        ("", None),
+        (" partix:Delivery=\"helped\"", Some(Delivery::Helped)),
+        (" partix:Delivery=\" manager \"", Some(Delivery::Manager)),
+    ] {
+        let text = base.replace(
+            "ChannelName=\"data\">",
+            &format!("ChannelName=\"data\" partix:Transport=\"two-sided\"{attr}>"),
+        );
+        let m = partix_config::parse_str(&text, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.channels[0].delivery, want, "{attr}");
+        assert_eq!(m.channels[1].delivery, None);
+        let summary = partix_config::summary(&m);
+        assert_eq!(
+            summary.contains("transport two-sided, delivery manager"),
+            want == Some(Delivery::Manager),
+            "{summary}"
+        );
+    }
+}

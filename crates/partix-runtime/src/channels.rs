@@ -45,7 +45,8 @@
 //! refresh period in ns) or `q` (queuing, `param` = max number of messages), `direction` is
 //! `src` or `dst`, `name` is percent-encoded (bytes other than `A-Z a-z 0-9 _ - .`), and `fds` is
 //! `+`-separated `FD` + `r`/`w` (read-only / read-write mapping; sockets are `w`), optionally
-//! followed by `:transport` when it is not `one-sided`, then by `:recv=MODE` when the
+//! followed by `:transport` when it is not `one-sided`, then by `:mgr` on a two-sided channel
+//! with `partix:Delivery="manager"` ([`PortDesc::delivery`]), then by `:recv=MODE` when the
 //! configuration gives the port a `partix:ReceiveMode` (`spin`, `block`, `parkN`), then by
 //! `:nb=N` on both ends of a `udp`/`tcp` queuing channel (its capacity, [`PortDesc::capacity`]),
 //! e.g.
@@ -73,7 +74,8 @@
 use crate::transport::{socket, Transport};
 pub use crate::transport::{CONTROL_OFFSET, DATA_NOTIFIER, RING_OFFSET, SPACE_NOTIFIER};
 use partix_config::model::{
-    Channel, ChannelKind, Location, Module, PartitionId, PortDirection, PortRef, ReceiveMode,
+    Channel, ChannelKind, Delivery, Location, Module, PartitionId, PortDirection, PortRef,
+    ReceiveMode,
 };
 use partix_shm::notifier::NOTIFIER_LEN;
 use partix_shm::ring::{RingLayout, CONTROL_LEN};
@@ -216,6 +218,10 @@ pub struct PortDesc {
     pub fds: Vec<(RawFd, Access)>,
     /// The channel's transport (one-sided for an unconnected port).
     pub transport: Transport,
+    /// A `two-sided` channel's `partix:Delivery` (the default, `helped`, elsewhere): who moves
+    /// its messages from the TX ring to the RX ring (the destination's business; the source
+    /// carries it too).
+    pub delivery: Delivery,
     /// The port's `partix:ReceiveMode` (`None`: the runtime's default).
     pub recv_mode: Option<RecvMode>,
     /// A connected `udp`/`tcp` queuing port: the channel's capacity, the smaller of its two
@@ -794,6 +800,7 @@ impl ChannelSet {
                         param: sp.refresh_period.as_nanos().min(u64::MAX as u128) as u64,
                         fds: Vec::new(),
                         transport,
+                        delivery: delivery_of(module, part.id, &sp.name),
                         recv_mode: sp.receive_mode.map(recv_mode_of),
                         capacity: None,
                         layout,
@@ -835,6 +842,7 @@ impl ChannelSet {
                         param: u64::from(qp.max_nb_messages),
                         fds: Vec::new(),
                         transport,
+                        delivery: delivery_of(module, part.id, &qp.name),
                         recv_mode: qp.receive_mode.map(recv_mode_of),
                         capacity: capacities
                             .iter()
@@ -919,6 +927,21 @@ fn decode_name(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The `partix:Delivery` of the channel that has partition `part`'s port `port` at one of its
+/// ends (the default when none does, or the channel does not say).
+fn delivery_of(module: &Module, part: PartitionId, port: &str) -> Delivery {
+    module
+        .channels
+        .iter()
+        .find(|c| {
+            std::iter::once(&c.source)
+                .chain(&c.destinations)
+                .any(|e| e.partition == part && e.port == port)
+        })
+        .and_then(|c| c.delivery)
+        .unwrap_or_default()
+}
+
 /// Encode port descriptions as an [`ENV_PORT_FDS`] value.
 pub fn encode_ports(ports: &[PortDesc]) -> String {
     let mut entries = Vec::with_capacity(ports.len());
@@ -935,6 +958,9 @@ pub fn encode_ports(ports: &[PortDesc]) -> String {
             Transport::OneSided => String::new(),
             t => format!(":{t}"),
         };
+        if p.delivery == Delivery::Manager {
+            transport.push_str(":mgr");
+        }
         match p.recv_mode {
             None => {}
             Some(RecvMode::Spin) => transport.push_str(":recv=spin"),
@@ -980,12 +1006,24 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
         let [kind, name, dir, max, param, fds, ref extra @ ..] = f[..] else {
             return Err(bad());
         };
-        // Optional, in this order: the transport (absent: one-sided), `recv=MODE`, `nb=N`,
-        // `lay=MAXxNB`.
+        // Optional, in this order: the transport (absent: one-sided), `mgr` (two-sided only:
+        // `partix:Delivery="manager"`), `recv=MODE`, `nb=N`, `lay=MAXxNB`.
         let (mut transport, mut recv_mode, mut capacity, mut layout) = (None, None, None, None);
+        let mut delivery = Delivery::Helped;
         for x in extra {
             if layout.is_some() {
                 return Err(bad());
+            }
+            if *x == "mgr" {
+                if transport != Some(Transport::TwoSided)
+                    || delivery != Delivery::Helped
+                    || recv_mode.is_some()
+                    || capacity.is_some()
+                {
+                    return Err(bad());
+                }
+                delivery = Delivery::Manager;
+                continue;
             }
             if let Some(l) = x.strip_prefix("lay=") {
                 let (max, nb) = l.split_once('x').ok_or_else(bad)?;
@@ -1052,6 +1090,7 @@ pub fn decode_ports(s: &str) -> Result<Vec<PortDesc>, String> {
             param: param.parse().map_err(|_| bad())?,
             fds: fdv,
             transport,
+            delivery,
             recv_mode,
             capacity,
             layout,
@@ -1292,6 +1331,7 @@ mod tests {
                     destinations: vec![pref(2, "IN"), pref(3, "IN")],
                     kind: ChannelKind::Sampling,
                     transport: None,
+                    delivery: None,
                     location: Location::default(),
                 },
                 Channel {
@@ -1301,6 +1341,7 @@ mod tests {
                     destinations: vec![pref(2, "QIN")],
                     kind: ChannelKind::Queuing,
                     transport: Some("one-sided".into()),
+                    delivery: None,
                     location: Location::default(),
                 },
             ],
@@ -1413,7 +1454,29 @@ mod tests {
         let b = set.ports_of(1);
         assert_eq!(b[1].recv_mode, Some(RecvMode::Blocking));
         assert_eq!(b[0].recv_mode, None);
+        // partix:Delivery="manager" travels with both ends of its two-sided channel only.
+        m.channels[0].transport = Some("two-sided".into());
+        m.channels[0].delivery = Some(Delivery::Manager);
+        let set = ChannelSet::create(&m).unwrap();
+        let (a, b) = (set.ports_of(0), set.ports_of(1));
+        assert_eq!(
+            (a[0].delivery, b[0].delivery),
+            (Delivery::Manager, Delivery::Manager)
+        );
+        assert_eq!(b[1].delivery, Delivery::Helped);
+        assert!(
+            set.env_value(1).contains(":two-sided:mgr:lay="),
+            "{}",
+            set.env_value(1)
+        );
+        for p in 0..3 {
+            assert_eq!(decode_ports(&set.env_value(p)).unwrap(), set.ports_of(p));
+        }
         for bad in [
+            "s:A:src:1:1:600w:mgr",
+            "s:A:src:1:1:600w:udp:mgr",
+            "s:A:src:1:1:600w:two-sided:mgr:mgr",
+            "s:A:src:1:1:600w:two-sided:recv=spin:mgr",
             "s:A:src:1:1:600w:recv=parkX",
             "s:A:src:1:1:600w:recv=",
             "s:A:src:1:1:600w:recv=spin:recv=block",
@@ -1999,6 +2062,187 @@ mod tests {
         }
     }
 
+    /// (CPU ticks, voluntary context switches) summed over this process's threads named
+    /// `name` (a manager's thread is `partix-netmgr-` + its port, cut to 15 bytes).
+    fn thread_usage(name: &str) -> (u64, u64) {
+        let (mut ticks, mut switches) = (0, 0);
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() != name {
+                continue;
+            }
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .map(|v| v.parse().unwrap_or(0))
+                .collect();
+            // utime and stime: fields 14 and 15, 12 and 13 after the state.
+            ticks += f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            switches += status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        (ticks, switches)
+    }
+
+    /// Wait until every thread of this process named `name` sleeps (state `S`: a manager parked
+    /// on its futex), so that the next message is what wakes it.
+    fn wait_asleep(name: &str) {
+        let t0 = std::time::Instant::now();
+        loop {
+            let mut all = true;
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() == name {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    let state = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+                    all &= state.starts_with('S');
+                }
+            }
+            if all {
+                return;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{name} never slept");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// The two-sided managers, sampling and queuing, in both deliveries (audit 27, G1/G2):
+    /// idle, neither uses CPU nor wakes (the helped managers used to sleep in 500 µs slices
+    /// while a reader was active; the sampling manager's idleness was not tested at all).
+    /// With `partix:Delivery="manager"` the manager thread wakes about once per message (it
+    /// delivers each one, woken by the doorbell: each message is sent once it sleeps, since a
+    /// manager that finds the next message before it parks rightly does not sleep) and the
+    /// readers never move a message (their help count stays 0); helped, the readers move them
+    /// and the manager sleeps meanwhile.
+    #[test]
+    fn two_sided_managers_are_event_driven_in_both_deliveries() {
+        use crate::transport::{
+            QueueDestination, QueueSource, SamplingDestination, SamplingSource,
+        };
+        use partix_shm::RecvMode;
+        const N: u64 = 40;
+        // Thread names of their own per delivery: the threads of the first round live on.
+        for (delivery, sname, qname) in [
+            (Delivery::Helped, "JS", "KQ"),
+            (Delivery::Manager, "VS", "WQ"),
+        ] {
+            let (sthread, qthread) = (
+                format!("partix-netmgr-{}", &sname[..1]),
+                format!("partix-netmgr-{}", &qname[..1]),
+            );
+            let mut m = module();
+            for c in &mut m.channels {
+                c.transport = Some("two-sided".into());
+                c.delivery = Some(delivery);
+            }
+            m.partitions[1].sampling_ports[0].name = sname.into();
+            m.channels[0].destinations[0].port = sname.into();
+            m.partitions[1].queuing_ports[0].name = qname.into();
+            m.channels[1].destinations[0].port = qname.into();
+            let set = ChannelSet::create(&m).unwrap();
+            let (a, b) = (mapped(&set, 0), mapped(&set, 1));
+            assert_eq!(b[0].desc.delivery, delivery);
+            let mut w = SamplingSource::attach(&a[0]).unwrap();
+            let mut r = SamplingDestination::attach(&b[0]).unwrap();
+            let mut q = QueueSource::attach(&a[2]).unwrap();
+            let mut d = QueueDestination::attach(&b[1]).unwrap();
+            let waiter = d.waiter(&b[1]).unwrap();
+            let silence = |what: &str| {
+                std::thread::sleep(Duration::from_millis(50));
+                let (s0, q0) = (thread_usage(&sthread), thread_usage(&qthread));
+                std::thread::sleep(Duration::from_millis(500));
+                let (s1, q1) = (thread_usage(&sthread), thread_usage(&qthread));
+                for (who, u0, u1) in [("sampling", s0, s1), ("queuing", q0, q1)] {
+                    // A helped manager that a reader just left naps once more (its watchdog).
+                    assert!(
+                        u1.0 - u0.0 < 10 && u1.1 - u0.1 <= 3,
+                        "{delivery:?} {what}: the idle {who} manager used {} ticks and woke {} \
+                         times in 500 ms",
+                        u1.0 - u0.0,
+                        u1.1 - u0.1
+                    );
+                }
+            };
+            silence("before the messages");
+            let (s0, q0) = (thread_usage(&sthread), thread_usage(&qthread));
+            let mut buf = [0u8; 64];
+            let mut last = None;
+            for i in 0..N {
+                if delivery == Delivery::Manager {
+                    wait_asleep(&sthread);
+                }
+                w.write_with(&i.to_le_bytes(), || i + 1);
+                let ok = r
+                    .wait_newer(
+                        &mut buf,
+                        last,
+                        RecvMode::Blocking,
+                        Some(Duration::from_secs(5)),
+                    )
+                    .unwrap_or_else(|e| panic!("{delivery:?}: sample {i}: {e:?}"));
+                assert_eq!(&buf[..ok.len], &i.to_le_bytes(), "{delivery:?}");
+                last = Some(ok.seq);
+            }
+            for i in 0..N {
+                if delivery == Delivery::Manager {
+                    wait_asleep(&qthread);
+                }
+                q.try_send(&i.to_le_bytes()).unwrap();
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                let n = loop {
+                    match d.try_recv(&mut buf) {
+                        Ok(n) => break n,
+                        Err(_) => {
+                            assert!(std::time::Instant::now() < deadline, "message {i}");
+                            waiter.park_until(Some(deadline), || waiter.ready());
+                        }
+                    }
+                };
+                assert_eq!(&buf[..n], &i.to_le_bytes(), "{delivery:?}");
+            }
+            let (s1, q1) = (thread_usage(&sthread), thread_usage(&qthread));
+            let (swakes, qwakes) = (s1.1 - s0.1, q1.1 - q0.1);
+            match delivery {
+                Delivery::Manager => {
+                    assert_eq!((r.reader_moves(), d.reader_moves()), (0, 0));
+                    for (who, wakes) in [("sampling", swakes), ("queuing", qwakes)] {
+                        assert!(
+                            (N / 2..=2 * N + 5).contains(&wakes),
+                            "the {who} manager woke {wakes} times for {N} messages"
+                        );
+                    }
+                }
+                Delivery::Helped => {
+                    assert!(r.reader_moves() > 0 && d.reader_moves() > 0);
+                    assert!(
+                        swakes < N / 2,
+                        "the helped sampling manager woke {swakes} times for {N} messages"
+                    );
+                    // A reader polling READ for 300 ms: the manager sleeps until its watchdog
+                    // (100 ms), not in 500 µs slices (about 600 wake-ups before session 27).
+                    let (s0, _) = (thread_usage(&sthread), ());
+                    let t0 = std::time::Instant::now();
+                    while t0.elapsed() < Duration::from_millis(300) {
+                        let _ = r.read(&mut buf);
+                        std::hint::spin_loop();
+                    }
+                    let wakes = thread_usage(&sthread).1 - s0.1;
+                    assert!(
+                        wakes <= 8,
+                        "a polled helped manager woke {wakes} times in 300 ms"
+                    );
+                }
+            }
+            silence("after the messages");
+            drop((w, r, q, d));
+        }
+    }
+
     /// A udp/tcp sampling destination that nobody reads while its source writes far more frames
     /// than its socket holds still reads the message written last: its receiving agent keeps
     /// the socket drained. (Without the agent, udp read a frame from when the socket filled,
@@ -2067,6 +2311,7 @@ mod tests {
                 destinations: vec![pref(1, "BACKIN")],
                 kind: ChannelKind::Sampling,
                 transport: None,
+                delivery: None,
                 location: Location::default(),
             });
             for c in &mut m.channels {
@@ -2142,6 +2387,7 @@ mod tests {
             destinations: vec![pref(1, "BACKIN")],
             kind: ChannelKind::Sampling,
             transport: Some("two-sided".into()),
+            delivery: None,
             location: Location::default(),
         });
         m.partitions[1]

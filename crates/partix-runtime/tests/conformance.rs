@@ -1,5 +1,6 @@
 //! One conformance suite over every channel transport and every receive mode: the module
-//! template `tests/ports/conformance.xml.in` is instantiated per transport (`@TRANSPORT@`) and
+//! template `tests/ports/conformance.xml.in` is instantiated per transport (`@TRANSPORT@`; and
+//! `two-sided-manager`, two-sided with `partix:Delivery="manager"`) and
 //! receive mode (`partix:ReceiveMode` on every port), run by the real executive with the
 //! `xport-testpart` partitions (real processes, real shared memory, real loopback sockets), and
 //! the same checks must pass for each: port semantics, multicast to two destinations, validity,
@@ -42,8 +43,15 @@ fn big(transport: &str) -> u32 {
 /// The module of `transport` in `mode`, written as `dir/conformance-<transport>-<mode>.xml`.
 fn module(transport: &str, mode: &str, dir: &Path) -> partix_config::model::Module {
     let tpl = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/conformance.xml.in");
+    // `two-sided-manager`: the two-sided transport with `partix:Delivery="manager"` (only the
+    // network manager thread delivers: the paper's design).
+    let attrs = match transport {
+        "two-sided-manager" => r#"partix:Transport="two-sided" partix:Delivery="manager""#.into(),
+        t => format!(r#"partix:Transport="{t}""#),
+    };
     let text = std::fs::read_to_string(tpl)
         .unwrap()
+        .replace(r#"partix:Transport="@TRANSPORT@""#, &attrs)
         .replace("@TRANSPORT@", transport)
         .replace("@BIG@", &big(transport).to_string());
     let with = text
@@ -150,6 +158,9 @@ conformance_tests! {
     conformance_two_sided_spin: "two-sided", "spin";
     conformance_two_sided_spin_then_park: "two-sided", "spin-then-park";
     conformance_two_sided_blocking: "two-sided", "blocking";
+    conformance_two_sided_manager_spin: "two-sided-manager", "spin";
+    conformance_two_sided_manager_spin_then_park: "two-sided-manager", "spin-then-park";
+    conformance_two_sided_manager_blocking: "two-sided-manager", "blocking";
     conformance_udp_spin: "udp", "spin";
     conformance_udp_spin_then_park: "udp", "spin-then-park";
     conformance_udp_blocking: "udp", "blocking";

@@ -702,8 +702,21 @@ pub fn run_manager(manager: &Mutex<QueueManager>, stop: &AtomicBool) {
 pub fn run_manager_with(
     manager: &Mutex<QueueManager>,
     stop: &AtomicBool,
+    idle: impl FnMut() -> bool,
+) {
+    run_manager_until(manager, stop, Some(Duration::from_secs(1)), idle);
+}
+
+/// [`run_manager_with`] whose parks end at least every `stop_poll` to look at `stop`, or never
+/// time out (`None`: a manager that runs as long as its process wakes only on the doorbell or
+/// the space notifier).
+pub fn run_manager_until(
+    manager: &Mutex<QueueManager>,
+    stop: &AtomicBool,
+    stop_poll: Option<Duration>,
     mut idle: impl FnMut() -> bool,
 ) {
+    let park_deadline = || stop_poll.and_then(|d| Instant::now().checked_add(d));
     let (doorbell, space, ack, probe) = {
         let m = manager.lock().unwrap_or_else(|e| e.into_inner());
         // A second consumer handle that never pops: it only reads the counters. Laid out as the
@@ -734,7 +747,7 @@ pub fn run_manager_with(
             // stores the ack and wakes the space notifier), not a retry every millisecond,
             // which woke the destination 1000 times a second for as long as the sender kept it
             // so. The deadline only bounds a missed stop.
-            space.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
+            space.park_until(park_deadline(), || {
                 acked() != acked_before || stop.load(Ordering::Acquire)
             });
             continue;
@@ -742,7 +755,7 @@ pub fn run_manager_with(
         if idle() {
             continue;
         }
-        doorbell.park_until(Some(Instant::now() + Duration::from_secs(1)), || {
+        doorbell.park_until(park_deadline(), || {
             // Until the sender's tail moves past what this manager took, not "the ring is not
             // empty": after impossible counters the ring never looks empty, and the shared TX
             // head, which the emptiness test reads, lies in a region the sender can write (one

@@ -1074,12 +1074,26 @@ mod shm {
         }
 
         /// Acknowledge every delivered message up to the newest without reading it (see
-        /// [`ReceiverState::ack_newest`]); wake the manager if that gave it credit.
+        /// [`ReceiverState::ack_newest`]); wake the manager if that gave it credit, and return
+        /// whether it did (the cumulative ack moved).
         #[inline]
-        pub fn ack_newest(&mut self) {
-            if self.st.ack_newest(&self.rx.view()) {
+        pub fn ack_newest(&mut self) -> bool {
+            let moved = self.st.ack_newest(&self.rx.view());
+            if moved {
                 self.rx.ack.notify();
             }
+            moved
+        }
+
+        /// Return the number of messages the manager delivered so far (the RX tail, `Acquire`).
+        #[inline]
+        pub fn delivered(&self) -> u64 {
+            self.rx.view().delivered()
+        }
+
+        /// The RX area's data notifier, which the manager wakes after every delivery.
+        pub fn data(&self) -> &Notifier {
+            &self.rx.data
         }
 
         /// Copy the newest delivered message into `buf` (it stays readable until a newer one
@@ -1389,7 +1403,21 @@ mod shm {
         manager: &std::sync::Mutex<NetworkManager>,
         stop: &AtomicBool,
         stop_poll: Duration,
+        idle: impl FnMut() -> bool,
+    ) {
+        run_shared_observed(manager, stop, Some(stop_poll), idle, |_| {});
+    }
+
+    /// [`run_shared_with`] that also tells `observe` what each round of moving stopped at (the
+    /// runtime keeps whether the manager is starved, for a reader that just returned credit),
+    /// and whose parks have no time-out at all when `stop_poll` is `None` (a manager that runs
+    /// as long as its process: it wakes only on the doorbell or the ack notifier).
+    pub fn run_shared_observed(
+        manager: &std::sync::Mutex<NetworkManager>,
+        stop: &AtomicBool,
+        stop_poll: Option<Duration>,
         mut idle: impl FnMut() -> bool,
+        mut observe: impl FnMut(Progress),
     ) {
         let (tx, rx) = {
             let m = manager.lock().unwrap_or_else(|e| e.into_inner());
@@ -1400,34 +1428,29 @@ mod shm {
                 let mut m = manager.lock().unwrap_or_else(|e| e.into_inner());
                 (m.run_once(), m.st)
             };
+            observe(progress);
             match progress {
                 Progress::Idle if idle() => {}
                 Progress::Idle => {
                     let txv = tx.view();
                     // A helper may have moved on meanwhile: `next` is then stale and the wait
                     // returns at once; the next round parks with the fresh value.
-                    wait_with(
-                        RecvMode::Blocking,
-                        Some(&tx.doorbell),
-                        Some(stop_poll),
-                        || txv.written() != st.next_tx || stop.load(Ordering::Acquire),
-                    );
+                    wait_with(RecvMode::Blocking, Some(&tx.doorbell), stop_poll, || {
+                        txv.written() != st.next_tx || stop.load(Ordering::Acquire)
+                    });
                 }
                 Progress::Starved => {
                     let rxv = rx.view();
-                    wait_with(RecvMode::Blocking, Some(&rx.ack), Some(stop_poll), || {
+                    wait_with(RecvMode::Blocking, Some(&rx.ack), stop_poll, || {
                         st.has_credit(&rxv, rxv.acked()) || stop.load(Ordering::Acquire)
                     });
                 }
                 Progress::Contended => std::thread::sleep(CONTENDED_PAUSE),
                 Progress::Corrupt { tail } => {
                     let txv = tx.view();
-                    wait_with(
-                        RecvMode::Blocking,
-                        Some(&tx.doorbell),
-                        Some(stop_poll),
-                        || txv.written() != tail || stop.load(Ordering::Acquire),
-                    );
+                    wait_with(RecvMode::Blocking, Some(&tx.doorbell), stop_poll, || {
+                        txv.written() != tail || stop.load(Ordering::Acquire)
+                    });
                 }
             }
         }
@@ -1500,8 +1523,43 @@ mod shm {
             assert!(c.m.stats().starved >= 2);
         }
 
+        /// The `/proc` directory of the calling thread (`/proc/<pid>/task/<tid>`), for another
+        /// thread to read its counters.
+        pub(crate) fn thread_dir() -> std::path::PathBuf {
+            // The link says `<pid>/task/<tid>`, relative to /proc.
+            std::path::Path::new("/proc")
+                .join(std::fs::read_link("/proc/thread-self").expect("/proc/thread-self"))
+        }
+
+        /// (CPU ticks, voluntary context switches) of the thread whose `/proc` directory is
+        /// `dir`: `utime + stime` from `stat`, `voluntary_ctxt_switches` from `status`.
+        pub(crate) fn thread_usage(dir: &std::path::Path) -> (u64, u64) {
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
+            let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .map(|v| v.parse().unwrap_or(0))
+                .collect();
+            // utime and stime: fields 14 and 15, 12 and 13 after the state.
+            let ticks = f[11] + f[12];
+            let status = std::fs::read_to_string(dir.join("status")).unwrap();
+            let voluntary = status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap();
+            (ticks, voluntary)
+        }
+
+        /// The manager thread is event-driven: the doorbell wakes it for each message, and it
+        /// sleeps while nothing comes. Its parks time out only after 60 s, so a manager whose
+        /// doorbell wake were broken would deliver nothing within the 50 ms each message is
+        /// given; one that polled would spend CPU and make no voluntary switch in the silence.
+        /// (The test ran the manager with a 20 ms time-out and gave 200 messages 20 s in all:
+        /// a busy-polling manager and one woken only by its time-out both passed; audit 27, G2.)
         #[test]
         fn manager_thread_is_event_driven() {
+            const N: u32 = 100;
             let Chan {
                 mut s,
                 mut r,
@@ -1509,28 +1567,70 @@ mod shm {
             } = chan(16, 4);
             let stop = Arc::new(AtomicBool::new(false));
             let stop2 = stop.clone();
+            let (dir_tx, dir_rx) = std::sync::mpsc::channel();
             let t = std::thread::spawn(move || {
-                m.run_until(&stop2, Duration::from_millis(20));
+                dir_tx.send(thread_dir()).unwrap();
+                m.run_until(&stop2, Duration::from_secs(60));
                 m.stats()
             });
+            let dir = dir_rx.recv().unwrap();
+            // Let it park.
+            std::thread::sleep(Duration::from_millis(50));
+            let silence = |what: &str| {
+                let (t0, v0) = thread_usage(&dir);
+                std::thread::sleep(Duration::from_millis(500));
+                let (t1, v1) = thread_usage(&dir);
+                assert!(
+                    t1 - t0 <= 2 && v1 - v0 <= 1,
+                    "{what}: the idle manager used {} ticks and {} wake-ups in 500 ms",
+                    t1 - t0,
+                    v1 - v0
+                );
+            };
+            silence("before the messages");
+            let (_, v0) = thread_usage(&dir);
             let mut buf = [0u8; 16];
             let mut last = None;
-            for i in 0..200u32 {
+            for i in 0..N {
+                // Once it sleeps, so that this message is what wakes it (a manager that finds
+                // the next message before it parks rightly does not sleep).
+                let t0 = std::time::Instant::now();
+                while !std::fs::read_to_string(dir.join("stat"))
+                    .unwrap()
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('S'))
+                {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(5),
+                        "the manager never slept"
+                    );
+                    std::thread::sleep(Duration::from_micros(200));
+                }
                 s.write(&i.to_le_bytes()).unwrap();
                 let ok = r
                     .wait_newer(
                         &mut buf,
                         last,
                         RecvMode::Blocking,
-                        Some(Duration::from_secs(20)),
+                        Some(Duration::from_millis(50)),
                     )
-                    .unwrap();
+                    .unwrap_or_else(|e| panic!("message {i} not delivered within 50 ms: {e:?}"));
                 assert_eq!(&buf[..4], &i.to_le_bytes());
                 last = Some(ok.seq);
             }
+            // One wake-up per message (it was asleep before each), give or take a preemption.
+            let (_, v1) = thread_usage(&dir);
+            let wakes = v1 - v0;
+            assert!(
+                (u64::from(N) / 2..=u64::from(N) * 2 + 5).contains(&wakes),
+                "{wakes} wake-ups of the manager for {N} messages"
+            );
+            silence("after the messages");
             stop.store(true, Ordering::Release);
+            // Wake it to see the stop (it may deliver this last message or not).
+            s.write(b"bye").unwrap();
             let stats = t.join().unwrap();
-            assert_eq!(stats.sent, 200);
+            assert!((u64::from(N)..=u64::from(N) + 1).contains(&stats.sent));
         }
 
         /// A read that fails after moving the cumulative ack (a buffer too small for the newest

@@ -19,7 +19,7 @@
 pub mod socket;
 
 use crate::channels::{self, MappedPort};
-use partix_config::model::{ChannelKind, PortDirection};
+use partix_config::model::{ChannelKind, Delivery, PortDirection};
 use partix_shm::futex;
 use partix_shm::notifier::{deadline_after, NOTIFIER_LEN};
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
@@ -27,10 +27,10 @@ use partix_shm::sampling::{
     Flags, ReadError, ReadOk, SamplingLayout, SamplingReader, SamplingWriter, WaitError,
 };
 use partix_shm::twoqueue::{
-    run_manager_with, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
+    run_manager_until, QueueManager, QueueReceiver, QueueSender, QueueSenderProbe,
 };
 use partix_shm::twosided::{
-    run_shared_with, NetworkManager, Progress, RingShape, TwoSidedReceiver, TwoSidedSender,
+    run_shared_observed, NetworkManager, Progress, RingShape, TwoSidedReceiver, TwoSidedSender,
 };
 use partix_shm::{AreaError, Notifier, RecvMode, Region, Words};
 use socket::{FrameSocket, SocketKind, SocketWaiter};
@@ -330,15 +330,18 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 }
 
 /// A two-sided manager (sampling: [`NetworkManager`]; queuing: [`QueueManager`]) shared by its
-/// thread and the port's receiver, which helps it.
+/// thread and the port's receiver, which helps it unless the channel says
+/// `partix:Delivery="manager"` ([`Delivery::Manager`]: the thread alone delivers, parked on the
+/// doorbell; the receiver reads the RX ring only and waits on its data notifier).
 ///
 /// While the receiver polls (it calls `Helped::help` on every poll), the manager thread does not
-/// park on the doorbell but sleeps locally in slices of [`HELPED_SLICE`]: the sender then finds
-/// nobody parked on the doorbell and makes no system call, and the receiver moves each message
-/// itself (no thread hop). When the receiver stops polling (a slice without help), or goes to
-/// sleep without watching (it kicks the manager: `Helped::asleep`, the fallback below), the
-/// manager parks on the doorbell again: messages are then delivered event-driven, by the
-/// manager.
+/// park on the doorbell but sleeps locally on its kick word, looking again only after
+/// [`HELPED_WATCHDOG`]: the sender then finds nobody parked on the doorbell and makes no system
+/// call, and the receiver moves each message itself (no thread hop). A receiver that goes to
+/// sleep without watching kicks the manager back onto the doorbell at once (`Helped::asleep`,
+/// the fallback below); a receiver that stops polling is noticed at the next watchdog (a
+/// watchdog without help): the manager then parks on the doorbell again, and messages are
+/// delivered event-driven, by the manager.
 ///
 /// A two-sided sampling reader that waits in a parking mode *watches* the doorbell in the
 /// manager's place (`Helped::watch`): the sender's doorbell wakes the reader itself, which
@@ -357,16 +360,36 @@ pub struct Helped<M> {
     watching: AtomicU32,
     /// Local futex word the helped manager sleeps on; a reader going to sleep bumps it.
     kick: AtomicU32,
+    /// Who delivers: with [`Delivery::Manager`] the receiver never helps, watches or kicks.
+    delivery: Delivery,
+    /// Whether the manager's last round found no credit (a newer TX message waits for the
+    /// receiver's cumulative ack); set by the manager thread after each round.
+    starved: AtomicBool,
+    /// Local sleeps of the manager thread while helped (diagnostics, tests).
+    naps: AtomicU64,
 }
 
-/// How long a helped manager sleeps before it checks whether the reader still polls.
+/// The first nap of a socket destination's receiving agent while a reader is active
+/// ([`SocketAgent`]; it doubles up to [`AGENT_NAP_MAX`]). (Until session 27 the two-sided
+/// managers slept in slices of this length while helped: a 2 kHz timer.)
 pub const HELPED_SLICE: Duration = Duration::from_micros(500);
 
-/// How long a manager sleeps locally while a reader watches the doorbell in its place (a reader
-/// waiting long must not cost the partition a manager wake-up every [`HELPED_SLICE`]). Messages
-/// sent after the watcher left wait at most this long in the TX ring for the manager, which
-/// no one sees: every read moves the newest message first.
-pub const WATCHED_SLICE: Duration = Duration::from_millis(20);
+/// How long a helped manager sleeps locally (on its kick word) before it looks whether a reader
+/// still polls or watches (session 27: it slept 500 µs, 20 ms while watched).
+///
+/// Nothing waits for this watchdog: every read and every wait of a helped port moves what the
+/// sender published before it looks, a reader that goes to sleep without watching kicks the
+/// manager at once, and CLEAR and the status take the manager's lock. It only bounds how long
+/// messages sent after the last reader left stay in the TX ring before the manager parks on
+/// the doorbell again and delivers them itself (a READ poll loop cannot tell that it stopped,
+/// and kicking on every return would cost each read a system call). So while a reader stays
+/// active, the manager wakes 10 times a second, not 2000.
+pub const HELPED_WATCHDOG: Duration = Duration::from_millis(100);
+
+/// How long a reader of a [`Delivery::Manager`] sampling port that just returned credit to a
+/// starved manager waits for it to deliver the newest message (it is woken by that delivery;
+/// the bound only covers a manager that cannot move it, e.g. a sender lapping every copy).
+pub const CATCH_UP_BOUND: Duration = Duration::from_millis(20);
 
 /// The manager's one round of moving, which a helping receiver runs too.
 pub trait MoveOnce {
@@ -399,7 +422,7 @@ impl MoveOnce for QueueManager {
 }
 
 impl<M: MoveOnce> Helped<M> {
-    fn new(manager: M) -> Helped<M> {
+    fn new(manager: M, delivery: Delivery) -> Helped<M> {
         Helped {
             doorbell: manager.doorbell().clone(),
             manager: Mutex::new(manager),
@@ -407,7 +430,33 @@ impl<M: MoveOnce> Helped<M> {
             parked: AtomicU32::new(0),
             watching: AtomicU32::new(0),
             kick: AtomicU32::new(0),
+            delivery,
+            starved: AtomicBool::new(false),
+            naps: AtomicU64::new(0),
         }
+    }
+
+    /// Whether only the manager thread delivers ([`Delivery::Manager`]).
+    #[inline]
+    fn manager_only(&self) -> bool {
+        self.delivery == Delivery::Manager
+    }
+
+    /// Moves (helps) made by the port's receivers so far: 0 for ever with
+    /// [`Delivery::Manager`].
+    pub fn helps(&self) -> u64 {
+        self.helps.load(Ordering::Relaxed)
+    }
+
+    /// Local sleeps of the manager thread while receivers helped or watched.
+    pub fn naps(&self) -> u64 {
+        self.naps.load(Ordering::Relaxed)
+    }
+
+    /// The manager thread's idle hook: with [`Delivery::Manager`] never (it parks on the
+    /// doorbell at once), else [`Helped::idle`].
+    fn idle_hook(&self, seen: &mut u64) -> bool {
+        !self.manager_only() && self.idle(seen)
     }
 
     /// Move what can be moved now, waiting for the manager's lock if its thread is moving;
@@ -454,7 +503,8 @@ impl<M: MoveOnce> Helped<M> {
         r
     }
 
-    /// The manager's idle hook: sleep a slice locally while the reader polls and helps.
+    /// The manager's idle hook: sleep locally (until kicked, or the [`HELPED_WATCHDOG`]) while
+    /// a reader polls and helps, or watches the doorbell.
     fn idle(&self, seen: &mut u64) -> bool {
         let now = self.helps.load(Ordering::Relaxed);
         let watched = self.watching.load(Ordering::SeqCst) != 0;
@@ -467,8 +517,8 @@ impl<M: MoveOnce> Helped<M> {
         if self.parked.load(Ordering::SeqCst) != 0 {
             return false;
         }
-        let slice = if watched { WATCHED_SLICE } else { HELPED_SLICE };
-        futex::wait(&self.kick, k, Some(slice));
+        self.naps.fetch_add(1, Ordering::Relaxed);
+        futex::wait(&self.kick, k, Some(HELPED_WATCHDOG));
         true
     }
 }
@@ -593,7 +643,8 @@ pub enum SamplingDestination {
     /// The port's read-only slot.
     OneSided(SamplingReader),
     /// The RX ring and its manager (the manager thread runs in this partition; a polling reader
-    /// helps it, see [`SamplingDestination::read`]).
+    /// helps it unless the channel's delivery is [`Delivery::Manager`], see
+    /// [`SamplingDestination::read`]).
     TwoSided(TwoSidedReceiver, Arc<Helped<NetworkManager>>),
     /// The port's socket, shared with its receiving agent ([`SocketAgent`]).
     Socket(Arc<SocketAgent>),
@@ -788,14 +839,23 @@ impl SamplingDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let h = Arc::new(Helped::new(network_manager(port, tx, rx.clone())?));
+                let h = Arc::new(Helped::new(
+                    network_manager(port, tx, rx.clone())?,
+                    port.desc.delivery,
+                ));
                 let r = TwoSidedReceiver::attach(rx, 0).map_err(|e| err(port, e))?;
                 let h2 = h.clone();
+                // Parks without a time-out: the thread runs as long as the partition, and the
+                // doorbell, the ack notifier or a kick wakes it.
                 spawn_manager(&port.desc.name, move || {
                     let mut seen = h2.helps.load(Ordering::Relaxed);
-                    run_shared_with(&h2.manager, &NEVER, Duration::from_secs(1), || {
-                        h2.idle(&mut seen)
-                    })
+                    run_shared_observed(
+                        &h2.manager,
+                        &NEVER,
+                        None,
+                        || h2.idle_hook(&mut seen),
+                        |p| h2.starved.store(p == Progress::Starved, Ordering::SeqCst),
+                    )
                 })
                 .map_err(|e| err(port, e))?;
                 SamplingDestination::TwoSided(r, h)
@@ -821,7 +881,8 @@ impl SamplingDestination {
     ///
     /// Two-sided: the reader first *helps* the manager (if its lock is free, it moves the newest
     /// TX message itself), so a polling reader needs no thread hop; the manager thread delivers
-    /// when nobody polls.
+    /// when nobody polls. With [`Delivery::Manager`] it reads the RX ring only (after waiting
+    /// for a manager it gave credit to, see `docs/ports.md`, "Delivery").
     ///
     /// # Errors
     /// [`ReadError`] (`Contended` and `Corrupt`: the caller keeps its last good copy).
@@ -829,6 +890,10 @@ impl SamplingDestination {
     pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOk, ReadError> {
         match self {
             SamplingDestination::OneSided(r) => r.read(buf),
+            SamplingDestination::TwoSided(r, h) if h.manager_only() => {
+                catch_up(r, h);
+                r.read(buf)
+            }
             SamplingDestination::TwoSided(r, h) => {
                 // Credit for the newest TX message first: the ring may hold what was delivered
                 // just after the last read (see `TwoSidedReceiver::ack_newest`).
@@ -848,6 +913,15 @@ impl SamplingDestination {
             SamplingDestination::OneSided(r) => r.latest_flags().map(|f| f.seq()),
             SamplingDestination::TwoSided(r, _) => r.newest_seq(),
             SamplingDestination::Socket(_) => None,
+        }
+    }
+
+    /// Two-sided: the moves the port's readers made in the manager's place so far (always 0 with
+    /// [`Delivery::Manager`]); 0 for the other transports (diagnostics, tests).
+    pub fn reader_moves(&self) -> u64 {
+        match self {
+            SamplingDestination::TwoSided(_, h) => h.helps(),
+            _ => 0,
         }
     }
 
@@ -944,6 +1018,12 @@ impl SamplingDestination {
     ) -> Result<ReadOk, WaitError> {
         match self {
             SamplingDestination::OneSided(r) => r.wait_newer_or(buf, last_seq, mode, timeout, stop),
+            SamplingDestination::TwoSided(r, h) if h.manager_only() => {
+                // The paper's path: the manager thread delivers and wakes the RX ring's data
+                // notifier; the reader spins on the RX tail and/or parks on that notifier.
+                catch_up(r, h);
+                r.wait_newer_or(buf, last_seq, mode, timeout, stop)
+            }
             SamplingDestination::TwoSided(r, h) => {
                 // Credit for the newest TX message first (as in `read`).
                 r.ack_newest();
@@ -993,6 +1073,24 @@ impl SamplingDestination {
                 .receiver()
                 .wait_newer_or(buf, last_seq, mode, timeout, stop),
         }
+    }
+}
+
+/// Start a read or wait of a [`Delivery::Manager`] sampling port: return the credit for every
+/// delivered message but the newest (as the helped read does), and if that credit is what a
+/// starved manager waited for, wait (at most [`CATCH_UP_BOUND`]) until it delivered once more:
+/// it then moves the newest message written so far. Without this, a reader that reads rarely
+/// found the RX ring as its last read left it (full of the messages delivered just after that
+/// read) and returned one of those, while the source's newest waited in the TX ring for the
+/// credit this read had just returned. Only the RX ring and the manager's own flag are looked
+/// at: the reader never moves a message.
+fn catch_up(r: &mut TwoSidedReceiver, h: &Helped<NetworkManager>) {
+    let before = r.delivered();
+    if r.ack_newest() && h.starved.load(Ordering::SeqCst) {
+        let deadline = deadline_after(Some(CATCH_UP_BOUND));
+        r.data().park_until(deadline, || {
+            r.delivered() != before || !h.starved.load(Ordering::SeqCst)
+        });
     }
 }
 
@@ -1257,7 +1355,8 @@ pub enum QueueDestination {
     /// The consumer of the ring and the space notifier.
     OneSided(RingConsumer, Notifier),
     /// The RX ring and the manager, shared with its thread: the receiver helps it (moves the
-    /// TX messages itself while it polls) and uses it for CLEAR.
+    /// TX messages itself while it polls; not with [`Delivery::Manager`]) and uses it for
+    /// CLEAR.
     TwoSided(QueueReceiver, Arc<Helped<QueueManager>>),
     /// Frames, acknowledged in batches, shared with the acknowledging agent ([`QueueAgent`]).
     Socket(Arc<QueueAgent>),
@@ -1281,12 +1380,16 @@ impl QueueDestination {
             }
             Transport::TwoSided => {
                 let (tx, rx) = (region(port, 0)?, region(port, 1)?);
-                let h = Arc::new(Helped::new(queue_manager(port, tx.clone(), rx.clone())?));
+                let h = Arc::new(Helped::new(
+                    queue_manager(port, tx.clone(), rx.clone())?,
+                    port.desc.delivery,
+                ));
                 let r = QueueReceiver::attach(tx, rx).map_err(|e| err(port, e))?;
                 let h2 = h.clone();
+                // Parks without a time-out, as the sampling manager.
                 spawn_manager(&port.desc.name, move || {
                     let mut seen = h2.helps.load(Ordering::Relaxed);
-                    run_manager_with(&h2.manager, &NEVER, || h2.idle(&mut seen))
+                    run_manager_until(&h2.manager, &NEVER, None, || h2.idle_hook(&mut seen))
                 })
                 .map_err(|e| err(port, e))?;
                 QueueDestination::TwoSided(r, h)
@@ -1335,6 +1438,13 @@ impl QueueDestination {
                     limit: 0,
                 }
             }
+            // Only the manager thread delivers: wait for the RX ring as a one-sided receiver
+            // waits for its ring (its data notifier, which the manager wakes).
+            QueueDestination::TwoSided(r, h) if h.manager_only() => QueueWaiter::Ring {
+                probe: RingProbe::Consumer(r.probe().map_err(|e| err(port, e))?),
+                notifier: r.data().clone(),
+                limit: 0,
+            },
             QueueDestination::TwoSided(r, h) => QueueWaiter::Helped {
                 probe: r.probe().map_err(|e| err(port, e))?,
                 notifier: r.data().clone(),
@@ -1365,8 +1475,11 @@ impl QueueDestination {
                 Err(e) => Err(dropped_wakes(e, space)),
             },
             QueueDestination::TwoSided(r, h) => {
-                // Move what the sender queued (the manager thread does when nobody polls).
-                h.help();
+                // Move what the sender queued (the manager thread does when nobody polls, and
+                // alone with `Delivery::Manager`).
+                if !h.manager_only() {
+                    h.help();
+                }
                 r.try_recv(buf)
             }
             QueueDestination::Socket(a) => a.receiver().try_recv(buf),
@@ -1415,6 +1528,15 @@ impl QueueDestination {
                 }
                 Ok(n)
             }
+        }
+    }
+
+    /// Two-sided: the moves the port's receivers made in the manager's place so far (always 0
+    /// with [`Delivery::Manager`]); 0 for the other transports (diagnostics, tests).
+    pub fn reader_moves(&self) -> u64 {
+        match self {
+            QueueDestination::TwoSided(_, h) => h.helps(),
+            _ => 0,
         }
     }
 
@@ -1568,7 +1690,8 @@ impl QueueWaiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use partix_shm::twoqueue::QueueShape;
+    use partix_shm::twoqueue::{run_manager_with, QueueShape};
+    use partix_shm::twosided::run_shared_with;
     use partix_shm::twosided::RingShape;
 
     /// A one-sided queue of `MaxNbMessages` 1 laid out as the executive makes it (a split
@@ -1654,6 +1777,7 @@ mod tests {
         shape.init(&tx, &rx).unwrap();
         let h = Arc::new(Helped::new(
             QueueManager::attach(tx.clone(), rx.clone()).unwrap(),
+            Delivery::Helped,
         ));
         let r = QueueReceiver::attach(tx.clone(), rx).unwrap();
         let w = QueueWaiter::Helped {
@@ -1680,8 +1804,68 @@ mod tests {
         let rx = Arc::new(Region::create("partix-watch-rx", shape.rx_size_bytes()).unwrap());
         let s = TwoSidedSender::init(tx.clone(), 0, shape).unwrap();
         let r = TwoSidedReceiver::init(rx.clone(), 0, shape).unwrap();
-        let h = Arc::new(Helped::new(NetworkManager::attach(tx, 0, rx, 0).unwrap()));
+        let h = Arc::new(Helped::new(
+            NetworkManager::attach(tx, 0, rx, 0).unwrap(),
+            Delivery::Helped,
+        ));
         (s, SamplingDestination::TwoSided(r, h.clone()), h)
+    }
+
+    /// With `Delivery::Manager`, readers never move a message: with no manager thread running,
+    /// a sampling read finds the RX ring empty and a wait times out in every mode, a queuing
+    /// receive and its waiter find nothing, and no help is counted; once the manager moves
+    /// (its round, run by hand here), they find the messages.
+    #[test]
+    fn manager_delivered_readers_never_move_messages() {
+        let (mut s, d, h) = unmanaged_two_sided_sampling();
+        let SamplingDestination::TwoSided(r, inner) = d else {
+            unreachable!()
+        };
+        drop(inner);
+        let h = Arc::new(Helped::new(
+            Arc::into_inner(h).unwrap().manager.into_inner().unwrap(),
+            Delivery::Manager,
+        ));
+        let mut d = SamplingDestination::TwoSided(r, h.clone());
+        s.write(b"one").unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(d.read(&mut buf), Err(ReadError::Empty));
+        for mode in [
+            RecvMode::Spin,
+            RecvMode::SpinThenPark { spins: 10 },
+            RecvMode::Blocking,
+        ] {
+            let e = d.wait_newer(&mut buf, None, mode, Some(Duration::from_millis(20)));
+            assert!(matches!(e, Err(WaitError::TimedOut)), "{mode:?}: {e:?}");
+        }
+        assert_eq!(h.manager.lock().unwrap().run_once(), Progress::Idle);
+        let ok = d
+            .wait_newer(
+                &mut buf,
+                None,
+                RecvMode::Blocking,
+                Some(Duration::from_secs(5)),
+            )
+            .unwrap();
+        assert_eq!(&buf[..ok.len], b"one");
+        assert_eq!((h.helps(), d.reader_moves()), (0, 0));
+
+        let (mut s, d, w) = unmanaged_two_sided_queue();
+        let QueueDestination::TwoSided(r, h) = d else {
+            unreachable!()
+        };
+        // The waiter holds the other reference.
+        drop(w);
+        let h = Arc::new(Helped::new(
+            Arc::into_inner(h).unwrap().manager.into_inner().unwrap(),
+            Delivery::Manager,
+        ));
+        let mut d = QueueDestination::TwoSided(r, h.clone());
+        s.try_send(b"queued").unwrap();
+        assert_eq!(d.try_recv(&mut buf), Err(PopError::Empty));
+        h.manager.lock().unwrap().run_once();
+        assert_eq!(d.try_recv(&mut buf), Ok(6));
+        assert_eq!(d.reader_moves(), 0);
     }
 
     /// Stop a manager thread that a test started with `stop` and wait for it to end.
@@ -1931,7 +2115,9 @@ mod tests {
             (local, t0.elapsed())
         });
         assert!(slept.0, "watched: the manager must sleep locally");
-        assert!(slept.1 >= HELPED_SLICE / 2, "slept {:?}", slept.1);
+        // Until its watchdog (nobody kicks it here), counted as a nap.
+        assert!(slept.1 >= HELPED_WATCHDOG / 2, "slept {:?}", slept.1);
+        assert_eq!(h.naps(), 1);
         assert!(!h.idle(&mut seen), "nobody watches any more");
     }
 
