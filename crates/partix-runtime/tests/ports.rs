@@ -44,7 +44,7 @@ fn every_port_service_return_code_from_rust() {
     );
     let passes = all_pass("CODES", &out[0]);
     // Every check of codes_init and codes_process ran (keep in step with ports-testpart.rs).
-    assert_eq!(passes, 62, "{:#?}", out[0]);
+    assert_eq!(passes, 70, "{:#?}", out[0]);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! ports-testpart ROLE OUT [N]
-//!   codes          every return code of every port service (ports of tests/ports/codes.xml)
+//!   codes          every return code of every port service (ports of tests/ports/codes.xml),
+//!                  also from the error handler (a wait with a time-out: INVALID_MODE)
 //!   idle           create nothing, enter NORMAL
 //!   sampling-src   write "first" at init, then "tick K" (K = 0..19) each period, then "final";
 //!                  no region descriptor it holds can be resized
@@ -477,8 +478,79 @@ extern "C" fn codes_process() {
         Err(InvalidMode),
     );
     unlock_preemption().expect("unlock");
+    // The error handler may not wait either: with a time-out it answers INVALID_MODE, with
+    // time-out 0 the same as any process (the queue Q_SRC is still full, Q_DST empty).
+    check(
+        "raise_application_error",
+        raise_application_error(ErrorCode::ApplicationError, b"ports"),
+        Ok(()),
+    );
+    let mut done = false;
+    for _ in 0..5_000 {
+        if CODES_EH_DONE.load(Ordering::Acquire) {
+            done = true;
+            break;
+        }
+        let _ = timed_wait(MS);
+    }
+    expect("the error handler ran", done, "it did not finish within 5 s");
+    for (what, got, want) in CODES_EH.lock().unwrap().iter() {
+        expect(
+            &format!("{what} from the error handler"),
+            got == want,
+            format!("got {got:?}, want {want:?}"),
+        );
+    }
     out("END codes");
     idle_forever();
+}
+
+/// What the error handler of `codes` got: (call, result, expected result).
+type EhCodes = Vec<(&'static str, Result<(), ApexError>, Result<(), ApexError>)>;
+static CODES_EH: std::sync::Mutex<EhCodes> = std::sync::Mutex::new(Vec::new());
+static CODES_EH_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The error handler of `codes` (raised by `codes_process`): the port waits it may not make.
+extern "C" fn codes_error_handler() {
+    use ApexError::*;
+    let _ = get_error_status();
+    let q1 = get_queuing_port_id("Q_SRC").expect("Q_SRC");
+    let q2 = get_queuing_port_id("Q_DST").expect("Q_DST");
+    let mut buf = [0u8; 8];
+    let codes: EhCodes = vec![
+        (
+            "send full, timeout 10 ms",
+            send_queuing_message(q1, b"x", 10 * MS),
+            Err(InvalidMode),
+        ),
+        (
+            "send full, infinite timeout",
+            send_queuing_message(q1, b"x", INFINITE_TIME_VALUE),
+            Err(InvalidMode),
+        ),
+        (
+            "send full, timeout 0",
+            send_queuing_message(q1, b"x", 0),
+            Err(NotAvailable),
+        ),
+        (
+            "receive empty, timeout 10 ms",
+            receive_queuing_message(q2, &mut buf, 10 * MS).map(|_| ()),
+            Err(InvalidMode),
+        ),
+        (
+            "receive empty, infinite timeout",
+            receive_queuing_message(q2, &mut buf, INFINITE_TIME_VALUE).map(|_| ()),
+            Err(InvalidMode),
+        ),
+        (
+            "receive empty, timeout 0",
+            receive_queuing_message(q2, &mut buf, 0).map(|_| ()),
+            Err(NotAvailable),
+        ),
+    ];
+    *CODES_EH.lock().unwrap() = codes;
+    CODES_EH_DONE.store(true, Ordering::Release);
 }
 
 // ------------------------------------------------------------------------------------- sampling
@@ -3164,6 +3236,7 @@ fn main() {
     match role.as_str() {
         "codes" => {
             codes_init();
+            create_error_handler(codes_error_handler, 0).expect("error handler");
             process("codes", codes_process, 10, INFINITE_TIME_VALUE);
         }
         "idle" => {}
