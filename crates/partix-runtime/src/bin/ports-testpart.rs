@@ -493,7 +493,11 @@ extern "C" fn codes_process() {
         }
         let _ = timed_wait(MS);
     }
-    expect("the error handler ran", done, "it did not finish within 5 s");
+    expect(
+        "the error handler ran",
+        done,
+        "it did not finish within 5 s",
+    );
     for (what, got, want) in CODES_EH.lock().unwrap().iter() {
         expect(
             &format!("{what} from the error handler"),
