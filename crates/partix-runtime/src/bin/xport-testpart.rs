@@ -815,6 +815,7 @@ extern "C" fn prio_src() {
 /// SRC's three senders wait on its full PRIORITY port: after f, their messages arrive from 15,
 /// 10, 5 (MaxNbMessages 1: each room goes to one sender, the head of the line).
 extern "C" fn prio_dst1() {
+    let t0 = get_time();
     let q = qid("QP_IN");
     let up = sid("PCTL_UP");
     let pids = PRIO_PIDS.lock().unwrap().clone();
@@ -855,6 +856,10 @@ extern "C" fn prio_dst1() {
         order == want,
         format!("{order:?}"),
     );
+    out(&format!(
+        "INFO PRIORITY phase: {} ms",
+        (get_time() - t0) / MS
+    ));
     start_later();
     done();
 }
