@@ -20,8 +20,8 @@
 //! Before those, SRC and DST1 run the PRIORITY phase (processes `prio`, priority 30; the others
 //! start when it is done): three receivers of DST1 of priorities 5, 15, 10 wait on the empty
 //! PRIORITY port QP_IN and get SRC's m0, m1, m2 in priority order (15, 10, 5); then three
-//! senders of SRC of priorities 5, 15, 10 wait on the full PRIORITY port QP_OUT (MaxNbMessages
-//! 1) and DST1 receives their messages in priority order. In spin mode they join in the order
+//! senders of SRC of priorities 5, 15, 10 wait on the full PRIORITY port QP_OUT (one message
+//! fills it) and DST1 receives their messages in priority order. In spin mode they join in the order
 //! 5, 10, 15 (the spinning head would keep a lower priority from running to join).
 //!
 //! MODE is the receive mode of every port (`spin`, `spin-then-park`, `blocking`; default
