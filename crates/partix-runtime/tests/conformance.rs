@@ -8,8 +8,11 @@
 //! never early, never much late; time-out 0 never leaves the CPU), ordering, message sizes
 //! 1 B..64 B and the size sweep 1 B..max (max 40, 56 and the transport's large maximum: 65483 B
 //! on udp, 1 MiB elsewhere, byte-exact, max + 1 refused), CLEAR_QUEUING_PORT, WAITING while
-//! blocked, the mode in effect (the CPU time of a 200 ms wait), port confinement, and a
-//! checksummed queuing stress between processes of two partitions.
+//! blocked, the mode in effect (the CPU time of a 200 ms wait), port confinement, a
+//! checksummed queuing stress between processes of two partitions, LAST_MSG_VALIDITY from
+//! GET_SAMPLING_PORT_STATUS, RECEIVE_QUEUING_MESSAGE with INFINITE_TIME_VALUE, and the PRIORITY
+//! discipline (three waiting receivers of priorities 5, 15, 10 on a destination port, three
+//! waiting senders on a full source port: released 15, 10, 5).
 //!
 //! Every transport runs here (no RDMA device is involved), so none is skipped.
 
@@ -105,9 +108,9 @@ fn conformance(transport: &str, mode: &str) {
     let dst1 = common::pass_lines(&format!("{who} DST1"), &out[1]);
     let dst2 = common::pass_lines(&format!("{who} DST2"), &out[2]);
     // Every check ran (keep in step with xport-testpart.rs).
-    assert_eq!(src.len(), 20, "{who} SRC: {src:#?}");
-    assert_eq!(dst1.len(), 28, "{who} DST1: {dst1:#?}");
-    assert_eq!(dst2.len(), 13, "{who} DST2: {dst2:#?}");
+    assert_eq!(src.len(), 23, "{who} SRC: {src:#?}");
+    assert_eq!(dst1.len(), 34, "{who} DST1: {dst1:#?}");
+    assert_eq!(dst2.len(), 14, "{who} DST2: {dst2:#?}");
     let n = stress(mode);
     for (name, lines, what) in [
         ("SRC", &src, "a process blocked on a port is WAITING"),
@@ -131,6 +134,24 @@ fn conformance(transport: &str, mode: &str) {
         ("DST1", &dst1, "sampling sizes 1 B .. max on SBIG"),
         ("DST1", &dst1, "queuing sizes 1 B .. max on QBIG"),
         ("DST2", &dst2, "another partition (DST1's Q_IN)"),
+        (
+            "DST1",
+            &dst1,
+            "waiting receivers get the messages in priority order",
+        ),
+        (
+            "DST1",
+            &dst1,
+            "waiting senders are released in priority order",
+        ),
+        ("DST1", &dst1, "LAST_MSG_VALIDITY VALID"),
+        ("DST2", &dst2, "LAST_MSG_VALIDITY VALID"),
+        ("DST1", &dst1, "LAST_MSG_VALIDITY INVALID"),
+        (
+            "DST1",
+            &dst1,
+            "with INFINITE_TIME_VALUE returns each message",
+        ),
     ] {
         assert!(
             lines.iter().any(|l| l.contains(what)),

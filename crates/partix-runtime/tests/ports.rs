@@ -44,7 +44,7 @@ fn every_port_service_return_code_from_rust() {
     );
     let passes = all_pass("CODES", &out[0]);
     // Every check of codes_init and codes_process ran (keep in step with ports-testpart.rs).
-    assert_eq!(passes, 62, "{:#?}", out[0]);
+    assert_eq!(passes, 70, "{:#?}", out[0]);
 }
 
 #[test]
@@ -407,6 +407,49 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
             .is_some_and(|l| l.ends_with("slot_left_mid_write=Some(true)")),
         "the slot should be left mid-write: {info:?}"
     );
+}
+
+/// `kill.xml` over two-sided (the destination's network manager thread running) and tcp: a
+/// source that wrote 64 KiB messages, then a last one (number 2^40), leaves the channel
+/// mid-write (two-sided: the next TX slot's `begin` flag and half its payload, forged bytes;
+/// tcp: a 64 KiB frame's header and half its payload on the socket) and is SIGKILLed. The
+/// destination: every message read is whole; from the first read of the last message on,
+/// every read returns it, `VALID` at first, `INVALID` for good past the refresh period (1 s);
+/// two-sided: the manager thread runs and the TX slot stays mid-write. (Audit 27, G4.)
+#[test]
+fn a_source_killed_mid_write_leaves_the_last_good_message_two_sided_and_tcp() {
+    for (t, checks) in [("two-sided", 7), ("tcp", 4)] {
+        let mut m = load("kill.xml");
+        for c in &mut m.channels {
+            c.transport = Some(t.into());
+        }
+        let out = run(
+            &m,
+            &format!("kill2-{t}"),
+            &[("kill2-src", &[], false), ("kill2-dst", &[], true)],
+            Duration::from_secs(90),
+        );
+        let info = out[0].iter().find(|l| l.starts_with("INFO kill2")).cloned();
+        println!("{t}: {info:?}");
+        assert!(
+            out[0].iter().any(|l| l.starts_with("END kill2-src")),
+            "{t}: {:#?}",
+            out[0]
+        );
+        let forged = if t == "tcp" {
+            "frame bytes sent 32792 of 32792"
+        } else {
+            "whole in its slot true, slot of"
+        };
+        assert!(
+            info.as_deref().is_some_and(
+                |l| l.contains(forged) && (t == "tcp" || l.ends_with("mid-write true"))
+            ),
+            "{t}: the channel should be left mid-write ({forged:?}): {info:?}"
+        );
+        println!("{t}: {:?}", out[1].iter().find(|l| l.starts_with("INFO")));
+        assert_eq!(all_pass("KDST", &out[1]), checks, "{t}: {:#?}", out[1]);
+    }
 }
 
 /// A reader that never read waits for a message after its writer died inside a write: the

@@ -719,6 +719,96 @@ mod shm {
             assert_eq!(polls, 1);
         }
 
+        /// Run `wait_with_or(mode, ..)` with no time-out on a fresh notifier until a waker thread
+        /// sees the receiver parked (registered) and publishes (after 20 s without, it publishes
+        /// anyway), or until `ready()` was polled `spin_polls` times. Return the receiver's count of
+        /// registered parkers at each poll of `ready()`, and the result.
+        fn polls_of(mode: RecvMode, spin_polls: usize) -> (Vec<u32>, bool) {
+            use std::sync::atomic::AtomicBool;
+            let n = notifier();
+            let data = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicBool::new(false));
+            let waker = {
+                let (n, data, done) = (n.clone(), data.clone(), done.clone());
+                std::thread::spawn(move || {
+                    // (After 20 s without a parker, publish anyway: a receiver that never parks
+                    // then fails the test instead of hanging it.)
+                    let t0 = Instant::now();
+                    while n.registered() == 0
+                        && !done.load(Ordering::Acquire)
+                        && t0.elapsed() < Duration::from_secs(20)
+                    {
+                        std::thread::yield_now();
+                    }
+                    data.store(true, Ordering::Release);
+                    n.notify();
+                })
+            };
+            let mut seen = Vec::new();
+            let ok = wait_with_or(
+                mode,
+                Some(&n),
+                None,
+                || {
+                    seen.push(n.registered());
+                    data.load(Ordering::Acquire) || seen.len() >= spin_polls
+                },
+                || false,
+            );
+            done.store(true, Ordering::Release);
+            waker.join().unwrap();
+            assert_eq!(
+                n.registered(),
+                0,
+                "{mode:?}: still registered after the wait"
+            );
+            (seen, ok)
+        }
+
+        /// The looks of a receiver from its registration on: the first registered (the waker
+        /// publishes only once it sees the registration), and so every one after it, except
+        /// the last (the one that found the data), which may follow the unregistration of a
+        /// park the wake-up ended.
+        fn parked(looks: &[u32]) -> bool {
+            looks.first() == Some(&1) && looks[..looks.len() - 1].iter().all(|&r| r == 1)
+        }
+
+        /// Spin-then-park polls exactly its `spins` before it parks, and then parks: one more
+        /// look before registering (the park's own first check), then registered until woken
+        /// ([`parked`]).
+        /// Blocking registers after that one look, without spinning; spinning never registers.
+        /// (Audit 27, G8: the conformance suite's CPU check cannot tell spin-then-park from
+        /// blocking.)
+        #[test]
+        fn spin_then_park_spins_its_polls_then_parks_and_blocking_does_not_spin() {
+            for spins in [1u32, 777, 5000] {
+                let mode = RecvMode::SpinThenPark { spins };
+                let (seen, ok) = polls_of(mode, usize::MAX);
+                assert!(ok, "{mode:?}");
+                let unregistered = seen.iter().take_while(|&&r| r == 0).count();
+                assert_eq!(
+                    unregistered,
+                    spins as usize + 1,
+                    "{mode:?}: polls before registering: {seen:?}"
+                );
+                assert!(
+                    parked(&seen[unregistered..]),
+                    "{mode:?}: not registered after parking: {seen:?}"
+                );
+            }
+            let (seen, ok) = polls_of(RecvMode::Blocking, usize::MAX);
+            assert!(ok);
+            assert_eq!(seen[0], 0, "blocking: {seen:?}");
+            assert!(
+                parked(&seen[1..]),
+                "blocking spins or does not park: {seen:?}"
+            );
+            let (seen, ok) = polls_of(RecvMode::Spin, 200_000);
+            assert!(ok);
+            assert_eq!(seen.len(), 200_000);
+            assert!(seen.iter().all(|&r| r == 0), "spin parked");
+        }
+
         /// A parker whose heavy barrier failed (every `membarrier` refused) cannot count on the
         /// writer's wake-up: it parks only briefly at a time and sees data that came without
         /// one long before its time-out. (The failure was ignored, and such a park slept through

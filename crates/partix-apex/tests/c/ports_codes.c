@@ -5,8 +5,9 @@
  * Q_DST, Q_LATE; OTHER_PORT belongs to another partition).
  *
  * Appends one line per check, "SERVICE CASE rc=NAME" (or "VALUE NAME N"), to the file argv[1];
- * the test compares the lines with ports_codes.expected. main() runs the initialisation checks,
- * then the process "driver" runs the NORMAL-mode ones and writes "END".
+ * the test compares the lines with ports_codes.expected. main() runs the initialisation checks
+ * and creates the error handler, then the process "driver" runs the NORMAL-mode ones, raises an
+ * application error (the handler's queuing waits) and writes "END".
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -52,6 +53,31 @@ static const char *rc_name(RETURN_CODE_TYPE rc)
 static SAMPLING_PORT_ID_TYPE s_src, s_dst;
 static QUEUING_PORT_ID_TYPE q_src, q_dst;
 
+/* The error handler may not wait: a queuing wait with a time-out answers INVALID_MODE there,
+ * one with time-out 0 NOT_AVAILABLE as anywhere (Q_SRC is full, Q_DST empty). It records the
+ * codes; the driver prints them once it has run. */
+static RETURN_CODE_TYPE eh_rc[6];
+static volatile int eh_done = 0;
+
+static void error_handler(void)
+{
+    ERROR_STATUS_TYPE st;
+    RETURN_CODE_TYPE rc;
+    APEX_BYTE m[8];
+    MESSAGE_SIZE_TYPE n;
+
+    GET_ERROR_STATUS(&st, &rc);
+    memset(m, 'e', sizeof m);
+    SEND_QUEUING_MESSAGE(q_src, m, 1, 10 * MS, &eh_rc[0]);
+    SEND_QUEUING_MESSAGE(q_src, m, 1, INFINITE_TIME_VALUE, &eh_rc[1]);
+    SEND_QUEUING_MESSAGE(q_src, m, 1, 0, &eh_rc[2]);
+    RECEIVE_QUEUING_MESSAGE(q_dst, 10 * MS, m, &n, &eh_rc[3]);
+    RECEIVE_QUEUING_MESSAGE(q_dst, INFINITE_TIME_VALUE, m, &n, &eh_rc[4]);
+    RECEIVE_QUEUING_MESSAGE(q_dst, 0, m, &n, &eh_rc[5]);
+    eh_done = 1;
+    STOP_SELF();
+}
+
 static void driver(void)
 {
     SAMPLING_PORT_ID_TYPE sid;
@@ -76,6 +102,29 @@ static void driver(void)
     CHECK("SEND_QUEUING_MESSAGE", "full_locked_timeout_0",
           SEND_QUEUING_MESSAGE(q_src, buf, 1, 0, &rc));
     CHECK("UNLOCK_PREEMPTION", "unlock", UNLOCK_PREEMPTION(&level, &rc));
+    {
+        static const char *const eh_case[6][2] = {
+            {"SEND_QUEUING_MESSAGE", "full_error_handler_timeout_10ms"},
+            {"SEND_QUEUING_MESSAGE", "full_error_handler_infinite"},
+            {"SEND_QUEUING_MESSAGE", "full_error_handler_timeout_0"},
+            {"RECEIVE_QUEUING_MESSAGE", "empty_error_handler_timeout_10ms"},
+            {"RECEIVE_QUEUING_MESSAGE", "empty_error_handler_infinite"},
+            {"RECEIVE_QUEUING_MESSAGE", "empty_error_handler_timeout_0"},
+        };
+        RETURN_CODE_TYPE wrc;
+        int k;
+        CHECK("RAISE_APPLICATION_ERROR", "to_error_handler",
+              RAISE_APPLICATION_ERROR(APPLICATION_ERROR, (MESSAGE_ADDR_TYPE) "ports", 5, &rc));
+        for (k = 0; k < 5000 && !eh_done; k++) {
+            TIMED_WAIT(1 * MS, &wrc);
+        }
+        VALUE("ERROR_HANDLER_ran", eh_done);
+        for (k = 0; k < 6; k++) {
+            fprintf(out, "%s %s rc=%s\n", eh_case[k][0], eh_case[k][1],
+                    eh_done ? rc_name(eh_rc[k]) : "NOT_RUN");
+        }
+        fflush(out);
+    }
     fprintf(out, "END\n");
     fflush(out);
     for (;;) {
@@ -257,6 +306,7 @@ int main(int argc, char **argv)
         CREATE_PROCESS(&a, &pid, &rc);
         START(pid, &rc);
     }
+    CHECK("CREATE_ERROR_HANDLER", "init", CREATE_ERROR_HANDLER((SYSTEM_ADDRESS_TYPE)error_handler, 0, &rc));
     SET_PARTITION_MODE(NORMAL, &rc);
     fprintf(out, "SET_PARTITION_MODE returned rc=%s\n", rc_name(rc));
     return 1;

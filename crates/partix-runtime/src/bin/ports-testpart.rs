@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! ports-testpart ROLE OUT [N]
-//!   codes          every return code of every port service (ports of tests/ports/codes.xml)
+//!   codes          every return code of every port service (ports of tests/ports/codes.xml),
+//!                  also from the error handler (a wait with a time-out: INVALID_MODE)
 //!   idle           create nothing, enter NORMAL
 //!   sampling-src   write "first" at init, then "tick K" (K = 0..19) each period, then "final";
 //!                  no region descriptor it holds can be resized
@@ -30,6 +31,13 @@
 //!                  it, through the fallback path (`sampling_port_counters`: the newest message
 //!                  is the killer's, never read, and unreadable); it is VALID at first, then
 //!                  INVALID for good
+//!   kill2-src      (kill.xml with a two-sided or tcp channel) write 64 KiB messages for
+//!                  300 ms, then message 2^40, then leave the channel mid-write (two-sided: the
+//!                  next TX slot's `begin` and half its payload; tcp: a 64 KiB frame's header
+//!                  and half its payload on the socket) and SIGKILL the partition
+//!   kill2-dst      read every 0.5 ms until 1.3 s after message 2^40 came: every read whole,
+//!                  every read from then on returns 2^40, VALID then INVALID for good;
+//!                  two-sided: the network manager thread runs, the TX slot stays mid-write
 //!   window-src     write 64 KiB messages back to back, without a pause, in every window
 //!   window-dst     read 300 times (at most 20 s) in its own windows: no message is torn; a slot
 //!                  stuck mid-write (a write its window ended inside of) is counted in an INFO line,
@@ -477,8 +485,83 @@ extern "C" fn codes_process() {
         Err(InvalidMode),
     );
     unlock_preemption().expect("unlock");
+    // The error handler may not wait either: with a time-out it answers INVALID_MODE, with
+    // time-out 0 the same as any process (the queue Q_SRC is still full, Q_DST empty).
+    check(
+        "raise_application_error",
+        raise_application_error(ErrorCode::ApplicationError, b"ports"),
+        Ok(()),
+    );
+    let mut done = false;
+    for _ in 0..5_000 {
+        if CODES_EH_DONE.load(Ordering::Acquire) {
+            done = true;
+            break;
+        }
+        let _ = timed_wait(MS);
+    }
+    expect(
+        "the error handler ran",
+        done,
+        "it did not finish within 5 s",
+    );
+    for (what, got, want) in CODES_EH.lock().unwrap().iter() {
+        expect(
+            &format!("{what} from the error handler"),
+            got == want,
+            format!("got {got:?}, want {want:?}"),
+        );
+    }
     out("END codes");
     idle_forever();
+}
+
+/// What the error handler of `codes` got: (call, result, expected result).
+type EhCodes = Vec<(&'static str, Result<(), ApexError>, Result<(), ApexError>)>;
+static CODES_EH: std::sync::Mutex<EhCodes> = std::sync::Mutex::new(Vec::new());
+static CODES_EH_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The error handler of `codes` (raised by `codes_process`): the port waits it may not make.
+extern "C" fn codes_error_handler() {
+    use ApexError::*;
+    let _ = get_error_status();
+    let q1 = get_queuing_port_id("Q_SRC").expect("Q_SRC");
+    let q2 = get_queuing_port_id("Q_DST").expect("Q_DST");
+    let mut buf = [0u8; 8];
+    let codes: EhCodes = vec![
+        (
+            "send full, timeout 10 ms",
+            send_queuing_message(q1, b"x", 10 * MS),
+            Err(InvalidMode),
+        ),
+        (
+            "send full, infinite timeout",
+            send_queuing_message(q1, b"x", INFINITE_TIME_VALUE),
+            Err(InvalidMode),
+        ),
+        (
+            "send full, timeout 0",
+            send_queuing_message(q1, b"x", 0),
+            Err(NotAvailable),
+        ),
+        (
+            "receive empty, timeout 10 ms",
+            receive_queuing_message(q2, &mut buf, 10 * MS).map(|_| ()),
+            Err(InvalidMode),
+        ),
+        (
+            "receive empty, infinite timeout",
+            receive_queuing_message(q2, &mut buf, INFINITE_TIME_VALUE).map(|_| ()),
+            Err(InvalidMode),
+        ),
+        (
+            "receive empty, timeout 0",
+            receive_queuing_message(q2, &mut buf, 0).map(|_| ()),
+            Err(NotAvailable),
+        ),
+    ];
+    *CODES_EH.lock().unwrap() = codes;
+    CODES_EH_DONE.store(true, Ordering::Release);
 }
 
 // ------------------------------------------------------------------------------------- sampling
@@ -1593,6 +1676,286 @@ extern "C" fn kill_dst_process() {
         after.len()
     ));
     out("END kill-dst");
+    idle_forever();
+}
+
+// ------------------------------------------------------------ kill: two-sided and tcp (kill2)
+
+/// The number of the last complete message `kill2-src` writes before it dies.
+const KILL2_LAST: u64 = 1 << 40;
+
+/// The words of region `r` (mapped for as long as `r` lives).
+fn region_words(r: &partix_shm::Region) -> &[std::sync::atomic::AtomicU64] {
+    // SAFETY: the region is mapped, page-aligned, for as long as `r` lives, and its words are
+    // only accessed atomically here.
+    unsafe { std::slice::from_raw_parts(r.as_ptr().cast(), r.len() / 8) }
+}
+
+/// The two-sided TX ring of port BIG (`partix_shm::twosided`: `tail` at byte 128, 4 slots of
+/// `begin | stamp | payload | end` words from byte 192): its tail and slot `k`.
+struct TxRing<'a> {
+    words: &'a [std::sync::atomic::AtomicU64],
+    stride: usize,
+}
+
+impl<'a> TxRing<'a> {
+    fn new(r: &'a partix_shm::Region) -> TxRing<'a> {
+        let stride = BIG.div_ceil(8) + 3;
+        let slots = partix_runtime::channels::TWO_SIDED_SAMPLING_SLOTS as usize;
+        assert!(r.len() >= 192 + 8 * stride * slots, "TX region too small");
+        TxRing {
+            words: region_words(r),
+            stride,
+        }
+    }
+
+    fn tail(&self) -> u64 {
+        self.words[16].load(Ordering::Acquire)
+    }
+
+    fn slot(&self, p: u64) -> &'a [std::sync::atomic::AtomicU64] {
+        let k = (p % u64::from(partix_runtime::channels::TWO_SIDED_SAMPLING_SLOTS)) as usize;
+        &self.words[24 + k * self.stride..24 + (k + 1) * self.stride]
+    }
+
+    /// Whether the slot of message `p` is mid-write (`begin` != `end`).
+    fn mid_write(&self, p: u64) -> bool {
+        let v = partix_shm::sampling::SlotView::from_words(self.slot(p));
+        v.begin() != v.end()
+    }
+}
+
+/// `kill2-src`: write BIG messages 1, 2, ... for 300 ms (0.5 ms apart on two-sided; 20 ms
+/// apart on tcp, so that the socket never holds back part of a frame), then message
+/// [`KILL2_LAST`], then leave the channel mid-write the way a writer killed inside its next
+/// write does, and SIGKILL the partition. Two-sided: the next TX slot gets its `begin` flag
+/// (the next sequence number, 64 KiB) and half a payload of [`FORGED`] bytes, no `end`, and the
+/// tail is not moved (the sender moves it after `end`). tcp: a valid header of a 64 KiB frame
+/// and half its payload go on the socket, and nothing more.
+extern "C" fn kill2_src_process() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let port = partix_runtime::channels::map_inherited()
+        .expect("map_inherited")
+        .into_iter()
+        .find(|p| p.desc.name == "BIG")
+        .expect("port BIG");
+    let transport = port.desc.transport;
+    let tcp = transport == partix_runtime::transport::Transport::Tcp;
+    let pause = if tcp { 20 * MS } else { MS / 2 };
+    let mut msg = vec![0u8; BIG];
+    let t0 = get_time();
+    let mut k = 0;
+    while get_time() - t0 < 300 * MS {
+        k += 1;
+        let len = build_big(k, &mut msg);
+        let _ = write_sampling_message(id, &msg[..len]);
+        let _ = timed_wait(pause);
+    }
+    let sock = port.sockets.first().map(std::os::fd::AsRawFd::as_raw_fd);
+    // tcp: everything sent so far has left the socket (SIOCOUTQ: bytes not yet acknowledged
+    // by the peer's kernel), so the frames before are whole in the stream.
+    let unsent = |fd: i32| {
+        let mut n: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ (= TIOCOUTQ) writes one int.
+        unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+        n
+    };
+    let drained = |fd: i32| {
+        let t = get_time();
+        while unsent(fd) > 0 && get_time() - t < 2_000 * MS {
+            let _ = timed_wait(MS);
+        }
+        unsent(fd)
+    };
+    let before = sock.map(drained);
+    let len = build_big(KILL2_LAST, &mut msg);
+    let r = write_sampling_message(id, &msg[..len]);
+    let after = sock.map(drained);
+    let forged = match transport {
+        partix_runtime::transport::Transport::TwoSided => {
+            let tx = TxRing::new(&port.regions[0]);
+            let p = tx.tail();
+            let last_whole = p > 0 && !tx.mid_write(p - 1);
+            let slot = tx.slot(p);
+            // As TxView::send would start message p: begin = (seq p + 1, length), a payload.
+            let seq = (p as u32).wrapping_add(1);
+            slot[0].store(u64::from(seq) << 32 | BIG as u64, Ordering::Release);
+            let fill = u64::from_ne_bytes([FORGED; 8]);
+            for w in &slot[2..2 + BIG / 16] {
+                w.store(fill, Ordering::Relaxed);
+            }
+            format!(
+                "tx tail {p}, message {k} + 1 whole in its slot {last_whole}, slot of {p} mid-write {}",
+                tx.mid_write(p)
+            )
+        }
+        partix_runtime::transport::Transport::Tcp => {
+            let fd = sock.expect("a tcp port has its socket");
+            let mut frame = vec![FORGED; partix_runtime::transport::socket::HEADER_LEN + BIG / 2];
+            partix_runtime::transport::socket::FrameRepr {
+                seq: 0x7fff_0000,
+                len: BIG as u32,
+                stamp: partix_shm::clock::now_ns(),
+            }
+            .emit(&mut frame);
+            let mut off = 0;
+            let t = get_time();
+            while off < frame.len() && get_time() - t < 2_000 * MS {
+                // SAFETY: writes from frame[off..], which is in bounds.
+                let n = unsafe {
+                    libc::send(
+                        fd,
+                        frame[off..].as_ptr().cast(),
+                        frame.len() - off,
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                };
+                if n > 0 {
+                    off += n as usize;
+                } else {
+                    let _ = timed_wait(MS);
+                }
+            }
+            format!("frame bytes sent {off} of {}", frame.len())
+        }
+        other => format!("transport {other:?}: nothing forged"),
+    };
+    out(&format!(
+        "INFO kill2: {transport:?}: {k} messages, then {KILL2_LAST}: {r:?}; unsent before {before:?}, after {after:?}; {forged}"
+    ));
+    out("END kill2-src (killing)");
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+}
+
+/// Whether a thread of this process is named `partix-netmgr-*` (a two-sided destination's
+/// network manager).
+fn manager_thread_runs() -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("partix-netmgr"))
+        })
+}
+
+/// `kill2-dst`: read every 0.5 ms until message [`KILL2_LAST`] was read and 1.3 s after (the
+/// refresh period is 1 s; at most 25 s): every message read is whole ([`check_big`]); from the
+/// first read of [`KILL2_LAST`] on, every read returns it (the channel's cut-off message is never
+/// delivered), `VALID` at first, then `INVALID` for good. Two-sided: the destination's network
+/// manager thread runs, and the TX slot after the last message stays mid-write.
+extern "C" fn kill2_dst_process() {
+    let id = get_sampling_port_id("BIG").expect("BIG");
+    let port = partix_runtime::channels::map_inherited()
+        .expect("map_inherited")
+        .into_iter()
+        .find(|p| p.desc.name == "BIG")
+        .expect("port BIG");
+    let two_sided = port.desc.transport == partix_runtime::transport::Transport::TwoSided;
+    if two_sided {
+        expect(
+            "kill2: the destination's network manager thread runs",
+            manager_thread_runs(),
+            "no partix-netmgr thread",
+        );
+    }
+    let mut buf = vec![0u8; BIG];
+    let t0 = get_time();
+    let mut reads: Vec<Result<(u64, usize, Validity), String>> = Vec::new();
+    let mut first_last: Option<(SystemTime, usize)> = None;
+    loop {
+        let answer = match read_sampling_message(id, &mut buf) {
+            Ok((n, v)) => check_big(&buf[..n]).map(|(k, len)| (k, len, v)),
+            Err(e) => Err(format!("{e:?}")),
+        };
+        let now = get_time();
+        if first_last.is_none() && matches!(answer, Ok((k, _, _)) if k == KILL2_LAST) {
+            first_last = Some((now, reads.len()));
+        }
+        reads.push(answer);
+        let since = first_last.map_or(0, |(t, _)| now - t);
+        if since >= 1_300 * MS || now - t0 >= 25_000 * MS {
+            break;
+        }
+        let _ = timed_wait(MS / 2);
+    }
+    let torn: Vec<&String> = reads
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .filter(|e| !e.starts_with("NoAction"))
+        .collect();
+    expect(
+        "kill2: every message read is whole (number, length, fill bytes and checksum agree)",
+        torn.is_empty(),
+        format!(
+            "{} of {} reads: {:?}",
+            torn.len(),
+            reads.len(),
+            torn.first()
+        ),
+    );
+    let from = first_last.map_or(reads.len(), |(_, i)| i);
+    expect(
+        "kill2: messages before the last one were read, then the last complete one",
+        from > 0 && reads[..from].iter().any(Result::is_ok) && first_last.is_some(),
+        format!(
+            "{} reads, the last message first at {first_last:?}",
+            reads.len()
+        ),
+    );
+    let after = &reads[from..];
+    let last = Some((KILL2_LAST, build_big(KILL2_LAST, &mut buf)));
+    let other = after
+        .iter()
+        .position(|r| r.as_ref().ok().map(|&(k, len, _)| (k, len)) != last);
+    expect(
+        "kill2: every read from then on returns the last complete message (never the cut-off one)",
+        !after.is_empty() && other.is_none(),
+        format!(
+            "{} reads, want {last:?}, read {other:?}: {:?}",
+            after.len(),
+            other.map(|i| &after[i])
+        ),
+    );
+    let validity: Vec<Validity> = after
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|&(_, _, v)| v))
+        .collect();
+    let turned = validity.iter().position(|&v| v == Validity::Invalid);
+    expect(
+        "kill2: the last message is VALID at first, then INVALID for good past the refresh period",
+        validity.first() == Some(&Validity::Valid)
+            && turned.is_some_and(|t| validity[t..].iter().all(|&v| v == Validity::Invalid)),
+        format!(
+            "{} reads: first {:?}, INVALID from {turned:?}, last {:?}",
+            validity.len(),
+            validity.first(),
+            validity.last()
+        ),
+    );
+    if two_sided {
+        let tx = TxRing::new(&port.regions[0]);
+        let p = tx.tail();
+        expect(
+            "kill2: the TX slot after the last message is still mid-write (the writer died in it)",
+            tx.mid_write(p),
+            format!("tail {p}"),
+        );
+        expect(
+            "kill2: the manager thread still runs",
+            manager_thread_runs(),
+            "no partix-netmgr thread",
+        );
+    }
+    out(&format!(
+        "INFO kill2: {:?}: reads={} after={}",
+        port.desc.transport,
+        reads.len(),
+        after.len()
+    ));
+    out("END kill2-dst");
     idle_forever();
 }
 
@@ -3346,6 +3709,7 @@ fn main() {
     match role.as_str() {
         "codes" => {
             codes_init();
+            create_error_handler(codes_error_handler, 0).expect("error handler");
             process("codes", codes_process, 10, INFINITE_TIME_VALUE);
         }
         "idle" => {}
@@ -3384,6 +3748,16 @@ fn main() {
         "kill-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
             process("dst", kill_dst_process, 10, INFINITE_TIME_VALUE);
+        }
+        "kill2-src" => {
+            create_sampling_port("BIG", BIG as u32, s, 1_000 * MS).expect("BIG");
+            if get_partition_status().start_condition == StartCondition::NormalStart {
+                process("writer", kill2_src_process, 10, INFINITE_TIME_VALUE);
+            }
+        }
+        "kill2-dst" => {
+            create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");
+            process("dst", kill2_dst_process, 10, INFINITE_TIME_VALUE);
         }
         "stuck-dst" => {
             create_sampling_port("BIG", BIG as u32, d, 1_000 * MS).expect("BIG");

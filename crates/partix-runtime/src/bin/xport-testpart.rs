@@ -17,6 +17,13 @@
 //!               port kind), the sampling sizes (second multicast destination) and the N stress
 //!               messages (no loss, duplicate, reordering or corruption)
 //! ```
+//! Before those, SRC and DST1 run the PRIORITY phase (processes `prio`, priority 30; the others
+//! start when it is done): three receivers of DST1 of priorities 5, 15, 10 wait on the empty
+//! PRIORITY port QP_IN and get SRC's m0, m1, m2 in priority order (15, 10, 5); then three
+//! senders of SRC of priorities 5, 15, 10 wait on the full PRIORITY port QP_OUT (one message
+//! fills it) and DST1 receives their messages in priority order. In spin mode they join in the order
+//! 5, 10, 15 (the spinning head would keep a lower priority from running to join).
+//!
 //! MODE is the receive mode of every port (`spin`, `spin-then-park`, `blocking`; default
 //! `spin-then-park`), BIG the largest message of SBIG/QBIG (default 65483).
 //!
@@ -34,8 +41,8 @@
 mod testpart_common;
 
 use partix_runtime::partition::*;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use testpart_common::{check, expect, idle_forever, new_process, normal, out, MS};
 
 static N: OnceLock<u64> = OnceLock::new();
@@ -82,7 +89,29 @@ const FIRST_WAIT: SystemTime = 120_000 * MS;
 fn process(name: &str, entry: EntryPoint, prio: Priority) {
     let pid = new_process(name, entry, prio);
     RUNNING.fetch_add(1, Ordering::SeqCst);
-    start(pid).expect("start");
+    start_or_defer(pid);
+}
+
+/// Processes created at initialisation whose start waits for the end of the PRIORITY phase
+/// ([`prio_src`], [`prio_dst1`]; empty in DST2, which has no such phase).
+static LATER: Mutex<Vec<ProcessId>> = Mutex::new(Vec::new());
+/// Set at initialisation in the partitions that run the PRIORITY phase first.
+static DEFER: AtomicBool = AtomicBool::new(false);
+
+/// START `pid` now, or at the end of the PRIORITY phase.
+fn start_or_defer(pid: ProcessId) {
+    if DEFER.load(Ordering::SeqCst) {
+        LATER.lock().unwrap().push(pid);
+    } else {
+        start(pid).expect("start");
+    }
+}
+
+/// The PRIORITY phase is over: start the processes of the rest of the suite.
+fn start_later() {
+    for pid in LATER.lock().unwrap().drain(..) {
+        start(pid).expect("start");
+    }
 }
 
 /// The calling process is done: the last one of the partition writes `END`.
@@ -645,6 +674,194 @@ fn sampling_sizes(who: &str) {
         r == Ok((MAX, Validity::Valid, MAX as u8)),
         format!("{r:?}"),
     );
+    let st = get_sampling_port_status(id).map(|s| s.last_msg_validity);
+    expect(
+        &format!("{who}: GET_SAMPLING_PORT_STATUS after a fresh read: LAST_MSG_VALIDITY VALID"),
+        st == Ok(Validity::Valid),
+        format!("{st:?}"),
+    );
+}
+
+// ------------------------------------------------------------------------ PRIORITY discipline
+
+/// The priorities of the three waiting processes, in the order they join the line of a PRIORITY
+/// port. In spin mode the head of the line spins at its priority, so a process of lower
+/// priority could not run to join after it: there they join in rising priority (still the
+/// reverse of the order they are served in); in the other modes 5, 15, 10 (served in neither
+/// the order they came, nor its reverse).
+fn prio_join_order() -> [Priority; 3] {
+    if *MODE.get().expect("mode") == RecvMode::Spin {
+        [5, 10, 15]
+    } else {
+        [5, 15, 10]
+    }
+}
+
+/// What each waiting receiver (DST1) or sender (SRC) of the PRIORITY phase got: (its priority,
+/// its result: the message received, or the send's outcome).
+static PRIO_GOT: Mutex<Vec<(Priority, ApexResult<Vec<u8>>)>> = Mutex::new(Vec::new());
+
+/// The calling process's current priority.
+fn my_priority() -> Priority {
+    let me = get_my_id().expect("get_my_id");
+    get_process_status(me).expect("status").current_priority
+}
+
+/// A receiver of the PRIORITY phase: one message from QP_IN, recorded with its priority.
+extern "C" fn prio_receiver() {
+    let p = my_priority();
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(qid("QP_IN"), &mut buf, WAIT).map(|n| buf[..n].to_vec());
+    PRIO_GOT.lock().unwrap().push((p, r));
+    idle_forever();
+}
+
+/// A sender of the PRIORITY phase: its priority on the full QP_OUT (it waits for room).
+extern "C" fn prio_sender() {
+    let p = my_priority();
+    let r = send_queuing_message(qid("QP_OUT"), &[b's', p as u8], WAIT).map(|()| Vec::new());
+    PRIO_GOT.lock().unwrap().push((p, r));
+    idle_forever();
+}
+
+/// Poll `cond` every millisecond for up to 10 s.
+fn poll_until(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..10_000 {
+        if cond() {
+            return true;
+        }
+        let _ = timed_wait(MS);
+    }
+    cond()
+}
+
+/// Start the processes `pids` (priorities `prios`) one at a time, each once the ones before it
+/// wait on the port: `waiting` reads the port's WAITING_PROCESSES. Report whether they did.
+fn join_in_order(
+    what: &str,
+    pids: &[(Priority, ProcessId)],
+    waiting: impl Fn() -> ApexResult<u32>,
+) {
+    let mut seen = Vec::new();
+    for (k, &(_, pid)) in pids.iter().enumerate() {
+        start(pid).expect("start");
+        let ok = poll_until(|| waiting() == Ok(k as u32 + 1));
+        seen.push(waiting());
+        if !ok {
+            break;
+        }
+    }
+    let prios: Vec<Priority> = pids.iter().map(|&(p, _)| p).collect();
+    expect(
+        &format!(
+            "PRIORITY: {what} of priorities {prios:?} wait on the port, joining in that order"
+        ),
+        seen.iter().enumerate().all(|(k, w)| *w == Ok(k as u32 + 1)) && seen.len() == 3,
+        format!("WAITING_PROCESSES after each start: {seen:?}"),
+    );
+}
+
+/// The waiting processes of the phase (created at initialisation, in join order).
+static PRIO_PIDS: Mutex<Vec<(Priority, ProcessId)>> = Mutex::new(Vec::new());
+
+/// Create the three waiting processes of the PRIORITY phase (not started).
+fn prio_processes(kind: &str, entry: EntryPoint) {
+    let mut pids = PRIO_PIDS.lock().unwrap();
+    for p in prio_join_order() {
+        pids.push((p, new_process(&format!("{kind}{p}"), entry, p)));
+    }
+}
+
+/// SRC's PRIORITY phase (before the rest of the suite starts): once DST1's three receivers wait
+/// on its PRIORITY port QP_IN, send them m0, m1, m2; then fill QP_OUT (MaxNbMessages 1) with
+/// "f", have three senders of priorities 5, 15, 10 wait for room on it (PRIORITY), and tell
+/// DST1, which receives and checks the order they were released in.
+extern "C" fn prio_src() {
+    let q = qid("QP_OUT");
+    let down = sid("PCTL_DOWN");
+    await_control("PCTL_UP", b"receivers");
+    let mut fails = Vec::new();
+    for i in 0..3u8 {
+        if let Err(e) = send_queuing_message(q, &[b'm', b'0' + i], WAIT) {
+            fails.push((i, e));
+        }
+    }
+    let r = send_queuing_message(q, b"f", WAIT);
+    expect(
+        "PRIORITY: m0, m1, m2 sent to the waiting receivers, then f fills the port",
+        fails.is_empty() && r.is_ok(),
+        format!("{fails:?}, f: {r:?}"),
+    );
+    let pids = PRIO_PIDS.lock().unwrap().clone();
+    join_in_order("3 senders on the full source port", &pids, || {
+        get_queuing_port_status(q).map(|s| s.waiting_processes)
+    });
+    let _ = write_sampling_message(down, b"senders");
+    let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
+        || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
+        || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3);
+    let got = PRIO_GOT.lock().unwrap().clone();
+    expect(
+        "PRIORITY: the 3 waiting senders each sent once room came",
+        all && got.iter().all(|(_, r)| r.is_ok()),
+        format!("{got:?}"),
+    );
+    start_later();
+    done();
+}
+
+/// DST1's PRIORITY phase: three receivers of priorities 5, 15, 10 wait on the empty PRIORITY
+/// port QP_IN (joining in that order); SRC then sends m0, m1, m2: 15 gets m0, 10 m1, 5 m2. Then
+/// SRC's three senders wait on its full PRIORITY port: after f, their messages arrive from 15,
+/// 10, 5 (MaxNbMessages 1: each room goes to one sender, the head of the line).
+extern "C" fn prio_dst1() {
+    let t0 = get_time();
+    let q = qid("QP_IN");
+    let up = sid("PCTL_UP");
+    let pids = PRIO_PIDS.lock().unwrap().clone();
+    join_in_order("3 receivers on the empty destination port", &pids, || {
+        get_queuing_port_status(q).map(|s| s.waiting_processes)
+    });
+    let _ = write_sampling_message(up, b"receivers");
+    let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
+        || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
+        || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3);
+    let mut got = PRIO_GOT.lock().unwrap().clone();
+    got.sort_by_key(|&(p, _)| std::cmp::Reverse(p));
+    let want: Vec<(Priority, ApexResult<Vec<u8>>)> = vec![
+        (15, Ok(b"m0".to_vec())),
+        (10, Ok(b"m1".to_vec())),
+        (5, Ok(b"m2".to_vec())),
+    ];
+    expect(
+        "PRIORITY: waiting receivers get the messages in priority order (15 m0, 10 m1, 5 m2)",
+        all && got == want,
+        format!("{got:?}"),
+    );
+    await_control("PCTL_DOWN", b"senders");
+    let mut order = Vec::new();
+    let mut buf = [0u8; 8];
+    for _ in 0..4 {
+        match receive_queuing_message(q, &mut buf, WAIT) {
+            Ok(n) => order.push(buf[..n].to_vec()),
+            Err(e) => {
+                order.push(format!("{e:?}").into_bytes());
+                break;
+            }
+        }
+    }
+    let want: Vec<Vec<u8>> = vec![b"f".to_vec(), vec![b's', 15], vec![b's', 10], vec![b's', 5]];
+    expect(
+        "PRIORITY: waiting senders are released in priority order (f, then 15, 10, 5)",
+        order == want,
+        format!("{order:?}"),
+    );
+    out(&format!(
+        "INFO PRIORITY phase: {} ms",
+        (get_time() - t0) / MS
+    ));
+    start_later();
+    done();
 }
 
 // ---------------------------------------------------------------------------------- SRC main
@@ -666,7 +883,7 @@ extern "C" fn src_main() {
         big == Err(ApexError::InvalidConfig),
         format!("{big:?}"),
     );
-    // Queuing: sizes 1..=64 in order (the queue holds 4: the sender waits for room).
+    // Queuing: sizes 1..=64 in order (the queue holds 5: the sender waits for room).
     let mut fails = Vec::new();
     for k in 1..=MAX {
         if let Err(e) = send_queuing_message(q, &[k as u8; MAX][..k], INFINITE_TIME_VALUE) {
@@ -758,11 +975,20 @@ extern "C" fn dst1_main() {
         &t,
     );
     check_mode_cpu("a sampling wait of 200 ms", &t);
-    // Queue sizes 1..=64 in order.
+    // Queue sizes 1..=64 in order; the odd sizes with an INFINITE time-out (a hang there runs
+    // into the test's time limit), the even ones with 30 s.
     let mut bad = Vec::new();
+    let mut infinite = 0;
     for k in 1..=MAX {
-        match receive_queuing_message(q, &mut buf, 30_000 * MS) {
-            Ok(n) if n == k && buf[..n].iter().all(|&b| b as usize == k) => {}
+        let t = if k % 2 == 1 {
+            INFINITE_TIME_VALUE
+        } else {
+            30_000 * MS
+        };
+        match receive_queuing_message(q, &mut buf, t) {
+            Ok(n) if n == k && buf[..n].iter().all(|&b| b as usize == k) => {
+                infinite += u32::from(t == INFINITE_TIME_VALUE);
+            }
             other => bad.push((k, other)),
         }
     }
@@ -770,6 +996,11 @@ extern "C" fn dst1_main() {
         "queue sizes 1..=64 received in order",
         bad.is_empty(),
         format!("{bad:?}"),
+    );
+    expect(
+        "RECEIVE_QUEUING_MESSAGE with INFINITE_TIME_VALUE returns each message (32 sizes)",
+        infinite == 32,
+        format!("{infinite} of 32"),
     );
     zero("queue empty, timeout 0", ApexError::NotAvailable, || {
         receive_queuing_message(q, &mut buf, 0)
@@ -798,6 +1029,12 @@ extern "C" fn dst1_main() {
         "sampling INVALID after the refresh period",
         matches!(r, Ok((MAX, Validity::Invalid))),
         format!("{r:?}"),
+    );
+    let st = get_sampling_port_status(s).map(|s| s.last_msg_validity);
+    expect(
+        "GET_SAMPLING_PORT_STATUS after a read past the refresh period: LAST_MSG_VALIDITY INVALID",
+        st == Ok(Validity::Invalid),
+        format!("{st:?}"),
     );
     let _ = write_sampling_message(up, b"full");
     await_control("CTL_DOWN", b"full-done");
@@ -888,6 +1125,7 @@ fn main() {
     let src = PortDirection::Source;
     let dst = PortDirection::Destination;
     let fifo = QueuingDiscipline::Fifo;
+    let prio = QueuingDiscipline::Priority;
     let refresh = 500 * MS;
     let ctl = 10_000 * MS;
     match role.as_str() {
@@ -897,13 +1135,21 @@ fn main() {
             create_sampling_port("CTL_UP", 16, dst, ctl).expect("CTL_UP");
             create_queuing_port("Q_OUT", 64, 5, src, fifo).expect("Q_OUT");
             create_queuing_port("Z_OUT", 64, 13, src, fifo).expect("Z_OUT");
+            create_queuing_port("QP_OUT", 8, 1, src, prio).expect("QP_OUT");
+            create_sampling_port("PCTL_DOWN", 16, src, ctl).expect("PCTL_DOWN");
+            create_sampling_port("PCTL_UP", 16, dst, ctl).expect("PCTL_UP");
             sweep_ports(src, dst, big);
             check_modes(
                 &[
                     "S_OUT", "CTL_DOWN", "CTL_UP", "S40", "S56", "SBIG", "SZ_ACK",
                 ],
-                &["Q_OUT", "Z_OUT", "Q40", "Q56", "QBIG"],
+                &["Q_OUT", "Z_OUT", "Q40", "Q56", "QBIG", "QP_OUT"],
             );
+            // The PRIORITY phase first; it starts the others when it is done.
+            DEFER.store(true, Ordering::SeqCst);
+            prio_processes("s", prio_sender);
+            RUNNING.fetch_add(1, Ordering::SeqCst);
+            start(new_process("prio", prio_src, 30)).expect("start");
             process("main", src_main, 10);
             process("watch", watch_process, 20);
             observer();
@@ -915,11 +1161,19 @@ fn main() {
             create_sampling_port("CTL_DOWN", 16, dst, ctl).expect("CTL_DOWN");
             create_sampling_port("CTL_UP", 16, src, ctl).expect("CTL_UP");
             create_queuing_port("Q_IN", 64, 5, dst, fifo).expect("Q_IN");
+            create_queuing_port("QP_IN", 8, 1, dst, prio).expect("QP_IN");
+            create_sampling_port("PCTL_DOWN", 16, dst, ctl).expect("PCTL_DOWN");
+            create_sampling_port("PCTL_UP", 16, src, ctl).expect("PCTL_UP");
             sweep_ports(dst, src, big);
             check_modes(
                 &["S_IN", "CTL_DOWN", "CTL_UP", "S40", "S56", "SBIG", "SZ_ACK"],
-                &["Q_IN", "Q40", "Q56", "QBIG"],
+                &["Q_IN", "Q40", "Q56", "QBIG", "QP_IN"],
             );
+            // The PRIORITY phase first; it starts the others when it is done.
+            DEFER.store(true, Ordering::SeqCst);
+            prio_processes("r", prio_receiver);
+            RUNNING.fetch_add(1, Ordering::SeqCst);
+            start(new_process("prio", prio_dst1, 30)).expect("start");
             process("main", dst1_main, 10);
             process("watch", watch_process, 20);
             observer();
@@ -968,5 +1222,5 @@ fn sweep_ports(dir: PortDirection, ack: PortDirection, big: u32) {
 /// Start `observe` (one priority below `main`; not counted in RUNNING: it never ends).
 fn observer() {
     let pid = new_process("observe", observe_process, 9);
-    start(pid).expect("start");
+    start_or_defer(pid);
 }
