@@ -1985,24 +1985,7 @@ mod tests {
             }
         };
         // CPU ticks of this process's threads named `name` (the managers of this test's ports).
-        let ticks = |name: &str| -> u64 {
-            let mut sum = 0;
-            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-                if comm.trim_end() != name {
-                    continue;
-                }
-                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-                let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-                let f: Vec<u64> = rest
-                    .split_whitespace()
-                    .map(|v| v.parse().unwrap_or(0))
-                    .collect();
-                // utime and stime: fields 14 and 15, 12 and 13 after the state.
-                sum += f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-            }
-            sum
-        };
+        let ticks = |name: &str| -> u64 { thread_usage(name).0 };
         for t in [Transport::OneSided, Transport::TwoSided] {
             let mut m = module();
             for c in &mut m.channels {

@@ -1656,17 +1656,9 @@ extern "C" fn kill_dst_process() {
         .iter()
         .filter_map(|r| r.answer.as_ref().ok().map(|&(_, _, v)| v))
         .collect();
-    let turned = validity.iter().position(|&v| v == Validity::Invalid);
-    expect(
+    expect_valid_then_invalid(
         "kill: the last good message is VALID at first, then INVALID for good past the refresh period",
-        validity.first() == Some(&Validity::Valid)
-            && turned.is_some_and(|t| validity[t..].iter().all(|&v| v == Validity::Invalid)),
-        format!(
-            "{} reads after: first {:?}, INVALID from {turned:?}, last {:?}",
-            validity.len(),
-            validity.first(),
-            validity.last()
-        ),
+        &validity,
     );
     // Whether the slot was really left mid-write.
     let mid = Some(slot.write_in_progress());
@@ -1923,17 +1915,9 @@ extern "C" fn kill2_dst_process() {
         .iter()
         .filter_map(|r| r.as_ref().ok().map(|&(_, _, v)| v))
         .collect();
-    let turned = validity.iter().position(|&v| v == Validity::Invalid);
-    expect(
+    expect_valid_then_invalid(
         "kill2: the last message is VALID at first, then INVALID for good past the refresh period",
-        validity.first() == Some(&Validity::Valid)
-            && turned.is_some_and(|t| validity[t..].iter().all(|&v| v == Validity::Invalid)),
-        format!(
-            "{} reads: first {:?}, INVALID from {turned:?}, last {:?}",
-            validity.len(),
-            validity.first(),
-            validity.last()
-        ),
+        &validity,
     );
     if two_sided {
         let tx = TxRing::new(&port.regions[0]);
@@ -2342,6 +2326,23 @@ fn line_up_and_suspend_first(q: QueuingPortId, first: ProcessId, second: Process
     let ok = ok && within_5s(|| waiting(2));
     suspend(first).expect("suspend the first");
     ok
+}
+
+/// Check (as `expect`, under `label`) that the validities of a series of reads start VALID
+/// and, once INVALID, stay INVALID (the last message aging past the refresh period).
+fn expect_valid_then_invalid(label: &str, validity: &[Validity]) {
+    let turned = validity.iter().position(|&v| v == Validity::Invalid);
+    expect(
+        label,
+        validity.first() == Some(&Validity::Valid)
+            && turned.is_some_and(|t| validity[t..].iter().all(|&v| v == Validity::Invalid)),
+        format!(
+            "{} reads: first {:?}, INVALID from {turned:?}, last {:?}",
+            validity.len(),
+            validity.first(),
+            validity.last()
+        ),
+    );
 }
 
 /// Check that `first` (its result in `SUSPEND_GOT[0]`) has not returned and is WAITING.
