@@ -415,17 +415,28 @@ fn a_source_killed_mid_write_leaves_the_last_good_message() {
 /// tcp: a 64 KiB frame's header and half its payload on the socket) and is SIGKILLed. The
 /// destination: every message read is whole; from the first read of the last message on,
 /// every read returns it, `VALID` at first, `INVALID` for good past the refresh period (1 s);
-/// two-sided: the manager thread runs and the TX slot stays mid-write. (Audit 27, G4.)
+/// two-sided: the manager thread runs and the TX slot stays mid-write; the same with
+/// `partix:Delivery="manager"` (the manager thread alone delivers). (Audit 27, G4.)
 #[test]
 fn a_source_killed_mid_write_leaves_the_last_good_message_two_sided_and_tcp() {
-    for (t, checks) in [("two-sided", 7), ("tcp", 4)] {
+    use partix_config::model::Delivery;
+    for (t, delivery, checks) in [
+        ("two-sided", None, 7),
+        ("two-sided", Some(Delivery::Manager), 7),
+        ("tcp", None, 4),
+    ] {
         let mut m = load("kill.xml");
         for c in &mut m.channels {
             c.transport = Some(t.into());
+            c.delivery = delivery;
         }
+        let name = match delivery {
+            Some(Delivery::Manager) => "manager",
+            _ => t,
+        };
         let out = run(
             &m,
-            &format!("kill2-{t}"),
+            &format!("kill2-{name}"),
             &[("kill2-src", &[], false), ("kill2-dst", &[], true)],
             Duration::from_secs(90),
         );
