@@ -33,6 +33,16 @@ fn run(
     )
 }
 
+/// Assert that role `role`'s output `lines` over `transport` has exactly `n` PASS lines (and no
+/// FAIL), printing the whole output otherwise.
+fn assert_passes(transport: &str, role: &str, lines: &[String], n: usize) {
+    assert_eq!(
+        all_pass(&format!("{transport} {role}"), lines),
+        n,
+        "{transport}: {lines:#?}"
+    );
+}
+
 #[test]
 fn every_port_service_return_code_from_rust() {
     let m = load("codes.xml");
@@ -639,12 +649,7 @@ fn a_suspended_receiver_first_in_line_is_handed_its_message_and_holds_up_nobody(
             Duration::from_secs(60),
         );
         all_pass(&format!("{transport} ORDER_SRC"), &out[0]);
-        assert_eq!(
-            all_pass(&format!("{transport} SUSPEND_DST"), &out[1]),
-            5,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "SUSPEND_DST", &out[1], 5);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -663,18 +668,8 @@ fn a_suspended_sender_first_in_line_has_its_message_sent_and_holds_up_nobody() {
             Duration::from_secs(60),
         );
         common::print_info(&format!("{transport} DRAIN_DST"), &out[1]);
-        assert_eq!(
-            all_pass(&format!("{transport} SUSPEND_SRC"), &out[0]),
-            4,
-            "{transport}: {:#?}",
-            out[0]
-        );
-        assert_eq!(
-            all_pass(&format!("{transport} DRAIN_DST"), &out[1]),
-            1,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "SUSPEND_SRC", &out[0], 4);
+        assert_passes(transport, "DRAIN_DST", &out[1], 1);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -736,12 +731,7 @@ fn a_queuing_source_restarted_while_full_stays_full_and_loses_nothing() {
             "{transport}: {:#?}",
             out[0]
         );
-        assert_eq!(
-            all_pass(&format!("{transport} BOOK_DST"), &out[1]),
-            2,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "BOOK_DST", &out[1], 2);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -768,12 +758,7 @@ fn a_queuing_destination_restarted_while_full_keeps_its_source_full_and_loses_no
             "{transport}: {:#?}",
             out[0]
         );
-        assert_eq!(
-            all_pass(&format!("{transport} DBOOK_DST"), &out[1]),
-            2,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "DBOOK_DST", &out[1], 2);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -816,12 +801,7 @@ fn a_message_that_came_for_a_waiting_receiver_is_its_whatever_the_next_call() {
             Duration::from_secs(90),
         );
         common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
-        assert_eq!(
-            all_pass(&format!("{transport} SERVE_DST"), &out[1]),
-            8,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "SERVE_DST", &out[1], 8);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -842,18 +822,8 @@ fn room_that_came_for_a_waiting_sender_is_its_whatever_the_next_call() {
             &[("mirror-src", &[], true), ("mirror-dst", &[], true)],
             Duration::from_secs(60),
         );
-        assert_eq!(
-            all_pass(&format!("{transport} MIRROR_SRC"), &out[0]),
-            1,
-            "{transport}: {:#?}",
-            out[0]
-        );
-        assert_eq!(
-            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
-            1,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "MIRROR_SRC", &out[0], 1);
+        assert_passes(transport, "MIRROR_DST", &out[1], 1);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -878,12 +848,7 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
         );
         common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
         common::print_info(&format!("{transport} EXPIRED_DST"), &out[1]);
-        assert_eq!(
-            all_pass(&format!("{transport} EXPIRED_DST"), &out[1]),
-            6,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "EXPIRED_DST", &out[1], 6);
         let out = run(
             &m,
             &format!("expired-src-{transport}"),
@@ -891,18 +856,8 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
             Duration::from_secs(60),
         );
         common::print_info(&format!("{transport} EXPIRED_SRC"), &out[0]);
-        assert_eq!(
-            all_pass(&format!("{transport} EXPIRED_SRC"), &out[0]),
-            4,
-            "{transport}: {:#?}",
-            out[0]
-        );
-        assert_eq!(
-            all_pass(&format!("{transport} MIRROR_DST"), &out[1]),
-            1,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "EXPIRED_SRC", &out[0], 4);
+        assert_passes(transport, "MIRROR_DST", &out[1], 1);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -966,18 +921,8 @@ fn large_sampling_ports_take_their_buffers_fallibly_and_only_where_a_read_needs_
             ],
             Duration::from_secs(60),
         );
-        assert_eq!(
-            all_pass(&format!("{transport} BIGSAMP_SRC"), &out[0]),
-            3,
-            "{transport}: {:#?}",
-            out[0]
-        );
-        assert_eq!(
-            all_pass(&format!("{transport} BIGSAMP_DST"), &out[1]),
-            3,
-            "{transport}: {:#?}",
-            out[1]
-        );
+        assert_passes(transport, "BIGSAMP_SRC", &out[0], 3);
+        assert_passes(transport, "BIGSAMP_DST", &out[1], 3);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
