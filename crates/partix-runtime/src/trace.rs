@@ -212,6 +212,10 @@ impl Trace {
                     if r.ptswo_ns != u64::MAX {
                         args["ptswo_us"] = json!(us(r.ptswo_ns));
                     }
+                    if !r.text.is_empty() {
+                        // E.g. a window in which the partition waited for a CPU.
+                        args["note"] = json!(r.text);
+                    }
                     emit(
                         json!({"ph":"X","pid":1,"tid":2*p+1,"name":format!("{name} w{}", r.window),
                         "ts":us(r.actual_start),"dur":us(r.actual_end.saturating_sub(r.actual_start)),"args":args}),

@@ -688,35 +688,56 @@ fn a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window() {
         .filter(|x| x.kind == RecordKind::Window && x.partition == 0)
         .collect();
     let missed = windows.iter().filter(|w| w.ptswo_ns == u64::MAX).count();
+    // A window lost because the woken thread waited for a CPU the whole window (on this VM: the
+    // virtual CPU it was queued on stalled; ftrace showed one 13 ms inside a tick interrupt)
+    // is the machine's, not a missing wake: the executive tells them apart at the close.
+    let starved: Vec<_> = windows
+        .iter()
+        .filter(|w| w.ptswo_ns == u64::MAX && w.text == partix_runtime::executive::STARVED)
+        .collect();
     let p = &r.partitions[0];
     eprintln!(
-        "windows {} without a resume {missed}, backstops {}",
+        "windows {} without a resume {missed} (the woken thread waited for a CPU in {}), backstops {}",
         windows.len(),
+        starved.len(),
         p.backstops
     );
+    assert_eq!(p.stats.starved, starved.len() as u64);
     assert!(windows.len() >= 390, "{} windows", windows.len());
     // Without the wake, 1 to 7 in 100 windows were lost this way (the thread does not always
-    // run on the other CPU before the open): 4 to 28 in these 400. A residual loss remains, not
-    // yet explained (docs/executive.md, "Left"): windows open on time for their whole 5 ms in
-    // which the partition's SCHED_FIFO thread never passed the gate, 9 in 3000 windows with
-    // three CPU-bound SCHED_OTHER processes beside the test, about 1 in 2000 on a quiet
-    // machine. Up to 3 in 400 are let through: with the bug this test was written for put back
-    // (no wake at the open after a pre-wake), 2 of 3 runs still failed (26 and 14 of 400).
-    let detail: Vec<String> = windows
+    // run on the other CPU before the open): 4 to 28 in these 400, every one with the thread
+    // asleep on the gate, so none counted as waiting for a CPU.
+    // A window that the executive opened less than 1 ms before its close is too short to judge
+    // (seen once with the wake in place, open for 34 µs): left out too, and shown.
+    let (short, long): (Vec<&&partix_runtime::trace::Record>, Vec<_>) = windows
         .iter()
-        .filter(|w| w.ptswo_ns == u64::MAX)
-        .map(|w| {
-            format!(
-                "frame {} tmro {} µs, open for {} µs",
-                w.frame,
-                w.tmro_ns / 1000,
-                w.actual_end.saturating_sub(w.actual_start) / 1000
-            )
-        })
-        .collect();
+        .filter(|w| w.ptswo_ns == u64::MAX && w.text != partix_runtime::executive::STARVED)
+        .partition(|w| w.actual_end.saturating_sub(w.actual_start) < 1_000_000);
+    let show = |ws: &[&&partix_runtime::trace::Record]| -> Vec<String> {
+        ws.iter()
+            .map(|w| {
+                format!(
+                    "frame {}: planned {}..{} µs, opened at {} µs, closed at {} µs (module time)",
+                    w.frame,
+                    w.planned_start / 1000,
+                    w.planned_end / 1000,
+                    w.actual_start / 1000,
+                    w.actual_end / 1000
+                )
+            })
+            .collect()
+    };
+    if !short.is_empty() {
+        eprintln!(
+            "windows without a resume that the executive opened less than 1 ms before their close: {:?}",
+            show(&short)
+        );
+    }
+    let detail = show(&long);
     assert!(
-        missed <= 3,
-        "windows without a resume: {missed} of {} (backstops {}): {detail:?}",
+        detail.is_empty(),
+        "windows without a resume whose thread was not waiting for a CPU: {} of {} (backstops {}): {detail:?}",
+        detail.len(),
         windows.len(),
         p.backstops
     );

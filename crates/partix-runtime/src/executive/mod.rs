@@ -132,6 +132,13 @@ pub trait Switcher {
     fn cont_at(&mut self, p: usize, _at: u64) {
         self.cont(p);
     }
+    /// Return whether a thread of partition `p` that the open woke is still waiting for a CPU
+    /// (runnable, not yet run): asked at the close of a window in which the partition did not
+    /// resume, to tell a CPU taken from the partition (on a VM, a virtual CPU the host
+    /// stalled) from a wake that never came. Default: no.
+    fn woken_but_not_run(&self, _p: usize) -> bool {
+        false
+    }
 }
 
 /// Settings of a run.
@@ -458,7 +465,16 @@ pub struct PartitionStats {
     /// the partition's own health monitor made (an HM table action: IDLE, COLD_START,
     /// WARM_START, a module RESET or SHUTDOWN).
     pub hm_events: u64,
+    /// Windows in which the partition did not resume because its woken thread waited for a
+    /// CPU the whole window: runnable at the close, never run ([`Switcher::woken_but_not_run`];
+    /// the trace record of such a window has the text [`STARVED`]). On a VM, a virtual CPU
+    /// the host stalled with the thread queued on it (docs/executive.md).
+    pub starved: u64,
 }
+
+/// The text of the trace record of a window whose partition waited for a CPU the whole window
+/// ([`PartitionStats::starved`]).
+pub const STARVED: &str = "woken, waited for a CPU";
 
 struct PartRun {
     status: Status,
@@ -1705,6 +1721,12 @@ impl<'m> Executive<'m> {
             return;
         }
         self.parts[p].opened = false;
+        let st = self.shared.partition(p);
+        // Looked at before the park signal goes out (a signalled thread is runnable too), and
+        // only in a window without a resume so far (the look reads /proc).
+        let starved = self.parts[p].status == Status::Running
+            && st.resumed_seq.load(Ordering::Acquire) == self.parts[p].seq_at_open
+            && sw.woken_but_not_run(p);
         if self.parts[p].status == Status::Running {
             if wake > w.end + self.opts.park_bound.as_nanos() as u64 {
                 // The partition already ran past its window by more than a stop's grace.
@@ -1713,7 +1735,6 @@ impl<'m> Executive<'m> {
                 sw.stop(p);
             }
         }
-        let st = self.shared.partition(p);
         st.window_active.store(0, Ordering::Release);
         let open_wake = self.parts[p].open_wake;
         let seq = st.resumed_seq.load(Ordering::Acquire);
@@ -1727,6 +1748,10 @@ impl<'m> Executive<'m> {
         };
         let thr = self.opts.late_threshold.as_nanos() as u64;
         let s = &mut self.parts[p].stats;
+        let starved = starved && ptswo == u64::MAX;
+        if starved {
+            s.starved += 1;
+        }
         if ptswo != u64::MAX {
             self.overheads.ptswo.saturating_record(ptswo.max(1));
             if open_wake + ptswo > w.start + thr {
@@ -1769,6 +1794,9 @@ impl<'m> Executive<'m> {
         r.actual_start = open_wake;
         r.actual_end = wake;
         r.ptswo_ns = ptswo;
+        if starved {
+            r.text = STARVED;
+        }
         self.record(sw, r);
     }
 

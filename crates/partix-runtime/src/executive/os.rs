@@ -757,6 +757,16 @@ fn stat_threads(text: &[u8]) -> Option<u32> {
     rest.split_ascii_whitespace().nth(17)?.parse().ok()
 }
 
+/// Return the state letter of a `/proc/PID/task/TID/stat` text (field 3: `R` running or
+/// runnable, `S` sleeping, ...), if it parses.
+fn stat_state(text: &[u8]) -> Option<u8> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    text.get(close + 1..)?
+        .iter()
+        .copied()
+        .find(|b| !b.is_ascii_whitespace())
+}
+
 fn cstr(s: &OsStr) -> Result<CString, String> {
     CString::new(s.as_bytes()).map_err(|_| format!("{:?} contains a NUL byte", s))
 }
@@ -1892,6 +1902,24 @@ impl Switcher for OsSwitcher<'_> {
         // closed and parked again: wake one more (it busy-waits for `at` like the first).
         self.gates[p].prewoken = false;
         self.open_gate(p, at);
+    }
+
+    fn woken_but_not_run(&self, p: usize) -> bool {
+        if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || self.gates[p].held {
+            return false;
+        }
+        // A thread still counted parked (it has not left the park handler) whose kernel state
+        // is running or runnable: woken, and waiting for a CPU. One that ran would have left
+        // the handler (the gate is open) or counted another wait.
+        let st = self.shared.partition(p);
+        let pid = self.pids[p];
+        st.tids.iter().zip(&st.tid_parked).any(|(t, parked)| {
+            let tid = t.load(Ordering::Acquire);
+            tid > 0
+                && parked.load(Ordering::Acquire) != 0
+                && std::fs::read(format!("/proc/{pid}/task/{tid}/stat"))
+                    .is_ok_and(|b| stat_state(&b) == Some(b'R'))
+        })
     }
 
     fn prepare_open(&mut self, p: usize) {
@@ -3571,6 +3599,18 @@ mod tests {
         assert_eq!(stat_threads(line), Some(33));
         assert_eq!(stat_threads(b"4242 (x) S 1 2 3"), None);
         assert_eq!(stat_threads(b"no parenthesis"), None);
+    }
+
+    #[test]
+    fn stat_state_reads_field_3_after_the_command_name() {
+        assert_eq!(stat_state(b"4242 (a) b (c)) R 1 4242"), Some(b'R'));
+        assert_eq!(stat_state(b"7 (sleep) S 1"), Some(b'S'));
+        assert_eq!(stat_state(b"7 (x)"), None);
+        assert_eq!(stat_state(b"no parenthesis"), None);
+        // This thread is running as it reads its own stat.
+        let own =
+            std::fs::read(format!("/proc/self/task/{}/stat", crate::attach::gettid())).unwrap();
+        assert_eq!(stat_state(&own), Some(b'R'));
     }
 
     #[test]

@@ -169,6 +169,14 @@ pub fn render(r: &RunReport) -> String {
             p.stats.hm_events,
             p.backstops
         );
+        if p.stats.starved > 0 {
+            let _ = writeln!(
+                s,
+                "    {} windows without a resume: its woken thread waited for a CPU the whole window \
+                 (a CPU taken from it: on a VM, a stalled virtual CPU)",
+                p.stats.starved
+            );
+        }
         if p.stats.deferred > 0 {
             let _ = writeln!(
                 s,
