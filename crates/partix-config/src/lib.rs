@@ -48,7 +48,7 @@ pub use parse::{
     MAX_PORTS_PER_KIND, MAX_QUEUING_MESSAGE_SIZE, MAX_SAMPLING_MESSAGE_SIZE, MAX_SOCKET_BUFFER,
     MAX_TWO_SIDED_MESSAGE_SIZE, MAX_UDP_MESSAGE_SIZE, PARTIX_NS, RECEIVE_MODES, TRANSPORTS,
 };
-pub use summary::summary;
+pub use summary::{notes, summary};
 pub use value::MAX_DURATION;
 
 use model::{Location, Module};

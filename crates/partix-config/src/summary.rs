@@ -300,6 +300,48 @@ pub fn summary(m: &Module) -> String {
             );
         }
     }
+    let notes = notes(m);
+    if !notes.is_empty() {
+        let _ = writeln!(out, "
+notes:");
+        for n in notes {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
+    out
+}
+
+/// What the configuration allows that a reader should know about (not errors): partitions
+/// that read a shared-memory channel and have no `partix:User`.
+pub fn notes(m: &Module) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &m.partitions {
+        if p.user.is_some() {
+            continue;
+        }
+        let shared: Vec<&str> = m
+            .channels
+            .iter()
+            .filter(|c| {
+                matches!(c.transport.as_deref(), None | Some("one-sided" | "two-sided"))
+                    && c.destinations.iter().any(|d| d.partition == p.id)
+            })
+            .map(|c| c.name.as_deref().unwrap_or("(unnamed)"))
+            .collect();
+        if shared.is_empty() {
+            continue;
+        }
+        out.push(format!(
+            "partition `{}` reads shared-memory channel{} {} and has no partix:User: it runs with \
+             `partix run`'s credentials, and as root it could re-open its read-only channel \
+             region{} read-write and write its sources' messages; give it a partix:User where its \
+             code is not trusted (docs/ports.md, \"Region isolation\")",
+            p.name,
+            if shared.len() == 1 { "" } else { "s" },
+            shared.join(", "),
+            if shared.len() == 1 { "" } else { "s" },
+        ));
+    }
     out
 }
 

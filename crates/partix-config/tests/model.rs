@@ -264,9 +264,33 @@ fn uav_summary_lists_everything() {
         "2 video_cmd: VSP.video_cmd -> OFP.video_cmd (queuing, transport default)",
         "module: state 1 error 6 -> SHUTDOWN",
         "VSP: state 1 error 5 PARTITION_CRASH -> IDLE",
+        "partition `VSP` reads shared-memory channel nav_state and has no partix:User",
+        "partition `OFP` reads shared-memory channel video_cmd and has no partix:User",
     ] {
         assert!(s.contains(needle), "summary lacks {needle:?}:\n{s}");
     }
+}
+
+#[test]
+fn a_note_names_the_partitions_without_a_user_that_read_shared_memory() {
+    let mut m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
+    assert_eq!(partix_config::notes(&m).len(), 2);
+    // A user: no note for that partition.
+    m.partitions[1].user = Some(partix_config::model::Credentials { uid: 61011, gid: 61011 });
+    let notes = partix_config::notes(&m);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("`OFP`"), "{notes:?}");
+    // A socket channel has no region to re-open.
+    for c in &mut m.channels {
+        c.transport = Some("udp".into());
+    }
+    assert!(partix_config::notes(&m).is_empty());
+    assert!(!partix_config::summary(&m).contains("notes:"));
+    // Two-sided is shared memory too.
+    for c in &mut m.channels {
+        c.transport = Some("two-sided".into());
+    }
+    assert_eq!(partix_config::notes(&m).len(), 1);
 }
 
 #[test]
