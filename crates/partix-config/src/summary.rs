@@ -302,8 +302,7 @@ pub fn summary(m: &Module) -> String {
     }
     let notes = notes(m);
     if !notes.is_empty() {
-        let _ = writeln!(out, "
-notes:");
+        let _ = writeln!(out, "\nnotes:");
         for n in notes {
             let _ = writeln!(out, "  {n}");
         }
@@ -323,8 +322,10 @@ pub fn notes(m: &Module) -> Vec<String> {
             .channels
             .iter()
             .filter(|c| {
-                matches!(c.transport.as_deref(), None | Some("one-sided" | "two-sided"))
-                    && c.destinations.iter().any(|d| d.partition == p.id)
+                matches!(
+                    c.transport.as_deref(),
+                    None | Some("one-sided" | "two-sided")
+                ) && c.destinations.iter().any(|d| d.partition == p.id)
             })
             .map(|c| c.name.as_deref().unwrap_or("(unnamed)"))
             .collect();

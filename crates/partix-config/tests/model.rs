@@ -276,7 +276,10 @@ fn a_note_names_the_partitions_without_a_user_that_read_shared_memory() {
     let mut m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
     assert_eq!(partix_config::notes(&m).len(), 2);
     // A user: no note for that partition.
-    m.partitions[1].user = Some(partix_config::model::Credentials { uid: 61011, gid: 61011 });
+    m.partitions[1].user = Some(partix_config::model::Credentials {
+        uid: 61011,
+        gid: 61011,
+    });
     let notes = partix_config::notes(&m);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("`OFP`"), "{notes:?}");
