@@ -1076,6 +1076,20 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     for f in &floors {
         println!("{}", f.count.line(&f.summary.name));
     }
+    // PtswO has a sample only for a window whose partition resumed: say how many did not (a
+    // stalled virtual CPU takes whole windows, and those never show in the percentiles).
+    for (m, k, r) in &results {
+        let windows: u64 = r.partitions.iter().map(|p| p.stats.windows).sum();
+        let starved: u64 = r.partitions.iter().map(|p| p.stats.starved).sum();
+        let missing = windows.saturating_sub(r.overheads.ptswo.len());
+        if missing > 0 {
+            println!(
+                "PtswO K={k} {}: {missing} of {windows} windows without a resume ({starved} of them: \
+                 woken, waited for a CPU the whole window)",
+                m.name()
+            );
+        }
+    }
     if ctsw_base.not_preempted > 0 || !ctsw_base.fifo {
         println!(
             "{}: {} hand-offs without preemption{}",
