@@ -742,3 +742,96 @@ fn a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window() {
         p.backstops
     );
 }
+
+/// A window in which the partition's woken thread never gets a CPU is counted as starved
+/// (`PartitionStats::starved`, the window's trace text `STARVED`), not as a missing wake. The
+/// test takes the partition's only CPU with a SCHED_FIFO 98 thread of its own (above the
+/// partition's SCHED_FIFO 1) for 45 ms, which covers at least three whole 5 ms windows; the
+/// executive runs on the other CPU. On this VM a host that stalls the virtual CPU does the same
+/// (`a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window`).
+#[test]
+fn a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved() {
+    if !is_root() {
+        eprintln!("SKIPPED a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved: needs root");
+        return;
+    }
+    let cpus = partix_runtime::executive::os::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved: needs 2 CPUs");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (part_cpu, exec_cpu) = (cpus[0], cpus[1]);
+    let mut p = partition(1, "STARVED", Some(testpart()), &["sleep", "--fifo"]);
+    p.affinity = Some(vec![part_cpu]);
+    let m = module(vec![p], vec![schedule(1, 10, &[(1, 1, 2.0, 5.0)])]);
+    let programs = vec![partix_runtime::executive::os::resolve_program(&m, 0).unwrap()];
+    let cfg = partix_runtime::executive::os::RunConfig {
+        programs,
+        cpu: Some(exec_cpu),
+        options: partix_runtime::executive::Options {
+            max_frames: Some(60),
+            ..partix_runtime::executive::Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    // The hog: pinned to the partition's CPU, SCHED_FIFO 98, from 250 ms into the run for 45 ms.
+    let hog = std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t filled with CPU_SET; sched_param is plain data; both
+        // calls act on this thread only (pid 0).
+        let fifo = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(part_cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let sp = libc::sched_param { sched_priority: 98 };
+            libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp) == 0
+        };
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(45);
+        while std::time::Instant::now() < end {
+            std::hint::spin_loop();
+        }
+        fifo
+    });
+    let r = partix_runtime::executive::os::run_module(
+        &m,
+        cfg,
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    assert!(hog.join().unwrap(), "the hog could not take SCHED_FIFO");
+    let windows: Vec<_> = r
+        .trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Window && x.partition == 0)
+        .collect();
+    let lost: Vec<_> = windows.iter().filter(|w| w.ptswo_ns == u64::MAX).collect();
+    let starved = lost
+        .iter()
+        .filter(|w| w.text == partix_runtime::executive::STARVED)
+        .count();
+    let p = &r.partitions[0];
+    eprintln!(
+        "windows {}, without a resume {} ({starved} starved), backstops {}",
+        windows.len(),
+        lost.len(),
+        p.backstops
+    );
+    assert_eq!(p.stats.starved, starved as u64);
+    assert!(
+        starved >= 3,
+        "{starved} starved windows, {} lost",
+        lost.len()
+    );
+    // Every window lost to the hog is told apart: none is left unexplained.
+    assert_eq!(starved, lost.len(), "lost windows not counted as starved");
+    assert!(
+        render_summary(&r).contains("windows without a resume: its woken thread waited for a CPU"),
+        "the run summary does not say so"
+    );
+}
+
+fn render_summary(r: &RunReport) -> String {
+    partix_runtime::executive::summary::render(r)
+}

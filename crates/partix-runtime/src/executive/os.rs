@@ -1908,18 +1908,24 @@ impl Switcher for OsSwitcher<'_> {
         if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || self.gates[p].held {
             return false;
         }
-        // A thread still counted parked (it has not left the park handler) whose kernel state
-        // is running or runnable: woken, and waiting for a CPU. One that ran would have left
-        // the handler (the gate is open) or counted another wait.
+        // A thread of the partition whose kernel state is running or runnable, in a window in
+        // which no thread of it resumed: it was woken (a parked one by the open, one that never
+        // parked by the hold's end) and has waited for a CPU since. A thread that ran would
+        // have stamped the resume, leaving the gate or in the `SIGCONT` handler. At most
+        // `LOOKS` reads of `/proc` (each some µs of the point's time); the first threads in the
+        // table are the partition's own (its main thread, then the processes').
+        const LOOKS: usize = 8;
         let st = self.shared.partition(p);
         let pid = self.pids[p];
-        st.tids.iter().zip(&st.tid_parked).any(|(t, parked)| {
-            let tid = t.load(Ordering::Acquire);
-            tid > 0
-                && parked.load(Ordering::Acquire) != 0
-                && std::fs::read(format!("/proc/{pid}/task/{tid}/stat"))
+        st.tids
+            .iter()
+            .map(|t| t.load(Ordering::Acquire))
+            .filter(|&tid| tid > 0)
+            .take(LOOKS)
+            .any(|tid| {
+                std::fs::read(format!("/proc/{pid}/task/{tid}/stat"))
                     .is_ok_and(|b| stat_state(&b) == Some(b'R'))
-        })
+            })
     }
 
     fn prepare_open(&mut self, p: usize) {
