@@ -1083,9 +1083,14 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         let starved: u64 = r.partitions.iter().map(|p| p.stats.starved).sum();
         let missing = windows.saturating_sub(r.overheads.ptswo.len());
         if missing > 0 {
+            // Only the gate tells them apart (`Switcher::woken_but_not_run`).
+            let why = if m.mech == SwitchMechanism::Gate {
+                format!("{starved} of them: woken, waited for a CPU the whole window")
+            } else {
+                "not told apart with this mechanism".to_string()
+            };
             println!(
-                "PtswO K={k} {}: {missing} of {windows} windows without a resume ({starved} of them: \
-                 woken, waited for a CPU the whole window)",
+                "PtswO K={k} {}: {missing} of {windows} windows without a resume ({why})",
                 m.name()
             );
         }

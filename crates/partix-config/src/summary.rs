@@ -311,36 +311,37 @@ pub fn summary(m: &Module) -> String {
 }
 
 /// What the configuration allows that a reader should know about (not errors): partitions
-/// that read a shared-memory channel and have no `partix:User`.
+/// that read a one-sided channel (the default transport) and have no `partix:User`. Such a
+/// partition is given the channel's region read-only; run as root, it could re-open it
+/// read-write. (A two-sided destination holds its TX region read-write by design, and a
+/// socket channel has no region.)
 pub fn notes(m: &Module) -> Vec<String> {
     let mut out = Vec::new();
     for p in &m.partitions {
         if p.user.is_some() {
             continue;
         }
-        let shared: Vec<&str> = m
+        let read_only: Vec<&str> = m
             .channels
             .iter()
             .filter(|c| {
-                matches!(
-                    c.transport.as_deref(),
-                    None | Some("one-sided" | "two-sided")
-                ) && c.destinations.iter().any(|d| d.partition == p.id)
+                matches!(c.transport.as_deref(), None | Some("one-sided"))
+                    && c.destinations.iter().any(|d| d.partition == p.id)
             })
             .map(|c| c.name.as_deref().unwrap_or("(unnamed)"))
             .collect();
-        if shared.is_empty() {
+        if read_only.is_empty() {
             continue;
         }
+        let plural = if read_only.len() == 1 { "" } else { "s" };
         out.push(format!(
-            "partition `{}` reads shared-memory channel{} {} and has no partix:User: it runs with \
-             `partix run`'s credentials, and as root it could re-open its read-only channel \
-             region{} read-write and write its sources' messages; give it a partix:User where its \
-             code is not trusted (docs/ports.md, \"Region isolation\")",
+            "partition `{}` reads one-sided channel{plural} {} and has no partix:User: it runs \
+             with `partix run`'s credentials, and as root it could re-open the region{plural} it \
+             is given read-only (and the module region) read-write and write its sources' \
+             messages; give it a partix:User where its code is not trusted (docs/ports.md, \
+             \"Region isolation\")",
             p.name,
-            if shared.len() == 1 { "" } else { "s" },
-            shared.join(", "),
-            if shared.len() == 1 { "" } else { "s" },
+            read_only.join(", "),
         ));
     }
     out

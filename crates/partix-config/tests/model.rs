@@ -264,15 +264,15 @@ fn uav_summary_lists_everything() {
         "2 video_cmd: VSP.video_cmd -> OFP.video_cmd (queuing, transport default)",
         "module: state 1 error 6 -> SHUTDOWN",
         "VSP: state 1 error 5 PARTITION_CRASH -> IDLE",
-        "partition `VSP` reads shared-memory channel nav_state and has no partix:User",
-        "partition `OFP` reads shared-memory channel video_cmd and has no partix:User",
+        "partition `VSP` reads one-sided channel nav_state and has no partix:User",
+        "partition `OFP` reads one-sided channel video_cmd and has no partix:User",
     ] {
         assert!(s.contains(needle), "summary lacks {needle:?}:\n{s}");
     }
 }
 
 #[test]
-fn a_note_names_the_partitions_without_a_user_that_read_shared_memory() {
+fn a_note_names_the_partitions_without_a_user_that_read_one_sided_channels() {
     let mut m = partix_config::load(&repo().join("examples/uav/module.xml")).unwrap();
     assert_eq!(partix_config::notes(&m).len(), 2);
     // A user: no note for that partition.
@@ -289,9 +289,14 @@ fn a_note_names_the_partitions_without_a_user_that_read_shared_memory() {
     }
     assert!(partix_config::notes(&m).is_empty());
     assert!(!partix_config::summary(&m).contains("notes:"));
-    // Two-sided is shared memory too.
+    // A two-sided destination holds its TX region read-write by design: nothing to re-open.
     for c in &mut m.channels {
         c.transport = Some("two-sided".into());
+    }
+    assert!(partix_config::notes(&m).is_empty());
+    // The one-sided transport named, not defaulted, is the same as the default.
+    for c in &mut m.channels {
+        c.transport = Some("one-sided".into());
     }
     assert_eq!(partix_config::notes(&m).len(), 1);
 }

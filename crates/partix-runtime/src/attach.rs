@@ -153,6 +153,10 @@ fn park_on_gate() {
             // gate changes meanwhile (closed again: park).
             let at = p.gate_open_at_ns.load(Ordering::Acquire);
             if monotonic_ns() >= at {
+                // The window has begun (a park signal that came after the open, e.g. one the
+                // executive accepted as a pending park): this thread runs on in it, and that is
+                // the partition's resume if no thread stamped it yet.
+                stamp_resume(p);
                 return;
             }
             while monotonic_ns() < at && p.gate.load(Ordering::Acquire) == g {

@@ -704,6 +704,9 @@ fn a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window() {
     );
     assert_eq!(p.stats.starved, starved.len() as u64);
     assert!(windows.len() >= 390, "{} windows", windows.len());
+    // At most 3 were seen in a run beside three CPU burners; more would say the state check
+    // has begun to take missing wakes for stalls.
+    assert!(starved.len() <= 10, "{} starved windows", starved.len());
     // Without the wake, 1 to 7 in 100 windows were lost this way (the thread does not always
     // run on the other CPU before the open): 4 to 28 in these 400, every one with the thread
     // asleep on the gate, so none counted as waiting for a CPU.
@@ -727,6 +730,15 @@ fn a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window() {
             })
             .collect()
     };
+    assert!(short.len() <= 2, "{} short windows", short.len());
+    for w in &short {
+        // Short because the executive opened it late (its own CPU stalled), not closed early.
+        assert!(
+            w.actual_start >= w.planned_start + 1_000_000,
+            "a window closed early: {:?}",
+            show(&[w])
+        );
+    }
     if !short.is_empty() {
         eprintln!(
             "windows without a resume that the executive opened less than 1 ms before their close: {:?}",
@@ -770,28 +782,37 @@ fn a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved() {
         programs,
         cpu: Some(exec_cpu),
         options: partix_runtime::executive::Options {
-            max_frames: Some(60),
+            max_frames: Some(100),
             ..partix_runtime::executive::Options::default()
         },
         rt_unthrottle: false,
     };
-    // The hog: pinned to the partition's CPU, SCHED_FIFO 98, from 250 ms into the run for 45 ms.
+    // The hog: pinned to the partition's CPU, SCHED_FIFO 98, for 45 ms from 200 ms after the
+    // partition's process appeared (its initialisation and some windows are over by then).
     let hog = std::thread::spawn(move || {
         // SAFETY: a zeroed cpu_set_t filled with CPU_SET; sched_param is plain data; both
         // calls act on this thread only (pid 0).
-        let fifo = unsafe {
+        let (pinned, fifo) = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(part_cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let pinned =
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0;
             let sp = libc::sched_param { sched_priority: 98 };
-            libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp) == 0
+            (
+                pinned,
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp) == 0,
+            )
         };
-        std::thread::sleep(std::time::Duration::from_millis(250));
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !has_child() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
         let end = std::time::Instant::now() + std::time::Duration::from_millis(45);
         while std::time::Instant::now() < end {
             std::hint::spin_loop();
         }
-        fifo
+        pinned && fifo
     });
     let r = partix_runtime::executive::os::run_module(
         &m,
@@ -799,7 +820,10 @@ fn a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved() {
         &std::sync::atomic::AtomicBool::new(false),
     )
     .unwrap();
-    assert!(hog.join().unwrap(), "the hog could not take SCHED_FIFO");
+    assert!(
+        hog.join().unwrap(),
+        "the hog could not pin itself or take SCHED_FIFO"
+    );
     let windows: Vec<_> = r
         .trace
         .records()
@@ -824,12 +848,26 @@ fn a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved() {
         "{starved} starved windows, {} lost",
         lost.len()
     );
-    // Every window lost to the hog is told apart: none is left unexplained.
-    assert_eq!(starved, lost.len(), "lost windows not counted as starved");
+    // Every window lost to the hog is told apart, bar perhaps the one in which it ends (the
+    // partition may run a little there).
+    assert!(
+        lost.len() - starved <= 1,
+        "{} lost windows not counted as starved",
+        lost.len() - starved
+    );
     assert!(
         render_summary(&r).contains("windows without a resume: its woken thread waited for a CPU"),
         "the run summary does not say so"
     );
+}
+
+/// Return whether a thread of this process has a child (the executive's partition process).
+fn has_child() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| {
+        d.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("children")).is_ok_and(|c| !c.trim().is_empty())
+        })
+    })
 }
 
 fn render_summary(r: &RunReport) -> String {

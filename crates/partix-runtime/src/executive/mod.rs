@@ -18,7 +18,10 @@
 //! thread table), `SIGSTOP` or cgroup freeze and one futex wake, `SIGCONT` or thaw, a `waitpid(WNOHANG)` per partition only after a `SIGCHLD`, O(partitions) loads of
 //! request words, and O(processes of the closing partition) loads for the CtswO sample; a gate
 //! close is verified once, `Options::park_bound` later (one `pread` of `/proc/PID/stat`, one of the
-//! partition cgroup's `cgroup.procs`). No allocation, except when a partition is respawned
+//! partition cgroup's `cgroup.procs`). One read of the opening partition's CPU clock (in the
+//! lead, or after its wake); at the close of a window in which the partition did not resume
+//! (rare), one more and, if it used no CPU time, up to 8 reads of `/proc/PID/task/TID/status`
+//! ([`Switcher::woken_but_not_run`]). No allocation, except when a partition is respawned
 //! (inside its own time budget). An HM event or mode change that is logged is pushed into a
 //! bounded ring as a fixed-size record ([`log`]); a thread of normal priority writes it to
 //! stderr, so a point never waits for, nor fails because of, its log output.
@@ -132,9 +135,10 @@ pub trait Switcher {
     fn cont_at(&mut self, p: usize, _at: u64) {
         self.cont(p);
     }
-    /// Return whether a thread of partition `p` that the open woke is still waiting for a CPU
-    /// (runnable, not yet run): asked at the close of a window in which the partition did not
-    /// resume, to tell a CPU taken from the partition (on a VM, a virtual CPU the host
+    /// Return whether partition `p` was kept from running by want of a CPU in the window now
+    /// closing: its process used no CPU time since the open, and one of its threads is
+    /// runnable. Asked (before the park signal) at the close of a window in which the
+    /// partition did not resume, to tell a CPU taken from it (on a VM, a virtual CPU the host
     /// stalled) from a wake that never came. Default: no.
     fn woken_but_not_run(&self, _p: usize) -> bool {
         false

@@ -540,6 +540,9 @@ struct GateState {
     accepted_pending: bool,
     /// No more pending parks for this process (an audit after one failed).
     no_pending: bool,
+    /// The process's CPU time (ns) when its current window opened (read in the lead, or just
+    /// after the open), for [`Switcher::woken_but_not_run`]; reset at the close.
+    cpu_at_open: Option<u64>,
 }
 
 /// Most extensions of `park_bound` for a close whose every thread was signalled and whose
@@ -595,6 +598,7 @@ impl GateState {
         cpu_at_close: None,
         accepted_pending: false,
         no_pending: false,
+        cpu_at_open: None,
     };
 }
 
@@ -757,15 +761,21 @@ fn stat_threads(text: &[u8]) -> Option<u32> {
     rest.split_ascii_whitespace().nth(17)?.parse().ok()
 }
 
-/// Return the state letter of a `/proc/PID/task/TID/stat` text (field 3: `R` running or
-/// runnable, `S` sleeping, ...), if it parses.
-fn stat_state(text: &[u8]) -> Option<u8> {
-    let close = text.iter().rposition(|&b| b == b')')?;
-    text.get(close + 1..)?
+/// Return the state letter of a `/proc/PID/status` text (`State:\tR (running)`: `R` running or
+/// runnable, `S` sleeping, ...), if it has one.
+fn status_state(text: &[u8]) -> Option<u8> {
+    const KEY: &[u8] = b"\nState:";
+    let at = text.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    text[at..]
         .iter()
         .copied()
         .find(|b| !b.is_ascii_whitespace())
 }
+
+/// CPU time (ns) a process may use in a window and still count as not having run in it
+/// ([`Switcher::woken_but_not_run`]): a woken thread that finds the gate closed and waits again
+/// uses a few µs.
+const STARVED_CPU_NS: u64 = 50_000;
 
 fn cstr(s: &OsStr) -> Result<CString, String> {
     CString::new(s.as_bytes()).map_err(|_| format!("{:?} contains a NUL byte", s))
@@ -1496,11 +1506,11 @@ impl<'s> OsSwitcher<'s> {
     /// have used CPU time since (beyond a few µs of leaving the handler). One that did — its
     /// acknowledgement was forged, or a thread it hid kept running — is stopped with SIGSTOP at
     /// every close from now on.
-    fn audit(&mut self, p: usize) {
-        let Some(before) = self.gates[p].cpu_at_park.take() else {
-            return;
-        };
-        if let Some(now) = self.cpu_time(p) {
+    /// Return the CPU time it read, if any.
+    fn audit(&mut self, p: usize) -> Option<u64> {
+        let before = self.gates[p].cpu_at_park.take()?;
+        let read = self.cpu_time(p);
+        if let Some(now) = read {
             if now.saturating_sub(before) > AUDIT_SLACK_NS {
                 if self.gates[p].accepted_pending {
                     // The park was accepted as pending, and the threads then used more than
@@ -1516,6 +1526,7 @@ impl<'s> OsSwitcher<'s> {
                 }
             }
         }
+        read
     }
 
     /// Open partition `p`: its gate with the start time `at` (`CLOCK_MONOTONIC` ns, 0: at once;
@@ -1528,7 +1539,9 @@ impl<'s> OsSwitcher<'s> {
         self.gates[p].check = None;
         if !self.gates[p].prewoken && !self.gates[p].held {
             // Not audited in prepare_open (no lead, or an early switch): audit now.
-            self.audit(p);
+            if let Some(cpu) = self.audit(p) {
+                self.gates[p].cpu_at_open.get_or_insert(cpu);
+            }
         }
         if self.mechanism == SwitchMechanism::Gate {
             let st = self.shared.partition(p);
@@ -1553,6 +1566,11 @@ impl<'s> OsSwitcher<'s> {
         self.gates[p].prewoken = false;
         if self.gates[p].held {
             self.release(p);
+        }
+        if self.mechanism == SwitchMechanism::Gate && self.gates[p].cpu_at_open.is_none() {
+            // Not read in the lead (none, or a hold): read it now, after the wake, off the
+            // partition's path.
+            self.gates[p].cpu_at_open = self.cpu_time(p);
         }
     }
 
@@ -1795,6 +1813,7 @@ impl Switcher for OsSwitcher<'_> {
 
     fn stop(&mut self, p: usize) {
         self.gates[p].prewoken = false;
+        self.gates[p].cpu_at_open = None;
         if self.pids[p] <= 0 || self.gates[p].held {
             return;
         }
@@ -1908,23 +1927,32 @@ impl Switcher for OsSwitcher<'_> {
         if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || self.gates[p].held {
             return false;
         }
-        // A thread of the partition whose kernel state is running or runnable, in a window in
-        // which no thread of it resumed: it was woken (a parked one by the open, one that never
-        // parked by the hold's end) and has waited for a CPU since. A thread that ran would
-        // have stamped the resume, leaving the gate or in the `SIGCONT` handler. At most
-        // `LOOKS` reads of `/proc` (each some µs of the point's time); the first threads in the
-        // table are the partition's own (its main thread, then the processes').
+        // The process used no CPU time since the open (beyond what leaving a wait takes): none
+        // of its threads ran in the window. Not known (no reading at the open): say no.
+        let Some(at_open) = self.gates[p].cpu_at_open else {
+            return false;
+        };
+        if self
+            .cpu_time(p)
+            .is_none_or(|now| now.saturating_sub(at_open) > STARVED_CPU_NS)
+        {
+            return false;
+        }
+        // And a thread of it is runnable: it was woken (a parked one by the open, one that
+        // never parked by the end of its hold) and has waited for a CPU since. At most
+        // `LOOKS` reads of `/proc` (each some µs of the point's time, no allocation).
         const LOOKS: usize = 8;
         let st = self.shared.partition(p);
         let pid = self.pids[p];
+        let mut buf = [0u8; 2048];
         st.tids
             .iter()
             .map(|t| t.load(Ordering::Acquire))
             .filter(|&tid| tid > 0)
             .take(LOOKS)
             .any(|tid| {
-                std::fs::read(format!("/proc/{pid}/task/{tid}/stat"))
-                    .is_ok_and(|b| stat_state(&b) == Some(b'R'))
+                read_status(pid, tid, &mut buf)
+                    .is_some_and(|n| status_state(&buf[..n]) == Some(b'R'))
             })
     }
 
@@ -1933,7 +1961,12 @@ impl Switcher for OsSwitcher<'_> {
         if self.mechanism != SwitchMechanism::Gate || self.pids[p] <= 0 || g.held {
             return;
         }
-        self.audit(p);
+        // The CPU time at the open, for `woken_but_not_run` (here in the lead, off the point).
+        let cpu = match self.audit(p) {
+            Some(cpu) => Some(cpu),
+            None => self.cpu_time(p),
+        };
+        self.gates[p].cpu_at_open = cpu;
         // The highest-priority parked thread becomes runnable, but this thread holds the CPU
         // until the point; if the gate is still closed when it runs, it parks again.
         let st = self.shared.partition(p);
@@ -3608,15 +3641,21 @@ mod tests {
     }
 
     #[test]
-    fn stat_state_reads_field_3_after_the_command_name() {
-        assert_eq!(stat_state(b"4242 (a) b (c)) R 1 4242"), Some(b'R'));
-        assert_eq!(stat_state(b"7 (sleep) S 1"), Some(b'S'));
-        assert_eq!(stat_state(b"7 (x)"), None);
-        assert_eq!(stat_state(b"no parenthesis"), None);
-        // This thread is running as it reads its own stat.
-        let own =
-            std::fs::read(format!("/proc/self/task/{}/stat", crate::attach::gettid())).unwrap();
-        assert_eq!(stat_state(&own), Some(b'R'));
+    fn status_state_reads_the_state_line() {
+        assert_eq!(
+            status_state(b"Name:\tx\nUmask:\t0022\nState:\tR (running)\n"),
+            Some(b'R')
+        );
+        assert_eq!(
+            status_state(b"Name:\tsleep\nState:\tS (sleeping)\n"),
+            Some(b'S')
+        );
+        assert_eq!(status_state(b"Name:\tx\nState:"), None);
+        assert_eq!(status_state(b"no state"), None);
+        // This thread is running as it reads its own status.
+        let mut buf = [0u8; 2048];
+        let n = read_status(std::process::id() as i32, crate::attach::gettid(), &mut buf).unwrap();
+        assert_eq!(status_state(&buf[..n]), Some(b'R'));
     }
 
     #[test]
