@@ -552,7 +552,13 @@ fn compile_c(src: &Path) -> Result<PathBuf, BuildError> {
         )
     })?;
     let out = out_dir.join(format!("{stem}-{:016x}", h.finish()));
+    // Mark what this run uses, and remove what no run has used for `CACHE_KEEP` (headers of
+    // other partix versions, programs of older sources): the cache would otherwise grow by an
+    // entry per version and per edit. Failures here cost nothing but disk space.
+    touch(&include);
+    prune_cache(&cache, &include, &out, std::time::SystemTime::now());
     if out.is_file() {
+        touch(&out);
         return Ok(out);
     }
     // Per-process temporary name: two `partix run` may build the same partition at once. It is
@@ -594,10 +600,117 @@ fn compile_c(src: &Path) -> Result<PathBuf, BuildError> {
     built.map(|()| out)
 }
 
+/// How long an entry of the C build cache (an `include-<hash>` directory, a program in `c/`)
+/// stays after its last use.
+const CACHE_KEEP: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// Set the modification time of `path` (a file or directory) to now: its last use.
+fn touch(path: &Path) {
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Remove the entries of the C build cache `cache` last used (modified) more than
+/// [`CACHE_KEEP`] before `now`: `include-*` directories other than `keep_include`, and files
+/// of `c/` other than `keep_program` (leftover temporary files too). Return how many went.
+fn prune_cache(
+    cache: &Path,
+    keep_include: &Path,
+    keep_program: &Path,
+    now: std::time::SystemTime,
+) -> usize {
+    let old = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > CACHE_KEEP))
+    };
+    let mut removed = 0;
+    if let Ok(dir) = std::fs::read_dir(cache) {
+        for e in dir.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if name.to_string_lossy().starts_with("include-")
+                && p != keep_include
+                && e.file_type().is_ok_and(|t| t.is_dir())
+                && old(&p)
+                && std::fs::remove_dir_all(&p).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir(cache.join("c")) {
+        for e in dir.flatten() {
+            let p = e.path();
+            if p != keep_program
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && old(&p)
+                && std::fs::remove_file(&p).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn the_c_cache_keeps_what_was_used_lately_and_what_this_run_uses() {
+        let cache = std::env::temp_dir().join(format!("partix-cache-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&cache);
+        let c = cache.join("c");
+        std::fs::create_dir_all(&c).unwrap();
+        let now = std::time::SystemTime::now();
+        let long_ago = now - CACHE_KEEP - Duration::from_secs(3600);
+        let lately = now - CACHE_KEEP + Duration::from_secs(3600);
+        let make = |p: &Path, dir: bool, t: std::time::SystemTime| {
+            if dir {
+                std::fs::create_dir_all(p.join("arinc653")).unwrap();
+                std::fs::write(p.join("arinc653/types.h"), "").unwrap();
+            } else {
+                std::fs::write(p, "").unwrap();
+            }
+            std::fs::File::open(p).unwrap().set_modified(t).unwrap();
+        };
+        let (inc_old, inc_lately, inc_used) = (
+            cache.join("include-0000000000000001"),
+            cache.join("include-0000000000000002"),
+            cache.join("include-0000000000000003"),
+        );
+        make(&inc_old, true, long_ago);
+        make(&inc_lately, true, lately);
+        make(&inc_used, true, long_ago);
+        let (prog_old, prog_lately, prog_used, tmp_old) = (
+            c.join("ofp-0000000000000001"),
+            c.join("ofp-0000000000000002"),
+            c.join("ofp-0000000000000003"),
+            c.join("ofp-0000000000000004.tmp42"),
+        );
+        make(&prog_old, false, long_ago);
+        make(&prog_lately, false, lately);
+        make(&prog_used, false, long_ago);
+        make(&tmp_old, false, long_ago);
+        // Something else in the cache is not the pruner's.
+        let other = cache.join("notes.txt");
+        make(&other, false, long_ago);
+        assert_eq!(prune_cache(&cache, &inc_used, &prog_used, now), 3);
+        for gone in [&inc_old, &prog_old, &tmp_old] {
+            assert!(!gone.exists(), "{} still there", gone.display());
+        }
+        for kept in [&inc_lately, &inc_used, &prog_lately, &prog_used, &other] {
+            assert!(kept.exists(), "{} removed", kept.display());
+        }
+        // A touch makes an entry recent.
+        touch(&inc_used);
+        assert!(std::fs::metadata(&inc_used).unwrap().modified().unwrap() >= now);
+        std::fs::remove_dir_all(&cache).unwrap();
+    }
 
     #[derive(Parser)]
     struct Cli {
