@@ -44,6 +44,15 @@ fn windows(r: &RunReport, p: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The window records of partition `p`.
+fn window_records(r: &RunReport, p: u32) -> Vec<&partix_runtime::trace::Record> {
+    r.trace
+        .records()
+        .iter()
+        .filter(|x| x.kind == RecordKind::Window && x.partition == p)
+        .collect()
+}
+
 /// Check isolation and coverage of one partition; return (violations, windows well covered).
 fn check(r: &RunReport, p: u32, segs: &[(u64, u64)]) -> (Vec<String>, usize, usize) {
     let wins = windows(r, p);
@@ -681,12 +690,7 @@ fn a_thread_woken_ahead_of_the_open_on_another_cpu_still_gets_its_window() {
         &std::sync::atomic::AtomicBool::new(false),
     )
     .unwrap();
-    let windows: Vec<_> = r
-        .trace
-        .records()
-        .iter()
-        .filter(|x| x.kind == RecordKind::Window && x.partition == 0)
-        .collect();
+    let windows = window_records(&r, 0);
     let missed = windows.iter().filter(|w| w.ptswo_ns == u64::MAX).count();
     // A window lost because the woken thread waited for a CPU the whole window (on this VM: the
     // virtual CPU it was queued on stalled; ftrace showed one 13 ms inside a tick interrupt)
@@ -824,12 +828,7 @@ fn a_window_whose_woken_thread_never_gets_a_cpu_is_counted_as_starved() {
         hog.join().unwrap(),
         "the hog could not pin itself or take SCHED_FIFO"
     );
-    let windows: Vec<_> = r
-        .trace
-        .records()
-        .iter()
-        .filter(|x| x.kind == RecordKind::Window && x.partition == 0)
-        .collect();
+    let windows = window_records(&r, 0);
     let lost: Vec<_> = windows.iter().filter(|w| w.ptswo_ns == u64::MAX).collect();
     let starved = lost
         .iter()
