@@ -543,6 +543,10 @@ struct GateState {
     /// The process's CPU time (ns) when its current window opened (read in the lead, or just
     /// after the open), for [`Switcher::woken_but_not_run`]; reset at the close.
     cpu_at_open: Option<u64>,
+    /// The reading taken in the lead (`prepare_open`), which becomes `cpu_at_open` at the
+    /// open. Kept apart: the lead of a window may come before the close of the partition's
+    /// previous one (back-to-back windows), whose check needs that window's reading.
+    cpu_at_prepare: Option<u64>,
 }
 
 /// Most extensions of `park_bound` for a close whose every thread was signalled and whose
@@ -599,6 +603,7 @@ impl GateState {
         accepted_pending: false,
         no_pending: false,
         cpu_at_open: None,
+        cpu_at_prepare: None,
     };
 }
 
@@ -1537,10 +1542,11 @@ impl<'s> OsSwitcher<'s> {
         }
         // A close still waiting for its check is moot: the window opens now.
         self.gates[p].check = None;
+        let mut cpu = self.gates[p].cpu_at_prepare.take();
         if !self.gates[p].prewoken && !self.gates[p].held {
             // Not audited in prepare_open (no lead, or an early switch): audit now.
-            if let Some(cpu) = self.audit(p) {
-                self.gates[p].cpu_at_open.get_or_insert(cpu);
+            if let Some(c) = self.audit(p) {
+                cpu.get_or_insert(c);
             }
         }
         if self.mechanism == SwitchMechanism::Gate {
@@ -1567,10 +1573,10 @@ impl<'s> OsSwitcher<'s> {
         if self.gates[p].held {
             self.release(p);
         }
-        if self.mechanism == SwitchMechanism::Gate && self.gates[p].cpu_at_open.is_none() {
+        if self.mechanism == SwitchMechanism::Gate {
             // Not read in the lead (none, or a hold): read it now, after the wake, off the
             // partition's path.
-            self.gates[p].cpu_at_open = self.cpu_time(p);
+            self.gates[p].cpu_at_open = cpu.or_else(|| self.cpu_time(p));
         }
     }
 
@@ -1966,7 +1972,7 @@ impl Switcher for OsSwitcher<'_> {
             Some(cpu) => Some(cpu),
             None => self.cpu_time(p),
         };
-        self.gates[p].cpu_at_open = cpu;
+        self.gates[p].cpu_at_prepare = cpu;
         // The highest-priority parked thread becomes runnable, but this thread holds the CPU
         // until the point; if the gate is still closed when it runs, it parks again.
         let st = self.shared.partition(p);
