@@ -420,4 +420,27 @@ mod tests {
             .any(|e| e["ph"] == "i" && e["name"].as_str().unwrap().contains("MEMORY_VIOLATION")));
         assert!(evs.iter().any(|e| e["ph"] == "C" && e["name"] == "PtswO"));
     }
+
+    #[test]
+    fn a_starved_window_carries_its_note_and_no_ptswo() {
+        let mut t = Trace::with_capacity(4, "m", vec!["P1".into()]);
+        let mut r = Record::new(RecordKind::Window, 0);
+        r.planned_start = 1000;
+        r.planned_end = 5000;
+        r.actual_start = 1000;
+        r.actual_end = 5000;
+        r.text = crate::executive::STARVED;
+        t.push(r);
+        let mut out = Vec::new();
+        t.write_chrome_json(&mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        let w = evs
+            .iter()
+            .find(|e| e["ph"] == "X" && e["tid"] == 1)
+            .unwrap();
+        assert_eq!(w["args"]["note"], crate::executive::STARVED);
+        assert!(w["args"].get("ptswo_us").is_none());
+        assert!(!evs.iter().any(|e| e["ph"] == "C" && e["name"] == "PtswO"));
+    }
 }
