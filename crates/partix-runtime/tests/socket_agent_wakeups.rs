@@ -4,7 +4,7 @@
 //! of `socket_agent.rs` count this process's threads, which this test's agents would change.)
 
 use partix_runtime::channels::{ChannelSet, MappedPort};
-use partix_runtime::transport::socket::{FrameRepr, HEADER_LEN, TRAILER_LEN};
+use partix_runtime::transport::socket::{stream_positions, FrameRepr};
 use partix_runtime::transport::{SamplingDestination, SamplingSource};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -109,12 +109,9 @@ fn a_tcp_agent_takes_what_comes_after_padding_or_part_of_a_frame_without_sleepin
         len: MAX,
         stamp: 1,
     };
-    let mut frame = vec![5u8; HEADER_LEN + MAX as usize + TRAILER_LEN];
-    h.emit(&mut frame);
-    let n = HEADER_LEN + MAX as usize;
-    frame[n..n + 4].copy_from_slice(&h.check().to_le_bytes());
-    frame[n + 4..].copy_from_slice(b"PXFE");
     let (fd, out) = (&dst[0].sockets[0], &src[0].sockets[0]);
+    // Sent where a source would send it: where the stream stands.
+    let frame = h.tcp_frame_at(&vec![5u8; MAX as usize], stream_positions(out).unwrap().1);
     let first = 32 << 10;
     send_all(out, &frame[..first]);
     taken_within(fd, Duration::from_secs(5)).expect("the agent never took the first piece");

@@ -3,19 +3,25 @@
 //! source (acknowledgements), over UDP datagrams and a TCP stream. Nothing may panic, and what
 //! comes out must respect the port's limits.
 //!
-//! Input: byte 0 picks the endpoint (mod 6); the rest is raw bytes for the peer's end. Over UDP
-//! they are cut into datagrams by one length byte each; over TCP they are written as they are
-//! (the stream, and any desynchronisation, carries over to the next input).
+//! Input: byte 0 picks the endpoint (mod 6) and, over TCP, whether the frames in the input get
+//! their checks made good (`(byte / 6) % 2 == 1`); the rest is raw bytes for the peer's end. Over
+//! UDP they are cut into datagrams by one length byte each; over TCP they are written as they
+//! are (the stream, and any desynchronisation, carries over to the next input). A TCP frame's
+//! check covers its stream position, which a hand-made input cannot know, so with the fix-up each
+//! `PXF1` header in the input (and its trailer, where one follows) gets the check of the position
+//! it lands at: the fuzzer reaches the paths of well-formed frames, nested and torn ones too.
 //!
 //! Over TCP the destinations must also recover: after the garbage, a well-behaved sending end
-//! that starts as every sending end does (`resync_peer`: zeros completing whatever frame the
-//! garbage left open) and then sends one good frame must get that frame through, whatever came
-//! before it.
+//! that starts as every sending end does (a new end on the peer's socket, as a restarted
+//! partition makes: its positions from the kernel, then `resync_peer`: zeros completing
+//! whatever frame the garbage left open) and then sends one good frame must get that frame
+//! through, whatever came before it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partix_runtime::transport::socket::{
-    socket_pair, FrameRepr, FrameSocket, QueueRx, QueueTx, SampleRx, SocketKind,
+    socket_pair, stream_positions, FrameRepr, FrameSocket, QueueRx, QueueTx, SampleRx, SocketKind,
+    HEADER_LEN, TRAILER_LEN,
 };
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -73,9 +79,31 @@ enum Victim {
 struct Pair {
     victim: Victim,
     peer: Peer,
-    /// TCP destinations: a well-behaved sending end on the peer's socket, and the frames it
-    /// sent so far.
-    good: Option<(FrameSocket, u64)>,
+    /// TCP destinations: the peer's socket for a well-behaved sending end, and the frames such
+    /// ends sent so far.
+    good: Option<(OwnedFd, u64)>,
+}
+
+/// Give each `PXF1` header in `b` (and its trailer, where one follows) the check of the TCP
+/// stream position it lands at, `base` being the position of `b[0]`.
+fn make_checks_good(b: &mut [u8], base: u64) {
+    for i in 0..b.len().saturating_sub(HEADER_LEN - 1) {
+        if b[i..i + 4] != *b"PXF1" {
+            continue;
+        }
+        let word = |k: usize| u32::from_le_bytes(b[i + k..i + k + 4].try_into().unwrap());
+        let h = FrameRepr {
+            seq: word(4),
+            len: word(8),
+            stamp: u64::from_le_bytes(b[i + 16..i + 24].try_into().unwrap()),
+        };
+        let check = h.check_at(base + i as u64).to_le_bytes();
+        b[i + 12..i + 16].copy_from_slice(&check);
+        let t = i + HEADER_LEN + h.len as usize;
+        if t + TRAILER_LEN <= b.len() && b[t + 4..t + 8] == *b"PXFE" {
+            b[t..t + 4].copy_from_slice(&check);
+        }
+    }
 }
 
 /// The payload of the good frame number `n`: a value the garbage is most unlikely to hold.
@@ -90,13 +118,8 @@ fn pair(which: usize) -> Pair {
         SocketKind::Tcp
     };
     let (src, dst) = socket_pair(kind, MAX, LIMIT).expect("loopback sockets");
-    // A second sending end on the peer's socket, for the recovery check (TCP destinations).
-    let good = |fd: &OwnedFd| {
-        (kind == SocketKind::Tcp).then(|| {
-            let dup = fd.try_clone().expect("dup");
-            (FrameSocket::new(dup, kind, MAX), 0)
-        })
-    };
+    // The peer's socket again, for the recovery check (TCP destinations).
+    let good = |fd: &OwnedFd| (kind == SocketKind::Tcp).then(|| (fd.try_clone().expect("dup"), 0));
     match which / 2 {
         0 => Pair {
             victim: Victim::Sample(SampleRx::new(FrameSocket::new(dst, kind, MAX))),
@@ -116,12 +139,14 @@ fn pair(which: usize) -> Pair {
     }
 }
 
-/// A TCP destination after garbage: the good end starts (its zeros) and sends one frame, which
-/// the destination must deliver within a bounded number of looks.
-fn recovers(victim: &mut Victim, good: &mut (FrameSocket, u64), peer: &mut Peer) {
-    let (sock, n) = good;
+/// A TCP destination after garbage: a good end starts (as a restarted partition's: a new end on
+/// the socket, then its zeros) and sends one frame, which the destination must deliver within a
+/// bounded number of looks.
+fn recovers(victim: &mut Victim, good: &mut (OwnedFd, u64), peer: &mut Peer) {
+    let (fd, n) = good;
     *n += 1;
     let payload = good_payload(*n);
+    let mut sock = FrameSocket::new(fd.try_clone().expect("dup"), SocketKind::Tcp, MAX);
     sock.resync_peer();
     let hdr = FrameRepr {
         seq: *n as u32,
@@ -169,6 +194,16 @@ fuzz_target!(|data: &[u8]| {
         *pairs = (0..6).map(pair).collect();
     }
     let p = &mut pairs[sel as usize % 6];
+    let fixed;
+    let bytes = match (&p.peer, (sel / 6) % 2 == 1) {
+        (Peer::Tcp(s), true) => {
+            let mut b = bytes.to_vec();
+            make_checks_good(&mut b, stream_positions(s).expect("stream positions").1);
+            fixed = b;
+            &fixed[..]
+        }
+        _ => bytes,
+    };
     p.peer.put(bytes);
     let mut buf = [0u8; MAX as usize];
     match &mut p.victim {

@@ -1784,12 +1784,16 @@ extern "C" fn kill2_src_process() {
         partix_runtime::transport::Transport::Tcp => {
             let fd = sock.expect("a tcp port has its socket");
             let mut frame = vec![FORGED; partix_runtime::transport::socket::HEADER_LEN + BIG / 2];
+            // Where the endpoint would send its next frame: where the stream stands.
+            let at = partix_runtime::transport::socket::stream_positions(&port.sockets[0])
+                .expect("stream positions")
+                .1;
             partix_runtime::transport::socket::FrameRepr {
                 seq: 0x7fff_0000,
                 len: BIG as u32,
                 stamp: partix_shm::clock::now_ns(),
             }
-            .emit(&mut frame);
+            .emit_at(&mut frame, at);
             let mut off = 0;
             let t = get_time();
             while off < frame.len() && get_time() - t < 2_000 * MS {

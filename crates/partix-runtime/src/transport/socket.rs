@@ -9,18 +9,21 @@
 //!  +--------+--------+--------+--------+----------------+---------------------+
 //!  TCP only, after the payload: | check u32 | "PXFE" |   (the trailer)
 //! ```
-//! `check` is a hash of `seq`, `len` and `stamp` ([`FrameRepr::check`]). A UDP datagram holds
-//! exactly one frame; over TCP the `len` field delimits frames in the stream, and the magic, the
-//! check and the trailer let a receiver find them again after a partition restarted in the
-//! middle of one (the sockets outlive the processes, a partly sent or partly read frame does
-//! not): bytes that do not begin a valid header are skipped up to the next magic, a frame whose
-//! trailer is not where its `len` says is dropped, and every tcp end that sends starts with
-//! `max + 32` zero bytes ([`FrameSocket::resync_peer`]), which complete whatever frame a killed
-//! incarnation left partly sent so that its trailer check fails, and are then skipped. A
-//! receiving end that is not known to be at a frame boundary (a new incarnation, or after bytes
-//! that were no frame) takes a frame only where what follows it is what follows a frame, and at
-//! a boundary a torn frame is dropped whole: a frame inside another one's payload is not
-//! delivered (see `FrameSocket::tcp_frame`; what is left is in `docs/ports.md`).
+//! `check` is a hash of `seq`, `len` and `stamp` ([`FrameRepr::check`]), and over TCP of the
+//! frame's **stream position** too, the bytes sent on the connection before it
+//! ([`FrameRepr::check_at`]). A UDP datagram holds exactly one frame; over TCP the `len` field
+//! delimits frames in the stream, and the magic, the check and the trailer let a receiver find
+//! them again after a partition restarted in the middle of one (the sockets outlive the
+//! processes, a partly sent or partly read frame does not). Each end counts the stream's
+//! positions from the kernel's counts when it is made ([`stream_positions`]: what earlier
+//! incarnations sent and took is counted too), so a header is valid only where its sender put
+//! it: bytes that do not begin a valid header are skipped up to the next magic, and a frame that
+//! lies inside another one's payload is never taken, wherever a restarted destination starts
+//! reading. A valid header whose trailer is not where its `len` says begins a frame a killed
+//! source tore: it is dropped whole. Every tcp end that sends starts with `max + 32` zero bytes
+//! ([`FrameSocket::resync_peer`]), which complete whatever frame a killed incarnation left
+//! partly sent so that its trailer check fails, and are then skipped (see
+//! `FrameSocket::tcp_frame` and `docs/ports.md`).
 //!
 //! A frame with `len = 0` going back from the destination is a **cumulative acknowledgement**
 //! (queuing): `seq` = the destination's identity, `stamp` = messages it
@@ -124,46 +127,179 @@ impl FrameRepr {
     /// The header's check: a hash of its fields (two multiply-xorshift rounds), so that bytes
     /// that are not a header (the middle of a frame, after a restart) pass for one only by a
     /// 1 in 2^64 chance (the magic and the check).
+    ///
+    /// This is the check of a UDP datagram's header, and of a TCP frame at stream offset 0:
+    /// [`FrameRepr::check_at`].
     pub fn check(&self) -> u32 {
+        self.check_at(0)
+    }
+
+    /// The check of this header in a frame that begins `pos` bytes into its TCP stream (the
+    /// stream position is part of what the check covers, see the module docs: a frame is
+    /// taken only where its sender put it, so a frame that lies inside another one's payload
+    /// never passes for one of the stream). `check_at(0)` is [`FrameRepr::check`].
+    pub fn check_at(&self, pos: u64) -> u32 {
         const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        // Odd, so distinct positions stay distinct before the last rounds.
+        const KP: u64 = 0xC2B2_AE3D_27D4_EB4F;
         let mut h = (u64::from(self.seq) << 32 | u64::from(self.len)) ^ 0x5158_4631;
         h = h.wrapping_mul(K);
         h ^= h >> 29;
-        h ^= self.stamp;
+        h ^= self.stamp ^ pos.wrapping_mul(KP);
         h = h.wrapping_mul(K);
         h ^= h >> 32;
         h as u32
     }
 
     /// Parse a header from the first [`HEADER_LEN`] bytes of `b`; `None` if there are fewer, or
-    /// the magic or the check is wrong.
+    /// the magic or the check is wrong. (A UDP datagram's header; [`FrameRepr::parse_at`] for
+    /// a TCP frame.)
     pub fn parse(b: &[u8]) -> Option<FrameRepr> {
+        FrameRepr::parse_at(b, 0)
+    }
+
+    /// [`FrameRepr::parse`] for a frame that begins `pos` bytes into its TCP stream: the check
+    /// must be [`FrameRepr::check_at`] `pos`.
+    pub fn parse_at(b: &[u8], pos: u64) -> Option<FrameRepr> {
         let h = b.get(..HEADER_LEN)?;
         let f = FrameRepr {
             seq: u32::from_le_bytes(h[4..8].try_into().ok()?),
             len: u32::from_le_bytes(h[8..12].try_into().ok()?),
             stamp: u64::from_le_bytes(h[16..24].try_into().ok()?),
         };
-        (h[0..4] == MAGIC && u32::from_le_bytes(h[12..16].try_into().ok()?) == f.check())
+        (h[0..4] == MAGIC && u32::from_le_bytes(h[12..16].try_into().ok()?) == f.check_at(pos))
             .then_some(f)
     }
 
-    /// Emit the header into `b[..HEADER_LEN]`.
+    /// Emit the header into `b[..HEADER_LEN]` (a UDP datagram's; [`FrameRepr::emit_at`] for a
+    /// TCP frame).
     pub fn emit(&self, b: &mut [u8]) {
+        self.emit_at(b, 0);
+    }
+
+    /// Emit the header of a frame that begins `pos` bytes into its TCP stream into
+    /// `b[..HEADER_LEN]`.
+    pub fn emit_at(&self, b: &mut [u8], pos: u64) {
         b[0..4].copy_from_slice(&MAGIC);
         b[4..8].copy_from_slice(&self.seq.to_le_bytes());
         b[8..12].copy_from_slice(&self.len.to_le_bytes());
-        b[12..16].copy_from_slice(&self.check().to_le_bytes());
+        b[12..16].copy_from_slice(&self.check_at(pos).to_le_bytes());
         b[16..24].copy_from_slice(&self.stamp.to_le_bytes());
     }
 
-    /// The TCP trailer of this frame.
-    fn trailer(&self) -> [u8; TRAILER_LEN] {
+    /// The whole TCP frame of this header and `payload` (`len` is taken from the header; the
+    /// payload is cut or zero-padded to it), for a frame that begins `pos` bytes into its
+    /// stream: what a sending end writes, for tests and tools that write frames themselves
+    /// ([`stream_positions`] tells where a socket's stream is).
+    pub fn tcp_frame_at(&self, payload: &[u8], pos: u64) -> Vec<u8> {
+        let n = HEADER_LEN + self.len as usize;
+        let mut f = vec![0u8; n + TRAILER_LEN];
+        self.emit_at(&mut f, pos);
+        let k = payload.len().min(self.len as usize);
+        f[HEADER_LEN..HEADER_LEN + k].copy_from_slice(&payload[..k]);
+        f[n..].copy_from_slice(&self.trailer_at(pos));
+        f
+    }
+
+    /// The TCP trailer of this frame, which begins `pos` bytes into its stream.
+    fn trailer_at(&self, pos: u64) -> [u8; TRAILER_LEN] {
         let mut t = [0u8; TRAILER_LEN];
-        t[..4].copy_from_slice(&self.check().to_le_bytes());
+        t[..4].copy_from_slice(&self.check_at(pos).to_le_bytes());
         t[4..].copy_from_slice(&END);
         t
     }
+}
+
+/// Where the TCP stream of the connected socket `fd` stands: `(read, written)`, the bytes all
+/// readers of this socket have taken off it so far, and the bytes all writers have put into it,
+/// counted from the connection's start, whatever process did it (the kernel's counts:
+/// `tcpi_bytes_received` less what waits to be read, `SIOCINQ`; `tcpi_bytes_acked` plus what
+/// is not yet acknowledged or not yet sent, `SIOCOUTQ`, less the SYN that the connecting end
+/// counts there: for a pair made by [`socket_pair`], the end whose port is the greater). A new
+/// incarnation of a partition starts its endpoint there, so its frames' positions continue its
+/// earlier incarnations'.
+///
+/// # Errors
+/// The system error of `getsockopt` or `ioctl` (`fd` is not a TCP socket, ...), or `Other`
+/// when the counts kept moving (the peer sending, or acknowledging, all along).
+pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
+    let fd = fd.as_raw_fd();
+    // The kernel's `struct tcp_info` (232 bytes on this kernel): `tcpi_bytes_acked` at 120,
+    // `tcpi_bytes_received` at 128 (both since Linux 4.1); the `libc` crate's struct stops
+    // before them.
+    const ACKED: usize = 120;
+    const RECEIVED: usize = 128;
+    let info = || -> io::Result<(u64, u64)> {
+        let mut b = [0u64; 40];
+        let mut len = std::mem::size_of_val(&b) as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `b`.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                b.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if (len as usize) < RECEIVED + 8 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel's TCP_INFO has no byte counts (Linux 4.1 or later needed)",
+            ));
+        }
+        Ok((b[RECEIVED / 8], b[ACKED / 8]))
+    };
+    let queued = |req| -> io::Result<u64> {
+        let mut v: libc::c_int = 0;
+        // SAFETY: SIOCINQ / SIOCOUTQ write one c_int into `v`.
+        if unsafe { libc::ioctl(fd, req, &mut v) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(u64::try_from(v).unwrap_or(0))
+    };
+    // The end that connected counts its SYN among the bytes acknowledged (its peer counts
+    // none): [`socket_pair`] connects from a port above the listener's.
+    let syn = {
+        let port = |f: unsafe extern "C" fn(
+            libc::c_int,
+            *mut libc::sockaddr,
+            *mut libc::socklen_t,
+        ) -> libc::c_int|
+         -> io::Result<u16> {
+            // SAFETY: all-zero is a valid sockaddr_storage.
+            let mut a: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of_val(&a) as libc::socklen_t;
+            // SAFETY: the call writes at most `len` bytes into `a`.
+            if unsafe { f(fd, (&mut a as *mut libc::sockaddr_storage).cast(), &mut len) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Both families keep the port (network order) right after the family.
+            // SAFETY: sockaddr_in and sockaddr_in6 both have `sin_port` / `sin6_port` there.
+            let sin =
+                unsafe { &*(&a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Ok(u16::from_be(sin.sin_port))
+        };
+        u64::from(port(libc::getsockname)? > port(libc::getpeername)?)
+    };
+    // Each count is read between two readings of the kernel's count it depends on, until both
+    // agree (bytes arriving, or acknowledged, in between would skew it).
+    for _ in 0..1000 {
+        let (rx0, ack0) = info()?;
+        let inq = queued(libc::FIONREAD)?;
+        let outq = queued(libc::TIOCOUTQ)?;
+        let (rx1, ack1) = info()?;
+        if rx0 == rx1 && ack0 == ack1 {
+            return Ok((
+                rx0.wrapping_sub(inq),
+                ack0.wrapping_add(outq).wrapping_sub(syn),
+            ));
+        }
+    }
+    Err(io::Error::other("the stream's counts did not settle"))
 }
 
 /// Socket kind of a channel.
@@ -346,7 +482,7 @@ pub fn socket_pair(
             Ok((a.into(), b.into()))
         }
         SocketKind::Tcp => {
-            let (a, b) = tcp_pair_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?)?;
+            let (a, b) = tcp_pair()?;
             for s in [&a, &b] {
                 s.set_nodelay(true)?;
                 s.set_nonblocking(true)?;
@@ -384,8 +520,18 @@ fn udp_pair_of(a: UdpSocket, b: UdpSocket) -> io::Result<(UdpSocket, UdpSocket)>
 /// Connect a stream to the listener `l` and accept it; return (the connecting end, the accepted
 /// end). Connections that another local process made to `l` first are accepted and closed: the
 /// first one in the queue is not necessarily ours.
+///
+/// The connecting end's port is greater than the listener's (see [`tcp_pair`]).
+#[cfg(test)]
 fn tcp_pair_on(l: TcpListener) -> io::Result<(TcpStream, TcpStream)> {
-    let a = TcpStream::connect(l.local_addr()?)?;
+    let a = connect_from_above(l.local_addr()?)?
+        .ok_or_else(|| io::Error::other("no free loopback port above the listener's"))?;
+    tcp_pair_accept(l, a)
+}
+
+/// Accept the connection `a` made to the listener `l` (those of others before it are accepted
+/// and closed); return (`a`, the accepted end).
+fn tcp_pair_accept(l: TcpListener, a: TcpStream) -> io::Result<(TcpStream, TcpStream)> {
     let me = a.local_addr()?;
     // Ours is in the accept queue (its connect returned), behind at most a queue's worth of
     // others; the bound only guards against a surprise.
@@ -398,6 +544,73 @@ fn tcp_pair_on(l: TcpListener) -> io::Result<(TcpStream, TcpStream)> {
     Err(io::Error::other(
         "the loopback connection was not found in the accept queue",
     ))
+}
+
+/// A connected loopback TCP pair (the connecting end, the accepted end) whose connecting end has
+/// the greater port, so that [`stream_positions`] can tell it: its kernel count of bytes
+/// acknowledged includes its SYN. A listener on a port so high that no free port above it
+/// comes up is dropped for another.
+fn tcp_pair() -> io::Result<(TcpStream, TcpStream)> {
+    for _ in 0..16 {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        if let Some(a) = connect_from_above(l.local_addr()?)? {
+            return tcp_pair_accept(l, a);
+        }
+    }
+    Err(io::Error::other(
+        "no loopback listener with free ports above its own",
+    ))
+}
+
+/// Connect a new TCP socket to `to` from a loopback port above `to`'s (the kernel picks a
+/// random free port for each `bind` to port 0; a few tries are made); `None` when none came up.
+///
+/// # Errors
+/// The system error of `socket`, `bind` or `connect`.
+fn connect_from_above(to: std::net::SocketAddr) -> io::Result<Option<TcpStream>> {
+    use std::os::fd::FromRawFd;
+    let std::net::SocketAddr::V4(to) = to else {
+        return Err(io::Error::other("an IPv4 loopback address is needed"));
+    };
+    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(a).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    for _ in 0..64 {
+        // SAFETY: plain system call; a descriptor it returns is ours.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let here = sin(Ipv4Addr::LOCALHOST, 0);
+        // SAFETY: `here` is a sockaddr_in of `len` bytes.
+        if unsafe { libc::bind(fd, (&here as *const libc::sockaddr_in).cast(), len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let s = TcpStream::from(owned);
+        if s.local_addr()?.port() <= to.port() {
+            continue;
+        }
+        let there = sin(*to.ip(), to.port());
+        loop {
+            // SAFETY: `there` is a sockaddr_in of `len` bytes.
+            if unsafe { libc::connect(fd, (&there as *const libc::sockaddr_in).cast(), len) } == 0 {
+                return Ok(Some(s));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Poll `fd` for input for at most `timeout` (zero: just look); return whether it is readable.
@@ -467,6 +680,10 @@ pub struct FrameSocket {
     tx: Vec<u8>,
     tx_off: usize,
     tx_len: usize,
+    /// TCP: the stream position of the next byte this end sends (`tx[tx_off]` while the rest
+    /// of a frame waits), counted from the connection's start across incarnations
+    /// ([`stream_positions`]); a frame's check covers where it begins ([`FrameRepr::check_at`]).
+    tx_pos: u64,
     /// TCP: received stream bytes not yet parsed (`rx_off..rx_len`). Frames are taken from the
     /// front by moving `rx_off`; the rest moves to the start of the buffer only before the next
     /// `recv` (once per read, not once per frame: a read of many small frames would otherwise
@@ -474,6 +691,9 @@ pub struct FrameSocket {
     rx: Vec<u8>,
     rx_len: usize,
     rx_off: usize,
+    /// TCP: the stream position of `rx[0]` (so `rx[p]` is at `rx_pos + p`), counted as
+    /// `tx_pos` is.
+    rx_pos: u64,
     /// Unit tests: stream bytes moved to the front of `rx`.
     #[cfg(test)]
     moved: u64,
@@ -482,11 +702,6 @@ pub struct FrameSocket {
     walked: u64,
     /// TCP: the last `read` returned less than it had room for (the socket was drained then).
     short_read: bool,
-    /// TCP: `rx_off` is known to be a frame boundary (or padding that ends at one): the frames
-    /// taken since this end was made or lost track chain from one to the next. False at first
-    /// (a new incarnation may start inside a frame) and after bytes that are not a frame; then
-    /// a frame is taken only where a frame boundary follows it ([`FrameSocket::follows_frame`]).
-    synced: bool,
     max: usize,
     /// Malformed frames dropped.
     pub dropped: u64,
@@ -562,6 +777,10 @@ impl FrameSocket {
                 zeroed((2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10))?,
             ),
         };
+        let (rx_pos, tx_pos) = match &io {
+            Io::Udp(_) => (0, 0),
+            Io::Tcp(s) => stream_positions(s)?,
+        };
         let tx = zeroed(max + HEADER_LEN + PAGE)?;
         let rcvbuf = {
             let fd = match &io {
@@ -593,15 +812,16 @@ impl FrameSocket {
             tx,
             tx_off: 0,
             tx_len: 0,
+            tx_pos,
             rx,
             rx_len: 0,
             rx_off: 0,
+            rx_pos,
             #[cfg(test)]
             moved: 0,
             #[cfg(test)]
             walked: 0,
             short_read: false,
-            synced: false,
             max,
             dropped: 0,
             skipped: 0,
@@ -678,7 +898,10 @@ impl FrameSocket {
                 libc::MSG_NOSIGNAL,
             ) {
                 Ok(0) => return false,
-                Ok(n) => self.tx_off += n,
+                Ok(n) => {
+                    self.tx_off += n;
+                    self.tx_pos += n as u64;
+                }
                 Err(libc::EINTR) => {}
                 Err(e) => {
                     self.failed(e);
@@ -725,9 +948,9 @@ impl FrameSocket {
                 if self.st & link::DEAD != 0 {
                     return false;
                 }
-                hdr.emit(&mut self.tx[..HEADER_LEN]);
+                hdr.emit_at(&mut self.tx[..HEADER_LEN], self.tx_pos);
                 self.tx[HEADER_LEN..n].copy_from_slice(payload);
-                self.tx[n..n + TRAILER_LEN].copy_from_slice(&hdr.trailer());
+                self.tx[n..n + TRAILER_LEN].copy_from_slice(&hdr.trailer_at(self.tx_pos));
                 n += TRAILER_LEN;
                 loop {
                     match sys::send(s.as_raw_fd(), &self.tx[..n], libc::MSG_NOSIGNAL) {
@@ -740,6 +963,8 @@ impl FrameSocket {
         match r {
             // (A datagram is sent whole or not at all.)
             Ok(k) if k > 0 => {
+                // (Over UDP nothing reads it.)
+                self.tx_pos += k as u64;
                 if k < n {
                     self.tx_off = k;
                     self.tx_len = n;
@@ -817,6 +1042,7 @@ impl FrameSocket {
                         out[..n].copy_from_slice(&self.rx[at..at + n]);
                         self.rx_off = at + n + TRAILER_LEN;
                         if self.rx_off == self.rx_len {
+                            self.rx_pos += self.rx_len as u64;
                             (self.rx_off, self.rx_len) = (0, 0);
                         }
                         return Recv::Frame(h);
@@ -831,6 +1057,7 @@ impl FrameSocket {
                             self.moved += (self.rx_len - self.rx_off) as u64;
                         }
                         self.rx.copy_within(self.rx_off..self.rx_len, 0);
+                        self.rx_pos += self.rx_off as u64;
                         self.rx_len -= self.rx_off;
                         self.rx_off = 0;
                     }
@@ -876,14 +1103,13 @@ impl FrameSocket {
     /// (counted in `dropped`). `None`: the buffer holds at most the beginning of a frame. Each
     /// byte is looked at a bounded number of times, whatever the peer sends.
     ///
-    /// Where the stream is known to be at a frame boundary (`synced`), a frame whose trailer
-    /// fails is one a killed source tore: its whole extent is dropped (from where it was cut
-    /// to where its trailer should be, the bytes are the restarted source's padding), not
-    /// searched for headers, so a frame inside the torn frame's payload is not delivered.
-    /// Elsewhere (a new incarnation, which may start inside a frame, or after bytes that were
-    /// no frame) a well-formed frame is taken only if what follows it is what follows a frame
-    /// ([`FrameSocket::follows_frame`]): a frame inside another one's payload is followed by
-    /// the rest of that payload, or by its trailer. (Both were delivered as messages.)
+    /// A header is valid only at the stream position its sender wrote it at (its check covers
+    /// the position, [`FrameRepr::check_at`]), so a frame that lies inside another one's
+    /// payload never passes for a frame of the stream, wherever this end starts reading (a new
+    /// incarnation may start inside a frame, or inside the payload of one that holds a frame).
+    /// A valid header whose trailer fails begins a frame a killed source tore: its whole extent
+    /// is dropped (from where it was cut to where its trailer should be, the bytes are the
+    /// restarted source's padding, which then goes on to the next frame).
     #[inline]
     fn tcp_frame(&mut self) -> Option<FrameRepr> {
         let mut p = self.rx_off;
@@ -896,110 +1122,39 @@ impl FrameSocket {
                     break None;
                 }
             } else {
-                match FrameRepr::parse(b) {
+                match FrameRepr::parse_at(b, self.rx_pos + p as u64) {
                     Some(h) if h.len as usize <= self.max => {
                         let n = HEADER_LEN + h.len as usize;
                         if b.len() < n + TRAILER_LEN {
                             break None;
                         }
-                        let end = p + n + TRAILER_LEN;
                         // The trailer: the header's check, then the end mark.
                         if b[n..n + 4] == b[12..16] && b[n + 4..n + TRAILER_LEN] == END {
-                            if self.synced {
-                                break Some(h);
-                            }
-                            match self.follows_frame(end) {
-                                None => {
-                                    self.synced = true;
-                                    break Some(h);
-                                }
-                                Some(x) => {
-                                    // A frame inside another one's payload (and those chained
-                                    // to it): no frame begins before `x`.
-                                    self.skipped += nonzero(&self.rx[p..x]);
-                                    p = x;
-                                    continue;
-                                }
-                            }
+                            break Some(h);
                         }
-                        // Cut short: the rest of a frame a killed incarnation left partly sent
-                        // (the bytes that followed are another frame's, or padding).
+                        // Cut short: a killed source's frame (its padding covers the rest up to
+                        // the trailer, `resync_peer`: more than a frame's length from the cut).
                         self.dropped += 1;
-                        if self.synced {
-                            // At a frame boundary: a killed source's frame. Its padding covers
-                            // the rest up to the trailer (`resync_peer`: more than a frame's
-                            // length from the cut), and then a frame boundary comes (after the
-                            // rest of the padding, which is skipped at a boundary).
-                            self.skipped += nonzero(&self.rx[p..end]);
-                            p = end;
-                            continue;
-                        }
+                        let end = p + n + TRAILER_LEN;
+                        self.skipped += nonzero(&self.rx[p..end]);
+                        p = end;
+                        continue;
                     }
                     // A header claiming more than the port's maximum: a broken peer.
                     Some(_) => self.dropped += 1,
                     None => {}
                 }
             }
-            // Skip to the next byte that may begin a header.
+            // Skip to the next byte that may begin a header (zeros are padding).
             let next = self.rx[p + 1..self.rx_len]
                 .iter()
                 .position(|&x| x == MAGIC[0])
                 .map_or(self.rx_len, |i| p + 1 + i);
-            let k = nonzero(&self.rx[p..next]);
-            if k != 0 {
-                // Zeros at a frame boundary are padding, and a frame boundary ends them; other
-                // bytes are no frame: where frames begin again is not known.
-                self.synced = false;
-                self.skipped += k;
-            }
+            self.skipped += nonzero(&self.rx[p..next]);
             p = next;
         };
         self.rx_off = p;
         found
-    }
-
-    /// TCP, where the stream is not known to be at a frame boundary: whether a frame that ends
-    /// at `q` in the stream buffer is followed by what follows a frame: nothing yet; the
-    /// source's padding (zeros up to the end of what was read, or more of them than a frame
-    /// holds between its magic and its end mark, `max + 24`); the beginning of a header; or a
-    /// well-formed frame followed so in turn. `None`: it is; `Some(x)`: it is not, and `x` is
-    /// where the chain of frames from `q` breaks (a frame inside another one's payload is
-    /// followed by the rest of that payload or its trailer; frames chained to it lie inside the
-    /// same payload, so no frame of the stream begins before `x`). Walks at most to the end of
-    /// what was read.
-    ///
-    /// Left: a frame that ends exactly where the bytes read so far end (the rest of the
-    /// payload around it not arrived yet: sent later, or in a later segment) is taken.
-    #[cold]
-    fn follows_frame(&self, mut q: usize) -> Option<usize> {
-        loop {
-            let b = &self.rx[q..self.rx_len];
-            if b.is_empty() {
-                // Nothing read after it yet.
-                return None;
-            }
-            if b[0] == 0 {
-                let z = b.iter().position(|&x| x != 0).unwrap_or(b.len());
-                return (z < b.len() && z <= self.max + HEADER_LEN).then_some(q);
-            }
-            if b.len() < HEADER_LEN {
-                let k = b.len().min(MAGIC.len());
-                return (b[..k] != MAGIC[..k]).then_some(q);
-            }
-            match FrameRepr::parse(b) {
-                Some(h) if h.len as usize <= self.max => {
-                    let n = HEADER_LEN + h.len as usize;
-                    if b.len() < n + TRAILER_LEN {
-                        return None;
-                    }
-                    if b[n..n + 4] != b[12..16] || b[n + 4..n + TRAILER_LEN] != END {
-                        return Some(q);
-                    }
-                    q += n + TRAILER_LEN;
-                }
-                _ => return Some(q),
-            }
-        }
     }
 
     /// TCP: send `max + HEADER_LEN + TRAILER_LEN` zero bytes, ahead of this end's first frame
@@ -1130,7 +1285,7 @@ impl FrameSocket {
             {
                 self.walked += 1;
             }
-            match FrameRepr::parse(&self.rx[p..self.rx_len]) {
+            match FrameRepr::parse_at(&self.rx[p..self.rx_len], self.rx_pos + p as u64) {
                 Some(h) if h.len as usize <= self.max => {
                     p += HEADER_LEN + h.len as usize + TRAILER_LEN;
                 }
@@ -1138,6 +1293,15 @@ impl FrameSocket {
             }
         }
         n
+    }
+
+    /// Unit tests: take this end's sending position from the kernel again, after a test wrote
+    /// raw bytes on its socket behind its back (as a killed incarnation of the same end would
+    /// have).
+    #[cfg(test)]
+    fn tx_pos_from_kernel(&mut self) {
+        assert!(!self.pending());
+        self.tx_pos = stream_positions(&self.as_fd()).unwrap().1;
     }
 
     /// Return a second handle on the socket (for waiting without the endpoint).
@@ -3827,18 +3991,15 @@ mod tests {
     #[test]
     fn a_tcp_stream_resynchronises_after_an_end_restarts_mid_frame() {
         const MAX: u32 = 256;
-        // A frame of MAX bytes of 1s, as the killed incarnation sent it.
-        let frame = {
+        // A frame of MAX bytes of 1s, as the killed incarnation sent it on `fd` (where the
+        // stream stands).
+        let frame = |fd: &OwnedFd| {
             let h = FrameRepr {
                 seq: 9,
                 len: MAX,
                 stamp: 0,
             };
-            let n = HEADER_LEN + MAX as usize;
-            let mut f = vec![1u8; n + TRAILER_LEN];
-            h.emit(&mut f);
-            f[n..].copy_from_slice(&h.trailer());
-            f
+            h.tcp_frame_at(&[1u8; MAX as usize], written(fd))
         };
         let raw = |fd: &OwnedFd, b: &[u8]| {
             assert_eq!(sys::send(fd.as_raw_fd(), b, 0), Ok(b.len()));
@@ -3860,7 +4021,7 @@ mod tests {
                 tx.try_send(&m).unwrap();
             }
             assert_eq!(pump(&mut tx, &mut rx), expected(1), "cut {cut}");
-            raw(&a2, &frame[..cut]);
+            raw(&a2, &frame(&a2)[..cut]);
             drop(tx);
             let mut tx = QueueTx::new(FrameSocket::new(a2, SocketKind::Tcp, MAX), 8);
             for m in messages(2) {
@@ -3873,6 +4034,7 @@ mod tests {
             let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
             let mut tx = QueueTx::new(a, 8);
             let mut rx = QueueRx::new(b, 8);
+            let frame = frame(&a2);
             raw(&a2, &frame[..cut]);
             std::thread::sleep(Duration::from_millis(20));
             let mut buf = [0u8; MAX as usize];
@@ -3884,6 +4046,8 @@ mod tests {
             );
             drop(rx);
             raw(&a2, &frame[cut..]);
+            // The frame went on the source's stream as if the source had sent it.
+            tx.sock.tx_pos_from_kernel();
             let mut rx = QueueRx::new(FrameSocket::new(b2, SocketKind::Tcp, MAX), 8);
             for m in messages(3) {
                 tx.try_send(&m).unwrap();
@@ -3896,27 +4060,35 @@ mod tests {
         }
     }
 
-    /// A tcp frame (header, `payload`, trailer) as a queuing source sends it.
-    fn tcp_frame_bytes(seq: u32, payload: &[u8]) -> Vec<u8> {
+    /// A tcp frame (header, `payload`, trailer) as a queuing source sends it at stream
+    /// position `pos`.
+    fn tcp_frame_bytes(seq: u32, payload: &[u8], pos: u64) -> Vec<u8> {
         let h = FrameRepr {
             seq,
             len: payload.len() as u32,
             stamp: 0,
         };
-        let mut f = vec![0u8; HEADER_LEN + payload.len() + TRAILER_LEN];
-        h.emit(&mut f);
-        f[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
-        f[HEADER_LEN + payload.len()..].copy_from_slice(&h.trailer());
-        f
+        h.tcp_frame_at(payload, pos)
     }
 
-    /// A tcp frame of `MAX` bytes whose payload holds, at `at`, a complete frame F' of 8 bytes
-    /// of 0x77 (as a gateway partition's messages may); F' alone.
-    fn frame_holding_a_frame(max: usize, at: usize) -> (Vec<u8>, Vec<u8>) {
-        let inner = tcp_frame_bytes(7, &[0x77; 8]);
+    /// The bytes written on the stream of `fd` so far (where the next frame sent on it begins).
+    fn written(fd: &OwnedFd) -> u64 {
+        stream_positions(fd).unwrap().1
+    }
+
+    /// A tcp frame of `MAX` bytes, sent at stream position `pos`, whose payload holds at `at` a
+    /// complete frame F' of 8 bytes of 0x77, as it was sent at stream position `inner_pos` of
+    /// its own stream (a gateway partition's messages may hold frames it saw); F' alone.
+    fn frame_holding_a_frame(
+        max: usize,
+        at: usize,
+        pos: u64,
+        inner_pos: u64,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let inner = tcp_frame_bytes(7, &[0x77; 8], inner_pos);
         let mut payload = vec![0xAA; max];
         payload[at..at + inner.len()].copy_from_slice(&inner);
-        (tcp_frame_bytes(3, &payload), inner)
+        (tcp_frame_bytes(3, &payload, pos), inner)
     }
 
     /// Send all of `b` on the socket `fd` (raw bytes on the stream).
@@ -3924,13 +4096,40 @@ mod tests {
         assert_eq!(sys::send(fd.as_raw_fd(), b, 0), Ok(b.len()));
     }
 
+    /// The kernel's stream counts are where each end stands, whatever handle or process moved
+    /// them: bytes written by any writer, bytes taken off by any reader (not those that arrived
+    /// and wait). A new end made on a socket starts its positions there.
+    #[test]
+    fn stream_positions_count_what_any_handle_wrote_and_took() {
+        let (a, b) = socket_pair(SocketKind::Tcp, 64, 4).unwrap();
+        assert_eq!(stream_positions(&a).unwrap(), (0, 0));
+        assert_eq!(stream_positions(&b).unwrap(), (0, 0));
+        let a2 = a.try_clone().unwrap();
+        raw_send(&a, &[1; 100]);
+        raw_send(&a2, &[2; 23]);
+        // Arrived, not taken: the reader's position stays.
+        readable(&b, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(stream_positions(&b).unwrap().0, 0);
+        let mut buf = [0u8; 50];
+        assert_eq!(sys::recv(b.as_raw_fd(), &mut buf, 0), Ok(50));
+        assert_eq!(stream_positions(&a).unwrap(), (0, 123));
+        assert_eq!(stream_positions(&b).unwrap(), (50, 0));
+        let e = FrameSocket::new(b.try_clone().unwrap(), SocketKind::Tcp, 64);
+        assert_eq!((e.rx_pos, e.tx_pos), (50, 0));
+        // A UDP socket has none.
+        let (u, _) = socket_pair(SocketKind::Udp, 64, 4).unwrap();
+        assert!(stream_positions(&u).is_err());
+    }
+
     /// After a tcp source was killed inside a frame whose payload holds a complete frame F', the
     /// destination drops the torn frame whole and delivers only the next incarnation's messages.
-    /// (It searched the torn frame's payload for a header and delivered F'.)
+    /// (It searched the torn frame's payload for a header and delivered F'.) F' here is even
+    /// valid where it lies in the stream (as if made to be): dropping the torn frame's extent,
+    /// not the position check, keeps it out.
     #[test]
     fn a_frame_inside_the_payload_of_a_torn_tcp_frame_is_not_delivered() {
         const MAX: u32 = 256;
-        let (outer, inner) = frame_holding_a_frame(MAX as usize, 40);
         let messages = |round: u8| (0..5u8).map(move |i| vec![round * 10 + i; 7]);
         let expected = |round: u8| messages(round).flatten().collect::<Vec<u8>>();
         let (a, b) = pair(SocketKind::Tcp, MAX, 8);
@@ -3941,6 +4140,9 @@ mod tests {
             tx.try_send(&m).unwrap();
         }
         assert_eq!(pump(&mut tx, &mut rx), expected(1));
+        let pos = written(&a2);
+        let (outer, inner) =
+            frame_holding_a_frame(MAX as usize, 40, pos, pos + (HEADER_LEN + 40) as u64);
         // Killed after F' and two bytes more.
         raw_send(&a2, &outer[..HEADER_LEN + 40 + inner.len() + 2]);
         drop(tx);
@@ -3953,17 +4155,24 @@ mod tests {
     }
 
     /// A tcp destination restarted after reading half of a frame whose payload holds a complete
-    /// frame F' (in the half it did not read) does not deliver F': the new incarnation does not
-    /// know where frames begin, and takes a frame only where what follows it is what follows a
-    /// frame (here: the rest of the payload). Then the source's next messages arrive. (F' was
-    /// delivered.)
+    /// frame F' (in the half it did not read) does not deliver F': F' is not valid where it
+    /// lies in the stream (it was made for position 0 of its own stream, or for where the
+    /// frame holding it begins). Then the source's next messages arrive. (F' was delivered.)
     #[test]
     fn a_frame_inside_a_payload_is_not_delivered_to_a_destination_restarted_inside_it() {
+        for from_start in [true, false] {
+            a_frame_inside_a_payload_is_not_delivered_after_a_restart(from_start);
+        }
+    }
+
+    fn a_frame_inside_a_payload_is_not_delivered_after_a_restart(from_start: bool) {
         const MAX: u32 = 256;
-        let (outer, _) = frame_holding_a_frame(MAX as usize, 200);
         let messages = (0..5u8).map(|i| vec![30 + i; 7]).collect::<Vec<_>>();
         let (a, b) = pair(SocketKind::Tcp, MAX, 8);
         let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
+        let pos = written(&a2);
+        let inner_pos = if from_start { 0 } else { pos };
+        let (outer, _) = frame_holding_a_frame(MAX as usize, 200, pos, inner_pos);
         raw_send(&a2, &outer);
         // The killed incarnation read the first half (F' is in the second).
         let half = outer.len() / 2;
@@ -3975,8 +4184,10 @@ mod tests {
                 read += k;
             }
         }
-        let mut rx = QueueRx::new(b, 8);
-        let mut tx = QueueTx::new(a, 8);
+        // The restarted destination, and a source (the frame's source restarted too).
+        drop((a, b));
+        let mut rx = QueueRx::new(FrameSocket::new(b2, SocketKind::Tcp, MAX), 8);
+        let mut tx = QueueTx::new(FrameSocket::new(a2, SocketKind::Tcp, MAX), 8);
         for m in &messages {
             tx.try_send(m).unwrap();
         }
@@ -3987,19 +4198,21 @@ mod tests {
         );
     }
 
-    /// Known limitation (docs/ports.md, "Tcp frames survive a restart mid-frame"), pinned: a tcp
-    /// destination restarted inside a frame whose payload holds a complete frame F' delivers
-    /// F' when the bytes it can read end right after F' (the rest of the payload around it
-    /// not arrived yet): nothing in what was read tells F' from a frame of the stream. A frame
-    /// is not known to end where the bytes read end.
+    /// A tcp destination restarted inside a frame whose payload holds a complete frame F' does
+    /// not deliver F' even when the bytes it can read end right after F' (the rest of the
+    /// payload around it not arrived yet), where nothing that follows F' tells it from a frame
+    /// of the stream: F' is not valid where it lies. When the rest comes, so do the source's
+    /// next messages. (Until the stream positions, F' was taken: the known limitation this
+    /// test pinned.)
     #[test]
-    fn known_limitation_a_frame_ending_where_the_bytes_read_end_is_taken_after_a_restart() {
+    fn a_frame_ending_where_the_bytes_read_end_is_not_taken_after_a_restart() {
         const MAX: u32 = 256;
-        let (outer, inner) = frame_holding_a_frame(MAX as usize, 200);
         let (a, b) = pair(SocketKind::Tcp, MAX, 8);
+        let a2 = a.try_clone_fd().unwrap();
+        let (outer, inner) = frame_holding_a_frame(MAX as usize, 200, written(&a2), 0);
         let end = HEADER_LEN + 200 + inner.len();
         // A killed incarnation read the first 100 bytes; the rest comes up to F's end only.
-        raw_send(&a.try_clone_fd().unwrap(), &outer[..end]);
+        raw_send(&a2, &outer[..end]);
         let mut buf = [0u8; 100];
         let b2 = b.try_clone_fd().unwrap();
         let mut read = 0;
@@ -4009,12 +4222,20 @@ mod tests {
                 read += k;
             }
         }
-        let mut rx = QueueRx::new(b, 8);
+        // The restarted destination.
+        drop(b);
+        let mut rx = QueueRx::new(FrameSocket::new(b2, SocketKind::Tcp, MAX), 8);
         std::thread::sleep(Duration::from_millis(20));
         let mut got = [0u8; MAX as usize];
-        assert_eq!(rx.try_recv(&mut got), Ok(8), "F' is taken (the limitation)");
-        assert_eq!(got[..8], [0x77; 8]);
+        assert_eq!(rx.try_recv(&mut got), Err(PopError::Empty), "F' was taken");
+        raw_send(&a2, &outer[end..]);
+        let messages = (0..5u8).map(|i| vec![40 + i; 7]).collect::<Vec<_>>();
         drop(a);
+        let mut tx = QueueTx::new(FrameSocket::new(a2, SocketKind::Tcp, MAX), 8);
+        for m in &messages {
+            tx.try_send(m).unwrap();
+        }
+        assert_eq!(pump(&mut tx, &mut rx), messages.concat());
     }
 
     /// A udp datagram longer than the receive buffer (which holds a frame of `max` bytes) is
