@@ -870,9 +870,12 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
 /// both buffers with an infallible allocation: both partitions aborted at the creation ("memory
 /// allocation of ... failed"). One-sided with M = 64 MiB (ports of 32, 40 and 16 MiB);
 /// two-sided, whose sampling messages are at most 16 MiB, with M = 32 MiB (16, 16 and 4 MiB).
-/// Over tcp (session 26) with M = 64 MiB (ports of 8, 16 and 2 MiB): the socket endpoint's
+/// Over tcp (session 26) with M = 64 MiB (ports of 24, 16 and 2 MiB): the socket endpoint's
 /// buffers are taken fallibly too (`FrameSocket::try_new`, `SampleRx::try_new`); before, the
-/// destination aborted. Not over udp, which carries at most 64 KiB per message.
+/// destination aborted. Since session 29 an endpoint is sized for the way its frames go
+/// (`FrameSocket::try_for`): the 24 MiB source fits (it took 72 MiB for receive buffers it
+/// never uses, and its CREATE was `INVALID_CONFIG`). Not over udp, which carries at most 64 KiB
+/// per message.
 #[test]
 fn large_sampling_ports_take_their_buffers_fallibly_and_only_where_a_read_needs_them() {
     let dir = common::out_dir("ports-sampling-memory-cfg");
@@ -894,10 +897,11 @@ fn large_sampling_ports_take_their_buffers_fallibly_and_only_where_a_read_needs_
             4 * MIB,
             "invalid",
         ),
-        // A tcp endpoint's buffers: about `max` to send and twice `max` to receive, and a
-        // destination's two of `max` (the last frame, the scratch): 24 MiB for the 8 MiB
-        // source, 80 MiB for the 16 MiB destination, which does not fit its 64 MiB.
-        ("tcp", 64 * MIB, 8 * MIB, 16 * MIB, 2 * MIB, "invalid"),
+        // A tcp source's end: about `max` to send (acks come into 64 KiB); a destination's:
+        // twice `max` to receive, and two of `max` (the last frame, the scratch): 24 MiB for
+        // the 24 MiB source, 64 MiB for the 16 MiB destination, which does not fit its 64 MiB
+        // beside the program.
+        ("tcp", 64 * MIB, 24 * MIB, 16 * MIB, 2 * MIB, "invalid"),
     ] {
         let tpl = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/ports/sampling_memory.xml.in");

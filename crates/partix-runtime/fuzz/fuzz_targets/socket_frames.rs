@@ -111,6 +111,11 @@ fn good_payload(n: u64) -> [u8; 8] {
     (0x6f6f_6420_0000_0000u64 | n).to_le_bytes()
 }
 
+/// A destination's end, sized as a port's: messages in, acknowledgements (no payload) out.
+fn dest_end(fd: OwnedFd, kind: SocketKind) -> FrameSocket {
+    FrameSocket::try_sized(fd, kind, 0, MAX).expect("destination end")
+}
+
 fn pair(which: usize) -> Pair {
     let kind = if which % 2 == 0 {
         SocketKind::Udp
@@ -122,17 +127,21 @@ fn pair(which: usize) -> Pair {
     let good = |fd: &OwnedFd| (kind == SocketKind::Tcp).then(|| (fd.try_clone().expect("dup"), 0));
     match which / 2 {
         0 => Pair {
-            victim: Victim::Sample(SampleRx::new(FrameSocket::new(dst, kind, MAX))),
+            victim: Victim::Sample(SampleRx::new(dest_end(dst, kind))),
             good: good(&src),
             peer: Peer::new(src, kind),
         },
         1 => Pair {
-            victim: Victim::QueueRx(QueueRx::new(FrameSocket::new(dst, kind, MAX), LIMIT)),
+            victim: Victim::QueueRx(QueueRx::new(dest_end(dst, kind), LIMIT)),
             good: good(&src),
             peer: Peer::new(src, kind),
         },
         _ => Pair {
-            victim: Victim::QueueTx(QueueTx::new(FrameSocket::new(src, kind, MAX), LIMIT)),
+            // Sized as a port's source end: messages out, acknowledgements (no payload) in.
+            victim: Victim::QueueTx(QueueTx::new(
+                FrameSocket::try_sized(src, kind, MAX, 0).expect("source end"),
+                LIMIT,
+            )),
             peer: Peer::new(dst, kind),
             good: None,
         },

@@ -281,8 +281,11 @@ fn sockets(port: &MappedPort, kind: SocketKind) -> Result<Vec<FrameSocket>, Atta
     let mut v = Vec::with_capacity(port.sockets.len());
     for s in &port.sockets {
         let fd = s.try_clone().map_err(|e| err(port, e))?;
+        // Sized for the way its frames go: a source's end receives only acknowledgements, a
+        // destination's sends only those.
         v.push(
-            FrameSocket::try_new(fd, kind, port.desc.max_message_size).map_err(|e| err(port, e))?,
+            FrameSocket::try_for(fd, kind, port.desc.max_message_size, port.desc.direction)
+                .map_err(|e| err(port, e))?,
         );
     }
     if v.is_empty() && port.desc.direction == PortDirection::Destination {

@@ -68,6 +68,7 @@
 //! ([`FrameSocket::recv_frame_wait`]: one system call per wake-up instead of two).
 #![allow(unsafe_code)]
 
+use partix_config::model::PortDirection;
 use partix_shm::ring::{PopError, PushError};
 use partix_shm::sampling::{ReadError, ReadOk, WaitError};
 use partix_shm::{RecvMode, Words};
@@ -702,7 +703,11 @@ pub struct FrameSocket {
     walked: u64,
     /// TCP: the last `read` returned less than it had room for (the socket was drained then).
     short_read: bool,
-    max: usize,
+    /// The longest payload this end sends, and the longest it takes (a longer frame is
+    /// malformed): a source sends messages and takes acknowledgements (no payload), a
+    /// destination the other way round ([`FrameSocket::try_for`]).
+    tx_max: usize,
+    rx_max: usize,
     /// Malformed frames dropped.
     pub dropped: u64,
     /// TCP: bytes skipped while looking for the next frame (zeros not counted).
@@ -755,7 +760,7 @@ pub enum Recv {
 }
 
 impl FrameSocket {
-    /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes.
+    /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes both ways.
     ///
     /// # Panics
     /// When the process's memory cannot hold the buffers ([`FrameSocket::try_new`] does not).
@@ -767,21 +772,56 @@ impl FrameSocket {
     /// the buffers (about `max` to send, twice `max` to receive over TCP).
     ///
     /// # Errors
-    /// `OutOfMemory`.
+    /// `OutOfMemory`; the system error of [`stream_positions`] (TCP).
     pub fn try_new(fd: OwnedFd, kind: SocketKind, max: u32) -> io::Result<FrameSocket> {
-        let max = max as usize;
+        FrameSocket::try_sized(fd, kind, max, max)
+    }
+
+    /// The end of a port of `max`-byte messages in direction `dir`: a source sends frames of up
+    /// to `max` bytes and receives only acknowledgements (no payload), a destination the other
+    /// way round; its buffers are sized so ([`FrameSocket::try_sized`]).
+    ///
+    /// # Errors
+    /// As [`FrameSocket::try_sized`].
+    pub fn try_for(
+        fd: OwnedFd,
+        kind: SocketKind,
+        max: u32,
+        dir: PortDirection,
+    ) -> io::Result<FrameSocket> {
+        match dir {
+            PortDirection::Source => FrameSocket::try_sized(fd, kind, max, 0),
+            PortDirection::Destination => FrameSocket::try_sized(fd, kind, 0, max),
+        }
+    }
+
+    /// Wrap an inherited socket of `kind` that sends frames of up to `tx_max` payload bytes and
+    /// receives frames of up to `rx_max` (a longer one is malformed): buffers of about `tx_max`
+    /// to send, and over TCP twice `rx_max` (at least 64 KiB) to receive. Both ends of a
+    /// direction must agree on its maximum: the receiver drops longer frames, and a sender's
+    /// restart padding ([`FrameSocket::resync_peer`]) covers a frame of its `tx_max`.
+    ///
+    /// # Errors
+    /// `OutOfMemory`; the system error of [`stream_positions`] (TCP).
+    pub fn try_sized(
+        fd: OwnedFd,
+        kind: SocketKind,
+        tx_max: u32,
+        rx_max: u32,
+    ) -> io::Result<FrameSocket> {
+        let (tx_max, rx_max) = (tx_max as usize, rx_max as usize);
         let (io, rx) = match kind {
             SocketKind::Udp => (Io::Udp(UdpSocket::from(fd)), Vec::new()),
             SocketKind::Tcp => (
                 Io::Tcp(TcpStream::from(fd)),
-                zeroed((2 * (max + HEADER_LEN + TRAILER_LEN)).max(64 << 10))?,
+                zeroed((2 * (rx_max + HEADER_LEN + TRAILER_LEN)).max(64 << 10))?,
             ),
         };
         let (rx_pos, tx_pos) = match &io {
             Io::Udp(_) => (0, 0),
             Io::Tcp(s) => stream_positions(s)?,
         };
-        let tx = zeroed(max + HEADER_LEN + PAGE)?;
+        let tx = zeroed(tx_max + HEADER_LEN + PAGE)?;
         let rcvbuf = {
             let fd = match &io {
                 Io::Udp(s) => s.as_raw_fd(),
@@ -822,7 +862,8 @@ impl FrameSocket {
             #[cfg(test)]
             walked: 0,
             short_read: false,
-            max,
+            tx_max,
+            rx_max,
             dropped: 0,
             skipped: 0,
             failures: 0,
@@ -919,7 +960,8 @@ impl FrameSocket {
     /// next send or [`FrameSocket::flush`] (until then a new frame is refused; the waiters
     /// wait for room to send it).
     pub fn send_frame(&mut self, hdr: FrameRepr, payload: &[u8]) -> bool {
-        if !self.flush() {
+        if payload.len() > self.tx_max || !self.flush() {
+            // (Longer than this end sends: its callers check the port's maximum first.)
             return false;
         }
         let mut n = HEADER_LEN + payload.len();
@@ -1123,7 +1165,7 @@ impl FrameSocket {
                 }
             } else {
                 match FrameRepr::parse_at(b, self.rx_pos + p as u64) {
-                    Some(h) if h.len as usize <= self.max => {
+                    Some(h) if h.len as usize <= self.rx_max => {
                         let n = HEADER_LEN + h.len as usize;
                         if b.len() < n + TRAILER_LEN {
                             break None;
@@ -1167,7 +1209,7 @@ impl FrameSocket {
         if !matches!(self.io, Io::Tcp(_)) || self.tx_off < self.tx_len {
             return;
         }
-        let n = self.max + HEADER_LEN + TRAILER_LEN;
+        let n = self.tx_max + HEADER_LEN + TRAILER_LEN;
         self.tx[..n].fill(0);
         self.tx_off = 0;
         self.tx_len = n;
@@ -1186,7 +1228,7 @@ impl FrameSocket {
             None
         };
         match frame.and_then(FrameRepr::parse) {
-            Some(h) if h.len as usize == n - HEADER_LEN && n - HEADER_LEN <= self.max => Some(h),
+            Some(h) if h.len as usize == n - HEADER_LEN && n - HEADER_LEN <= self.rx_max => Some(h),
             _ => {
                 self.dropped += 1;
                 None
@@ -1286,7 +1328,7 @@ impl FrameSocket {
                 self.walked += 1;
             }
             match FrameRepr::parse_at(&self.rx[p..self.rx_len], self.rx_pos + p as u64) {
-                Some(h) if h.len as usize <= self.max => {
+                Some(h) if h.len as usize <= self.rx_max => {
                     p += HEADER_LEN + h.len as usize + TRAILER_LEN;
                 }
                 _ => break,
@@ -1519,7 +1561,7 @@ impl SampleRx {
     /// # Errors
     /// `OutOfMemory`.
     pub fn try_new(sock: FrameSocket) -> io::Result<SampleRx> {
-        let n = sock.max + HEADER_LEN + PAGE;
+        let n = sock.rx_max + HEADER_LEN + PAGE;
         Ok(SampleRx {
             scratch: zeroed(n)?,
             last: zeroed(n)?,
@@ -1863,7 +1905,8 @@ impl QueueTx {
     /// # Errors
     /// `OutOfMemory`.
     pub fn try_new(mut sock: FrameSocket, limit: u32) -> io::Result<QueueTx> {
-        let scratch = zeroed(sock.max + HEADER_LEN)?;
+        // For the acknowledgements (a source takes nothing else).
+        let scratch = zeroed(sock.rx_max + HEADER_LEN)?;
         sock.resync_peer();
         Ok(QueueTx {
             scratch,
@@ -1977,7 +2020,7 @@ impl QueueTx {
         if data.is_empty() {
             return Err(PushError::ZeroLength);
         }
-        if data.len() > self.sock.max {
+        if data.len() > self.sock.tx_max {
             return Err(PushError::TooLarge);
         }
         // Free-running counters (wrapping): an ack is another partition's input, and one of
@@ -2220,7 +2263,7 @@ impl QueueRx {
     /// A destination with a new identity, counting from 0, that has announced nothing yet.
     fn make(sock: FrameSocket, limit: u32, book: Option<Words>) -> io::Result<QueueRx> {
         let limit = limit.max(1) as usize;
-        let max = sock.max;
+        let max = sock.rx_max;
         let slots = zeroed(limit.checked_mul(max).ok_or_else(|| {
             io::Error::new(io::ErrorKind::OutOfMemory, "a queue larger than memory")
         })?)?;
@@ -2307,7 +2350,7 @@ impl QueueRx {
     /// the book stays marked: the caller counts what the stream buffer holds once its takes
     /// are done ([`QueueRx::note_stream`]).
     fn take_frame(&mut self) -> bool {
-        let max = self.sock.max;
+        let max = self.sock.rx_max;
         // One bound on receives for the whole look, frames that are not messages included.
         let mut budget = RECV_ROUNDS;
         self.note_taking();
@@ -2443,7 +2486,7 @@ impl QueueRx {
         if buf.len() < len {
             return Err(PopError::BufferTooSmall { needed: len });
         }
-        let max = self.sock.max;
+        let max = self.sock.rx_max;
         buf[..len].copy_from_slice(&self.slots[self.head * max..self.head * max + len]);
         self.head = (self.head + 1) % self.limit;
         self.count -= 1;
@@ -2642,9 +2685,10 @@ mod tests {
 
     fn pair(kind: SocketKind, max: u32, n: u32) -> (FrameSocket, FrameSocket) {
         let (a, b) = socket_pair(kind, max, n).unwrap();
+        // Sized as the ports size them: `a` a source's end, `b` a destination's.
         (
-            FrameSocket::new(a, kind, max),
-            FrameSocket::new(b, kind, max),
+            FrameSocket::try_for(a, kind, max, PortDirection::Source).unwrap(),
+            FrameSocket::try_for(b, kind, max, PortDirection::Destination).unwrap(),
         )
     }
 
@@ -4094,6 +4138,60 @@ mod tests {
     /// Send all of `b` on the socket `fd` (raw bytes on the stream).
     fn raw_send(fd: &OwnedFd, b: &[u8]) {
         assert_eq!(sys::send(fd.as_raw_fd(), b, 0), Ok(b.len()));
+    }
+
+    /// An end's buffers are sized for the way its frames go: a source's end holds a message to
+    /// send and receives only acknowledgements, a destination's the other way round (both held
+    /// buffers for the largest message both ways: a tcp source of M bytes took about 3M). A
+    /// message of the maximum still goes through, acks come back, and an end refuses to send
+    /// a frame longer than it was sized for instead of failing on its buffer.
+    #[test]
+    fn ends_are_sized_for_the_way_their_frames_go() {
+        const M: u32 = 1 << 20;
+        let (a, b) = pair(SocketKind::Tcp, M, 4);
+        assert!(a.tx.len() >= M as usize && a.tx.len() < M as usize + 2 * PAGE);
+        assert_eq!(a.rx.len(), 64 << 10);
+        assert!(b.rx.len() >= 2 * M as usize && b.rx.len() < 2 * M as usize + PAGE);
+        assert_eq!(b.tx.len(), HEADER_LEN + PAGE);
+        let mut tx = QueueTx::new(a, 4);
+        assert_eq!(tx.scratch.len(), HEADER_LEN);
+        let mut rx = QueueRx::new(b, 4);
+        let big = vec![0x5a; M as usize];
+        for _ in 0..6 {
+            // Four fit; the rest only as acks come back.
+            let t = Instant::now();
+            while tx.try_send(&big).is_err() {
+                assert!(t.elapsed() < Duration::from_secs(10), "no credit came back");
+                let mut buf = vec![0u8; M as usize];
+                if let Ok(n) = rx.try_recv(&mut buf) {
+                    assert_eq!(n, M as usize);
+                    assert!(buf.iter().all(|&x| x == 0x5a));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        assert_eq!(
+            tx.try_send(&vec![1; M as usize + 1]),
+            Err(PushError::TooLarge)
+        );
+        let hdr = FrameRepr {
+            seq: 1,
+            len: 8,
+            stamp: 0,
+        };
+        assert!(
+            !rx.sock.send_frame(hdr, &[0; 8]),
+            "a destination's end sent a payload"
+        );
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (_a, mut b) = pair(kind, 64, 4);
+            let hdr = FrameRepr {
+                seq: 1,
+                len: 64,
+                stamp: 0,
+            };
+            assert!(!b.send_frame(hdr, &[0; 64]), "{kind:?}");
+        }
     }
 
     /// The kernel's stream counts are where each end stands, whatever handle or process moved
