@@ -368,6 +368,24 @@ pub fn program_errors(module: &Module) -> Vec<ConfigError> {
         .collect()
 }
 
+/// The programs of `module` that `partix run` would not find on this machine: bare names found
+/// neither beside `partix` nor in `PATH` (which `partix check` leaves to the machine that runs
+/// the module: [`program_errors`] does not count them), each as `FILE:LINE:COL: message`.
+pub fn programs_not_found_here(module: &Module) -> Vec<String> {
+    (0..module.partitions.len())
+        .filter_map(|p| match locate_program(module, p) {
+            Err(ProgramError::NotFound(e)) => Some(format!(
+                "{}:{}:{}: {}",
+                e.file_display(),
+                e.location.line,
+                e.location.col,
+                e.message
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Check the CPUs (`--cpu`, `partix:Affinity`) and find every partition's program, building C
 /// partitions, before anything starts.
 ///

@@ -124,7 +124,8 @@ fn check_refuses_what_run_always_refuses() {
 
 /// A bare program name not found beside `partix` or in `PATH` is no reason for `partix check`
 /// to fail: it depends on the machine (the program may be built later, or elsewhere), and
-/// `partix run` reports it at the attribute.
+/// `partix run` reports it at the attribute. `check` says so at the end of its summary, at the
+/// attribute, and names no program that is found.
 #[test]
 fn check_leaves_a_program_name_to_the_machine_that_runs_it() {
     let dir = std::env::temp_dir().join(format!("partix-cli-check-name-{}", std::process::id()));
@@ -145,5 +146,25 @@ fn check_leaves_a_program_name_to_the_machine_that_runs_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("partix-no-such-program"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (_, here) = stdout
+        .split_once("\non this machine (`partix run` here would refuse them):\n")
+        .unwrap_or_else(|| panic!("no section for this machine:\n{stdout}"));
+    let lines: Vec<&str> = here.lines().collect();
+    assert_eq!(lines.len(), 1, "{here}");
+    assert!(
+        lines[0].starts_with(&format!("  {}:", file.display()))
+            && lines[0].contains("partix-no-such-program")
+            && lines[0].contains("not found"),
+        "{here}"
+    );
+    let line = changed
+        .lines()
+        .position(|l| l.contains("partix-no-such-program"))
+        .unwrap()
+        + 1;
+    assert!(
+        lines[0].contains(&format!(":{line}:")),
+        "not at the attribute's line {line}: {here}"
+    );
 }
