@@ -18,12 +18,16 @@
 //! positions from the kernel's counts when it is made ([`stream_positions`]: what earlier
 //! incarnations sent and took is counted too), so a header is valid only where its sender put
 //! it: bytes that do not begin a valid header are skipped up to the next magic, and a frame that
-//! lies inside another one's payload is never taken, wherever a restarted destination starts
-//! reading. A valid header whose trailer is not where its `len` says begins a frame a killed
-//! source tore: it is dropped whole. Every tcp end that sends starts with `max + 32` zero bytes
-//! ([`FrameSocket::resync_peer`]), which complete whatever frame a killed incarnation left
-//! partly sent so that its trailer check fails, and are then skipped (see
-//! `FrameSocket::tcp_frame` and `docs/ports.md`).
+//! lies inside another one's payload is not taken (unless it was made, by chance, 1 in 2^32,
+//! or on purpose, for the very position where it lands), wherever a restarted destination
+//! starts reading. A valid header whose trailer is not where its `len` says begins a frame a
+//! killed source tore: it is dropped whole. Every tcp end that sends starts with `tx_max + 32`
+//! zero bytes ([`FrameSocket::resync_peer`]; a destination's `tx_max` is 0: its acks carry no
+//! payload), which complete whatever frame a killed incarnation left partly sent so that its
+//! trailer check fails, and are then skipped (see `FrameSocket::tcp_frame` and
+//! `docs/ports.md`). Each [`FrameSocket`] on a socket uses one direction of it (a port's end
+//! sends or receives payloads, never both; the tcp sampling channels that share a connection
+//! each have their own end), so what it counts itself and what the kernel counts agree.
 //!
 //! A frame with `len = 0` going back from the destination is a **cumulative acknowledgement**
 //! (queuing): `seq` = the destination's identity, `stamp` = messages it
@@ -484,6 +488,20 @@ pub fn socket_pair(
         }
         SocketKind::Tcp => {
             let (a, b) = tcp_pair()?;
+            // Both ends must start at 0: the rule that tells the connecting end
+            // (`stream_positions`) rests on the kernel counting the SYN on that end only. A
+            // kernel that counts otherwise is refused here, not discovered as frames that
+            // every receiver drops.
+            for s in [&a, &b] {
+                if stream_positions(s)? != (0, 0) {
+                    return Err(io::Error::other(format!(
+                        "this kernel's TCP byte counts of a new connection are not 0 (read, \
+                         written: {:?} and {:?}): tcp channels cannot tell stream positions",
+                        stream_positions(&a)?,
+                        stream_positions(&b)?
+                    )));
+                }
+            }
             for s in [&a, &b] {
                 s.set_nodelay(true)?;
                 s.set_nonblocking(true)?;
@@ -606,8 +624,14 @@ fn connect_from_above(to: std::net::SocketAddr) -> io::Result<Option<TcpStream>>
                 return Ok(Some(s));
             }
             let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match e.raw_os_error() {
+                // A connect interrupted by a signal goes on in the kernel: asking again
+                // answers that it is still under way, or that it is done.
+                Some(libc::EINTR | libc::EALREADY) => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Some(libc::EISCONN) => return Ok(Some(s)),
+                _ => return Err(e),
             }
         }
     }
@@ -772,7 +796,7 @@ impl FrameSocket {
     /// the buffers (about `max` to send, twice `max` to receive over TCP).
     ///
     /// # Errors
-    /// `OutOfMemory`; the system error of [`stream_positions`] (TCP).
+    /// `OutOfMemory`.
     pub fn try_new(fd: OwnedFd, kind: SocketKind, max: u32) -> io::Result<FrameSocket> {
         FrameSocket::try_sized(fd, kind, max, max)
     }
@@ -799,10 +823,12 @@ impl FrameSocket {
     /// receives frames of up to `rx_max` (a longer one is malformed): buffers of about `tx_max`
     /// to send, and over TCP twice `rx_max` (at least 64 KiB) to receive. Both ends of a
     /// direction must agree on its maximum: the receiver drops longer frames, and a sender's
-    /// restart padding ([`FrameSocket::resync_peer`]) covers a frame of its `tx_max`.
+    /// restart padding ([`FrameSocket::resync_peer`]) covers a frame of its `tx_max`. A TCP end
+    /// starts at the stream positions the kernel reports ([`stream_positions`]); one whose
+    /// positions cannot be read (a reset connection) is made dead at once.
     ///
     /// # Errors
-    /// `OutOfMemory`; the system error of [`stream_positions`] (TCP).
+    /// `OutOfMemory`.
     pub fn try_sized(
         fd: OwnedFd,
         kind: SocketKind,
@@ -817,9 +843,14 @@ impl FrameSocket {
                 zeroed((2 * (rx_max + HEADER_LEN + TRAILER_LEN)).max(64 << 10))?,
             ),
         };
-        let (rx_pos, tx_pos) = match &io {
-            Io::Udp(_) => (0, 0),
-            Io::Tcp(s) => stream_positions(s)?,
+        // A connection whose positions cannot be read (reset: no peer name any more) carries
+        // no frame again: it is made dead (a send or receive would have found that out).
+        let (rx_pos, tx_pos, dead) = match &io {
+            Io::Udp(_) => (0, 0, false),
+            Io::Tcp(s) => match stream_positions(s) {
+                Ok((r, w)) => (r, w, false),
+                Err(_) => (0, 0, true),
+            },
         };
         let tx = zeroed(tx_max + HEADER_LEN + PAGE)?;
         let rcvbuf = {
@@ -845,7 +876,7 @@ impl FrameSocket {
                 16 << 20
             }
         };
-        Ok(FrameSocket {
+        let mut sock = FrameSocket {
             io,
             rcvbuf,
             cut: false,
@@ -875,7 +906,12 @@ impl FrameSocket {
             looks: 0,
             #[cfg(test)]
             polls: 0,
-        })
+        };
+        if dead {
+            sock.failures += 1;
+            sock.set_state(link::DEAD, true);
+        }
+        Ok(sock)
     }
 
     /// Set the [`link`] bits `bits` to `on` (and publish them to the waiters if they changed).
@@ -1199,7 +1235,7 @@ impl FrameSocket {
         found
     }
 
-    /// TCP: send `max + HEADER_LEN + TRAILER_LEN` zero bytes, ahead of this end's first frame
+    /// TCP: send `tx_max + HEADER_LEN + TRAILER_LEN` zero bytes, ahead of this end's first frame
     /// (call it once, when the endpoint that sends on this socket is made; UDP: nothing to do).
     /// A previous incarnation of this end may have been killed in the middle of a frame (its
     /// rest died with the process, the socket lives on): the zeros complete that frame, whose
@@ -2137,6 +2173,9 @@ pub struct QueueRx {
     /// Where this destination keeps its identity and its count of frames taken off the socket
     /// for its next incarnation ([`QueueRx::with_book`]).
     book: Option<Words>,
+    /// TCP with a book: the count the book was last given unmarked ([`QueueRx::note_taken`]),
+    /// which stays exact until the next read off the socket.
+    noted: u64,
     /// `consumed` when the current run of receives that found nothing began, and the length
     /// of that run: a udp ack is sent again when it reaches [`QueueRx::ACK_AGAIN`] and every
     /// power of two after it ([`QueueRx::found_empty`]).
@@ -2145,7 +2184,7 @@ pub struct QueueRx {
 }
 
 /// The words of a socket queuing destination's book ([`QueueRx::with_book`]).
-pub const DEST_BOOK_WORDS: usize = 3;
+pub const DEST_BOOK_WORDS: usize = 4;
 /// The identity the destination's acks carry (`seq`), kept across its restarts; 0: none yet.
 const DEST_BOOK_ID: usize = 0;
 /// Twice the frames of messages taken off the socket (consumed, buffered, or begun in a tcp
@@ -2156,6 +2195,10 @@ const DEST_BOOK_TAKEN: usize = 1;
 /// one does not announce itself (the source was told), so a destination that restarts again
 /// and again without taking a frame does not fill the source's socket with announcements.
 const DEST_BOOK_ACKED: usize = 2;
+/// TCP: the stream position (bytes read off the socket by every incarnation) at which the count
+/// in `DEST_BOOK_TAKEN` was exact: a marked count whose position the kernel still reports was
+/// left by a receive that read nothing, and is exact.
+const DEST_BOOK_POS: usize = 3;
 
 impl QueueRx {
     /// `acked_sent` before the announcement went out: differs from every count `consumed` takes
@@ -2216,10 +2259,13 @@ impl QueueRx {
     /// The count is kept after each receive, and marked just before it: a UDP receive takes one
     /// frame at most, so an incarnation killed in between is counted one frame more (one too
     /// many is corrected by the source, which starts again from an ack of more than it sent;
-    /// one too few would be credit lost for good). A TCP read may bring many frames: an
-    /// incarnation killed inside one leaves an unknown count, and the next one takes a new
-    /// identity, so the source starts again with nothing in flight, as without a book (tcp
-    /// loses nothing by it; the bound is exceeded for a while).
+    /// one too few would be credit lost for good). A TCP read may bring many frames, so the
+    /// book also keeps the stream position at which its count was exact: an incarnation killed
+    /// inside a receive that read nothing off the socket (the kernel's position is still the
+    /// book's, [`stream_positions`]) left an exact count. One killed after a read brought
+    /// bytes leaves an unknown count, and the next one takes a new identity, so the source
+    /// starts again with nothing in flight, as without a book (tcp loses nothing by it; the
+    /// bound is exceeded for a while).
     ///
     /// # Panics
     /// When the process's memory cannot hold the buffers ([`QueueRx::try_with_book`] does
@@ -2239,7 +2285,13 @@ impl QueueRx {
             let id = b.get(DEST_BOOK_ID).load(Ordering::Acquire) as u32;
             let taken = b.get(DEST_BOOK_TAKEN).load(Ordering::Acquire);
             let marked = taken & 1;
-            if id != 0 && (marked == 0 || matches!(rx.sock.io, Io::Udp(_))) {
+            let tcp = matches!(rx.sock.io, Io::Tcp(_));
+            // TCP: nothing read off the socket since the count was exact.
+            let unread = tcp && b.get(DEST_BOOK_POS).load(Ordering::Acquire) == rx.sock.rx_pos;
+            if id != 0 && (marked == 0 || unread) {
+                rx.incarnation = id;
+                rx.consumed = taken >> 1;
+            } else if id != 0 && !tcp {
                 rx.incarnation = id;
                 rx.consumed = (taken >> 1).wrapping_add(marked);
             } else {
@@ -2292,6 +2344,7 @@ impl QueueRx {
             limit,
             sock,
             book,
+            noted: 0,
             idle_from: 0,
             empties: 0,
         })
@@ -2304,11 +2357,15 @@ impl QueueRx {
         self
     }
 
-    /// Mark the book: a receive may take a frame now.
+    /// Mark the book: a receive may take a frame now. (UDP: the count of frames taken so far;
+    /// TCP: the count last kept, exact at the stream position kept with it, until a read.)
     #[inline]
     fn note_taking(&self) {
         if let Some(b) = &self.book {
-            let taken = self.consumed.wrapping_add(self.count as u64);
+            let taken = match self.sock.io {
+                Io::Udp(_) => self.consumed.wrapping_add(self.count as u64),
+                Io::Tcp(_) => self.noted,
+            };
             b.get(DEST_BOOK_TAKEN)
                 .store(taken << 1 | 1, Ordering::Release);
         }
@@ -2324,8 +2381,16 @@ impl QueueRx {
                 .consumed
                 .wrapping_add(self.count as u64)
                 .wrapping_add(self.sock.frames_begun());
+            self.noted = taken;
             if let Some(b) = &self.book {
+                // The count first, unmarked: a kill before the position's store leaves a count
+                // the next incarnation trusts whatever the position (a position stored first
+                // would pair with the marked count before it, which it does not belong to).
                 b.get(DEST_BOOK_TAKEN).store(taken << 1, Ordering::Release);
+                if matches!(self.sock.io, Io::Tcp(_)) {
+                    let pos = self.sock.rx_pos + self.sock.rx_len as u64;
+                    b.get(DEST_BOOK_POS).store(pos, Ordering::Release);
+                }
             }
         }
     }
@@ -3803,6 +3868,57 @@ mod tests {
         assert_eq!(tx.len(), 0);
     }
 
+    /// A tcp destination killed inside a receive (its book marked) that had read nothing off
+    /// the socket yet keeps its identity and its count: the kernel's stream position is still
+    /// the one its book kept with the count. The source then stays exactly as full as the
+    /// socket is (two frames still in it: two more fit, the next is refused), and those frames
+    /// arrive. (Such a kill gave the next incarnation a new identity, and the source started
+    /// again with nothing in flight: four more fit beside the two.) Killed after a read brought
+    /// bytes, it still takes a new identity: its count is unknown.
+    #[test]
+    fn a_tcp_destination_killed_inside_a_receive_that_read_nothing_keeps_its_count() {
+        for read in [false, true] {
+            let (a, b) = pair(SocketKind::Tcp, 8, 4);
+            let bfd = b.try_clone_fd().unwrap();
+            let dbook = dest_book();
+            let mut tx = QueueTx::new(a, 4).with_book(book());
+            let mut rx = QueueRx::with_book(b, 4, dbook.clone());
+            let id = rx.incarnation;
+            for i in 1..=2u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            assert_eq!(receive_all(&mut rx, 8), [1, 2], "read {read}");
+            for i in 3..=4u8 {
+                tx.try_send(&[i]).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            // Killed inside its next receive: marked, and (`read`) a read brought bytes.
+            rx.note_taking();
+            if read {
+                let mut some = [0u8; 10];
+                assert_eq!(sys::recv(bfd.as_raw_fd(), &mut some, 0), Ok(10));
+            }
+            drop(rx);
+            let sock = FrameSocket::try_for(bfd, SocketKind::Tcp, 8, PortDirection::Destination);
+            let mut rx = QueueRx::with_book(sock.unwrap(), 4, dbook);
+            if read {
+                assert_ne!(rx.incarnation, id, "an unknown count kept its identity");
+                continue;
+            }
+            assert_eq!((rx.incarnation, rx.consumed), (id, 2));
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(tx.len(), 2);
+            tx.try_send(&[5]).unwrap();
+            tx.try_send(&[6]).unwrap();
+            assert_eq!(
+                tx.try_send(&[7]),
+                Err(PushError::Full),
+                "more than the credit"
+            );
+            assert_eq!(receive_all(&mut rx, 8), [3, 4, 5, 6]);
+        }
+    }
+
     /// A source out of credit gets it back as soon as its destination takes a message, as over
     /// shared memory: the destination acknowledges at once whenever the source may have used
     /// its whole credit (here: 4 sent, 1 received; then, with a credit of 8, 5 sent, 1
@@ -4218,6 +4334,28 @@ mod tests {
         // A UDP socket has none.
         let (u, _) = socket_pair(SocketKind::Udp, 64, 4).unwrap();
         assert!(stream_positions(&u).is_err());
+        // A reset connection has none either: an end made on it is dead at once.
+        let (a, b) = socket_pair(SocketKind::Tcp, 64, 4).unwrap();
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: setsockopt reads one `linger` of the size given.
+        let r = unsafe {
+            libc::setsockopt(
+                a.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+        drop(a);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(stream_positions(&b).is_err());
+        let e = FrameSocket::new(b, SocketKind::Tcp, 64);
+        assert!(e.is_dead() && e.failures == 1);
     }
 
     /// After a tcp source was killed inside a frame whose payload holds a complete frame F', the
@@ -4268,11 +4406,15 @@ mod tests {
         let messages = (0..5u8).map(|i| vec![30 + i; 7]).collect::<Vec<_>>();
         let (a, b) = pair(SocketKind::Tcp, MAX, 8);
         let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
+        // Padding first (skipped), so that the frame's position is not 0.
+        raw_send(&a2, &[0; 100]);
         let pos = written(&a2);
+        assert_eq!(pos, 100);
         let inner_pos = if from_start { 0 } else { pos };
         let (outer, _) = frame_holding_a_frame(MAX as usize, 200, pos, inner_pos);
         raw_send(&a2, &outer);
-        // The killed incarnation read the first half (F' is in the second).
+        // The killed incarnation read the padding and the first part of the frame (F' is in
+        // the rest).
         let half = outer.len() / 2;
         let mut buf = vec![0u8; half];
         let mut read = 0;
