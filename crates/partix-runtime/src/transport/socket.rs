@@ -269,26 +269,12 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
     // The end that connected counts its SYN among the bytes acknowledged (its peer counts
     // none): [`socket_pair`] connects from a port above the listener's.
     let syn = {
-        let port = |f: unsafe extern "C" fn(
-            libc::c_int,
-            *mut libc::sockaddr,
-            *mut libc::socklen_t,
-        ) -> libc::c_int|
-         -> io::Result<u16> {
-            // SAFETY: all-zero is a valid sockaddr_storage.
-            let mut a: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of_val(&a) as libc::socklen_t;
-            // SAFETY: the call writes at most `len` bytes into `a`.
-            if unsafe { f(fd, (&mut a as *mut libc::sockaddr_storage).cast(), &mut len) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // Both families keep the port (network order) right after the family.
-            // SAFETY: sockaddr_in and sockaddr_in6 both have `sin_port` / `sin6_port` there.
-            let sin =
-                unsafe { &*(&a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
-            Ok(u16::from_be(sin.sin_port))
-        };
-        u64::from(port(libc::getsockname)? > port(libc::getpeername)?)
+        use std::os::fd::FromRawFd;
+        // std's own address calls on the borrowed descriptor (never closed here).
+        // SAFETY: `fd` stays open for this call (the caller holds it); ManuallyDrop keeps the
+        // TcpStream from closing it.
+        let s = std::mem::ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
+        u64::from(s.local_addr()?.port() > s.peer_addr()?.port())
     };
     // Each count is read between two readings of the kernel's count it depends on, until both
     // agree (bytes arriving, or acknowledged, in between would skew it).
