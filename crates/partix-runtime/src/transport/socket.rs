@@ -224,6 +224,12 @@ impl FrameRepr {
 /// incarnation of a partition starts its endpoint there, so its frames' positions continue its
 /// earlier incarnations'.
 ///
+/// A FIN takes a sequence number but is no byte of the stream: once the peer has shut its side
+/// down (`shutdown(2)`, the kernel's state `CLOSE_WAIT`, `LAST_ACK` or `CLOSING`), the count
+/// received holds its FIN, and once this end has (`FIN_WAIT1`, `FIN_WAIT2`, `CLOSING`,
+/// `LAST_ACK`), the count sent holds its own; both are taken off. A connection closed both
+/// ways (`CLOSE`) has no peer address: an error, as for a reset one.
+///
 /// # Errors
 /// The system error of `getsockopt` or `ioctl` (`fd` is not a TCP socket, ...), or `Other`
 /// when the counts kept moving (the peer sending, or acknowledging, all along).
@@ -234,7 +240,14 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
     // before them.
     const ACKED: usize = 120;
     const RECEIVED: usize = 128;
-    let info = || -> io::Result<(u64, u64)> {
+    // `tcpi_state`, the first byte: the states after a FIN of the peer (received) and after
+    // one of this end (queued or sent), Linux's `enum tcp_state` (include/net/tcp_states.h).
+    const FIN_WAIT1: u8 = 4;
+    const FIN_WAIT2: u8 = 5;
+    const CLOSE_WAIT: u8 = 8;
+    const LAST_ACK: u8 = 9;
+    const CLOSING: u8 = 11;
+    let info = || -> io::Result<(u8, u64, u64)> {
         let mut b = [0u64; 40];
         let mut len = std::mem::size_of_val(&b) as libc::socklen_t;
         // SAFETY: getsockopt writes at most `len` bytes into `b`.
@@ -256,7 +269,7 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
                 "the kernel's TCP_INFO has no byte counts (Linux 4.1 or later needed)",
             ));
         }
-        Ok((b[RECEIVED / 8], b[ACKED / 8]))
+        Ok((b[0].to_ne_bytes()[0], b[RECEIVED / 8], b[ACKED / 8]))
     };
     let queued = |req| -> io::Result<u64> {
         let mut v: libc::c_int = 0;
@@ -279,14 +292,18 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
     // Each count is read between two readings of the kernel's count it depends on, until both
     // agree (bytes arriving, or acknowledged, in between would skew it).
     for _ in 0..1000 {
-        let (rx0, ack0) = info()?;
+        let (state0, rx0, ack0) = info()?;
         let inq = queued(libc::FIONREAD)?;
         let outq = queued(libc::TIOCOUTQ)?;
-        let (rx1, ack1) = info()?;
-        if rx0 == rx1 && ack0 == ack1 {
+        let (state1, rx1, ack1) = info()?;
+        if rx0 == rx1 && ack0 == ack1 && state0 == state1 {
+            let fin_in = u64::from(matches!(state0, CLOSE_WAIT | LAST_ACK | CLOSING));
+            let fin_out = u64::from(matches!(state0, FIN_WAIT1 | FIN_WAIT2 | CLOSING | LAST_ACK));
             return Ok((
-                rx0.wrapping_sub(inq),
-                ack0.wrapping_add(outq).wrapping_sub(syn),
+                rx0.wrapping_sub(inq).wrapping_sub(fin_in),
+                ack0.wrapping_add(outq)
+                    .wrapping_sub(syn)
+                    .wrapping_sub(fin_out),
             ));
         }
     }
@@ -4342,6 +4359,52 @@ mod tests {
         assert!(stream_positions(&b).is_err());
         let e = FrameSocket::new(b, SocketKind::Tcp, 64);
         assert!(e.is_dead() && e.failures == 1);
+    }
+
+    /// A FIN takes a sequence number but is no byte of the stream. A destination restarted after
+    /// its source shut its side down (`shutdown(2)` on its socket: the kernel then counts the
+    /// FIN among the bytes received) still takes every frame left in the socket; it started one
+    /// byte late and dropped them all. Both ends' positions leave the FINs out, one way and both.
+    #[test]
+    fn a_destination_restarted_after_its_source_shut_down_takes_what_is_left() {
+        const MAX: u32 = 64;
+        let shut = |fd: &OwnedFd| {
+            // SAFETY: `fd` is an open socket for the call.
+            assert_eq!(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }, 0);
+        };
+        let (a, b) = pair(SocketKind::Tcp, MAX, 8);
+        let (a2, b2) = (a.try_clone_fd().unwrap(), b.try_clone_fd().unwrap());
+        let mut tx = QueueTx::new(a, 8);
+        let messages = (1..=3u8).map(|i| vec![i; 7]).collect::<Vec<_>>();
+        for m in &messages {
+            tx.try_send(m).unwrap();
+        }
+        let sent = written(&a2);
+        assert!(sent > 0);
+        shut(&a2);
+        readable(&b2, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(stream_positions(&a2).unwrap(), (0, sent));
+        assert_eq!(stream_positions(&b2).unwrap(), (0, 0));
+        // The destination's first incarnation took nothing; the next one is made after the FIN.
+        drop(b);
+        let mut rx = QueueRx::new(
+            FrameSocket::new(b2.try_clone().unwrap(), SocketKind::Tcp, MAX),
+            8,
+        );
+        assert_eq!(pump(&mut tx, &mut rx), messages.concat());
+        assert_eq!(rx.sock.dropped, 0);
+        // A source restarted after its own shutdown continues its count too.
+        assert_eq!(
+            FrameSocket::new(a2.try_clone().unwrap(), SocketKind::Tcp, MAX).tx_pos,
+            sent
+        );
+        // Closed both ways, the connection has no peer, and no positions: an end made on it is
+        // dead at once, as on a reset one.
+        shut(&b2);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(stream_positions(&b2).is_err());
+        assert!(FrameSocket::new(b2, SocketKind::Tcp, MAX).is_dead());
     }
 
     /// After a tcp source was killed inside a frame whose payload holds a complete frame F', the
