@@ -66,8 +66,13 @@ use std::time::{Duration, Instant};
 /// The suffix of the classes measured through the C API (`--c-api`).
 pub const C_API: &str = "(C API)";
 
-/// The class of the one-sided protocol without the port layer (`rttpeer` kind `slot`).
+/// The class of the one-sided protocol without the port layer (`rttpeer` kind `slot`): each
+/// reader on a read-only mapping, as a destination port's.
 pub const RAW_SLOT: &str = "raw one-sided slot";
+
+/// [`RAW_SLOT`] with each reader on a writable mapping (`rttpeer` kind `slot-rw`): the
+/// difference is what the destination's read-only mapping costs.
+pub const RAW_SLOT_RW: &str = "raw one-sided slot, writable reader";
 
 /// The raw shared-memory baseline of the park and block classes (`rttpeer` kind `futex`): the
 /// raw copy with a futex flag word, the receiver sleeping in `FUTEX_WAIT` (park: after 2000
@@ -621,12 +626,13 @@ fn raw_futex(peer: &Peer, args: &RttArgs, size: usize, mode: &str) -> Result<Str
     run_pair(peer, End::raw(&a, fd), End::raw(&b, fd), pair_timeout(args))
 }
 
-/// The one-sided protocol without the port layer (kind `slot`).
-fn raw_slot(peer: &Peer, args: &RttArgs, size: usize) -> Result<String, String> {
+/// The one-sided protocol without the port layer (kind `slot`, or `slot-rw` with `writable`
+/// readers).
+fn raw_slot(peer: &Peer, args: &RttArgs, size: usize, writable: bool) -> Result<String, String> {
     raw_shm_pair(
         peer,
         args,
-        "slot",
+        if writable { "slot-rw" } else { "slot" },
         size,
         crate::rttpeer::slot_region_len(size),
     )
@@ -1280,7 +1286,10 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
             }));
             if one_sided {
                 jobs.push(Job::new(RAW_SLOT, "spin", size, move |a| {
-                    samples_of(raw_slot(peer, a, size))
+                    samples_of(raw_slot(peer, a, size, false))
+                }));
+                jobs.push(Job::new(RAW_SLOT_RW, "spin", size, move |a| {
+                    samples_of(raw_slot(peer, a, size, true))
                 }));
             }
         }
@@ -1829,6 +1838,24 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                 .get("raw copy", "spin", size)
                 .map(|r| r.summary("raw copy"));
             let slot = rep.get(RAW_SLOT, "spin", size).map(|r| r.summary(RAW_SLOT));
+            // What the destination's read-only mapping costs the protocol (once per size).
+            let slot_rw = rep
+                .get(RAW_SLOT_RW, "spin", size)
+                .map(|r| r.summary(RAW_SLOT_RW));
+            if let (Some(ro), Some(rw), "spin") = (&slot, &slot_rw, mode.as_str()) {
+                let _ = writeln!(
+                    o,
+                    "  {RAW_SLOT} {size} B vs {RAW_SLOT_RW} (what the readers' read-only mappings cost): p50 {:+.2} µs{}, p99 {:+.2} µs",
+                    (ro.p50 as f64 - rw.p50 as f64) / 1000.0,
+                    Spread::diff_text(rep.rounds(
+                        (RAW_SLOT, "spin"),
+                        Some((RAW_SLOT_RW, "spin")),
+                        size,
+                        |x, y| (x as f64 - y as f64) / 1000.0
+                    )),
+                    (ro.p99 as f64 - rw.p99 as f64) / 1000.0
+                );
+            }
             for t in &args.transports {
                 let Some(ts) = s(t) else {
                     // The class failed (its row says why): each of its targets is missed, but
@@ -2217,6 +2244,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
             "raw cache-line",
             "raw copy",
             RAW_SLOT,
+            RAW_SLOT_RW,
             RAW_FUTEX,
             "raw UDP",
             "raw TCP",
@@ -2237,6 +2265,7 @@ pub fn plot(dir: &Path, args: &RttArgs, rep: &RttReport) -> anyhow::Result<Vec<P
                 || n == "raw cache-line"
                 || n == "raw copy"
                 || n == RAW_SLOT
+                || n == RAW_SLOT_RW
                 || (mode == "poll" && n.starts_with("raw"))
             {
                 "spin"
@@ -3083,6 +3112,7 @@ mod tests {
                 flat("raw cache-line", "spin", size, 250),
                 flat("raw copy", "spin", size, 260),
                 flat(RAW_SLOT, "spin", size, 280),
+                flat(RAW_SLOT_RW, "spin", size, 270),
                 flat("iceoryx2", "spin", size, 900),
                 flat("one-sided", "spin", size, 400),
                 flat("one-sided", "block", size, 9_000),
@@ -3100,7 +3130,13 @@ mod tests {
         for f in &files {
             let svg = std::fs::read_to_string(f).unwrap();
             let block = f.to_string_lossy().contains("block");
-            for n in ["raw cache-line", "raw copy", RAW_SLOT, "iceoryx2"] {
+            for n in [
+                "raw cache-line",
+                "raw copy",
+                RAW_SLOT,
+                RAW_SLOT_RW,
+                "iceoryx2",
+            ] {
                 assert_eq!(
                     svg.contains(&format!("{n} (spin)")),
                     block,

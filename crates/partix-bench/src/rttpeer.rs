@@ -74,7 +74,7 @@ use partix_shm::ring::{PushError, RingConsumer, RingProducer};
 use partix_shm::{Access, Region};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -529,7 +529,7 @@ pub fn main(args: &[String]) -> i32 {
         "cache" => raw_prelude().and_then(|()| cache(&a, &*inherited_region()?)),
         "copy" => raw_prelude().and_then(|()| copy(&a, &*inherited_region()?)),
         "futex" => raw_prelude().and_then(|()| futex(&a, &*inherited_region()?)),
-        "slot" => raw_prelude().and_then(|()| slot(&a, inherited_region()?)),
+        "slot" | "slot-rw" => raw_prelude().and_then(|()| slot(&a, inherited_region()?)),
         "udp" | "udp2" | "udpmt" => raw_prelude().and_then(|()| udp(&a)),
         "tcp" | "tcp2" => raw_prelude().and_then(|()| tcp(&a)),
         "qraw" | "qrawb" | "qrawk" | "qrawf" | "qraws" => raw_prelude().and_then(|()| qraw(&a)),
@@ -618,6 +618,12 @@ fn slot_stride(size: usize) -> usize {
 /// (`wait_newer`, spinning) and writes it back in its own slot. What the APEX services add on
 /// top (port lookup, lock, the last good copy, validity) is the difference to the one-sided
 /// port's class.
+///
+/// Kind `slot`: each end reads the other's slot through a read-only mapping of the region, as a
+/// destination port maps its slot. Kind `slot-rw`: through the writable mapping it writes its
+/// own slot with; the difference between the two is what the destination's read-only mapping
+/// costs (on the 2-vCPU AMD EPYC VM, the writer's 4 KiB copy into a slot that a read-only
+/// mapping read last took about 2.5 times as long: `docs/bench-rtt.md`, session 30).
 fn slot(a: &PeerArgs, r: Arc<Region>) -> Result<(), String> {
     use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
     use partix_shm::RecvMode;
@@ -634,10 +640,18 @@ fn slot(a: &PeerArgs, r: Arc<Region>) -> Result<(), String> {
         (stride, 0)
     };
     let mut w = SamplingWriter::init(r.clone(), mine, layout).map_err(|e| format!("slot: {e}"))?;
+    let view = if a.kind == "slot-rw" {
+        r.clone()
+    } else {
+        let fd = r.read_only_fd().map_err(|e| format!("slot: {e}"))?;
+        // SAFETY: `fd` was just opened for this mapping and is owned by nothing else.
+        let ro = unsafe { Region::from_raw_fd(fd.into_raw_fd(), r.len(), Access::ReadOnly) };
+        Arc::new(ro.map_err(|e| format!("slot: {e}"))?)
+    };
     let started = Instant::now();
     let rd = loop {
         // The other end initialises its slot when it starts.
-        match SamplingReader::attach(r.clone(), theirs) {
+        match SamplingReader::attach(view.clone(), theirs) {
             Ok(rd) => break rd,
             Err(_) if started.elapsed().as_secs() < 10 => std::thread::yield_now(),
             Err(e) => return Err(format!("slot: {e}")),

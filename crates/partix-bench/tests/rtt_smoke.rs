@@ -168,6 +168,13 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         rep.text
     );
     assert!(
+        rep.text.contains(
+            "raw one-sided slot 16 B vs raw one-sided slot, writable reader (what the readers' read-only mappings cost): p50 "
+        ),
+        "{}",
+        rep.text
+    );
+    assert!(
         rep.text
             .contains("one-sided queuing spin 16 B vs one-sided (sampling): p50"),
         "{}",
