@@ -1241,7 +1241,8 @@ pub fn measure(args: &RttArgs) -> anyhow::Result<RttReport> {
     let one_sided = batched;
     // The raw ring rows of the queuing throughput (`qraw`, `qrawb`, `qrawk`, `qrawf`, `qraws`).
     const RAW_QUEUE_ROWS: usize = 5;
-    let total = usize::from(spin) * (2 + usize::from(one_sided)) * n_sizes
+    // Spin baselines: raw cache-line, raw copy, and with one-sided the two raw slots.
+    let total = usize::from(spin) * (2 + 2 * usize::from(one_sided)) * n_sizes
         + n_sizes * n_futex_modes
         + n_sizes * n_raw_modes * 4
         + usize::from(spin_mode) * n_sizes
