@@ -244,6 +244,7 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
     // one of this end (queued or sent), Linux's `enum tcp_state` (include/net/tcp_states.h).
     const FIN_WAIT1: u8 = 4;
     const FIN_WAIT2: u8 = 5;
+    const CLOSE: u8 = 7;
     const CLOSE_WAIT: u8 = 8;
     const LAST_ACK: u8 = 9;
     const CLOSING: u8 = 11;
@@ -297,6 +298,11 @@ pub fn stream_positions(fd: &impl AsRawFd) -> io::Result<(u64, u64)> {
         let outq = queued(libc::TIOCOUTQ)?;
         let (state1, rx1, ack1) = info()?;
         if rx0 == rx1 && ack0 == ack1 && state0 == state1 {
+            // Closed both ways (or reset) after the peer's address was read above: whether
+            // the FINs are in the counts is unknown, as it is when the address cannot be read.
+            if state0 == CLOSE {
+                return Err(io::Error::from(io::ErrorKind::NotConnected));
+            }
             let fin_in = u64::from(matches!(state0, CLOSE_WAIT | LAST_ACK | CLOSING));
             let fin_out = u64::from(matches!(state0, FIN_WAIT1 | FIN_WAIT2 | CLOSING | LAST_ACK));
             return Ok((
@@ -4379,11 +4385,21 @@ mod tests {
         for m in &messages {
             tx.try_send(m).unwrap();
         }
+        // Until `fd` has had its peer's FIN (`POLLRDHUP`; the data alone makes it readable).
+        let fin_came = |fd: &OwnedFd| {
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLRDHUP,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, nfds = 1.
+            let r = unsafe { libc::poll(&mut p, 1, 5000) };
+            assert!(r == 1 && p.revents & libc::POLLRDHUP != 0, "no FIN came");
+        };
         let sent = written(&a2);
         assert!(sent > 0);
         shut(&a2);
-        readable(&b2, Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(20));
+        fin_came(&b2);
         assert_eq!(stream_positions(&a2).unwrap(), (0, sent));
         assert_eq!(stream_positions(&b2).unwrap(), (0, 0));
         // The destination's first incarnation took nothing; the next one is made after the FIN.
@@ -4402,7 +4418,11 @@ mod tests {
         // Closed both ways, the connection has no peer, and no positions: an end made on it is
         // dead at once, as on a reset one.
         shut(&b2);
-        std::thread::sleep(Duration::from_millis(20));
+        fin_came(&a2);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stream_positions(&b2).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(stream_positions(&b2).is_err());
         assert!(FrameSocket::new(b2, SocketKind::Tcp, MAX).is_dead());
     }
