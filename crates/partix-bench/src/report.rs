@@ -248,10 +248,11 @@ pub fn machine_line() -> String {
     )
 }
 
-/// Line colours of the plots, in series order (distinct for up to 20 series: the rtt bench's
-/// transports, their queuing classes, the C API classes and the baselines, 19 at most; with 14
-/// colours two of those series were drawn alike; found by review).
-const PALETTE: [plotters::style::RGBColor; 20] = {
+/// Line colours of the plots, in series order (distinct for up to 24 series: the rtt bench's
+/// five transports with their queuing and C API classes, 15, and its baselines, 8 at most in
+/// one plot (raw cache-line, raw copy, the two raw slots, raw futex, raw UDP, raw TCP,
+/// iceoryx2): 23; with fewer colours series were drawn alike, found by reviews).
+const PALETTE: [plotters::style::RGBColor; 24] = {
     use plotters::style::{RGBColor, BLACK, BLUE, CYAN, GREEN, MAGENTA, RED};
     [
         BLACK,
@@ -274,6 +275,10 @@ const PALETTE: [plotters::style::RGBColor; 20] = {
         RGBColor(0, 100, 0),
         RGBColor(199, 21, 133),
         RGBColor(95, 158, 160),
+        RGBColor(128, 0, 0),
+        RGBColor(154, 205, 50),
+        RGBColor(106, 90, 205),
+        RGBColor(210, 105, 30),
     ]
 };
 

@@ -1839,11 +1839,14 @@ fn render(args: &RttArgs, rep: &RttReport, ice_built: bool) -> (String, (u32, u3
                 .get("raw copy", "spin", size)
                 .map(|r| r.summary("raw copy"));
             let slot = rep.get(RAW_SLOT, "spin", size).map(|r| r.summary(RAW_SLOT));
-            // What the destination's read-only mapping costs the protocol (once per size).
+            // What the destination's read-only mapping costs the protocol: once per size, in
+            // the first busy-waiting mode's section (the raw slots run for spin and poll).
             let slot_rw = rep
                 .get(RAW_SLOT_RW, "spin", size)
                 .map(|r| r.summary(RAW_SLOT_RW));
-            if let (Some(ro), Some(rw), "spin") = (&slot, &slot_rw, mode.as_str()) {
+            let first_busy =
+                mode == "spin" || (mode == "poll" && !args.modes.iter().any(|m| m == "spin"));
+            if let (Some(ro), Some(rw), true) = (&slot, &slot_rw, first_busy) {
                 let _ = writeln!(
                     o,
                     "  {RAW_SLOT} {size} B vs {RAW_SLOT_RW} (what the readers' read-only mappings cost): p50 {:+.2} µs{}, p99 {:+.2} µs",

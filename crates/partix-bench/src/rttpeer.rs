@@ -623,7 +623,8 @@ fn slot_stride(size: usize) -> usize {
 /// destination port maps its slot. Kind `slot-rw`: through the writable mapping it writes its
 /// own slot with; the difference between the two is what the destination's read-only mapping
 /// costs (on the 2-vCPU AMD EPYC VM, the writer's 4 KiB copy into a slot that a read-only
-/// mapping read last took about 2.5 times as long: `docs/bench-rtt.md`, session 30).
+/// mapping read last took about 2.5 times as long, and a second writable mapping did not slow
+/// it: scratch measurements in `docs/bench-rtt.md`, session 30).
 fn slot(a: &PeerArgs, r: Arc<Region>) -> Result<(), String> {
     use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
     use partix_shm::RecvMode;

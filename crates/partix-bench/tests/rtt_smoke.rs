@@ -54,8 +54,10 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
         ("one-sided (C API)", "block"),
         ("raw cache-line", "spin"),
         ("raw copy", "spin"),
-        // The one-sided protocol without the port layer.
+        // The one-sided protocol without the port layer: readers read-only, as the port's,
+        // and writable.
         ("raw one-sided slot", "spin"),
+        ("raw one-sided slot, writable reader", "spin"),
         // The shared-memory baseline of the classes that sleep.
         ("raw futex", "park"),
         ("raw futex", "block"),
@@ -213,10 +215,22 @@ fn one_sided_rows_baselines_queue_and_plots_come_out() {
     assert_eq!(files.len(), 8, "{files:?}");
     for f in &files {
         let svg = std::fs::read_to_string(f).unwrap();
+        // Both raw slots, each under its own legend text (one name is a prefix of the other;
+        // the spin baselines carry "(spin)" in the other modes' plots).
+        let spin_plot = f.to_string_lossy().contains("spin");
+        let labelled = |n: &str| {
+            let want = if spin_plot {
+                n.to_string()
+            } else {
+                format!("{n} (spin)")
+            };
+            svg.lines().any(|l| l.trim() == want)
+        };
         assert!(
             svg.starts_with("<svg")
                 && svg.contains("one-sided")
-                && svg.contains("raw one-sided slot"),
+                && labelled("raw one-sided slot")
+                && labelled("raw one-sided slot, writable reader"),
             "{}",
             f.display()
         );
