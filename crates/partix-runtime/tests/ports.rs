@@ -862,6 +862,39 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// ARINC 653 decides a queuing wait's time-out at its deadline: a message (or room) that comes
+/// after it is not the waiter's, even if the waiter has not run since. Receivers: one suspended
+/// past its time-out, one kept off the CPU by a process of higher priority; a sender suspended
+/// past its time-out. Each returns TIMED_OUT when it runs, and what came after its deadline is
+/// still there for the next call. Before (review 26, finding 5, left until session 31), the
+/// time-out was decided at the first look at the port after the deadline, and each of them
+/// took the message (or the room): the partition's deadline monitor now looks at the port at
+/// each waiter's deadline (`ports::look_at_expired_wait`). On every transport.
+#[test]
+fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing() {
+    let dir = common::out_dir("ports-late-cfg");
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
+        let m = common::on_transport("serve.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("late-dst-{transport}"),
+            &[("serve-src", &[], false), ("late-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        assert_passes(transport, "LATE_DST", &out[1], 4);
+        let out = run(
+            &m,
+            &format!("late-src-{transport}"),
+            &[("late-src", &[], true), ("mirror-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        assert_passes(transport, "LATE_SRC", &out[0], 2);
+        assert_passes(transport, "MIRROR_DST", &out[1], 1);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// CREATE_SAMPLING_PORT takes the private buffers of a read (2 × (MAX_MESSAGE_SIZE + 4 KiB))
 /// only for a shared-memory destination, and fallibly. In partitions of M bytes
 /// (`RLIMIT_DATA`): a source port of M/2 is created (it needs no buffer); a shared-memory

@@ -3027,6 +3027,168 @@ extern "C" fn expired_src_ctl() {
     idle_forever();
 }
 
+// ------------------------- a time-out decided at the deadline, not at the next look
+
+/// r1 / r2 of `late-dst`, s1 of `late-src`.
+static LATE_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What they got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
+static LATE_GOT: [AtomicI32; 2] = [const { AtomicI32::new(-1) }; 2];
+/// When they returned (`get_time`), or -1.
+static LATE_AT: [AtomicI64; 2] = [const { AtomicI64::new(-1) }; 2];
+/// Their time-out. The message (or room) comes 300 ms after it.
+const LATE_TIMEOUT: SystemTime = 500 * MS;
+
+fn late_done(i: usize, v: i32) -> ! {
+    LATE_AT[i].store(get_time(), Ordering::Release);
+    LATE_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+fn late_receive(i: usize) -> ! {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, LATE_TIMEOUT);
+    late_done(i, tag4(r, &buf));
+}
+
+extern "C" fn late_r1() {
+    late_receive(0)
+}
+
+extern "C" fn late_r2() {
+    late_receive(1)
+}
+
+/// s1: one message on the full QOUT (it can be sent in its place).
+extern "C" fn late_s1() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let v = match send_queuing_message(q, &[0xC0; 4], LATE_TIMEOUT) {
+        Ok(()) => 0,
+        Err(e) => 100 + e as i32,
+    };
+    late_done(0, v);
+}
+
+/// `late-dst` (tests/ports/serve.xml, with `serve-src`): ARINC 653 decides a time-out at the
+/// deadline, so a message that comes after a waiting receiver's time-out is not its, even when
+/// the receiver has not run since (`ports::look_at_expired_wait`). Two cases, nothing calling
+/// QIN between the deadline and the message (such a call took the expired waiter out of the
+/// line before too):
+/// 1. r1 (500 ms) waits on QIN and is SUSPENDed; 800 ms in, a message comes; r1, resumed,
+///    returns TIMED_OUT and the message stays queued (before: r1 returned it).
+/// 2. r2 (500 ms) waits and the controller (priority 20) keeps it off the CPU, spinning, past
+///    its deadline and until a message has come; r2 then runs and returns TIMED_OUT, and the
+///    message stays queued (before: r2 returned it).
+extern "C" fn late_dst_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (r1, r2) = *LATE_PIDS.get().expect("set at init");
+    let got = |i: usize| LATE_GOT[i].load(Ordering::Acquire);
+    let waiting = || nb_and_waiting(q) == Ok((0, 1));
+    let mut buf = [0u8; 8];
+
+    let t0 = get_time();
+    start(r1).expect("start r1");
+    let lined = within_5s(waiting);
+    let suspended = suspend(r1);
+    // Past r1's deadline, with no call on QIN.
+    let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t0));
+    write_sampling_message(ask, &[1, 1, 0x50]).expect("ASK");
+    await_sampling(done, &[1]);
+    // The message reaches QIN (a two-sided manager, a socket).
+    let _ = timed_wait(100 * MS);
+    let before = got(0);
+    let resumed = resume(r1);
+    let returned = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "a suspended receiver whose time-out passed before a message came returns TIMED_OUT \
+         when resumed",
+        lined
+            && suspended.is_ok()
+            && before == -1
+            && resumed.is_ok()
+            && returned
+            && got(0) == 100 + TimedOut as i32,
+        (lined, suspended, before, resumed, got(0)),
+    );
+    let left = receive_queuing_message(q, &mut buf, 0).map(|n| (n, buf[0]));
+    expect_dbg(
+        "the message that came after its time-out stays queued",
+        left == Ok((4, 0x50)),
+        left,
+    );
+
+    let t1 = get_time();
+    start(r2).expect("start r2");
+    let lined = within_5s(waiting);
+    // From here on the CPU is the controller's (r2 has priority 10) until r2's deadline has
+    // passed and a message has come.
+    busy(LATE_TIMEOUT + 300 * MS - (get_time() - t1));
+    let stepped = step_busily(ask, done, &[2, 1, 0x60]);
+    let call = get_time();
+    let returned = within_5s(|| got(1) >= 0);
+    let fresh = not_run_before("r2", call, LATE_AT[1].load(Ordering::Acquire));
+    expect_dbg(
+        "a receiver kept off the CPU past its time-out, until a message came, returns TIMED_OUT",
+        lined && stepped && returned && fresh && got(1) == 100 + TimedOut as i32,
+        (lined, stepped, fresh, got(1)),
+    );
+    let left = receive_queuing_message(q, &mut buf, 0).map(|n| (n, buf[0]));
+    expect_dbg("that message stays queued too", left == Ok((4, 0x60)), left);
+    out("END late-dst");
+    idle_forever();
+}
+
+/// `late-src` (tests/ports/serve.xml, with `mirror-dst`): the senders' mirror of the first case
+/// of `late-dst`. QOUT (FIFO, 8) is full; s1 (500 ms) waits for room and is SUSPENDed; 800 ms
+/// in, `mirror-dst` takes one message. s1, resumed, returns TIMED_OUT and its message is not
+/// sent; the room is still there for a TIME_OUT 0 send of 0xA0, so `mirror-dst` gets the 8 of
+/// the fill, then 0xA0, and no more (before: s1 sent 0xC0 into the room that came after its
+/// time-out, and the 0xA0 send answered NOT_AVAILABLE).
+extern "C" fn late_src_ctl() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let done = get_sampling_port_id("DONE").expect("DONE");
+    let (s1, _) = *LATE_PIDS.get().expect("set at init");
+    let got = |i: usize| LATE_GOT[i].load(Ordering::Acquire);
+    let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
+    let t0 = get_time();
+    start(s1).expect("start s1");
+    let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
+    let suspended = suspend(s1);
+    let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t0));
+    write_sampling_message(done, &[1]).expect("DONE");
+    await_sampling(ask, &[1]);
+    // The room reaches QOUT (a two-sided manager, a socket's ack).
+    let _ = timed_wait(100 * MS);
+    let before = got(0);
+    let resumed = resume(s1);
+    let returned = within_5s(|| got(0) >= 0);
+    expect_dbg(
+        "a suspended sender whose time-out passed before room came returns TIMED_OUT when \
+         resumed",
+        filled
+            && lined
+            && suspended.is_ok()
+            && before == -1
+            && resumed.is_ok()
+            && returned
+            && got(0) == 100 + TimedOut as i32,
+        (filled, lined, suspended, before, resumed, got(0)),
+    );
+    check(
+        "the room that came after its time-out is still there",
+        send_queuing_message(q, &[0xA0; 4], 0),
+        Ok(()),
+    );
+    write_sampling_message(done, &[2]).expect("DONE");
+    out("END late-src");
+    idle_forever();
+}
+
 // ------------------------------------------- large sampling ports in a partition's memory
 
 /// `bigsamp-src` (tests/ports/sampling_memory.xml.in): creates two source sampling ports at
@@ -3930,6 +4092,23 @@ fn main() {
             let s2 = testpart_common::new_process("s2", expired_s2, 10);
             EXPIRED_PIDS.set((s1, s2)).expect("once");
             process("ctl", expired_src_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "late-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
+            let r1 = testpart_common::new_process("r1", late_r1, 10);
+            let r2 = testpart_common::new_process("r2", late_r2, 10);
+            LATE_PIDS.set((r1, r2)).expect("once");
+            process("ctl", late_dst_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "late-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("ASK", 8, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("DONE", 8, s, 1_000 * MS).expect("DONE");
+            let s1 = testpart_common::new_process("s1", late_s1, 10);
+            LATE_PIDS.set((s1, s1)).expect("once");
+            process("ctl", late_src_ctl, 20, INFINITE_TIME_VALUE);
         }
         "bigsamp-src" => {
             let size = |i: usize| testpart_common::number(rest.get(i), 0u32);

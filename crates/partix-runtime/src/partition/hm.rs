@@ -495,6 +495,26 @@ pub(crate) fn monitor_loop() -> ! {
                 earliest = earliest.min(d);
             }
         }
+        // The time-outs of queuing port waits: a look at the port at each
+        // (`ports::look_at_expired_wait`), so that what comes after a waiter's deadline is not
+        // its, whether or not it runs then.
+        for idx in 0..n.min(MAX_PROCESSES) {
+            let word = r.ctl[idx].port_wait.load(Ordering::SeqCst);
+            if word == 0 {
+                continue;
+            }
+            let until = r.ctl[idx].port_wait_until.load(Ordering::Relaxed);
+            if until > now {
+                earliest = earliest.min(until);
+                continue;
+            }
+            super::ports::look_at_expired_wait(idx, word);
+            if r.ctl[idx].port_wait.load(Ordering::Acquire) == word {
+                // Still that wait (its time as the port holds it is later than the one read
+                // here, which belonged to an earlier wait): look again in a while.
+                earliest = earliest.min(now.saturating_add(1_000_000));
+            }
+        }
         r.monitor_until.store(earliest, Ordering::SeqCst);
         let timeout = (earliest != u64::MAX).then(|| Duration::from_nanos(earliest - now));
         futex::wait(&r.kick, seen, timeout);

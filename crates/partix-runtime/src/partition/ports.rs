@@ -245,6 +245,10 @@ struct Waiter {
     msg: Option<Vec<u8>>,
     /// When its time-out expires (`None`: never).
     deadline: Option<Instant>,
+    /// The same in module time (ns; `u64::MAX`: never), as the deadline monitor sees it: the
+    /// monitor's look at the port then takes the waiter out of the line unless it is served
+    /// ([`look_at_expired_wait`]).
+    deadline_ns: u64,
 }
 
 impl Waiter {
@@ -323,6 +327,8 @@ fn recycle(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
 
 struct QueuingPort {
     name: String,
+    /// Its place in the registry's `queuing_by_id` (its id less 1).
+    index: usize,
     direction: PortDirection,
     max: u32,
     max_nb: u32,
@@ -509,6 +515,68 @@ fn deadline_of(t: SystemTime) -> Option<Instant> {
         None
     } else {
         Some(Instant::now() + Duration::from_nanos(t as u64))
+    }
+}
+
+/// The word of a wait on the queuing port at `index` of the registry, with `ticket` in its line,
+/// in [`rt::ProcCtl::port_wait`]: the index plus 1 in the top 16 bits, the ticket's low 48 bits
+/// below (a port's tickets count its waits: 2^48 of them are never reached).
+fn port_wait_word(index: usize, ticket: u64) -> u64 {
+    ((index as u64 + 1) << 48) | (ticket & PORT_WAIT_TICKET)
+}
+
+const PORT_WAIT_TICKET: u64 = (1 << 48) - 1;
+
+/// The deadline monitor's look at a queuing port when the time-out of a process's wait there
+/// has expired (`word`: the process's [`rt::ProcCtl::port_wait`]): as ARINC 653 decides a
+/// time-out at the deadline, not at the first call on the port after it. Under the port lock:
+/// the waiters that the channel can serve in their place are served, in line order (so a
+/// message or room that is there now, having come before the deadline, still goes to the
+/// waiter, or to one ahead of it); then, if the process is still in the line, it is taken out,
+/// and returns `TIMED_OUT` when it runs. A message or room that comes later is not its. Without
+/// this look, a waiter kept from running past its deadline (suspended, or kept off the CPU by
+/// a process of higher priority) took what came between its deadline and its own next look.
+///
+/// Called by the deadline monitor only (SCHED_FIFO 98, above every process of the partition:
+/// the port lock's holder, if any, is out of it before the monitor's revocation returns, or
+/// runs at the monitor's priority until it is).
+pub(crate) fn look_at_expired_wait(process: usize, word: u64) {
+    let ctl = &rt().ctl[process];
+    let port = usize::try_from(word >> 48)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| registry().queuing_by_id.get(i))
+        .and_then(OnceLock::get);
+    let Some(port) = port else {
+        let _ = ctl
+            .port_wait
+            .compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed);
+        return;
+    };
+    let mut st = lock(&port.state);
+    port.prune(&mut st);
+    port.serve_waiters(&mut st, None);
+    let me = st
+        .waiters
+        .iter()
+        .find(|w| w.process == process && w.ticket & PORT_WAIT_TICKET == word & PORT_WAIT_TICKET)
+        .map(|w| (w.ticket, w.deadline_ns));
+    match me {
+        Some((ticket, due)) if rt().now() >= due => {
+            port.leave(&mut st, ticket);
+            drop(st);
+            // The process may be parked on the channel (the head) or on `wake`: it wakes, finds
+            // itself out of the line past its deadline, and returns TIMED_OUT.
+            futex::wake_all(&port.wake);
+            port.waiter.kick();
+        }
+        Some(_) => {}
+        None => {
+            // Served, or gone: `leave` and `prune` cleared the word, unless it is another's now.
+            let _ = ctl
+                .port_wait
+                .compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
     }
 }
 
@@ -1170,6 +1238,7 @@ pub fn create_queuing_port(
     };
     let port = Arc::new(QueuingPort {
         name: name.to_owned(),
+        index: ports.len(),
         direction,
         max: max_message_size,
         max_nb: max_nb_message,
@@ -1304,8 +1373,9 @@ impl QueuingPort {
             // A head whose time-out has passed and that can be served in its place is dealt
             // with as its own next look would: served if the channel is ready, else out of the
             // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
-            // outcome does not depend on who looks first; it is decided at the first look after
-            // the deadline (docs/ports.md, "Left"). One that cannot be served in its place
+            // outcome does not depend on who looks first. The deadline monitor makes the first
+            // look at the deadline itself (`look_at_expired_wait`), so that what comes later is
+            // not the waiter's (docs/ports.md, "A time-out is decided at its deadline"). One that cannot be served in its place
             // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
@@ -1396,7 +1466,13 @@ impl QueuingPort {
     /// message or room is there.
     fn prune(&self, st: &mut QueuingState) {
         let n = st.waiters.len();
-        st.waiters.retain(Waiter::alive);
+        st.waiters.retain(|w| {
+            let alive = w.alive();
+            if !alive {
+                self.forget_wait(w);
+            }
+            alive
+        });
         if st.waiters.len() != n {
             self.gen.fetch_add(1, Ordering::SeqCst);
             self.wake.fetch_add(1, Ordering::Release);
@@ -1406,9 +1482,24 @@ impl QueuingPort {
         }
     }
 
+    /// Clear the deadline monitor's word for `w`'s wait if it is still that wait's (the
+    /// process may have gone on to another wait meanwhile, if `w` is a stopped incarnation's).
+    fn forget_wait(&self, w: &Waiter) {
+        if w.deadline_ns != u64::MAX {
+            let _ = rt().ctl[w.process].port_wait.compare_exchange(
+                port_wait_word(self.index, w.ticket),
+                0,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
     fn leave(&self, st: &mut QueuingState, ticket: u64) {
         if let Some(i) = st.waiters.iter().position(|w| w.ticket == ticket) {
-            if let Some(m) = st.waiters.swap_remove(i).msg {
+            let w = st.waiters.swap_remove(i);
+            self.forget_wait(&w);
+            if let Some(m) = w.msg {
                 recycle(&mut st.spare, m);
             }
         }
@@ -1460,6 +1551,11 @@ impl QueuingPort {
         let (priority, process) = waiting_caller()?;
         let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);
         let deadline = deadline_of(timeout);
+        let deadline_ns = if timeout == INFINITE_TIME_VALUE {
+            u64::MAX
+        } else {
+            rt().now().saturating_add(timeout as u64)
+        };
         // The caller shows WAITING from its first sleep, or once it has spun for UNMARKED_SPIN
         // (as `wait_sampling_message` does): a message or room that comes that soon costs no
         // update of the process table (the runtime lock, twice). Its place in the port's queue
@@ -1496,7 +1592,20 @@ impl QueuingPort {
             serve,
             msg,
             deadline,
+            deadline_ns,
         });
+        if deadline_ns != u64::MAX {
+            // For the deadline monitor's look at its deadline (`look_at_expired_wait`): the time
+            // first, then the word that makes the monitor read it (SeqCst, against the monitor's
+            // `monitor_until`: see `Runtime::kick_monitor`). A kick wakes the monitor only when
+            // this deadline is earlier than the one it sleeps until: a process that waits again
+            // and again with the same time-out costs it about one wake-up per time-out.
+            let ctl = &rt().ctl[process];
+            ctl.port_wait_until.store(deadline_ns, Ordering::Relaxed);
+            ctl.port_wait
+                .store(port_wait_word(self.index, ticket), Ordering::SeqCst);
+            rt().kick_monitor(deadline_ns);
+        }
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.waiter.kick();

@@ -247,6 +247,13 @@ pub(crate) struct ProcCtl {
     pub reported_deadline: AtomicU64,
     /// `pthread_t` of the current incarnation (0: none yet). Only touched under the runtime lock.
     pub thread: AtomicU64,
+    /// The queuing port wait with a time-out the process is in, for the deadline monitor's look
+    /// at its deadline: 0 = none, else the port's and the wait's word
+    /// (`ports::port_wait_word`). Set by the process when it joins the port's line, cleared
+    /// under the port lock by whoever takes it out of the line.
+    pub port_wait: AtomicU64,
+    /// When the time-out of the wait in `port_wait` expires (module ns); written before it.
+    pub port_wait_until: AtomicU64,
 }
 
 impl ProcCtl {
@@ -259,6 +266,8 @@ impl ProcCtl {
             ready: AtomicU32::new(0),
             reported_deadline: AtomicU64::new(u64::MAX),
             thread: AtomicU64::new(0),
+            port_wait: AtomicU64::new(0),
+            port_wait_until: AtomicU64::new(u64::MAX),
         }
     }
 }
