@@ -2750,8 +2750,10 @@ extern "C" fn serve_ctl() {
         lined && stepped && locked == 61 && returned && fresh5 && got(5) == 60,
         (lined, stepped, locked, fresh5, got(5)),
     );
-    // A waiter whose time-out passed after its message came, before any look: the first look
-    // (here a TIME_OUT 0 receive) serves it, as its own look would have.
+    // A waiter whose time-out passed after its message came, before any call on the port: the
+    // first look serves it, as its own look would have. Since session 31 that look is the
+    // deadline monitor's, just after the deadline (`ports::look_at_expired_wait`), and the
+    // TIME_OUT 0 receive then finds the message handed to the waiter already.
     let t0 = get_time();
     let lined = line_up(6);
     let stepped = step_busily(ask, done, &[7, 1, 70]);
@@ -2894,7 +2896,8 @@ fn expired_line_up(q: QueuingPortId, nb: u32, first: ProcessId, second: ProcessI
 /// QIN (FIFO, largest message 8) and is SUSPENDed; r2 (8 bytes, 3 s) waits behind it; one
 /// message comes well before r1's time-out. Until then it is r1's: the status shows it queued
 /// with 2 waiting, a TIME_OUT 0 receive answers NOT_AVAILABLE. At r1's time-out r1 leaves the
-/// line (r2's next look takes it out) and r2 gets the message; r1, resumed, returns TIMED_OUT.
+/// line (the first look after it takes it out: the deadline monitor's since session 31, r2's
+/// 50 ms check before) and r2 gets the message; r1, resumed, returns TIMED_OUT.
 extern "C" fn expired_dst_ctl() {
     use ApexError::*;
     let q = get_queuing_port_id("QIN").expect("QIN");
@@ -3031,10 +3034,12 @@ extern "C" fn expired_src_ctl() {
 
 /// r1 / r2 of `late-dst`, s1 of `late-src`.
 static LATE_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
-/// What they got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
-static LATE_GOT: [AtomicI32; 2] = [const { AtomicI32::new(-1) }; 2];
+/// r3 / r4 of `late-dst`.
+static LATE_PIDS2: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What r1..r4 (s1) got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
+static LATE_GOT: [AtomicI32; 4] = [const { AtomicI32::new(-1) }; 4];
 /// When they returned (`get_time`), or -1.
-static LATE_AT: [AtomicI64; 2] = [const { AtomicI64::new(-1) }; 2];
+static LATE_AT: [AtomicI64; 4] = [const { AtomicI64::new(-1) }; 4];
 /// Their time-out. The message (or room) comes 300 ms after it.
 const LATE_TIMEOUT: SystemTime = 500 * MS;
 
@@ -3059,6 +3064,18 @@ extern "C" fn late_r2() {
     late_receive(1)
 }
 
+/// r3: the head of the third case, without a time-out.
+extern "C" fn late_r3() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, INFINITE_TIME_VALUE);
+    late_done(2, tag4(r, &buf));
+}
+
+extern "C" fn late_r4() {
+    late_receive(3)
+}
+
 /// s1: one message on the full QOUT (it can be sent in its place).
 extern "C" fn late_s1() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
@@ -3079,6 +3096,9 @@ extern "C" fn late_s1() {
 /// 2. r2 (500 ms) waits and the controller (priority 20) keeps it off the CPU, spinning, past
 ///    its deadline and until a message has come; r2 then runs and returns TIMED_OUT, and the
 ///    message stays queued (before: r2 returned it).
+/// 3. r3 (no time-out) waits at the head and r4 (500 ms) behind it, SUSPENDed; 800 ms in, two
+///    messages come: r3 gets the first, and r4, resumed, returns TIMED_OUT, the second staying
+///    queued (a waiter behind the head taken out at its deadline; before: r4 returned it).
 extern "C" fn late_dst_ctl() {
     use ApexError::*;
     let q = get_queuing_port_id("QIN").expect("QIN");
@@ -3137,6 +3157,39 @@ extern "C" fn late_dst_ctl() {
     );
     let left = receive_queuing_message(q, &mut buf, 0).map(|n| (n, buf[0]));
     expect_dbg("that message stays queued too", left == Ok((4, 0x60)), left);
+
+    let (r3, r4) = *LATE_PIDS2.get().expect("set at init");
+    let t2 = get_time();
+    start(r3).expect("start r3");
+    let lined = within_5s(waiting);
+    start(r4).expect("start r4");
+    let lined = lined && within_5s(|| nb_and_waiting(q) == Ok((0, 2)));
+    let suspended = suspend(r4);
+    let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t2));
+    write_sampling_message(ask, &[3, 2, 0x70]).expect("ASK");
+    await_sampling(done, &[3]);
+    let _ = timed_wait(100 * MS);
+    let head = within_5s(|| got(2) >= 0);
+    let resumed = resume(r4);
+    let returned = within_5s(|| got(3) >= 0);
+    expect_dbg(
+        "a suspended receiver behind the head, past its time-out, returns TIMED_OUT when \
+         resumed; the head got the first message",
+        lined
+            && suspended.is_ok()
+            && head
+            && got(2) == 0x70
+            && resumed.is_ok()
+            && returned
+            && got(3) == 100 + TimedOut as i32,
+        (lined, suspended, got(2), resumed, got(3)),
+    );
+    let left = receive_queuing_message(q, &mut buf, 0).map(|n| (n, buf[0]));
+    expect_dbg(
+        "the second message stays queued",
+        left == Ok((4, 0x71)),
+        left,
+    );
     out("END late-dst");
     idle_forever();
 }
@@ -4100,6 +4153,9 @@ fn main() {
             let r1 = testpart_common::new_process("r1", late_r1, 10);
             let r2 = testpart_common::new_process("r2", late_r2, 10);
             LATE_PIDS.set((r1, r2)).expect("once");
+            let r3 = testpart_common::new_process("r3", late_r3, 10);
+            let r4 = testpart_common::new_process("r4", late_r4, 10);
+            LATE_PIDS2.set((r3, r4)).expect("once");
             process("ctl", late_dst_ctl, 20, INFINITE_TIME_VALUE);
         }
         "late-src" => {

@@ -472,6 +472,14 @@ pub(crate) fn raise_deadline_miss(idx: usize) {
     );
 }
 
+/// How long after a queuing wait's deadline the deadline monitor looks at the port (ns). A
+/// waiter that is free to run times itself out first (its own wake-up takes tens of µs here),
+/// and the monitor then finds it gone without taking the port's lock (which would revoke the
+/// lock's bias from the process that uses the port: a `membarrier`, and the slow path for
+/// the next 256 calls). Only a waiter kept from running (suspended, or kept off the CPU) is
+/// looked at; what comes in this half millisecond after its deadline is still its.
+pub(crate) const PORT_WAIT_GRACE_NS: u64 = 500_000;
+
 /// The deadline monitor: sleep until the earliest unreported deadline, report the missed ones.
 pub(crate) fn monitor_loop() -> ! {
     let r = rt();
@@ -495,28 +503,35 @@ pub(crate) fn monitor_loop() -> ! {
                 earliest = earliest.min(d);
             }
         }
-        // The time-outs of queuing port waits: a look at the port at each
-        // (`ports::look_at_expired_wait`), so that what comes after a waiter's deadline is not
-        // its, whether or not it runs then.
+        // The time-outs of queuing port waits: a look at the port at each, PORT_WAIT_GRACE
+        // after it (`ports::look_at_expired_wait`), so that what comes after a waiter's
+        // deadline is not its, whether or not it runs then.
         for idx in 0..n.min(MAX_PROCESSES) {
             let word = r.ctl[idx].port_wait.load(Ordering::SeqCst);
             if word == 0 {
                 continue;
             }
-            let until = r.ctl[idx].port_wait_until.load(Ordering::Relaxed);
-            if until > now {
-                earliest = earliest.min(until);
+            let at = r.ctl[idx]
+                .port_wait_until
+                .load(Ordering::Relaxed)
+                .saturating_add(PORT_WAIT_GRACE_NS);
+            if at > now {
+                earliest = earliest.min(at);
                 continue;
             }
             super::ports::look_at_expired_wait(idx, word);
-            if r.ctl[idx].port_wait.load(Ordering::Acquire) == word {
-                // Still that wait (its time as the port holds it is later than the one read
-                // here, which belonged to an earlier wait): look again in a while.
+            if r.ctl[idx].port_wait.load(Ordering::SeqCst) == word {
+                // Not expected: the time is written before the word and read after it, so it is
+                // this wait's, and the look took the waiter out. Defensive: look again in a
+                // while rather than at once.
                 earliest = earliest.min(now.saturating_add(1_000_000));
             }
         }
         r.monitor_until.store(earliest, Ordering::SeqCst);
-        let timeout = (earliest != u64::MAX).then(|| Duration::from_nanos(earliest - now));
+        // From the time now, not the scan's start: the looks above may have waited for port
+        // locks, and the deadline-miss reports must not come that much later.
+        let timeout =
+            (earliest != u64::MAX).then(|| Duration::from_nanos(earliest.saturating_sub(r.now())));
         futex::wait(&r.kick, seen, timeout);
     }
 }

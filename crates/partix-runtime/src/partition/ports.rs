@@ -235,7 +235,8 @@ struct Waiter {
     /// message, a sender whose message was copied (into `msg`). Cleared for the rest of the wait
     /// when the copy cannot be had (the partition's memory is full). A waiter that cannot be
     /// served in its place keeps its place until it takes its message or room itself, or until
-    /// its time-out: then the first look at the port, its own or any other call's, takes it out
+    /// its time-out: then the first look at the port, its own, any other call's or the deadline
+    /// monitor's (`look_at_expired_wait`), takes it out
     /// of the line (it returns `TIMED_OUT`), even with its message or room there, which only its
     /// own look could take.
     serve: bool,
@@ -528,8 +529,9 @@ fn port_wait_word(index: usize, ticket: u64) -> u64 {
 const PORT_WAIT_TICKET: u64 = (1 << 48) - 1;
 
 /// The deadline monitor's look at a queuing port when the time-out of a process's wait there
-/// has expired (`word`: the process's [`rt::ProcCtl::port_wait`]): as ARINC 653 decides a
-/// time-out at the deadline, not at the first call on the port after it. Under the port lock:
+/// has expired (`word`: the process's [`rt::ProcCtl::port_wait`]; the monitor looks
+/// `hm::PORT_WAIT_GRACE_NS` after the deadline): as ARINC 653 decides a time-out at the
+/// deadline, not at the first call on the port after it. Under the port lock:
 /// the waiters that the channel can serve in their place are served, in line order (so a
 /// message or room that is there now, having come before the deadline, still goes to the
 /// waiter, or to one ahead of it); then, if the process is still in the line, it is taken out,
@@ -539,7 +541,9 @@ const PORT_WAIT_TICKET: u64 = (1 << 48) - 1;
 ///
 /// Called by the deadline monitor only (SCHED_FIFO 98, above every process of the partition:
 /// the port lock's holder, if any, is out of it before the monitor's revocation returns, or
-/// runs at the monitor's priority until it is).
+/// runs at the monitor's priority until it is). A receiver served here may need a message buffer
+/// of the port's largest size when the port keeps none spare: the monitor then allocates
+/// (fallibly), as a serving call of a process does.
 pub(crate) fn look_at_expired_wait(process: usize, word: u64) {
     let ctl = &rt().ctl[process];
     let port = usize::try_from(word >> 48)
@@ -1373,9 +1377,10 @@ impl QueuingPort {
             // A head whose time-out has passed and that can be served in its place is dealt
             // with as its own next look would: served if the channel is ready, else out of the
             // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
-            // outcome does not depend on who looks first. The deadline monitor makes the first
-            // look at the deadline itself (`look_at_expired_wait`), so that what comes later is
-            // not the waiter's (docs/ports.md, "A time-out is decided at its deadline"). One that cannot be served in its place
+            // outcome does not depend on who looks first. The deadline monitor looks right
+            // after the deadline itself (`look_at_expired_wait`), so that what comes later is
+            // not the waiter's (docs/ports.md, "A time-out is decided at its deadline"). One
+            // that cannot be served in its place
             // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
