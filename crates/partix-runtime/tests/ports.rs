@@ -865,7 +865,9 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
 /// ARINC 653 decides a queuing wait's time-out at its deadline: a message (or room) that comes
 /// after it is not the waiter's, even if the waiter has not run since. Receivers: one suspended
 /// past its time-out, one kept off the CPU by a process of higher priority, one suspended behind
-/// a head that waits without a time-out; a sender suspended past its time-out. Each returns TIMED_OUT when it runs, and what came after its deadline is
+/// a head that waits without a time-out; a sender suspended past its time-out. And a receiver
+/// STOPped in the line and STARTed again: its new, longer wait is not ended at the old one's
+/// deadline. Each returns TIMED_OUT when it runs, and what came after its deadline is
 /// still there for the next call. Before (review 26, finding 5, left until session 31), the
 /// time-out was decided at the first look at the port after the deadline, and each of them
 /// took the message (or the room): the partition's deadline monitor now looks at the port at
@@ -882,7 +884,7 @@ fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing(
             Duration::from_secs(60),
         );
         common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
-        assert_passes(transport, "LATE_DST", &out[1], 6);
+        assert_passes(transport, "LATE_DST", &out[1], 7);
         let out = run(
             &m,
             &format!("late-src-{transport}"),

@@ -3036,10 +3036,13 @@ extern "C" fn expired_src_ctl() {
 static LATE_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
 /// r3 / r4 of `late-dst`.
 static LATE_PIDS2: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
-/// What r1..r4 (s1) got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
-static LATE_GOT: [AtomicI32; 4] = [const { AtomicI32::new(-1) }; 4];
+/// What r1..r5 (s1) got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
+static LATE_GOT: [AtomicI32; 5] = [const { AtomicI32::new(-1) }; 5];
 /// When they returned (`get_time`), or -1.
-static LATE_AT: [AtomicI64; 4] = [const { AtomicI64::new(-1) }; 4];
+static LATE_AT: [AtomicI64; 5] = [const { AtomicI64::new(-1) }; 5];
+/// r5 of `late-dst`, and how often it started.
+static LATE_R5: OnceLock<ProcessId> = OnceLock::new();
+static LATE_R5_RUNS: AtomicI32 = AtomicI32::new(0);
 /// Their time-out. The message (or room) comes 300 ms after it.
 const LATE_TIMEOUT: SystemTime = 500 * MS;
 
@@ -3076,6 +3079,16 @@ extern "C" fn late_r4() {
     late_receive(3)
 }
 
+/// r5: waits 500 ms the first time it runs (and is STOPped while it waits), 3 s the second.
+extern "C" fn late_r5() {
+    let first = LATE_R5_RUNS.fetch_add(1, Ordering::AcqRel) == 0;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 8];
+    let t = if first { LATE_TIMEOUT } else { 3_000 * MS };
+    let r = receive_queuing_message(q, &mut buf, t);
+    late_done(4, tag4(r, &buf));
+}
+
 /// s1: one message on the full QOUT (it can be sent in its place).
 extern "C" fn late_s1() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
@@ -3099,6 +3112,9 @@ extern "C" fn late_s1() {
 /// 3. r3 (no time-out) waits at the head and r4 (500 ms) behind it, SUSPENDed; 800 ms in, two
 ///    messages come: r3 gets the first, and r4, resumed, returns TIMED_OUT, the second staying
 ///    queued (a waiter behind the head taken out at its deadline; before: r4 returned it).
+/// 4. r5 waits (500 ms) and is STOPped in the line, then STARTed again at once: its new wait
+///    (3 s) is not ended at the old one's deadline (the old wait's word for the deadline
+///    monitor is another's now): a message that comes 300 ms after that deadline is its.
 extern "C" fn late_dst_ctl() {
     use ApexError::*;
     let q = get_queuing_port_id("QIN").expect("QIN");
@@ -3189,6 +3205,31 @@ extern "C" fn late_dst_ctl() {
         "the second message stays queued",
         left == Ok((4, 0x71)),
         left,
+    );
+
+    let r5 = *LATE_R5.get().expect("set at init");
+    let t3 = get_time();
+    start(r5).expect("start r5");
+    let lined = within_5s(waiting);
+    let stopped = stop(r5);
+    let restarted = start(r5);
+    let relined = within_5s(|| LATE_R5_RUNS.load(Ordering::Acquire) == 2 && waiting());
+    let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t3));
+    let before = got(4);
+    write_sampling_message(ask, &[4, 1, 0x80]).expect("ASK");
+    await_sampling(done, &[4]);
+    let returned = within_5s(|| got(4) >= 0);
+    expect_dbg(
+        "a receiver STOPped in the line and STARTed again waits anew: a message that comes \
+         after its first wait's deadline is its second wait's",
+        lined
+            && stopped.is_ok()
+            && restarted.is_ok()
+            && relined
+            && before == -1
+            && returned
+            && got(4) == 0x80,
+        (lined, stopped, restarted, relined, before, got(4)),
     );
     out("END late-dst");
     idle_forever();
@@ -4156,6 +4197,8 @@ fn main() {
             let r3 = testpart_common::new_process("r3", late_r3, 10);
             let r4 = testpart_common::new_process("r4", late_r4, 10);
             LATE_PIDS2.set((r3, r4)).expect("once");
+            let r5 = testpart_common::new_process("r5", late_r5, 10);
+            LATE_R5.set(r5).expect("once");
             process("ctl", late_dst_ctl, 20, INFINITE_TIME_VALUE);
         }
         "late-src" => {
