@@ -11,7 +11,8 @@
  *
  *   gcc -O2 -o /tmp/ro_mapping crates/partix-bench/diag/ro_mapping.c
  *   for k in 1 16; do for m in ro rw; do /tmp/ro_mapping $m $k; done; done
- *   /tmp/ro_mapping ro 1 huge      # the memfd on 2 MiB pages (needs vm.nr_hugepages >= 8)
+ *   /tmp/ro_mapping ro 1 huge      # the memfd on 2 MiB pages (needs vm.nr_hugepages >= 4)
+ *   /tmp/ro_mapping ro 1 words     # copies as 8-byte word loops (or `movsb`: rep movsb)
  *
  * A diagnostic, not part of `partix bench`: the bench's rows `raw one-sided slot` and
  * `raw one-sided slot, writable reader` measure the same difference on the real protocol.
@@ -55,23 +56,54 @@ static int cmp(const void *a, const void *b)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ro_mapping ro|rw K [huge]   (1 <= K <= %u)\n", MAXK);
+    fprintf(stderr, "usage: ro_mapping ro|rw K [huge] [memcpy|words|movsb]   (1 <= K <= %u)\n",
+            MAXK);
     return 2;
+}
+
+enum copy { COPY_MEMCPY, COPY_WORDS, COPY_MOVSB };
+
+/* Copy n bytes (a multiple of 8) as the chosen method does it. */
+static void copy(enum copy how, char *d, const char *s, size_t n)
+{
+    if (how == COPY_WORDS) {
+        for (size_t i = 0; i < n; i += 8) {
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            *(volatile uint64_t *)(d + i) = v;
+        }
+    } else if (how == COPY_MOVSB) {
+        __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+    } else {
+        memcpy(d, s, n);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4)
+    if (argc < 3 || argc > 5)
         return usage();
     int ro = strcmp(argv[1], "ro") == 0;
     if (!ro && strcmp(argv[1], "rw") != 0)
         return usage();
-    long k = strtol(argv[2], NULL, 10);
-    if (k < 1 || k > (long)MAXK)
+    char *end = NULL;
+    long k = strtol(argv[2], &end, 10);
+    if (end == argv[2] || *end != '\0' || k < 1 || k > (long)MAXK)
         return usage();
-    int huge = argc == 4 && strcmp(argv[3], "huge") == 0;
-    if (argc == 4 && !huge)
-        return usage();
+    int huge = 0;
+    enum copy how = COPY_MEMCPY;
+    for (int a = 3; a < argc; a++) {
+        if (strcmp(argv[a], "huge") == 0)
+            huge = 1;
+        else if (strcmp(argv[a], "memcpy") == 0)
+            how = COPY_MEMCPY;
+        else if (strcmp(argv[a], "words") == 0)
+            how = COPY_WORDS;
+        else if (strcmp(argv[a], "movsb") == 0)
+            how = COPY_MOVSB;
+        else
+            return usage();
+    }
 
     int fd = memfd_create("ro_mapping", huge ? MFD_HUGETLB : 0);
     if (fd < 0 || ftruncate(fd, 2 * HALF) != 0) {
@@ -84,27 +116,27 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(own, 0, 2 * HALF);
+    /* Everything that can fail before the fork, so that neither process is left spinning for
+     * a peer that gave up. */
+    char *view = mmap(NULL, 2 * HALF, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (view == MAP_FAILED) {
+        perror("mmap (view)");
+        return 1;
+    }
+    uint64_t *lat = malloc(N * sizeof *lat);
+    if (!lat)
+        return 1;
+    static char msg[MSG], buf[MSG];
+    memset(msg, 0x5a, MSG);
     pid_t child = fork();
     if (child < 0) {
         perror("fork");
         return 1;
     }
     int second = child == 0;
-    if (pin(second) != 0) {
-        perror("sched_setaffinity");
-        return 1;
-    }
-    char *view = mmap(NULL, 2 * HALF, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (view == MAP_FAILED) {
-        perror("mmap (view)");
-        return 1;
-    }
+    if (pin(second) != 0)
+        perror("sched_setaffinity (going on unpinned)");
     size_t mine = second ? HALF : 0, theirs = second ? 0 : HALF;
-    static char msg[MSG], buf[MSG];
-    memset(msg, 0x5a, MSG);
-    uint64_t *lat = second ? NULL : malloc(N * sizeof *lat);
-    if (!second && !lat)
-        return 1;
     for (uint64_t i = 1; i <= N; i++) {
         size_t at = (size_t)(i % (uint64_t)k) * (MSG + 64);
         uint64_t *my_flag = (uint64_t *)(own + mine + at);
@@ -113,17 +145,17 @@ int main(int argc, char **argv)
         const char *their_data = view + theirs + at + 64;
         if (!second) {
             uint64_t t0 = now_ns();
-            memcpy(my_data, msg, MSG);
+            copy(how, my_data, msg, MSG);
             __atomic_store_n(my_flag, i, __ATOMIC_RELEASE);
             while (__atomic_load_n(their_flag, __ATOMIC_ACQUIRE) != i)
                 __builtin_ia32_pause();
-            memcpy(buf, their_data, MSG);
+            copy(how, buf, their_data, MSG);
             lat[i - 1] = now_ns() - t0;
         } else {
             while (__atomic_load_n(their_flag, __ATOMIC_ACQUIRE) != i)
                 __builtin_ia32_pause();
-            memcpy(buf, their_data, MSG);
-            memcpy(my_data, buf, MSG);
+            copy(how, buf, their_data, MSG);
+            copy(how, my_data, buf, MSG);
             __atomic_store_n(my_flag, i, __ATOMIC_RELEASE);
         }
     }
@@ -137,7 +169,9 @@ int main(int argc, char **argv)
     uint64_t *l = lat + N / 10;
     size_t n = N - N / 10;
     qsort(l, n, sizeof *l, cmp);
-    printf("%s K=%ld%s: round trip p50 %.3f p90 %.3f p99 %.3f us (%zu)\n", ro ? "read-only" : "writable",
-           k, huge ? " huge" : "", l[n / 2] / 1e3, l[n * 9 / 10] / 1e3, l[n * 99 / 100] / 1e3, n);
+    static const char *const how_name[] = {"", " words", " movsb"};
+    printf("%s K=%ld%s%s: round trip p50 %.3f p90 %.3f p99 %.3f us (%zu)\n",
+           ro ? "read-only" : "writable", k, huge ? " huge" : "", how_name[how], l[n / 2] / 1e3,
+           l[n * 9 / 10] / 1e3, l[n * 99 / 100] / 1e3, n);
     return 0;
 }

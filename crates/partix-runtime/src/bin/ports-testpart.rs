@@ -3101,9 +3101,10 @@ extern "C" fn late_s1() {
 
 /// `late-dst` (tests/ports/serve.xml, with `serve-src`): ARINC 653 decides a time-out at the
 /// deadline, so a message that comes after a waiting receiver's time-out is not its, even when
-/// the receiver has not run since (`ports::look_at_expired_wait`). Two cases, nothing calling
+/// the receiver has not run since (`ports::look_at_expired_wait`). Four cases, nothing calling
 /// QIN between the deadline and the message (such a call took the expired waiter out of the
-/// line before too):
+/// line before too). Each message comes 300 ms after the waiter's deadline, timed from when the
+/// waiter was seen in the line (it joined before that):
 /// 1. r1 (500 ms) waits on QIN and is SUSPENDed; 800 ms in, a message comes; r1, resumed,
 ///    returns TIMED_OUT and the message stays queued (before: r1 returned it).
 /// 2. r2 (500 ms) waits and the controller (priority 20) keeps it off the CPU, spinning, past
@@ -3125,9 +3126,9 @@ extern "C" fn late_dst_ctl() {
     let waiting = || nb_and_waiting(q) == Ok((0, 1));
     let mut buf = [0u8; 8];
 
-    let t0 = get_time();
     start(r1).expect("start r1");
     let lined = within_5s(waiting);
+    let t0 = get_time();
     let suspended = suspend(r1);
     // Past r1's deadline, with no call on QIN.
     let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t0));
@@ -3156,9 +3157,9 @@ extern "C" fn late_dst_ctl() {
         left,
     );
 
-    let t1 = get_time();
     start(r2).expect("start r2");
     let lined = within_5s(waiting);
+    let t1 = get_time();
     // From here on the CPU is the controller's (r2 has priority 10) until r2's deadline has
     // passed and a message has come.
     busy(LATE_TIMEOUT + 300 * MS - (get_time() - t1));
@@ -3175,11 +3176,11 @@ extern "C" fn late_dst_ctl() {
     expect_dbg("that message stays queued too", left == Ok((4, 0x60)), left);
 
     let (r3, r4) = *LATE_PIDS2.get().expect("set at init");
-    let t2 = get_time();
     start(r3).expect("start r3");
     let lined = within_5s(waiting);
     start(r4).expect("start r4");
     let lined = lined && within_5s(|| nb_and_waiting(q) == Ok((0, 2)));
+    let t2 = get_time();
     let suspended = suspend(r4);
     let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t2));
     write_sampling_message(ask, &[3, 2, 0x70]).expect("ASK");
@@ -3208,9 +3209,9 @@ extern "C" fn late_dst_ctl() {
     );
 
     let r5 = *LATE_R5.get().expect("set at init");
-    let t3 = get_time();
     start(r5).expect("start r5");
     let lined = within_5s(waiting);
+    let t3 = get_time();
     let stopped = stop(r5);
     let restarted = start(r5);
     let relined = within_5s(|| LATE_R5_RUNS.load(Ordering::Acquire) == 2 && waiting());
@@ -3249,9 +3250,9 @@ extern "C" fn late_src_ctl() {
     let (s1, _) = *LATE_PIDS.get().expect("set at init");
     let got = |i: usize| LATE_GOT[i].load(Ordering::Acquire);
     let filled = (0..8u8).all(|k| send_queuing_message(q, &[k; 4], 0).is_ok());
-    let t0 = get_time();
     start(s1).expect("start s1");
     let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
+    let t0 = get_time();
     let suspended = suspend(s1);
     let _ = timed_wait(LATE_TIMEOUT + 300 * MS - (get_time() - t0));
     write_sampling_message(done, &[1]).expect("DONE");

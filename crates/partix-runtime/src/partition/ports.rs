@@ -541,9 +541,9 @@ const PORT_WAIT_TICKET: u64 = (1 << 48) - 1;
 ///
 /// Called by the deadline monitor only (SCHED_FIFO 98, above every process of the partition:
 /// the port lock's holder, if any, is out of it before the monitor's revocation returns, or
-/// runs at the monitor's priority until it is). A receiver served here may need a message buffer
-/// of the port's largest size when the port keeps none spare: the monitor then allocates
-/// (fallibly), as a serving call of a process does.
+/// runs at the monitor's priority until it is). A receiver served here takes a message buffer
+/// the port keeps: each receiver that can be served in its place made one when it joined the
+/// line (`wait_for`), so the monitor allocates only if that allocation had failed.
 pub(crate) fn look_at_expired_wait(process: usize, word: u64) {
     let ctl = &rt().ctl[process];
     let port = usize::try_from(word >> 48)
@@ -1377,9 +1377,10 @@ impl QueuingPort {
             // A head whose time-out has passed and that can be served in its place is dealt
             // with as its own next look would: served if the channel is ready, else out of the
             // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
-            // outcome does not depend on who looks first. The deadline monitor looks right
-            // after the deadline itself (`look_at_expired_wait`), so that what comes later is
-            // not the waiter's (docs/ports.md, "A time-out is decided at its deadline"). One
+            // outcome does not depend on who looks first. The deadline monitor looks 0.5 ms
+            // after the deadline at the latest (`look_at_expired_wait`), so that what comes
+            // later is not the waiter's (docs/ports.md, "A time-out is decided at its
+            // deadline"). One
             // that cannot be served in its place
             // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
             // its deadline: nobody else can give it what is there, and left in the line it would
@@ -1574,7 +1575,31 @@ impl QueuingPort {
         let ticket = st.next_ticket;
         st.next_ticket += 1;
         let (serve, msg) = match role {
-            Role::Receive(cap) => (cap >= self.max as usize, None),
+            Role::Receive(cap) if cap >= self.max as usize => {
+                // One kept buffer of the port's largest size per receiver that can be served in
+                // its place, made here, in the receiver's own thread: so the deadline monitor,
+                // when its look serves one (`look_at_expired_wait`), takes a kept buffer and
+                // allocates nothing (glibc's allocator lock has no priority inheritance). A
+                // served receiver's buffer comes back to `spare` when it collects its message.
+                let need = 1 + st
+                    .waiters
+                    .iter()
+                    .filter(|w| w.serve && w.msg.is_none())
+                    .count();
+                if st.spare.len() < need && st.spare.len() < st.spare.capacity() {
+                    // Fallible, and allocating nothing else on failure (the partition's memory
+                    // may be full): without it, a serving look allocates as before.
+                    let max = self.max as usize;
+                    let mut v: Vec<u8> = Vec::new();
+                    if v.try_reserve_exact(max).is_ok() {
+                        // Within the capacity: no allocation.
+                        v.extend(std::iter::repeat_n(0u8, max));
+                        st.spare.push(v);
+                    }
+                }
+                (true, None)
+            }
+            Role::Receive(_) => (false, None),
             Role::Send(m) => {
                 let mut v = st.spare.pop().unwrap_or_default();
                 v.clear();
@@ -1600,16 +1625,17 @@ impl QueuingPort {
             deadline_ns,
         });
         if deadline_ns != u64::MAX {
-            // For the deadline monitor's look at its deadline (`look_at_expired_wait`): the time
-            // first, then the word that makes the monitor read it (SeqCst, against the monitor's
-            // `monitor_until`: see `Runtime::kick_monitor`). A kick wakes the monitor only when
-            // this deadline is earlier than the one it sleeps until: a process that waits again
-            // and again with the same time-out costs it about one wake-up per time-out.
+            // For the deadline monitor's look just after its deadline (`look_at_expired_wait`):
+            // the time first, then the word that makes the monitor read it (SeqCst, against the
+            // monitor's `monitor_until`: see `Runtime::kick_monitor`). A kick wakes the monitor
+            // only when the look is due before the time the monitor sleeps until (which counts
+            // the grace too): a process that waits again and again with the same time-out costs
+            // it about one wake-up per time-out.
             let ctl = &rt().ctl[process];
             ctl.port_wait_until.store(deadline_ns, Ordering::Relaxed);
             ctl.port_wait
                 .store(port_wait_word(self.index, ticket), Ordering::SeqCst);
-            rt().kick_monitor(deadline_ns);
+            rt().kick_monitor(deadline_ns.saturating_add(super::hm::PORT_WAIT_GRACE_NS));
         }
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
