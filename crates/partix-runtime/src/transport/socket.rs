@@ -333,12 +333,9 @@ pub fn zeroed(len: usize) -> io::Result<Vec<u8>> {
     if len == 0 {
         return Ok(Vec::new());
     }
-    let short = || {
-        io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("no memory for {len} bytes"),
-        )
-    };
+    // No message: formatting one allocates, and with the partition's memory exhausted that
+    // allocation would abort the process this function exists to keep alive.
+    let short = || io::Error::from(io::ErrorKind::OutOfMemory);
     let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| short())?;
     // SAFETY: `layout` has a non-zero size.
     let p = unsafe { std::alloc::alloc_zeroed(layout) };
