@@ -1378,10 +1378,9 @@ impl QueuingPort {
             // with as its own next look would: served if the channel is ready, else out of the
             // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
             // outcome does not depend on who looks first. The deadline monitor looks 0.5 ms
-            // after the deadline at the latest (`look_at_expired_wait`), so that what comes
-            // later is not the waiter's (docs/ports.md, "A time-out is decided at its
-            // deadline"). One
-            // that cannot be served in its place
+            // after the deadline if the waiter is still in the line (`look_at_expired_wait`), so
+            // that what comes later is not the waiter's (docs/ports.md, "A time-out is decided
+            // at its deadline"). One that cannot be served in its place
             // leaves the line whether the channel is ready or not, as ARINC times a waiter out at
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
