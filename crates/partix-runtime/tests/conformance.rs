@@ -11,8 +11,9 @@
 //! blocked, the mode in effect (the CPU time of a 200 ms wait), port confinement, a
 //! checksummed queuing stress between processes of two partitions, LAST_MSG_VALIDITY from
 //! GET_SAMPLING_PORT_STATUS, RECEIVE_QUEUING_MESSAGE with INFINITE_TIME_VALUE, and the PRIORITY
-//! discipline (three waiting receivers of priorities 5, 15, 10 on a destination port, three
-//! waiting senders on a full source port: released 15, 10, 5).
+//! discipline (three waiting receivers of priorities 5, 15, 10 on a destination port, the one
+//! of 5 raised to 20 while it waits: released 20, 15, 10; three waiting senders on a full
+//! source port, the one of 15 lowered to 1: released 10, 5, 1).
 //!
 //! Every transport runs here (no RDMA device is involved), so none is skipped.
 
@@ -108,8 +109,8 @@ fn conformance(transport: &str, mode: &str) {
     let dst1 = common::pass_lines(&format!("{who} DST1"), &out[1]);
     let dst2 = common::pass_lines(&format!("{who} DST2"), &out[2]);
     // Every check ran (keep in step with xport-testpart.rs).
-    assert_eq!(src.len(), 23, "{who} SRC: {src:#?}");
-    assert_eq!(dst1.len(), 34, "{who} DST1: {dst1:#?}");
+    assert_eq!(src.len(), 24, "{who} SRC: {src:#?}");
+    assert_eq!(dst1.len(), 35, "{who} DST1: {dst1:#?}");
     assert_eq!(dst2.len(), 14, "{who} DST2: {dst2:#?}");
     let n = stress(mode);
     for (name, lines, what) in [
@@ -144,6 +145,8 @@ fn conformance(transport: &str, mode: &str) {
             &dst1,
             "waiting senders are released in priority order",
         ),
+        ("DST1", &dst1, "SET_PRIORITY raises the waiting receiver"),
+        ("SRC", &src, "SET_PRIORITY lowers the waiting sender"),
         ("DST1", &dst1, "LAST_MSG_VALIDITY VALID"),
         ("DST2", &dst2, "LAST_MSG_VALIDITY VALID"),
         ("DST1", &dst1, "LAST_MSG_VALIDITY INVALID"),

@@ -761,6 +761,26 @@ fn join_in_order(
     );
 }
 
+/// SET_PRIORITY of the waiting process that started at priority `from` (in `pids`) to `to`;
+/// report it, and that GET_PROCESS_STATUS shows it still WAITING at its new priority.
+fn reprioritise(what: &str, pids: &[(Priority, ProcessId)], from: Priority, to: Priority) {
+    let pid = pids
+        .iter()
+        .find(|&&(p, _)| p == from)
+        .map(|&(_, pid)| pid)
+        .expect("a waiting process of that priority");
+    let r = set_priority(pid, to);
+    // A spinning head shows WAITING once it has spun a while (20 µs).
+    let status = || get_process_status(pid).map(|s| (s.current_priority, s.process_state));
+    poll_until(|| status() == Ok((to, ProcessState::Waiting)));
+    let st = status();
+    expect(
+        &format!("PRIORITY: SET_PRIORITY {what}"),
+        r.is_ok() && st == Ok((to, ProcessState::Waiting)),
+        format!("{r:?}, status {st:?}"),
+    );
+}
+
 /// The waiting processes of the phase (created at initialisation, in join order).
 static PRIO_PIDS: Mutex<Vec<(Priority, ProcessId)>> = Mutex::new(Vec::new());
 
@@ -774,8 +794,9 @@ fn prio_processes(kind: &str, entry: EntryPoint) {
 
 /// SRC's PRIORITY phase (before the rest of the suite starts): once DST1's three receivers wait
 /// on its PRIORITY port QP_IN, send them m0, m1, m2; then fill QP_OUT (MaxNbMessages 1) with
-/// "f", have three senders of priorities 5, 15, 10 wait for room on it (PRIORITY), and tell
-/// DST1, which receives and checks the order they were released in.
+/// "f", have three senders of priorities 5, 15, 10 wait for room on it (PRIORITY), lower the
+/// sender of priority 15 to 1 while it waits (SET_PRIORITY), and tell DST1, which receives and
+/// checks the order they were released in.
 extern "C" fn prio_src() {
     let q = qid("QP_OUT");
     let down = sid("PCTL_DOWN");
@@ -796,6 +817,12 @@ extern "C" fn prio_src() {
     join_in_order("3 senders on the full source port", &pids, || {
         get_queuing_port_status(q).map(|s| s.waiting_processes)
     });
+    reprioritise(
+        "lowers the waiting sender of priority 15 to 1",
+        &pids,
+        15,
+        1,
+    );
     let _ = write_sampling_message(down, b"senders");
     let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
         || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
@@ -811,9 +838,11 @@ extern "C" fn prio_src() {
 }
 
 /// DST1's PRIORITY phase: three receivers of priorities 5, 15, 10 wait on the empty PRIORITY
-/// port QP_IN (joining in that order); SRC then sends m0, m1, m2: 15 gets m0, 10 m1, 5 m2. Then
-/// SRC's three senders wait on its full PRIORITY port: after f, their messages arrive from 15,
-/// 10, 5 (MaxNbMessages 1: each room goes to one sender, the head of the line).
+/// port QP_IN (joining in that order), and the one of priority 5 is raised to 20 while it waits
+/// (SET_PRIORITY: the line follows the current priority); SRC then sends m0, m1, m2: the raised
+/// one gets m0, 15 m1, 10 m2. Then SRC's three senders wait on its full PRIORITY port, and the
+/// one of priority 15 is lowered to 1: after f, their messages arrive from 10, 5, then the
+/// lowered one (MaxNbMessages 1: each room goes to one sender, the head of the line).
 extern "C" fn prio_dst1() {
     let t0 = get_time();
     let q = qid("QP_IN");
@@ -822,19 +851,26 @@ extern "C" fn prio_dst1() {
     join_in_order("3 receivers on the empty destination port", &pids, || {
         get_queuing_port_status(q).map(|s| s.waiting_processes)
     });
+    reprioritise(
+        "raises the waiting receiver of priority 5 to 20",
+        &pids,
+        5,
+        20,
+    );
     let _ = write_sampling_message(up, b"receivers");
     let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
         || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
         || poll_until(|| PRIO_GOT.lock().unwrap().len() == 3);
     let mut got = PRIO_GOT.lock().unwrap().clone();
     got.sort_by_key(|&(p, _)| std::cmp::Reverse(p));
+    // Keyed by the priority each had when it started.
     let want: Vec<(Priority, ApexResult<Vec<u8>>)> = vec![
-        (15, Ok(b"m0".to_vec())),
-        (10, Ok(b"m1".to_vec())),
-        (5, Ok(b"m2".to_vec())),
+        (15, Ok(b"m1".to_vec())),
+        (10, Ok(b"m2".to_vec())),
+        (5, Ok(b"m0".to_vec())),
     ];
     expect(
-        "PRIORITY: waiting receivers get the messages in priority order (15 m0, 10 m1, 5 m2)",
+        "PRIORITY: waiting receivers get the messages in priority order, the current one (5 raised to 20 m0, 15 m1, 10 m2)",
         all && got == want,
         format!("{got:?}"),
     );
@@ -850,9 +886,9 @@ extern "C" fn prio_dst1() {
             }
         }
     }
-    let want: Vec<Vec<u8>> = vec![b"f".to_vec(), vec![b's', 15], vec![b's', 10], vec![b's', 5]];
+    let want: Vec<Vec<u8>> = vec![b"f".to_vec(), vec![b's', 10], vec![b's', 5], vec![b's', 15]];
     expect(
-        "PRIORITY: waiting senders are released in priority order (f, then 15, 10, 5)",
+        "PRIORITY: waiting senders are released in priority order, the current one (f, then 10, 5, 15 lowered to 1)",
         order == want,
         format!("{order:?}"),
     );

@@ -23,9 +23,10 @@
 //! A queuing channel holds at most `MaxNbMessages` messages (one-sided: an SPSC ring; two-sided
 //! and sockets: credits returned by cumulative acknowledgements). Several APEX processes of one partition may use one port: they are serialised by a
 //! per-port lock and, when they must wait (full on send, empty on receive, timeout ≠ 0), queued
-//! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = the current priority
-//! at joining, FIFO among equals; a SET_PRIORITY while waiting does not reorder). Only the head of that queue waits on the channel; the others wait in the
-//! partition. The head waits per the port's [`RecvMode`]:
+//! in FIFO or PRIORITY order (the port's queuing discipline; PRIORITY = the current priority,
+//! FIFO among equals by arrival; a SET_PRIORITY while waiting moves the process, as in the
+//! intra-partition objects' queues). Only the head of that queue waits on the channel; the
+//! others wait in the partition. The head waits per the port's [`RecvMode`]:
 //! - [`RecvMode::Spin`]: polls the channel (lowest latency, burns the partition's CPU in its
 //!   window);
 //! - [`RecvMode::SpinThenPark`] (the default, [`DEFAULT_RECV_MODE`]): polls a while, then parks
@@ -108,7 +109,8 @@ pub enum Validity {
 pub enum QueuingDiscipline {
     /// `FIFO`: in order of arrival.
     Fifo,
-    /// `PRIORITY`: highest current priority (at joining the queue) first, FIFO among equals.
+    /// `PRIORITY`: highest current priority first (a SET_PRIORITY while waiting counts), FIFO
+    /// among equals.
     Priority,
 }
 
@@ -225,7 +227,6 @@ struct SamplingPort {
 
 struct Waiter {
     ticket: u64,
-    priority: i32,
     /// The waiting process and its incarnation: a process stopped (STOP) while waiting gets a
     /// new incarnation, and its abandoned entry is then ignored and dropped.
     process: usize,
@@ -255,6 +256,15 @@ struct Waiter {
 impl Waiter {
     fn alive(&self) -> bool {
         rt().ctl[self.process].incarnation.load(Ordering::Acquire) == self.incarnation
+    }
+
+    /// The process's current priority, read at every look at the line (PRIORITY discipline):
+    /// a SET_PRIORITY while it waits moves it, as in the intra-partition objects' queues
+    /// (`ports::priority_changed` wakes the line so that a new head takes its place).
+    fn priority(&self) -> u32 {
+        rt().slot(self.process)
+            .current_priority
+            .load(Ordering::Relaxed)
     }
 
     /// Whether the process is suspended (SUSPEND): its thread is parked in the control handler.
@@ -488,8 +498,8 @@ fn creation_mode_ok() -> ApexResult<()> {
 }
 
 /// Check that the caller may wait: a process, not the error handler, not holding the
-/// preemption lock. Return its current priority and index.
-fn waiting_caller() -> ApexResult<(i32, usize)> {
+/// preemption lock. Return its index.
+fn waiting_caller() -> ApexResult<usize> {
     let r = rt();
     match rt::self_index() {
         None | Some(EH_INDEX) => Err(ApexError::InvalidMode),
@@ -497,9 +507,42 @@ fn waiting_caller() -> ApexResult<(i32, usize)> {
             if inner.lock_owner == Some(idx) {
                 return Err(ApexError::InvalidMode);
             }
-            Ok((inner.procs.get(idx).map_or(0, |p| p.current_priority), idx))
+            Ok(idx)
         }),
     }
+}
+
+/// SET_PRIORITY changed the priority of process `idx`: wake the waiters of the queuing port
+/// whose line it joined last ([`rt::ProcCtl::port_line`]), if any. The PRIORITY order is read
+/// at every look at the line ([`Waiter::priority`]), so the order is right at once; what this
+/// adds is that a waiter that has become the head (or the watcher) now, asleep on the port's
+/// `wake` word until its 50 ms check, takes its place at once, and that an old head parked on
+/// the channel steps back. Under the port lock, as `leave` bumps `wake`: a waiter reads `wake`
+/// under the lock after it has read the priorities, so it either saw the new priority or is
+/// woken. The caller has published the priority (`Runtime::publish`) and made a full fence
+/// since, so either this sees the word of a line the process has joined or the process, on
+/// joining, reads the new priority.
+pub(crate) fn priority_changed(idx: usize) {
+    let Some(ctl) = rt().ctl.get(idx) else {
+        return;
+    };
+    let line = ctl.port_line.load(Ordering::SeqCst) as usize;
+    let Some(port) = line
+        .checked_sub(1)
+        .and_then(|i| registry().queuing_by_id.get(i))
+        .and_then(OnceLock::get)
+    else {
+        return;
+    };
+    let st = lock(&port.state);
+    if st.waiters.is_empty() {
+        return;
+    }
+    port.gen.fetch_add(1, Ordering::SeqCst);
+    port.wake.fetch_add(1, Ordering::Release);
+    futex::wake_all(&port.wake);
+    drop(st);
+    port.waiter.kick();
 }
 
 /// Check a timeout: `INFINITE_TIME_VALUE`, 0, or positive ns.
@@ -1305,7 +1348,7 @@ impl QueuingPort {
                 .waiters
                 .iter()
                 .filter(|w| w.alive())
-                .min_by_key(|w| (std::cmp::Reverse(w.priority), w.ticket)),
+                .min_by_key(|w| (std::cmp::Reverse(w.priority()), w.ticket)),
         };
         w.map(|w| w.ticket)
     }
@@ -1326,7 +1369,7 @@ impl QueuingPort {
         let w = match self.discipline {
             QueuingDiscipline::Fifo => live.min_by_key(|w| w.ticket),
             QueuingDiscipline::Priority => {
-                live.min_by_key(|w| (std::cmp::Reverse(w.priority), w.ticket))
+                live.min_by_key(|w| (std::cmp::Reverse(w.priority()), w.ticket))
             }
         };
         w.map(|w| w.ticket)
@@ -1553,7 +1596,7 @@ impl QueuingPort {
             return Err(ApexError::NotAvailable);
         }
         drop(st);
-        let (priority, process) = waiting_caller()?;
+        let process = waiting_caller()?;
         let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);
         let deadline = deadline_of(timeout);
         let deadline_ns = if timeout == INFINITE_TIME_VALUE {
@@ -1615,7 +1658,6 @@ impl QueuingPort {
         };
         st.waiters.push(Waiter {
             ticket,
-            priority,
             process,
             incarnation,
             serve,
@@ -1636,6 +1678,10 @@ impl QueuingPort {
                 .store(port_wait_word(self.index, ticket), Ordering::SeqCst);
             rt().kick_monitor(deadline_ns.saturating_add(super::hm::PORT_WAIT_GRACE_NS));
         }
+        // For SET_PRIORITY (`priority_changed`); SeqCst against its fence.
+        rt().ctl[process]
+            .port_line
+            .store(self.index as u32 + 1, Ordering::SeqCst);
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.waiter.kick();

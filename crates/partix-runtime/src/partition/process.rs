@@ -624,7 +624,8 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
 }
 
 /// Set the current priority of a process (`SET_PRIORITY`); it moves behind the other ready
-/// processes of the new priority. A process holding the preemption lock keeps running at the
+/// processes of the new priority, and, if it waits in a PRIORITY queue (an intra-partition
+/// object's or a queuing port's), to its new place in that queue. A process holding the preemption lock keeps running at the
 /// lock's priority until it unlocks.
 ///
 /// # Errors
@@ -668,6 +669,11 @@ pub fn set_priority(pid: ProcessId, priority: Priority) -> ApexResult<()> {
             Ok(false)
         }
     })?;
+    // A process waiting on a queuing port with the PRIORITY discipline moves in its line (the
+    // order is read at every look); its line is woken so that the new order takes effect now.
+    // The fence pairs with the SeqCst store of the line's word when a process joins one.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    super::ports::priority_changed(idx);
     if yield_after {
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
