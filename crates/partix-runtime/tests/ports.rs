@@ -871,7 +871,9 @@ fn an_expired_waiter_that_cannot_be_served_in_its_place_does_not_hold_the_line()
 /// still there for the next call. Before (review 26, finding 5, left until session 31), the
 /// time-out was decided at the first look at the port after the deadline, and each of them
 /// took the message (or the room): the partition's deadline monitor now looks at the port at
-/// each waiter's deadline (`ports::look_at_expired_wait`). On every transport.
+/// each waiter's deadline (`ports::look_at_expired_wait`). On every transport, with the
+/// receivers on a FIFO port and again on a PRIORITY one (where the head of the third case
+/// joined after the waiter behind it).
 #[test]
 fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing() {
     let dir = common::out_dir("ports-late-cfg");
@@ -885,6 +887,16 @@ fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing(
         );
         common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
         assert_passes(transport, "LATE_DST", &out[1], 7);
+        // The same on a PRIORITY port, whose head in the third case joined after the waiter
+        // behind it.
+        let out = run(
+            &m,
+            &format!("late-dst-priority-{transport}"),
+            &[("serve-src", &[], false), ("late-dst", &["priority"], true)],
+            Duration::from_secs(60),
+        );
+        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
+        assert_passes(&format!("{transport} PRIORITY"), "LATE_DST", &out[1], 7);
         let out = run(
             &m,
             &format!("late-src-{transport}"),

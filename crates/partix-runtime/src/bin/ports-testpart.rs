@@ -3036,6 +3036,8 @@ extern "C" fn expired_src_ctl() {
 static LATE_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
 /// r3 / r4 of `late-dst`.
 static LATE_PIDS2: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// `late-dst priority`: QIN has the PRIORITY discipline.
+static LATE_PRIORITY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// What r1..r5 (s1) got (as [`tag4`]; a sender 0 for NO_ERROR), or -1 (not returned yet).
 static LATE_GOT: [AtomicI32; 5] = [const { AtomicI32::new(-1) }; 5];
 /// When they returned (`get_time`), or -1.
@@ -3116,6 +3118,9 @@ extern "C" fn late_s1() {
 /// 4. r5 waits (500 ms) and is STOPped in the line, then STARTed again at once: its new wait
 ///    (3 s) is not ended at the old one's deadline (the old wait's word for the deadline
 ///    monitor is another's now): a message that comes 300 ms after that deadline is its.
+///
+/// With the argument `priority`, QIN has the PRIORITY discipline, and in the third case r4
+/// joins first and r3, of priority 12, joins ahead of it.
 extern "C" fn late_dst_ctl() {
     use ApexError::*;
     let q = get_queuing_port_id("QIN").expect("QIN");
@@ -3176,9 +3181,15 @@ extern "C" fn late_dst_ctl() {
     expect_dbg("that message stays queued too", left == Ok((4, 0x60)), left);
 
     let (r3, r4) = *LATE_PIDS2.get().expect("set at init");
-    start(r3).expect("start r3");
+    // PRIORITY: r4 joins first and r3 (priority 12) joins ahead of it.
+    let (first, second) = if LATE_PRIORITY.load(Ordering::Acquire) {
+        (r4, r3)
+    } else {
+        (r3, r4)
+    };
+    start(first).expect("start");
     let lined = within_5s(waiting);
-    start(r4).expect("start r4");
+    start(second).expect("start");
     let lined = lined && within_5s(|| nb_and_waiting(q) == Ok((0, 2)));
     let t2 = get_time();
     let suspended = suspend(r4);
@@ -4189,13 +4200,22 @@ fn main() {
             process("ctl", expired_src_ctl, 20, INFINITE_TIME_VALUE);
         }
         "late-dst" => {
-            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            // `late-dst priority`: QIN with the PRIORITY discipline, and in the third case the
+            // head (r3, priority 12) joins after the waiter behind it.
+            let priority = rest.first().is_some_and(|a| a == "priority");
+            LATE_PRIORITY.store(priority, Ordering::Release);
+            let discipline = if priority {
+                QueuingDiscipline::Priority
+            } else {
+                QueuingDiscipline::Fifo
+            };
+            create_queuing_port("QIN", 8, 8, d, discipline).expect("QIN");
             create_sampling_port("ASK", 8, s, 1_000 * MS).expect("ASK");
             create_sampling_port("DONE", 8, d, 1_000 * MS).expect("DONE");
             let r1 = testpart_common::new_process("r1", late_r1, 10);
             let r2 = testpart_common::new_process("r2", late_r2, 10);
             LATE_PIDS.set((r1, r2)).expect("once");
-            let r3 = testpart_common::new_process("r3", late_r3, 10);
+            let r3 = testpart_common::new_process("r3", late_r3, if priority { 12 } else { 10 });
             let r4 = testpart_common::new_process("r4", late_r4, 10);
             LATE_PIDS2.set((r3, r4)).expect("once");
             let r5 = testpart_common::new_process("r5", late_r5, 10);
