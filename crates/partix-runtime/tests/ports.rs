@@ -599,7 +599,10 @@ fn waiting_order(discipline: &str) -> Vec<String> {
 #[test]
 fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
     // Priorities 7, 5, 10, 15 start waiting in that order; 7 is then stopped (STOP) while
-    // waiting, and its place must not hold up the others.
+    // waiting, and its place must not hold up the others; then 15 is lowered to 1 (SET_PRIORITY)
+    // while it waits: the FIFO line keeps it in its place, the PRIORITY line puts it last
+    // (until session 32 it kept the priority it joined with, and got message 0). Lines by the
+    // priority each started with.
     assert_eq!(
         waiting_order("fifo"),
         [
@@ -611,9 +614,9 @@ fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
     assert_eq!(
         waiting_order("priority"),
         [
-            "GOT priority 5 message 2",
-            "GOT priority 10 message 1",
-            "GOT priority 15 message 0"
+            "GOT priority 5 message 1",
+            "GOT priority 10 message 0",
+            "GOT priority 15 message 2"
         ]
     );
 }

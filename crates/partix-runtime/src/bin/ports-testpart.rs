@@ -2261,6 +2261,10 @@ extern "C" fn order_watch() {
         .expect("status")
         .waiting_processes;
     expect("a stopped process no longer counts as waiting", n == 3, n);
+    // r15 (the head with PRIORITY, parked on the channel: QIN blocks) is lowered to 1 while it
+    // waits: a PRIORITY line puts it last, a FIFO one keeps it where it is.
+    let r15 = get_process_id("r15").expect("r15");
+    set_priority(r15, 1).expect("set_priority r15");
     write_sampling_message(s, b"ready").expect("write ready");
     idle_forever();
 }

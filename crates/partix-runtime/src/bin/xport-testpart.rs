@@ -19,10 +19,12 @@
 //! ```
 //! Before those, SRC and DST1 run the PRIORITY phase (processes `prio`, priority 30; the others
 //! start when it is done): three receivers of DST1 of priorities 5, 15, 10 wait on the empty
-//! PRIORITY port QP_IN and get SRC's m0, m1, m2 in priority order (15, 10, 5); then three
+//! PRIORITY port QP_IN, the one of 5 is raised to 20 while it waits (SET_PRIORITY), and they
+//! get SRC's m0, m1, m2 in the order of their current priorities (20, 15, 10); then three
 //! senders of SRC of priorities 5, 15, 10 wait on the full PRIORITY port QP_OUT (one message
-//! fills it) and DST1 receives their messages in priority order. In spin mode they join in the order
-//! 5, 10, 15 (the spinning head would keep a lower priority from running to join).
+//! fills it), the one of 15 is lowered to 1, and DST1 receives their messages in the order of
+//! their current priorities (10, 5, 1). In spin mode they join in the order 5, 10, 15 (the
+//! spinning head would keep a lower priority from running to join).
 //!
 //! MODE is the receive mode of every port (`spin`, `spin-then-park`, `blocking`; default
 //! `spin-then-park`), BIG the largest message of SBIG/QBIG (default 65483).
@@ -707,11 +709,15 @@ fn my_priority() -> Priority {
     get_process_status(me).expect("status").current_priority
 }
 
-/// A receiver of the PRIORITY phase: one message from QP_IN, recorded with its priority.
+/// A receiver of the PRIORITY phase: one message from QP_IN, recorded with its priority. The
+/// receiver of priority 5, which is raised to 20 while it waits, has a buffer shorter than the
+/// port's largest message, so it is never served in its place: at the head of the line after
+/// the SET_PRIORITY, it takes its message itself.
 extern "C" fn prio_receiver() {
     let p = my_priority();
     let mut buf = [0u8; 8];
-    let r = receive_queuing_message(qid("QP_IN"), &mut buf, WAIT).map(|n| buf[..n].to_vec());
+    let cap = if p == 5 { 4 } else { 8 };
+    let r = receive_queuing_message(qid("QP_IN"), &mut buf[..cap], WAIT).map(|n| buf[..n].to_vec());
     PRIO_GOT.lock().unwrap().push((p, r));
     idle_forever();
 }
@@ -762,8 +768,15 @@ fn join_in_order(
 }
 
 /// SET_PRIORITY of the waiting process that started at priority `from` (in `pids`) to `to`;
-/// report it, and that GET_PROCESS_STATUS shows it still WAITING at its new priority.
-fn reprioritise(what: &str, pids: &[(Priority, ProcessId)], from: Priority, to: Priority) {
+/// report it, that GET_PROCESS_STATUS shows it still WAITING at its new priority, and that the
+/// port (`waiting`: its WAITING_PROCESSES) still has all three waiting and nobody has returned.
+fn reprioritise(
+    what: &str,
+    pids: &[(Priority, ProcessId)],
+    from: Priority,
+    to: Priority,
+    waiting: impl Fn() -> ApexResult<u32>,
+) {
     let pid = pids
         .iter()
         .find(|&&(p, _)| p == from)
@@ -774,10 +787,12 @@ fn reprioritise(what: &str, pids: &[(Priority, ProcessId)], from: Priority, to: 
     let status = || get_process_status(pid).map(|s| (s.current_priority, s.process_state));
     poll_until(|| status() == Ok((to, ProcessState::Waiting)));
     let st = status();
+    let n = waiting();
+    let returned = PRIO_GOT.lock().unwrap().len();
     expect(
         &format!("PRIORITY: SET_PRIORITY {what}"),
-        r.is_ok() && st == Ok((to, ProcessState::Waiting)),
-        format!("{r:?}, status {st:?}"),
+        r.is_ok() && st == Ok((to, ProcessState::Waiting)) && n == Ok(3) && returned == 0,
+        format!("{r:?}, status {st:?}, WAITING_PROCESSES {n:?}, returned {returned}"),
     );
 }
 
@@ -822,6 +837,7 @@ extern "C" fn prio_src() {
         &pids,
         15,
         1,
+        || get_queuing_port_status(q).map(|s| s.waiting_processes),
     );
     let _ = write_sampling_message(down, b"senders");
     let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)
@@ -856,6 +872,7 @@ extern "C" fn prio_dst1() {
         &pids,
         5,
         20,
+        || get_queuing_port_status(q).map(|s| s.waiting_processes),
     );
     let _ = write_sampling_message(up, b"receivers");
     let all = poll_until(|| PRIO_GOT.lock().unwrap().len() == 3)

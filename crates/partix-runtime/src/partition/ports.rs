@@ -512,17 +512,24 @@ fn waiting_caller() -> ApexResult<usize> {
     }
 }
 
-/// SET_PRIORITY changed the priority of process `idx`: wake the waiters of the queuing port
-/// whose line it joined last ([`rt::ProcCtl::port_line`]), if any. The PRIORITY order is read
-/// at every look at the line ([`Waiter::priority`]), so the order is right at once; what this
-/// adds is that a waiter that has become the head (or the watcher) now, asleep on the port's
+/// SET_PRIORITY changed the priority of process `idx`: wake the waiters of the PRIORITY
+/// queuing port whose line it is in ([`rt::ProcCtl::port_line`]), if any. The order is read at
+/// every look at the line ([`Waiter::priority`]), so it is right at the next look anyway; what
+/// this adds is that a waiter that has become the head (or the watcher), asleep on the port's
 /// `wake` word until its 50 ms check, takes its place at once, and that an old head parked on
-/// the channel steps back. Under the port lock, as `leave` bumps `wake`: a waiter reads `wake`
-/// under the lock after it has read the priorities, so it either saw the new priority or is
-/// woken. The caller has published the priority (`Runtime::publish`) and made a full fence
-/// since, so either this sees the word of a line the process has joined or the process, on
-/// joining, reads the new priority.
+/// the channel steps back.
+///
+/// Called by `set_priority` with the runtime lock held (before a control request that reached
+/// the caller is honoured, so a suspended or stopped caller cannot leave the wake undone), and
+/// so without the port lock: lock-free, as a kick. A waiter takes its snapshots of `wake` and
+/// `gen` before it reads the priorities (`wait_queued`), so if its snapshot misses these bumps
+/// its wait returns at once, and if it sees them (SeqCst RMW and load) it reads the new
+/// priority (published before them, then a full fence). The word: the caller's fence comes
+/// after the priority is published, the joiner's after its word is stored, so either this
+/// reads the word of the line the process joins or the joiner's first look at its line reads
+/// the new priority.
 pub(crate) fn priority_changed(idx: usize) {
+    std::sync::atomic::fence(Ordering::SeqCst);
     let Some(ctl) = rt().ctl.get(idx) else {
         return;
     };
@@ -534,14 +541,12 @@ pub(crate) fn priority_changed(idx: usize) {
     else {
         return;
     };
-    let st = lock(&port.state);
-    if st.waiters.is_empty() {
+    if port.discipline != QueuingDiscipline::Priority {
         return;
     }
     port.gen.fetch_add(1, Ordering::SeqCst);
-    port.wake.fetch_add(1, Ordering::Release);
+    port.wake.fetch_add(1, Ordering::SeqCst);
     futex::wake_all(&port.wake);
-    drop(st);
     port.waiter.kick();
 }
 
@@ -1678,14 +1683,17 @@ impl QueuingPort {
                 .store(port_wait_word(self.index, ticket), Ordering::SeqCst);
             rt().kick_monitor(deadline_ns.saturating_add(super::hm::PORT_WAIT_GRACE_NS));
         }
-        // For SET_PRIORITY (`priority_changed`); SeqCst against its fence.
-        rt().ctl[process]
-            .port_line
-            .store(self.index as u32 + 1, Ordering::SeqCst);
+        // For SET_PRIORITY (`priority_changed`): the word, then a full fence before the line's
+        // order is first read (against the setter's fence between its priority and the word).
+        let line = &rt().ctl[process].port_line;
+        line.store(self.index as u32 + 1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
         self.gen.fetch_add(1, Ordering::SeqCst);
         // A parked head re-checks whether it is still the head.
         self.waiter.kick();
         let r = self.wait_queued(st, ticket, deadline, op, &mut marked);
+        // Out of the line: SET_PRIORITY has no line of the process's to wake.
+        line.store(0, Ordering::Relaxed);
         if marked {
             rt().leave_resource_wait();
         }
@@ -1734,6 +1742,11 @@ impl QueuingPort {
                     }
                 };
             }
+            // Snapshots before the line's order is read (under the lock, as every bump but
+            // SET_PRIORITY's, `priority_changed`, which is lock-free): a bump after them ends
+            // the waits below at once, and one they see was made after the new priority.
+            let w = self.wake.load(Ordering::SeqCst);
+            let g = self.gen.load(Ordering::SeqCst);
             let is_head = self.head(&st) == Some(ticket);
             if is_head {
                 match op(&mut st) {
@@ -1758,7 +1771,6 @@ impl QueuingPort {
             // The head watches the channel; so does the first waiter behind suspended receivers
             // at the head (it hands them their messages, above).
             if is_head || self.watcher(&st) == Some(ticket) {
-                let g = self.gen.load(Ordering::SeqCst);
                 drop(st);
                 let mode = self.mode.get();
                 let ready = || self.ready() || self.gen.load(Ordering::SeqCst) != g;
@@ -1799,7 +1811,6 @@ impl QueuingPort {
                     d.saturating_duration_since(now).min(STALE_CHECK)
                 });
                 // Wait without the lock (and so without deferring control signals).
-                let w = self.wake.load(Ordering::Acquire);
                 drop(st);
                 mark(marked);
                 futex::wait(&self.wake, w, Some(left));

@@ -625,8 +625,8 @@ pub fn resume(pid: ProcessId) -> ApexResult<()> {
 
 /// Set the current priority of a process (`SET_PRIORITY`); it moves behind the other ready
 /// processes of the new priority, and, if it waits in a PRIORITY queue (an intra-partition
-/// object's or a queuing port's), to its new place in that queue. A process holding the preemption lock keeps running at the
-/// lock's priority until it unlocks.
+/// object's or a queuing port's), to its new place in that queue. A process holding the
+/// preemption lock keeps running at the lock's priority until it unlocks.
 ///
 /// # Errors
 /// - `InvalidParam`: `pid` names no process, or `priority` is out of range.
@@ -638,42 +638,49 @@ pub fn set_priority(pid: ProcessId, priority: Priority) -> ApexResult<()> {
         return Err(ApexError::InvalidParam);
     }
     let caller = rt::self_index() == Some(idx);
-    let yield_after = r.with_inner(|inner| {
-        let p = &mut inner.procs[idx];
-        if p.dormant {
-            return Err(ApexError::InvalidMode);
-        }
-        p.current_priority = priority;
-        r.publish(idx, p);
-        let want = r.fifo_priority(inner, idx);
-        if let Some(p) = inner.proc_mut(idx) {
-            p.applied_fifo = want;
-        }
-        // Behind the other ready processes of its new priority. Linux puts a thread whose
-        // priority is lowered at the head of its new list, and leaves one whose priority is
-        // unchanged in place: the caller yields after the call, and another process is taken
-        // down to the lowest priority first, so that it rises to its new one (a raise puts it
-        // at the tail). Before, a process that lowered itself kept running ahead of the
-        // processes already READY at its new priority.
-        if caller {
-            r.set_fifo(0, want);
-            Ok(want != FIFO_LOCK)
-        } else {
-            let tid = r.ctl[idx].tid.load(Ordering::Acquire);
-            if tid != 0 {
-                if want > 1 {
-                    r.set_fifo(tid, 1);
-                }
-                r.set_fifo(tid, want);
-            }
-            Ok(false)
-        }
-    })?;
     // A process waiting on a queuing port with the PRIORITY discipline moves in its line (the
-    // order is read at every look); its line is woken so that the new order takes effect now.
-    // The fence pairs with the SeqCst store of the line's word when a process joins one.
-    std::sync::atomic::fence(Ordering::SeqCst);
-    super::ports::priority_changed(idx);
+    // order is read at every look); its line is woken so that the new order takes effect now,
+    // with the runtime lock still held (`with_inner_then`: before a control request that
+    // reached the caller is honoured).
+    let (yield_after, _) = r.with_inner_then(
+        |inner| {
+            let p = &mut inner.procs[idx];
+            if p.dormant {
+                return Err(ApexError::InvalidMode);
+            }
+            let changed = p.current_priority != priority;
+            p.current_priority = priority;
+            r.publish(idx, p);
+            let want = r.fifo_priority(inner, idx);
+            if let Some(p) = inner.proc_mut(idx) {
+                p.applied_fifo = want;
+            }
+            // Behind the other ready processes of its new priority. Linux puts a thread whose
+            // priority is lowered at the head of its new list, and leaves one whose priority is
+            // unchanged in place: the caller yields after the call, and another process is taken
+            // down to the lowest priority first, so that it rises to its new one (a raise puts it
+            // at the tail). Before, a process that lowered itself kept running ahead of the
+            // processes already READY at its new priority.
+            if caller {
+                r.set_fifo(0, want);
+                Ok((want != FIFO_LOCK, changed))
+            } else {
+                let tid = r.ctl[idx].tid.load(Ordering::Acquire);
+                if tid != 0 {
+                    if want > 1 {
+                        r.set_fifo(tid, 1);
+                    }
+                    r.set_fifo(tid, want);
+                }
+                Ok((false, changed))
+            }
+        },
+        |res| {
+            if let Ok((_, true)) = res {
+                super::ports::priority_changed(idx);
+            }
+        },
+    )?;
     if yield_after {
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
