@@ -2400,6 +2400,99 @@ extern "C" fn suspend_ctl() {
     idle_forever();
 }
 
+// ---------------------------------------------------- SET_PRIORITY of a waiter in a long window
+
+/// w and h of role `reprio-dst`.
+static REPRIO_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+/// What w and h received: the message's first byte, 100 + the error's index, or -1 (not yet).
+static REPRIO_GOT: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// A receiver of `reprio-dst` with a 4-byte buffer, shorter than QIN's largest message (8): it
+/// is never served in its place, so it takes its message only when it looks itself.
+fn reprio_receiver(i: usize) {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let mut buf = [0u8; 4];
+    let v = match receive_queuing_message(q, &mut buf, 20_000 * MS) {
+        Ok(4) => i32::from(buf[0]),
+        Ok(n) => 50 + n as i32,
+        Err(e) => 100 + e as i32,
+    };
+    REPRIO_GOT[i].store(v, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn reprio_w() {
+    reprio_receiver(0);
+}
+
+extern "C" fn reprio_h() {
+    reprio_receiver(1);
+}
+
+/// `reprio-dst` (tests/ports/reprio.xml, with `order-src`; QIN PRIORITY, OD's window 490 ms of
+/// every 500): h (priority 15) waits on QIN and is SUSPENDed; w (5) waits behind it. OS's three
+/// messages come while OD's window is closed and stay queued: h, at the head, cannot be served
+/// in its place (its buffer is short) and does not run; w is not the head. SET_PRIORITY then
+/// raises w to 20, inside OD's window: w, now the head, must take message 0 at once, woken by
+/// the SET_PRIORITY (`ports::priority_changed`), not at its next check of the line (every
+/// 50 ms from its last look, made 5 ms before, after the window's opening interrupted its
+/// wait; the next window boundary is at least ~400 ms away). Asserted: within 25 ms. Then h,
+/// resumed, gets message 1, and a TIME_OUT 0 receive message 2.
+extern "C" fn reprio_ctl() {
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let s = get_sampling_port_id("RDY").expect("RDY");
+    let (w, h) = *REPRIO_PIDS.get().expect("set at init");
+    let got = |i: usize| REPRIO_GOT[i].load(Ordering::Acquire);
+    start(h).expect("start h");
+    let lined = within_5s(|| nb_and_waiting(q) == Ok((0, 1)));
+    let suspended = suspend(h);
+    start(w).expect("start w");
+    let lined = lined && within_5s(|| nb_and_waiting(q) == Ok((0, 2)));
+    write_sampling_message(s, b"ready").expect("write ready");
+    let queued = within_5s(|| nb_and_waiting(q) == Ok((3, 2)));
+    expect_dbg(
+        "three messages queued while a suspended head that cannot be served in its place and \
+         a waiter behind it wait",
+        lined && suspended.is_ok() && queued && got(0) == -1 && got(1) == -1,
+        (lined, suspended, nb_and_waiting(q), got(0), got(1)),
+    );
+    // The window's opening interrupted every wait: let w look again (it runs once this sleeps)
+    // and go back to sleep, so that nothing but the SET_PRIORITY's wake makes it look now.
+    let _ = timed_wait(5 * MS);
+    let t0 = get_time();
+    let raised = set_priority(w, 20);
+    let mut took = None;
+    while get_time() - t0 < 25 * MS {
+        if got(0) >= 0 {
+            took = Some(get_time() - t0);
+            break;
+        }
+        let _ = timed_wait(MS / 10);
+    }
+    if let Some(t) = took {
+        out(&format!(
+            "INFO the raised waiter took its message {} us after SET_PRIORITY",
+            t / 1_000
+        ));
+    }
+    expect_dbg(
+        "raised above the suspended head, the waiter behind it takes message 0 within 25 ms",
+        raised.is_ok() && took.is_some() && got(0) == 0,
+        (raised, took, got(0)),
+    );
+    resume(h).expect("resume h");
+    let h_done = within_5s(|| got(1) >= 0);
+    let mut buf = [0u8; 8];
+    let r = receive_queuing_message(q, &mut buf, 0);
+    expect_dbg(
+        "resumed, the head gets message 1; a TIME_OUT 0 receive then gets message 2",
+        h_done && got(1) == 1 && r == Ok(4) && buf[0] == 2,
+        (h_done, got(1), r, buf[0]),
+    );
+    out("END reprio-dst");
+    idle_forever();
+}
+
 // ------------------------------------------------------------ a sender suspended in line
 
 fn suspend_sender(i: usize, tag: u8) {
@@ -4132,6 +4225,14 @@ fn main() {
             FDS_INIT.store(open_dev_null(), Ordering::Release);
             process("opener", fds_opener, 20, INFINITE_TIME_VALUE);
             process("checker", fds_checker, 10, INFINITE_TIME_VALUE);
+        }
+        "reprio-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Priority).expect("QIN");
+            create_sampling_port("RDY", 8, s, 1_000 * MS).expect("RDY");
+            let w = testpart_common::new_process("w", reprio_w, 5);
+            let h = testpart_common::new_process("h", reprio_h, 15);
+            REPRIO_PIDS.set((w, h)).expect("once");
+            process("ctl", reprio_ctl, 30, INFINITE_TIME_VALUE);
         }
         "suspend-dst" => {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");

@@ -522,12 +522,12 @@ fn waiting_caller() -> ApexResult<usize> {
 /// Called by `set_priority` with the runtime lock held (before a control request that reached
 /// the caller is honoured, so a suspended or stopped caller cannot leave the wake undone), and
 /// so without the port lock: lock-free, as a kick. A waiter takes its snapshots of `wake` and
-/// `gen` before it reads the priorities (`wait_queued`), so if its snapshot misses these bumps
-/// its wait returns at once, and if it sees them (SeqCst RMW and load) it reads the new
-/// priority (published before them, then a full fence). The word: the caller's fence comes
-/// after the priority is published, the joiner's after its word is stored, so either this
-/// reads the word of the line the process joins or the joiner's first look at its line reads
-/// the new priority.
+/// `gen` before the look that decides whether and where it waits (`wait_queued`), so if its
+/// snapshot misses these bumps its wait returns at once, and if it sees them (a SeqCst load of
+/// a value of this release RMW or a later one) it reads the new priority, published before.
+/// The word: the caller's fence comes after the priority is published, the joiner's after its
+/// word is stored, so either this reads the word of the line the process joins or the joiner's
+/// first look at its line reads the new priority.
 pub(crate) fn priority_changed(idx: usize) {
     std::sync::atomic::fence(Ordering::SeqCst);
     let Some(ctl) = rt().ctl.get(idx) else {
@@ -1742,9 +1742,10 @@ impl QueuingPort {
                     }
                 };
             }
-            // Snapshots before the line's order is read (under the lock, as every bump but
-            // SET_PRIORITY's, `priority_changed`, which is lock-free): a bump after them ends
-            // the waits below at once, and one they see was made after the new priority.
+            // Snapshots before the look that decides whether and where to wait (under the lock,
+            // as every bump but SET_PRIORITY's, `priority_changed`, which is lock-free): a bump
+            // after them ends the waits below at once, and one they see was made after the new
+            // priority was published.
             let w = self.wake.load(Ordering::SeqCst);
             let g = self.gen.load(Ordering::SeqCst);
             let is_head = self.head(&st) == Some(ticket);

@@ -254,10 +254,11 @@ pub(crate) struct ProcCtl {
     pub port_wait: AtomicU64,
     /// When the time-out of the wait in `port_wait` expires (module ns); written before it.
     pub port_wait_until: AtomicU64,
-    /// The queuing port whose line the process joined last (its index in the registry plus 1;
-    /// 0: none yet), with or without a time-out: SET_PRIORITY wakes that port's waiters, whose
-    /// PRIORITY order may have changed (`ports::priority_changed`). Never cleared: a stale
-    /// value costs one needless wake-up of that port's waiters.
+    /// The queuing port whose line the process is in (its index in the registry plus 1; 0:
+    /// none), with or without a time-out: SET_PRIORITY wakes that port's waiters, whose
+    /// PRIORITY order may have changed (`ports::priority_changed`). Stored when the process
+    /// joins the line, cleared when its wait returns; a process stopped while it waited leaves
+    /// it set, which costs at most one needless wake-up of that port's waiters.
     pub port_line: AtomicU32,
 }
 
