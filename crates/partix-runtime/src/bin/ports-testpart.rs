@@ -2293,14 +2293,21 @@ static SUSPEND_PIDS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
 static SUSPEND_GOT: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
 
 fn suspend_receiver(i: usize) {
+    receive_into(&SUSPEND_GOT[i], 8);
+}
+
+/// One message from QIN (20 s time-out) into a buffer of `cap` bytes; store into `got` the
+/// message's first byte (a 4-byte message), 50 + its length (another), or 100 + the error's
+/// index; then idle.
+fn receive_into(got: &AtomicI32, cap: usize) {
     let q = get_queuing_port_id("QIN").expect("QIN");
     let mut buf = [0u8; 8];
-    let v = match receive_queuing_message(q, &mut buf, 20_000 * MS) {
+    let v = match receive_queuing_message(q, &mut buf[..cap], 20_000 * MS) {
         Ok(4) => i32::from(buf[0]),
         Ok(n) => 50 + n as i32,
         Err(e) => 100 + e as i32,
     };
-    SUSPEND_GOT[i].store(v, Ordering::Release);
+    got.store(v, Ordering::Release);
     idle_forever();
 }
 
@@ -2410,15 +2417,7 @@ static REPRIO_GOT: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
 /// A receiver of `reprio-dst` with a 4-byte buffer, shorter than QIN's largest message (8): it
 /// is never served in its place, so it takes its message only when it looks itself.
 fn reprio_receiver(i: usize) {
-    let q = get_queuing_port_id("QIN").expect("QIN");
-    let mut buf = [0u8; 4];
-    let v = match receive_queuing_message(q, &mut buf, 20_000 * MS) {
-        Ok(4) => i32::from(buf[0]),
-        Ok(n) => 50 + n as i32,
-        Err(e) => 100 + e as i32,
-    };
-    REPRIO_GOT[i].store(v, Ordering::Release);
-    idle_forever();
+    receive_into(&REPRIO_GOT[i], 4);
 }
 
 extern "C" fn reprio_w() {
