@@ -599,9 +599,10 @@ fn waiting_order(discipline: &str) -> Vec<String> {
 #[test]
 fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
     // Priorities 7, 5, 10, 15 start waiting in that order; 7 is then stopped (STOP) while
-    // waiting, and its place must not hold up the others; then 15 is lowered to 1 (SET_PRIORITY)
-    // while it waits: the FIFO line keeps it in its place, the PRIORITY line puts it last
-    // (until session 32 it kept the priority it joined with, and got message 0). Lines by the
+    // waiting, and its place must not hold up the others; then, while they wait, 15 is lowered
+    // to 12 and 5 raised to 10 (SET_PRIORITY): the FIFO line keeps them in place; the PRIORITY
+    // line keeps 15 first and puts 5, which came before 10, ahead of it (FIFO among equals;
+    // until session 32 the line kept the priorities they joined with: 15, 10, 5). Lines by the
     // priority each started with.
     assert_eq!(
         waiting_order("fifo"),
@@ -615,8 +616,8 @@ fn waiting_receivers_get_messages_in_fifo_or_priority_order() {
         waiting_order("priority"),
         [
             "GOT priority 5 message 1",
-            "GOT priority 10 message 0",
-            "GOT priority 15 message 2"
+            "GOT priority 10 message 2",
+            "GOT priority 15 message 0"
         ]
     );
 }

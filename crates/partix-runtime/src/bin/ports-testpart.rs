@@ -2261,10 +2261,14 @@ extern "C" fn order_watch() {
         .expect("status")
         .waiting_processes;
     expect("a stopped process no longer counts as waiting", n == 3, n);
-    // r15 (the head with PRIORITY, parked on the channel: QIN blocks) is lowered to 1 while it
-    // waits: a PRIORITY line puts it last, a FIFO one keeps it where it is.
+    // While they wait, r15 (the head with PRIORITY, parked on the channel: QIN blocks) is
+    // lowered to 12 and r5 raised to 10, r10's priority: a PRIORITY line keeps r15 first and
+    // puts r5, which came before r10, ahead of it (FIFO among equals); a FIFO line keeps them
+    // all in place.
     let r15 = get_process_id("r15").expect("r15");
-    set_priority(r15, 1).expect("set_priority r15");
+    set_priority(r15, 12).expect("set_priority r15");
+    let r5 = get_process_id("r5").expect("r5");
+    set_priority(r5, 10).expect("set_priority r5");
     write_sampling_message(s, b"ready").expect("write ready");
     idle_forever();
 }
