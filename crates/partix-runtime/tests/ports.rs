@@ -906,24 +906,18 @@ fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing(
     let dir = common::out_dir("ports-late-cfg");
     for transport in ["one-sided", "two-sided", "udp", "tcp"] {
         let m = common::on_transport("serve.xml", transport, &dir);
-        let out = run(
-            &m,
-            &format!("late-dst-{transport}"),
-            &[("serve-src", &[], false), ("late-dst", &[], true)],
-            Duration::from_secs(60),
-        );
-        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
-        assert_passes(transport, "LATE_DST", &out[1], 7);
-        // The same on a PRIORITY port, whose head in the third case joined after the waiter
-        // behind it.
-        let out = run(
-            &m,
-            &format!("late-dst-priority-{transport}"),
-            &[("serve-src", &[], false), ("late-dst", &["priority"], true)],
-            Duration::from_secs(60),
-        );
-        common::assert_no_fail(&format!("{transport} SERVE_SRC"), &out[0]);
-        assert_passes(&format!("{transport} PRIORITY"), "LATE_DST", &out[1], 7);
+        // FIFO, then PRIORITY (whose head in the third case joined after the waiter behind it).
+        for (discipline, args) in [("fifo", &[][..]), ("priority", &["priority"][..])] {
+            let who = format!("{transport} {discipline}");
+            let out = run(
+                &m,
+                &format!("late-dst-{discipline}-{transport}"),
+                &[("serve-src", &[], false), ("late-dst", args, true)],
+                Duration::from_secs(60),
+            );
+            common::assert_no_fail(&format!("{who} SERVE_SRC"), &out[0]);
+            assert_passes(&who, "LATE_DST", &out[1], 7);
+        }
         let out = run(
             &m,
             &format!("late-src-{transport}"),
