@@ -1185,6 +1185,16 @@ impl<'s> OsSwitcher<'s> {
                         libc::_exit(126);
                     }
                 }
+                // The v1 holds' `tasks` files too, which the child writes after the moves: one
+                // numbered like a target wrote its "0" into the region dup2 put there (the
+                // partition's magic became "0ARTIX01", and it refused to attach).
+                let mut v1 = v1;
+                for fd in v1.iter_mut().filter(|fd| **fd >= 0) {
+                    *fd = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, high);
+                    if *fd < 0 {
+                        libc::_exit(126);
+                    }
+                }
                 if libc::dup2(tm, MODULE_FD_NUM) < 0
                     || libc::dup2(tp, PARTITION_FD_NUM) < 0
                     || (tc >= 0 && libc::dup2(tc, CONFIG_FD_NUM) < 0)
