@@ -361,7 +361,9 @@ mod tests {
         let r = RATE.load(Ordering::Relaxed);
         let ticks_per_s = ((1_000_000_000u128 << 32) / u128::from(r)) as u64;
         let mut a = Anchor {
-            tsc: tsc() - 3600 * ticks_per_s,
+            // Wrapping: the TSC counts from boot, and the machine may be up for less than an hour
+            // (CI on a fresh VM overflowed here).
+            tsc: tsc().wrapping_sub(3600 * ticks_per_s),
             ns: monotonic_ns() - 20_000_000,
             rate: r,
             span: 1,
