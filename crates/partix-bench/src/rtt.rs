@@ -253,15 +253,33 @@ fn spawn_peer(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // The moves below use a fixed array (no allocation after the fork).
+    const MAX_FDS: usize = 16;
+    anyhow::ensure!(
+        fds.len() <= MAX_FDS,
+        "{} descriptors for {}: at most {MAX_FDS}",
+        fds.len(),
+        peer.program.display()
+    );
+    // Just above every target: `F_DUPFD` refuses a floor at or above the soft descriptor limit
+    // (often 1024), as the executive found (`executive::os::descriptor_floor`).
+    let high = fds
+        .iter()
+        .map(|&(_, dst)| dst)
+        .max()
+        .unwrap_or(PORT_FD_BASE)
+        + 1;
     // SAFETY: between fork and exec the closure only calls async-signal-safe functions (prctl,
-    // fcntl, dup2, close) on the descriptor numbers captured before the fork.
+    // fcntl, dup2, close) on the descriptor numbers captured before the fork. (Left alone: the
+    // pipe std's spawn reports an exec failure through is the child's too, and one numbered
+    // like a target would be replaced; that takes some 600 descriptors open in the bench.)
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             // First above every target number, then onto the targets (as the executive does).
-            let mut tmp = [0 as RawFd; 16];
+            let mut tmp = [0 as RawFd; MAX_FDS];
             for (i, &(src, _)) in fds.iter().enumerate().take(tmp.len()) {
-                tmp[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
+                tmp[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, high);
                 if tmp[i] < 0 {
                     return Err(std::io::Error::last_os_error());
                 }

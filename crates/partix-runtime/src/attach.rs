@@ -420,6 +420,11 @@ impl PartitionContext {
         let pfd: i32 = pfd
             .parse()
             .map_err(|_| AttachError::BadEnv(ENV_PARTITION_FD, pfd.clone()))?;
+        // Out of the environment before the regions are mapped: a failed map closes the
+        // descriptors, and a program the partition runs after that must not be told of them
+        // (nor of the ports', taken above).
+        std::env::remove_var(ENV_MODULE_FD);
+        std::env::remove_var(ENV_PARTITION_FD);
         // The executive's `dup2` left them inheritable (for this program): not for a program the
         // partition runs. (They stay open, owned by the regions.)
         for fd in [mfd, pfd] {
@@ -434,10 +439,6 @@ impl PartitionContext {
         let partition =
             unsafe { Region::from_raw_fd(pfd, PARTITION_REGION_LEN, Access::ReadWrite) }
                 .map_err(AttachError::Region)?;
-        // Do not leak the variables into programs the partition might exec (nor the ports' one,
-        // taken above).
-        std::env::remove_var(ENV_MODULE_FD);
-        std::env::remove_var(ENV_PARTITION_FD);
         let ctx = PartitionContext {
             module,
             partition,

@@ -3730,7 +3730,7 @@ mod tests {
             if pid == 0 {
                 // SAFETY: as above.
                 unsafe {
-                    mark_inherited_cloexec(true);
+                    mark_inherited_cloexec(use_close_range);
                     libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
                     libc::_exit(127);
                 }
