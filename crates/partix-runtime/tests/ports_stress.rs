@@ -114,6 +114,14 @@ fn start(set: &ChannelSet, p: usize, cpu: usize, args: &[String], count: Option<
     let mut fds: Vec<(RawFd, RawFd)> = set.child_fds(p);
     fds.extend(count.map(|r| (r.raw_fd(), COUNT_FD)));
     assert!(fds.len() <= 32, "at most 32 descriptors");
+    // Just above every target: `F_DUPFD` refuses a floor at or above the soft descriptor limit
+    // (often 1024; a fixed 4696 failed every start there).
+    let high = fds
+        .iter()
+        .map(|&(_, dst)| dst)
+        .max()
+        .unwrap_or(PORT_FD_BASE)
+        + 1;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stress-testpart"));
     cmd.args(args)
         .env(ENV_PORT_FDS, set.env_value(p))
@@ -141,7 +149,7 @@ fn start(set: &ChannelSet, p: usize, cpu: usize, args: &[String], count: Option<
             // First above every target number, then onto the targets (as the executive does).
             let mut tmp = [0 as RawFd; 32];
             for (i, &(src, _)) in fds.iter().enumerate() {
-                tmp[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, PORT_FD_BASE + 4096);
+                tmp[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, high);
                 if tmp[i] < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -240,6 +248,18 @@ fn seed() -> u64 {
 
 fn stress(transport: &str) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Under the usual soft limit on open descriptors, as a login shell has it: the partitions'
+    // descriptor moves must fit below it (`start`).
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: l is a valid rlimit for getrlimit and setrlimit.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut l), 0);
+        l.rlim_cur = l.rlim_cur.min(1024);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &l), 0);
+    }
     let Some((c0, c1)) = two_cpus() else {
         eprintln!("ports_stress {transport}: skipped, this process may use only one CPU");
         return;
