@@ -3484,8 +3484,14 @@ mod tests {
 
     /// A thread cannot be pinned to a CPU beyond the kernel's CPU set: `enter` says so instead
     /// of panicking in `CPU_SET`.
+    /// Held by the tests that enter an [`RtThread`]: entering and leaving one saves and
+    /// restores the process's `RLIMIT_RTTIME`, which `rt_thread_arms_the_rttime_watchdog_...`
+    /// checks (found by review).
+    static RT_THREADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn an_rt_thread_on_a_cpu_beyond_the_set_is_not_pinned() {
+        let _rt = RT_THREADS.lock().unwrap_or_else(|e| e.into_inner());
         let t = std::thread::spawn(|| RtThread::enter(libc::CPU_SETSIZE as usize).pinned);
         assert!(!t.join().unwrap());
     }
@@ -3693,6 +3699,7 @@ mod tests {
 
     #[test]
     fn rt_thread_arms_the_rttime_watchdog_and_restores_it() {
+        let _rt = RT_THREADS.lock().unwrap_or_else(|e| e.into_inner());
         let before = rttime();
         let cpu = default_cpu();
         let rt = RtThread::enter(cpu);

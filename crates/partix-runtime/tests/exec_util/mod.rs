@@ -103,10 +103,6 @@ pub fn is_root() -> bool {
 /// Run module `m` (every partition's program resolved from it) for `frames` major frames on
 /// the default CPU with switch mechanism `switch`.
 pub fn run_frames(m: &Module, frames: u64, switch: SwitchMechanism) -> RunReport {
-    // One executive at a time: each runs SCHED_FIFO 99 on the same CPU with its partitions, so
-    // two tests of one binary running at once would take each other's windows.
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     run_with(
         m,
         Options {
@@ -130,6 +126,13 @@ pub fn run_with(
     options: Options,
     stop: &AtomicBool,
 ) -> Result<RunReport, partix_runtime::executive::os::RunError> {
+    // One executive at a time: each runs SCHED_FIFO 99 on the same CPU with its partitions, so
+    // two tests of one binary running at once would take each other's windows (and interleave
+    // their saves and restores of the process's RLIMIT_RTTIME). Every run of this module's
+    // helpers comes here (`run_frames` too: a test that called `run_with` directly ran beside
+    // them; found by review).
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let programs = (0..m.partitions.len())
         .map(|p| resolve_program(m, p).unwrap())
         .collect();
