@@ -964,8 +964,8 @@ fn a_module_action_ordered_by_a_partition_applies_to_the_module() {
 }
 
 /// After a restart, the releases are anchored at the partition's next window, not at the start
-/// of the window it was respawned in: the restarted incarnation initialises for 8 ms of that
-/// window and enters NORMAL there, and its periodic process (capacity 4 ms) had its first
+/// of the window it was respawned in: the restarted incarnation initialises for 16 ms of that
+/// window and enters NORMAL there, and its periodic process (capacity 12 ms) had its first
 /// deadline before the transition: a DEADLINE_MISSED after every restart (found by review).
 #[test]
 fn releases_after_a_restart_start_after_the_transition_to_normal() {

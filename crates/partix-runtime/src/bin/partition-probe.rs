@@ -716,7 +716,9 @@ static NORMAL_AT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::n
 /// Time capacity of the restart scenario's process: shorter than the restarted incarnation's
 /// initialisation (so a release anchored at the start of the window it was respawned in has
 /// its deadline passed already when NORMAL is entered).
-const RA_CAPACITY: SystemTime = 4 * MS;
+// 12 ms and 16 ms (4 and 8 before): a job must not miss its deadline for a vCPU stall of a few
+// ms (this VM has shown 13 ms ones).
+const RA_CAPACITY: SystemTime = 12 * MS;
 extern "C" fn ra_restarter() {
     let _ = set_partition_mode(OperatingMode::ColdStart);
     ev("ra:never");
@@ -738,8 +740,8 @@ extern "C" fn ra_job() {
     idle();
 }
 /// Under `partix run` (40 ms frame, a 20 ms window): the first incarnation's process asks for a
-/// COLD_START; the restarted one spends 8 ms initialising in the window it is respawned in,
-/// then enters NORMAL; its periodic process (period 40 ms, capacity 4 ms) reports whether its
+/// COLD_START; the restarted one spends 16 ms initialising in the window it is respawned in,
+/// then enters NORMAL; its periodic process (period 40 ms, capacity 12 ms) reports whether its
 /// first release came after that, runs 3 more jobs and makes the partition IDLE.
 fn scenario_exec_restart_anchor() -> ! {
     let st = get_partition_status();
@@ -749,7 +751,7 @@ fn scenario_exec_restart_anchor() -> ! {
         start(pid("restarter")).unwrap();
         normal()
     }
-    std::thread::sleep(std::time::Duration::from_millis(8));
+    std::thread::sleep(std::time::Duration::from_millis(16));
     create_process(&periodic("p", ra_job, 10, 40 * MS, RA_CAPACITY)).unwrap();
     start(pid("p")).unwrap();
     NORMAL_AT.store(get_time(), Ordering::SeqCst);
