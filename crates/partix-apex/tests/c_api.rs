@@ -126,10 +126,10 @@ fn compile(src: &Path, name: &str, link: Link, extra: &[&str]) -> PathBuf {
     out
 }
 
-/// Run `exe` standalone (no executive) with extra environment `env`; if `stop_after` is given,
-/// kill it (by pid) after that long. Without it, wait for it to exit, killing it and failing after
-/// a generous 60 s.
-fn run_for(exe: &Path, env: &[(&str, &str)], stop_after: Option<Duration>) -> Output {
+/// Run `exe` standalone (no executive) with extra environment `env`; wait for it to exit,
+/// killing it (by pid) and failing after a generous 60 s. (A program that never ends:
+/// [`run_until_lines`].)
+fn run_for(exe: &Path, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(exe)
         .env_remove("PARTIX_STANDALONE_RESTART")
         .env_remove("PARTIX_CONFIG")
@@ -142,7 +142,7 @@ fn run_for(exe: &Path, env: &[(&str, &str)], stop_after: Option<Duration>) -> Ou
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e}", exe.display()));
-    let limit = stop_after.unwrap_or(Duration::from_secs(60));
+    let limit = Duration::from_secs(60);
     let start = Instant::now();
     loop {
         if child.try_wait().expect("try_wait").is_some() {
@@ -150,20 +150,60 @@ fn run_for(exe: &Path, env: &[(&str, &str)], stop_after: Option<Duration>) -> Ou
         }
         if start.elapsed() >= limit {
             child.kill().expect("kill the C program we started");
-            if stop_after.is_none() {
-                let out = child.wait_with_output().expect("wait");
-                panic!(
-                    "{} did not finish within {limit:?}; stdout:\n{}\nstderr:\n{}",
-                    exe.display(),
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            break;
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "{} did not finish within {limit:?}; stdout:\n{}\nstderr:\n{}",
+                exe.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     child.wait_with_output().expect("wait_with_output")
+}
+
+/// Run `exe` (a program that never ends) until its standard output has a line starting with
+/// each of `prefixes`, or for `limit`, then kill it and return its output. (Fixed run times of
+/// 500 ms and 1 s were short for a partition starting beside parallel compilations; found by
+/// review.)
+fn run_until_lines(exe: &Path, prefixes: &[&str], limit: Duration) -> Output {
+    use std::io::BufRead;
+    let mut child = Command::new(exe)
+        .env_remove("PARTIX_STANDALONE_RESTART")
+        .env_remove("PARTIX_CONFIG")
+        .env_remove("PARTIX_PARTITION_ID")
+        .env_remove("PARTIX_MODULE_FD")
+        .env_remove("PARTIX_PARTITION_FD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", exe.display()));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut missing: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        for l in std::io::BufReader::new(stdout).lines() {
+            let Ok(l) = l else { break };
+            text.extend_from_slice(l.as_bytes());
+            text.push(b'\n');
+            if !missing.is_empty() {
+                missing.retain(|p| !l.starts_with(p.as_str()));
+                if missing.is_empty() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+        text
+    });
+    // Until every line came, the program ended (the reader's sender is gone), or the limit.
+    let _ = rx.recv_timeout(limit);
+    child.kill().expect("kill the C program we started");
+    let mut out = child.wait_with_output().expect("wait_with_output");
+    out.stdout = reader.join().expect("the reader thread");
+    out
 }
 
 /// Each header alone, in C99 `-pedantic` and C++11: every file of `c_headers::FILES` (the list
@@ -243,7 +283,7 @@ fn assert_golden(actual: &Output, golden: &str) {
 fn a_pok_style_partition_compiles_unchanged_and_runs_with_the_shared_library() {
     compile(&c_source("pok_style.c"), "pok_style_check", Link::None, &[]);
     let exe = compile(&c_source("pok_style.c"), "pok_style", Link::Shared, &[]);
-    let out = run_for(&exe, &[], Some(Duration::from_millis(500)));
+    let out = run_until_lines(&exe, &["BOARD 2 len=1 rc=0"], Duration::from_secs(20));
     let text = String::from_utf8_lossy(&out.stdout);
     for line in [
         "CREATE_PROCESS rc=0",
@@ -276,7 +316,7 @@ fn a_pok_style_partition_compiles_unchanged_and_runs_with_the_shared_library() {
 #[test]
 fn every_service_return_code_and_the_process_state_machine() {
     let exe = compile(&c_source("services.c"), "services", Link::Static, &[]);
-    let out = run_for(&exe, &[], None);
+    let out = run_for(&exe, &[]);
     assert_golden(&out, "services.expected");
     assert!(
         out.status.success(),
@@ -302,7 +342,7 @@ fn a_broken_stderr_does_not_abort_a_partition() {
         Link::Static,
         &[],
     );
-    let out = run_for(&exe, &[], None);
+    let out = run_for(&exe, &[]);
     assert!(
         out.status.success(),
         "stderr_broken exited with {:?}",
@@ -319,7 +359,7 @@ fn a_broken_stderr_does_not_abort_a_partition() {
 #[test]
 fn intra_partition_services_return_codes_and_release() {
     let exe = compile(&c_source("intra.c"), "intra", Link::Static, &[]);
-    let out = run_for(&exe, &[], None);
+    let out = run_for(&exe, &[]);
     assert_golden(&out, "intra.expected");
     assert!(
         out.status.success(),
@@ -343,7 +383,6 @@ fn module_schedule_services_follow_the_configuration() {
         let out = run_for(
             &exe,
             &[("PARTIX_CONFIG", config), ("PARTIX_PARTITION_ID", id)],
-            None,
         );
         assert!(
             out.status.success(),
@@ -354,12 +393,18 @@ fn module_schedule_services_follow_the_configuration() {
 }
 
 /// The demo's C partition compiles with the house warnings, reaches NORMAL and runs its four
-/// processes (standalone, stopped after about a second).
+/// processes (standalone, stopped once each process has done a job).
 #[test]
 fn the_ofp_demo_partition_reaches_normal_and_runs_its_processes() {
     let src = manifest_dir().join("../../examples/uav/ofp.c");
     let exe = compile(&src, "ofp", Link::Static, &[]);
-    let out = run_for(&exe, &[], Some(Duration::from_secs(1)));
+    let names = ["GnC", "NavReader", "SwmReader", "AdtReader"];
+    let firsts: Vec<String> = names
+        .iter()
+        .map(|n| format!("OFP: {n} job 1 done at "))
+        .collect();
+    let firsts: Vec<&str> = firsts.iter().map(String::as_str).collect();
+    let out = run_until_lines(&exe, &firsts, Duration::from_secs(20));
     let text = String::from_utf8_lossy(&out.stdout);
     let ctx = || {
         format!(
@@ -372,7 +417,7 @@ fn the_ofp_demo_partition_reaches_normal_and_runs_its_processes() {
         "{}",
         ctx()
     );
-    for name in ["GnC", "NavReader", "SwmReader", "AdtReader"] {
+    for name in names {
         let first = format!("OFP: {name} job 1 done at ");
         let line = text
             .lines()
