@@ -77,29 +77,51 @@ fn tcp_channel(max: u32) -> (ChannelSet, Vec<MappedPort>, Vec<MappedPort>) {
 /// agent to take it. An agent that sleeps 100 ms after the first bytes leaves the rest unread
 /// for 90-95 ms (measured before the fix), so only that sleep breaks the bound; the 40 ms left
 /// are for scheduling (the agent runs at SCHED_FIFO 96 when the test runs as root). The test
-/// asserts that the agent does not sleep there, not how fast it is.
+/// asserts that the agent does not sleep there, not how fast it is (each case may take three
+/// tries).
 #[test]
 fn a_tcp_agent_takes_what_comes_after_padding_or_part_of_a_frame_without_sleeping() {
-    const LIMIT: Duration = Duration::from_millis(50);
-    // The time the agent's thread takes to start and poll, so that what comes next wakes it.
-    let settle = || std::thread::sleep(Duration::from_millis(20));
-    // The source's padding at its start, then one small message.
-    let (set, src, dst) = tcp_channel(32);
-    let r = SamplingDestination::attach(&dst[0]).unwrap();
+    // Each case up to three times: an agent that sleeps there misses the bound every time (90-95
+    // ms), a vCPU stall of 40 ms or more hardly three times in a row (found by review).
+    let within = |what: &str, case: &dyn Fn() -> Option<Duration>| {
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let t = case();
+            if t.is_some_and(|t| t < LIMIT) {
+                return;
+            }
+            seen.push(t);
+        }
+        panic!("{what} waited {seen:?} in three tries (at most {LIMIT:?})");
+    };
+    within("the message written after the padding", &after_padding);
+    within("the rest of the frame", &rest_of_a_frame);
+}
+
+const LIMIT: Duration = Duration::from_millis(50);
+
+/// The time the agent's thread takes to start and poll, so that what comes next wakes it.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+/// The source's padding at its start, then one small message: how long the message waited.
+fn after_padding() -> Option<Duration> {
+    let (_set, src, dst) = tcp_channel(32);
+    let _r = SamplingDestination::attach(&dst[0]).unwrap();
     settle();
     let mut w = SamplingSource::attach(&src[0]).unwrap();
     let fd = &dst[0].sockets[0];
     taken_within(fd, Duration::from_secs(5)).expect("the agent never took the padding");
     std::thread::sleep(Duration::from_millis(10));
     w.write(&[7u8; 8]);
-    let t = taken_within(fd, Duration::from_secs(1));
-    assert!(
-        t.is_some_and(|t| t < LIMIT),
-        "the message written after the padding waited {t:?} (at most {LIMIT:?})"
-    );
-    // A frame of 200 KiB sent in two pieces 5 ms apart: the first (32 KiB) less than a loopback
-    // segment, so that the agent takes it in one wake-up; the second the rest.
-    drop((r, w, src, dst, set));
+    taken_within(fd, Duration::from_secs(1))
+}
+
+/// A frame of 200 KiB sent in two pieces 5 ms apart: the first (32 KiB) less than a loopback
+/// segment, so that the agent takes it in one wake-up; the second the rest. How long the rest
+/// waited (and the frame is taken whole).
+fn rest_of_a_frame() -> Option<Duration> {
     const MAX: u32 = 200 << 10;
     let (_set, src, dst) = tcp_channel(MAX);
     let mut r = SamplingDestination::attach(&dst[0]).unwrap();
@@ -118,12 +140,9 @@ fn a_tcp_agent_takes_what_comes_after_padding_or_part_of_a_frame_without_sleepin
     std::thread::sleep(Duration::from_millis(5));
     send_all(out, &frame[first..]);
     let t = taken_within(fd, Duration::from_secs(1));
-    assert!(
-        t.is_some_and(|t| t < LIMIT),
-        "the rest of the frame waited {t:?} (at most {LIMIT:?})"
-    );
     let mut buf = vec![0u8; MAX as usize];
     let ok = r.read(&mut buf).expect("the frame was not taken whole");
     assert_eq!(ok.len, MAX as usize);
     assert!(buf.iter().all(|&x| x == 5));
+    t
 }
