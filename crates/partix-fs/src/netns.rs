@@ -68,12 +68,19 @@ impl VethPair {
             ip_a: Ipv4Addr::new(10, 77, 0, 1),
             ip_b: Ipv4Addr::new(10, 77, 0, 2),
         };
-        // Remove leftovers of a crashed run with the same names.
-        let _ = ip(&["netns", "del", &p.ns_a]);
-        let _ = ip(&["netns", "del", &p.ns_b]);
-        ip(&["netns", "add", &p.ns_a])?;
-        // From here on, Drop cleans up whatever was made.
-        ip(&["netns", "add", &p.ns_b])?;
+        // One `ip netns add` at a time in this process: the first on a fresh machine makes
+        // `/run/netns` a shared mount of itself, and two at once can stack those mounts and
+        // hide each other's namespace files (found by review).
+        static ADD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        {
+            let _one = ADD.lock().unwrap_or_else(|e| e.into_inner());
+            // Remove leftovers of a crashed run with the same names.
+            let _ = ip(&["netns", "del", &p.ns_a]);
+            let _ = ip(&["netns", "del", &p.ns_b]);
+            ip(&["netns", "add", &p.ns_a])?;
+            // From here on, Drop cleans up whatever was made.
+            ip(&["netns", "add", &p.ns_b])?;
+        }
         let (ma, mb) = (p.mac_a.to_string(), p.mac_b.to_string());
         ip(&[
             "link", "add", &p.if_a, "netns", &p.ns_a, "address", &ma, "type", "veth", "peer",
