@@ -58,13 +58,29 @@ impl Raw {
         None
     }
 
-    /// Expect no reply to anything within a short wait.
+    /// Expect no reply to anything within a short wait. A late reply to a repeated handshake
+    /// (tag 0: the handshake is sent again every 300 ms until a reply comes, and a slow first
+    /// reply lets a second try through) is not an answer to anything since (found by review).
     fn silent(&mut self) -> bool {
         let mut buf = vec![0u8; 2000];
-        self.t
-            .recv(&mut buf, Duration::from_millis(200))
-            .unwrap()
-            .is_none()
+        loop {
+            let Some(r) = self.t.recv(&mut buf, Duration::from_millis(200)).unwrap() else {
+                return true;
+            };
+            // A successful reply to tag 0 that carries a Version, nothing else.
+            let handshake = FsPacket::new_checked(&buf[..r.len.min(buf.len())]).is_ok_and(|p| {
+                p.opcode() == Opcode::Reply
+                    && p.tag() == 0
+                    && ReplyPacket::new_checked(p.body()).is_ok_and(|rp| {
+                        rp.error().is_ok()
+                            && VersionPacket::new_checked(rp.data())
+                                .is_ok_and(|v| VersionRepr::parse(&v).is_ok())
+                    })
+            });
+            if !handshake {
+                return false;
+            }
+        }
     }
 }
 
