@@ -662,6 +662,11 @@ mod shm {
         use super::*;
         use std::sync::atomic::AtomicU64;
 
+        /// How soon a wake-up (or a stop) must end a park in these tests: well under
+        /// [`MAX_PARK`], at whose end every park looks again anyway, so that a wake-up that was
+        /// never sent cannot pass for one (found by review: the tests allowed 2 to 30 s).
+        pub(crate) const WAKE_BOUND: Duration = Duration::from_millis(300);
+
         fn notifier() -> Notifier {
             let r = Arc::new(Region::create("partix-shm-notifier-test", 4096).unwrap());
             Notifier::new(r, 64).unwrap()
@@ -680,17 +685,27 @@ mod shm {
             let data = Arc::new(AtomicU64::new(0));
             let (n2, d2) = (n.clone(), data.clone());
             let t = std::thread::spawn(move || {
-                n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
+                let ok = n2.park_until(Some(Instant::now() + Duration::from_secs(20)), || {
                     d2.load(Ordering::Acquire) == 1
-                })
+                });
+                (ok, Instant::now())
             });
-            // Wait until the receiver registered (so the wake really goes through the futex).
+            // Wait until the receiver registered (so the wake really goes through the futex),
+            // and a little more, so that it sleeps.
             while n.registered() == 0 {
                 std::thread::yield_now();
             }
+            std::thread::sleep(Duration::from_millis(20));
             data.store(1, Ordering::Release);
+            let sent = Instant::now();
             n.notify();
-            assert!(t.join().unwrap());
+            let (ok, back) = t.join().unwrap();
+            assert!(ok);
+            assert!(
+                back.duration_since(sent) < WAKE_BOUND,
+                "woken {:?} after the notify",
+                back.duration_since(sent)
+            );
             assert_eq!(n.registered(), 0);
         }
 
@@ -837,7 +852,7 @@ mod shm {
             writer.join().unwrap();
             assert!(ok);
             assert!(
-                t0.elapsed() < Duration::from_secs(2),
+                t0.elapsed() < Duration::from_millis(50) + WAKE_BOUND,
                 "parked {:?} for data that came after 50 ms",
                 t0.elapsed()
             );
@@ -1171,7 +1186,7 @@ mod shm {
                 );
                 let ok =
                     n2.park_until_or(Some(deadline), || false, || FLAG.load(Ordering::Relaxed));
-                (ok, Instant::now() < deadline)
+                (ok, Instant::now())
             });
             while n.registered() == 0 {
                 std::thread::yield_now();
@@ -1179,6 +1194,7 @@ mod shm {
             // Registered: it parks right after (a signal that came before the park would be
             // seen by the check in front of it, which is what this test is not about).
             std::thread::sleep(Duration::from_millis(50));
+            let sent = Instant::now();
             // SAFETY: tgkill to a live thread of this process, whose handler is installed.
             unsafe {
                 libc::syscall(
@@ -1188,9 +1204,14 @@ mod shm {
                     libc::SIGUSR2,
                 )
             };
-            let (ok, before_deadline) = t.join().unwrap();
+            let (ok, back) = t.join().unwrap();
             assert!(!ok, "nothing was ready");
-            assert!(before_deadline, "the park went on after the signal");
+            // At once: not at the end of the park's slice (MAX_PARK), where it looks again.
+            assert!(
+                back.duration_since(sent) < WAKE_BOUND,
+                "the park went on {:?} after the signal",
+                back.duration_since(sent)
+            );
             assert_eq!(n.registered(), 0);
         }
 
