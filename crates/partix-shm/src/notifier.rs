@@ -660,12 +660,8 @@ mod shm {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use crate::test_util::WAKE_BOUND;
         use std::sync::atomic::AtomicU64;
-
-        /// How soon a wake-up (or a stop) must end a park in these tests: well under
-        /// [`MAX_PARK`], at whose end every park looks again anyway, so that a wake-up that was
-        /// never sent cannot pass for one (found by review: the tests allowed 2 to 30 s).
-        pub(crate) const WAKE_BOUND: Duration = Duration::from_millis(300);
 
         fn notifier() -> Notifier {
             let r = Arc::new(Region::create("partix-shm-notifier-test", 4096).unwrap());

@@ -1476,15 +1476,27 @@ mod shm {
                     let n = c
                         .pop_wait(&mut buf, mode, Some(Duration::from_secs(20)))
                         .unwrap();
-                    got.push(buf[..n].to_vec());
+                    got.push((buf[..n].to_vec(), std::time::Instant::now()));
                 }
                 got
             });
+            let mut pushed = Vec::new();
             for i in 0..3u8 {
                 std::thread::sleep(Duration::from_millis(10));
+                pushed.push(std::time::Instant::now());
                 p.try_push(&[i]).unwrap();
             }
-            assert_eq!(t.join().unwrap(), vec![vec![0], vec![1], vec![2]]);
+            let got = t.join().unwrap();
+            let msgs: Vec<Vec<u8>> = got.iter().map(|(m, _)| m.clone()).collect();
+            assert_eq!(msgs, vec![vec![0], vec![1], vec![2]]);
+            // Woken by the push, not by the end of a park's slice (MAX_PARK).
+            for ((_, back), at) in got.iter().zip(&pushed) {
+                assert!(
+                    back.saturating_duration_since(*at) < crate::test_util::WAKE_BOUND,
+                    "woken {:?} after the push",
+                    back.saturating_duration_since(*at)
+                );
+            }
         }
 
         /// A time-out too long to add to the clock (`Duration::MAX`) means no deadline: the

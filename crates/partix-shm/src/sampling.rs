@@ -1228,11 +1228,19 @@ mod shm {
                     let ok = rd2
                         .wait_newer(&mut buf, last, mode, Some(Duration::from_secs(20)))
                         .unwrap();
-                    buf[..ok.len].to_vec()
+                    (buf[..ok.len].to_vec(), std::time::Instant::now())
                 });
                 std::thread::sleep(Duration::from_millis(20));
+                let sent = std::time::Instant::now();
                 w.write(format!("{mode:?}").as_bytes()).unwrap();
-                assert_eq!(t.join().unwrap(), format!("{mode:?}").into_bytes());
+                let (got, back) = t.join().unwrap();
+                assert_eq!(got, format!("{mode:?}").into_bytes());
+                // Woken by the write, not by the end of a park's slice (MAX_PARK).
+                assert!(
+                    back.duration_since(sent) < crate::test_util::WAKE_BOUND,
+                    "{mode:?}: woken {:?} after the write",
+                    back.duration_since(sent)
+                );
             }
         }
 

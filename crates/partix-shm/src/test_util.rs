@@ -1,5 +1,12 @@
 //! Helpers shared by the unit tests.
 
+use std::time::Duration;
+
+/// How soon a wake-up (or a stop) must end a park in the tests: well under
+/// [`crate::notifier::MAX_PARK`], at whose end every park looks again anyway, so that a wake-up
+/// that was never sent cannot pass for one (found by review: the tests allowed 2 to 30 s).
+pub(crate) const WAKE_BOUND: Duration = Duration::from_millis(300);
+
 /// CPU time (user + system, clock ticks) of thread `tid` of this process.
 pub(crate) fn thread_ticks(tid: i32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();

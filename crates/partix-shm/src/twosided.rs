@@ -1669,16 +1669,12 @@ mod shm {
                 Err(ReadError::BufferTooSmall { needed: 1 })
             );
             let mut buf = [0u8; 8];
-            let t0 = std::time::Instant::now();
+            // Within the wake bound: a manager the failed read did not wake moves the message
+            // at the end of its park's slice (MAX_PARK) anyway.
+            let bound = crate::test_util::WAKE_BOUND;
             let ok = r
-                .wait_newer(
-                    &mut buf,
-                    Some(2),
-                    RecvMode::Blocking,
-                    Some(Duration::from_secs(2)),
-                )
+                .wait_newer(&mut buf, Some(2), RecvMode::Blocking, Some(bound))
                 .expect("the starved manager was not woken");
-            assert!(t0.elapsed() < Duration::from_secs(2));
             assert_eq!((buf[0], ok.seq), (2, 3));
             stop.store(true, Ordering::Release);
             r.rx.ack.notify();
