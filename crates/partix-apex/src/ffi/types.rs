@@ -210,9 +210,10 @@ mod tests {
                 m.insert(format!("offset {}.{}", stringify!($t), stringify!($f)), offset_of!($t, $f) as i64);
             )*};
         }
-        type WAITING_RANGE_TYPE = APEX_INTEGER;
-        type QUEUING_DISCIPLINE_TYPE = u32;
-        type PORT_DIRECTION_TYPE = u32;
+        // The crate's own definitions, not copies (copies made the comparison with the C
+        // headers vacuous for these; found by review).
+        use crate::ffi::ports::{PORT_DIRECTION_TYPE, QUEUING_DISCIPLINE_TYPE, WAITING_RANGE_TYPE};
+        // The Rust structs carry these names as NAME_TYPE.
         type PROCESS_NAME_TYPE = NAME_TYPE;
         type SCHEDULE_NAME_TYPE = NAME_TYPE;
         size!(
