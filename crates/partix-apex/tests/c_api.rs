@@ -126,11 +126,10 @@ fn compile(src: &Path, name: &str, link: Link, extra: &[&str]) -> PathBuf {
     out
 }
 
-/// Run `exe` standalone (no executive) with extra environment `env`; wait for it to exit,
-/// killing it (by pid) and failing after a generous 60 s. (A program that never ends:
-/// [`run_until_lines`].)
-fn run_for(exe: &Path, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(exe)
+/// Start `exe` standalone (no executive: none of the executive's variables) with extra
+/// environment `env`, its output piped.
+fn spawn_standalone(exe: &Path, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(exe)
         .env_remove("PARTIX_STANDALONE_RESTART")
         .env_remove("PARTIX_CONFIG")
         .env_remove("PARTIX_PARTITION_ID")
@@ -141,7 +140,14 @@ fn run_for(exe: &Path, env: &[(&str, &str)]) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", exe.display()));
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", exe.display()))
+}
+
+/// Run `exe` standalone (no executive) with extra environment `env`; wait for it to exit,
+/// killing it (by pid) and failing after a generous 60 s. (A program that never ends:
+/// [`run_until_lines`].)
+fn run_for(exe: &Path, env: &[(&str, &str)]) -> Output {
+    let mut child = spawn_standalone(exe, env);
     let limit = Duration::from_secs(60);
     let start = Instant::now();
     loop {
@@ -169,17 +175,7 @@ fn run_for(exe: &Path, env: &[(&str, &str)]) -> Output {
 /// review.)
 fn run_until_lines(exe: &Path, prefixes: &[&str], limit: Duration) -> Output {
     use std::io::BufRead;
-    let mut child = Command::new(exe)
-        .env_remove("PARTIX_STANDALONE_RESTART")
-        .env_remove("PARTIX_CONFIG")
-        .env_remove("PARTIX_PARTITION_ID")
-        .env_remove("PARTIX_MODULE_FD")
-        .env_remove("PARTIX_PARTITION_FD")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", exe.display()));
+    let mut child = spawn_standalone(exe, &[]);
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     let mut missing: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();

@@ -7,7 +7,8 @@
 //! - **ports**: two partition processes running the partix partition runtime standalone (no time
 //!   windows), with the channel resources of [`ChannelSet::create`] for a module generated per
 //!   (transport, size) with `partix:Transport` on both channels (PING: A→B, PONG: B→A), handed
-//!   over as the executive does (descriptors from [`PORT_FD_BASE`], `PARTIX_PORT_FDS`). The
+//!   over as the executive does (descriptors from
+//!   [`PORT_FD_BASE`](partix_runtime::channels::PORT_FD_BASE), `PARTIX_PORT_FDS`). The
 //!   application code only calls CREATE/WRITE/READ_SAMPLING_MESSAGE (and the partix wait
 //!   extension); it never names a transport. Waiting classes ([`MODES`]): `spin` waits for the
 //!   next message in the port's spinning wait (WAIT_SAMPLING_MESSAGE, `RecvMode::Spin`), `poll`
@@ -48,7 +49,7 @@ use crate::rttpeer::{
 };
 use anyhow::{bail, Context};
 use clap::Args;
-use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use partix_runtime::channels::{above_port_targets, ChannelSet, ENV_PORT_FDS};
 use partix_runtime::state::ENV_DESCRIPTOR_TABLE;
 use partix_runtime::transport::socket::{socket_pair, SocketKind};
 use partix_shm::ring::RingLayout;
@@ -261,14 +262,8 @@ fn spawn_peer(
         fds.len(),
         peer.program.display()
     );
-    // Just above every target: `F_DUPFD` refuses a floor at or above the soft descriptor limit
-    // (often 1024), as the executive found (`executive::os::descriptor_floor`).
-    let high = fds
-        .iter()
-        .map(|&(_, dst)| dst)
-        .max()
-        .unwrap_or(PORT_FD_BASE)
-        + 1;
+    // Just above every target (`F_DUPFD` refuses a floor at or above the soft limit).
+    let high = above_port_targets(&fds);
     // SAFETY: between fork and exec the closure only calls async-signal-safe functions (prctl,
     // fcntl, dup2, close) on the descriptor numbers captured before the fork. (Left alone: the
     // pipe std's spawn reports an exec failure through is the child's too, and one numbered

@@ -91,6 +91,20 @@ use std::sync::{Arc, OnceLock};
 pub const ENV_PORT_FDS: &str = "PARTIX_PORT_FDS";
 /// First descriptor number of the port regions in a partition process.
 pub const PORT_FD_BASE: RawFd = 600;
+
+/// The lowest descriptor number above every target of `fds` (`(source, target)` pairs, as
+/// [`ChannelSet::child_fds`] gives them) and above [`PORT_FD_BASE`]: where a child puts its
+/// descriptors before it moves them onto their targets, so that no source numbered like a
+/// target is overwritten first. Just above, not far above: `fcntl(F_DUPFD)` refuses a floor at
+/// or above the soft descriptor limit (often 1024).
+pub fn above_port_targets(fds: &[(RawFd, RawFd)]) -> RawFd {
+    fds.iter()
+        .map(|&(_, dst)| dst)
+        .max()
+        .unwrap_or(PORT_FD_BASE)
+        .max(PORT_FD_BASE)
+        + 1
+}
 /// The default transport.
 pub const ONE_SIDED: &str = "one-sided";
 /// Buffers of a two-sided sampling TX or RX ring.

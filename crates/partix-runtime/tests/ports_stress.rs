@@ -21,7 +21,7 @@
 //!   waiting, in every receive mode: exactly once, in order, whole; the sender found the queue
 //!   full many times (the receiver pauses now and then), and never more than 5 messages queued.
 
-use partix_runtime::channels::{ChannelSet, ENV_PORT_FDS, PORT_FD_BASE};
+use partix_runtime::channels::{above_port_targets, ChannelSet, ENV_PORT_FDS};
 use partix_shm::Region;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
@@ -114,14 +114,9 @@ fn start(set: &ChannelSet, p: usize, cpu: usize, args: &[String], count: Option<
     let mut fds: Vec<(RawFd, RawFd)> = set.child_fds(p);
     fds.extend(count.map(|r| (r.raw_fd(), COUNT_FD)));
     assert!(fds.len() <= 32, "at most 32 descriptors");
-    // Just above every target: `F_DUPFD` refuses a floor at or above the soft descriptor limit
-    // (often 1024; a fixed 4696 failed every start there).
-    let high = fds
-        .iter()
-        .map(|&(_, dst)| dst)
-        .max()
-        .unwrap_or(PORT_FD_BASE)
-        + 1;
+    // Just above every target (`F_DUPFD` refuses a floor at or above the soft limit; a fixed
+    // 4696 failed every start under 1024).
+    let high = above_port_targets(&fds);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stress-testpart"));
     cmd.args(args)
         .env(ENV_PORT_FDS, set.env_value(p))
