@@ -303,7 +303,10 @@ const HM_CONFIG: &str = r#"<ARINC_653_Module ModuleName="hm-test">
 fn hm_config() -> std::path::PathBuf {
     static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("apexcore-hm-{}", std::process::id()));
+        // Under the build's own temporary directory (not the system's, where one directory
+        // per test run was left behind).
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("partix-hm-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("module.xml");
         std::fs::write(&path, HM_CONFIG).unwrap();
