@@ -3049,14 +3049,16 @@ impl std::error::Error for RunError {}
 /// The lowest descriptor number above every number a partition's process gets (the module,
 /// partition and configuration descriptors, and its ports'): where the child puts its
 /// descriptors before it moves them onto their numbers.
+/// The same floor as every other child that is handed ports
+/// ([`crate::channels::above_port_targets`]), which is above the module, partition and
+/// configuration numbers too.
 fn descriptor_floor(port_fds: &[(i32, i32)]) -> i32 {
-    port_fds
-        .iter()
-        .map(|&(_, dst)| dst)
-        .max()
-        .unwrap_or(0)
-        .max(CONFIG_FD_NUM)
-        + 1
+    const _: () = assert!(
+        MODULE_FD_NUM < crate::channels::PORT_FD_BASE
+            && PARTITION_FD_NUM < crate::channels::PORT_FD_BASE
+            && CONFIG_FD_NUM < crate::channels::PORT_FD_BASE
+    );
+    crate::channels::above_port_targets(port_fds)
 }
 
 /// Raise the soft descriptor limit (`RLIMIT_NOFILE`) to the hard one if it is below `need`
