@@ -1028,7 +1028,8 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
             let mut p = RingProducer::attach(r, 0).map_err(|e| format!("ring: {e}"))?;
             if a.kind == "qrawb" {
                 return batch_send(n, |msgs| {
-                    match p.push_many_quiet(msgs, QUEUE_DEPTH as usize) {
+                    // Stamp 0: no clock read (a port's push reads one: part of what it adds).
+                    match p.push_many_quiet_stamped(msgs, QUEUE_DEPTH as usize, 0) {
                         Ok(k) => Ok(k),
                         Err(PushError::Full) => Ok(0),
                         Err(e) => Err(format!("push: {e}")),
@@ -1053,7 +1054,7 @@ fn qraw(a: &PeerArgs) -> Result<(), String> {
                     unsafe { std::ptr::write_volatile(w, i) };
                 }
                 loop {
-                    match p.try_push_quiet(&msg) {
+                    match p.try_push_quiet_stamped(&msg, 0) {
                         Ok(()) => break,
                         Err(PushError::Full) => std::hint::spin_loop(),
                         Err(e) => return Err(format!("push: {e}")),

@@ -930,6 +930,32 @@ fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A queuing wait whose deadline falls while its partition's window is closed: what was sent
+/// before the deadline is the receiver's, what was sent after it is not (ARINC 653 decides the
+/// time-out at the deadline, whether the partition runs then or not). closed.xml: the
+/// destination runs the first 50 ms of every 300; its receiver waits from the start of its
+/// window, with its deadline 120 ms (then 240 ms) later, and the source sends 30 ms after the
+/// deadline (then at once). Before (sessions 31-33), the receiver took both: the first look at
+/// the port when the window opened could not tell when a message had come. Messages now carry
+/// their send time (`ring` module docs); on one-sided and two-sided channels, whose moves keep
+/// it. Not over sockets, whose messages carry none (docs/ports.md).
+#[test]
+fn a_deadline_in_a_closed_window_divides_what_came_before_it_from_what_came_after() {
+    let dir = common::out_dir("ports-closed-cfg");
+    for transport in ["one-sided", "two-sided"] {
+        let m = common::on_transport("closed.xml", transport, &dir);
+        let out = run(
+            &m,
+            &format!("closed-{transport}"),
+            &[("closed-src", &[], false), ("closed-dst", &[], true)],
+            Duration::from_secs(60),
+        );
+        common::assert_no_fail(&format!("{transport} CLOSED_SRC"), &out[0]);
+        assert_passes(transport, "CLOSED_DST", &out[1], 4);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// CREATE_SAMPLING_PORT takes the private buffers of a read (2 × (MAX_MESSAGE_SIZE + 4 KiB))
 /// only for a shared-memory destination, and fallibly. In partitions of M bytes
 /// (`RLIMIT_DATA`): a source port of M/2 is created (it needs no buffer); a shared-memory

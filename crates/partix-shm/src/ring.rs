@@ -13,10 +13,20 @@
 //!  192  +--------------------------------------------------------------+
 //!       | tail u64   written by the producer only (own cache line)      |
 //!  256  +--------------------------------------------------------------+
-//!       | slot 0: len u64 | payload (slot_words - 1) x u64              |
+//!       | slot 0: len+stamp u64 | payload (slot_words - 1) x u64        |
 //!       | slot 1: ...                                  capacity slots    |
 //!       +--------------------------------------------------------------+
 //! ```
+//! A slot's first word holds the message's length in its low [`LEN_BITS`] bits and, above
+//! them, the time the producer pushed it: `CLOCK_MONOTONIC` in units of 1024 ns, modulo 2^39
+//! (6.4 days). The stamp costs the push one clock read ([`crate::clock::stamp_ns`]) and no store
+//! of its own, and lets the consumer tell whether a message came before or after a given time
+//! ([`RingConsumer::arrived_after`]): whether a queuing waiter whose time-out expired while its
+//! partition did not run was due it. A mover keeps a message's stamp
+//! ([`RingView::pop_stamped`], [`RingView::push_stamped`]). Measured (`partix bench rtt`, 64 B
+//! one way): the one-sided queuing port within this VM's noise; a bare ring 30-36 M msg/s with
+//! the stamp against 43-46 M without, so the benchmark's raw ring pushes with stamp 0.
+//!
 //! `head` and `tail` are free-running 64-bit counters (they never wrap in practice); message `i`
 //! lives in slot `i & (capacity - 1)`; `tail - head` is the number of queued messages.
 //!
@@ -115,6 +125,47 @@ impl std::fmt::Display for PopError {
 
 impl std::error::Error for PopError {}
 
+/// Bits of a slot's first word that hold the message's length (up to 32 MiB - 1); the bits
+/// above hold its stamp (see the module docs).
+pub const LEN_BITS: u32 = 25;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+/// The largest message a ring carries (its length field's limit).
+pub const MAX_RING_MESSAGE: usize = LEN_MASK as usize;
+// `RingLayout::new` takes messages of up to 16 MiB (the configuration's queuing limit).
+const _: () = assert!(16 << 20 <= MAX_RING_MESSAGE);
+/// A stamp's unit: 2^STAMP_SHIFT ns.
+const STAMP_SHIFT: u32 = 10;
+const STAMP_BITS: u32 = 64 - LEN_BITS;
+const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
+
+/// The stamp of `ns` (`CLOCK_MONOTONIC` nanoseconds): its 1024-ns units modulo 2^39.
+#[inline(always)]
+fn stamp_of(ns: u64) -> u64 {
+    (ns >> STAMP_SHIFT) & STAMP_MASK
+}
+
+/// The stamp of the present, for a push (0 under loom, which has no clock).
+#[inline(always)]
+fn stamp_now() -> u64 {
+    #[cfg(not(loom))]
+    {
+        stamp_of(crate::clock::stamp_ns())
+    }
+    #[cfg(loom)]
+    {
+        0
+    }
+}
+
+/// Whether `stamp` is later than `at` (both stamps): their difference modulo 2^39 is in the
+/// later half (so the answer holds for times less than 3.2 days apart). The same 1024-ns unit
+/// counts as not later.
+#[inline]
+fn stamp_later(stamp: u64, at: u64) -> bool {
+    let d = stamp.wrapping_sub(at) & STAMP_MASK;
+    d != 0 && d < (1 << (STAMP_BITS - 1))
+}
+
 /// The producer's private state (its own copy of `tail` and a cached `head`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProducerState {
@@ -167,7 +218,7 @@ impl<'a> RingView<'a> {
             slots,
             capacity: capacity as u64,
             stride,
-            max: (stride - 1) * 8,
+            max: ((stride - 1) * 8).min(MAX_RING_MESSAGE),
         }
     }
 
@@ -180,8 +231,8 @@ impl<'a> RingView<'a> {
     /// If `max` is 0 or larger than a slot's payload.
     pub fn with_max_message_size(self, max: usize) -> RingView<'a> {
         assert!(
-            max > 0 && max <= (self.stride - 1) * 8,
-            "the maximum must fit a slot"
+            max > 0 && max <= (self.stride - 1) * 8 && max <= MAX_RING_MESSAGE,
+            "the maximum must fit a slot (and at most MAX_RING_MESSAGE)"
         );
         RingView { max, ..self }
     }
@@ -199,7 +250,7 @@ impl<'a> RingView<'a> {
     ) -> RingView<'a> {
         debug_assert!(capacity.is_power_of_two() && stride >= 2);
         debug_assert_eq!(slots.len(), capacity * stride);
-        debug_assert!(max > 0 && max <= (stride - 1) * 8);
+        debug_assert!(max > 0 && max <= (stride - 1) * 8 && max <= MAX_RING_MESSAGE);
         RingView {
             head,
             tail,
@@ -291,13 +342,41 @@ impl<'a> RingView<'a> {
         data: &[u8],
         limit: u64,
     ) -> Result<(), PushError> {
+        self.push_at(st, data, limit, stamp_now())
+    }
+
+    #[inline(always)]
+    fn push_at(
+        &self,
+        st: &mut ProducerState,
+        data: &[u8],
+        limit: u64,
+        stamp: u64,
+    ) -> Result<(), PushError> {
         self.check_push(data)?;
         self.room(st, limit.min(self.capacity))?;
-        self.write_slot(st.tail, data);
+        self.write_slot(st.tail, data, stamp & STAMP_MASK);
         st.tail = st.tail.wrapping_add(1);
         // SYNC POINT: P2, pairs with the consumer's Acquire load C1 of `tail`.
         self.tail.store(st.tail, Ordering::Release);
         Ok(())
+    }
+
+    /// Append `data` with the stamp `stamp` (as [`RingView::pop_stamped`] returned it) instead
+    /// of the present's: a mover that carries a message from one ring to another keeps the time
+    /// it was first pushed (producer only). Stamp 0 for a ring whose messages' times nobody
+    /// asks about (the benchmark's raw ring: the clock read is part of what a port pays).
+    ///
+    /// # Errors
+    /// As [`RingView::push`].
+    #[inline]
+    pub fn push_stamped(
+        &self,
+        st: &mut ProducerState,
+        data: &[u8],
+        stamp: u64,
+    ) -> Result<(), PushError> {
+        self.push_at(st, data, self.capacity, stamp)
     }
 
     /// Append as many of `msgs` as fit below `limit` queued messages, publishing `tail` once
@@ -314,6 +393,23 @@ impl<'a> RingView<'a> {
         msgs: &[&[u8]],
         limit: u64,
     ) -> Result<usize, PushError> {
+        self.push_many_stamped(st, msgs, limit, stamp_now())
+    }
+
+    /// [`RingView::push_many`] with the stamp `stamp` on every message (see
+    /// [`RingView::push_stamped`]).
+    ///
+    /// # Errors
+    /// As [`RingView::push_many`].
+    #[inline]
+    pub fn push_many_stamped(
+        &self,
+        st: &mut ProducerState,
+        msgs: &[&[u8]],
+        limit: u64,
+        stamp: u64,
+    ) -> Result<usize, PushError> {
+        let stamp = stamp & STAMP_MASK;
         let limit = limit.min(self.capacity);
         let mut n = 0usize;
         let mut tail = st.tail;
@@ -327,7 +423,7 @@ impl<'a> RingView<'a> {
                 }
                 break;
             }
-            self.write_slot(tail, m);
+            self.write_slot(tail, m, stamp);
             tail = tail.wrapping_add(1);
             n += 1;
         }
@@ -369,9 +465,10 @@ impl<'a> RingView<'a> {
     }
 
     #[inline(always)]
-    fn write_slot(&self, i: u64, data: &[u8]) {
+    fn write_slot(&self, i: u64, data: &[u8], stamp: u64) {
         let slot = self.slot(i);
-        slot[0].store(data.len() as u64, Ordering::Relaxed);
+        // `check_push` bounds the length by `max` (at most MAX_RING_MESSAGE).
+        slot[0].store(data.len() as u64 | (stamp << LEN_BITS), Ordering::Relaxed);
         copy_in(&slot[1..], data);
     }
 
@@ -382,6 +479,19 @@ impl<'a> RingView<'a> {
     /// (an impossible length: that message is dropped; impossible counters: nothing changes).
     #[inline(always)]
     pub fn pop(&self, st: &mut ConsumerState, buf: &mut [u8]) -> Result<usize, PopError> {
+        self.pop_stamped(st, buf).map(|(n, _)| n)
+    }
+
+    /// [`RingView::pop`], also returning the message's stamp (for [`RingView::push_stamped`]).
+    ///
+    /// # Errors
+    /// As [`RingView::pop`].
+    #[inline(always)]
+    pub fn pop_stamped(
+        &self,
+        st: &mut ConsumerState,
+        buf: &mut [u8],
+    ) -> Result<(usize, u64), PopError> {
         if st.head == st.cached_tail {
             // SYNC POINT: C1, pairs with the producer's Release store P2 of `tail` (a load and an
             // Acquire fence: the data may be mapped read-only).
@@ -395,7 +505,8 @@ impl<'a> RingView<'a> {
             return Err(self.impossible_tail(st));
         }
         let slot = self.slot(st.head);
-        let len = slot[0].load(Ordering::Relaxed);
+        let word = slot[0].load(Ordering::Relaxed);
+        let len = word & LEN_MASK;
         if len == 0 || len > self.max_message_size() as u64 {
             self.advance(st);
             return Err(PopError::Corrupt);
@@ -406,7 +517,7 @@ impl<'a> RingView<'a> {
         }
         copy_out(&slot[1..], &mut buf[..len]);
         self.advance(st);
-        Ok(len)
+        Ok((len, word >> LEN_BITS))
     }
 
     /// Remove up to `lens.len()` messages, message `i` into `out[i * stride..]` (its length into
@@ -449,7 +560,7 @@ impl<'a> RingView<'a> {
         let mut err = None;
         while n < want {
             let slot = self.slot(head);
-            let len = slot[0].load(Ordering::Relaxed);
+            let len = slot[0].load(Ordering::Relaxed) & LEN_MASK;
             if len == 0 || len > self.max_message_size() as u64 {
                 if n == 0 {
                     head = head.wrapping_add(1);
@@ -509,6 +620,22 @@ impl<'a> RingView<'a> {
         if self.head.load(Ordering::Relaxed) != st.head {
             self.head.store(st.head, Ordering::Release);
         }
+    }
+
+    /// Whether the oldest queued message (if any) was pushed later than `ns`
+    /// (`CLOCK_MONOTONIC` nanoseconds) by its stamp (consumer only; to the stamp's 1024-ns
+    /// unit: a push in the same unit as `ns` is not later). `false` when nothing is queued.
+    pub fn arrived_after(&self, st: &mut ConsumerState, ns: u64) -> bool {
+        if st.head == st.cached_tail {
+            // SYNC POINT: C1, as in `pop`: the slot's stores happen-before the read below.
+            st.cached_tail = self.load_tail();
+        }
+        let queued = st.cached_tail.wrapping_sub(st.head);
+        if queued == 0 || queued > self.capacity {
+            return false;
+        }
+        let word = self.slot(st.head)[0].load(Ordering::Relaxed);
+        stamp_later(word >> LEN_BITS, stamp_of(ns))
     }
 
     /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
@@ -939,6 +1066,19 @@ mod shm {
             self.ring.view().push(&mut self.st, data)
         }
 
+        /// [`RingProducer::try_push_quiet`] with the stamp `stamp` (see
+        /// [`RingView::push_stamped`]).
+        ///
+        /// # Errors
+        /// As [`RingProducer::try_push`].
+        #[inline]
+        pub fn try_push_quiet_stamped(&mut self, data: &[u8], stamp: u64) -> Result<(), PushError> {
+            if data.len() > self.ring.max as usize {
+                return Err(PushError::TooLarge);
+            }
+            self.ring.view().push_stamped(&mut self.st, data, stamp)
+        }
+
         /// Append `data` without waking anyone if fewer than `limit` messages are queued (a bound
         /// below the capacity, e.g. `MaxNbMessages`); the consumer's counter is read only when
         /// the cached one says the bound is reached.
@@ -971,6 +1111,21 @@ mod shm {
             msgs: &[&[u8]],
             limit: usize,
         ) -> Result<usize, PushError> {
+            self.push_many_quiet_stamped(msgs, limit, stamp_now())
+        }
+
+        /// [`RingProducer::push_many_quiet`] with the stamp `stamp` on every message (see
+        /// [`RingView::push_stamped`]).
+        ///
+        /// # Errors
+        /// As [`RingProducer::push_many_quiet`].
+        #[inline]
+        pub fn push_many_quiet_stamped(
+            &mut self,
+            msgs: &[&[u8]],
+            limit: usize,
+            stamp: u64,
+        ) -> Result<usize, PushError> {
             let max = self.ring.max as usize;
             let ok = msgs.iter().take_while(|m| m.len() <= max).count();
             if ok == 0 && !msgs.is_empty() {
@@ -978,7 +1133,7 @@ mod shm {
             }
             self.ring
                 .view()
-                .push_many(&mut self.st, &msgs[..ok], limit as u64)
+                .push_many_stamped(&mut self.st, &msgs[..ok], limit as u64, stamp)
         }
 
         /// Wake a parked consumer, if any.
@@ -1121,6 +1276,13 @@ mod shm {
             self.ring.view().pop(&mut self.st, buf)
         }
 
+        /// Whether the oldest queued message was pushed later than `ns` (`CLOCK_MONOTONIC`
+        /// nanoseconds, to 1024 ns); `false` when nothing is queued (see
+        /// [`RingView::arrived_after`]).
+        pub fn arrived_after(&mut self, ns: u64) -> bool {
+            self.ring.view().arrived_after(&mut self.st, ns)
+        }
+
         /// Remove up to `lens.len()` messages at once, message `i` into `out[i * stride..]` and
         /// its length into `lens[i]`, publishing `head` once; return how many (see
         /// [`RingView::pop_many`]).
@@ -1207,6 +1369,65 @@ mod shm {
                 let n = c.try_pop(&mut buf).unwrap();
                 assert_eq!(&buf[..n], &i.to_le_bytes());
             }
+        }
+
+        /// Each message carries the time its push read (`arrived_after`), to 1024 ns; the
+        /// length beside it is untouched.
+        #[test]
+        fn messages_carry_the_time_they_were_pushed() {
+            let (mut p, mut c) = ring(4, 20);
+            let mut buf = [0u8; 20];
+            assert!(!c.arrived_after(0), "nothing queued");
+            p.try_push(&[1; 20]).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let between = crate::clock::now_ns();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            p.try_push(&[2; 3]).unwrap();
+            assert!(!c.arrived_after(between), "the first came before");
+            assert!(
+                c.arrived_after(between - 50_000_000),
+                "and after a time before it"
+            );
+            assert_eq!(c.try_pop(&mut buf), Ok(20));
+            assert!(c.arrived_after(between), "the second came after");
+            assert!(!c.arrived_after(crate::clock::now_ns()), "and before now");
+            assert_eq!(c.try_pop(&mut buf), Ok(3));
+            assert_eq!(&buf[..3], &[2; 3]);
+            assert!(!c.arrived_after(0), "nothing queued");
+        }
+
+        /// A mover's push keeps the stamp its pop returned, whatever it is; a stamp never
+        /// changes a length (the largest one included).
+        #[test]
+        fn a_moved_message_keeps_its_stamp() {
+            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+            let slots: Vec<AtomicU64> = (0..4 * 3).map(|_| AtomicU64::new(0)).collect();
+            let v = RingView::new(&head, &tail, &slots, 4);
+            let (mut ps, mut cs) = (v.producer_state(), v.consumer_state());
+            let mut buf = [0u8; 16];
+            for stamp in [0, 1, 123_456, STAMP_MASK, u64::MAX] {
+                v.push_stamped(&mut ps, &[9; 16], stamp).unwrap();
+                assert_eq!(
+                    v.pop_stamped(&mut cs, &mut buf),
+                    Ok((16, stamp & STAMP_MASK))
+                );
+            }
+            assert_eq!(
+                v.push_stamped(&mut ps, &[1; 17], 7),
+                Err(PushError::TooLarge)
+            );
+        }
+
+        /// Later is decided modulo 2^39 units, by the shorter way round.
+        #[test]
+        fn later_stamps_wrap() {
+            assert!(stamp_later(5, 3));
+            assert!(!stamp_later(3, 5));
+            assert!(!stamp_later(4, 4), "the same unit is not later");
+            assert!(stamp_later(1, STAMP_MASK), "just after the wrap");
+            assert!(!stamp_later(STAMP_MASK, 1), "just before it");
+            assert_eq!(stamp_of(1 << 10), 1);
+            assert_eq!(stamp_of(u64::MAX), STAMP_MASK);
         }
 
         #[test]

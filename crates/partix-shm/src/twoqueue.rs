@@ -836,6 +836,13 @@ impl QueueReceiver {
         }
     }
 
+    /// Whether the oldest delivered message was sent later than `ns` (`CLOCK_MONOTONIC`
+    /// nanoseconds, to 1024 ns): the RX ring keeps the stamp the sender's push gave it, however
+    /// late the manager moved it; `false` when none is delivered.
+    pub fn arrived_after(&mut self, ns: u64) -> bool {
+        self.rx.arrived_after(ns)
+    }
+
     /// Return the number of delivered, unconsumed messages.
     pub fn len(&self) -> usize {
         self.rx.len()
@@ -1218,6 +1225,8 @@ mod tests {
         // Head != tail on both rings (swapped offsets would show): message 7 delivered and not
         // consumed, message 8 sent and not moved.
         s.try_send(&[7; 20]).unwrap();
+        // Moved 2 ms later: the RX slot keeps the send's stamp, not the move's (below).
+        std::thread::sleep(std::time::Duration::from_millis(2));
         assert_eq!(m.lock().unwrap().run_once(), 1);
         s.try_send(&[8; 19]).unwrap();
         let g = m.lock().unwrap();
@@ -1232,9 +1241,17 @@ mod tests {
         assert_eq!(word(&g.rx_ring, RING_TAIL), 8);
         // The length words of the queued messages: TX message 8 in slot 0, RX message 7 in
         // slot 1 (slots of 1 + 24 / 8 words).
+        // (The bits above a length word's low LEN_BITS hold the message's stamp.)
         let slot = |k: usize| RING_SLOTS + 8 * 4 * k;
-        assert_eq!(word(&g.tx_ring, slot(0)), 19);
-        assert_eq!(word(&g.rx_ring, slot(1)), 20);
+        let len = |w: u64| w & ((1 << crate::ring::LEN_BITS) - 1);
+        assert_eq!(len(word(&g.tx_ring, slot(0))), 19);
+        assert_eq!(len(word(&g.rx_ring, slot(1))), 20);
+        // The move kept the sender's stamp (TX slot 1 still holds message 7's words).
+        let txp_stamp = word(&g.tx_ring, slot(1)) >> crate::ring::LEN_BITS;
+        assert_eq!(
+            word(&g.rx_ring, slot(1)) >> crate::ring::LEN_BITS,
+            txp_stamp
+        );
     }
 
     /// The kernel's futex, recording each wait: how many so far and the epoch it expected.

@@ -441,6 +441,9 @@ pub struct QueueMoveState {
     committed: u64,
     /// A message was copied by [`QueueMoveViews::peek`] and not yet delivered.
     peeked: bool,
+    /// The peeked message's stamp (when the sender pushed it): the RX ring keeps it, so the
+    /// receiver can tell when the message came, however late the move (`ring` module docs).
+    stamp: u64,
 }
 
 /// Why [`QueueMoveViews::peek`] found nothing to move.
@@ -486,6 +489,7 @@ impl QueueMoveViews<'_> {
             rx: self.rx.producer_state(),
             committed,
             peeked: false,
+            stamp: 0,
         }
     }
 
@@ -496,9 +500,10 @@ impl QueueMoveViews<'_> {
     #[inline]
     pub fn peek(&self, st: &mut QueueMoveState, buf: &mut [u8]) -> Result<usize, PeekError> {
         let before = st.committed;
-        match self.peek.pop(&mut st.peek, buf) {
-            Ok(n) => {
+        match self.peek.pop_stamped(&mut st.peek, buf) {
+            Ok((n, stamp)) => {
                 st.peeked = true;
+                st.stamp = stamp;
                 Ok(n)
             }
             Err(PopError::Empty) => Err(PeekError::Empty),
@@ -528,7 +533,7 @@ impl QueueMoveViews<'_> {
     #[inline]
     pub fn deliver(&self, st: &mut QueueMoveState, data: &[u8]) -> Result<(), PushError> {
         debug_assert!(st.peeked);
-        match self.rx.push(&mut st.rx, data) {
+        match self.rx.push_stamped(&mut st.rx, data, st.stamp) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.rewind(st);

@@ -57,6 +57,13 @@
 //!                  closes the first, then process "checker" looks at both: per-process, it
 //!                  still has the first and not the second; shared, the other way round. The
 //!                  checker then receives on the udp port IN (its socket was inherited)
+//!   closed-src     (closed.xml) for each step CD asks on ASK (step, deadline): step 1 sends,
+//!                  30 ms after the deadline, a message carrying its send time; step 2 sends at
+//!                  once
+//!   closed-dst     (closed.xml) at the start of its window (50 ms of 300), a receiver whose
+//!                  deadline falls in the closed window that follows: step 1, a message sent
+//!                  after the deadline is not its (TIMED_OUT, then TIME_OUT 0 takes it); step 2,
+//!                  one sent before the deadline is (though it runs only after the deadline)
 //!   suspend-dst    processes r1 then r2 wait on QIN (FIFO); r1 is SUSPENDed, then "ready" on RDY
 //!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
 //!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
@@ -171,6 +178,106 @@ fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
         ..attrs(name, entry, prio)
     });
     start(pid).expect("start");
+}
+
+// ------------------------------------------------------------------------------------- closed
+
+/// A wait longer than CD's window (50 ms) and shorter than the closed window after it (250 ms):
+/// the process runs again at the start of CD's next window.
+const CLOSED_TO_NEXT_WINDOW: SystemTime = 60 * MS;
+
+/// `closed-src`: for each new step on ASK (step, deadline), send a message carrying its send
+/// time: step 1 30 ms after the deadline, step 2 at once. CS runs only while CD's window is
+/// closed.
+extern "C" fn closed_src() {
+    let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let mut buf = [0u8; 16];
+    let mut last = 0u8;
+    loop {
+        if matches!(read_sampling_message(ask, &mut buf), Ok((16, _))) && buf[0] != last {
+            last = buf[0];
+            let deadline = i64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
+            if last == 1 {
+                let until = deadline + 30 * MS;
+                while get_time() < until {
+                    let _ = timed_wait((until - get_time()).max(MS / 10));
+                }
+            }
+            let sent = get_time();
+            if let Err(e) = send_queuing_message(q, &sent.to_ne_bytes(), 1_000 * MS) {
+                out(&format!("FAIL closed-src step {last}: send: {e:?}"));
+            }
+        }
+        let _ = timed_wait(MS);
+    }
+}
+
+/// `closed-dst`: at the start of its window, wait on QIN with a time-out whose deadline falls in
+/// the closed window that follows (CD runs 0-50 ms of every 300), and have CS send during that
+/// closed window: after the deadline (step 1), before it (step 2). ARINC 653 decides the
+/// time-out at the deadline, whether the partition runs then or not: the message sent after it
+/// is not the receiver's (TIMED_OUT; it stays queued), the one sent before it is.
+extern "C" fn closed_dst() {
+    use ApexError::*;
+    let q = get_queuing_port_id("QIN").expect("QIN");
+    let ask = get_sampling_port_id("ASK").expect("ASK");
+    let mut buf = [0u8; 8];
+    let sent_of = |b: &[u8; 8]| i64::from_ne_bytes(*b);
+    // Each step starts at the start of CD's window.
+    let step = |n: u8, timeout: SystemTime, buf: &mut [u8; 8]| {
+        let _ = timed_wait(CLOSED_TO_NEXT_WINDOW);
+        let call = get_time();
+        let deadline = call + timeout;
+        let mut ask_msg = [0u8; 16];
+        ask_msg[0] = n;
+        ask_msg[8..].copy_from_slice(&deadline.to_ne_bytes());
+        write_sampling_message(ask, &ask_msg).expect("ASK");
+        let r = receive_queuing_message(q, buf, timeout);
+        (call, deadline, r, get_time())
+    };
+
+    // Step 1: the deadline (120 ms after the call, in the closed window), then the message.
+    let (call, deadline, r, back) = step(1, 120 * MS, &mut buf);
+    let timed_out = r == Err(TimedOut);
+    let first = buf;
+    let later = receive_queuing_message(q, &mut buf, 0);
+    let sent = if timed_out {
+        sent_of(&buf)
+    } else {
+        sent_of(&first)
+    };
+    // The premise: the message was sent after the deadline, and the receiver did not run from
+    // the deadline until then (its window was closed).
+    expect(
+        "step 1 premise: sent after the deadline, in the closed window",
+        sent > deadline && back > sent,
+        format!("call {call}, deadline {deadline}, sent {sent}, back {back} (ns)"),
+    );
+    expect_dbg(
+        "a message sent after a receiver's deadline, in its closed window, is not its: \
+         TIMED_OUT, and the next RECEIVE (TIME_OUT 0) takes it",
+        timed_out && later == Ok(8),
+        (r, later),
+    );
+
+    // Step 2: the message (at once, in the closed window), then the deadline (240 ms after the
+    // call, before the window opens again at 300 ms).
+    let (call, deadline, r, back) = step(2, 240 * MS, &mut buf);
+    let sent = sent_of(&buf);
+    expect(
+        "step 2 premise: sent before the deadline, the receiver back only after it",
+        sent < deadline && back > deadline,
+        format!("call {call}, deadline {deadline}, sent {sent}, back {back} (ns)"),
+    );
+    expect_dbg(
+        "a message sent before a receiver's deadline, in its closed window, is its though it \
+         runs only after the deadline",
+        r == Ok(8),
+        r,
+    );
+    out("END closed-dst");
+    idle_forever();
 }
 
 // ---------------------------------------------------------------------------------------- codes
@@ -4329,6 +4436,16 @@ fn main() {
             let r5 = testpart_common::new_process("r5", late_r5, 10);
             LATE_R5.set(r5).expect("once");
             process("ctl", late_dst_ctl, 20, INFINITE_TIME_VALUE);
+        }
+        "closed-src" => {
+            create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
+            create_sampling_port("ASK", 16, d, 1_000 * MS).expect("ASK");
+            process("src", closed_src, 10, INFINITE_TIME_VALUE);
+        }
+        "closed-dst" => {
+            create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
+            create_sampling_port("ASK", 16, s, 1_000 * MS).expect("ASK");
+            process("dst", closed_dst, 10, INFINITE_TIME_VALUE);
         }
         "late-src" => {
             create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");

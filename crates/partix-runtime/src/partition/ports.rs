@@ -1380,6 +1380,23 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
+    /// Whether the oldest message of a destination port was sent after `deadline_ns` (module
+    /// time; `u64::MAX`: never), by the stamp the sender's push gave it
+    /// ([`QueueDestination::arrived_after`]): then it is not due a receiver whose time-out
+    /// expired at that deadline, though the receiver did not run since (its partition's window
+    /// was closed, or it was suspended or kept off the CPU and the deadline monitor's look came
+    /// in its grace after the deadline). `false` for a source port, an empty channel, and a
+    /// socket channel, whose messages carry no send time.
+    fn came_late(st: &mut QueuingState, deadline_ns: u64) -> bool {
+        if deadline_ns == u64::MAX {
+            return false;
+        }
+        let Some(d) = st.dest.as_mut() else {
+            return false;
+        };
+        d.arrived_after(rt().ctx.to_monotonic_ns(deadline_ns))
+    }
+
     /// ARINC 653 gives a message that arrives while receivers wait to the first of them (and
     /// room that appears while senders wait to the first waiting sender): it leaves the port's
     /// waiting queue with it at once, whether it runs then or not (suspended, kept off the CPU
@@ -1419,9 +1436,6 @@ impl QueuingPort {
             if me == Some(ticket) {
                 break;
             }
-            let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
-                break;
-            };
             // A head whose time-out has passed and that can be served in its place is dealt
             // with as its own next look would: served if the channel is ready, else out of the
             // line with `TIMED_OUT` (`wait_queued` tries before it checks the deadline). So the
@@ -1433,11 +1447,28 @@ impl QueuingPort {
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
             // run (suspended, or kept off the CPU by the very process that polls).
+            let Some((serve, due, expired)) =
+                st.waiters.iter().find(|w| w.ticket == ticket).map(|w| {
+                    (
+                        w.serve,
+                        w.deadline_ns,
+                        w.deadline.is_some_and(|d| Instant::now() >= d),
+                    )
+                })
+            else {
+                break;
+            };
             let ready = self.ready();
-            if (!ready || !w.serve) && w.deadline.is_some_and(|d| Instant::now() >= d) {
+            // An expired receiver is due only what was sent before its deadline (a message that
+            // came while its partition's window was closed, or in the monitor's grace, may be
+            // later): `came_late`.
+            if expired && (!ready || !serve || Self::came_late(st, due)) {
                 self.leave(st, ticket);
                 continue;
             }
+            let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
+                break;
+            };
             // `handed` never grows: one entry per process at most (see `QueuingState`).
             if !w.serve || !ready || st.handed.len() == st.handed.capacity() {
                 break;
@@ -1749,7 +1780,17 @@ impl QueuingPort {
             let w = self.wake.load(Ordering::SeqCst);
             let g = self.gen.load(Ordering::SeqCst);
             let is_head = self.head(&st) == Some(ticket);
-            if is_head {
+            // Past its deadline, a receiver is due only what was sent before it (`came_late`):
+            // the look below then finds its time-out.
+            let due = st
+                .waiters
+                .iter()
+                .find(|w| w.ticket == ticket)
+                .map_or(u64::MAX, |w| w.deadline_ns);
+            let late = is_head
+                && deadline.is_some_and(|d| Instant::now() >= d)
+                && Self::came_late(&mut st, due);
+            if is_head && !late {
                 match op(&mut st) {
                     Try::Done(n) => {
                         self.leave(&mut st, ticket);

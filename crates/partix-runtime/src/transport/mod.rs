@@ -1489,6 +1489,24 @@ impl QueueDestination {
         }
     }
 
+    /// Whether the oldest message was sent later than `ns` (`CLOCK_MONOTONIC` nanoseconds, to
+    /// 1024 ns), by the stamp the sender's push gave it (one-sided, and two-sided, whose move
+    /// keeps it; two-sided first moves what the sender queued, as a receive would). `false`
+    /// when nothing is there, and always for sockets, whose messages carry no send time:
+    /// what a socket channel holds counts as sent before any time asked about.
+    pub fn arrived_after(&mut self, ns: u64) -> bool {
+        match self {
+            QueueDestination::OneSided(c, _) => c.arrived_after(ns),
+            QueueDestination::TwoSided(r, h) => {
+                if !h.manager_only() {
+                    h.help();
+                }
+                r.arrived_after(ns)
+            }
+            QueueDestination::Socket(_) => false,
+        }
+    }
+
     /// Take up to `lens.len()` of the oldest messages at once, message `i` into
     /// `out[i * stride..]` and its length into `lens[i]`; return how many (never waits).
     /// One-sided: one publication of the consumed count and one wake-up check for the batch.
