@@ -238,10 +238,11 @@ pub struct PortDesc {
     pub delivery: Delivery,
     /// The port's `partix:ReceiveMode` (`None`: the runtime's default).
     pub recv_mode: Option<RecvMode>,
-    /// A connected `udp`/`tcp` queuing port: the channel's capacity, the smaller of its two
-    /// ports' `MaxNbMessages` (ARINC 653 lets them differ). The source's credit and the
-    /// destination's acknowledgement batches go by it, and the sockets hold that many frames,
-    /// so none is ever lost. `None` elsewhere.
+    /// A connected queuing port: the channel's capacity, the smaller of its two ports'
+    /// `MaxNbMessages` (ARINC 653 lets them differ). The source never queues more (its bound
+    /// on a ring, its credit otherwise); over `udp`/`tcp` the destination's acknowledgement
+    /// batches go by it, and the sockets hold that many frames, so none is ever lost. `None`
+    /// elsewhere.
     pub capacity: Option<u32>,
     /// A shared-memory port: the (largest message, message count; 0 for sampling) its
     /// channel's regions were laid out with ([`sampling_layout`], [`queuing_layout`],
@@ -670,13 +671,25 @@ impl ChannelSet {
                     });
                     let max = port.or(dst_port).map(|p| p.max_message_size).unwrap_or(1);
                     let nb = dst_port.or(port).map(|p| p.max_nb_messages).unwrap_or(1);
-                    // udp/tcp: the source's credit is the channel's capacity, the smaller of
-                    // the two ends' MaxNbMessages (credit beyond what the destination's
-                    // sockets were sized for overflowed them: udp lost datagrams silently).
+                    // The source's bound is the channel's capacity, the smaller of the two ends'
+                    // MaxNbMessages (udp/tcp: credit beyond what the destination's sockets were
+                    // sized for overflowed them, and udp lost datagrams silently).
                     let capacity = match (port, dst_port) {
                         (Some(s), Some(d)) => s.max_nb_messages.min(d.max_nb_messages),
                         _ => nb,
                     };
+                    // Every transport: the source never queues more than the channel's capacity
+                    // (a shared-memory ring sized for a destination of 5 has 8 slots, and a
+                    // two-sided source's credit was its own MaxNbMessages: a destination held
+                    // more than it declared).
+                    if let Some(si) = src_idx {
+                        capacities.push(((si, src.port.clone()), capacity));
+                    }
+                    if let Some(d) = c.destinations.first() {
+                        if let Some(di) = module.partition_index(d.partition) {
+                            capacities.push(((di, d.port.clone()), capacity));
+                        }
+                    }
                     let name = format!("partix-ch{}-{}", c.id.0, label(src));
                     let plabel = label(src);
                     let (src_res, dst_res) = match transport {
@@ -700,14 +713,6 @@ impl ChannelSet {
                         }
                         Transport::Udp | Transport::Tcp => {
                             let kind = transport.socket_kind().expect("socket transport");
-                            if let Some(si) = src_idx {
-                                capacities.push(((si, src.port.clone()), capacity));
-                            }
-                            if let Some(d) = c.destinations.first() {
-                                if let Some(di) = module.partition_index(d.partition) {
-                                    capacities.push(((di, d.port.clone()), capacity));
-                                }
-                            }
                             let sock_err = |error| ChannelError::Socket {
                                 port: plabel.clone(),
                                 error,
@@ -1740,17 +1745,20 @@ mod tests {
     }
 
     /// ARINC 653 lets the two ports of a queuing channel declare different `MaxNbMessages`; a
-    /// queue must still never lose a message. A source that sends as fast as it may (8 KiB
-    /// messages, until the port answers full) loses none, on every transport, whichever end
-    /// declares more; over udp/tcp it holds the channel's capacity, the smaller of the two.
-    /// (Over udp, the source of 64 used to send 64 datagrams into sockets sized for the
-    /// destination's 4: the kernel dropped what its receive buffer could not hold.)
+    /// queue must still never lose a message, nor hold more than either end declared. A
+    /// source that sends as fast as it may (8 KiB messages, until the port answers full) loses
+    /// none, on every transport, whichever end declares more, and queues exactly the channel's
+    /// capacity, the smaller of the two. (Over udp, the source of 64 used to send 64 datagrams
+    /// into sockets sized for the destination's 4: the kernel dropped what its receive buffer
+    /// could not hold. Until session 34, over shared memory a source of 64 queued 8 into a
+    /// destination of 5, its ring's slots, and 16 over two-sided, TX and RX rings; found by
+    /// review.)
     #[test]
     fn a_queue_whose_ends_differ_in_max_nb_messages_loses_nothing() {
         use crate::transport::{QueueDestination, QueueSource, Transport};
         use partix_shm::ring::{PopError, PushError};
         for t in Transport::ALL {
-            for (src_nb, dst_nb) in [(64, 4), (4, 64)] {
+            for (src_nb, dst_nb) in [(64, 5), (5, 64), (64, 4)] {
                 let mut m = module();
                 m.partitions[0].queuing_ports[0].max_nb_messages = src_nb;
                 m.partitions[1].queuing_ports[0].max_nb_messages = dst_nb;
@@ -1777,9 +1785,7 @@ mod tests {
                         "{t} {src_nb}/{dst_nb}: more than the source's"
                     );
                 }
-                if t.socket_kind().is_some() {
-                    assert_eq!(sent, src_nb.min(dst_nb), "{t} {src_nb}/{dst_nb}");
-                }
+                assert_eq!(sent, src_nb.min(dst_nb), "{t} {src_nb}/{dst_nb}");
                 // Receive until nothing more comes for 300 ms.
                 let mut got = 0u32;
                 let mut buf = [0u8; 8192];

@@ -1203,6 +1203,13 @@ pub enum QueueSource {
     Socket(socket::QueueTx),
 }
 
+/// The most a source port queues: its `MaxNbMessages`, or the channel's capacity
+/// ([`crate::channels::PortDesc::capacity`], the smaller of the two ends') when that is smaller.
+fn source_limit(port: &MappedPort) -> u32 {
+    let own = port.desc.param.min(u64::from(u32::MAX)) as u32;
+    port.desc.capacity.map_or(own, |c| c.min(own))
+}
+
 impl QueueSource {
     /// Attach to a source port's descriptors.
     ///
@@ -1210,7 +1217,7 @@ impl QueueSource {
     /// [`AttachError`] when a region or socket is missing or not initialised.
     pub fn attach(port: &MappedPort) -> Result<QueueSource, AttachError> {
         check(port, ChannelKind::Queuing, PortDirection::Source)?;
-        let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
+        let limit = source_limit(port);
         Ok(match port.desc.transport {
             Transport::OneSided => {
                 let (data, ctrl) = (region(port, 0)?, region(port, 1)?);
@@ -1232,10 +1239,9 @@ impl QueueSource {
                     .into_iter()
                     .next()
                     .ok_or_else(|| err(port, "no socket"))?;
-                // The channel's capacity when the destination's MaxNbMessages is smaller: the
-                // sockets hold that many frames.
-                let credit = port.desc.capacity.map_or(limit, |c| c.min(limit));
-                let tx = socket::QueueTx::try_new(s, credit).map_err(|e| err(port, e))?;
+                // (`limit` is the channel's capacity when the destination's MaxNbMessages is
+                // smaller: the sockets hold that many frames.)
+                let tx = socket::QueueTx::try_new(s, limit).map_err(|e| err(port, e))?;
                 // The executive gives the source its book, a region that outlives the
                 // partition's restarts (`QueueTx::with_book`).
                 QueueSource::Socket(match port.regions.first() {
@@ -1270,8 +1276,7 @@ impl QueueSource {
                 }
             }
             QueueSource::TwoSided(_) => {
-                let limit = port.desc.param.min(u64::from(u32::MAX)) as u32;
-                QueueWaiter::Credit(queue_sender_probe(port, limit)?)
+                QueueWaiter::Credit(queue_sender_probe(port, source_limit(port))?)
             }
             QueueSource::Socket(s) => QueueWaiter::Socket(s.waiter().map_err(|e| err(port, e))?),
         })
