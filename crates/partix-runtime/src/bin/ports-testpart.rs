@@ -2851,12 +2851,21 @@ extern "C" fn serve_ctl() {
     let stepped = step_busily(ask, done, &[1, 1, 10]);
     let call = get_time();
     let cleared = clear_queuing_port(q);
+    // Served in its place, it is READY before it runs (ARINC 653: it leaves the wait with its
+    // message). Before session 34 it showed WAITING until its thread ran.
+    let ready0 = testpart_common::state(r(0));
     let returned = within_5s(|| got(0) >= 0);
     let fresh0 = fresh(0, call);
     expect_dbg(
-        "CLEAR_QUEUING_PORT leaves a waiting receiver the message that came for it",
-        lined && stepped && cleared.is_ok() && returned && fresh0 && got(0) == 10,
-        (lined, stepped, cleared, fresh0, got(0)),
+        "CLEAR_QUEUING_PORT leaves a waiting receiver the message that came for it, and READY",
+        lined
+            && stepped
+            && cleared.is_ok()
+            && ready0 == ProcessState::Ready
+            && returned
+            && fresh0
+            && got(0) == 10,
+        (lined, stepped, cleared, ready0, fresh0, got(0)),
     );
 
     // The same with the receiver suspended, resumed after the CLEAR.
@@ -2866,6 +2875,8 @@ extern "C" fn serve_ctl() {
     let call = get_time();
     let cleared = clear_queuing_port(q);
     let before = got(1);
+    // Served in its place but suspended: WAITING (for its RESUME).
+    let waiting1 = testpart_common::state(r(1));
     let resumed = resume(r(1));
     let returned = within_5s(|| got(1) >= 0);
     let fresh1 = fresh(1, call);
@@ -2876,11 +2887,21 @@ extern "C" fn serve_ctl() {
             && stepped
             && cleared.is_ok()
             && before == -1
+            && waiting1 == ProcessState::Waiting
             && resumed.is_ok()
             && returned
             && fresh1
             && got(1) == 20,
-        (lined, suspended, stepped, cleared, before, resumed, got(1)),
+        (
+            lined,
+            suspended,
+            stepped,
+            cleared,
+            before,
+            waiting1,
+            resumed,
+            got(1),
+        ),
     );
 
     // Finding 2: PRIORITY, a higher-priority receive called after the message came.
@@ -2925,20 +2946,23 @@ extern "C" fn serve_ctl() {
     let stepped = step_busily(ask, done, &[5, 2, 50]);
     let call = get_time();
     let status = nb_and_waiting(q);
+    let ready4 = testpart_common::state(get_process_id("r4").expect("r4"));
     let returned = within_5s(|| got(4) >= 0);
     let fresh4 = fresh(4, call);
     let r = receive_queuing_message(q, &mut buf, 0);
     let rest = tag4(r, &buf);
     expect_dbg(
-        "2 messages, 1 waiting receiver: the status shows 1 message and no waiter",
+        "2 messages, 1 waiting receiver: the status shows 1 message and no waiter, the \
+         receiver READY",
         lined
             && stepped
             && status == Ok((1, 0))
+            && ready4 == ProcessState::Ready
             && returned
             && fresh4
             && got(4) == 50
             && rest == 51,
-        (lined, stepped, status, fresh4, got(4), rest),
+        (lined, stepped, status, ready4, fresh4, got(4), rest),
     );
 
     // Under the preemption lock (the waiter cannot run at all): a receive with a time-out gets
@@ -3014,14 +3038,27 @@ extern "C" fn mirror_src_ctl() {
     let lined = within_5s(|| nb_and_waiting(q) == Ok((8, 1)));
     let stepped = step_busily(done, ask, &[1]);
     let call = get_time();
+    // The status call sends l's message in its place (the port full again, l out of the
+    // line), and l is READY before it runs (before session 34 it showed WAITING).
+    let status = nb_and_waiting(q);
+    let ready_l = testpart_common::state(get_process_id("l").expect("l"));
     let mine = send_queuing_message(q, &[0xB0; 4], 300 * MS);
     let got = || MIRROR_GOT.load(Ordering::Acquire);
     let returned = within_5s(|| got() >= 0);
     let fresh = not_run_before("l", call, MIRROR_AT.load(Ordering::Acquire));
     expect_dbg(
-        "PRIORITY: a later higher-priority send times out, the waiting sender's message is sent",
-        filled && lined && stepped && mine == Err(TimedOut) && returned && fresh && got() == 0,
-        (filled, lined, stepped, mine, fresh, got()),
+        "PRIORITY: a later higher-priority send times out, the waiting sender's message is sent \
+         (READY before it runs)",
+        filled
+            && lined
+            && stepped
+            && status == Ok((8, 0))
+            && ready_l == ProcessState::Ready
+            && mine == Err(TimedOut)
+            && returned
+            && fresh
+            && got() == 0,
+        (filled, lined, stepped, status, ready_l, mine, fresh, got()),
     );
     write_sampling_message(done, &[2]).expect("DONE");
     out("END mirror-src");

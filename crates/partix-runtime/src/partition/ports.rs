@@ -1532,6 +1532,11 @@ impl QueuingPort {
                 outcome,
             });
             self.leave(st, ticket);
+            // READY from now on in GET_PROCESS_STATUS (unless suspended), as ARINC 653 makes
+            // a waiter that receives its message or room; its thread collects it when it runs.
+            rt().ctl[process]
+                .port_served
+                .store(incarnation.wrapping_add(1), Ordering::Release);
             served = true;
         }
         if served {
@@ -1717,6 +1722,7 @@ impl QueuingPort {
         // For SET_PRIORITY (`priority_changed`): the word, then a full fence before the line's
         // order is first read (against the setter's fence between its priority and the word).
         let line = &rt().ctl[process].port_line;
+        rt().ctl[process].port_served.store(0, Ordering::Relaxed);
         line.store(self.index as u32 + 1, Ordering::SeqCst);
         std::sync::atomic::fence(Ordering::SeqCst);
         self.gen.fetch_add(1, Ordering::SeqCst);
@@ -1728,6 +1734,8 @@ impl QueuingPort {
         if marked {
             rt().leave_resource_wait();
         }
+        // After the state is READY again (a status read in between sees WAITING and served).
+        rt().ctl[process].port_served.store(0, Ordering::Release);
         r
     }
 

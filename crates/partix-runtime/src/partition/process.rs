@@ -730,9 +730,20 @@ pub fn get_process_status(pid: ProcessId) -> ApexResult<ProcessStatus> {
     // although its thread, kept off the CPU by a process of higher priority, has not left the
     // wait yet (ARINC 653: the time-out makes it READY).
     let ends = s.wait_ends_ns.load(Ordering::Relaxed);
+    // So does a queuing port wait that another call served in its place (the message received,
+    // or sent, for it), unless the process is also suspended.
+    let served = || {
+        let c = &r.ctl[idx];
+        let v = c.port_served.load(Ordering::Acquire);
+        v != 0
+            && v == c.incarnation.load(Ordering::Acquire).wrapping_add(1)
+            && c.suspend.load(Ordering::Acquire) & rt::SUSP == 0
+    };
     let process_state = match st {
         process_state::DORMANT => ProcessState::Dormant,
-        process_state::WAITING if ends == 0 || r.now() < ends => ProcessState::Waiting,
+        process_state::WAITING if (ends == 0 || r.now() < ends) && !served() => {
+            ProcessState::Waiting
+        }
         process_state::FAULTED => ProcessState::Faulted,
         _ if rt::self_index() == Some(idx) => ProcessState::Running,
         _ => ProcessState::Ready,

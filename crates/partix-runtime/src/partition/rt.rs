@@ -260,6 +260,12 @@ pub(crate) struct ProcCtl {
     /// joins the line, cleared when its wait returns; a process stopped while it waited leaves
     /// it set, which costs at most one needless wake-up of that port's waiters.
     pub port_line: AtomicU32,
+    /// The queuing port wait the process is in was served in its place (its message received,
+    /// or sent, for it: `ports::QueuingPort::serve_waiters`): the incarnation it was served in,
+    /// plus 1 (0: not served). ARINC 653 makes the process READY then, before its thread runs to
+    /// collect what it was given: GET_PROCESS_STATUS shows it READY unless it is suspended.
+    /// Cleared when the process joins a line and after its wait returns.
+    pub port_served: AtomicU32,
 }
 
 impl ProcCtl {
@@ -275,6 +281,7 @@ impl ProcCtl {
             port_wait: AtomicU64::new(0),
             port_wait_until: AtomicU64::new(u64::MAX),
             port_line: AtomicU32::new(0),
+            port_served: AtomicU32::new(0),
         }
     }
 }
