@@ -48,9 +48,10 @@
 //! followed by `:transport` when it is not `one-sided`, then by `:mgr` on a two-sided channel
 //! with `partix:Delivery="manager"` ([`PortDesc::delivery`]), then by `:recv=MODE` when the
 //! configuration gives the port a `partix:ReceiveMode` (`spin`, `block`, `parkN`), then by
-//! `:nb=N` on both ends of a `udp`/`tcp` queuing channel (its capacity, [`PortDesc::capacity`]),
+//! `:nb=N` on both ends of a connected queuing channel (its capacity, [`PortDesc::capacity`]),
 //! e.g.
-//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided:recv=block`. A partition only
+//! `s:SENSOR:src:64:100000000:600w+601w,q:CMD:dst:32:8:602w+603w:two-sided:recv=block:nb=8`. A
+//! partition only
 //! ever sees the ports of its own configuration entry, so it cannot open another partition's
 //! port.
 //!

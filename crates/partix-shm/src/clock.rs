@@ -310,10 +310,6 @@ mod tests {
         }
     }
 
-    /// After a suspend to idle (an hour of TSC ticks, 20 ms of `CLOCK_MONOTONIC`) the rate is
-    /// kept and only the anchor moves; the next interval, which agrees, is taken again. (The
-    /// rate of the suspended interval, 1/180 000 of the true one, was taken, and that thread's
-    /// clock advanced 50 ms in the next 2.5 h; found by review.)
     /// The stamp clock reads what `now_ns` reads, without its clamp: each stamp lies between
     /// the `CLOCK_MONOTONIC` reads around it, give or take the anchors' error (a few µs here).
     #[test]
@@ -330,6 +326,10 @@ mod tests {
         }
     }
 
+    /// After a suspend to idle (an hour of TSC ticks, 20 ms of `CLOCK_MONOTONIC`) the rate is
+    /// kept and only the anchor moves; the next interval, which agrees, is taken again. (The
+    /// rate of the suspended interval, 1/180 000 of the true one, was taken, and that thread's
+    /// clock advanced 50 ms in the next 2.5 h; found by review.)
     #[test]
     fn a_rate_measured_across_a_suspend_is_refused_and_the_anchor_moves() {
         let mut a = anchored();

@@ -21,7 +21,7 @@
 //! them, the time the producer pushed it: `CLOCK_MONOTONIC` in units of 1024 ns, modulo 2^39
 //! (6.4 days). The stamp costs the push one clock read ([`crate::clock::stamp_ns`]) and no store
 //! of its own, and lets the consumer tell whether a message came before or after a given time
-//! ([`RingConsumer::arrived_after`]): whether a queuing waiter whose time-out expired while its
+//! ([`RingConsumer::sent_by`]): whether a queuing waiter whose time-out expired while its
 //! partition did not run was due it. A mover keeps a message's stamp
 //! ([`RingView::pop_stamped`], [`RingView::push_stamped`]). Measured (`partix bench rtt`, 64 B
 //! one way): the one-sided queuing port within this VM's noise; a bare ring 30-36 M msg/s with
@@ -342,20 +342,22 @@ impl<'a> RingView<'a> {
         data: &[u8],
         limit: u64,
     ) -> Result<(), PushError> {
-        self.push_at(st, data, limit, stamp_now())
+        self.push_at(st, data, limit, stamp_now)
     }
 
+    /// The push, its stamp read only once there is room (a sender spinning on a full ring reads
+    /// no clock).
     #[inline(always)]
     fn push_at(
         &self,
         st: &mut ProducerState,
         data: &[u8],
         limit: u64,
-        stamp: u64,
+        stamp: impl FnOnce() -> u64,
     ) -> Result<(), PushError> {
         self.check_push(data)?;
         self.room(st, limit.min(self.capacity))?;
-        self.write_slot(st.tail, data, stamp & STAMP_MASK);
+        self.write_slot(st.tail, data, stamp() & STAMP_MASK);
         st.tail = st.tail.wrapping_add(1);
         // SYNC POINT: P2, pairs with the consumer's Acquire load C1 of `tail`.
         self.tail.store(st.tail, Ordering::Release);
@@ -376,7 +378,7 @@ impl<'a> RingView<'a> {
         data: &[u8],
         stamp: u64,
     ) -> Result<(), PushError> {
-        self.push_at(st, data, self.capacity, stamp)
+        self.push_at(st, data, self.capacity, || stamp)
     }
 
     /// Append as many of `msgs` as fit below `limit` queued messages, publishing `tail` once
@@ -622,10 +624,13 @@ impl<'a> RingView<'a> {
         }
     }
 
-    /// Whether the oldest queued message (if any) was pushed later than `ns`
-    /// (`CLOCK_MONOTONIC` nanoseconds) by its stamp (consumer only; to the stamp's 1024-ns
-    /// unit: a push in the same unit as `ns` is not later). `false` when nothing is queued.
-    pub fn arrived_after(&self, st: &mut ConsumerState, ns: u64) -> bool {
+    /// Whether a message is queued that was pushed at or before `ns` (`CLOCK_MONOTONIC`
+    /// nanoseconds), by the oldest one's stamp (consumer only; to the stamp's 1024-ns unit: a
+    /// push in the same unit as `ns` counts as at it). `false` when nothing is queued, or when
+    /// the oldest was pushed later: what the next pop takes is then not due a waiter whose
+    /// time-out expired at `ns`. (One answer for both, so that a message pushed between this
+    /// look and a pop cannot slip in as "not later": found by review.)
+    pub fn sent_by(&self, st: &mut ConsumerState, ns: u64) -> bool {
         if st.head == st.cached_tail {
             // SYNC POINT: C1, as in `pop`: the slot's stores happen-before the read below.
             st.cached_tail = self.load_tail();
@@ -635,7 +640,7 @@ impl<'a> RingView<'a> {
             return false;
         }
         let word = self.slot(st.head)[0].load(Ordering::Relaxed);
-        stamp_later(word >> LEN_BITS, stamp_of(ns))
+        !stamp_later(word >> LEN_BITS, stamp_of(ns))
     }
 
     /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
@@ -684,7 +689,8 @@ mod shm {
     /// Bytes of the control area of a split ring: the data notifier, a line the channel may use
     /// (partix: the "space" notifier), and `head` on its own line.
     pub const CONTROL_LEN: usize = 3 * 64;
-    const VERSION: u32 = 1;
+    /// 2: a slot's first word holds the stamp above the length (session 34).
+    const VERSION: u32 = 2;
     const HDR_MAGIC: usize = 0;
     const HDR_VERSION: usize = 8;
     const HDR_CAPACITY: usize = 12;
@@ -1276,11 +1282,10 @@ mod shm {
             self.ring.view().pop(&mut self.st, buf)
         }
 
-        /// Whether the oldest queued message was pushed later than `ns` (`CLOCK_MONOTONIC`
-        /// nanoseconds, to 1024 ns); `false` when nothing is queued (see
-        /// [`RingView::arrived_after`]).
-        pub fn arrived_after(&mut self, ns: u64) -> bool {
-            self.ring.view().arrived_after(&mut self.st, ns)
+        /// Whether a message is queued that was pushed at or before `ns` (`CLOCK_MONOTONIC`
+        /// nanoseconds, to 1024 ns): see [`RingView::sent_by`].
+        pub fn sent_by(&mut self, ns: u64) -> bool {
+            self.ring.view().sent_by(&mut self.st, ns)
         }
 
         /// Remove up to `lens.len()` messages at once, message `i` into `out[i * stride..]` and
@@ -1377,23 +1382,23 @@ mod shm {
         fn messages_carry_the_time_they_were_pushed() {
             let (mut p, mut c) = ring(4, 20);
             let mut buf = [0u8; 20];
-            assert!(!c.arrived_after(0), "nothing queued");
+            assert!(!c.sent_by(u64::MAX / 2), "nothing queued");
             p.try_push(&[1; 20]).unwrap();
             std::thread::sleep(std::time::Duration::from_millis(5));
             let between = crate::clock::now_ns();
             std::thread::sleep(std::time::Duration::from_millis(5));
             p.try_push(&[2; 3]).unwrap();
-            assert!(!c.arrived_after(between), "the first came before");
+            assert!(c.sent_by(between), "the first came before");
             assert!(
-                c.arrived_after(between - 50_000_000),
-                "and after a time before it"
+                !c.sent_by(between - 50_000_000),
+                "and not before a time before it"
             );
             assert_eq!(c.try_pop(&mut buf), Ok(20));
-            assert!(c.arrived_after(between), "the second came after");
-            assert!(!c.arrived_after(crate::clock::now_ns()), "and before now");
+            assert!(!c.sent_by(between), "the second came after");
+            assert!(c.sent_by(crate::clock::now_ns()), "and before now");
             assert_eq!(c.try_pop(&mut buf), Ok(3));
             assert_eq!(&buf[..3], &[2; 3]);
-            assert!(!c.arrived_after(0), "nothing queued");
+            assert!(!c.sent_by(crate::clock::now_ns()), "nothing queued");
         }
 
         /// A mover's push keeps the stamp its pop returned, whatever it is; a stamp never
@@ -1426,6 +1431,12 @@ mod shm {
             assert!(!stamp_later(4, 4), "the same unit is not later");
             assert!(stamp_later(1, STAMP_MASK), "just after the wrap");
             assert!(!stamp_later(STAMP_MASK, 1), "just before it");
+            let half = 1 << (STAMP_BITS - 1);
+            assert!(stamp_later(half - 1, 0) && !stamp_later(0, half - 1));
+            assert!(
+                !stamp_later(half, 0) && !stamp_later(0, half),
+                "half the range apart: neither is later"
+            );
             assert_eq!(stamp_of(1 << 10), 1);
             assert_eq!(stamp_of(u64::MAX), STAMP_MASK);
         }
@@ -1521,7 +1532,10 @@ mod shm {
             p.try_push(b"ok2").unwrap();
             // A broken producer scribbles an impossible length into slot 0.
             let ring = Ring::open(r.clone(), 0, None).unwrap();
-            ring.area.u64_at(SLOTS).store(1 << 40, Ordering::Relaxed);
+            // (A length above the maximum in the low LEN_BITS, a stamp above them.)
+            ring.area
+                .u64_at(SLOTS)
+                .store((1 << 40) | 9, Ordering::Relaxed);
             let mut buf = [0u8; 8];
             assert_eq!(c.try_pop(&mut buf), Err(PopError::Corrupt));
             assert_eq!(c.try_pop(&mut buf), Ok(3));

@@ -836,11 +836,11 @@ impl QueueReceiver {
         }
     }
 
-    /// Whether the oldest delivered message was sent later than `ns` (`CLOCK_MONOTONIC`
-    /// nanoseconds, to 1024 ns): the RX ring keeps the stamp the sender's push gave it, however
-    /// late the manager moved it; `false` when none is delivered.
-    pub fn arrived_after(&mut self, ns: u64) -> bool {
-        self.rx.arrived_after(ns)
+    /// Whether a delivered message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
+    /// nanoseconds, to 1024 ns; [`RingConsumer::sent_by`]): the RX ring keeps the stamp the
+    /// sender's push gave it, however late the manager moved it.
+    pub fn sent_by(&mut self, ns: u64) -> bool {
+        self.rx.sent_by(ns)
     }
 
     /// Return the number of delivered, unconsumed messages.

@@ -1380,13 +1380,14 @@ impl QueuingPort {
         w.map(|w| w.ticket)
     }
 
-    /// Whether the oldest message of a destination port was sent after `deadline_ns` (module
-    /// time; `u64::MAX`: never), by the stamp the sender's push gave it
-    /// ([`QueueDestination::arrived_after`]): then it is not due a receiver whose time-out
-    /// expired at that deadline, though the receiver did not run since (its partition's window
-    /// was closed, or it was suspended or kept off the CPU and the deadline monitor's look came
-    /// in its grace after the deadline). `false` for a source port, an empty channel, and a
-    /// socket channel, whose messages carry no send time.
+    /// Whether a destination port holds no message that was sent at or before `deadline_ns`
+    /// (module time; `u64::MAX`: never) for the next receive, by the stamp the sender's push
+    /// gave it ([`QueueDestination::sent_by`]): then nothing there is due a receiver whose
+    /// time-out expired at that deadline, though the receiver did not run since (its
+    /// partition's window was closed, or it was suspended or kept off the CPU and the deadline
+    /// monitor's look came in its grace after the deadline). True also for an empty channel,
+    /// so that a message sent between this look and the receive is not taken for one sent in
+    /// time. `false` for a source port and a socket channel, whose messages carry no send time.
     fn came_late(st: &mut QueuingState, deadline_ns: u64) -> bool {
         if deadline_ns == u64::MAX {
             return false;
@@ -1394,7 +1395,7 @@ impl QueuingPort {
         let Some(d) = st.dest.as_mut() else {
             return false;
         };
-        d.arrived_after(rt().ctx.to_monotonic_ns(deadline_ns))
+        d.sent_by(rt().ctx.to_monotonic_ns(deadline_ns)) == Some(false)
     }
 
     /// ARINC 653 gives a message that arrives while receivers wait to the first of them (and
@@ -1447,6 +1448,9 @@ impl QueuingPort {
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
             // run (suspended, or kept off the CPU by the very process that polls).
+            // Ready first, then the clock (as before session 34): a message that comes in between
+            // is not given to a head that had expired.
+            let ready = self.ready();
             let Some((serve, due, expired)) =
                 st.waiters.iter().find(|w| w.ticket == ticket).map(|w| {
                     (
@@ -1458,7 +1462,6 @@ impl QueuingPort {
             else {
                 break;
             };
-            let ready = self.ready();
             // An expired receiver is due only what was sent before its deadline (a message that
             // came while its partition's window was closed, or in the monitor's grace, may be
             // later): `came_late`.

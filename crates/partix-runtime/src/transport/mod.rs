@@ -1494,21 +1494,21 @@ impl QueueDestination {
         }
     }
 
-    /// Whether the oldest message was sent later than `ns` (`CLOCK_MONOTONIC` nanoseconds, to
-    /// 1024 ns), by the stamp the sender's push gave it (one-sided, and two-sided, whose move
-    /// keeps it; two-sided first moves what the sender queued, as a receive would). `false`
-    /// when nothing is there, and always for sockets, whose messages carry no send time:
-    /// what a socket channel holds counts as sent before any time asked about.
-    pub fn arrived_after(&mut self, ns: u64) -> bool {
+    /// Whether a message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
+    /// nanoseconds, to 1024 ns), by the stamp the sender's push gave the oldest one (one-sided,
+    /// and two-sided, whose move keeps it; two-sided first moves what the sender queued, as a
+    /// receive would): `Some(false)` when nothing is there or the oldest was sent later. `None`
+    /// for sockets, whose messages carry no send time.
+    pub fn sent_by(&mut self, ns: u64) -> Option<bool> {
         match self {
-            QueueDestination::OneSided(c, _) => c.arrived_after(ns),
+            QueueDestination::OneSided(c, _) => Some(c.sent_by(ns)),
             QueueDestination::TwoSided(r, h) => {
                 if !h.manager_only() {
                     h.help();
                 }
-                r.arrived_after(ns)
+                Some(r.sent_by(ns))
             }
-            QueueDestination::Socket(_) => false,
+            QueueDestination::Socket(_) => None,
         }
     }
 
