@@ -29,6 +29,9 @@
 //!   error is then at most a few jitters of a `clock_gettime` read (hundreds of ns), plus, under
 //!   NTP slewing at its 500 ppm maximum, 25 µs. Stamps are compared with refresh periods of
 //!   milliseconds and more.
+//! - **Pairs.** An anchor's (TSC, `CLOCK_MONOTONIC`) pair is read again, up to three times, when
+//!   its two TSC reads around the clock read are more than 10 000 ticks apart (an interrupt or a
+//!   preemption between them): the closest try is taken (session 34, found by review).
 //! - **Suspend.** A rate more than 1 % from the thread's current one is refused once (the
 //!   anchor still moves): across a suspend to idle the TSC counts on while `CLOCK_MONOTONIC`
 //!   stands still, and such a rate made the clock crawl for hours (`advance`).
@@ -222,14 +225,40 @@ fn span_of(dns: u64, rate: u64) -> u64 {
     ((u128::from(span_ns) << 32) / u128::from(rate.max(1))) as u64
 }
 
+/// Reads of a clock pair ([`clock_pair`]) before the best one is taken.
+const PAIR_TRIES: u32 = 3;
+/// A clock pair whose two TSC reads are at most this many ticks apart is taken at once (a few
+/// µs at 2-3 GHz; a `clock_gettime` between them takes about 100 ticks here).
+const PAIR_GAP_TICKS: u64 = 10_000;
+
+/// A (TSC, `CLOCK_MONOTONIC`) pair read together by `read` (TSC, clock, TSC): the TSC read
+/// closest to the clock read, the middle of the two around it, from the try whose two TSC
+/// reads are closest, up to [`PAIR_TRIES`] tries (stopping at one within [`PAIR_GAP_TICKS`]). A
+/// thread interrupted or preempted between the reads would otherwise take a pair off by half
+/// the stall, for its whole next span (and a rate off by as much over the interval).
+fn clock_pair(mut read: impl FnMut() -> (u64, u64, u64)) -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..PAIR_TRIES {
+        let (t0, ns, t1) = read();
+        let gap = t1.wrapping_sub(t0);
+        if gap < best.0 {
+            best = (gap, t0.wrapping_add(gap / 2), ns);
+        }
+        if gap <= PAIR_GAP_TICKS {
+            break;
+        }
+    }
+    (best.1, best.2)
+}
+
 /// Take a new anchor (and, once the interval is long enough, a new rate); return the clock.
 #[cold]
 fn reanchor(a: &mut Anchor) -> u64 {
-    // The TSC read closest to the clock read: the middle of two reads around it.
-    let t0 = tsc();
-    let ns = monotonic_ns();
-    let t1 = tsc();
-    let t = t0 + t1.wrapping_sub(t0) / 2;
+    let (t, ns) = clock_pair(|| {
+        let t0 = tsc();
+        let ns = monotonic_ns();
+        (t0, ns, tsc())
+    });
     if a.rate == 0 {
         // A thread without a rate: the process's, if a thread measured it already.
         let r = RATE.load(Ordering::Relaxed);
@@ -308,6 +337,37 @@ mod tests {
             span: span_of(REANCHOR_NS, GHZ3),
             doubt: false,
         }
+    }
+
+    /// A pair read across a stall is not taken when a closer one can be had: the try whose two
+    /// TSC reads are closest wins, and a close one ends the tries.
+    #[test]
+    fn a_clock_pair_split_by_a_stall_is_read_again() {
+        // (t0, ns, t1) per try: the first stalled 3 ms (9 M ticks at 3 GHz) between its reads.
+        let tries = [
+            (1_000, 5_000, 9_001_000),
+            (9_002_000, 8_000_000, 9_002_300),
+            (0, 0, 0),
+        ];
+        let mut i = 0;
+        let pair = clock_pair(|| {
+            i += 1;
+            tries[i - 1]
+        });
+        assert_eq!(pair, (9_002_150, 8_000_000));
+        assert_eq!(i, 2, "the close second try ends the tries");
+        // Every try stalled: the least stalled one.
+        let tries = [
+            (0, 10, 90_000),
+            (100_000, 20, 130_000),
+            (200_000, 30, 250_000),
+        ];
+        let mut i = 0;
+        let pair = clock_pair(|| {
+            i += 1;
+            tries[i - 1]
+        });
+        assert_eq!((pair, i), ((115_000, 20), 3));
     }
 
     /// The stamp clock reads what `now_ns` reads, without its clamp: each stamp lies between
