@@ -1793,14 +1793,15 @@ impl QueuingPort {
             let is_head = self.head(&st) == Some(ticket);
             // Past its deadline, a receiver is due only what was sent before it (`came_late`):
             // the look below then finds its time-out.
-            let due = st
-                .waiters
-                .iter()
-                .find(|w| w.ticket == ticket)
-                .map_or(u64::MAX, |w| w.deadline_ns);
-            let late = is_head
-                && deadline.is_some_and(|d| Instant::now() >= d)
-                && Self::came_late(&mut st, due);
+            // (The waiter's module-time deadline is looked up only then.)
+            let late = is_head && deadline.is_some_and(|d| Instant::now() >= d) && {
+                let due = st
+                    .waiters
+                    .iter()
+                    .find(|w| w.ticket == ticket)
+                    .map_or(u64::MAX, |w| w.deadline_ns);
+                Self::came_late(&mut st, due)
+            };
             if is_head && !late {
                 match op(&mut st) {
                     Try::Done(n) => {
