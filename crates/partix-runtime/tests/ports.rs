@@ -937,12 +937,12 @@ fn what_comes_after_a_queuing_waiters_time_out_is_not_its_whatever_it_was_doing(
 /// window, with its deadline 120 ms (then 240 ms) later, and the source sends 30 ms after the
 /// deadline (then at once). Before (sessions 31-33), the receiver took both: the first look at
 /// the port when the window opened could not tell when a message had come. Messages now carry
-/// their send time (`ring` module docs); on one-sided and two-sided channels, whose moves keep
-/// it. Not over sockets, whose messages carry none (docs/ports.md).
+/// their send time (`ring` module docs; two-sided moves keep it); since session 35 over udp and
+/// tcp too, in their frames' stamp (before, a socket channel's receiver took both).
 #[test]
 fn a_deadline_in_a_closed_window_divides_what_came_before_it_from_what_came_after() {
     let dir = common::out_dir("ports-closed-cfg");
-    for transport in ["one-sided", "two-sided"] {
+    for transport in ["one-sided", "two-sided", "udp", "tcp"] {
         let m = common::on_transport("closed.xml", transport, &dir);
         let out = run(
             &m,

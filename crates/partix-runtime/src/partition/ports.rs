@@ -1387,7 +1387,7 @@ impl QueuingPort {
     /// partition's window was closed, or it was suspended or kept off the CPU and the deadline
     /// monitor's look came in its grace after the deadline). True also for an empty channel,
     /// so that a message sent between this look and the receive is not taken for one sent in
-    /// time. `false` for a source port and a socket channel, whose messages carry no send time.
+    /// time. `false` for a source port.
     fn came_late(st: &mut QueuingState, deadline_ns: u64) -> bool {
         if deadline_ns == u64::MAX {
             return false;
@@ -1395,7 +1395,7 @@ impl QueuingPort {
         let Some(d) = st.dest.as_mut() else {
             return false;
         };
-        d.sent_by(rt().ctx.to_monotonic_ns(deadline_ns)) == Some(false)
+        !d.sent_by(rt().ctx.to_monotonic_ns(deadline_ns))
     }
 
     /// ARINC 653 gives a message that arrives while receivers wait to the first of them (and

@@ -1495,20 +1495,20 @@ impl QueueDestination {
     }
 
     /// Whether a message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
-    /// nanoseconds, to 1024 ns), by the stamp the sender's push gave the oldest one (one-sided,
-    /// and two-sided, whose move keeps it; two-sided first moves what the sender queued, as a
-    /// receive would): `Some(false)` when nothing is there or the oldest was sent later. `None`
-    /// for sockets, whose messages carry no send time.
-    pub fn sent_by(&mut self, ns: u64) -> Option<bool> {
+    /// nanoseconds), by the stamp the sender gave the oldest one (one-sided, to 1024 ns;
+    /// two-sided, whose move keeps it; two-sided first moves what the sender queued, as a
+    /// receive would; udp and tcp, whose frames carry it, after taking the next frame off the
+    /// socket if none is buffered): `false` when nothing is there or the oldest was sent later.
+    pub fn sent_by(&mut self, ns: u64) -> bool {
         match self {
-            QueueDestination::OneSided(c, _) => Some(c.sent_by(ns)),
+            QueueDestination::OneSided(c, _) => c.sent_by(ns),
             QueueDestination::TwoSided(r, h) => {
                 if !h.manager_only() {
                     h.help();
                 }
-                Some(r.sent_by(ns))
+                r.sent_by(ns)
             }
-            QueueDestination::Socket(_) => None,
+            QueueDestination::Socket(a) => a.receiver().sent_by(ns),
         }
     }
 

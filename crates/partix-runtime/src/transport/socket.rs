@@ -29,6 +29,8 @@
 //! sends or receives payloads, never both; the tcp sampling channels that share a connection
 //! each have their own end), so what it counts itself and what the kernel counts agree.
 //!
+//! A queuing message's frame carries its send time in `stamp` (`CLOCK_MONOTONIC` ns of the
+//! source's node, [`QueueRx::sent_by`]); a sampling message's, its write time (the validity).
 //! A frame with `len = 0` going back from the destination is a **cumulative acknowledgement**
 //! (queuing): `seq` = the destination's identity, `stamp` = messages it
 //! consumed so far. A destination announces each incarnation with an ack when it starts: with
@@ -2090,7 +2092,9 @@ impl QueueTx {
         let hdr = FrameRepr {
             seq: (self.sent as u32).wrapping_add(1),
             len: data.len() as u32,
-            stamp: 0,
+            // The send time, by which a receiver past its deadline is served
+            // (`QueueRx::sent_by`).
+            stamp: partix_shm::clock::stamp_ns(),
         };
         if let Some(b) = &self.book {
             // The frame is counted, marked partial, before its send (the mark first): an
@@ -2165,6 +2169,9 @@ pub struct QueueRx {
     limit: usize,
     slots: Vec<u8>,
     lens: Vec<u32>,
+    /// The send time each buffered message's frame carries (`CLOCK_MONOTONIC` ns of the
+    /// source's node; [`QueueRx::sent_by`]).
+    stamps: Vec<u64>,
     head: usize,
     count: usize,
     consumed: u64,
@@ -2329,6 +2336,11 @@ impl QueueRx {
         lens.try_reserve_exact(limit)
             .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
         lens.resize(limit, 0);
+        let mut stamps = Vec::new();
+        stamps
+            .try_reserve_exact(limit)
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+        stamps.resize(limit, 0);
         let scratch = zeroed(max + HEADER_LEN)?;
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u32;
@@ -2339,6 +2351,7 @@ impl QueueRx {
             incarnation: (pid.rotate_left(16) ^ t) | 1,
             slots,
             lens,
+            stamps,
             head: 0,
             count: 0,
             consumed: 0,
@@ -2433,6 +2446,7 @@ impl QueueRx {
                     self.slots[i * max..i * max + len]
                         .copy_from_slice(&self.scratch[HEADER_LEN..HEADER_LEN + len]);
                     self.lens[i] = h.len;
+                    self.stamps[i] = h.stamp;
                     self.count += 1;
                     break true;
                 }
@@ -2536,17 +2550,7 @@ impl QueueRx {
         // Whether this call found the socket drained (what the source sent is all here).
         let mut drained = false;
         if self.count == 0 {
-            // One message is all this call needs (FIFO: whatever comes next is next in order):
-            // no receive that would only answer EAGAIN on the path of every message. Over TCP
-            // a read may have brought more frames into the stream buffer, where the waiter
-            // (which polls the socket) cannot see them: those are taken too (no system call).
-            if self.take_frame() {
-                while self.count < self.limit && self.sock.frame_buffered() && self.take_frame() {}
-                // TCP: a read shorter than its room drained the socket.
-                drained = !self.sock.may_have_more();
-            }
-            self.note_stream();
-            self.counters.a.store(self.count as u64, Ordering::Release);
+            drained = self.refill();
             if self.count == 0 {
                 self.send_ack();
                 self.found_empty();
@@ -2571,6 +2575,37 @@ impl QueueRx {
             self.look_ahead(owed);
         }
         Ok(len)
+    }
+
+    /// With nothing buffered: take the next message off the socket; return whether the socket
+    /// was found drained (what the source sent is all here).
+    ///
+    /// One message is all a receive needs (FIFO: whatever comes next is next in order): no
+    /// receive that would only answer EAGAIN on the path of every message. Over TCP a read may
+    /// have brought more frames into the stream buffer, where the waiter (which polls the
+    /// socket) cannot see them: those are taken too (no system call).
+    #[inline]
+    fn refill(&mut self) -> bool {
+        let mut drained = false;
+        if self.take_frame() {
+            while self.count < self.limit && self.sock.frame_buffered() && self.take_frame() {}
+            // TCP: a read shorter than its room drained the socket.
+            drained = !self.sock.may_have_more();
+        }
+        self.note_stream();
+        self.counters.a.store(self.count as u64, Ordering::Release);
+        drained
+    }
+
+    /// Whether a message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
+    /// nanoseconds), by the send time its frame carries ([`QueueTx::try_send`]): `false` when
+    /// nothing is there (looked for on the socket, as a receive would) or the oldest was sent
+    /// later. Consumes nothing.
+    pub fn sent_by(&mut self, ns: u64) -> bool {
+        if self.count == 0 {
+            self.refill();
+        }
+        self.count > 0 && self.stamps[self.head] <= ns
     }
 
     /// After a receive that owes the source `owed` messages (fewer than a batch): find out
@@ -3391,6 +3426,56 @@ mod tests {
                 let got = pump(&mut tx, &mut rx);
                 assert_eq!(got, (0..4).map(|i| round * 10 + i).collect::<Vec<_>>());
             }
+        }
+    }
+
+    /// A queuing frame carries its send time, and `sent_by` judges the oldest message by it:
+    /// empty is "not by then"; a message is by its send time and after, not before; the look
+    /// takes the frame off the socket and consumes nothing (the receive after it gets the
+    /// message); a later message behind it is judged only once it is the oldest.
+    #[test]
+    fn queuing_frames_carry_their_send_time() {
+        // Sends and marks 2 ms apart, judged 1 ms off: far from the clock's error.
+        let ms = |n: u64| n * 1_000_000;
+        let gap = || std::thread::sleep(Duration::from_millis(2));
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = pair(kind, 8, 4);
+            let mut tx = QueueTx::new(a, 4);
+            let mut rx = QueueRx::new(b, 4);
+            assert!(!rx.sent_by(u64::MAX), "{kind:?}: empty");
+            let t_a = partix_shm::clock::stamp_ns();
+            gap();
+            tx.try_send(&[1]).unwrap();
+            gap();
+            let t_b = partix_shm::clock::stamp_ns();
+            gap();
+            tx.try_send(&[2]).unwrap();
+            let t0 = Instant::now();
+            while !rx.sent_by(t_b) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "{kind:?}: never came"
+                );
+            }
+            assert!(!rx.sent_by(t_a + ms(1)), "{kind:?}: before its send");
+            let mut buf = [0u8; 8];
+            assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
+            assert_eq!(buf[0], 1, "{kind:?}: the look consumed nothing");
+            let t0 = Instant::now();
+            while !rx.sent_by(u64::MAX) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "{kind:?}: second never came"
+                );
+            }
+            assert!(
+                !rx.sent_by(t_b + ms(1)),
+                "{kind:?}: the second was sent after t_b"
+            );
+            assert!(rx.sent_by(partix_shm::clock::stamp_ns()), "{kind:?}");
+            assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
+            assert_eq!(buf[0], 2, "{kind:?}");
+            assert!(!rx.sent_by(u64::MAX), "{kind:?}: empty again");
         }
     }
 
