@@ -126,7 +126,8 @@ pub struct FrameRepr {
     pub seq: u32,
     /// Payload length (0: an acknowledgement).
     pub len: u32,
-    /// Sampling: the write time (ns, `CLOCK_MONOTONIC`); ack: messages consumed.
+    /// Sampling: the write time (ns, `CLOCK_MONOTONIC`); queuing: the send time (the same
+    /// clock, [`QueueRx::sent_by`]); ack: messages consumed.
     pub stamp: u64,
 }
 
@@ -2600,12 +2601,18 @@ impl QueueRx {
     /// Whether a message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
     /// nanoseconds), by the send time its frame carries ([`QueueTx::try_send`]): `false` when
     /// nothing is there (looked for on the socket, as a receive would) or the oldest was sent
-    /// later. Consumes nothing.
+    /// later. Consumes nothing; a look that finds nothing acknowledges and counts as a receive
+    /// that finds nothing does.
     pub fn sent_by(&mut self, ns: u64) -> bool {
         if self.count == 0 {
             self.refill();
+            if self.count == 0 {
+                self.send_ack();
+                self.found_empty();
+                return false;
+            }
         }
-        self.count > 0 && self.stamps[self.head] <= ns
+        self.stamps[self.head] <= ns
     }
 
     /// After a receive that owes the source `owed` messages (fewer than a batch): find out
@@ -3438,43 +3445,48 @@ mod tests {
         // Sends and marks 2 ms apart, judged 1 ms off: far from the clock's error.
         let ms = |n: u64| n * 1_000_000;
         let gap = || std::thread::sleep(Duration::from_millis(2));
+        let came = |rx: &mut QueueRx, by: u64, what: &str| {
+            let t0 = Instant::now();
+            while !rx.sent_by(by) {
+                assert!(t0.elapsed() < Duration::from_secs(5), "{what} never came");
+            }
+        };
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
-            let (a, b) = pair(kind, 8, 4);
-            let mut tx = QueueTx::new(a, 4);
-            let mut rx = QueueRx::new(b, 4);
+            // Room for 2: the third message's stamp goes where the first one's was (the wrap).
+            let (a, b) = pair(kind, 8, 2);
+            let mut tx = QueueTx::new(a, 2);
+            let mut rx = QueueRx::new(b, 2);
             assert!(!rx.sent_by(u64::MAX), "{kind:?}: empty");
-            let t_a = partix_shm::clock::stamp_ns();
-            gap();
-            tx.try_send(&[1]).unwrap();
-            gap();
-            let t_b = partix_shm::clock::stamp_ns();
-            gap();
-            tx.try_send(&[2]).unwrap();
-            let t0 = Instant::now();
-            while !rx.sent_by(t_b) {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(5),
-                    "{kind:?}: never came"
-                );
-            }
-            assert!(!rx.sent_by(t_a + ms(1)), "{kind:?}: before its send");
             let mut buf = [0u8; 8];
-            assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
-            assert_eq!(buf[0], 1, "{kind:?}: the look consumed nothing");
-            let t0 = Instant::now();
-            while !rx.sent_by(u64::MAX) {
+            let mut marks = vec![partix_shm::clock::stamp_ns()];
+            for m in 1..=3u8 {
+                gap();
+                tx.try_send(&[m])
+                    .unwrap_or_else(|e| panic!("{kind:?} {m}: {e:?}"));
+                gap();
+                marks.push(partix_shm::clock::stamp_ns());
+                // Message m was sent between marks m-1 and m; the oldest there is judged.
+                came(&mut rx, marks[m as usize], &format!("{kind:?} {m}"));
+                // (Message 1 is taken after the second look of round 2.)
+                let oldest = if m <= 2 { 1 } else { 2 };
                 assert!(
-                    t0.elapsed() < Duration::from_secs(5),
-                    "{kind:?}: second never came"
+                    !rx.sent_by(marks[oldest - 1] + ms(1)),
+                    "{kind:?} {m}: judged sent before it was"
                 );
+                if m == 2 {
+                    // Judged by the oldest's stamp, not the newest's.
+                    assert!(rx.sent_by(marks[1]), "{kind:?}");
+                    assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
+                    assert_eq!(buf[0], 1, "{kind:?}: the looks consumed nothing");
+                }
             }
-            assert!(
-                !rx.sent_by(t_b + ms(1)),
-                "{kind:?}: the second was sent after t_b"
-            );
-            assert!(rx.sent_by(partix_shm::clock::stamp_ns()), "{kind:?}");
-            assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
-            assert_eq!(buf[0], 2, "{kind:?}");
+            // Oldest first: 2, then 3 (whose stamp lies in the first one's place).
+            for m in 2..=3u8 {
+                assert!(rx.sent_by(marks[m as usize]), "{kind:?} {m}");
+                assert!(!rx.sent_by(marks[m as usize - 1] + ms(1)), "{kind:?} {m}");
+                assert_eq!(rx.try_recv(&mut buf), Ok(1), "{kind:?}");
+                assert_eq!(buf[0], m, "{kind:?}");
+            }
             assert!(!rx.sent_by(u64::MAX), "{kind:?}: empty again");
         }
     }
@@ -4312,7 +4324,7 @@ mod tests {
     }
 
     /// A tcp frame (header, `payload`, trailer) as a queuing source sends it at stream
-    /// position `pos`.
+    /// position `pos` (send time 0: sent by any deadline).
     fn tcp_frame_bytes(seq: u32, payload: &[u8], pos: u64) -> Vec<u8> {
         let h = FrameRepr {
             seq,
