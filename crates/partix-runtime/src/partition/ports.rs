@@ -1464,11 +1464,23 @@ impl QueuingPort {
             };
             // An expired receiver is due only what was sent before its deadline (a message that
             // came while its partition's window was closed, or in the monitor's grace, may be
-            // later): `came_late`.
-            if expired && (!ready || !serve || Self::came_late(st, due)) {
+            // later): `came_late`, which also answers for an empty channel, and for a
+            // manager-delivered one first moves what the manager has not (the readiness, the RX
+            // ring's, may not show it yet). An expired sender is due the room there is.
+            let receiver = st.dest.is_some();
+            if expired
+                && (!serve
+                    || if receiver {
+                        Self::came_late(st, due)
+                    } else {
+                        !ready
+                    })
+            {
                 self.leave(st, ticket);
                 continue;
             }
+            // An expired receiver still here has a message sent by its deadline there.
+            let ready = ready || (expired && receiver);
             let Some(w) = st.waiters.iter().find(|w| w.ticket == ticket) else {
                 break;
             };

@@ -370,6 +370,8 @@ pub struct Helped<M> {
     starved: AtomicBool,
     /// Local sleeps of the manager thread while helped (diagnostics, tests).
     naps: AtomicU64,
+    /// Moves made for receivers past their deadline ([`Helped::move_late`]; diagnostics, tests).
+    late_moves: AtomicU64,
 }
 
 /// The first nap of a socket destination's receiving agent while a reader is active
@@ -436,6 +438,7 @@ impl<M: MoveOnce> Helped<M> {
             delivery,
             starved: AtomicBool::new(false),
             naps: AtomicU64::new(0),
+            late_moves: AtomicU64::new(0),
         }
     }
 
@@ -460,6 +463,24 @@ impl<M: MoveOnce> Helped<M> {
     /// doorbell at once), else [`Helped::idle`].
     fn idle_hook(&self, seen: &mut u64) -> bool {
         !self.manager_only() && self.idle(seen)
+    }
+
+    /// For a receiver whose deadline passed and for which the RX ring holds nothing sent by
+    /// it: move what the sender queued, waiting for the manager's lock if its thread is moving,
+    /// with [`Delivery::Manager`] too (the one move a receiver makes there). A deadline that
+    /// passed while the partition's window was closed is looked at when the window opens,
+    /// maybe before the manager thread has run: what was sent before the deadline is the
+    /// receiver's all the same (docs/ports.md, "What came when"). Counted apart from the helps.
+    fn move_late(&self) {
+        self.late_moves.fetch_add(1, Ordering::Relaxed);
+        let _section = crate::partition::defer_control();
+        let mut m = self.manager.lock().unwrap_or_else(|e| e.into_inner());
+        m.move_once();
+    }
+
+    /// Moves made for receivers past their deadline ([`Helped::move_late`]).
+    pub fn late_moves(&self) -> u64 {
+        self.late_moves.load(Ordering::Relaxed)
     }
 
     /// Move what can be moved now, waiting for the manager's lock if its thread is moving;
@@ -1496,16 +1517,22 @@ impl QueueDestination {
 
     /// Whether a message is there that was sent at or before `ns` (`CLOCK_MONOTONIC`
     /// nanoseconds), by the stamp the sender gave the oldest one (one-sided, to 1024 ns;
-    /// two-sided, whose move keeps it; two-sided first moves what the sender queued, as a
-    /// receive would; udp and tcp, whose frames carry it, after taking the next frame off the
-    /// socket if none is buffered): `false` when nothing is there or the oldest was sent later.
+    /// two-sided, whose move keeps it; udp and tcp, whose frames carry it, after taking the
+    /// next frame off the socket if none is buffered): `false` when nothing is there or the
+    /// oldest was sent later. Two-sided first moves what the sender queued, as a receive
+    /// would; with [`Delivery::Manager`] only when the RX ring holds nothing sent by `ns`
+    /// ([`Helped::move_late`]: it is asked for receivers past their deadline only).
     pub fn sent_by(&mut self, ns: u64) -> bool {
         match self {
             QueueDestination::OneSided(c, _) => c.sent_by(ns),
-            QueueDestination::TwoSided(r, h) => {
-                if !h.manager_only() {
-                    h.help();
+            QueueDestination::TwoSided(r, h) if h.manager_only() => {
+                r.sent_by(ns) || {
+                    h.move_late();
+                    r.sent_by(ns)
                 }
+            }
+            QueueDestination::TwoSided(r, h) => {
+                h.help();
                 r.sent_by(ns)
             }
             QueueDestination::Socket(a) => a.receiver().sent_by(ns),
@@ -1558,10 +1585,20 @@ impl QueueDestination {
     }
 
     /// Two-sided: the moves the port's receivers made in the manager's place so far (always 0
-    /// with [`Delivery::Manager`]); 0 for the other transports (diagnostics, tests).
+    /// with [`Delivery::Manager`]); 0 for the other transports (diagnostics, tests). The moves
+    /// for receivers past their deadline are counted apart: [`QueueDestination::late_moves`].
     pub fn reader_moves(&self) -> u64 {
         match self {
             QueueDestination::TwoSided(_, h) => h.helps(),
+            _ => 0,
+        }
+    }
+
+    /// Two-sided: the moves made for receivers past their deadline ([`Helped::move_late`]);
+    /// 0 for the other transports (diagnostics, tests).
+    pub fn late_moves(&self) -> u64 {
+        match self {
+            QueueDestination::TwoSided(_, h) => h.late_moves(),
             _ => 0,
         }
     }
@@ -1797,13 +1834,19 @@ mod tests {
     /// A two-sided queue's regions, its source, and its destination with a manager that no
     /// thread runs: whatever moves a message must be the receiver's own help.
     fn unmanaged_two_sided_queue() -> (QueueSender, QueueDestination, QueueWaiter) {
+        unmanaged_two_sided_queue_with(Delivery::Helped)
+    }
+
+    fn unmanaged_two_sided_queue_with(
+        delivery: Delivery,
+    ) -> (QueueSender, QueueDestination, QueueWaiter) {
         let shape = QueueShape::new(64, 4).unwrap();
         let tx = Arc::new(Region::create("partix-helped-tx", shape.tx_size_bytes()).unwrap());
         let rx = Arc::new(Region::create("partix-helped-rx", shape.rx_size_bytes()).unwrap());
         shape.init(&tx, &rx).unwrap();
         let h = Arc::new(Helped::new(
             QueueManager::attach(tx.clone(), rx.clone()).unwrap(),
-            Delivery::Helped,
+            delivery,
         ));
         let r = QueueReceiver::attach(tx.clone(), rx).unwrap();
         let w = QueueWaiter::Helped {
@@ -1816,6 +1859,35 @@ mod tests {
             QueueDestination::TwoSided(r, h),
             w,
         )
+    }
+
+    /// With `Delivery::Manager` a receiver never moves a message, but one past its deadline for
+    /// which the RX ring holds nothing sent by it has what the manager (here: no thread) did
+    /// not move yet looked at (`Helped::move_late`): a message sent by the deadline is there
+    /// after it, one sent later is not the receiver's (and stays); the receiver's helps stay 0.
+    #[test]
+    fn a_manager_delivered_message_sent_by_a_deadline_is_there_for_a_late_look() {
+        let (mut s, mut d, _) = unmanaged_two_sided_queue_with(Delivery::Manager);
+        let before = partix_shm::clock::stamp_ns();
+        std::thread::sleep(Duration::from_millis(2));
+        s.try_send(b"late").unwrap();
+        // Sent 2 ms after `before`: not by it, and nothing moved for it.
+        assert!(!d.sent_by(before));
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            d.try_recv(&mut buf),
+            Ok(4),
+            "moved, and kept for the next receive"
+        );
+        assert_eq!(&buf[..4], b"late");
+        s.try_send(b"due").unwrap();
+        // The RX ring is empty: a look by a time after the send moves it and finds it.
+        assert!(d.sent_by(partix_shm::clock::stamp_ns() + 1_000_000));
+        assert_eq!(d.try_recv(&mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"due");
+        assert!(!d.sent_by(u64::MAX), "empty");
+        assert_eq!(d.reader_moves(), 0);
+        assert_eq!(d.late_moves(), 3);
     }
 
     /// A two-sided sampling channel's sender and its destination, with a manager that no thread

@@ -45,9 +45,15 @@ pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
             .join(name),
     )
     .unwrap();
+    // `two-sided-manager`: two-sided with `partix:Delivery="manager"` (only the destination's
+    // manager thread moves messages).
+    let attrs = match transport {
+        "two-sided-manager" => r#"partix:Transport="two-sided" partix:Delivery="manager""#.into(),
+        t => format!(r#"partix:Transport="{t}""#),
+    };
     let with = text.replace(
         r#"ChannelName="order-q">"#,
-        &format!(r#"ChannelName="order-q" partix:Transport="{transport}">"#),
+        &format!(r#"ChannelName="order-q" {attrs}>"#),
     );
     assert_ne!(with, text, "{name}'s queuing channel not found");
     let path = dir.join(format!("{transport}-{name}"));
