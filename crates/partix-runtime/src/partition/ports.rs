@@ -1411,7 +1411,8 @@ impl QueuingPort {
     /// given when it runs (or is resumed). So no later caller takes what a waiter was due (a
     /// PRIORITY newcomer, CLEAR_QUEUING_PORT, a TIME_OUT 0 call), and the port never shows a
     /// message queued while a receiver that can be served waits. A head whose time-out has
-    /// expired is served the same if the channel is ready, and otherwise leaves the line (it
+    /// expired is served the same if what it is due is there (a receiver: a message sent by its
+    /// deadline, [`QueuingPort::came_late`]; a sender: room), and otherwise leaves the line (it
     /// returns `TIMED_OUT`): what its own next look would do. An expired head that cannot be
     /// served in its place leaves the line even if the channel is ready: it cannot be given
     /// what is there, and it must not hold the line while it does not run. What was handed to
@@ -1448,8 +1449,8 @@ impl QueuingPort {
             // its deadline: nobody else can give it what is there, and left in the line it would
             // hold every waiter and every call that does not wait for as long as it does not
             // run (suspended, or kept off the CPU by the very process that polls).
-            // Ready first, then the clock (as before session 34): a message that comes in between
-            // is not given to a head that had expired.
+            // Ready first, then the clock (as before session 34): room made in between is not
+            // given to a sender that had expired (a receiver is judged by the stamps).
             let ready = self.ready();
             let Some((serve, due, expired)) =
                 st.waiters.iter().find(|w| w.ticket == ticket).map(|w| {
@@ -1467,7 +1468,7 @@ impl QueuingPort {
             // later): `came_late`, which also answers for an empty channel, and for a
             // manager-delivered one first moves what the manager has not (the readiness, the RX
             // ring's, may not show it yet). An expired sender is due the room there is.
-            let receiver = st.dest.is_some();
+            let receiver = st.dest.is_some() && due != u64::MAX;
             if expired
                 && (!serve
                     || if receiver {

@@ -335,7 +335,8 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 /// A two-sided manager (sampling: [`NetworkManager`]; queuing: [`QueueManager`]) shared by its
 /// thread and the port's receiver, which helps it unless the channel says
 /// `partix:Delivery="manager"` ([`Delivery::Manager`]: the thread alone delivers, parked on the
-/// doorbell; the receiver reads the RX ring only and waits on its data notifier).
+/// doorbell; the receiver reads the RX ring only and waits on its data notifier; its one move
+/// is a queuing receiver's past its deadline, [`Helped::move_late`]).
 ///
 /// While the receiver polls (it calls `Helped::help` on every poll), the manager thread does not
 /// park on the doorbell but sleeps locally on its kick word, looking again only after
@@ -466,11 +467,13 @@ impl<M: MoveOnce> Helped<M> {
     }
 
     /// For a receiver whose deadline passed and for which the RX ring holds nothing sent by
-    /// it: move what the sender queued, waiting for the manager's lock if its thread is moving,
-    /// with [`Delivery::Manager`] too (the one move a receiver makes there). A deadline that
-    /// passed while the partition's window was closed is looked at when the window opens,
-    /// maybe before the manager thread has run: what was sent before the deadline is the
-    /// receiver's all the same (docs/ports.md, "What came when"). Counted apart from the helps.
+    /// it: move what the sender queued, waiting for the manager's lock if its thread is moving
+    /// (a helping receiver's `help` gives up then, and might look before the thread has
+    /// published its move), with [`Delivery::Manager`] too (the one move a receiver makes
+    /// there). A deadline that passed while the partition's window was closed is looked at when
+    /// the window opens, maybe before the manager thread has run: what was sent before the
+    /// deadline is the receiver's all the same (docs/ports.md, "What came when"). Any other
+    /// expired wait's last look moves the same way. Counted apart from the helps.
     fn move_late(&self) {
         self.late_moves.fetch_add(1, Ordering::Relaxed);
         let _section = crate::partition::defer_control();
@@ -1519,21 +1522,17 @@ impl QueueDestination {
     /// nanoseconds), by the stamp the sender gave the oldest one (one-sided, to 1024 ns;
     /// two-sided, whose move keeps it; udp and tcp, whose frames carry it, after taking the
     /// next frame off the socket if none is buffered): `false` when nothing is there or the
-    /// oldest was sent later. Two-sided first moves what the sender queued, as a receive
-    /// would; with [`Delivery::Manager`] only when the RX ring holds nothing sent by `ns`
+    /// oldest was sent later. Two-sided, when the RX ring holds nothing sent by `ns`, first
+    /// moves what the sender queued, waiting for the manager's lock, whatever the delivery
     /// ([`Helped::move_late`]: it is asked for receivers past their deadline only).
     pub fn sent_by(&mut self, ns: u64) -> bool {
         match self {
             QueueDestination::OneSided(c, _) => c.sent_by(ns),
-            QueueDestination::TwoSided(r, h) if h.manager_only() => {
+            QueueDestination::TwoSided(r, h) => {
                 r.sent_by(ns) || {
                     h.move_late();
                     r.sent_by(ns)
                 }
-            }
-            QueueDestination::TwoSided(r, h) => {
-                h.help();
-                r.sent_by(ns)
             }
             QueueDestination::Socket(a) => a.receiver().sent_by(ns),
         }
@@ -1868,6 +1867,8 @@ mod tests {
     #[test]
     fn a_manager_delivered_message_sent_by_a_deadline_is_there_for_a_late_look() {
         let (mut s, mut d, _) = unmanaged_two_sided_queue_with(Delivery::Manager);
+        // Later than every send here (the ring's stamps wrap: u64::MAX is no "end of time").
+        let soon = || partix_shm::clock::stamp_ns() + 1_000_000_000;
         let before = partix_shm::clock::stamp_ns();
         std::thread::sleep(Duration::from_millis(2));
         s.try_send(b"late").unwrap();
@@ -1883,11 +1884,24 @@ mod tests {
         s.try_send(b"due").unwrap();
         // The RX ring is empty: a look by a time after the send moves it and finds it.
         assert!(d.sent_by(partix_shm::clock::stamp_ns() + 1_000_000));
+        assert_eq!(d.late_moves(), 2);
+        // With one sent by the time in the RX ring, a look moves nothing more.
+        s.try_send(b"next").unwrap();
+        assert!(d.sent_by(soon()));
+        assert_eq!(d.late_moves(), 2);
         assert_eq!(d.try_recv(&mut buf), Ok(3));
         assert_eq!(&buf[..3], b"due");
-        assert!(!d.sent_by(u64::MAX), "empty");
+        assert_eq!(
+            d.try_recv(&mut buf),
+            Err(PopError::Empty),
+            "`next` was not moved"
+        );
+        assert!(d.sent_by(soon()), "moved for the look");
+        assert_eq!(d.try_recv(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], b"next");
+        assert!(!d.sent_by(soon()), "empty");
         assert_eq!(d.reader_moves(), 0);
-        assert_eq!(d.late_moves(), 3);
+        assert_eq!(d.late_moves(), 4);
     }
 
     /// A two-sided sampling channel's sender and its destination, with a manager that no thread
