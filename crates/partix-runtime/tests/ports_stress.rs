@@ -303,8 +303,8 @@ fn stress(transport: &str) {
         start(&set, 0, c0, &arg("q-sender", &outs[0], n), Some(&count)),
     ];
     let out = finish(&mut kids, &outs, Duration::from_secs(180));
-    assert_eq!(passes(&format!("{transport} QSRC"), &out[0]), 2);
-    assert_eq!(passes(&format!("{transport} QDST"), &out[1]), 3);
+    assert_eq!(passes(&format!("{transport} QSRC"), &out[0]), 3);
+    assert_eq!(passes(&format!("{transport} QDST"), &out[1]), 4);
     println!("{transport}: queuing {:?}", t.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
 }

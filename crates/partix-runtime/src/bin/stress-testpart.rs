@@ -21,12 +21,15 @@
 //!                        take turns: one at a time with TIME_OUT 0 (spinning on NOT_AVAILABLE),
 //!                        one at a time waiting, in batches (send_queuing_messages) with TIME_OUT
 //!                        0, in batches waiting; the port's mode (for the waits) changes every
-//!                        four chunks; it sleeps 20 µs every SENDER_PAUSE messages. It
+//!                        four chunks, and every other round of twelve chunks the waits have a
+//!                        time-out of 20 µs (TIMED_OUT: the same message again; at least one
+//!                        such wait must time out); it sleeps 20 µs every SENDER_PAUSE messages. It
 //!                        publishes how many messages it sent in the test's shared word
 //!                        (descriptor [`COUNT_FD`]); it must have found the queue full at least
 //!                        1000 times
-//!   q-receiver SEED N    receive the N messages on Q the same four ways (in chunks of another
-//!                        length), checking each (exactly the next sequence number, its length,
+//!   q-receiver SEED N    receive the N messages on Q the same four ways, with the same short
+//!                        waits (in chunks of another length), checking each (exactly the next
+//!                        sequence number, its length,
 //!                        noise and checksum), sleeping 20 µs every RECEIVER_PAUSE messages
 //!                        (so that the sender finds the queue full, whatever the speeds); after
 //!                        each call, the sender's count less the messages received is at most
@@ -72,6 +75,12 @@ const PHASE_READS: u64 = 1000;
 /// Time-out of every wait of the stress: the other side is always busy, so a wait that times
 /// out lost a wake-up (or a message).
 const WAIT_TIMEOUT: SystemTime = 5_000 * MS;
+/// Time-out of the short waits (every other round of twelve chunks, the waiting ways): about
+/// what the other side's pauses last, so that waits expire while messages (or room) come and
+/// the expired waiter's last look races with them. A send that timed out is sent again, a
+/// receive that timed out is made again: the receiver's checks (each message once, in order)
+/// tell a timed-out send that went through, or a timed-out receive that took a message.
+const SHORT_TIMEOUT: SystemTime = 20_000;
 /// Messages per batch call (sender; the receiver takes at most [`RECV_BATCH`]).
 const SEND_BATCH: usize = 7;
 const RECV_BATCH: usize = 3;
@@ -340,6 +349,18 @@ const RECEIVER_PAUSE: u64 = 64;
 const PAUSE: SystemTime = 20_000;
 
 /// The way of calling and the port's receive mode for chunk `k`.
+/// The time-out of a call of way `way` in chunk `k`: 0 (ways 0 and 2), else
+/// [`SHORT_TIMEOUT`] in every other round of twelve chunks, [`WAIT_TIMEOUT`] in the others.
+fn wait_time_out(way: u64, k: u64) -> SystemTime {
+    if way % 2 == 0 {
+        0
+    } else if k / 12 % 2 == 1 {
+        SHORT_TIMEOUT
+    } else {
+        WAIT_TIMEOUT
+    }
+}
+
 fn chunk_way(k: u64) -> (u64, RecvMode) {
     let modes = [
         RecvMode::Spin,
@@ -356,7 +377,7 @@ extern "C" fn q_sender() {
     let msgs = Msgs::new(seed(), Q_MAX);
     let mut bufs = vec![[0u8; Q_MAX]; SEND_BATCH];
     let sent = sent_count();
-    let mut full = 0u64;
+    let (mut full, mut timed_out) = (0u64, 0u64);
     let mut bad = None;
     let mut seq = 0u64;
     // Time per way of calling and receive mode (µs), for the INFO line.
@@ -381,7 +402,7 @@ extern "C" fn q_sender() {
             for ((m, b), &l) in batch.iter_mut().zip(&bufs).zip(&lens).take(k) {
                 *m = &b[..l];
             }
-            let timeout = if way % 2 == 0 { 0 } else { WAIT_TIMEOUT };
+            let timeout = wait_time_out(way, seq / SEND_CHUNK);
             let r = if way >= 2 {
                 send_queuing_messages(id, &batch[..k], timeout)
             } else {
@@ -401,6 +422,8 @@ extern "C" fn q_sender() {
                     full += 1;
                     std::hint::spin_loop();
                 }
+                // Not sent: the same message again.
+                Err(ApexError::TimedOut) if timeout == SHORT_TIMEOUT => timed_out += 1,
                 other => {
                     bad = Some(format!("message {seq} (way {way}): {other:?}"));
                     break 'outer;
@@ -410,7 +433,8 @@ extern "C" fn q_sender() {
         us[way as usize][mi] += (get_time() - tc) / 1000;
     }
     out(&format!(
-        "INFO q-sender: sent={seq} full={full} us_per_way_and_mode={us:?}"
+        "INFO q-sender: sent={seq} full={full} timed_out={timed_out} \
+         us_per_way_and_mode={us:?}"
     ));
     expect(
         &format!("{n} messages sent"),
@@ -421,6 +445,11 @@ extern "C" fn q_sender() {
         "the queue was found full (NOT_AVAILABLE) at least 1000 times",
         full >= 1000,
         format!("{full}"),
+    );
+    expect(
+        "a short wait for room timed out at least once",
+        timed_out >= 1,
+        format!("{timed_out}"),
     );
     out("END q-sender");
     idle_forever();
@@ -434,7 +463,7 @@ extern "C" fn q_receiver() {
     let mut buf = vec![0u8; Q_MAX * RECV_BATCH];
     let mut scratch = [0u8; Q_MAX];
     let sent = sent_count();
-    let (mut empty, mut max_queued, mut over) = (0u64, 0u64, 0u64);
+    let (mut empty, mut max_queued, mut over, mut timed_out) = (0u64, 0u64, 0u64, 0u64);
     let mut bad = None;
     let mut next = 0u64;
     'outer: while next < n {
@@ -442,7 +471,7 @@ extern "C" fn q_receiver() {
         set_queuing_port_recv_mode(id, mode).expect("mode");
         let end = n.min((next / RECV_CHUNK + 1) * RECV_CHUNK);
         while next < end {
-            let timeout = if way % 2 == 0 { 0 } else { WAIT_TIMEOUT };
+            let timeout = wait_time_out(way, next / RECV_CHUNK);
             let mut lens = [0usize; RECV_BATCH];
             let r = if way >= 2 {
                 receive_queuing_messages(id, &mut buf, &mut lens, timeout)
@@ -457,6 +486,11 @@ extern "C" fn q_receiver() {
                 Err(ApexError::NotAvailable) if timeout == 0 => {
                     empty += 1;
                     std::hint::spin_loop();
+                    continue;
+                }
+                // Nothing taken: receive again.
+                Err(ApexError::TimedOut) if timeout == SHORT_TIMEOUT => {
+                    timed_out += 1;
                     continue;
                 }
                 other => {
@@ -492,7 +526,8 @@ extern "C" fn q_receiver() {
         }
     }
     out(&format!(
-        "INFO q-receiver: received={next} empty={empty} max_queued={max_queued}"
+        "INFO q-receiver: received={next} empty={empty} timed_out={timed_out} \
+         max_queued={max_queued}"
     ));
     expect(
         &format!("{n} messages received, each once, in order, whole"),
@@ -503,6 +538,11 @@ extern "C" fn q_receiver() {
         &format!("never more than MaxNbMessages ({Q_NB}) queued"),
         over == 0,
         format!("{over} receives found more, up to {max_queued}"),
+    );
+    expect(
+        "a short wait for a message timed out at least once",
+        timed_out >= 1,
+        format!("{timed_out}"),
     );
     let r = receive_queuing_message(id, &mut buf[..Q_MAX], 200 * MS);
     check(
