@@ -354,7 +354,7 @@ const PAUSE: SystemTime = 20_000;
 fn wait_time_out(way: u64, k: u64) -> SystemTime {
     if way % 2 == 0 {
         0
-    } else if k / 12 % 2 == 1 {
+    } else if !(k / 12).is_multiple_of(2) {
         SHORT_TIMEOUT
     } else {
         WAIT_TIMEOUT
