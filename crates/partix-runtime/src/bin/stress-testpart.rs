@@ -352,7 +352,7 @@ const PAUSE: SystemTime = 20_000;
 /// The time-out of a call of way `way` in chunk `k`: 0 (ways 0 and 2), else
 /// [`SHORT_TIMEOUT`] in every other round of twelve chunks, [`WAIT_TIMEOUT`] in the others.
 fn wait_time_out(way: u64, k: u64) -> SystemTime {
-    if way % 2 == 0 {
+    if way.is_multiple_of(2) {
         0
     } else if !(k / 12).is_multiple_of(2) {
         SHORT_TIMEOUT
