@@ -336,7 +336,7 @@ fn spawn_manager(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), St
 /// thread and the port's receiver, which helps it unless the channel says
 /// `partix:Delivery="manager"` ([`Delivery::Manager`]: the thread alone delivers, parked on the
 /// doorbell; the receiver reads the RX ring only and waits on its data notifier; its one move
-/// is a queuing receiver's past its deadline, [`Helped::move_late`]).
+/// is a queuing receiver's past its deadline, `Helped::move_late`).
 ///
 /// While the receiver polls (it calls `Helped::help` on every poll), the manager thread does not
 /// park on the doorbell but sleeps locally on its kick word, looking again only after
@@ -371,7 +371,7 @@ pub struct Helped<M> {
     starved: AtomicBool,
     /// Local sleeps of the manager thread while helped (diagnostics, tests).
     naps: AtomicU64,
-    /// Moves made for receivers past their deadline ([`Helped::move_late`]; diagnostics, tests).
+    /// Moves made for receivers past their deadline (`Helped::move_late`; diagnostics, tests).
     late_moves: AtomicU64,
 }
 
@@ -481,7 +481,7 @@ impl<M: MoveOnce> Helped<M> {
         m.move_once();
     }
 
-    /// Moves made for receivers past their deadline ([`Helped::move_late`]).
+    /// Moves made for receivers past their deadline (`Helped::move_late`).
     pub fn late_moves(&self) -> u64 {
         self.late_moves.load(Ordering::Relaxed)
     }
@@ -1524,7 +1524,7 @@ impl QueueDestination {
     /// next frame off the socket if none is buffered): `false` when nothing is there or the
     /// oldest was sent later. Two-sided, when the RX ring holds nothing sent by `ns`, first
     /// moves what the sender queued, waiting for the manager's lock, whatever the delivery
-    /// ([`Helped::move_late`]: it is asked for receivers past their deadline only).
+    /// (`Helped::move_late`: it is asked for receivers past their deadline only).
     pub fn sent_by(&mut self, ns: u64) -> bool {
         match self {
             QueueDestination::OneSided(c, _) => c.sent_by(ns),
@@ -1593,7 +1593,7 @@ impl QueueDestination {
         }
     }
 
-    /// Two-sided: the moves made for receivers past their deadline ([`Helped::move_late`]);
+    /// Two-sided: the moves made for receivers past their deadline (`Helped::move_late`);
     /// 0 for the other transports (diagnostics, tests).
     pub fn late_moves(&self) -> u64 {
         match self {
