@@ -379,22 +379,21 @@ mod tests {
         partix_shm::barrier::enable();
         let lock = Arc::new(BiasedLock::new(0u64));
         let (go, wait) = std::sync::mpsc::channel::<()>();
-        let (done, owned) = std::sync::mpsc::channel::<bool>();
+        let (done, owned) = std::sync::mpsc::channel::<(bool, u32)>();
         let owner = {
             let lock = lock.clone();
             std::thread::spawn(move || {
                 for _ in 0..2 * REBIAS_AFTER {
                     *lock.lock() += 1;
                 }
-                done.send(lock.biased_to_me()).unwrap();
+                done.send((lock.biased_to_me(), crate::partition::rt::gettid() as u32))
+                    .unwrap();
                 // Alive, not using the lock, until told to end.
                 wait.recv().unwrap();
             })
         };
-        assert!(
-            owned.recv().unwrap(),
-            "the first thread did not get the bias"
-        );
+        let (biased, tid) = owned.recv().unwrap();
+        assert!(biased, "the first thread did not get the bias");
         for _ in 0..4 * REBIAS_AFTER {
             *lock.lock() += 1;
         }
@@ -405,6 +404,17 @@ mod tests {
         assert_eq!(lock.revocations(), 1);
         go.send(()).unwrap();
         owner.join().unwrap();
+        // The join returns when the thread's tid word is cleared, which the kernel does before
+        // it has released the thread: `tgkill` may still find it for a moment (seen once in CI,
+        // on a loaded VM). The bias moves once the kernel says the owner is gone.
+        let t0 = std::time::Instant::now();
+        while thread_alive(tid) {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "the owner's thread still exists 10 s after its join"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         for _ in 0..2 * REBIAS_AFTER {
             *lock.lock() += 1;
         }
