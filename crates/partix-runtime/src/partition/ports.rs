@@ -1466,7 +1466,7 @@ impl QueuingPort {
             // An expired receiver is due only what was sent before its deadline (a message that
             // came while its partition's window was closed, or in the monitor's grace, may be
             // later): `came_late`, which also answers for an empty channel, and for a
-            // manager-delivered one first moves what the manager has not (the readiness, the RX
+            // two-sided one first moves what the manager thread has not (the readiness, the RX
             // ring's, may not show it yet). An expired sender is due the room there is.
             let receiver = st.dest.is_some() && due != u64::MAX;
             if expired
