@@ -475,10 +475,7 @@ impl<M: MoveOnce> Helped<M> {
     /// deadline is the receiver's all the same (docs/ports.md, "What came when"). Any other
     /// expired wait's last look moves the same way. Counted apart from the helps.
     fn move_late(&self) {
-        self.late_moves.fetch_add(1, Ordering::Relaxed);
-        let _section = crate::partition::defer_control();
-        let mut m = self.manager.lock().unwrap_or_else(|e| e.into_inner());
-        m.move_once();
+        self.move_locked(&self.late_moves);
     }
 
     /// Moves made for receivers past their deadline (`Helped::move_late`).
@@ -490,7 +487,12 @@ impl<M: MoveOnce> Helped<M> {
     /// return [`MoveOnce::move_once`]'s answer. After it, whatever was sent before is in the RX
     /// ring (unless it returned `false`).
     fn help_locked(&self) -> bool {
-        self.helps.fetch_add(1, Ordering::Relaxed);
+        self.move_locked(&self.helps)
+    }
+
+    /// [`Helped::help_locked`]'s move, counted in `count`.
+    fn move_locked(&self, count: &AtomicU64) -> bool {
+        count.fetch_add(1, Ordering::Relaxed);
         let _section = crate::partition::defer_control();
         let mut m = self.manager.lock().unwrap_or_else(|e| e.into_inner());
         m.move_once()
