@@ -63,7 +63,8 @@
 //!   closed-dst     (closed.xml) at the start of its window (50 ms of 300), a receiver whose
 //!                  deadline falls in the closed window that follows: step 1, a message sent
 //!                  after the deadline is not its (TIMED_OUT, then TIME_OUT 0 takes it); step 2,
-//!                  one sent before the deadline is (though it runs only after the deadline)
+//!                  one sent before the deadline is (though it runs only after the deadline);
+//!                  steps 3 and 4, the same for a sampling wait (closed-src writes on SOUT)
 //!   suspend-dst    processes r1 then r2 wait on QIN (FIFO); r1 is SUSPENDed, then "ready" on RDY
 //!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
 //!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
@@ -186,11 +187,12 @@ fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
 /// the process runs again at the start of CD's next window.
 const CLOSED_TO_NEXT_WINDOW: SystemTime = 60 * MS;
 
-/// `closed-src`: for each new step on ASK (step, deadline), send a message carrying its send
-/// time: step 1 30 ms after the deadline, step 2 at once. CS runs only while CD's window is
-/// closed.
+/// `closed-src`: for each new step on ASK (step, deadline), send (steps 1, 2, on QOUT) or write
+/// (steps 3, 4, on SOUT) a message carrying its send time: steps 1 and 3 30 ms after the
+/// deadline, steps 2 and 4 at once. CS runs only while CD's window is closed.
 extern "C" fn closed_src() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
+    let sout = get_sampling_port_id("SOUT").expect("SOUT");
     let ask = get_sampling_port_id("ASK").expect("ASK");
     let mut buf = [0u8; 16];
     let mut last = 0u8;
@@ -198,14 +200,19 @@ extern "C" fn closed_src() {
         if matches!(read_sampling_message(ask, &mut buf), Ok((16, _))) && buf[0] != last {
             last = buf[0];
             let deadline = i64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
-            if last == 1 {
+            if last % 2 == 1 {
                 let until = deadline + 30 * MS;
                 while get_time() < until {
                     let _ = timed_wait((until - get_time()).max(MS / 10));
                 }
             }
             let sent = get_time();
-            if let Err(e) = send_queuing_message(q, &sent.to_ne_bytes(), 1_000 * MS) {
+            let r = if last <= 2 {
+                send_queuing_message(q, &sent.to_ne_bytes(), 1_000 * MS)
+            } else {
+                write_sampling_message(sout, &sent.to_ne_bytes())
+            };
+            if let Err(e) = r {
                 out(&format!("FAIL closed-src step {last}: send: {e:?}"));
             }
         }
@@ -273,6 +280,61 @@ extern "C" fn closed_dst() {
     expect_dbg(
         "a message sent before a receiver's deadline, in its closed window, is its though it \
          runs only after the deadline",
+        r == Ok(8),
+        r,
+    );
+
+    // Steps 3 and 4: the same for a sampling wait (`wait_sampling_message`, a partix extension):
+    // it returns a message newer than the last one returned, written by its deadline.
+    let sin = get_sampling_port_id("SIN").expect("SIN");
+    let wait = |n: u8, timeout: SystemTime, buf: &mut [u8; 8]| {
+        let _ = timed_wait(CLOSED_TO_NEXT_WINDOW);
+        let call = get_time();
+        let deadline = call + timeout;
+        let mut ask_msg = [0u8; 16];
+        ask_msg[0] = n;
+        ask_msg[8..].copy_from_slice(&deadline.to_ne_bytes());
+        write_sampling_message(ask, &ask_msg).expect("ASK");
+        let r = wait_sampling_message(sin, timeout, buf).map(|(n, _)| n);
+        (call, deadline, r, get_time())
+    };
+    // Step 3: the deadline, then the message.
+    let (call, deadline, r, back) = wait(3, 120 * MS, &mut buf);
+    let first = buf;
+    let later = wait_sampling_message(sin, 0, &mut buf).map(|(n, _)| n);
+    let sent = if r.is_ok() {
+        sent_of(&first)
+    } else {
+        sent_of(&buf)
+    };
+    expect(
+        "step 3 premise: written after the deadline, in the closed window",
+        sent > deadline && back > sent,
+        format!("call {call}, deadline {deadline}, sent {sent}, back {back} (ns)"),
+    );
+    expect_dbg(
+        "a sampling message written after a waiting reader's deadline, in its closed window, \
+         is not its: TIMED_OUT, and the next wait (TIME_OUT 0) returns it",
+        r == Err(TimedOut) && later == Ok(8),
+        (r, later),
+    );
+    let c = sampling_port_counters(sin).expect("counters");
+    expect_dbg(
+        "the wait counted the message it found written after its deadline",
+        c.written_after_deadline == 1,
+        c,
+    );
+    // Step 4: the message, then the deadline.
+    let (call, deadline, r, back) = wait(4, 240 * MS, &mut buf);
+    let sent = sent_of(&buf);
+    expect(
+        "step 4 premise: written before the deadline, the reader back only after it",
+        sent < deadline && back > deadline,
+        format!("call {call}, deadline {deadline}, sent {sent}, back {back} (ns)"),
+    );
+    expect_dbg(
+        "a sampling message written before a waiting reader's deadline, in its closed window, \
+         is its though it runs only after the deadline",
         r == Ok(8),
         r,
     );
@@ -4477,11 +4539,13 @@ fn main() {
         "closed-src" => {
             create_queuing_port("QOUT", 8, 8, s, QueuingDiscipline::Fifo).expect("QOUT");
             create_sampling_port("ASK", 16, d, 1_000 * MS).expect("ASK");
+            create_sampling_port("SOUT", 8, s, 1_000 * MS).expect("SOUT");
             process("src", closed_src, 10, INFINITE_TIME_VALUE);
         }
         "closed-dst" => {
             create_queuing_port("QIN", 8, 8, d, QueuingDiscipline::Fifo).expect("QIN");
             create_sampling_port("ASK", 16, s, 1_000 * MS).expect("ASK");
+            create_sampling_port("SIN", 8, d, 1_000 * MS).expect("SIN");
             process("dst", closed_dst, 10, INFINITE_TIME_VALUE);
         }
         "late-src" => {

@@ -203,6 +203,9 @@ pub struct SamplingPortCounters {
     pub fallback_answers: u64,
     /// Newer messages that a wait found unreadable for the same reasons and waited past.
     pub unreadable_waited_past: u64,
+    /// Newer messages that a wait found written after its deadline (its partition's window was
+    /// closed from the deadline until then) and answered `TIMED_OUT` to.
+    pub written_after_deadline: u64,
     /// Two-sided: copies of the TX slot by the destination's network manager (or by a reader
     /// helping it) that the source's next write of that slot overlapped, and that were made
     /// again (0 on the other transports).
@@ -992,6 +995,7 @@ pub fn wait_sampling_message(
             &mut last_seq,
             RecvMode::Spin,
             Duration::ZERO,
+            u64::MAX,
             &|| false,
         );
         guard.release();
@@ -1002,7 +1006,12 @@ pub fn wait_sampling_message(
         }
     };
     waiting_caller()?;
-    let deadline = deadline_of(timeout);
+    // The deadline on the clock of the messages' write times (`now_ns`): a message written after
+    // it is not this wait's, though a wait resumed late (its partition's window closed at the
+    // deadline) finds it (see `wait_slice`).
+    let deadline =
+        (timeout != INFINITE_TIME_VALUE).then(|| now_ns().saturating_add(timeout as u64));
+    let due_ns = deadline.unwrap_or(u64::MAX);
     let max_slice = Duration::from_nanos(port.slice_ns.load(Ordering::Relaxed));
     // A control request (STOP / SUSPEND) reaching this thread while it waits under the port lock
     // is deferred by the lock's section: the wait gives up at once (one thread-local load per
@@ -1020,8 +1029,11 @@ pub fn wait_sampling_message(
     // READ_SAMPLING_MESSAGE. A SpinThenPark wait then shows WAITING and spins and parks as its
     // mode says (its spins come after the unmarked ones).
     let mut marked = mode == RecvMode::Blocking;
+    // WAITING until the deadline, as an `Instant` (a clock read only on the way to a mark).
+    let shown_until =
+        || deadline.map(|d| Instant::now() + Duration::from_nanos(d.saturating_sub(now_ns())));
     if marked {
-        rt().enter_resource_wait(deadline);
+        rt().enter_resource_wait(shown_until());
     }
     // Wait in slices of at most `max_slice`, releasing the port between them, so that a process
     // reading the same port is never held up for longer than a slice. The first slice needs no
@@ -1034,7 +1046,7 @@ pub fn wait_sampling_message(
     let r = loop {
         let mut slice = first.take().unwrap_or_else(|| {
             deadline.map_or(max_slice, |d| {
-                d.saturating_duration_since(Instant::now()).min(max_slice)
+                Duration::from_nanos(d.saturating_sub(now_ns())).min(max_slice)
             })
         });
         if !marked {
@@ -1049,6 +1061,7 @@ pub fn wait_sampling_message(
             &mut last_seq,
             slice_mode,
             slice,
+            due_ns,
             &stop,
         );
         // Released inline (see [`PortGuard::release`]); a control request that came while
@@ -1058,14 +1071,32 @@ pub fn wait_sampling_message(
             Some(r) => break r,
             // The slice ended, or a control request came.
             None => {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    break Err(ApexError::TimedOut);
+                if deadline.is_some_and(|d| now_ns() >= d) {
+                    // A last look, after moving what a two-sided manager thread has not (it
+                    // may not have run since the deadline: the partition's window was closed):
+                    // a message written by the deadline is the wait's.
+                    let mut guard = lock(&port.inner);
+                    if let Some(reader) = guard.dest.as_mut() {
+                        reader.move_late();
+                    }
+                    let got = wait_slice(
+                        port,
+                        &mut guard,
+                        buf,
+                        &mut last_seq,
+                        RecvMode::Spin,
+                        Duration::ZERO,
+                        due_ns,
+                        &|| false,
+                    );
+                    guard.release();
+                    break got.unwrap_or(Err(ApexError::TimedOut));
                 }
             }
         }
         if !marked {
             // Outside the port lock (it takes the runtime lock).
-            rt().enter_resource_wait(deadline);
+            rt().enter_resource_wait(shown_until());
             marked = true;
         }
     };
@@ -1083,7 +1114,17 @@ pub fn wait_sampling_message(
 /// The wait goes on past it (`last_seq` becomes its sequence number, so the wait is ready again
 /// only when the slot changes); before, it returned the last good copy at once, the message it
 /// was asked to wait past, and a waiting loop spun on it.
+///
+/// A newer message written after `due_ns` (the wait's deadline, on the clock of
+/// [`now_ns`]) is not the wait's: ARINC 653 decides a time-out at the deadline, whether the
+/// partition runs then or not, and a wait whose partition's window closed while it waited finds,
+/// when the window opens, what was written after its deadline. The answer is `TIMED_OUT`; the
+/// message becomes the port's last one, as a read's, but stays newer than the last one returned
+/// (the next wait returns it). Before (sessions 31-35), the wait returned it. A sampling port
+/// keeps only its newest message: one written by the deadline and overwritten after it is gone,
+/// and the wait times out.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn wait_slice(
     port: &SamplingPort,
     inner: &mut SamplingInner,
@@ -1091,6 +1132,7 @@ fn wait_slice(
     last_seq: &mut Option<u32>,
     mode: RecvMode,
     slice: Duration,
+    due_ns: u64,
     stop: &impl Fn() -> bool,
 ) -> Option<ApexResult<(usize, Validity)>> {
     let at = inner.place(buf);
@@ -1106,6 +1148,17 @@ fn wait_slice(
     };
     Some(
         match reader.wait_newer_or(into, *last_seq, mode, Some(slice), stop) {
+            Ok(ok) if ok.written_at_ns > due_ns => {
+                let returned = inner.last_seq;
+                let _ = if direct {
+                    inner.answer_direct(port, Ok(ok))
+                } else {
+                    inner.answer(port, Ok(ok), buf)
+                };
+                inner.last_seq = returned;
+                inner.counters.written_after_deadline += 1;
+                Err(ApexError::TimedOut)
+            }
             Ok(ok) if direct => inner.answer_direct(port, Ok(ok)),
             Err(WaitError::Read(e)) if direct => inner.answer_direct(port, Err(e)),
             Ok(ok) => inner.answer(port, Ok(ok), buf),

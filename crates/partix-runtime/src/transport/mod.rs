@@ -954,6 +954,28 @@ impl SamplingDestination {
         }
     }
 
+    /// Two-sided: move the newest message the source wrote into the RX ring if the manager has
+    /// not (returning the credit of every delivered message but the newest first), waiting for
+    /// the manager's lock, whatever the delivery (`Helped::move_late`); nothing on the other
+    /// transports, whose newest message is there for a look. For a wait past its deadline only:
+    /// its last look then finds what was written by the deadline, though the manager thread
+    /// (with [`Delivery::Manager`]) has not run since (its partition's window was closed).
+    pub fn move_late(&mut self) {
+        if let SamplingDestination::TwoSided(r, h) = self {
+            r.ack_newest();
+            h.move_late();
+        }
+    }
+
+    /// Two-sided: the moves made for waits past their deadline
+    /// ([`SamplingDestination::move_late`]); 0 for the other transports (diagnostics, tests).
+    pub fn late_moves(&self) -> u64 {
+        match self {
+            SamplingDestination::TwoSided(_, h) => h.late_moves(),
+            _ => 0,
+        }
+    }
+
     /// Two-sided: the copies of the TX slot that the manager (or a reader helping it) made
     /// again because the source's next write of the slot overlapped them (diagnostics; takes the
     /// manager's lock). 0 for the other transports.
@@ -1963,6 +1985,17 @@ mod tests {
             .unwrap();
         assert_eq!(&buf[..ok.len], b"one");
         assert_eq!((h.helps(), d.reader_moves()), (0, 0));
+        // A wait past its deadline has its last look move what the manager did not: the newest.
+        s.write(b"two").unwrap();
+        s.write(b"three").unwrap();
+        let e = d.wait_newer(&mut buf, Some(ok.seq), RecvMode::Spin, Some(Duration::ZERO));
+        assert!(matches!(e, Err(WaitError::TimedOut)), "{e:?}");
+        d.move_late();
+        let late = d
+            .wait_newer(&mut buf, Some(ok.seq), RecvMode::Spin, Some(Duration::ZERO))
+            .unwrap();
+        assert_eq!(&buf[..late.len], b"three");
+        assert_eq!((d.late_moves(), d.reader_moves()), (1, 0));
 
         let (mut s, d, w) = unmanaged_two_sided_queue();
         let QueueDestination::TwoSided(r, h) = d else {
