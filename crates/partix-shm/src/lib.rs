@@ -70,6 +70,6 @@ mod test_util;
 #[cfg(not(loom))]
 pub use area::{AreaError, Words};
 #[cfg(not(loom))]
-pub use notifier::{Notifier, RecvMode};
+pub use notifier::{Note, Notifier, RecvMode};
 #[cfg(not(loom))]
 pub use region::{Access, Region, RegionError};

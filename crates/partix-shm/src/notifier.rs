@@ -3,11 +3,11 @@
 //!
 //! # Layout (one cache line, 64-byte aligned, zero-filled = valid)
 //! ```text
-//!  0        4          8                      16                   64
-//!  +--------+----------+----------------------+--------------------+
-//!  | epoch  | (unused) | waiters              |     (unused)       |
-//!  | u32    |          | u64: side 1 | side 0 |                    |
-//!  +--------+----------+----------------------+--------------------+
+//!  0        4          8                      16         24         64
+//!  +--------+----------+----------------------+----------+----------+
+//!  | epoch  | (unused) | waiters              | note     | (unused) |
+//!  | u32    |          | u64: side 1 | side 0 | u64      |          |
+//!  +--------+----------+----------------------+----------+----------+
 //!  a side (32 bits): incarnation tag u16 (high) | count u16 (low); 0 = nobody registered
 //! ```
 //! `epoch` is the futex word; `waiters` counts receivers that are about to park or parked, in
@@ -94,6 +94,25 @@
 //! ([`MAX_PARK`]); a dead process whose tag the new one drew by chance (1 in 65 536) leaves its
 //! count, as before. Unit test `a_count_left_by_a_killed_parker_is_discarded_by_the_next_process`
 //! (a forked child killed while parked).
+//!
+//! # The note: when the first notify after a request came
+//! `note` serves a waiter that must know *when* what it waits for came, not only that it came:
+//! a queuing sender whose deadline passed while its partition's window was closed, and which
+//! finds room when the window opens, is due that room only if it was made by its deadline
+//! (ARINC 653 decides a time-out at the deadline). The waiter asks ([`Notifier::ask_note`]:
+//! `note = ASKED`, `u64::MAX`) when it finds nothing; a writer that calls
+//! [`Notifier::notify_noting`] after it published (a consumer that made room) replaces `ASKED`
+//! with its clock ([`crate::clock::stamp_ns`], a compare-and-swap: the first such notify after
+//! the request wins), and the waiter reads it ([`Notifier::noted`]). 0 (zero-filled) is "never
+//! asked". A writer that finds no request pays one more load from this line, which its
+//! `notify` loads anyway; only the waiters' notifiers that ask are written with
+//! `notify_noting` (queuing channels' space notifiers).
+//!
+//! What a waiter that finds what it waits for with its request still `ASKED` can tell: either
+//! the writer's load of `note` came before the request (its publication came about when the
+//! waiter asked), or the writer is between its publication and its note (then the note comes
+//! within a few stores: [`Notifier::noted_after`] waits for it, briefly, and a writer frozen in
+//! between leaves the request unanswered).
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
@@ -471,6 +490,20 @@ mod shm {
     /// Size in bytes of a notifier in a region.
     pub const NOTIFIER_LEN: usize = CACHE_LINE;
 
+    /// The note's request (see the module docs, "The note").
+    const NOTE_ASKED: u64 = u64::MAX;
+
+    /// What a notifier's note holds ([`Notifier::noted`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Note {
+        /// Nobody asked since the notifier was made.
+        Never,
+        /// Asked, and no [`Notifier::notify_noting`] since.
+        Asked,
+        /// The time (`clock::stamp_ns`, ns) of the first `notify_noting` after the last request.
+        At(u64),
+    }
+
     /// A futex-backed wake-up word pair in shared memory (see the module docs for the protocol).
     #[derive(Debug, Clone)]
     pub struct Notifier {
@@ -533,6 +566,79 @@ mod shm {
         #[inline]
         fn waiters(&self) -> &AtomicU64 {
             self.area.u64_at(8)
+        }
+
+        #[inline]
+        fn note_word(&self) -> &AtomicU64 {
+            self.area.u64_at(16)
+        }
+
+        /// Ask the next [`Notifier::notify_noting`] to note its time (see the module docs,
+        /// "The note"); a request already pending is left as it is (no store: the line stays
+        /// shared while a waiter looks again and again).
+        pub fn ask_note(&self) {
+            let w = self.note_word();
+            if w.load(Ordering::Relaxed) != NOTE_ASKED {
+                // SYNC POINT: SeqCst, so that a look after it (the waiter's check of what it
+                // waits for) is ordered after the request for writers that fence (see "The
+                // note": a writer that misses it published about when it was made).
+                w.store(NOTE_ASKED, Ordering::SeqCst);
+            }
+        }
+
+        /// What the note holds now.
+        pub fn noted(&self) -> Note {
+            // SYNC POINT: Acquire, pairs with the Release of `notify_noting`'s swap.
+            match self.note_word().load(Ordering::Acquire) {
+                0 => Note::Never,
+                NOTE_ASKED => Note::Asked,
+                t => Note::At(t),
+            }
+        }
+
+        /// [`Notifier::noted`], and while it is [`Note::Asked`], again for up to `patience`:
+        /// a writer that published what the caller found and has not noted it yet is between
+        /// the two (a few stores), unless it is stopped there.
+        pub fn noted_after(&self, patience: Duration) -> Note {
+            let n = self.noted();
+            if n != Note::Asked {
+                return n;
+            }
+            let until = Instant::now() + patience;
+            loop {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                    let n = self.noted();
+                    if n != Note::Asked {
+                        return n;
+                    }
+                }
+                if Instant::now() >= until {
+                    return Note::Asked;
+                }
+            }
+        }
+
+        /// [`Notifier::notify`], after noting the time in the note if a waiter asked for it
+        /// (see the module docs, "The note"). Call it after publishing, as `notify`.
+        #[inline(always)]
+        pub fn notify_noting(&self) {
+            self.note();
+            self.notify();
+        }
+
+        /// The note of [`Notifier::notify_noting`] without its `notify`: for a writer whose
+        /// wake-up is made elsewhere (the two-sided manager's round wakes through a
+        /// [`NotifierView`]).
+        #[inline(always)]
+        pub fn note(&self) {
+            let w = self.note_word();
+            if w.load(Ordering::Relaxed) == NOTE_ASKED {
+                let now = crate::clock::stamp_ns().clamp(1, NOTE_ASKED - 1);
+                // SYNC POINT: Release, acquired by `noted`: the first notify after the request
+                // notes its time; a request made again later is answered again.
+                let _ = w.compare_exchange(NOTE_ASKED, now, Ordering::Release, Ordering::Relaxed);
+            }
         }
 
         /// The protocol's view of this notifier's words (with [`SysFutex`]).
@@ -673,6 +779,45 @@ mod shm {
             let n = notifier();
             n.notify();
             assert_eq!(n.wakes(), 0);
+        }
+
+        /// The note answers a request with the time of the first `notify_noting` after it,
+        /// and only that one; a plain `notify` leaves it; a request made again is answered
+        /// again; a request nobody answers stays `Asked` after `noted_after`'s patience.
+        #[test]
+        fn the_note_holds_the_time_of_the_first_noting_notify_after_a_request() {
+            let n = notifier();
+            assert_eq!(n.noted(), Note::Never);
+            n.notify_noting();
+            assert_eq!(n.noted(), Note::Never, "nobody asked");
+            n.ask_note();
+            assert_eq!(n.noted(), Note::Asked);
+            n.notify();
+            assert_eq!(n.noted(), Note::Asked, "a plain notify does not note");
+            let before = crate::clock::stamp_ns();
+            n.notify_noting();
+            let after = crate::clock::stamp_ns();
+            let Note::At(t) = n.noted() else {
+                panic!("{:?}", n.noted())
+            };
+            assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
+            std::thread::sleep(Duration::from_millis(1));
+            n.notify_noting();
+            assert_eq!(n.noted(), Note::At(t), "the first notify after the request");
+            n.ask_note();
+            assert_eq!(n.noted(), Note::Asked);
+            let t0 = Instant::now();
+            assert_eq!(n.noted_after(Duration::from_millis(2)), Note::Asked);
+            assert!(t0.elapsed() >= Duration::from_millis(2));
+            // Another handle (another process's mapping of the same line) answers.
+            let other = n.clone();
+            let th = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                other.notify_noting();
+            });
+            let got = n.noted_after(Duration::from_secs(10));
+            th.join().unwrap();
+            assert!(matches!(got, Note::At(t2) if t2 > t), "{got:?}");
         }
 
         #[test]

@@ -527,7 +527,7 @@ impl QueueManager {
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
-            m.space.notify();
+            m.space.notify_noting();
         }
         Ok(m)
     }
@@ -610,6 +610,8 @@ impl QueueManager {
         }
         let n = round.moved;
         if n > 0 {
+            // The round's commit freed TX slots (its `space` wake-up is made inside it).
+            self.space.note();
             self.moved += n as u64;
             self.data.notify();
         }
@@ -670,7 +672,7 @@ impl QueueManager {
         let n = v.clear(&mut self.st);
         if n > 0 {
             // The TX slots are free, and their credit is back (`dropped`).
-            self.space.notify();
+            self.space.notify_noting();
         }
         n
     }
@@ -812,7 +814,8 @@ impl QueueReceiver {
         self.ack
             .u64_at(0)
             .store(self.rx.popped(), Ordering::Release);
-        self.space.notify();
+        // A sender waiting for credit may have asked when it comes (`Notifier::note`).
+        self.space.notify_noting();
     }
 
     /// Pop the oldest message into `buf`; return its length.

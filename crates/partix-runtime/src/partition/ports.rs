@@ -1451,6 +1451,31 @@ impl QueuingPort {
         !d.sent_by(rt().ctx.to_monotonic_ns(deadline_ns))
     }
 
+    /// Whether the room a source port has now was made after `deadline_ns` (module time;
+    /// `u64::MAX`: never), by the note the destination made when it made room after the port
+    /// was last found full with a sender waiting ([`QueuingPort::ask_room_note`],
+    /// [`QueueWaiter::room_by`]): then it is not due a sender whose time-out expired at that
+    /// deadline, though the sender did not run since (its partition's window was closed, or it
+    /// was suspended or kept off the CPU). Call it only when there is room. `false` for a
+    /// destination port, and over sockets (their acks carry no time).
+    fn room_came_late(&self, st: &QueuingState, deadline_ns: u64) -> bool {
+        deadline_ns != u64::MAX
+            && st.source.is_some()
+            && !self.waiter.room_by(rt().ctx.to_monotonic_ns(deadline_ns))
+    }
+
+    /// A source port found full while a sender waits: ask the destination to note when it
+    /// next makes room ([`QueueWaiter::ask_room_note`]; a request pending stays). Made at every
+    /// such look under the port lock (the head's failed send, a look at the head by another
+    /// call, a send that leaves the port full behind it), so that a noted time is always that
+    /// of the first room since the port was last seen full: room another sender took is not
+    /// taken for the room the next one is due.
+    fn ask_room_note(&self, st: &QueuingState) {
+        if st.source.is_some() {
+            self.waiter.ask_room_note();
+        }
+    }
+
     /// ARINC 653 gives a message that arrives while receivers wait to the first of them (and
     /// room that appears while senders wait to the first waiting sender): it leaves the port's
     /// waiting queue with it at once, whether it runs then or not (suspended, kept off the CPU
@@ -1527,7 +1552,7 @@ impl QueuingPort {
                     || if receiver {
                         Self::came_late(st, due)
                     } else {
-                        !ready
+                        !ready || self.room_came_late(st, due)
                     })
             {
                 self.leave(st, ticket);
@@ -1540,6 +1565,9 @@ impl QueuingPort {
             };
             // `handed` never grows: one entry per process at most (see `QueuingState`).
             if !w.serve || !ready || st.handed.len() == st.handed.capacity() {
+                if !ready {
+                    self.ask_room_note(st);
+                }
                 break;
             }
             let (process, incarnation) = (w.process, w.incarnation);
@@ -1860,25 +1888,30 @@ impl QueuingPort {
             // Past its deadline, a receiver is due only what was sent before it (`came_late`):
             // the look below then finds its time-out.
             // (The waiter's module-time deadline is looked up only then.)
+            // A sender is due only room made by its deadline (`room_came_late`).
             let late = is_head && deadline.is_some_and(|d| Instant::now() >= d) && {
                 let due = st
                     .waiters
                     .iter()
                     .find(|w| w.ticket == ticket)
                     .map_or(u64::MAX, |w| w.deadline_ns);
-                Self::came_late(&mut st, due)
+                Self::came_late(&mut st, due) || (self.ready() && self.room_came_late(&st, due))
             };
             if is_head && !late {
                 match op(&mut st) {
                     Try::Done(n) => {
                         self.leave(&mut st, ticket);
+                        // Senders behind it wait for the room after this send's.
+                        if !st.waiters.is_empty() && !self.ready() {
+                            self.ask_room_note(&st);
+                        }
                         return Ok(n);
                     }
                     Try::Fail(e) => {
                         self.leave(&mut st, ticket);
                         return Err(e);
                     }
-                    Try::Again => {}
+                    Try::Again => self.ask_room_note(&st),
                 }
             }
             let now = Instant::now();

@@ -21,7 +21,7 @@ pub mod socket;
 use crate::channels::{self, MappedPort};
 use partix_config::model::{ChannelKind, Delivery, PortDirection};
 use partix_shm::futex;
-use partix_shm::notifier::{deadline_after, NOTIFIER_LEN};
+use partix_shm::notifier::{deadline_after, Note, NOTIFIER_LEN};
 use partix_shm::ring::{PopError, PushError, RingConsumer, RingProducer};
 use partix_shm::sampling::{
     Flags, ReadError, ReadOk, SamplingLayout, SamplingReader, SamplingWriter, WaitError,
@@ -1400,7 +1400,7 @@ impl QueueSource {
 #[cold]
 fn dropped_wakes(e: PopError, space: &Notifier) -> PopError {
     if e == PopError::Corrupt {
-        space.notify();
+        space.notify_noting();
     }
     e
 }
@@ -1525,7 +1525,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop(buf) {
                 Ok(n) => {
-                    space.notify();
+                    space.notify_noting();
                     Ok(n)
                 }
                 Err(e) => Err(dropped_wakes(e, space)),
@@ -1578,7 +1578,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop_many(out, stride, lens) {
                 Ok(n) => {
-                    space.notify();
+                    space.notify_noting();
                     Ok(n)
                 }
                 Err(e) => Err(dropped_wakes(e, space)),
@@ -1648,7 +1648,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => {
                 c.clear();
-                space.notify();
+                space.notify_noting();
             }
             QueueDestination::TwoSided(r, h) => {
                 let mut m = h.manager.lock().unwrap_or_else(|e| e.into_inner());
@@ -1668,6 +1668,10 @@ pub enum RingProbe {
     /// Counts from the consumer side.
     Consumer(RingConsumer),
 }
+
+/// How long [`QueueWaiter::room_by`] waits for a destination that made room to note when: it
+/// notes a few stores after its publication, unless it is stopped in between.
+pub const ROOM_NOTE_PATIENCE: Duration = Duration::from_micros(20);
 
 /// The lock-free waiting side of a queuing endpoint.
 #[derive(Debug)]
@@ -1756,6 +1760,44 @@ impl QueueWaiter {
         }
     }
 
+    /// A source that found the channel full and has a sender waiting: ask the destination to
+    /// note when it next makes room (the space notifier's note, `Notifier::ask_note`), so that
+    /// [`QueueWaiter::room_by`] can tell a sender past its deadline whether the room it finds
+    /// was made by then. Shared-memory sources only; nothing for sockets and destinations.
+    pub fn ask_room_note(&self) {
+        match self {
+            QueueWaiter::Ring {
+                probe: RingProbe::Producer(_),
+                notifier,
+                ..
+            } => notifier.ask_note(),
+            QueueWaiter::Credit(p) => p.space().ask_note(),
+            _ => {}
+        }
+    }
+
+    /// A source that finds room: whether it was made by `ns` (`clock::stamp_ns` time), by the
+    /// note asked for when the channel was last found full ([`QueueWaiter::ask_room_note`]).
+    /// True when nothing was noted: the destination made the room before it saw the request
+    /// (so about when it was made), or it is between its publication and its note and does
+    /// not note within [`ROOM_NOTE_PATIENCE`] (stopped there). True for sockets, whose acks
+    /// carry no time (a waiting sender keeps the lenient rule there), and for destinations.
+    pub fn room_by(&self, ns: u64) -> bool {
+        let n = match self {
+            QueueWaiter::Ring {
+                probe: RingProbe::Producer(_),
+                notifier,
+                ..
+            } => notifier.noted_after(ROOM_NOTE_PATIENCE),
+            QueueWaiter::Credit(p) => p.space().noted_after(ROOM_NOTE_PATIENCE),
+            _ => return true,
+        };
+        match n {
+            Note::At(t) => t <= ns,
+            Note::Asked | Note::Never => true,
+        }
+    }
+
     /// Wake a parked waiter of this side so it re-checks (sockets re-check every slice).
     pub fn kick(&self) {
         match self {
@@ -1809,6 +1851,62 @@ mod tests {
             },
             data,
         )
+    }
+
+    /// A source that found its channel full asks the destination to note when it makes room;
+    /// `room_by` then tells room made by a time from room made after it, and says true when
+    /// nothing was asked (or nothing noted: the room came before the request was seen).
+    /// One-sided (the receive notes) and two-sided (the receiver's ack notes).
+    #[test]
+    fn a_source_past_its_deadline_can_tell_when_room_was_made() {
+        let stamp = partix_shm::clock::stamp_ns;
+        // One-sided, MaxNbMessages 1.
+        let (mut s, mut d, w, _data) = one_sided_queue_of_one(8);
+        s.try_send(b"one").unwrap();
+        assert_eq!(s.try_send(b"two"), Err(PushError::Full));
+        assert!(w.room_by(0), "nothing asked");
+        w.ask_room_note();
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        let mut buf = [0u8; 8];
+        assert_eq!(d.try_recv(&mut buf), Ok(3));
+        let after = stamp();
+        assert!(w.ready());
+        assert!(!w.room_by(before), "room made 2 ms after `before`");
+        assert!(w.room_by(after));
+        // A second receive does not move the note: it is the first room's.
+        s.try_send(b"two").unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(d.try_recv(&mut buf), Ok(3));
+        assert!(w.room_by(after), "the first room after the request");
+        // Asked again with room there and no receive since: nothing noted, room counts.
+        w.ask_room_note();
+        assert!(w.room_by(before));
+
+        // Two-sided, MaxNbMessages 4: the credit comes back with the receiver's ack.
+        let shape = QueueShape::new(64, 4).unwrap();
+        let tx = Arc::new(Region::create("partix-note-tx", shape.tx_size_bytes()).unwrap());
+        let rx = Arc::new(Region::create("partix-note-rx", shape.rx_size_bytes()).unwrap());
+        shape.init(&tx, &rx).unwrap();
+        let h = Arc::new(Helped::new(
+            QueueManager::attach(tx.clone(), rx.clone()).unwrap(),
+            Delivery::Helped,
+        ));
+        let mut d = QueueDestination::TwoSided(QueueReceiver::attach(tx.clone(), rx).unwrap(), h);
+        let mut s = QueueSender::attach(tx.clone(), 4).unwrap();
+        let w = QueueWaiter::Credit(QueueSenderProbe::attach(tx, 4).unwrap());
+        for _ in 0..4 {
+            s.try_send(b"m").unwrap();
+        }
+        assert!(!w.ready());
+        w.ask_room_note();
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(d.try_recv(&mut buf), Ok(1));
+        let after = stamp();
+        assert!(w.ready());
+        assert!(!w.room_by(before));
+        assert!(w.room_by(after));
     }
 
     /// A one-sided receive that drops a message with an impossible length frees its slot, and

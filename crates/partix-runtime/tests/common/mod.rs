@@ -36,7 +36,8 @@ pub fn load(rel: &str) -> Module {
 }
 
 /// `tests/ports/NAME` with its queuing channel `order-q` on `transport` (`partix:Transport`),
-/// written as `dir/<transport>-<name>` and loaded.
+/// and its channels `order-s` and `order-b` if it has them, written as
+/// `dir/<transport>-<name>` and loaded.
 #[allow(dead_code)] // used by the port tests only
 pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
     let text = std::fs::read_to_string(
@@ -56,6 +57,13 @@ pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
         &format!(r#"ChannelName="order-q" {attrs}>"#),
     );
     assert_ne!(with, text, "{name}'s queuing channel not found");
+    // More channels under test, if any: a sampling one and a queuing one the other way.
+    let with = ["order-s", "order-b"].iter().fold(with, |t, c| {
+        t.replace(
+            &format!(r#"ChannelName="{c}">"#),
+            &format!(r#"ChannelName="{c}" {attrs}>"#),
+        )
+    });
     let path = dir.join(format!("{transport}-{name}"));
     std::fs::write(&path, with).unwrap();
     partix_config::load(&path).unwrap_or_else(|e| panic!("{name} on {transport}: {e}"))
