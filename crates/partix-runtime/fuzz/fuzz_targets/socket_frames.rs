@@ -21,7 +21,7 @@
 use libfuzzer_sys::fuzz_target;
 use partix_runtime::transport::socket::{
     socket_pair, stream_positions, FrameRepr, FrameSocket, QueueRx, QueueTx, SampleRx, SocketKind,
-    HEADER_LEN, TRAILER_LEN,
+    ACK_LEN, HEADER_LEN, TRAILER_LEN,
 };
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -111,9 +111,9 @@ fn good_payload(n: u64) -> [u8; 8] {
     (0x6f6f_6420_0000_0000u64 | n).to_le_bytes()
 }
 
-/// A destination's end, sized as a port's: messages in, acknowledgements (no payload) out.
+/// A destination's end, sized as a port's: messages in, acknowledgements (their time) out.
 fn dest_end(fd: OwnedFd, kind: SocketKind) -> FrameSocket {
-    FrameSocket::try_sized(fd, kind, 0, MAX).expect("destination end")
+    FrameSocket::try_sized(fd, kind, ACK_LEN as u32, MAX).expect("destination end")
 }
 
 fn pair(which: usize) -> Pair {
@@ -137,9 +137,9 @@ fn pair(which: usize) -> Pair {
             peer: Peer::new(src, kind),
         },
         _ => Pair {
-            // Sized as a port's source end: messages out, acknowledgements (no payload) in.
+            // Sized as a port's source end: messages out, acknowledgements (their time) in.
             victim: Victim::QueueTx(QueueTx::new(
-                FrameSocket::try_sized(src, kind, MAX, 0).expect("source end"),
+                FrameSocket::try_sized(src, kind, MAX, ACK_LEN as u32).expect("source end"),
                 LIMIT,
             )),
             peer: Peer::new(dst, kind),
@@ -239,9 +239,12 @@ fuzz_target!(|data: &[u8]| {
             assert!(rx.len() <= LIMIT as usize);
         }
         Victim::QueueTx(tx) => {
+            // Acks with any time (or none) are taken; asking when room came answers anything.
+            tx.ask_room_note();
             for _ in 0..2 {
                 let _ = tx.try_send(&[1, 2, 3]);
             }
+            let _ = tx.room_by(u64::from(sel));
             assert!(tx.len() <= LIMIT as usize, "{}", tx.len());
         }
     }

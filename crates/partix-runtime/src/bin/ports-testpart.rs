@@ -66,8 +66,7 @@
 //!                  one sent before the deadline is (though it runs only after the deadline);
 //!                  steps 3 and 4, the same for a sampling wait (closed-src writes on SOUT);
 //!                  steps 5 and 6, for a sender waiting for room on QBACK (closed-src
-//!                  receives, and says when on POPPED). Argument: the transport (over udp and
-//!                  tcp step 5 expects the lenient rule)
+//!                  receives, and says when on POPPED)
 //!   suspend-dst    processes r1 then r2 wait on QIN (FIFO); r1 is SUSPENDed, then "ready" on RDY
 //!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
 //!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
@@ -185,9 +184,6 @@ fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
 }
 
 // ------------------------------------------------------------------------------------- closed
-
-/// `closed-dst`: whether the channels are udp or tcp (its argument: the transport).
-static CLOSED_SOCKETS: OnceLock<bool> = OnceLock::new();
 
 /// A wait longer than CD's window (50 ms) and shorter than the closed window after it (250 ms):
 /// the process runs again at the start of CD's next window.
@@ -379,30 +375,14 @@ extern "C" fn closed_dst() {
         made > deadline && back > made,
         format!("call {call}, deadline {deadline}, room {made}, back {back} (ns)"),
     );
-    if *CLOSED_SOCKETS.get().expect("set at init") {
-        // Sockets' acks carry no time: room the sender finds counts as made in time
-        // (docs/ports.md), but whether it finds it depends on when the destination's ack
-        // came (it may defer it). Either way the room is had once: the send that follows
-        // finds what the waiting one left.
-        out(&format!(
-            "INFO step 5 over sockets (no time on acks): {r:?}, then {later:?}; deadline +{}, room +{}, back +{} ms", (deadline-call)/MS, (made-call)/MS, (back-call)/MS
-        ));
-        expect_dbg(
-            "over sockets, the waiting sender took the room (the next SEND finds the port \
-             full) or timed out and left it (the next SEND takes it)",
-            (r == Ok(()) && later == Err(NotAvailable)) || (r == Err(TimedOut) && later == Ok(())),
-            (r, later),
-        );
-    } else {
-        expect_dbg(
-            "room made after a waiting sender's deadline, in its closed window, is not its: \
-             TIMED_OUT, and the next SEND (TIME_OUT 0) takes it",
-            r == Err(TimedOut) && later == Ok(()),
-            (r, later),
-        );
-    }
+    expect_dbg(
+        "room made after a waiting sender's deadline, in its closed window, is not its: \
+         TIMED_OUT, and the next SEND (TIME_OUT 0) takes it",
+        r == Err(TimedOut) && later == Ok(()),
+        (r, later),
+    );
     // Step 6: the room (at once), then the deadline. The port is full again (step 5's second
-    // send, or over sockets its first).
+    // send).
     let (call, deadline, r, back, made) = send(6, 240 * MS);
     expect(
         "step 6 premise: room made before the deadline, the sender back only after it",
@@ -4627,8 +4607,6 @@ fn main() {
             create_sampling_port("SIN", 8, d, 1_000 * MS).expect("SIN");
             create_queuing_port("QBACK", 8, 1, s, QueuingDiscipline::Fifo).expect("QBACK");
             create_sampling_port("POPPED", 16, d, 1_000 * MS).expect("POPPED");
-            let sockets = matches!(rest.first().map(String::as_str), Some("udp" | "tcp"));
-            CLOSED_SOCKETS.set(sockets).expect("once");
             process("dst", closed_dst, 10, INFINITE_TIME_VALUE);
         }
         "late-src" => {

@@ -1457,11 +1457,15 @@ impl QueuingPort {
     /// [`QueueWaiter::room_by`]): then it is not due a sender whose time-out expired at that
     /// deadline, though the sender did not run since (its partition's window was closed, or it
     /// was suspended or kept off the CPU). Call it only when there is room. `false` for a
-    /// destination port, and over sockets (their acks carry no time).
-    fn room_came_late(&self, st: &QueuingState, deadline_ns: u64) -> bool {
-        deadline_ns != u64::MAX
-            && st.source.is_some()
-            && !self.waiter.room_by(rt().ctx.to_monotonic_ns(deadline_ns))
+    /// destination port. Over sockets, the acks say ([`QueueSource::room_by`]).
+    fn room_came_late(&self, st: &mut QueuingState, deadline_ns: u64) -> bool {
+        if deadline_ns == u64::MAX {
+            return false;
+        }
+        let Some(src) = st.source.as_mut() else {
+            return false;
+        };
+        !src.room_by(&self.waiter, rt().ctx.to_monotonic_ns(deadline_ns))
     }
 
     /// A source port found full while a sender waits: ask the destination to note when it
@@ -1470,9 +1474,9 @@ impl QueuingPort {
     /// call, a send that leaves the port full behind it), so that a noted time is always that
     /// of the first room since the port was last seen full: room another sender took is not
     /// taken for the room the next one is due.
-    fn ask_room_note(&self, st: &QueuingState) {
-        if st.source.is_some() {
-            self.waiter.ask_room_note();
+    fn ask_room_note(&self, st: &mut QueuingState) {
+        if let Some(src) = st.source.as_mut() {
+            src.ask_room_note(&self.waiter);
         }
     }
 
@@ -1895,7 +1899,7 @@ impl QueuingPort {
                     .iter()
                     .find(|w| w.ticket == ticket)
                     .map_or(u64::MAX, |w| w.deadline_ns);
-                Self::came_late(&mut st, due) || (self.ready() && self.room_came_late(&st, due))
+                Self::came_late(&mut st, due) || (self.ready() && self.room_came_late(&mut st, due))
             };
             if is_head && !late {
                 match op(&mut st) {
@@ -1903,7 +1907,7 @@ impl QueuingPort {
                         self.leave(&mut st, ticket);
                         // Senders behind it wait for the room after this send's.
                         if !st.waiters.is_empty() && !self.ready() {
-                            self.ask_room_note(&st);
+                            self.ask_room_note(&mut st);
                         }
                         return Ok(n);
                     }
@@ -1911,7 +1915,7 @@ impl QueuingPort {
                         self.leave(&mut st, ticket);
                         return Err(e);
                     }
-                    Try::Again => self.ask_room_note(&st),
+                    Try::Again => self.ask_room_note(&mut st),
                 }
             }
             let now = Instant::now();

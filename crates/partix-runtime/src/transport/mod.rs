@@ -1350,6 +1350,26 @@ impl QueueSource {
         }
     }
 
+    /// The channel was found full and a sender waits: ask when room next comes (shared memory:
+    /// the destination notes it, [`QueueWaiter::ask_room_note`] on this source's `waiter`;
+    /// sockets: the next ack that gives room says, [`socket::QueueTx::ask_room_note`]).
+    pub fn ask_room_note(&mut self, waiter: &QueueWaiter) {
+        match self {
+            QueueSource::Socket(s) => s.ask_room_note(),
+            _ => waiter.ask_room_note(),
+        }
+    }
+
+    /// There is room: whether it was made by `ns` (`CLOCK_MONOTONIC` ns), by what was noted
+    /// since [`QueueSource::ask_room_note`] ([`QueueWaiter::room_by`],
+    /// [`socket::QueueTx::room_by`]); true when nothing tells.
+    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64) -> bool {
+        match self {
+            QueueSource::Socket(s) => s.room_by(ns),
+            _ => waiter.room_by(ns),
+        }
+    }
+
     /// Send as many of `msgs` as there is room for now, in order (never waits); return how
     /// many. One-sided: one publication and one wake-up check for the whole batch. Stops before
     /// a message the transport refuses.
@@ -1763,7 +1783,8 @@ impl QueueWaiter {
     /// A source that found the channel full and has a sender waiting: ask the destination to
     /// note when it next makes room (the space notifier's note, `Notifier::ask_note`), so that
     /// [`QueueWaiter::room_by`] can tell a sender past its deadline whether the room it finds
-    /// was made by then. Shared-memory sources only; nothing for sockets and destinations.
+    /// was made by then. Shared-memory sources only (a socket source asks its own end:
+    /// [`QueueSource::ask_room_note`]); nothing for destinations.
     pub fn ask_room_note(&self) {
         match self {
             QueueWaiter::Ring {
@@ -1780,8 +1801,8 @@ impl QueueWaiter {
     /// note asked for when the channel was last found full ([`QueueWaiter::ask_room_note`]).
     /// True when nothing was noted: the destination made the room before it saw the request
     /// (so about when it was made), or it is between its publication and its note and does
-    /// not note within [`ROOM_NOTE_PATIENCE`] (stopped there). True for sockets, whose acks
-    /// carry no time (a waiting sender keeps the lenient rule there), and for destinations.
+    /// not note within [`ROOM_NOTE_PATIENCE`] (stopped there). True for sockets (their acks
+    /// say: [`QueueSource::room_by`]) and for destinations.
     pub fn room_by(&self, ns: u64) -> bool {
         let n = match self {
             QueueWaiter::Ring {

@@ -22,8 +22,8 @@
 //! or on purpose, for the very position where it lands), wherever a restarted destination
 //! starts reading. A valid header whose trailer is not where its `len` says begins a frame a
 //! killed source tore: it is dropped whole. Every tcp end that sends starts with `tx_max + 32`
-//! zero bytes ([`FrameSocket::resync_peer`]; a destination's `tx_max` is 0: its acks carry no
-//! payload), which complete whatever frame a killed incarnation left partly sent so that its
+//! zero bytes ([`FrameSocket::resync_peer`]; a destination's `tx_max` is [`ACK_LEN`], its
+//! acks' payload), which complete whatever frame a killed incarnation left partly sent so that its
 //! trailer check fails, and are then skipped (see `FrameSocket::tcp_frame` and
 //! `docs/ports.md`). Each [`FrameSocket`] on a socket uses one direction of it (a port's end
 //! sends or receives payloads, never both; the tcp sampling channels that share a connection
@@ -31,9 +31,12 @@
 //!
 //! A queuing message's frame carries its send time in `stamp` (`CLOCK_MONOTONIC` ns of the
 //! source's node, [`QueueRx::sent_by`]); a sampling message's, its write time (the validity).
-//! A frame with `len = 0` going back from the destination is a **cumulative acknowledgement**
-//! (queuing): `seq` = the destination's identity, `stamp` = messages it
-//! consumed so far. A destination announces each incarnation with an ack when it starts: with
+//! A frame going back from the destination is a **cumulative acknowledgement** (queuing):
+//! `seq` = the destination's identity, `stamp` = messages it consumed so far, and a payload of
+//! [`ACK_LEN`] bytes, the time (`CLOCK_MONOTONIC` ns of the destination's node, u64
+//! little-endian) of the first consumption it acknowledges that no earlier ack did: when the
+//! room it gives the source was made ([`QueueTx::room_by`]; 0: not known). A source also takes
+//! an ack with no payload (`len = 0`, the time not known). A destination announces each incarnation with an ack when it starts: with
 //! its book ([`QueueRx::with_book`]) the identity and the count go on across its restarts (and
 //! an incarnation whose count the last ack already carried announces nothing); without, each
 //! incarnation has an identity of its own and starts at 0. A udp ack lost to a full socket is
@@ -86,6 +89,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::{far_from, PAGE};
+
+/// Bytes of an acknowledgement's payload: the time the room it gives was made (see the module
+/// docs).
+pub const ACK_LEN: usize = 8;
 
 /// Bytes of a frame header.
 pub const HEADER_LEN: usize = 24;
@@ -737,8 +744,8 @@ pub struct FrameSocket {
     /// TCP: the last `read` returned less than it had room for (the socket was drained then).
     short_read: bool,
     /// The longest payload this end sends, and the longest it takes (a longer frame is
-    /// malformed): a source sends messages and takes acknowledgements (no payload), a
-    /// destination the other way round ([`FrameSocket::try_for`]).
+    /// malformed): a source sends messages and takes acknowledgements ([`ACK_LEN`] of
+    /// payload), a destination the other way round ([`FrameSocket::try_for`]).
     tx_max: usize,
     rx_max: usize,
     /// Malformed frames dropped.
@@ -811,8 +818,8 @@ impl FrameSocket {
     }
 
     /// The end of a port of `max`-byte messages in direction `dir`: a source sends frames of up
-    /// to `max` bytes and receives only acknowledgements (no payload), a destination the other
-    /// way round; its buffers are sized so ([`FrameSocket::try_sized`]).
+    /// to `max` bytes and receives only acknowledgements ([`ACK_LEN`] of payload), a destination
+    /// the other way round; its buffers are sized so ([`FrameSocket::try_sized`]).
     ///
     /// # Errors
     /// As [`FrameSocket::try_sized`].
@@ -823,8 +830,8 @@ impl FrameSocket {
         dir: PortDirection,
     ) -> io::Result<FrameSocket> {
         match dir {
-            PortDirection::Source => FrameSocket::try_sized(fd, kind, max, 0),
-            PortDirection::Destination => FrameSocket::try_sized(fd, kind, 0, max),
+            PortDirection::Source => FrameSocket::try_sized(fd, kind, max, ACK_LEN as u32),
+            PortDirection::Destination => FrameSocket::try_sized(fd, kind, ACK_LEN as u32, max),
         }
     }
 
@@ -1906,9 +1913,22 @@ pub struct QueueTx {
     /// Whether the rest of the last frame counted in `sent` waits in `sock` (the rest pending
     /// there may also be [`FrameSocket::resync_peer`]'s padding, which is no frame).
     partial: bool,
+    /// When the room asked about came ([`QueueTx::ask_room_note`]).
+    room: RoomNote,
     /// Unit tests: where [`QueueTx::try_send`] stops as if the process were killed there.
     #[cfg(test)]
     die: Option<Die>,
+}
+
+/// What a socket queuing source knows of when room came ([`QueueTx::room_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RoomNote {
+    /// Nobody asked.
+    Idle,
+    /// Asked, and no ack has given room since.
+    Asked,
+    /// The first ack after the request gave room made at this time (its payload; 0: not known).
+    At(u64),
 }
 
 /// Where a unit test's [`QueueTx::try_send`] stops, storing nothing more, as a process killed
@@ -1963,6 +1983,7 @@ impl QueueTx {
             counters: Arc::new(Counters::default()),
             book: None,
             partial: false,
+            room: RoomNote::Idle,
             #[cfg(test)]
             die: None,
         })
@@ -2019,7 +2040,8 @@ impl QueueTx {
     }
 
     fn drain_acks(&mut self) {
-        // The destination sends only acks (no payload); anything else is dropped. At most
+        // The destination sends only acks (their time, or no payload); anything else is
+        // dropped. At most
         // `limit` + RECV_ROUNDS receives per drain (a destination sends at most one ack per
         // message it consumes, and the announcement): one that floods acks cannot keep the
         // source here; a later drain takes the rest (the socket polls readable for it).
@@ -2028,7 +2050,15 @@ impl QueueTx {
             .saturating_add(RECV_ROUNDS);
         loop {
             match self.sock.recv_frame_within(&mut self.scratch, &mut budget) {
-                Recv::Frame(h) if h.len == 0 => {
+                Recv::Frame(h) if h.len == 0 || h.len as usize == ACK_LEN => {
+                    // When the room this ack gives was made (0: not known).
+                    let made = match self.scratch.get(HEADER_LEN..HEADER_LEN + ACK_LEN) {
+                        Some(b) if h.len as usize == ACK_LEN => {
+                            u64::from_le_bytes(b.try_into().expect("ACK_LEN bytes"))
+                        }
+                        _ => 0,
+                    };
+                    let before = self.acked;
                     if self.peer == 0 && h.stamp <= self.sent {
                         // The first ack (normally the destination's announcement, of 0): learn
                         // the destination's incarnation.
@@ -2047,12 +2077,37 @@ impl QueueTx {
                     } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
+                    if self.room == RoomNote::Asked && self.acked != before {
+                        self.room = RoomNote::At(made);
+                    }
                 }
                 Recv::Frame(_) => self.sock.dropped += 1,
                 Recv::Nothing => break,
             }
         }
         self.keep();
+    }
+
+    /// The source found no credit and a sender waits: note when the next ack that gives room
+    /// says it was made ([`QueueTx::room_by`]; a request pending stays).
+    pub fn ask_room_note(&mut self) {
+        if self.room != RoomNote::Asked {
+            self.room = RoomNote::Asked;
+        }
+    }
+
+    /// A source that has credit: whether it was given by room made by `ns`
+    /// (`CLOCK_MONOTONIC` ns), by the first ack since the last [`QueueTx::ask_room_note`]
+    /// that gave any (the acks are taken off the socket first). True when nothing was asked or
+    /// noted, or the ack did not say (the room came before the request, or an ack with no
+    /// time). The time is the destination's clock: over loopback the same; a channel between
+    /// nodes needs a common time base, as the frames' send times do.
+    pub fn room_by(&mut self, ns: u64) -> bool {
+        self.drain_acks();
+        match self.room {
+            RoomNote::At(t) => t <= ns,
+            RoomNote::Asked | RoomNote::Idle => true,
+        }
     }
 
     /// Send `data` if the credit allows and the socket takes it; never waits.
@@ -2179,6 +2234,11 @@ pub struct QueueRx {
     /// The count last acknowledged; [`QueueRx::UNANNOUNCED`] until this incarnation's first
     /// ack (its announcement) went out.
     acked_sent: u64,
+    /// The time of the first consumption no ack sent so far covers (0: none): the time the
+    /// next ack carries ([`ACK_LEN`]).
+    unacked_since: u64,
+    /// The time the last ack sent carried (an ack sent again carries it again).
+    ack_time: u64,
     batch: u64,
     /// The source's credit (the channel's capacity; at most `limit`).
     credit: u64,
@@ -2357,6 +2417,8 @@ impl QueueRx {
             count: 0,
             consumed: 0,
             acked_sent: QueueRx::UNANNOUNCED,
+            unacked_since: 0,
+            ack_time: 0,
             batch: (limit as u64 / 2).max(1),
             credit: limit as u64,
             scratch,
@@ -2483,14 +2545,38 @@ impl QueueRx {
         }
     }
 
+    /// A message was consumed (or several, by CLEAR): the first since the last ack sent
+    /// gives the time the next ack carries (one clock read per ack, not per message).
+    #[inline]
+    fn note_consumed(&mut self) {
+        if self.unacked_since == 0 {
+            self.unacked_since = partix_shm::clock::stamp_ns().max(1);
+        }
+    }
+
     /// Send the cumulative ack (whether or not it was sent already); keep what it carried.
+    /// Its payload is the time of the first consumption it covers that no ack sent before did
+    /// (an ack sent again carries the time it carried); an end sized without room for it
+    /// (`tx_max` below [`ACK_LEN`]) sends the ack without it.
     fn ack_now(&mut self) {
+        let time = if self.unacked_since != 0 {
+            self.unacked_since
+        } else {
+            self.ack_time
+        };
+        let timed = self.sock.tx_max >= ACK_LEN;
         let hdr = FrameRepr {
             seq: self.incarnation,
-            len: 0,
+            len: if timed { ACK_LEN as u32 } else { 0 },
             stamp: self.consumed,
         };
-        if self.sock.send_frame(hdr, &[]) {
+        let payload = time.to_le_bytes();
+        if self
+            .sock
+            .send_frame(hdr, if timed { &payload[..] } else { &[] })
+        {
+            self.ack_time = time;
+            self.unacked_since = 0;
             self.acked_sent = self.consumed;
             if let Some(b) = &self.book {
                 b.get(DEST_BOOK_ACKED)
@@ -2568,6 +2654,7 @@ impl QueueRx {
         self.count -= 1;
         self.counters.a.store(self.count as u64, Ordering::Release);
         self.consumed += 1;
+        self.note_consumed();
         let owed = self.consumed.wrapping_sub(self.acked_sent);
         if owed >= self.batch || owed + self.count as u64 >= self.credit {
             // A batch, or the source has used its whole credit (it may be waiting for it).
@@ -2662,6 +2749,7 @@ impl QueueRx {
             }
             self.consumed += self.count as u64;
             self.count = 0;
+            self.note_consumed();
         }
         self.counters.a.store(0, Ordering::Release);
         self.send_ack();
@@ -3488,6 +3576,60 @@ mod tests {
                 assert_eq!(buf[0], m, "{kind:?}");
             }
             assert!(!rx.sent_by(u64::MAX), "{kind:?}: empty again");
+        }
+    }
+
+    /// An ack carries the time of the first consumption it acknowledges that no ack before it
+    /// did, and a source that asked takes the time of the first ack after its request that
+    /// gives room: `room_by` tells room made by a time from room made after it (udp and tcp,
+    /// ends sized as a port's). Without a request, and for an ack with no time, it answers
+    /// true.
+    #[test]
+    fn acks_say_when_the_room_they_give_was_made() {
+        let stamp = partix_shm::clock::stamp_ns;
+        let gap = || std::thread::sleep(Duration::from_millis(2));
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (a, b) = socket_pair(kind, 8, 2).unwrap();
+            let src = FrameSocket::try_for(a, kind, 8, PortDirection::Source).unwrap();
+            let dst = FrameSocket::try_for(b, kind, 8, PortDirection::Destination).unwrap();
+            let mut tx = QueueTx::new(src, 2);
+            let mut rx = QueueRx::new(dst, 2);
+            let mut buf = [0u8; 8];
+            for m in 1..=2u8 {
+                tx.try_send(&[m]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[3]), Err(PushError::Full), "{kind:?}");
+            assert!(tx.room_by(0), "{kind:?}: nothing asked");
+            tx.ask_room_note();
+            let before = stamp();
+            gap();
+            // The credit is used up: the receive acknowledges at once.
+            let took = |rx: &mut QueueRx, buf: &mut [u8; 8]| {
+                let t0 = Instant::now();
+                while rx.try_recv(buf) != Ok(1) {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(5),
+                        "{kind:?}: nothing came"
+                    );
+                }
+            };
+            took(&mut rx, &mut buf);
+            let after = stamp();
+            gap();
+            let t0 = Instant::now();
+            while tx.try_send(&[3]).is_err() {
+                assert!(t0.elapsed() < Duration::from_secs(5), "{kind:?}: no room");
+            }
+            assert!(
+                !tx.room_by(before),
+                "{kind:?}: room made 2 ms after `before`"
+            );
+            assert!(tx.room_by(after), "{kind:?}");
+            // A later ack does not move it: the note is the first room's after the request.
+            took(&mut rx, &mut buf);
+            gap();
+            let _ = tx.try_send(&[4]);
+            assert!(tx.room_by(after), "{kind:?}");
         }
     }
 
@@ -4360,7 +4502,8 @@ mod tests {
     }
 
     /// An end's buffers are sized for the way its frames go: a source's end holds a message to
-    /// send and receives only acknowledgements, a destination's the other way round (both held
+    /// send and receives only acknowledgements (their payload: [`ACK_LEN`]), a destination's the
+    /// other way round (both held
     /// buffers for the largest message both ways: a tcp source of M bytes took about 3M). A
     /// message of the maximum still goes through, acks come back, and an end refuses to send
     /// a frame longer than it was sized for instead of failing on its buffer.
@@ -4371,9 +4514,9 @@ mod tests {
         assert!(a.tx.len() >= M as usize && a.tx.len() < M as usize + 2 * PAGE);
         assert_eq!(a.rx.len(), 64 << 10);
         assert!(b.rx.len() >= 2 * M as usize && b.rx.len() < 2 * M as usize + PAGE);
-        assert_eq!(b.tx.len(), HEADER_LEN + PAGE);
+        assert_eq!(b.tx.len(), HEADER_LEN + ACK_LEN + PAGE);
         let mut tx = QueueTx::new(a, 4);
-        assert_eq!(tx.scratch.len(), HEADER_LEN);
+        assert_eq!(tx.scratch.len(), HEADER_LEN + ACK_LEN);
         let mut rx = QueueRx::new(b, 4);
         let big = vec![0x5a; M as usize];
         for _ in 0..6 {
@@ -4395,12 +4538,12 @@ mod tests {
         );
         let hdr = FrameRepr {
             seq: 1,
-            len: 8,
+            len: 9,
             stamp: 0,
         };
         assert!(
-            !rx.sock.send_frame(hdr, &[0; 8]),
-            "a destination's end sent a payload"
+            !rx.sock.send_frame(hdr, &[0; 9]),
+            "a destination's end sent more than an ack's payload"
         );
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
             let (_a, mut b) = pair(kind, 64, 4);
