@@ -958,7 +958,7 @@ fn a_deadline_in_a_closed_window_divides_what_came_before_it_from_what_came_afte
             Duration::from_secs(60),
         );
         common::assert_no_fail(&format!("{transport} CLOSED_SRC"), &out[0]);
-        assert_passes(transport, "CLOSED_DST", &out[1], 13);
+        assert_passes(transport, "CLOSED_DST", &out[1], 15);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,11 +3,11 @@
 //!
 //! # Layout (one cache line, 64-byte aligned, zero-filled = valid)
 //! ```text
-//!  0        4          8                      16         24         64
-//!  +--------+----------+----------------------+----------+----------+
-//!  | epoch  | (unused) | waiters              | note     | (unused) |
-//!  | u32    |          | u64: side 1 | side 0 | u64      |          |
-//!  +--------+----------+----------------------+----------+----------+
+//!  0        4          8                      16                  24                64
+//!  +--------+----------+----------------------+-------------------+-----------------+
+//!  | epoch  | (unused) | waiters              | note head         | note times      |
+//!  | u32    |          | u64: side 1 | side 0 | u64: gen | rooms  | 5 × u64         |
+//!  +--------+----------+----------------------+-------------------+-----------------+
 //!  a side (32 bits): incarnation tag u16 (high) | count u16 (low); 0 = nobody registered
 //! ```
 //! `epoch` is the futex word; `waiters` counts receivers that are about to park or parked, in
@@ -99,20 +99,25 @@
 //! `note` serves a waiter that must know *when* what it waits for came, not only that it came:
 //! a queuing sender whose deadline passed while its partition's window was closed, and which
 //! finds room when the window opens, is due that room only if it was made by its deadline
-//! (ARINC 653 decides a time-out at the deadline). The waiter asks ([`Notifier::ask_note`]:
-//! `note = ASKED`, `u64::MAX`) when it finds nothing; a writer that calls
-//! [`Notifier::notify_noting`] after it published (a consumer that made room) replaces `ASKED`
-//! with its clock ([`crate::clock::stamp_ns`], a compare-and-swap: the first such notify after
-//! the request wins), and the waiter reads it ([`Notifier::noted`]). 0 (zero-filled) is "never
-//! asked". A writer that finds no request pays one more load from this line, which its
-//! `notify` loads anyway; only the waiters' notifiers that ask are written with
-//! `notify_noting` (queuing channels' space notifiers).
+//! (ARINC 653 decides a time-out at the deadline). The waiter asks ([`Notifier::ask_note`])
+//! when it finds nothing: a new request, a generation in the high half of the note's head and
+//! no room noted in its low half. A writer that calls [`Notifier::notify_noting`] after it
+//! published `n` rooms (a consumer that took `n` messages, or returned `n` credits) stores its
+//! clock ([`crate::clock::stamp_ns`]) as the time of the next of the request's first
+//! [`NOTE_ROOMS`] rooms and advances the count with a compare-and-swap of the head (a request
+//! made meanwhile fails it, and the writer notes for the new one). The waiter reads room `i`'s
+//! time ([`Notifier::noted`]): so several senders waiting through one closed window are each
+//! judged by the room that was theirs (the first by the first room, the next by the second). A
+//! zero-filled head is "never asked". A writer pays one more load from this line, which its
+//! `notify` loads anyway, unless a request's rooms are to be noted; only the notifiers whose
+//! waiters ask are written with `notify_noting` (queuing channels' space notifiers).
 //!
-//! What a waiter that finds what it waits for with its request still `ASKED` can tell: either
-//! the writer's load of `note` came before the request (its publication came about when the
-//! waiter asked), or the writer is between its publication and its note (then the note comes
-//! within a few stores: [`Notifier::noted_after`] waits for it, briefly, and a writer frozen in
-//! between leaves the request unanswered).
+//! What a waiter that finds a room it waits for not noted ([`Note::Asked`]) can tell: either
+//! the writer's load of the head came before the request (it made the room about when the
+//! waiter asked; a waiter that finds room right after its request notes it itself,
+//! [`Notifier::note_first`]), or the writer is between its publication and its note (then the
+//! note comes within a few stores: [`Notifier::noted_after`] waits for it, briefly, and a
+//! writer frozen in between leaves the room unnoted), or the room is beyond [`NOTE_ROOMS`].
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
@@ -490,17 +495,23 @@ mod shm {
     /// Size in bytes of a notifier in a region.
     pub const NOTIFIER_LEN: usize = CACHE_LINE;
 
-    /// The note's request (see the module docs, "The note").
-    const NOTE_ASKED: u64 = u64::MAX;
+    /// The note's head: the request's generation (high 32 bits; 0: never asked) and the rooms
+    /// noted since (low 32 bits). See the module docs, "The note".
+    const NOTE_HEAD: usize = 16;
+    /// The rooms' times, [`NOTE_ROOMS`] of them.
+    const NOTE_TIMES: usize = 24;
+    /// How many rooms after a request a note holds the time of (the rest of the line).
+    pub const NOTE_ROOMS: usize = 5;
 
-    /// What a notifier's note holds ([`Notifier::noted`]).
+    /// What a notifier's note holds for a room ([`Notifier::noted`]).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Note {
         /// Nobody asked since the notifier was made.
         Never,
-        /// Asked, and no [`Notifier::notify_noting`] since.
+        /// Asked, and that room not noted (not made yet, made before the writer saw the
+        /// request, or beyond [`NOTE_ROOMS`]).
         Asked,
-        /// The time (`clock::stamp_ns`, ns) of the first `notify_noting` after the last request.
+        /// The time (`clock::stamp_ns`, ns) the room was made.
         At(u64),
     }
 
@@ -569,46 +580,56 @@ mod shm {
         }
 
         #[inline]
-        fn note_word(&self) -> &AtomicU64 {
-            self.area.u64_at(16)
+        fn note_head(&self) -> &AtomicU64 {
+            self.area.u64_at(NOTE_HEAD)
         }
 
-        /// Ask the next [`Notifier::notify_noting`] to note its time (see the module docs,
-        /// "The note"); a request already pending is left as it is (no store: the line stays
-        /// shared while a waiter looks again and again).
+        #[inline]
+        fn note_time(&self, i: usize) -> &AtomicU64 {
+            self.area.u64_at(NOTE_TIMES + 8 * i)
+        }
+
+        /// Ask the writers that call [`Notifier::notify_noting`] to note when they next make
+        /// room, room by room, the first [`NOTE_ROOMS`] of it (see the module docs, "The
+        /// note"): a new request, whatever the note held.
         pub fn ask_note(&self) {
-            let w = self.note_word();
-            if w.load(Ordering::Relaxed) != NOTE_ASKED {
-                // SYNC POINT: SeqCst, so that a look after it (the waiter's check of what it
-                // waits for) is ordered after the request for writers that fence (see "The
-                // note": a writer that misses it published about when it was made).
-                w.store(NOTE_ASKED, Ordering::SeqCst);
-            }
+            let h = self.note_head().load(Ordering::Relaxed);
+            let generation = ((h >> 32) as u32).wrapping_add(1).max(1);
+            // SYNC POINT: SeqCst, so that a look after it (the waiter's check of what it
+            // waits for) is ordered after the request for writers that fence (see "The
+            // note": a writer that misses it made its room about when it was asked).
+            self.note_head()
+                .store(u64::from(generation) << 32, Ordering::SeqCst);
         }
 
-        /// What the note holds now.
-        pub fn noted(&self) -> Note {
-            // SYNC POINT: Acquire, pairs with the Release of `notify_noting`'s swap.
-            match self.note_word().load(Ordering::Acquire) {
-                0 => Note::Never,
-                NOTE_ASKED => Note::Asked,
-                t => Note::At(t),
+        /// What the note holds now for room `i` (0: the first) since the last request.
+        pub fn noted(&self, i: usize) -> Note {
+            // SYNC POINT: Acquire, pairs with the Release of `note_rooms`'s compare-and-swap
+            // (the times are stored before it).
+            let h = self.note_head().load(Ordering::Acquire);
+            if h == 0 {
+                return Note::Never;
+            }
+            if i < (h as u32) as usize {
+                Note::At(self.note_time(i).load(Ordering::Relaxed))
+            } else {
+                Note::Asked
             }
         }
 
         /// [`Notifier::noted`], and while it is [`Note::Asked`], again for up to `patience`:
         /// a writer that published what the caller found and has not noted it yet is between
         /// the two (a few stores), unless it is stopped there.
-        pub fn noted_after(&self, patience: Duration) -> Note {
-            let n = self.noted();
-            if n != Note::Asked {
+        pub fn noted_after(&self, i: usize, patience: Duration) -> Note {
+            let n = self.noted(i);
+            if n != Note::Asked || i >= NOTE_ROOMS {
                 return n;
             }
             let until = Instant::now() + patience;
             loop {
                 for _ in 0..64 {
                     std::hint::spin_loop();
-                    let n = self.noted();
+                    let n = self.noted(i);
                     if n != Note::Asked {
                         return n;
                     }
@@ -619,25 +640,70 @@ mod shm {
             }
         }
 
-        /// [`Notifier::notify`], after noting the time in the note if a waiter asked for it
-        /// (see the module docs, "The note"). Call it after publishing, as `notify`.
+        /// [`Notifier::notify`], after noting the time of `rooms` rooms made (messages taken, or
+        /// credit returned) if a request asked for them (see the module docs, "The note"). Call
+        /// it after publishing, as `notify`.
         #[inline(always)]
-        pub fn notify_noting(&self) {
-            self.note();
+        pub fn notify_noting(&self, rooms: u64) {
+            self.note_rooms(rooms);
             self.notify();
         }
 
-        /// The note of [`Notifier::notify_noting`] without its `notify`: for a writer whose
-        /// wake-up is made elsewhere (the two-sided manager's round wakes through a
-        /// [`NotifierView`]).
+        /// The note of [`Notifier::notify_noting`] without its `notify`: `rooms` rooms were made
+        /// now. One load when nothing is asked, or the request's [`NOTE_ROOMS`] are noted;
+        /// otherwise a clock read, the times and a compare-and-swap.
         #[inline(always)]
-        pub fn note(&self) {
-            let w = self.note_word();
-            if w.load(Ordering::Relaxed) == NOTE_ASKED {
-                let now = crate::clock::stamp_ns().clamp(1, NOTE_ASKED - 1);
-                // SYNC POINT: Release, acquired by `noted`: the first notify after the request
-                // notes its time; a request made again later is answered again.
-                let _ = w.compare_exchange(NOTE_ASKED, now, Ordering::Release, Ordering::Relaxed);
+        pub fn note_rooms(&self, rooms: u64) {
+            let h = self.note_head().load(Ordering::Relaxed);
+            let k = (h as u32) as usize;
+            if h == 0 || k >= NOTE_ROOMS || rooms == 0 {
+                return;
+            }
+            self.note_rooms_slow(h, rooms);
+        }
+
+        /// The waiter's own note of the first room since its request, made now, if no writer
+        /// noted it (the waiter found room right after it asked: the writer made it before it
+        /// saw the request). A writer that notes it meanwhile wins the count; its time is then
+        /// overwritten by this one, a few instructions later.
+        pub fn note_first(&self) {
+            let h = self.note_head().load(Ordering::Relaxed);
+            if h == 0 || (h as u32) != 0 {
+                return;
+            }
+            self.note_time(0)
+                .store(crate::clock::stamp_ns().max(1), Ordering::Relaxed);
+            // SYNC POINT: Release, as `note_rooms`.
+            let _ =
+                self.note_head()
+                    .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+        }
+
+        #[cold]
+        fn note_rooms_slow(&self, mut h: u64, rooms: u64) {
+            let now = crate::clock::stamp_ns().max(1);
+            // At most twice: a request made meanwhile (the waiter's store) is answered from
+            // its start.
+            for _ in 0..2 {
+                let k = (h as u32) as usize;
+                if k >= NOTE_ROOMS {
+                    return;
+                }
+                let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
+                for i in k..k + m {
+                    self.note_time(i).store(now, Ordering::Relaxed);
+                }
+                // SYNC POINT: Release, acquired by `noted`: the times above are the rooms'
+                // the count now covers.
+                match self.note_head().compare_exchange(
+                    h,
+                    h + m as u64,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(now_h) => h = now_h,
+                }
             }
         }
 
@@ -781,43 +847,69 @@ mod shm {
             assert_eq!(n.wakes(), 0);
         }
 
-        /// The note answers a request with the time of the first `notify_noting` after it,
-        /// and only that one; a plain `notify` leaves it; a request made again is answered
-        /// again; a request nobody answers stays `Asked` after `noted_after`'s patience.
+        /// The note answers a request room by room: each `notify_noting` after it notes the
+        /// time of the rooms it made (several at once: the same time), up to `NOTE_ROOMS`; a
+        /// plain `notify` notes nothing; a new request starts again from room 0; a room nobody
+        /// notes stays `Asked` after `noted_after`'s patience; the waiter's own `note_first`
+        /// notes room 0 only if no writer did.
         #[test]
-        fn the_note_holds_the_time_of_the_first_noting_notify_after_a_request() {
+        fn the_note_holds_the_times_of_the_rooms_made_after_a_request() {
+            let stamp = crate::clock::stamp_ns;
             let n = notifier();
-            assert_eq!(n.noted(), Note::Never);
-            n.notify_noting();
-            assert_eq!(n.noted(), Note::Never, "nobody asked");
+            assert_eq!(n.noted(0), Note::Never);
+            n.notify_noting(1);
+            assert_eq!(n.noted(0), Note::Never, "nobody asked");
             n.ask_note();
-            assert_eq!(n.noted(), Note::Asked);
+            assert_eq!(n.noted(0), Note::Asked);
             n.notify();
-            assert_eq!(n.noted(), Note::Asked, "a plain notify does not note");
-            let before = crate::clock::stamp_ns();
-            n.notify_noting();
-            let after = crate::clock::stamp_ns();
-            let Note::At(t) = n.noted() else {
-                panic!("{:?}", n.noted())
+            assert_eq!(n.noted(0), Note::Asked, "a plain notify does not note");
+            let before = stamp();
+            n.notify_noting(1);
+            let after = stamp();
+            let Note::At(t0) = n.noted(0) else {
+                panic!("{:?}", n.noted(0))
             };
-            assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
+            assert!(before <= t0 && t0 <= after, "{before} <= {t0} <= {after}");
+            assert_eq!(n.noted(1), Note::Asked);
             std::thread::sleep(Duration::from_millis(1));
-            n.notify_noting();
-            assert_eq!(n.noted(), Note::At(t), "the first notify after the request");
+            // Two rooms at once, then more than the note holds.
+            n.notify_noting(2);
+            let Note::At(t1) = n.noted(1) else {
+                panic!("{:?}", n.noted(1))
+            };
+            assert!(t1 > t0);
+            assert_eq!(n.noted(2), Note::At(t1));
+            assert_eq!(n.noted(0), Note::At(t0), "room 0 keeps its time");
+            n.notify_noting(10);
+            assert!(matches!(n.noted(NOTE_ROOMS - 1), Note::At(_)));
+            assert_eq!(
+                n.noted(NOTE_ROOMS),
+                Note::Asked,
+                "beyond what the note holds"
+            );
+            // A new request starts again.
             n.ask_note();
-            assert_eq!(n.noted(), Note::Asked);
-            let t0 = Instant::now();
-            assert_eq!(n.noted_after(Duration::from_millis(2)), Note::Asked);
-            assert!(t0.elapsed() >= Duration::from_millis(2));
-            // Another handle (another process's mapping of the same line) answers.
+            assert_eq!(n.noted(0), Note::Asked);
+            let t = Instant::now();
+            assert_eq!(n.noted_after(0, Duration::from_millis(2)), Note::Asked);
+            assert!(t.elapsed() >= Duration::from_millis(2));
+            // The waiter's own note of room 0, and a writer's after it is room 1.
+            n.note_first();
+            let Note::At(w0) = n.noted(0) else {
+                panic!("{:?}", n.noted(0))
+            };
+            n.note_first();
+            assert_eq!(n.noted(0), Note::At(w0), "noted once");
+            std::thread::sleep(Duration::from_millis(1));
+            // Another handle (another process's mapping of the same line) notes room 1.
             let other = n.clone();
             let th = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(5));
-                other.notify_noting();
+                other.notify_noting(1);
             });
-            let got = n.noted_after(Duration::from_secs(10));
+            let got = n.noted_after(1, Duration::from_secs(10));
             th.join().unwrap();
-            assert!(matches!(got, Note::At(t2) if t2 > t), "{got:?}");
+            assert!(matches!(got, Note::At(t2) if t2 > w0), "{got:?}");
         }
 
         #[test]

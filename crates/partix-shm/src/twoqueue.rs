@@ -527,7 +527,7 @@ impl QueueManager {
         if recovered > 0 {
             // The receiver may have a message; a sender may wait for the TX slot.
             m.data.notify();
-            m.space.notify_noting();
+            m.space.notify();
         }
         Ok(m)
     }
@@ -610,8 +610,8 @@ impl QueueManager {
         }
         let n = round.moved;
         if n > 0 {
-            // The round's commit freed TX slots (its `space` wake-up is made inside it).
-            self.space.note();
+            // (No note for a waiting sender here: a move frees TX slots but returns no credit,
+            // `ack + dropped`; the receiver's ack does, `publish_ack`.)
             self.moved += n as u64;
             self.data.notify();
         }
@@ -672,7 +672,7 @@ impl QueueManager {
         let n = v.clear(&mut self.st);
         if n > 0 {
             // The TX slots are free, and their credit is back (`dropped`).
-            self.space.notify_noting();
+            self.space.notify_noting(n);
         }
         n
     }
@@ -810,12 +810,20 @@ impl QueueReceiver {
     /// credit. The receiver is the ack's only writer; the messages the manager drops count
     /// through its own word, `dropped`, which the sender adds ([`consumed`]).
     fn publish_ack(&self) {
+        let ack = self.ack.u64_at(0);
+        let popped = self.rx.popped();
+        // (The receiver is the ack's only writer: its own last store.)
+        let grew = popped.wrapping_sub(ack.load(Ordering::Relaxed));
         // SYNC POINT: the cumulative ack; pairs with the sender's Acquire load in `consumed`.
-        self.ack
-            .u64_at(0)
-            .store(self.rx.popped(), Ordering::Release);
-        // A sender waiting for credit may have asked when it comes (`Notifier::note`).
-        self.space.notify_noting();
+        ack.store(popped, Ordering::Release);
+        // Credit came back: a sender waiting for it may have asked when (`Notifier::note`).
+        // (A count that went back, a predecessor's store, is no credit.)
+        let rooms = if grew <= self.rx.capacity() as u64 {
+            grew
+        } else {
+            0
+        };
+        self.space.notify_noting(rooms);
     }
 
     /// Pop the oldest message into `buf`; return its length.

@@ -66,7 +66,9 @@
 //!                  one sent before the deadline is (though it runs only after the deadline);
 //!                  steps 3 and 4, the same for a sampling wait (closed-src writes on SOUT);
 //!                  steps 5 and 6, for a sender waiting for room on QBACK (closed-src
-//!                  receives, and says when on POPPED)
+//!                  receives, and says when on POPPED); step 7, two senders (s1, s2) waiting
+//!                  on QBACK2 (MaxNbMessages 2) with one deadline, room made once before it
+//!                  and once after it: s1 sends, s2 times out
 //!   suspend-dst    processes r1 then r2 wait on QIN (FIFO); r1 is SUSPENDed, then "ready" on RDY
 //!                  makes order-src send 3 messages: r2 gets message 1 while r1 stays suspended
 //!                  (WAITING, not returned: it was handed message 0), a TIME_OUT 0 receive gets
@@ -185,6 +187,36 @@ fn process(name: &str, entry: EntryPoint, prio: Priority, period: SystemTime) {
 
 // ------------------------------------------------------------------------------------- closed
 
+/// `closed-dst`'s two waiting senders of step 7 (s1, s2), their common deadline, what each
+/// SEND returned (1: NO_ERROR, 2: TIMED_OUT, 3: another error; 0: not yet) and when.
+static CLOSED_SENDERS: OnceLock<(ProcessId, ProcessId)> = OnceLock::new();
+static CLOSED_DEADLINE: AtomicI64 = AtomicI64::new(0);
+static CLOSED_SENT: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
+static CLOSED_BACK: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
+
+/// Step 7's sender `i`: send on QBACK2 with a time-out ending at the common deadline.
+fn closed_sender(i: usize) {
+    let q = get_queuing_port_id("QBACK2").expect("QBACK2");
+    let deadline = CLOSED_DEADLINE.load(Ordering::Acquire);
+    let r = send_queuing_message(q, &[70 + i as u8; 8], (deadline - get_time()).max(1));
+    CLOSED_BACK[i].store(get_time(), Ordering::Release);
+    let code = match r {
+        Ok(()) => 1,
+        Err(ApexError::TimedOut) => 2,
+        Err(_) => 3,
+    };
+    CLOSED_SENT[i].store(code, Ordering::Release);
+    idle_forever();
+}
+
+extern "C" fn closed_s1() {
+    closed_sender(0);
+}
+
+extern "C" fn closed_s2() {
+    closed_sender(1);
+}
+
 /// A wait longer than CD's window (50 ms) and shorter than the closed window after it (250 ms):
 /// the process runs again at the start of CD's next window.
 const CLOSED_TO_NEXT_WINDOW: SystemTime = 60 * MS;
@@ -197,34 +229,47 @@ extern "C" fn closed_src() {
     let q = get_queuing_port_id("QOUT").expect("QOUT");
     let sout = get_sampling_port_id("SOUT").expect("SOUT");
     let qback = get_queuing_port_id("QBACK").expect("QBACK");
+    let qback2 = get_queuing_port_id("QBACK2").expect("QBACK2");
     let popped = get_sampling_port_id("POPPED").expect("POPPED");
     let ask = get_sampling_port_id("ASK").expect("ASK");
     let mut buf = [0u8; 16];
     let mut last = 0u8;
+    // Take one message off `q` (room for CD's waiting senders) and say when (`at`).
+    let take = |q: QueuingPortId| {
+        let mut m = [0u8; 8];
+        receive_queuing_message(q, &mut m, 0).map(|_| get_time())
+    };
+    let tell = |step: u8, first: i64, second: i64| {
+        let mut p = [0u8; 24];
+        p[0] = step;
+        p[8..16].copy_from_slice(&first.to_ne_bytes());
+        p[16..].copy_from_slice(&second.to_ne_bytes());
+        write_sampling_message(popped, &p)
+    };
+    let until = |t: i64| {
+        while get_time() < t {
+            let _ = timed_wait((t - get_time()).max(MS / 10));
+        }
+    };
     loop {
         if matches!(read_sampling_message(ask, &mut buf), Ok((16, _))) && buf[0] != last {
             last = buf[0];
             let deadline = i64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
-            if last % 2 == 1 {
-                let until = deadline + 30 * MS;
-                while get_time() < until {
-                    let _ = timed_wait((until - get_time()).max(MS / 10));
-                }
+            if last % 2 == 1 && last < 7 {
+                until(deadline + 30 * MS);
             }
             let sent = get_time();
             let r = match last {
                 1 | 2 => send_queuing_message(q, &sent.to_ne_bytes(), 1_000 * MS),
                 3 | 4 => write_sampling_message(sout, &sent.to_ne_bytes()),
                 // Make room for CD's waiting sender, and say when.
-                _ => {
-                    let mut m = [0u8; 8];
-                    receive_queuing_message(qback, &mut m, 0).and_then(|_| {
-                        let mut p = [0u8; 16];
-                        p[0] = last;
-                        p[8..].copy_from_slice(&sent.to_ne_bytes());
-                        write_sampling_message(popped, &p)
-                    })
-                }
+                5 | 6 => take(qback).and_then(|t| tell(last, t, 0)),
+                // Room for the first of CD's two waiting senders at once, for the second 30 ms
+                // after their deadline.
+                _ => take(qback2).and_then(|a| {
+                    until(deadline + 30 * MS);
+                    take(qback2).and_then(|b| tell(last, a, b))
+                }),
             };
             if let Err(e) = r {
                 out(&format!("FAIL closed-src step {last}: send: {e:?}"));
@@ -356,16 +401,21 @@ extern "C" fn closed_dst() {
     let qback = get_queuing_port_id("QBACK").expect("QBACK");
     let popped = get_sampling_port_id("POPPED").expect("POPPED");
     send_queuing_message(qback, &[4; 8], 0).expect("QBACK: the fill");
+    let made_at = |n: u8| {
+        let mut p = [0u8; 24];
+        match read_sampling_message(popped, &mut p) {
+            Ok((24, _)) if p[0] == n => (
+                i64::from_ne_bytes(p[8..16].try_into().expect("8 bytes")),
+                i64::from_ne_bytes(p[16..].try_into().expect("8 bytes")),
+            ),
+            _ => (-1, -1),
+        }
+    };
     let send = |n: u8, timeout: SystemTime| {
         let (call, deadline) = begin(n, timeout);
         let r = send_queuing_message(qback, &[n; 8], timeout);
         let back = get_time();
-        let mut p = [0u8; 16];
-        let made = match read_sampling_message(popped, &mut p) {
-            Ok((16, _)) if p[0] == n => i64::from_ne_bytes(p[8..].try_into().expect("8 bytes")),
-            _ => -1,
-        };
-        (call, deadline, r, back, made)
+        (call, deadline, r, back, made_at(n).0)
     };
     // Step 5: the deadline, then the room.
     let (call, deadline, r, back, made) = send(5, 120 * MS);
@@ -394,6 +444,55 @@ extern "C" fn closed_dst() {
          runs only after the deadline",
         r == Ok(()),
         r,
+    );
+
+    // Step 7: two senders, s1 then s2, wait on QBACK2 (MaxNbMessages 2, full) until one
+    // deadline; CS makes room for one before it (at once) and for another after it (30 ms
+    // later), while CD's window is closed. The first room is s1's, the second is not s2's:
+    // each is judged by the room that was its own.
+    let qback2 = get_queuing_port_id("QBACK2").expect("QBACK2");
+    for m in [72u8, 73] {
+        send_queuing_message(qback2, &[m; 8], 0).expect("QBACK2: the fill");
+    }
+    let (s1, s2) = *CLOSED_SENDERS.get().expect("set at init");
+    let _ = timed_wait(CLOSED_TO_NEXT_WINDOW);
+    let deadline = get_time() + 120 * MS;
+    CLOSED_DEADLINE.store(deadline, Ordering::Release);
+    let waiting = |n: u32| get_queuing_port_status(qback2).map(|st| st.waiting_processes) == Ok(n);
+    start(s1).expect("start s1");
+    let lined = within_5s(|| waiting(1));
+    start(s2).expect("start s2");
+    let lined = lined && within_5s(|| waiting(2));
+    let mut ask_msg = [0u8; 16];
+    ask_msg[0] = 7;
+    ask_msg[8..].copy_from_slice(&deadline.to_ne_bytes());
+    write_sampling_message(ask, &ask_msg).expect("ASK");
+    // Both return when CD's window opens again.
+    let done = |i: usize| CLOSED_SENT[i].load(Ordering::Acquire) != 0;
+    let t0 = get_time();
+    while !(done(0) && done(1)) && get_time() - t0 < 5_000 * MS {
+        let _ = timed_wait(MS);
+    }
+    let (a, b) = made_at(7);
+    let back = |i: usize| CLOSED_BACK[i].load(Ordering::Acquire);
+    expect(
+        "step 7 premise: both senders in line, room made once before the deadline and once \
+         after it, both back only after that",
+        lined && a > 0 && a < deadline && b > deadline && back(0) > b && back(1) > b,
+        format!(
+            "lined {lined}, deadline {deadline}, rooms {a} and {b}, back {} and {} (ns)",
+            back(0),
+            back(1)
+        ),
+    );
+    let code = |i: usize| CLOSED_SENT[i].load(Ordering::Acquire);
+    let later = send_queuing_message(qback2, &[79; 8], 0);
+    expect_dbg(
+        "of two senders waiting through a closed window, the first takes the room made before \
+         their deadline (NO_ERROR), the second times out on the room made after it, which the \
+         next SEND (TIME_OUT 0) takes",
+        code(0) == 1 && code(1) == 2 && later == Ok(()),
+        (code(0), code(1), later),
     );
     out("END closed-dst");
     idle_forever();
@@ -4598,7 +4697,8 @@ fn main() {
             create_sampling_port("ASK", 16, d, 1_000 * MS).expect("ASK");
             create_sampling_port("SOUT", 8, s, 1_000 * MS).expect("SOUT");
             create_queuing_port("QBACK", 8, 1, d, QueuingDiscipline::Fifo).expect("QBACK");
-            create_sampling_port("POPPED", 16, s, 1_000 * MS).expect("POPPED");
+            create_queuing_port("QBACK2", 8, 2, d, QueuingDiscipline::Fifo).expect("QBACK2");
+            create_sampling_port("POPPED", 24, s, 1_000 * MS).expect("POPPED");
             process("src", closed_src, 10, INFINITE_TIME_VALUE);
         }
         "closed-dst" => {
@@ -4606,7 +4706,11 @@ fn main() {
             create_sampling_port("ASK", 16, s, 1_000 * MS).expect("ASK");
             create_sampling_port("SIN", 8, d, 1_000 * MS).expect("SIN");
             create_queuing_port("QBACK", 8, 1, s, QueuingDiscipline::Fifo).expect("QBACK");
-            create_sampling_port("POPPED", 16, d, 1_000 * MS).expect("POPPED");
+            create_queuing_port("QBACK2", 8, 2, s, QueuingDiscipline::Fifo).expect("QBACK2");
+            create_sampling_port("POPPED", 24, d, 1_000 * MS).expect("POPPED");
+            let s1 = testpart_common::new_process("s1", closed_s1, 10);
+            let s2 = testpart_common::new_process("s2", closed_s2, 10);
+            CLOSED_SENDERS.set((s1, s2)).expect("once");
             process("dst", closed_dst, 10, INFINITE_TIME_VALUE);
         }
         "late-src" => {

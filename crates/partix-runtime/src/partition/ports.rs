@@ -317,6 +317,10 @@ struct QueuingState {
     /// At most one entry per process once the dead are pruned (a process waits in one place).
     waiters: Vec<Waiter>,
     next_ticket: u64,
+    /// A source: the rooms waiting senders took since the port last asked when room comes
+    /// ([`QueuingPort::ask_room_note`]): the next sender's room is room number `rooms_taken`
+    /// since then ([`QueuingPort::room_came_late`]).
+    rooms_taken: usize,
     /// Messages handed to waiting receivers in their place, not yet collected (one per process
     /// at most: a process waits in one place, and the entries of stopped incarnations are
     /// dropped first).
@@ -1148,7 +1152,10 @@ fn wait_slice(
     };
     Some(
         match reader.wait_newer_or(into, *last_seq, mode, Some(slice), stop) {
-            Ok(ok) if ok.written_at_ns > due_ns => {
+            // (Judged by the reader's own clock too: each partition's clock is its own
+            // calibration of `CLOCK_MONOTONIC`, and a message stamped just after the deadline
+            // by the writer's may come before it by the reader's.)
+            Ok(ok) if ok.written_at_ns > due_ns && now_ns() >= due_ns => {
                 let returned = inner.last_seq;
                 let _ = if direct {
                     inner.answer_direct(port, Ok(ok))
@@ -1356,6 +1363,7 @@ pub fn create_queuing_port(
             dest,
             waiters,
             next_ticket: 0,
+            rooms_taken: 0,
             handed,
             delivery: None,
             spare,
@@ -1465,7 +1473,11 @@ impl QueuingPort {
         let Some(src) = st.source.as_mut() else {
             return false;
         };
-        !src.room_by(&self.waiter, rt().ctx.to_monotonic_ns(deadline_ns))
+        !src.room_by(
+            &self.waiter,
+            rt().ctx.to_monotonic_ns(deadline_ns),
+            st.rooms_taken,
+        )
     }
 
     /// A source port found full while a sender waits: ask the destination to note when it
@@ -1477,6 +1489,7 @@ impl QueuingPort {
     fn ask_room_note(&self, st: &mut QueuingState) {
         if let Some(src) = st.source.as_mut() {
             src.ask_room_note(&self.waiter);
+            st.rooms_taken = 0;
         }
     }
 
@@ -1580,7 +1593,10 @@ impl QueuingPort {
                     break;
                 };
                 match src.try_send(m) {
-                    Ok(()) => Outcome::Sent(m.len()),
+                    Ok(()) => {
+                        st.rooms_taken += 1;
+                        Outcome::Sent(m.len())
+                    }
                     Err(PushError::Full) => break,
                     // As `send_op` answers.
                     Err(_) => Outcome::Failed(ApexError::InvalidParam),
@@ -1899,15 +1915,19 @@ impl QueuingPort {
                     .iter()
                     .find(|w| w.ticket == ticket)
                     .map_or(u64::MAX, |w| w.deadline_ns);
-                Self::came_late(&mut st, due) || (self.ready() && self.room_came_late(&mut st, due))
+                Self::came_late(&mut st, due)
+                    || (st.source.is_some() && self.ready() && self.room_came_late(&mut st, due))
             };
             if is_head && !late {
                 match op(&mut st) {
                     Try::Done(n) => {
                         self.leave(&mut st, ticket);
-                        // Senders behind it wait for the room after this send's.
-                        if !st.waiters.is_empty() && !self.ready() {
-                            self.ask_room_note(&mut st);
+                        if st.source.is_some() {
+                            // Senders behind it wait for the room after this send's.
+                            st.rooms_taken += 1;
+                            if !st.waiters.is_empty() && !self.ready() {
+                                self.ask_room_note(&mut st);
+                            }
                         }
                         return Ok(n);
                     }
@@ -1994,6 +2014,12 @@ macro_rules! first_then_wait {
         } else {
             Try::Again
         };
+        if $timeout != 0 && matches!(first, Try::Again) {
+            // A sender about to wait: ask when room comes from this first look on (under the
+            // look's lock), so that a sender stopped before its wait's own first look (its
+            // partition's window closed) is not judged by a note an earlier wait left.
+            $port.ask_room_note(&mut st);
+        }
         st.release();
         match first {
             Try::Done(n) => Ok(n),

@@ -1360,13 +1360,13 @@ impl QueueSource {
         }
     }
 
-    /// There is room: whether it was made by `ns` (`CLOCK_MONOTONIC` ns), by what was noted
-    /// since [`QueueSource::ask_room_note`] ([`QueueWaiter::room_by`],
+    /// There is room: whether room `i` since [`QueueSource::ask_room_note`] (0: the first)
+    /// was made by `ns` (`CLOCK_MONOTONIC` ns), by what was noted ([`QueueWaiter::room_by`],
     /// [`socket::QueueTx::room_by`]); true when nothing tells.
-    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64) -> bool {
+    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64, i: usize) -> bool {
         match self {
-            QueueSource::Socket(s) => s.room_by(ns),
-            _ => waiter.room_by(ns),
+            QueueSource::Socket(s) => s.room_by(ns, i),
+            _ => waiter.room_by(ns, i),
         }
     }
 
@@ -1420,7 +1420,7 @@ impl QueueSource {
 #[cold]
 fn dropped_wakes(e: PopError, space: &Notifier) -> PopError {
     if e == PopError::Corrupt {
-        space.notify_noting();
+        space.notify_noting(1);
     }
     e
 }
@@ -1545,7 +1545,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop(buf) {
                 Ok(n) => {
-                    space.notify_noting();
+                    space.notify_noting(1);
                     Ok(n)
                 }
                 Err(e) => Err(dropped_wakes(e, space)),
@@ -1598,7 +1598,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop_many(out, stride, lens) {
                 Ok(n) => {
-                    space.notify_noting();
+                    space.notify_noting(n as u64);
                     Ok(n)
                 }
                 Err(e) => Err(dropped_wakes(e, space)),
@@ -1667,8 +1667,9 @@ impl QueueDestination {
     pub fn clear(&mut self) {
         match self {
             QueueDestination::OneSided(c, space) => {
+                let n = c.len();
                 c.clear();
-                space.notify_noting();
+                space.notify_noting(n as u64);
             }
             QueueDestination::TwoSided(r, h) => {
                 let mut m = h.manager.lock().unwrap_or_else(|e| e.into_inner());
@@ -1785,32 +1786,42 @@ impl QueueWaiter {
     /// [`QueueWaiter::room_by`] can tell a sender past its deadline whether the room it finds
     /// was made by then. Shared-memory sources only (a socket source asks its own end:
     /// [`QueueSource::ask_room_note`]); nothing for destinations.
+    ///
+    /// Room that is there right after the request (the destination made it after the look
+    /// that found the channel full, and may have missed the request) is noted here, now: the
+    /// destination's note then finds the request answered.
     pub fn ask_room_note(&self) {
-        match self {
+        let notifier = match self {
             QueueWaiter::Ring {
                 probe: RingProbe::Producer(_),
                 notifier,
                 ..
-            } => notifier.ask_note(),
-            QueueWaiter::Credit(p) => p.space().ask_note(),
-            _ => {}
+            } => notifier,
+            QueueWaiter::Credit(p) => p.space(),
+            _ => return,
+        };
+        notifier.ask_note();
+        if self.ready() {
+            notifier.note_first();
         }
     }
 
-    /// A source that finds room: whether it was made by `ns` (`clock::stamp_ns` time), by the
-    /// note asked for when the channel was last found full ([`QueueWaiter::ask_room_note`]).
-    /// True when nothing was noted: the destination made the room before it saw the request
-    /// (so about when it was made), or it is between its publication and its note and does
-    /// not note within [`ROOM_NOTE_PATIENCE`] (stopped there). True for sockets (their acks
-    /// say: [`QueueSource::room_by`]) and for destinations.
-    pub fn room_by(&self, ns: u64) -> bool {
+    /// A source that finds room: whether room `i` since the channel was last found full
+    /// ([`QueueWaiter::ask_room_note`]; 0: the first, which the first sender took, 1: the
+    /// next) was made by `ns` (`clock::stamp_ns` time), by the destination's note. True when
+    /// it was not noted: the destination made it before it saw the request (so about when it
+    /// was made), it is between its publication and its note and does not note within
+    /// [`ROOM_NOTE_PATIENCE`] (stopped there), or it is beyond the note's
+    /// [`partix_shm::notifier::NOTE_ROOMS`]. True for sockets (their acks say:
+    /// [`QueueSource::room_by`]) and for destinations.
+    pub fn room_by(&self, ns: u64, i: usize) -> bool {
         let n = match self {
             QueueWaiter::Ring {
                 probe: RingProbe::Producer(_),
                 notifier,
                 ..
-            } => notifier.noted_after(ROOM_NOTE_PATIENCE),
-            QueueWaiter::Credit(p) => p.space().noted_after(ROOM_NOTE_PATIENCE),
+            } => notifier.noted_after(i, ROOM_NOTE_PATIENCE),
+            QueueWaiter::Credit(p) => p.space().noted_after(i, ROOM_NOTE_PATIENCE),
             _ => return true,
         };
         match n {
@@ -1885,7 +1896,7 @@ mod tests {
         let (mut s, mut d, w, _data) = one_sided_queue_of_one(8);
         s.try_send(b"one").unwrap();
         assert_eq!(s.try_send(b"two"), Err(PushError::Full));
-        assert!(w.room_by(0), "nothing asked");
+        assert!(w.room_by(0, 0), "nothing asked");
         w.ask_room_note();
         let before = stamp();
         std::thread::sleep(Duration::from_millis(2));
@@ -1893,16 +1904,21 @@ mod tests {
         assert_eq!(d.try_recv(&mut buf), Ok(3));
         let after = stamp();
         assert!(w.ready());
-        assert!(!w.room_by(before), "room made 2 ms after `before`");
-        assert!(w.room_by(after));
-        // A second receive does not move the note: it is the first room's.
+        assert!(!w.room_by(before, 0), "room made 2 ms after `before`");
+        assert!(w.room_by(after, 0));
+        // A second receive does not move room 0's time; it is room 1.
         s.try_send(b"two").unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(3));
-        assert!(w.room_by(after), "the first room after the request");
-        // Asked again with room there and no receive since: nothing noted, room counts.
+        assert!(w.room_by(after, 0), "the first room after the request");
+        assert!(!w.room_by(after, 1), "the second room, 2 ms after `after`");
+        assert!(w.room_by(stamp(), 1));
+        // Asked again with room there: the request notes it at once (it was made after the
+        // look that asked; the destination may have missed the request).
         w.ask_room_note();
-        assert!(w.room_by(before));
+        let asked = stamp();
+        assert!(!w.room_by(after, 0));
+        assert!(w.room_by(asked, 0));
 
         // Two-sided, MaxNbMessages 4: the credit comes back with the receiver's ack.
         let shape = QueueShape::new(64, 4).unwrap();
@@ -1913,7 +1929,8 @@ mod tests {
             QueueManager::attach(tx.clone(), rx.clone()).unwrap(),
             Delivery::Helped,
         ));
-        let mut d = QueueDestination::TwoSided(QueueReceiver::attach(tx.clone(), rx).unwrap(), h);
+        let mut d =
+            QueueDestination::TwoSided(QueueReceiver::attach(tx.clone(), rx).unwrap(), h.clone());
         let mut s = QueueSender::attach(tx.clone(), 4).unwrap();
         let w = QueueWaiter::Credit(QueueSenderProbe::attach(tx, 4).unwrap());
         for _ in 0..4 {
@@ -1922,12 +1939,18 @@ mod tests {
         assert!(!w.ready());
         w.ask_room_note();
         let before = stamp();
+        // The manager's move returns no credit: it does not answer the request.
+        h.manager.lock().unwrap().run_once();
+        let QueueWaiter::Credit(p) = &w else {
+            unreachable!()
+        };
+        assert_eq!(p.space().noted(0), Note::Asked, "a move is no room");
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(1));
         let after = stamp();
         assert!(w.ready());
-        assert!(!w.room_by(before));
-        assert!(w.room_by(after));
+        assert!(!w.room_by(before, 0));
+        assert!(w.room_by(after, 0));
     }
 
     /// A one-sided receive that drops a message with an impossible length frees its slot, and

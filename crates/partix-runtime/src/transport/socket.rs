@@ -1913,22 +1913,34 @@ pub struct QueueTx {
     /// Whether the rest of the last frame counted in `sent` waits in `sock` (the rest pending
     /// there may also be [`FrameSocket::resync_peer`]'s padding, which is no frame).
     partial: bool,
-    /// When the room asked about came ([`QueueTx::ask_room_note`]).
+    /// When the rooms asked about came ([`QueueTx::ask_room_note`]).
     room: RoomNote,
     /// Unit tests: where [`QueueTx::try_send`] stops as if the process were killed there.
     #[cfg(test)]
     die: Option<Die>,
 }
 
-/// What a socket queuing source knows of when room came ([`QueueTx::room_by`]).
+/// What a socket queuing source knows of when rooms came ([`QueueTx::room_by`]): since the
+/// last request, the times of the first [`ROOM_TIMES`] rooms the acks gave (each ack's time
+/// for every credit it returned: the first of them was made then, the others by then or
+/// later; 0: not known), and how many of them there are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RoomNote {
-    /// Nobody asked.
-    Idle,
-    /// Asked, and no ack has given room since.
-    Asked,
-    /// The first ack after the request gave room made at this time (its payload; 0: not known).
-    At(u64),
+struct RoomNote {
+    asked: bool,
+    count: usize,
+    times: [u64; ROOM_TIMES],
+}
+
+/// How many rooms after a request a socket source keeps the time of (as the shared-memory
+/// note's `NOTE_ROOMS`).
+const ROOM_TIMES: usize = 5;
+
+impl RoomNote {
+    const IDLE: RoomNote = RoomNote {
+        asked: false,
+        count: 0,
+        times: [0; ROOM_TIMES],
+    };
 }
 
 /// Where a unit test's [`QueueTx::try_send`] stops, storing nothing more, as a process killed
@@ -1983,7 +1995,7 @@ impl QueueTx {
             counters: Arc::new(Counters::default()),
             book: None,
             partial: false,
-            room: RoomNote::Idle,
+            room: RoomNote::IDLE,
             #[cfg(test)]
             die: None,
         })
@@ -2077,8 +2089,17 @@ impl QueueTx {
                     } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
-                    if self.room == RoomNote::Asked && self.acked != before {
-                        self.room = RoomNote::At(made);
+                    // Each credit the ack returned is a room, made at `made` or later.
+                    let rooms = self.acked.wrapping_sub(before).min(self.limit);
+                    if self.room.asked && self.acked != before {
+                        let r = &mut self.room;
+                        for _ in 0..rooms {
+                            if r.count == ROOM_TIMES {
+                                break;
+                            }
+                            r.times[r.count] = made;
+                            r.count += 1;
+                        }
                     }
                 }
                 Recv::Frame(_) => self.sock.dropped += 1,
@@ -2088,25 +2109,27 @@ impl QueueTx {
         self.keep();
     }
 
-    /// The source found no credit and a sender waits: note when the next ack that gives room
-    /// says it was made ([`QueueTx::room_by`]; a request pending stays).
+    /// The source found no credit and a sender waits: note when the rooms the next acks give
+    /// were made, as their payload says ([`QueueTx::room_by`]): a new request.
     pub fn ask_room_note(&mut self) {
-        if self.room != RoomNote::Asked {
-            self.room = RoomNote::Asked;
-        }
+        self.room = RoomNote {
+            asked: true,
+            ..RoomNote::IDLE
+        };
     }
 
-    /// A source that has credit: whether it was given by room made by `ns`
-    /// (`CLOCK_MONOTONIC` ns), by the first ack since the last [`QueueTx::ask_room_note`]
-    /// that gave any (the acks are taken off the socket first). True when nothing was asked or
-    /// noted, or the ack did not say (the room came before the request, or an ack with no
-    /// time). The time is the destination's clock: over loopback the same; a channel between
-    /// nodes needs a common time base, as the frames' send times do.
-    pub fn room_by(&mut self, ns: u64) -> bool {
+    /// A source that has credit: whether room `i` since the last [`QueueTx::ask_room_note`]
+    /// (0: the first) was made by `ns` (`CLOCK_MONOTONIC` ns), by the acks that gave it (they
+    /// are taken off the socket first). True when nothing was asked or noted, or the ack did
+    /// not say (credit this end had before the request, or an ack with no time). The time is
+    /// the destination's clock: over loopback the same; a channel between nodes needs a
+    /// common time base, as the frames' send times do.
+    pub fn room_by(&mut self, ns: u64, i: usize) -> bool {
         self.drain_acks();
-        match self.room {
-            RoomNote::At(t) => t <= ns,
-            RoomNote::Asked | RoomNote::Idle => true,
+        if i < self.room.count {
+            self.room.times[i] <= ns
+        } else {
+            true
         }
     }
 
@@ -2561,6 +2584,11 @@ impl QueueRx {
     fn ack_now(&mut self) {
         let time = if self.unacked_since != 0 {
             self.unacked_since
+        } else if self.consumed != self.acked_sent {
+            // A count no ack carried with nothing consumed since: an incarnation's
+            // announcement (its book's count may return the credit of frames that died with
+            // the one before it): the room is made now.
+            partix_shm::clock::stamp_ns().max(1)
         } else {
             self.ack_time
         };
@@ -3580,10 +3608,9 @@ mod tests {
     }
 
     /// An ack carries the time of the first consumption it acknowledges that no ack before it
-    /// did, and a source that asked takes the time of the first ack after its request that
-    /// gives room: `room_by` tells room made by a time from room made after it (udp and tcp,
-    /// ends sized as a port's). Without a request, and for an ack with no time, it answers
-    /// true.
+    /// did, and a source that asked keeps the time of each room the acks after its request
+    /// give: `room_by` tells room made by a time from room made after it, room by room (udp
+    /// and tcp, ends sized as a port's). Without a request it answers true.
     #[test]
     fn acks_say_when_the_room_they_give_was_made() {
         let stamp = partix_shm::clock::stamp_ns;
@@ -3599,7 +3626,7 @@ mod tests {
                 tx.try_send(&[m]).unwrap();
             }
             assert_eq!(tx.try_send(&[3]), Err(PushError::Full), "{kind:?}");
-            assert!(tx.room_by(0), "{kind:?}: nothing asked");
+            assert!(tx.room_by(0, 0), "{kind:?}: nothing asked");
             tx.ask_room_note();
             let before = stamp();
             gap();
@@ -3621,15 +3648,21 @@ mod tests {
                 assert!(t0.elapsed() < Duration::from_secs(5), "{kind:?}: no room");
             }
             assert!(
-                !tx.room_by(before),
+                !tx.room_by(before, 0),
                 "{kind:?}: room made 2 ms after `before`"
             );
-            assert!(tx.room_by(after), "{kind:?}");
-            // A later ack does not move it: the note is the first room's after the request.
+            assert!(tx.room_by(after, 0), "{kind:?}");
+            // A later ack gives room 1; room 0 keeps its time.
             took(&mut rx, &mut buf);
+            let after2 = stamp();
             gap();
             let _ = tx.try_send(&[4]);
-            assert!(tx.room_by(after), "{kind:?}");
+            assert!(tx.room_by(after, 0), "{kind:?}");
+            assert!(
+                !tx.room_by(after, 1),
+                "{kind:?}: room 1 made 2 ms after `after`"
+            );
+            assert!(tx.room_by(after2, 1), "{kind:?}");
         }
     }
 

@@ -36,7 +36,7 @@ pub fn load(rel: &str) -> Module {
 }
 
 /// `tests/ports/NAME` with its queuing channel `order-q` on `transport` (`partix:Transport`),
-/// and its channels `order-s` and `order-b` if it has them, written as
+/// and its channels `order-s`, `order-b` and `order-c` if it has them, written as
 /// `dir/<transport>-<name>` and loaded.
 #[allow(dead_code)] // used by the port tests only
 pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
@@ -58,7 +58,7 @@ pub fn on_transport(name: &str, transport: &str, dir: &Path) -> Module {
     );
     assert_ne!(with, text, "{name}'s queuing channel not found");
     // More channels under test, if any: a sampling one and a queuing one the other way.
-    let with = ["order-s", "order-b"].iter().fold(with, |t, c| {
+    let with = ["order-s", "order-b", "order-c"].iter().fold(with, |t, c| {
         t.replace(
             &format!(r#"ChannelName="{c}">"#),
             &format!(r#"ChannelName="{c}" {attrs}>"#),
