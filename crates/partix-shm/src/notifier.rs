@@ -681,32 +681,26 @@ mod shm {
                     .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
         }
 
+        /// One attempt, no retry: a head changed since the load is either a new request (the
+        /// waiter took these rooms and found the channel full again: they are not the new
+        /// request's) or the waiter's own note of this very room ([`Notifier::note_first`]);
+        /// either way the rooms are not noted again.
         #[cold]
-        fn note_rooms_slow(&self, mut h: u64, rooms: u64) {
+        fn note_rooms_slow(&self, h: u64, rooms: u64) {
             let now = crate::clock::stamp_ns().max(1);
-            // At most twice: a request made meanwhile (the waiter's store) is answered from
-            // its start.
-            for _ in 0..2 {
-                let k = (h as u32) as usize;
-                if k >= NOTE_ROOMS {
-                    return;
-                }
-                let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
-                for i in k..k + m {
-                    self.note_time(i).store(now, Ordering::Relaxed);
-                }
-                // SYNC POINT: Release, acquired by `noted`: the times above are the rooms'
-                // the count now covers.
-                match self.note_head().compare_exchange(
-                    h,
-                    h + m as u64,
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return,
-                    Err(now_h) => h = now_h,
-                }
+            let k = (h as u32) as usize;
+            let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
+            for i in k..k + m {
+                self.note_time(i).store(now, Ordering::Relaxed);
             }
+            // SYNC POINT: Release, acquired by `noted`: the times above are the rooms' the
+            // count now covers.
+            let _ = self.note_head().compare_exchange(
+                h,
+                h + m as u64,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
 
         /// The protocol's view of this notifier's words (with [`SysFutex`]).

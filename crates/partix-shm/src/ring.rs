@@ -649,8 +649,9 @@ impl<'a> RingView<'a> {
         self.load_tail() != st.head
     }
 
-    /// Discard every message published so far (consumer only; see the module docs).
-    pub fn clear(&self, st: &mut ConsumerState) {
+    /// Discard every message published so far (consumer only; see the module docs); return
+    /// how many.
+    pub fn clear(&self, st: &mut ConsumerState) -> u64 {
         let tail = self.load_tail();
         // A broken producer may have published an impossible tail (more than a ring ahead, or
         // behind the head): then discard nothing. (Clamped to the capacity, a tail behind the
@@ -658,12 +659,13 @@ impl<'a> RingView<'a> {
         // good; found by review.)
         let n = tail.wrapping_sub(st.head);
         if n > self.capacity {
-            return;
+            return 0;
         }
         st.head = st.head.wrapping_add(n);
         st.cached_tail = tail;
         // SYNC POINT: C2 for every discarded message.
         self.head.store(st.head, Ordering::Release);
+        n
     }
 }
 
@@ -1324,9 +1326,9 @@ mod shm {
             self.try_pop(buf).map_err(PopWaitError::Pop)
         }
 
-        /// Discard every message published so far (see the module docs).
-        pub fn clear(&mut self) {
-            self.ring.view().clear(&mut self.st);
+        /// Discard every message published so far (see the module docs); return how many.
+        pub fn clear(&mut self) -> u64 {
+            self.ring.view().clear(&mut self.st)
         }
     }
 

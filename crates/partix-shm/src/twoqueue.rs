@@ -165,6 +165,11 @@ fn consumed(ack: &Area) -> u64 {
 }
 
 impl QueueSender {
+    /// Return the messages this TX ring took since it was initialised (the shared tail).
+    pub fn pushed(&self) -> u64 {
+        self.prod.pushed()
+    }
+
     /// Attach to an initialised TX region; `limit` is the channel's `MaxNbMessages`.
     ///
     /// # Errors
@@ -603,6 +608,10 @@ impl QueueManager {
             &SysFutex,
             delivered,
         );
+        if round.dropped > 0 {
+            // Messages of an impossible length, dropped: their credit is back (`dropped`).
+            self.space.note_rooms(round.dropped as u64);
+        }
         self.rx_full = round.rx_full;
         self.tx_corrupt = round.corrupt;
         if round.corrupt {

@@ -1594,6 +1594,7 @@ impl QueuingPort {
                 };
                 match src.try_send(m) {
                     Ok(()) => {
+                        // (One message: one room.)
                         st.rooms_taken += 1;
                         Outcome::Sent(m.len())
                     }
@@ -1752,6 +1753,14 @@ impl QueuingPort {
         }
         if timeout == 0 {
             return Err(ApexError::NotAvailable);
+        }
+        if st.source.is_some() && !self.ready() {
+            // A sender about to wait: ask when room comes from this look on (under its lock,
+            // before the wait's deadline is taken), so that a sender stopped before its wait's
+            // own first look (its partition's window closed) is not judged by a note an
+            // earlier wait left. (Not when there is room: others wait, and that room is
+            // theirs, or noted already.)
+            self.ask_room_note(&mut st);
         }
         drop(st);
         let process = waiting_caller()?;
@@ -1919,12 +1928,17 @@ impl QueuingPort {
                     || (st.source.is_some() && self.ready() && self.room_came_late(&mut st, due))
             };
             if is_head && !late {
+                let sent_before = st.source.as_ref().map_or(0, QueueSource::sent);
                 match op(&mut st) {
                     Try::Done(n) => {
                         self.leave(&mut st, ticket);
-                        if st.source.is_some() {
-                            // Senders behind it wait for the room after this send's.
-                            st.rooms_taken += 1;
+                        if let Some(src) = st.source.as_ref() {
+                            // Senders behind it wait for the room after this send's (a batch
+                            // took as many rooms as it sent messages).
+                            let took = src.sent().wrapping_sub(sent_before);
+                            st.rooms_taken = st
+                                .rooms_taken
+                                .saturating_add(usize::try_from(took).unwrap_or(usize::MAX));
                             if !st.waiters.is_empty() && !self.ready() {
                                 self.ask_room_note(&mut st);
                             }
@@ -2014,12 +2028,6 @@ macro_rules! first_then_wait {
         } else {
             Try::Again
         };
-        if $timeout != 0 && matches!(first, Try::Again) {
-            // A sender about to wait: ask when room comes from this first look on (under the
-            // look's lock), so that a sender stopped before its wait's own first look (its
-            // partition's window closed) is not judged by a note an earlier wait left.
-            $port.ask_room_note(&mut st);
-        }
         st.release();
         match first {
             Try::Done(n) => Ok(n),

@@ -1360,6 +1360,15 @@ impl QueueSource {
         }
     }
 
+    /// Messages sent so far (a free-running count; differences count the rooms sends took).
+    pub fn sent(&self) -> u64 {
+        match self {
+            QueueSource::OneSided(p, _, _) => p.pushed(),
+            QueueSource::TwoSided(s) => s.pushed(),
+            QueueSource::Socket(s) => s.sent(),
+        }
+    }
+
     /// There is room: whether room `i` since [`QueueSource::ask_room_note`] (0: the first)
     /// was made by `ns` (`CLOCK_MONOTONIC` ns), by what was noted ([`QueueWaiter::room_by`],
     /// [`socket::QueueTx::room_by`]); true when nothing tells.
@@ -1667,9 +1676,8 @@ impl QueueDestination {
     pub fn clear(&mut self) {
         match self {
             QueueDestination::OneSided(c, space) => {
-                let n = c.len();
-                c.clear();
-                space.notify_noting(n as u64);
+                let n = c.clear();
+                space.notify_noting(n);
             }
             QueueDestination::TwoSided(r, h) => {
                 let mut m = h.manager.lock().unwrap_or_else(|e| e.into_inner());

@@ -33,10 +33,11 @@
 //! source's node, [`QueueRx::sent_by`]); a sampling message's, its write time (the validity).
 //! A frame going back from the destination is a **cumulative acknowledgement** (queuing):
 //! `seq` = the destination's identity, `stamp` = messages it consumed so far, and a payload of
-//! [`ACK_LEN`] bytes, the time (`CLOCK_MONOTONIC` ns of the destination's node, u64
-//! little-endian) of the first consumption it acknowledges that no earlier ack did: when the
-//! room it gives the source was made ([`QueueTx::room_by`]; 0: not known). A source also takes
-//! an ack with no payload (`len = 0`, the time not known). A destination announces each incarnation with an ack when it starts: with
+//! [`ACK_LEN`] bytes, two times (`CLOCK_MONOTONIC` ns of the destination's node, u64
+//! little-endian): of the first and of the last consumption it acknowledges that no earlier ack
+//! did, when the rooms it gives the source were made ([`QueueTx::room_by`]: the first room
+//! then, the others by the last; 0: not known). A source also takes an ack with no payload
+//! (`len = 0`, the times not known). A destination announces each incarnation with an ack when it starts: with
 //! its book ([`QueueRx::with_book`]) the identity and the count go on across its restarts (and
 //! an incarnation whose count the last ack already carried announces nothing); without, each
 //! incarnation has an identity of its own and starts at 0. A udp ack lost to a full socket is
@@ -92,7 +93,7 @@ use super::{far_from, PAGE};
 
 /// Bytes of an acknowledgement's payload: the time the room it gives was made (see the module
 /// docs).
-pub const ACK_LEN: usize = 8;
+pub const ACK_LEN: usize = 16;
 
 /// Bytes of a frame header.
 pub const HEADER_LEN: usize = 24;
@@ -800,7 +801,9 @@ pub enum Recv {
 }
 
 impl FrameSocket {
-    /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes both ways.
+    /// Wrap an inherited socket of `kind` for frames of up to `max` payload bytes both ways (at
+    /// least [`ACK_LEN`]: either way may carry a queuing channel's acks). A port's end is made
+    /// by [`FrameSocket::try_for`], sized for the way its frames go.
     ///
     /// # Panics
     /// When the process's memory cannot hold the buffers ([`FrameSocket::try_new`] does not).
@@ -814,6 +817,7 @@ impl FrameSocket {
     /// # Errors
     /// `OutOfMemory`.
     pub fn try_new(fd: OwnedFd, kind: SocketKind, max: u32) -> io::Result<FrameSocket> {
+        let max = max.max(ACK_LEN as u32);
         FrameSocket::try_sized(fd, kind, max, max)
     }
 
@@ -2063,13 +2067,17 @@ impl QueueTx {
         loop {
             match self.sock.recv_frame_within(&mut self.scratch, &mut budget) {
                 Recv::Frame(h) if h.len == 0 || h.len as usize == ACK_LEN => {
-                    // When the room this ack gives was made (0: not known).
-                    let made = match self.scratch.get(HEADER_LEN..HEADER_LEN + ACK_LEN) {
-                        Some(b) if h.len as usize == ACK_LEN => {
-                            u64::from_le_bytes(b.try_into().expect("ACK_LEN bytes"))
+                    // When the first room this ack gives was made, and the last (0: not known).
+                    let word = |i: usize| {
+                        let at = HEADER_LEN + 8 * i;
+                        match self.scratch.get(at..at + 8) {
+                            Some(b) if h.len as usize == ACK_LEN => {
+                                u64::from_le_bytes(b.try_into().expect("8 bytes"))
+                            }
+                            _ => 0,
                         }
-                        _ => 0,
                     };
+                    let (first, last) = (word(0), word(1));
                     let before = self.acked;
                     if self.peer == 0 && h.stamp <= self.sent {
                         // The first ack (normally the destination's announcement, of 0): learn
@@ -2089,15 +2097,16 @@ impl QueueTx {
                     } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
-                    // Each credit the ack returned is a room, made at `made` or later.
+                    // Each credit the ack returned is a room: the first made at `first`, the
+                    // others by `last`.
                     let rooms = self.acked.wrapping_sub(before).min(self.limit);
                     if self.room.asked && self.acked != before {
                         let r = &mut self.room;
-                        for _ in 0..rooms {
+                        for j in 0..rooms {
                             if r.count == ROOM_TIMES {
                                 break;
                             }
-                            r.times[r.count] = made;
+                            r.times[r.count] = if j == 0 { first } else { last.max(first) };
                             r.count += 1;
                         }
                     }
@@ -2107,6 +2116,11 @@ impl QueueTx {
             }
         }
         self.keep();
+    }
+
+    /// Frames this source counted as sent (across its restarts, with a book).
+    pub fn sent(&self) -> u64 {
+        self.sent
     }
 
     /// The source found no credit and a sender waits: note when the rooms the next acks give
@@ -2257,11 +2271,12 @@ pub struct QueueRx {
     /// The count last acknowledged; [`QueueRx::UNANNOUNCED`] until this incarnation's first
     /// ack (its announcement) went out.
     acked_sent: u64,
-    /// The time of the first consumption no ack sent so far covers (0: none): the time the
-    /// next ack carries ([`ACK_LEN`]).
+    /// The time of the first consumption no ack sent so far covers (0: none), and of the
+    /// last consumption: the times the next ack carries ([`ACK_LEN`]).
     unacked_since: u64,
-    /// The time the last ack sent carried (an ack sent again carries it again).
-    ack_time: u64,
+    last_consumed_at: u64,
+    /// The times the last ack sent carried (an ack sent again carries them again).
+    ack_times: (u64, u64),
     batch: u64,
     /// The source's credit (the channel's capacity; at most `limit`).
     credit: u64,
@@ -2441,7 +2456,8 @@ impl QueueRx {
             consumed: 0,
             acked_sent: QueueRx::UNANNOUNCED,
             unacked_since: 0,
-            ack_time: 0,
+            last_consumed_at: 0,
+            ack_times: (0, 0),
             batch: (limit as u64 / 2).max(1),
             credit: limit as u64,
             scratch,
@@ -2568,29 +2584,33 @@ impl QueueRx {
         }
     }
 
-    /// A message was consumed (or several, by CLEAR): the first since the last ack sent
-    /// gives the time the next ack carries (one clock read per ack, not per message).
+    /// A message was consumed (or several, by CLEAR): its time is the last the next ack
+    /// carries, and the first if no ack covers an earlier one (a clock read per message, on a
+    /// path of a system call per message or batch).
     #[inline]
     fn note_consumed(&mut self) {
+        let now = partix_shm::clock::stamp_ns().max(1);
+        self.last_consumed_at = now;
         if self.unacked_since == 0 {
-            self.unacked_since = partix_shm::clock::stamp_ns().max(1);
+            self.unacked_since = now;
         }
     }
 
     /// Send the cumulative ack (whether or not it was sent already); keep what it carried.
-    /// Its payload is the time of the first consumption it covers that no ack sent before did
-    /// (an ack sent again carries the time it carried); an end sized without room for it
-    /// (`tx_max` below [`ACK_LEN`]) sends the ack without it.
+    /// Its payload is the times of the first and the last consumption it covers that no ack
+    /// sent before did (an ack sent again carries the times it carried); an end sized without
+    /// room for them (`tx_max` below [`ACK_LEN`]) sends the ack without them.
     fn ack_now(&mut self) {
-        let time = if self.unacked_since != 0 {
-            self.unacked_since
+        let times = if self.unacked_since != 0 {
+            (self.unacked_since, self.last_consumed_at)
         } else if self.consumed != self.acked_sent {
             // A count no ack carried with nothing consumed since: an incarnation's
             // announcement (its book's count may return the credit of frames that died with
-            // the one before it): the room is made now.
-            partix_shm::clock::stamp_ns().max(1)
+            // the one before it): the rooms are made now.
+            let now = partix_shm::clock::stamp_ns().max(1);
+            (now, now)
         } else {
-            self.ack_time
+            self.ack_times
         };
         let timed = self.sock.tx_max >= ACK_LEN;
         let hdr = FrameRepr {
@@ -2598,12 +2618,14 @@ impl QueueRx {
             len: if timed { ACK_LEN as u32 } else { 0 },
             stamp: self.consumed,
         };
-        let payload = time.to_le_bytes();
+        let mut payload = [0u8; ACK_LEN];
+        payload[..8].copy_from_slice(&times.0.to_le_bytes());
+        payload[8..].copy_from_slice(&times.1.to_le_bytes());
         if self
             .sock
             .send_frame(hdr, if timed { &payload[..] } else { &[] })
         {
-            self.ack_time = time;
+            self.ack_times = times;
             self.unacked_since = 0;
             self.acked_sent = self.consumed;
             if let Some(b) = &self.book {
@@ -4571,11 +4593,11 @@ mod tests {
         );
         let hdr = FrameRepr {
             seq: 1,
-            len: 9,
+            len: ACK_LEN as u32 + 1,
             stamp: 0,
         };
         assert!(
-            !rx.sock.send_frame(hdr, &[0; 9]),
+            !rx.sock.send_frame(hdr, &[0; ACK_LEN + 1]),
             "a destination's end sent more than an ack's payload"
         );
         for kind in [SocketKind::Udp, SocketKind::Tcp] {
