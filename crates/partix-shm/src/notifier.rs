@@ -681,26 +681,37 @@ mod shm {
                     .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
         }
 
-        /// One attempt, no retry: a head changed since the load is either a new request (the
-        /// waiter took these rooms and found the channel full again: they are not the new
-        /// request's) or the waiter's own note of this very room ([`Notifier::note_first`]);
-        /// either way the rooms are not noted again.
+        /// A head whose generation changed since the load is a new request: the waiter took
+        /// these rooms and found the channel full again, so they are not the new request's,
+        /// and they are not noted. A head of the same request with more rooms noted (the
+        /// waiter's own [`Notifier::note_first`] of a room made before this one; or another
+        /// writer) is tried again after them: this room is the next one.
         #[cold]
-        fn note_rooms_slow(&self, h: u64, rooms: u64) {
+        fn note_rooms_slow(&self, mut h: u64, rooms: u64) {
             let now = crate::clock::stamp_ns().max(1);
-            let k = (h as u32) as usize;
-            let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
-            for i in k..k + m {
-                self.note_time(i).store(now, Ordering::Relaxed);
+            let generation = h >> 32;
+            for _ in 0..4 {
+                let k = (h as u32) as usize;
+                if k >= NOTE_ROOMS {
+                    return;
+                }
+                let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
+                for i in k..k + m {
+                    self.note_time(i).store(now, Ordering::Relaxed);
+                }
+                // SYNC POINT: Release, acquired by `noted`: the times above are the rooms' the
+                // count now covers.
+                match self.note_head().compare_exchange(
+                    h,
+                    h + m as u64,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(seen) if seen >> 32 == generation => h = seen,
+                    Err(_) => return,
+                }
             }
-            // SYNC POINT: Release, acquired by `noted`: the times above are the rooms' the
-            // count now covers.
-            let _ = self.note_head().compare_exchange(
-                h,
-                h + m as u64,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
         }
 
         /// The protocol's view of this notifier's words (with [`SysFutex`]).

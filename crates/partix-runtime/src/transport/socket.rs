@@ -457,7 +457,7 @@ pub fn udp_queue_shortfall(
     frames: u32,
 ) -> io::Result<Option<BufferShortfall>> {
     // Acknowledgements: one per message consumed at most between two drains of the source,
-    // and the destination's announcements; each a frame without payload.
+    // and the destination's announcements; each a frame with ACK_LEN bytes of payload.
     for (end, fd, needed) in [
         (
             "destination",
