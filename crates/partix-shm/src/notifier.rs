@@ -917,6 +917,18 @@ mod shm {
             let got = n.noted_after(1, Duration::from_secs(10));
             th.join().unwrap();
             assert!(matches!(got, Note::At(t2) if t2 > w0), "{got:?}");
+            // A writer whose compare-and-swap meets the waiter's own note of an earlier room
+            // (the same request) notes after it; one that meets a new request notes nothing.
+            n.ask_note();
+            let h = n.note_head().load(Ordering::Relaxed);
+            n.note_first();
+            n.note_rooms_slow(h, 1);
+            assert!(matches!(n.noted(1), Note::At(_)), "{:?}", n.noted(1));
+            n.ask_note();
+            let h = n.note_head().load(Ordering::Relaxed);
+            n.ask_note();
+            n.note_rooms_slow(h, 1);
+            assert_eq!(n.noted(0), Note::Asked, "not the new request's room");
             // A head another partition wrote garbage into: no room past the times is read, and
             // nothing panics.
             for h in [u64::MAX, (7 << 32) | 1000, 1 << 32 | u64::from(u32::MAX)] {
