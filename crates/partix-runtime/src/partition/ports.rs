@@ -991,17 +991,7 @@ pub fn wait_sampling_message(
         if let Some(reader) = guard.dest.as_mut() {
             reader.new_call();
         }
-        // A zero slice is one look.
-        let got = wait_slice(
-            port,
-            &mut guard,
-            buf,
-            &mut last_seq,
-            RecvMode::Spin,
-            Duration::ZERO,
-            u64::MAX,
-            &|| false,
-        );
+        let got = look_once(port, &mut guard, buf, &mut last_seq, u64::MAX);
         guard.release();
         match got {
             Some(r) => return r,
@@ -1083,16 +1073,7 @@ pub fn wait_sampling_message(
                     if let Some(reader) = guard.dest.as_mut() {
                         reader.move_late();
                     }
-                    let got = wait_slice(
-                        port,
-                        &mut guard,
-                        buf,
-                        &mut last_seq,
-                        RecvMode::Spin,
-                        Duration::ZERO,
-                        due_ns,
-                        &|| false,
-                    );
+                    let got = look_once(port, &mut guard, buf, &mut last_seq, due_ns);
                     guard.release();
                     break got.unwrap_or(Err(ApexError::TimedOut));
                 }
@@ -1108,6 +1089,28 @@ pub fn wait_sampling_message(
         rt().leave_resource_wait();
     }
     r
+}
+
+/// One look of [`wait_sampling_message`] (a [`wait_slice`] of zero length), under the port
+/// lock: the wait's first, and its last once its deadline (`due_ns`) passed.
+#[inline(always)]
+fn look_once(
+    port: &SamplingPort,
+    inner: &mut SamplingInner,
+    buf: &mut [u8],
+    last_seq: &mut Option<u32>,
+    due_ns: u64,
+) -> Option<ApexResult<(usize, Validity)>> {
+    wait_slice(
+        port,
+        inner,
+        buf,
+        last_seq,
+        RecvMode::Spin,
+        Duration::ZERO,
+        due_ns,
+        &|| false,
+    )
 }
 
 /// One slice of [`wait_sampling_message`]'s wait, under the port lock: the answer, or `None`
