@@ -100,24 +100,36 @@
 //! a queuing sender whose deadline passed while its partition's window was closed, and which
 //! finds room when the window opens, is due that room only if it was made by its deadline
 //! (ARINC 653 decides a time-out at the deadline). The waiter asks ([`Notifier::ask_note`])
-//! when it finds nothing: a new request, a generation in the high half of the note's head and
-//! no room noted in its low half. A writer that calls [`Notifier::notify_noting`] after it
-//! published `n` rooms (a consumer that took `n` messages, or returned `n` credits) stores its
-//! clock ([`crate::clock::stamp_ns`]) as the time of the next of the request's first
-//! [`NOTE_ROOMS`] rooms and advances the count with a compare-and-swap of the head (a request
-//! made meanwhile fails it, and the writer notes for the new one). The waiter reads room `i`'s
-//! time ([`Notifier::noted`]): so several senders waiting through one closed window are each
-//! judged by the room that was theirs (the first by the first room, the next by the second). A
-//! zero-filled head is "never asked". A writer pays one more load from this line, which its
-//! `notify` loads anyway, unless a request's rooms are to be noted; only the notifiers whose
-//! waiters ask are written with `notify_noting` (queuing channels' space notifiers).
+//! when it finds nothing: a new request, a new generation in the note's head and no room noted.
+//! A writer that calls [`Notifier::notify_noting`] after it published `n` rooms (a consumer
+//! that took `n` messages, or returned `n` credits) stores its clock
+//! ([`crate::clock::stamp_ns`]) as the time of the next of the request's first [`NOTE_ROOMS`]
+//! rooms and advances the count with a compare-and-swap of the head (a request made meanwhile
+//! fails it, and the writer notes for the new one). The first writer to note also stores in
+//! the head the *number* of the first room it noted, in its count of rooms made (the
+//! destination's count of messages consumed, which the source reads too). A waiter asks for a
+//! room by that number ([`Notifier::noted`]): a queuing source's next send needs room number
+//! `sent - limit`. So several senders waiting through one closed window are each judged by the
+//! room that was theirs, and a room the writers made without seeing the request is told apart
+//! from the rooms they noted ([`Note::Before`]): it was made about when the request was, or
+//! earlier. A zero-filled head is "never asked". A writer pays one more load from this line,
+//! which its `notify` loads anyway, unless a request's rooms are to be noted; only the
+//! notifiers whose waiters ask are written with `notify_noting` (queuing channels' space
+//! notifiers).
 //!
-//! What a waiter that finds a room it waits for not noted ([`Note::Asked`]) can tell: either
-//! the writer's load of the head came before the request (it made the room about when the
-//! waiter asked; a waiter that finds room right after its request notes it itself,
-//! [`Notifier::note_first`]), or the writer is between its publication and its note (then the
-//! note comes within a few stores: [`Notifier::noted_after`] waits for it, briefly, and a
-//! writer frozen in between leaves the room unnoted), or the room is beyond [`NOTE_ROOMS`].
+//! Why numbers: the writer publishes a room and then loads the head with no barrier between
+//! (its `notify` is a compiler fence, [`crate::barrier`]), and the waiter stores its request
+//! and then looks for room; in the store-buffer litmus both can miss the other's store. The
+//! waiter then waits, and the writer does not note that room; it notes the next one as the
+//! first. Counted from the first noted room, the next sender would be judged by the time of
+//! the room after its own (until session 37 the note counted rooms that way, and a waiter
+//! that found room right after its request noted it itself).
+//!
+//! What a waiter that finds its room not noted yet ([`Note::Asked`]) can tell: the writer is
+//! between its publication and its note (the note comes within a few stores:
+//! [`Notifier::noted_after`] waits for it, briefly, and a writer frozen in between leaves the
+//! room unnoted), or the writers made it without seeing the request and noted nothing since,
+//! or the room is beyond [`NOTE_ROOMS`].
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
@@ -495,22 +507,44 @@ mod shm {
     /// Size in bytes of a notifier in a region.
     pub const NOTIFIER_LEN: usize = CACHE_LINE;
 
-    /// The note's head: the request's generation (high 32 bits; 0: never asked) and the rooms
-    /// noted since (low 32 bits). See the module docs, "The note".
+    /// The note's head (see the module docs, "The note"): the request's generation (bits
+    /// 63..44; 0: never asked), the rooms noted since (bits 43..40), and the number of the
+    /// first of them in the writers' count of rooms made (bits 39..0, modulo 2^40).
     const NOTE_HEAD: usize = 16;
     /// The rooms' times, [`NOTE_ROOMS`] of them.
     const NOTE_TIMES: usize = 24;
     /// How many rooms after a request a note holds the time of (the rest of the line).
     pub const NOTE_ROOMS: usize = 5;
+    /// Where the head's generation starts.
+    const NOTE_GEN_SHIFT: u32 = 44;
+    /// Where the head's count of rooms noted starts (4 bits).
+    const NOTE_COUNT_SHIFT: u32 = 40;
+    /// The head's number of the first room noted.
+    const NOTE_FIRST_MASK: u64 = (1 << NOTE_COUNT_SHIFT) - 1;
+    /// The generations a request goes through (then round to 1: 0 is "never asked").
+    const NOTE_GEN_MASK: u64 = (1 << (64 - NOTE_GEN_SHIFT)) - 1;
+
+    /// A note head's fields: generation, rooms noted, number of the first of them.
+    #[inline(always)]
+    fn note_fields(h: u64) -> (u64, usize, u64) {
+        (
+            h >> NOTE_GEN_SHIFT,
+            ((h >> NOTE_COUNT_SHIFT) & 0xf) as usize,
+            h & NOTE_FIRST_MASK,
+        )
+    }
 
     /// What a notifier's note holds for a room ([`Notifier::noted`]).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Note {
         /// Nobody asked since the notifier was made.
         Never,
-        /// Asked, and that room not noted (not made yet, made before the writer saw the
-        /// request, or beyond [`NOTE_ROOMS`]).
+        /// Asked, and that room not noted: not made yet, or made and its note not stored yet
+        /// (the writer is between its publication and its note), or beyond [`NOTE_ROOMS`].
         Asked,
+        /// Made before the writers saw the request (so about when it was asked, or earlier):
+        /// the writers noted later rooms only.
+        Before,
         /// The time (`clock::stamp_ns`, ns) the room was made.
         At(u64),
     }
@@ -593,46 +627,67 @@ mod shm {
         /// room, room by room, the first [`NOTE_ROOMS`] of it (see the module docs, "The
         /// note"): a new request, whatever the note held.
         pub fn ask_note(&self) {
-            let h = self.note_head().load(Ordering::Relaxed);
-            let generation = ((h >> 32) as u32).wrapping_add(1).max(1);
+            let (generation, _, _) = note_fields(self.note_head().load(Ordering::Relaxed));
+            let generation = (generation.wrapping_add(1) & NOTE_GEN_MASK).max(1);
             // SYNC POINT: SeqCst, so that a look after it (the waiter's check of what it
             // waits for) is ordered after the request for writers that fence (see "The
-            // note": a writer that misses it made its room about when it was asked).
+            // note": a room a writer made without seeing the request is numbered before the
+            // first it notes).
             self.note_head()
-                .store(u64::from(generation) << 32, Ordering::SeqCst);
+                .store(generation << NOTE_GEN_SHIFT, Ordering::SeqCst);
         }
 
-        /// What the note holds now for room `i` (0: the first) since the last request.
-        pub fn noted(&self, i: usize) -> Note {
+        /// What the note holds now for room number `room` of the writers' count (the room
+        /// that `room + 1` in their count made: [`Notifier::notify_noting`]'s `made`).
+        pub fn noted(&self, room: u64) -> Note {
+            self.look(room).0
+        }
+
+        /// [`Notifier::noted`], and whether a note may still come for that room if it was
+        /// made already (a writer between its publication and its note).
+        fn look(&self, room: u64) -> (Note, bool) {
             // SYNC POINT: Acquire, pairs with the Release of `note_rooms`'s compare-and-swap
             // (the times are stored before it).
             let h = self.note_head().load(Ordering::Acquire);
-            if h == 0 {
-                return Note::Never;
+            let (generation, count, first) = note_fields(h);
+            if generation == 0 {
+                return (Note::Never, false);
             }
-            // (The line is shared with another partition: a count past the times is not
-            // believed.)
-            if i < ((h as u32) as usize).min(NOTE_ROOMS) {
-                Note::At(self.note_time(i).load(Ordering::Relaxed))
+            if count == 0 {
+                // Nothing noted yet: which number the first noted room gets is not known.
+                return (Note::Asked, true);
+            }
+            // Its place among the noted rooms, modulo 2^40; the upper half is before the
+            // first. (The line is shared with another partition: a count past the times is
+            // not believed.)
+            let j = room.wrapping_sub(first) & NOTE_FIRST_MASK;
+            if j > NOTE_FIRST_MASK / 2 {
+                (Note::Before, false)
+            } else if (j as usize) < count.min(NOTE_ROOMS) {
+                (
+                    Note::At(self.note_time(j as usize).load(Ordering::Relaxed)),
+                    false,
+                )
             } else {
-                Note::Asked
+                (Note::Asked, (j as usize) < NOTE_ROOMS && count < NOTE_ROOMS)
             }
         }
 
-        /// [`Notifier::noted`], and while it is [`Note::Asked`], again for up to `patience`:
-        /// a writer that published what the caller found and has not noted it yet is between
-        /// the two (a few stores), unless it is stopped there.
-        pub fn noted_after(&self, i: usize, patience: Duration) -> Note {
-            let n = self.noted(i);
-            if n != Note::Asked || i >= NOTE_ROOMS {
+        /// [`Notifier::noted`] for a room the caller knows was made (it found it), and while it
+        /// is [`Note::Asked`] and may still be noted, again for up to `patience`: a writer that
+        /// published it and has not noted it yet is between the two (a few stores), unless it
+        /// is stopped there, or it made it without seeing the request and makes no other.
+        pub fn noted_after(&self, room: u64, patience: Duration) -> Note {
+            let (n, may) = self.look(room);
+            if !may {
                 return n;
             }
             let until = Instant::now() + patience;
             loop {
                 for _ in 0..64 {
                     std::hint::spin_loop();
-                    let n = self.noted(i);
-                    if n != Note::Asked {
+                    let (n, may) = self.look(room);
+                    if !may {
                         return n;
                     }
                 }
@@ -643,72 +698,66 @@ mod shm {
         }
 
         /// [`Notifier::notify`], after noting the time of `rooms` rooms made (messages taken, or
-        /// credit returned) if a request asked for them (see the module docs, "The note"). Call
-        /// it after publishing, as `notify`.
+        /// credit returned) if a request asked for them (see the module docs, "The note").
+        /// `made()` is the writers' count of rooms made, these included (the destination's
+        /// count of messages consumed, as the source reads it); it is called only when the
+        /// rooms are noted. Call it after publishing, as `notify`.
         #[inline(always)]
-        pub fn notify_noting(&self, rooms: u64) {
-            self.note_rooms(rooms);
+        pub fn notify_noting(&self, rooms: u64, made: impl FnOnce() -> u64) {
+            self.note_rooms(rooms, made);
             self.notify();
         }
 
         /// The note of [`Notifier::notify_noting`] without its `notify`: `rooms` rooms were made
-        /// now. One load when nothing is asked, or the request's [`NOTE_ROOMS`] are noted;
-        /// otherwise a clock read, the times and a compare-and-swap.
+        /// now, and `made()` counts them. One load when nothing is asked, or the request's
+        /// [`NOTE_ROOMS`] are noted; otherwise a clock read, the times and a compare-and-swap.
         #[inline(always)]
-        pub fn note_rooms(&self, rooms: u64) {
+        pub fn note_rooms(&self, rooms: u64, made: impl FnOnce() -> u64) {
             let h = self.note_head().load(Ordering::Relaxed);
-            let k = (h as u32) as usize;
-            if h == 0 || k >= NOTE_ROOMS || rooms == 0 {
+            let (generation, k, _) = note_fields(h);
+            if generation == 0 || k >= NOTE_ROOMS || rooms == 0 {
                 return;
             }
-            self.note_rooms_slow(h, rooms);
-        }
-
-        /// The waiter's own note of the first room since its request, made now, if no writer
-        /// noted it (the waiter found room right after it asked: the writer made it before it
-        /// saw the request). A writer that notes it meanwhile wins the count; its time is then
-        /// overwritten by this one, a few instructions later.
-        pub fn note_first(&self) {
-            let h = self.note_head().load(Ordering::Relaxed);
-            if h == 0 || (h as u32) != 0 {
-                return;
-            }
-            self.note_time(0)
-                .store(crate::clock::stamp_ns().max(1), Ordering::Relaxed);
-            // SYNC POINT: Release, as `note_rooms`.
-            let _ =
-                self.note_head()
-                    .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+            self.note_rooms_slow(h, rooms, made());
         }
 
         /// A head whose generation changed since the load is a new request: the waiter took
         /// these rooms and found the channel full again, so they are not the new request's,
-        /// and they are not noted. A head of the same request with more rooms noted (the
-        /// waiter's own [`Notifier::note_first`] of a room made before this one; or another
-        /// writer) is tried again after them: this room is the next one.
+        /// and they are not noted. A head of the same request with more rooms noted (another
+        /// writer: a two-sided destination's receiver and manager both return credit) is
+        /// tried again after them: these rooms come next.
         #[cold]
-        fn note_rooms_slow(&self, mut h: u64, rooms: u64) {
+        fn note_rooms_slow(&self, mut h: u64, rooms: u64, made: u64) {
             let now = crate::clock::stamp_ns().max(1);
-            let generation = h >> 32;
+            let (generation, _, _) = note_fields(h);
             for _ in 0..4 {
-                let k = (h as u32) as usize;
+                let (_, k, first) = note_fields(h);
                 if k >= NOTE_ROOMS {
                     return;
                 }
+                // The first room noted is numbered as the writer counts: rooms made before it
+                // (the writer did not see the request then) are [`Note::Before`].
+                let first = if k == 0 {
+                    made.wrapping_sub(rooms) & NOTE_FIRST_MASK
+                } else {
+                    first
+                };
                 let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
                 for i in k..k + m {
                     self.note_time(i).store(now, Ordering::Relaxed);
                 }
+                let new =
+                    (generation << NOTE_GEN_SHIFT) | (((k + m) as u64) << NOTE_COUNT_SHIFT) | first;
                 // SYNC POINT: Release, acquired by `noted`: the times above are the rooms' the
                 // count now covers.
                 match self.note_head().compare_exchange(
                     h,
-                    h + m as u64,
+                    new,
                     Ordering::Release,
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => return,
-                    Err(seen) if seen >> 32 == generation => h = seen,
+                    Err(seen) if note_fields(seen).0 == generation => h = seen,
                     Err(_) => return,
                 }
             }
@@ -854,95 +903,128 @@ mod shm {
             assert_eq!(n.wakes(), 0);
         }
 
-        /// The note answers a request room by room: each `notify_noting` after it notes the
-        /// time of the rooms it made (several at once: the same time), up to `NOTE_ROOMS`; a
-        /// plain `notify` notes nothing; a new request starts again from room 0; a room nobody
-        /// notes stays `Asked` after `noted_after`'s patience; the waiter's own `note_first`
-        /// notes room 0 only if no writer did.
+        /// The note answers a request room by room, by the rooms' numbers in the writer's
+        /// count: each `notify_noting` after it notes the time of the rooms it made (several at
+        /// once: the same time), up to `NOTE_ROOMS`; a plain `notify` notes nothing; rooms made
+        /// before the first noted one are `Before`; a new request starts again; a room nobody
+        /// notes stays `Asked` after `noted_after`'s patience.
         #[test]
         fn the_note_holds_the_times_of_the_rooms_made_after_a_request() {
             let stamp = crate::clock::stamp_ns;
             let n = notifier();
-            assert_eq!(n.noted(0), Note::Never);
-            n.notify_noting(1);
-            assert_eq!(n.noted(0), Note::Never, "nobody asked");
+            // The writer's count of rooms made (as a ring's consumed count).
+            let made = std::cell::Cell::new(1000u64);
+            let make = |k: u64| {
+                let m = made.get() + k;
+                made.set(m);
+                n.notify_noting(k, || m);
+            };
+            assert_eq!(n.noted(1000), Note::Never);
+            make(1);
+            assert_eq!(n.noted(1000), Note::Never, "nobody asked");
             n.ask_note();
-            assert_eq!(n.noted(0), Note::Asked);
+            assert_eq!(n.noted(1001), Note::Asked);
             n.notify();
-            assert_eq!(n.noted(0), Note::Asked, "a plain notify does not note");
+            assert_eq!(n.noted(1001), Note::Asked, "a plain notify does not note");
+            // Room 1001 made, as a writer that missed the request makes it: no note.
+            made.set(made.get() + 1);
+            n.notify();
             let before = stamp();
-            n.notify_noting(1);
+            make(1); // room 1002
             let after = stamp();
-            let Note::At(t0) = n.noted(0) else {
-                panic!("{:?}", n.noted(0))
+            let Note::At(t0) = n.noted(1002) else {
+                panic!("{:?}", n.noted(1002))
             };
             assert!(before <= t0 && t0 <= after, "{before} <= {t0} <= {after}");
-            assert_eq!(n.noted(1), Note::Asked);
+            assert_eq!(
+                n.noted(1001),
+                Note::Before,
+                "made before the writer saw the request"
+            );
+            assert_eq!(n.noted(1000), Note::Before);
+            assert_eq!(n.noted(1003), Note::Asked);
             std::thread::sleep(Duration::from_millis(1));
             // Two rooms at once, then more than the note holds.
-            n.notify_noting(2);
-            let Note::At(t1) = n.noted(1) else {
-                panic!("{:?}", n.noted(1))
+            make(2); // rooms 1003 and 1004
+            let Note::At(t1) = n.noted(1003) else {
+                panic!("{:?}", n.noted(1003))
             };
             assert!(t1 > t0);
-            assert_eq!(n.noted(2), Note::At(t1));
-            assert_eq!(n.noted(0), Note::At(t0), "room 0 keeps its time");
-            n.notify_noting(10);
-            assert!(matches!(n.noted(NOTE_ROOMS - 1), Note::At(_)));
+            assert_eq!(n.noted(1004), Note::At(t1));
+            assert_eq!(n.noted(1002), Note::At(t0), "room 1002 keeps its time");
+            make(10); // rooms 1005.. (two of them noted)
+            assert!(matches!(n.noted(1002 + NOTE_ROOMS as u64 - 1), Note::At(_)));
             assert_eq!(
-                n.noted(NOTE_ROOMS),
+                n.noted(1002 + NOTE_ROOMS as u64),
                 Note::Asked,
                 "beyond what the note holds"
             );
+            let t = Instant::now();
+            assert_eq!(
+                n.noted_after(1002 + NOTE_ROOMS as u64, Duration::from_secs(5)),
+                Note::Asked
+            );
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "no wait beyond the note"
+            );
             // A new request starts again.
             n.ask_note();
-            assert_eq!(n.noted(0), Note::Asked);
+            let next = made.get();
+            assert_eq!(n.noted(next), Note::Asked);
             let t = Instant::now();
-            assert_eq!(n.noted_after(0, Duration::from_millis(2)), Note::Asked);
+            assert_eq!(n.noted_after(next, Duration::from_millis(2)), Note::Asked);
             assert!(t.elapsed() >= Duration::from_millis(2));
-            // The waiter's own note of room 0, and a writer's after it is room 1.
-            n.note_first();
-            let Note::At(w0) = n.noted(0) else {
-                panic!("{:?}", n.noted(0))
-            };
-            n.note_first();
-            assert_eq!(n.noted(0), Note::At(w0), "noted once");
-            std::thread::sleep(Duration::from_millis(1));
-            // Another handle (another process's mapping of the same line) notes room 1.
+            // Another handle (another process's mapping of the same line) notes the next room
+            // while the waiter waits for its note.
             let other = n.clone();
             let th = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(5));
-                other.notify_noting(1);
+                other.notify_noting(1, || next + 1);
             });
-            let got = n.noted_after(1, Duration::from_secs(10));
+            let got = n.noted_after(next, Duration::from_secs(10));
             th.join().unwrap();
-            assert!(matches!(got, Note::At(t2) if t2 > w0), "{got:?}");
-            // A writer whose compare-and-swap meets the waiter's own note of an earlier room
-            // (the same request) notes after it; one that meets a new request notes nothing.
+            assert!(matches!(got, Note::At(t2) if t2 > t1), "{got:?}");
+            // A writer whose compare-and-swap meets another writer's note (the same request)
+            // notes after it; one that meets a new request notes nothing.
             n.ask_note();
             let h = n.note_head().load(Ordering::Relaxed);
-            n.note_first();
-            n.note_rooms_slow(h, 1);
-            assert!(matches!(n.noted(1), Note::At(_)), "{:?}", n.noted(1));
+            n.note_rooms(1, || 51);
+            n.note_rooms_slow(h, 1, 52);
+            assert!(matches!(n.noted(50), Note::At(_)), "{:?}", n.noted(50));
+            assert!(matches!(n.noted(51), Note::At(_)), "{:?}", n.noted(51));
             n.ask_note();
             let h = n.note_head().load(Ordering::Relaxed);
             n.ask_note();
-            n.note_rooms_slow(h, 1);
-            assert_eq!(n.noted(0), Note::Asked, "not the new request's room");
+            n.note_rooms_slow(h, 1, 53);
+            assert_eq!(n.noted(52), Note::Asked, "not the new request's room");
+            // Numbers wrap modulo 2^40, both ways.
+            n.ask_note();
+            n.note_rooms(2, || 1 << 40);
+            assert!(matches!(n.noted((1 << 40) - 1), Note::At(_)));
+            assert!(
+                matches!(n.noted(u64::MAX), Note::At(_)),
+                "the same, modulo 2^40"
+            );
+            assert_eq!(n.noted((1 << 40) - 3), Note::Before);
             // A head another partition wrote garbage into: no room past the times is read, and
             // nothing panics.
-            for h in [u64::MAX, (7 << 32) | 1000, 1 << 32 | u64::from(u32::MAX)] {
+            for h in [
+                u64::MAX,
+                (7 << 44) | (15 << 40) | 1000,
+                1 << 44,
+                1 << 40 | 5,
+            ] {
                 n.note_head().store(h, Ordering::Relaxed);
-                for i in 0..2 * NOTE_ROOMS {
-                    let got = n.noted(i);
-                    assert_eq!(
-                        matches!(got, Note::At(_)),
-                        i < NOTE_ROOMS,
-                        "{h:#x} {i}: {got:?}"
-                    );
+                for room in (0..2 * NOTE_ROOMS as u64).chain([990, 1000, 1004, 1005, u64::MAX]) {
+                    let (got, _) = n.look(room);
+                    if let Note::At(_) = got {
+                        let j = room.wrapping_sub(h & NOTE_FIRST_MASK) & NOTE_FIRST_MASK;
+                        assert!((j as usize) < NOTE_ROOMS, "{h:#x} {room}: {got:?}");
+                    }
                 }
-                n.notify_noting(3);
-                n.note_first();
+                n.notify_noting(3, || 7);
+                n.notify_noting(3, || u64::MAX);
             }
         }
 

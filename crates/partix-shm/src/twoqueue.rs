@@ -170,6 +170,12 @@ impl QueueSender {
         self.prod.pushed()
     }
 
+    /// Return the most messages in flight (`MaxNbMessages`): send number `n` needs the
+    /// `n - limit`-th consumption.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Attach to an initialised TX region; `limit` is the channel's `MaxNbMessages`.
     ///
     /// # Errors
@@ -610,7 +616,9 @@ impl QueueManager {
         );
         if round.dropped > 0 {
             // Messages of an impossible length, dropped: their credit is back (`dropped`).
-            self.space.note_rooms(round.dropped as u64);
+            // (Numbered as the sender counts what was consumed: `consumed`.)
+            self.space
+                .note_rooms(round.dropped as u64, || consumed(&self.ack));
         }
         self.rx_full = round.rx_full;
         self.tx_corrupt = round.corrupt;
@@ -681,7 +689,7 @@ impl QueueManager {
         let n = v.clear(&mut self.st);
         if n > 0 {
             // The TX slots are free, and their credit is back (`dropped`).
-            self.space.notify_noting(n);
+            self.space.notify_noting(n, || consumed(&self.ack));
         }
         n
     }
@@ -832,7 +840,7 @@ impl QueueReceiver {
         } else {
             0
         };
-        self.space.notify_noting(rooms);
+        self.space.notify_noting(rooms, || consumed(&self.ack));
     }
 
     /// Pop the oldest message into `buf`; return its length.

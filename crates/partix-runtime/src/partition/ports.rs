@@ -317,10 +317,6 @@ struct QueuingState {
     /// At most one entry per process once the dead are pruned (a process waits in one place).
     waiters: Vec<Waiter>,
     next_ticket: u64,
-    /// A source: the rooms waiting senders took since the port last asked when room comes
-    /// ([`QueuingPort::ask_room_note`]): the next sender's room is room number `rooms_taken`
-    /// since then ([`QueuingPort::room_came_late`]).
-    rooms_taken: usize,
     /// Messages handed to waiting receivers in their place, not yet collected (one per process
     /// at most: a process waits in one place, and the entries of stopped incarnations are
     /// dropped first).
@@ -1366,7 +1362,6 @@ pub fn create_queuing_port(
             dest,
             waiters,
             next_ticket: 0,
-            rooms_taken: 0,
             handed,
             delivery: None,
             spare,
@@ -1462,10 +1457,12 @@ impl QueuingPort {
         !d.sent_by(rt().ctx.to_monotonic_ns(deadline_ns))
     }
 
-    /// Whether the room a source port has now was made after `deadline_ns` (module time;
-    /// `u64::MAX`: never), by the note the destination made when it made room after the port
-    /// was last found full with a sender waiting ([`QueuingPort::ask_room_note`],
-    /// [`QueueWaiter::room_by`]): then it is not due a sender whose time-out expired at that
+    /// Whether the room a source port has now for its next send was made after `deadline_ns`
+    /// (module time; `u64::MAX`: never), by the note the destination made when it made room
+    /// after the port was last found full with a sender waiting ([`QueuingPort::ask_room_note`],
+    /// [`QueueWaiter::room_by`]; rooms go by number, as the destination counts what it
+    /// consumed, so each sender is judged by the room its send takes, whichever sender took
+    /// the rooms before it): then it is not due a sender whose time-out expired at that
     /// deadline, though the sender did not run since (its partition's window was closed, or it
     /// was suspended or kept off the CPU). Call it only when there is room. `false` for a
     /// destination port. Over sockets, the acks say ([`QueueSource::room_by`]).
@@ -1476,23 +1473,18 @@ impl QueuingPort {
         let Some(src) = st.source.as_mut() else {
             return false;
         };
-        !src.room_by(
-            &self.waiter,
-            rt().ctx.to_monotonic_ns(deadline_ns),
-            st.rooms_taken,
-        )
+        !src.room_by(&self.waiter, rt().ctx.to_monotonic_ns(deadline_ns))
     }
 
     /// A source port found full while a sender waits: ask the destination to note when it
     /// next makes room ([`QueueWaiter::ask_room_note`]; a request pending stays). Made at every
     /// such look under the port lock (the head's failed send, a look at the head by another
-    /// call, a send that leaves the port full behind it), so that a noted time is always that
-    /// of the first room since the port was last seen full: room another sender took is not
-    /// taken for the room the next one is due.
+    /// call, a send that leaves the port full behind it): the note holds the times of the
+    /// first few rooms after a request (`NOTE_ROOMS`), and these are the rooms the senders
+    /// waiting now will take.
     fn ask_room_note(&self, st: &mut QueuingState) {
         if let Some(src) = st.source.as_mut() {
             src.ask_room_note(&self.waiter);
-            st.rooms_taken = 0;
         }
     }
 
@@ -1596,11 +1588,7 @@ impl QueuingPort {
                     break;
                 };
                 match src.try_send(m) {
-                    Ok(()) => {
-                        // (One message: one room.)
-                        st.rooms_taken = st.rooms_taken.saturating_add(1);
-                        Outcome::Sent(m.len())
-                    }
+                    Ok(()) => Outcome::Sent(m.len()),
                     Err(PushError::Full) => break,
                     // As `send_op` answers.
                     Err(_) => Outcome::Failed(ApexError::InvalidParam),
@@ -1931,23 +1919,11 @@ impl QueuingPort {
                     || (st.source.is_some() && self.ready() && self.room_came_late(&mut st, due))
             };
             if is_head && !late {
-                let sent_before = st.source.as_ref().map_or(0, QueueSource::sent);
                 match op(&mut st) {
                     Try::Done(n) => {
                         self.leave(&mut st, ticket);
-                        if let Some(src) = st.source.as_ref() {
-                            // Senders behind it wait for the room after this send's (a batch
-                            // took as many rooms as it sent messages).
-                            // (A count that jumped, a socket source restarting from its
-                            // destination's count, is one send; the notes hold a few rooms.)
-                            let took = match src.sent().wrapping_sub(sent_before) {
-                                n @ 1..=64 => n as usize,
-                                _ => 1,
-                            };
-                            st.rooms_taken = st.rooms_taken.saturating_add(took);
-                            if !st.waiters.is_empty() && !self.ready() {
-                                self.ask_room_note(&mut st);
-                            }
+                        if st.source.is_some() && !st.waiters.is_empty() && !self.ready() {
+                            self.ask_room_note(&mut st);
                         }
                         return Ok(n);
                     }

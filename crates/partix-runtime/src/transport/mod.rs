@@ -1369,14 +1369,17 @@ impl QueueSource {
         }
     }
 
-    /// There is room: whether room `i` since [`QueueSource::ask_room_note`] (0: the first)
-    /// was made by `ns` (`CLOCK_MONOTONIC` ns), by what was noted ([`QueueWaiter::room_by`],
+    /// There is room: whether the room the next send takes (room number `sent - limit` in the
+    /// destination's count of messages consumed) was made by `ns` (`CLOCK_MONOTONIC` ns), by
+    /// what was noted since [`QueueSource::ask_room_note`] ([`QueueWaiter::room_by`],
     /// [`socket::QueueTx::room_by`]); true when nothing tells.
-    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64, i: usize) -> bool {
-        match self {
-            QueueSource::Socket(s) => s.room_by(ns, i),
-            _ => waiter.room_by(ns, i),
-        }
+    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64) -> bool {
+        let limit = match self {
+            QueueSource::Socket(s) => return s.room_by(ns),
+            QueueSource::OneSided(_, _, limit) => *limit as u64,
+            QueueSource::TwoSided(s) => s.limit(),
+        };
+        waiter.room_by(ns, self.sent().wrapping_sub(limit))
     }
 
     /// Send as many of `msgs` as there is room for now, in order (never waits); return how
@@ -1427,9 +1430,9 @@ impl QueueSource {
 /// slept on until its time-out; found by review). Impossible counters answer `Corrupt` too,
 /// without moving the head: a needless wake-up then, on a broken channel only.
 #[cold]
-fn dropped_wakes(e: PopError, space: &Notifier) -> PopError {
+fn dropped_wakes(e: PopError, space: &Notifier, popped: impl FnOnce() -> u64) -> PopError {
     if e == PopError::Corrupt {
-        space.notify_noting(1);
+        space.notify_noting(1, popped);
     }
     e
 }
@@ -1554,10 +1557,10 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop(buf) {
                 Ok(n) => {
-                    space.notify_noting(1);
+                    space.notify_noting(1, || c.popped());
                     Ok(n)
                 }
-                Err(e) => Err(dropped_wakes(e, space)),
+                Err(e) => Err(dropped_wakes(e, space, || c.popped())),
             },
             QueueDestination::TwoSided(r, h) => {
                 // Move what the sender queued (the manager thread does when nobody polls, and
@@ -1607,10 +1610,10 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => match c.try_pop_many(out, stride, lens) {
                 Ok(n) => {
-                    space.notify_noting(n as u64);
+                    space.notify_noting(n as u64, || c.popped());
                     Ok(n)
                 }
-                Err(e) => Err(dropped_wakes(e, space)),
+                Err(e) => Err(dropped_wakes(e, space, || c.popped())),
             },
             _ => {
                 let room = out
@@ -1677,7 +1680,7 @@ impl QueueDestination {
         match self {
             QueueDestination::OneSided(c, space) => {
                 let n = c.clear();
-                space.notify_noting(n);
+                space.notify_noting(n, || c.popped());
             }
             QueueDestination::TwoSided(r, h) => {
                 let mut m = h.manager.lock().unwrap_or_else(|e| e.into_inner());
@@ -1795,46 +1798,42 @@ impl QueueWaiter {
     /// was made by then. Shared-memory sources only (a socket source asks its own end:
     /// [`QueueSource::ask_room_note`]); nothing for destinations.
     ///
-    /// Room that is there right after the request (the destination made it after the look
-    /// that found the channel full, and may have missed the request) is noted here, now: the
-    /// destination's note then finds the request answered.
+    /// Room that is there right after the request, or that the destination made without
+    /// seeing it, is numbered before the first room it notes ([`Note::Before`]).
     pub fn ask_room_note(&self) {
-        let notifier = match self {
+        match self {
             QueueWaiter::Ring {
                 probe: RingProbe::Producer(_),
                 notifier,
                 ..
-            } => notifier,
-            QueueWaiter::Credit(p) => p.space(),
-            _ => return,
-        };
-        notifier.ask_note();
-        if self.ready() {
-            notifier.note_first();
+            } => notifier.ask_note(),
+            QueueWaiter::Credit(p) => p.space().ask_note(),
+            _ => {}
         }
     }
 
-    /// A source that finds room: whether room `i` since the channel was last found full
-    /// ([`QueueWaiter::ask_room_note`]; 0: the first, which the first sender took, 1: the
-    /// next) was made by `ns` (`clock::stamp_ns` time), by the destination's note. True when
-    /// it was not noted: the destination made it before it saw the request (so about when it
-    /// was made), it is between its publication and its note and does not note within
+    /// A source that finds room: whether room number `room` (in the destination's count of
+    /// messages consumed; the next send needs room `sent - limit`) was made by `ns`
+    /// (`clock::stamp_ns` time), by the destination's note since the channel was last found
+    /// full ([`QueueWaiter::ask_room_note`]). True when the destination made it before it saw
+    /// the request (so about when the request was made, or earlier), and when it was not
+    /// noted: it is between its publication and its note and does not note within
     /// [`ROOM_NOTE_PATIENCE`] (stopped there), or it is beyond the note's
     /// [`partix_shm::notifier::NOTE_ROOMS`]. True for sockets (their acks say:
     /// [`QueueSource::room_by`]) and for destinations.
-    pub fn room_by(&self, ns: u64, i: usize) -> bool {
+    pub fn room_by(&self, ns: u64, room: u64) -> bool {
         let n = match self {
             QueueWaiter::Ring {
                 probe: RingProbe::Producer(_),
                 notifier,
                 ..
-            } => notifier.noted_after(i, ROOM_NOTE_PATIENCE),
-            QueueWaiter::Credit(p) => p.space().noted_after(i, ROOM_NOTE_PATIENCE),
+            } => notifier.noted_after(room, ROOM_NOTE_PATIENCE),
+            QueueWaiter::Credit(p) => p.space().noted_after(room, ROOM_NOTE_PATIENCE),
             _ => return true,
         };
         match n {
             Note::At(t) => t <= ns,
-            Note::Asked | Note::Never => true,
+            Note::Asked | Note::Never | Note::Before => true,
         }
     }
 
@@ -1894,39 +1893,64 @@ mod tests {
     }
 
     /// A source that found its channel full asks the destination to note when it makes room;
-    /// `room_by` then tells room made by a time from room made after it, and says true when
-    /// nothing was asked (or nothing noted: the room came before the request was seen).
-    /// One-sided (the receive notes) and two-sided (the receiver's ack notes).
+    /// `room_by` then tells room made by a time from room made after it, for the room the
+    /// next send takes (by number, as the destination counts what it consumed), and says true
+    /// when nothing was asked. A room the destination made without seeing the request (the
+    /// store-buffer race of `Notifier`'s "The note") is told apart from the next one, which it
+    /// notes: each sender is judged by its own. One-sided (the receive notes) and two-sided
+    /// (the receiver's ack notes).
     #[test]
     fn a_source_past_its_deadline_can_tell_when_room_was_made() {
         let stamp = partix_shm::clock::stamp_ns;
-        // One-sided, MaxNbMessages 1.
+        // One-sided, MaxNbMessages 1: send number n needs room number n - 1.
         let (mut s, mut d, w, _data) = one_sided_queue_of_one(8);
         s.try_send(b"one").unwrap();
         assert_eq!(s.try_send(b"two"), Err(PushError::Full));
-        assert!(w.room_by(0, 0), "nothing asked");
-        w.ask_room_note();
+        assert!(s.room_by(&w, 0), "nothing asked");
+        s.ask_room_note(&w);
         let before = stamp();
         std::thread::sleep(Duration::from_millis(2));
         let mut buf = [0u8; 8];
         assert_eq!(d.try_recv(&mut buf), Ok(3));
         let after = stamp();
         assert!(w.ready());
-        assert!(!w.room_by(before, 0), "room made 2 ms after `before`");
-        assert!(w.room_by(after, 0));
-        // A second receive does not move room 0's time; it is room 1.
+        assert!(!s.room_by(&w, before), "room made 2 ms after `before`");
+        assert!(s.room_by(&w, after));
+        // The next send needs the next room: a second receive's, 2 ms after `after`.
         s.try_send(b"two").unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(3));
-        assert!(w.room_by(after, 0), "the first room after the request");
-        assert!(!w.room_by(after, 1), "the second room, 2 ms after `after`");
-        assert!(w.room_by(stamp(), 1));
-        // Asked again with room there: the request notes it at once (it was made after the
-        // look that asked; the destination may have missed the request).
-        w.ask_room_note();
+        assert!(w.room_by(after, 0), "room 0 keeps its time");
+        assert!(!s.room_by(&w, after));
+        assert!(s.room_by(&w, stamp()));
+        // Asked again; the destination makes room without seeing the request (its look at the
+        // note came before the request: a pop without its note), then more, which it notes.
+        s.try_send(b"three").unwrap();
+        assert_eq!(s.try_send(b"four"), Err(PushError::Full));
+        s.ask_room_note(&w);
+        let QueueDestination::OneSided(c, _) = &mut d else {
+            unreachable!()
+        };
+        assert_eq!(c.try_pop(&mut buf), Ok(5), "room 2, not noted");
+        let t = Instant::now();
+        assert!(s.room_by(&w, 0), "nothing noted: in time");
+        assert!(
+            t.elapsed() >= ROOM_NOTE_PATIENCE,
+            "waited for a note in flight"
+        );
+        s.try_send(b"four").unwrap();
         let asked = stamp();
-        assert!(!w.room_by(after, 0));
-        assert!(w.room_by(asked, 0));
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(d.try_recv(&mut buf), Ok(4), "room 3, noted");
+        assert!(
+            w.room_by(0, 2),
+            "room 2 came before the first noted room: the send that took it was in time"
+        );
+        assert!(
+            !s.room_by(&w, asked),
+            "the next send's room is room 3, 2 ms after"
+        );
+        assert!(s.room_by(&w, stamp()));
 
         // Two-sided, MaxNbMessages 4: the credit comes back with the receiver's ack.
         let shape = QueueShape::new(64, 4).unwrap();
@@ -1939,13 +1963,13 @@ mod tests {
         ));
         let mut d =
             QueueDestination::TwoSided(QueueReceiver::attach(tx.clone(), rx).unwrap(), h.clone());
-        let mut s = QueueSender::attach(tx.clone(), 4).unwrap();
+        let mut s = QueueSource::TwoSided(QueueSender::attach(tx.clone(), 4).unwrap());
         let w = QueueWaiter::Credit(QueueSenderProbe::attach(tx, 4).unwrap());
         for _ in 0..4 {
             s.try_send(b"m").unwrap();
         }
         assert!(!w.ready());
-        w.ask_room_note();
+        s.ask_room_note(&w);
         let before = stamp();
         // The manager's move returns no credit: it does not answer the request.
         h.manager.lock().unwrap().run_once();
@@ -1957,8 +1981,14 @@ mod tests {
         assert_eq!(d.try_recv(&mut buf), Ok(1));
         let after = stamp();
         assert!(w.ready());
-        assert!(!w.room_by(before, 0));
-        assert!(w.room_by(after, 0));
+        assert!(!s.room_by(&w, before));
+        assert!(s.room_by(&w, after));
+        // The fifth send took room 0; the sixth needs room 1, made 2 ms after `after`.
+        s.try_send(b"m").unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(d.try_recv(&mut buf), Ok(1));
+        assert!(!s.room_by(&w, after));
+        assert!(s.room_by(&w, stamp()));
     }
 
     /// A one-sided receive that drops a message with an impossible length frees its slot, and

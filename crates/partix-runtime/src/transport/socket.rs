@@ -1927,10 +1927,12 @@ pub struct QueueTx {
 /// What a socket queuing source knows of when rooms came ([`QueueTx::room_by`]): since the
 /// last request, the times of the first [`ROOM_TIMES`] rooms the acks gave (each ack's time
 /// for every credit it returned: the first of them was made then, the others by then or
-/// later; 0: not known), and how many of them there are.
+/// later; 0: not known), how many of them there are, and the number of the first (the
+/// cumulative ack when asked: rooms are numbered as the acks count consumed messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RoomNote {
     asked: bool,
+    first: u64,
     count: usize,
     times: [u64; ROOM_TIMES],
 }
@@ -1942,6 +1944,7 @@ const ROOM_TIMES: usize = 5;
 impl RoomNote {
     const IDLE: RoomNote = RoomNote {
         asked: false,
+        first: 0,
         count: 0,
         times: [0; ROOM_TIMES],
     };
@@ -2094,13 +2097,18 @@ impl QueueTx {
                         self.peer = h.seq;
                         self.sent = h.stamp;
                         self.acked = h.stamp;
+                        // Rooms are numbered from the new count on (those of the jump: not
+                        // known).
+                        self.room.first = h.stamp;
+                        self.room.count = 0;
                     } else if h.stamp > self.acked {
                         self.acked = h.stamp;
                     }
                     // Each credit the ack returned is a room: the first made at `first`, the
-                    // others by `last`.
+                    // others by `last`. Rooms `room.first..` in order, as the acks count them.
                     let rooms = self.acked.wrapping_sub(before).min(self.limit);
-                    if self.room.asked && self.acked != before {
+                    let numbered = self.room.first.wrapping_add(self.room.count as u64) == before;
+                    if self.room.asked && self.acked != before && numbered {
                         let r = &mut self.room;
                         for j in 0..rooms {
                             if r.count == ROOM_TIMES {
@@ -2128,22 +2136,27 @@ impl QueueTx {
     pub fn ask_room_note(&mut self) {
         self.room = RoomNote {
             asked: true,
+            first: self.acked,
             ..RoomNote::IDLE
         };
     }
 
-    /// A source that has credit: whether room `i` since the last [`QueueTx::ask_room_note`]
-    /// (0: the first) was made by `ns` (`CLOCK_MONOTONIC` ns), by the acks that gave it (they
-    /// are taken off the socket first). True when nothing was asked or noted, or the ack did
-    /// not say (credit this end had before the request, or an ack with no time). The time is
-    /// the destination's clock: over loopback the same; a channel between nodes needs a
-    /// common time base, as the frames' send times do.
-    pub fn room_by(&mut self, ns: u64, i: usize) -> bool {
+    /// A source that has credit: whether the room the next send takes (the credit of
+    /// consumed message number `sent - limit`) was made by `ns` (`CLOCK_MONOTONIC` ns), by the
+    /// ack that gave it (the acks are taken off the socket first). True when nothing was asked
+    /// or noted, or the ack did not say (credit this end had before the request, an ack with
+    /// no time, or a count that jumped: a restart). The time is the destination's clock: over
+    /// loopback the same; a channel between nodes needs a common time base, as the frames'
+    /// send times do.
+    pub fn room_by(&mut self, ns: u64) -> bool {
         self.drain_acks();
-        if i < self.room.count {
-            self.room.times[i] <= ns
-        } else {
-            true
+        let i = self
+            .sent
+            .wrapping_sub(self.limit)
+            .wrapping_sub(self.room.first);
+        match usize::try_from(i) {
+            Ok(i) if i < self.room.count => self.room.times[i] <= ns,
+            _ => true,
         }
     }
 
@@ -3631,8 +3644,9 @@ mod tests {
 
     /// An ack carries the time of the first consumption it acknowledges that no ack before it
     /// did, and a source that asked keeps the time of each room the acks after its request
-    /// give: `room_by` tells room made by a time from room made after it, room by room (udp
-    /// and tcp, ends sized as a port's). Without a request it answers true.
+    /// give: `room_by` tells whether the room the next send takes (by number, as the acks
+    /// count consumed messages) was made by a time (udp and tcp, ends sized as a port's).
+    /// Without a request it answers true.
     #[test]
     fn acks_say_when_the_room_they_give_was_made() {
         let stamp = partix_shm::clock::stamp_ns;
@@ -3648,12 +3662,13 @@ mod tests {
                 tx.try_send(&[m]).unwrap();
             }
             assert_eq!(tx.try_send(&[3]), Err(PushError::Full), "{kind:?}");
-            assert!(tx.room_by(0, 0), "{kind:?}: nothing asked");
+            assert!(tx.room_by(0), "{kind:?}: nothing asked");
             tx.ask_room_note();
             let before = stamp();
             gap();
-            // The credit is used up: the receive acknowledges at once.
-            let took = |rx: &mut QueueRx, buf: &mut [u8; 8]| {
+            // The credit is used up: the receive acknowledges at once; the source waits for
+            // the ack.
+            let took = |rx: &mut QueueRx, tx: &mut QueueTx, buf: &mut [u8; 8]| {
                 let t0 = Instant::now();
                 while rx.try_recv(buf) != Ok(1) {
                     assert!(
@@ -3661,30 +3676,36 @@ mod tests {
                         "{kind:?}: nothing came"
                     );
                 }
+                while tx.len() == 2 {
+                    assert!(t0.elapsed() < Duration::from_secs(5), "{kind:?}: no ack");
+                }
             };
-            took(&mut rx, &mut buf);
+            took(&mut rx, &mut tx, &mut buf);
             let after = stamp();
             gap();
-            let t0 = Instant::now();
-            while tx.try_send(&[3]).is_err() {
-                assert!(t0.elapsed() < Duration::from_secs(5), "{kind:?}: no room");
-            }
+            // The third send needs room 0 (the first consumption).
             assert!(
-                !tx.room_by(before, 0),
+                !tx.room_by(before),
                 "{kind:?}: room made 2 ms after `before`"
             );
-            assert!(tx.room_by(after, 0), "{kind:?}");
-            // A later ack gives room 1; room 0 keeps its time.
-            took(&mut rx, &mut buf);
+            assert!(tx.room_by(after), "{kind:?}");
+            tx.try_send(&[3]).unwrap();
+            // The fourth needs room 1, which a later ack gives.
+            took(&mut rx, &mut tx, &mut buf);
             let after2 = stamp();
-            gap();
-            let _ = tx.try_send(&[4]);
-            assert!(tx.room_by(after, 0), "{kind:?}");
             assert!(
-                !tx.room_by(after, 1),
+                !tx.room_by(after),
                 "{kind:?}: room 1 made 2 ms after `after`"
             );
-            assert!(tx.room_by(after2, 1), "{kind:?}");
+            assert!(tx.room_by(after2), "{kind:?}");
+            // A new request numbers from the acks counted then: room 2's ack is its first.
+            tx.try_send(&[4]).unwrap();
+            tx.ask_room_note();
+            let asked = stamp();
+            gap();
+            took(&mut rx, &mut tx, &mut buf);
+            assert!(!tx.room_by(asked), "{kind:?}");
+            assert!(tx.room_by(stamp()), "{kind:?}");
         }
     }
 

@@ -9,16 +9,18 @@
 //! (bit 2; otherwise the bytes land after the first header line, so the area still opens and the
 //! counters, flags, lengths and payloads are what is fuzzed); byte 1 sizes the receive buffer;
 //! the rest is written over the area (and, for the two-sided channels, alternately over TX and
-//! RX).
+//! RX). The two-sided queue case also has the source look at the note the destination writes in
+//! the space notifier.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partix_shm::region::Region;
 use partix_shm::ring::{RingConsumer, RingLayout};
 use partix_shm::sampling::{SamplingLayout, SamplingReader, SamplingWriter};
-use partix_shm::twoqueue::{QueueManager, QueueReceiver, QueueShape};
+use partix_shm::twoqueue::{QueueManager, QueueReceiver, QueueSenderProbe, QueueShape};
 use partix_shm::twosided::{NetworkManager, RingShape, TwoSidedReceiver, TwoSidedSender};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The channels' maximum message size.
 const MAX: usize = 64;
@@ -132,6 +134,13 @@ fuzz_target!(|data: &[u8]| {
             shape.init(&tx, &rx).expect("init");
             let (a, b) = body.split_at(body.len() / 2);
             scribble(&tx, start, a);
+            // The source's look at the space notifier's note (the destination writes it): any
+            // head answers, reading no time past the note's.
+            if let Ok(p) = QueueSenderProbe::attach(tx.clone(), 4) {
+                for room in [0, 1, 4, 5, 1 << 39, u64::MAX] {
+                    let _ = p.space().noted_after(room, Duration::ZERO);
+                }
+            }
             let Ok(mut m) = QueueManager::attach(tx.clone(), rx.clone()) else {
                 return;
             };
