@@ -111,7 +111,7 @@ fn v1_cgroup(
     let base = mount.join(path);
     sweep_stale(&base);
     let dir = base.join(name);
-    std::fs::create_dir(&dir)?;
+    create_own_dir(&dir)?;
     let open = |file: &str| std::fs::OpenOptions::new().write(true).open(dir.join(file));
     let made = set(&base, &dir).and_then(|()| Ok((open("cgroup.procs")?, open("tasks")?)));
     match made {
@@ -296,8 +296,38 @@ fn owner_in(name: &str, ns: u64) -> Option<i32> {
     (ns != 0 && made_in == ns).then_some(pid)
 }
 
+/// The number the next partition cgroup of this process gets ([`cgroup_name`]): each is handed
+/// out once.
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Make the directory of a partition cgroup this process names ([`cgroup_name`]: its pid, a
+/// number it hands out once, its pid namespace). One that exists already was left by an
+/// executive that died without cleaning up and had this process's pid (pids are reused):
+/// its processes are ended and it is made again (before, the run failed with "File exists").
+fn create_own_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            kill_stale(dir);
+            remove_cgroup_dir(dir);
+            std::fs::create_dir(dir)
+        }
+        r => r,
+    }
+}
+
+/// Whether partition cgroup `name`, made in this pid namespace by an executive with this
+/// process's pid, carries a number this process has not handed out yet ([`NEXT`]): then a dead
+/// executive that had this pid made it.
+fn own_pid_but_not_ours(name: &str) -> bool {
+    let mut parts = name.strip_prefix("partix-").unwrap_or_default().split('-');
+    let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let n = parts.next().and_then(|n| n.parse::<u32>().ok());
+    pid == Some(std::process::id()) && n.is_some_and(|n| n >= NEXT.load(Ordering::SeqCst))
+}
+
 /// Remove the partition cgroups an executive that died without cleaning up left under `base`
-/// (named after a pid that no longer exists), first ending the processes still in them: a
+/// (named after a pid that no longer exists, or after this process's pid with a number it
+/// has not handed out: [`own_pid_but_not_ours`]), first ending the processes still in them: a
 /// process the partition forked outlives the executive's death, running on without windows
 /// or frozen for ever, and `rmdir` fails on a populated cgroup (before, the error was ignored
 /// and process and directory stayed: review 26).
@@ -319,7 +349,8 @@ fn sweep_stale(base: &Path) {
         // SAFETY: kill with signal 0 only checks that the process exists.
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if !alive {
+        let stale = !alive || name.to_str().is_some_and(own_pid_but_not_ours);
+        if stale {
             let dir = e.path();
             kill_stale(&dir);
             remove_cgroup_dir(&dir);
@@ -350,15 +381,14 @@ impl PartitionCgroup {
     /// No cgroup v2 hierarchy, or it cannot be written (not root, mounted read-only, or a
     /// kernel before 5.2 without `cgroup.freeze`).
     pub fn create(index: usize) -> io::Result<PartitionCgroup> {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
         let mount = unified_mount().ok_or_else(|| io::Error::other("no cgroup2 mount"))?;
         let own = own_path(&std::fs::read_to_string("/proc/self/cgroup")?)
             .ok_or_else(|| io::Error::other("no unified-hierarchy line in /proc/self/cgroup"))?;
         let base = mount.join(own);
         sweep_stale(&base);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = base.join(cgroup_name(n, index));
-        std::fs::create_dir(&dir)?;
+        create_own_dir(&dir)?;
         let open = || -> io::Result<(File, File, Option<File>)> {
             let procs = std::fs::OpenOptions::new()
                 .read(true)
@@ -768,6 +798,82 @@ mod tests {
             "this namespace's stale cgroup stayed: process ended {ours_ended:?}, directory \
              removed {ours_removed}"
         );
+    }
+
+    /// A partition cgroup named after this process's pid with a number it has not handed out
+    /// was left by a dead executive that had the same pid: the sweep ends its processes and
+    /// removes it, and making a cgroup of that very name works (it failed with "File
+    /// exists"); one with a number handed out is this process's and stays.
+    #[test]
+    fn a_cgroup_left_by_a_dead_executive_with_this_pid_is_swept() {
+        const TEST: &str = "a_cgroup_left_by_a_dead_executive_with_this_pid_is_swept";
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED {TEST}: needs root");
+            return;
+        }
+        let (Some(mount), Some(own)) = (
+            unified_mount(),
+            std::fs::read_to_string("/proc/self/cgroup")
+                .ok()
+                .and_then(|t| own_path(&t)),
+        ) else {
+            eprintln!("SKIPPED {TEST}: no cgroup v2");
+            return;
+        };
+        let base = mount.join(own);
+        let mine = NEXT.fetch_add(1, Ordering::SeqCst);
+        let kept = base.join(cgroup_name(mine, 7));
+        let stale = base.join(cgroup_name(u32::MAX - 1, 7));
+        let again = base.join(cgroup_name(u32::MAX - 2, 7));
+        assert!(own_pid_but_not_ours(
+            stale.file_name().unwrap().to_str().unwrap()
+        ));
+        assert!(!own_pid_but_not_ours(
+            kept.file_name().unwrap().to_str().unwrap()
+        ));
+        let mut kid = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let placed = [&kept, &again, &stale]
+            .iter()
+            .try_for_each(std::fs::create_dir)
+            .and_then(|()| std::fs::write(stale.join("cgroup.procs"), kid.id().to_string()));
+        if let Err(e) = placed {
+            let _ = kid.kill();
+            let _ = kid.wait();
+            for d in [&kept, &again, &stale] {
+                remove_cgroup_dir(d);
+            }
+            eprintln!("SKIPPED {TEST}: cannot place a process in a new cgroup: {e}");
+            return;
+        }
+        // Made again over the leftover (before the sweep, which would remove it).
+        let remade = create_own_dir(&again);
+        sweep_stale(&base);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let ended = loop {
+            match kid.try_wait().unwrap() {
+                Some(st) => break Some(st),
+                None if std::time::Instant::now() < end => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                None => break None,
+            }
+        };
+        let (stale_removed, kept_kept) = (!stale.exists(), kept.exists());
+        let _ = kid.kill();
+        let _ = kid.wait();
+        for d in [&kept, &again, &stale] {
+            remove_cgroup_dir(d);
+        }
+        assert!(remade.is_ok(), "{remade:?}");
+        assert!(
+            ended.is_some() && stale_removed,
+            "the leftover stayed: process ended {ended:?}, directory removed {stale_removed}"
+        );
+        assert!(kept_kept, "this process's own cgroup was swept");
     }
 
     #[test]
