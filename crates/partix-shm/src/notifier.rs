@@ -105,7 +105,9 @@
 //! that took `n` messages, or returned `n` credits) stores its clock
 //! ([`crate::clock::stamp_ns`]) as the time of the next of the request's first [`NOTE_ROOMS`]
 //! rooms and advances the count with a compare-and-swap of the head (a request made meanwhile
-//! fails it, and the writer notes for the new one). The first writer to note also stores in
+//! fails it, and the writer notes nothing: the rooms were taken, and the channel found full
+//! again; a second writer notes only rooms that are the next by number). The first writer to
+//! note also stores in
 //! the head the *number* of the first room it noted, in its count of rooms made (the
 //! destination's count of messages consumed, which the source reads too). A waiter asks for a
 //! room by that number ([`Notifier::noted`]): a queuing source's next send needs room number
@@ -540,10 +542,12 @@ mod shm {
         /// Nobody asked since the notifier was made.
         Never,
         /// Asked, and that room not noted: not made yet, or made and its note not stored yet
-        /// (the writer is between its publication and its note), or beyond [`NOTE_ROOMS`].
+        /// (the writer is between its publication and its note), or made without seeing the
+        /// request with nothing noted since, or beyond [`NOTE_ROOMS`].
         Asked,
-        /// Made before the writers saw the request (so about when it was asked, or earlier):
-        /// the writers noted later rooms only.
+        /// Made before the writers saw the request (so about when it was asked, or earlier:
+        /// a waiter that asked when it found no room knows it was not made before the look
+        /// that found none): the writers noted later rooms only.
         Before,
         /// The time (`clock::stamp_ns`, ns) the room was made.
         At(u64),
@@ -736,11 +740,18 @@ mod shm {
                     return;
                 }
                 // The first room noted is numbered as the writer counts: rooms made before it
-                // (the writer did not see the request then) are [`Note::Before`].
+                // (the writer did not see the request then) are [`Note::Before`]. The next
+                // are noted only if they are the next by number: two writers (a two-sided
+                // destination's receiver and manager) that each published before the other's
+                // note would otherwise give a room a time it did not have yet (found by
+                // review); they are left unnoted then, as rooms made without a request.
+                let from = made.wrapping_sub(rooms) & NOTE_FIRST_MASK;
                 let first = if k == 0 {
-                    made.wrapping_sub(rooms) & NOTE_FIRST_MASK
-                } else {
+                    from
+                } else if from == first.wrapping_add(k as u64) & NOTE_FIRST_MASK {
                     first
+                } else {
+                    return;
                 };
                 let m = (NOTE_ROOMS - k).min(usize::try_from(rooms).unwrap_or(NOTE_ROOMS));
                 for i in k..k + m {
@@ -998,6 +1009,19 @@ mod shm {
             n.ask_note();
             n.note_rooms_slow(h, 1, 53);
             assert_eq!(n.noted(52), Note::Asked, "not the new request's room");
+            // Two writers that both published before either noted: the second's rooms are not
+            // the next by number, and are not noted (nor is anything after them).
+            n.ask_note();
+            n.note_rooms(1, || 62); // rooms 60 (the other writer's) and 61 made; 61 noted
+            n.note_rooms(1, || 62); // room 60, noted late: not next to 61
+            assert_eq!(n.noted(60), Note::Before);
+            assert!(matches!(n.noted(61), Note::At(_)));
+            assert_eq!(n.noted(62), Note::Asked);
+            n.note_rooms(1, || 64); // room 63: not next to 61 either
+            assert_eq!(n.noted(62), Note::Asked);
+            assert_eq!(n.noted(63), Note::Asked);
+            n.note_rooms(1, || 63); // room 62, the next
+            assert!(matches!(n.noted(62), Note::At(_)));
             // Numbers wrap modulo 2^40, both ways.
             n.ask_note();
             n.note_rooms(2, || 1 << 40);

@@ -317,6 +317,10 @@ struct QueuingState {
     /// At most one entry per process once the dead are pruned (a process waits in one place).
     waiters: Vec<Waiter>,
     next_ticket: u64,
+    /// A source: when the port last asked when room comes ([`QueuingPort::ask_room_note`];
+    /// `clock::stamp_ns`): about when the rooms the destination made before it saw the
+    /// request were made.
+    room_asked_ns: u64,
     /// Messages handed to waiting receivers in their place, not yet collected (one per process
     /// at most: a process waits in one place, and the entries of stopped incarnations are
     /// dropped first).
@@ -1362,6 +1366,7 @@ pub fn create_queuing_port(
             dest,
             waiters,
             next_ticket: 0,
+            room_asked_ns: 0,
             handed,
             delivery: None,
             spare,
@@ -1473,7 +1478,11 @@ impl QueuingPort {
         let Some(src) = st.source.as_mut() else {
             return false;
         };
-        !src.room_by(&self.waiter, rt().ctx.to_monotonic_ns(deadline_ns))
+        !src.room_by(
+            &self.waiter,
+            rt().ctx.to_monotonic_ns(deadline_ns),
+            st.room_asked_ns,
+        )
     }
 
     /// A source port found full while a sender waits: ask the destination to note when it
@@ -1484,6 +1493,7 @@ impl QueuingPort {
     /// waiting now will take.
     fn ask_room_note(&self, st: &mut QueuingState) {
         if let Some(src) = st.source.as_mut() {
+            st.room_asked_ns = partix_shm::clock::stamp_ns();
             src.ask_room_note(&self.waiter);
         }
     }

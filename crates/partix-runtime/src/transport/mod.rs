@@ -1371,15 +1371,15 @@ impl QueueSource {
 
     /// There is room: whether the room the next send takes (room number `sent - limit` in the
     /// destination's count of messages consumed) was made by `ns` (`CLOCK_MONOTONIC` ns), by
-    /// what was noted since [`QueueSource::ask_room_note`] ([`QueueWaiter::room_by`],
-    /// [`socket::QueueTx::room_by`]); true when nothing tells.
-    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64) -> bool {
+    /// what was noted since [`QueueSource::ask_room_note`], which was made at `asked`
+    /// ([`QueueWaiter::room_by`], [`socket::QueueTx::room_by`]); true when nothing tells.
+    pub fn room_by(&mut self, waiter: &QueueWaiter, ns: u64, asked: u64) -> bool {
         let limit = match self {
             QueueSource::Socket(s) => return s.room_by(ns),
             QueueSource::OneSided(_, _, limit) => *limit as u64,
             QueueSource::TwoSided(s) => s.limit(),
         };
-        waiter.room_by(ns, self.sent().wrapping_sub(limit))
+        waiter.room_by(ns, self.sent().wrapping_sub(limit), asked)
     }
 
     /// Send as many of `msgs` as there is room for now, in order (never waits); return how
@@ -1815,13 +1815,15 @@ impl QueueWaiter {
     /// A source that finds room: whether room number `room` (in the destination's count of
     /// messages consumed; the next send needs room `sent - limit`) was made by `ns`
     /// (`clock::stamp_ns` time), by the destination's note since the channel was last found
-    /// full ([`QueueWaiter::ask_room_note`]). True when the destination made it before it saw
-    /// the request (so about when the request was made, or earlier), and when it was not
+    /// full ([`QueueWaiter::ask_room_note`], at `asked`, same clock). A room the destination
+    /// made before it saw the request ([`Note::Before`]) and after the look that found the
+    /// channel full (the only such rooms a send after that look needs) was made about when
+    /// the request was: by `ns` if `asked` is. True when it was not
     /// noted: it is between its publication and its note and does not note within
     /// [`ROOM_NOTE_PATIENCE`] (stopped there), or it is beyond the note's
     /// [`partix_shm::notifier::NOTE_ROOMS`]. True for sockets (their acks say:
     /// [`QueueSource::room_by`]) and for destinations.
-    pub fn room_by(&self, ns: u64, room: u64) -> bool {
+    pub fn room_by(&self, ns: u64, room: u64, asked: u64) -> bool {
         let n = match self {
             QueueWaiter::Ring {
                 probe: RingProbe::Producer(_),
@@ -1833,7 +1835,8 @@ impl QueueWaiter {
         };
         match n {
             Note::At(t) => t <= ns,
-            Note::Asked | Note::Never | Note::Before => true,
+            Note::Before => asked <= ns,
+            Note::Asked | Note::Never => true,
         }
     }
 
@@ -1906,7 +1909,7 @@ mod tests {
         let (mut s, mut d, w, _data) = one_sided_queue_of_one(8);
         s.try_send(b"one").unwrap();
         assert_eq!(s.try_send(b"two"), Err(PushError::Full));
-        assert!(s.room_by(&w, 0), "nothing asked");
+        assert!(s.room_by(&w, 0, 0), "nothing asked");
         s.ask_room_note(&w);
         let before = stamp();
         std::thread::sleep(Duration::from_millis(2));
@@ -1914,43 +1917,57 @@ mod tests {
         assert_eq!(d.try_recv(&mut buf), Ok(3));
         let after = stamp();
         assert!(w.ready());
-        assert!(!s.room_by(&w, before), "room made 2 ms after `before`");
-        assert!(s.room_by(&w, after));
+        assert!(!s.room_by(&w, before, 0), "room made 2 ms after `before`");
+        assert!(s.room_by(&w, after, 0));
         // The next send needs the next room: a second receive's, 2 ms after `after`.
         s.try_send(b"two").unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(3));
-        assert!(w.room_by(after, 0), "room 0 keeps its time");
-        assert!(!s.room_by(&w, after));
-        assert!(s.room_by(&w, stamp()));
+        assert!(w.room_by(after, 0, 0), "room 0 keeps its time");
+        assert!(!s.room_by(&w, after, 0));
+        assert!(s.room_by(&w, stamp(), 0));
         // Asked again; the destination makes room without seeing the request (its look at the
         // note came before the request: a pop without its note), then more, which it notes.
         s.try_send(b"three").unwrap();
         assert_eq!(s.try_send(b"four"), Err(PushError::Full));
+        let asked = stamp();
         s.ask_room_note(&w);
         let QueueDestination::OneSided(c, _) = &mut d else {
             unreachable!()
         };
         assert_eq!(c.try_pop(&mut buf), Ok(5), "room 2, not noted");
         let t = Instant::now();
-        assert!(s.room_by(&w, 0), "nothing noted: in time");
+        assert!(s.room_by(&w, 0, asked), "nothing noted: in time");
         assert!(
             t.elapsed() >= ROOM_NOTE_PATIENCE,
             "waited for a note in flight"
         );
         s.try_send(b"four").unwrap();
-        let asked = stamp();
+        let later = stamp();
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(4), "room 3, noted");
+        let QueueWaiter::Ring { notifier, .. } = &w else {
+            unreachable!()
+        };
+        assert_eq!(
+            notifier.noted(2),
+            Note::Before,
+            "made without seeing the request"
+        );
+        // Room 2 was made after the look that asked: about when the request was made.
         assert!(
-            w.room_by(0, 2),
-            "room 2 came before the first noted room: the send that took it was in time"
+            w.room_by(asked, 2, asked),
+            "made by a deadline the request was made by"
         );
         assert!(
-            !s.room_by(&w, asked),
+            !w.room_by(asked - 1, 2, asked),
+            "not by one before the request"
+        );
+        assert!(
+            !s.room_by(&w, later, asked),
             "the next send's room is room 3, 2 ms after"
         );
-        assert!(s.room_by(&w, stamp()));
+        assert!(s.room_by(&w, stamp(), asked));
 
         // Two-sided, MaxNbMessages 4: the credit comes back with the receiver's ack.
         let shape = QueueShape::new(64, 4).unwrap();
@@ -1981,14 +1998,14 @@ mod tests {
         assert_eq!(d.try_recv(&mut buf), Ok(1));
         let after = stamp();
         assert!(w.ready());
-        assert!(!s.room_by(&w, before));
-        assert!(s.room_by(&w, after));
+        assert!(!s.room_by(&w, before, 0));
+        assert!(s.room_by(&w, after, 0));
         // The fifth send took room 0; the sixth needs room 1, made 2 ms after `after`.
         s.try_send(b"m").unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(d.try_recv(&mut buf), Ok(1));
-        assert!(!s.room_by(&w, after));
-        assert!(s.room_by(&w, stamp()));
+        assert!(!s.room_by(&w, after, 0));
+        assert!(s.room_by(&w, stamp(), 0));
     }
 
     /// A one-sided receive that drops a message with an impossible length frees its slot, and
