@@ -729,7 +729,9 @@ mod shm {
         /// these rooms and found the channel full again, so they are not the new request's,
         /// and they are not noted. A head of the same request with more rooms noted (another
         /// writer: a two-sided destination's receiver and manager both return credit) is
-        /// tried again after them: these rooms come next.
+        /// tried again after them, if these rooms are the next by number; otherwise nothing is
+        /// noted (and, as the count stays, no later room of that request either: they count
+        /// as made in time).
         #[cold]
         fn note_rooms_slow(&self, mut h: u64, rooms: u64, made: u64) {
             let now = crate::clock::stamp_ns().max(1);

@@ -111,7 +111,9 @@ fn v1_cgroup(
     let base = mount.join(path);
     sweep_stale(&base);
     let dir = base.join(name);
-    create_own_dir(&dir)?;
+    // (Not `create_own_dir`: the v1 cgroups of one partition cgroup share its name, and two
+    // controllers may share one v1 hierarchy, where the second finds the first's directory.)
+    std::fs::create_dir(&dir)?;
     let open = |file: &str| std::fs::OpenOptions::new().write(true).open(dir.join(file));
     let made = set(&base, &dir).and_then(|()| Ok((open("cgroup.procs")?, open("tasks")?)));
     match made {
@@ -300,10 +302,17 @@ fn owner_in(name: &str, ns: u64) -> Option<i32> {
 /// out once.
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-/// Make the directory of a partition cgroup this process names ([`cgroup_name`]: its pid, a
-/// number it hands out once, its pid namespace). One that exists already was left by an
-/// executive that died without cleaning up and had this process's pid (pids are reused):
-/// its processes are ended and it is made again (before, the run failed with "File exists").
+/// Held by [`PartitionCgroup::create`] from its sweep to its directory's creation: two
+/// executives in one process (tests in threads) must not sweep a leftover while the other
+/// makes that very name again (the sweep's `rmdir`, retried while the leftover's processes
+/// exit, would remove the new directory; found by review).
+static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Make the directory of a unified-hierarchy partition cgroup this process names
+/// ([`cgroup_name`]: its pid, a number it hands out once, its pid namespace). One that exists
+/// already was left by an executive that died without cleaning up and had this process's pid
+/// (pids are reused): its processes are ended and it is made again (before, the run failed
+/// with "File exists"). Call it holding [`MAKING`].
 fn create_own_dir(dir: &Path) -> io::Result<()> {
     match std::fs::create_dir(dir) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -385,10 +394,14 @@ impl PartitionCgroup {
         let own = own_path(&std::fs::read_to_string("/proc/self/cgroup")?)
             .ok_or_else(|| io::Error::other("no unified-hierarchy line in /proc/self/cgroup"))?;
         let base = mount.join(own);
-        sweep_stale(&base);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = base.join(cgroup_name(n, index));
-        create_own_dir(&dir)?;
+        let dir = {
+            let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+            sweep_stale(&base);
+            let n = NEXT.fetch_add(1, Ordering::SeqCst);
+            let dir = base.join(cgroup_name(n, index));
+            create_own_dir(&dir)?;
+            dir
+        };
         let open = || -> io::Result<(File, File, Option<File>)> {
             let procs = std::fs::OpenOptions::new()
                 .read(true)
@@ -822,6 +835,8 @@ mod tests {
             return;
         };
         let base = mount.join(own);
+        // As `PartitionCgroup::create` does: no other test's sweep meanwhile.
+        let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
         let mine = NEXT.fetch_add(1, Ordering::SeqCst);
         let kept = base.join(cgroup_name(mine, 7));
         let stale = base.join(cgroup_name(u32::MAX - 1, 7));
@@ -832,46 +847,66 @@ mod tests {
         assert!(!own_pid_but_not_ours(
             kept.file_name().unwrap().to_str().unwrap()
         ));
-        let mut kid = std::process::Command::new("sleep")
-            .arg("100")
-            .spawn()
-            .unwrap();
+        let sleeper = || {
+            std::process::Command::new("sleep")
+                .arg("100")
+                .spawn()
+                .unwrap()
+        };
+        let mut kids = [sleeper(), sleeper()];
         let placed = [&kept, &again, &stale]
             .iter()
             .try_for_each(std::fs::create_dir)
-            .and_then(|()| std::fs::write(stale.join("cgroup.procs"), kid.id().to_string()));
+            .and_then(|()| {
+                std::fs::write(stale.join("cgroup.procs"), kids[0].id().to_string())?;
+                std::fs::write(again.join("cgroup.procs"), kids[1].id().to_string())
+            });
         if let Err(e) = placed {
-            let _ = kid.kill();
-            let _ = kid.wait();
+            for k in &mut kids {
+                let _ = k.kill();
+                let _ = k.wait();
+            }
             for d in [&kept, &again, &stale] {
                 remove_cgroup_dir(d);
             }
             eprintln!("SKIPPED {TEST}: cannot place a process in a new cgroup: {e}");
             return;
         }
-        // Made again over the leftover (before the sweep, which would remove it).
-        let remade = create_own_dir(&again);
-        sweep_stale(&base);
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let ended = loop {
-            match kid.try_wait().unwrap() {
-                Some(st) => break Some(st),
-                None if std::time::Instant::now() < end => {
-                    std::thread::sleep(std::time::Duration::from_millis(5))
+        let ended = |k: &mut std::process::Child| {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                match k.try_wait().unwrap() {
+                    Some(st) => break Some(st),
+                    None if std::time::Instant::now() < end => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    None => break None,
                 }
-                None => break None,
             }
         };
+        // Made again over the leftover, its process ended (before the sweep, which would
+        // remove it).
+        let remade = create_own_dir(&again);
+        let again_ended = ended(&mut kids[1]);
+        let remade_empty = pids_in(&again).is_empty();
+        sweep_stale(&base);
+        let stale_ended = ended(&mut kids[0]);
         let (stale_removed, kept_kept) = (!stale.exists(), kept.exists());
-        let _ = kid.kill();
-        let _ = kid.wait();
+        for k in &mut kids {
+            let _ = k.kill();
+            let _ = k.wait();
+        }
         for d in [&kept, &again, &stale] {
             remove_cgroup_dir(d);
         }
         assert!(remade.is_ok(), "{remade:?}");
         assert!(
-            ended.is_some() && stale_removed,
-            "the leftover stayed: process ended {ended:?}, directory removed {stale_removed}"
+            again_ended.is_some() && remade_empty,
+            "the leftover made again kept its process: ended {again_ended:?}"
+        );
+        assert!(
+            stale_ended.is_some() && stale_removed,
+            "the leftover stayed: process ended {stale_ended:?}, directory removed {stale_removed}"
         );
         assert!(kept_kept, "this process's own cgroup was swept");
     }
