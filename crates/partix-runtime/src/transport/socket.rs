@@ -3709,6 +3709,64 @@ mod tests {
         }
     }
 
+    /// A source's rooms are numbered from its cumulative ack at the request, ack by ack in
+    /// order; a destination restart (an ack of a new identity: the source continues from its
+    /// count) numbers them afresh. Acks written by hand (identity, count, times), so each
+    /// room's time is known: the restart's ack gives no room its time (its count went back to
+    /// 0), and the next ack's time is the room the next send needs. Checked to fail without
+    /// the restart's renumbering and without the check that rooms are numbered in order
+    /// (`numbered` in `drain_acks`). udp and tcp.
+    #[test]
+    fn a_destination_restart_numbers_the_rooms_afresh() {
+        let ack = |dst: &mut FrameSocket, id: u32, count: u64, at: u64| {
+            let mut times = [0u8; ACK_LEN];
+            times[..8].copy_from_slice(&at.to_le_bytes());
+            times[8..].copy_from_slice(&at.to_le_bytes());
+            let hdr = FrameRepr {
+                seq: id,
+                len: ACK_LEN as u32,
+                stamp: count,
+            };
+            assert!(dst.send_frame(hdr, &times));
+        };
+        for kind in [SocketKind::Udp, SocketKind::Tcp] {
+            let (src, mut dst) = pair(kind, 8, 16);
+            let mut tx = QueueTx::new(src, 4);
+            let wait_acked = |tx: &mut QueueTx, n: usize| {
+                let t0 = Instant::now();
+                while tx.len() != n {
+                    assert!(t0.elapsed() < Duration::from_secs(5), "{kind:?}: no ack");
+                }
+            };
+            // The destination's announcement, then four sends: full.
+            ack(&mut dst, 7, 0, 100);
+            for m in 0..4u8 {
+                tx.try_send(&[m]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[4]), Err(PushError::Full), "{kind:?}");
+            ack(&mut dst, 7, 2, 200);
+            wait_acked(&mut tx, 2);
+            for m in 4..6u8 {
+                tx.try_send(&[m]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[6]), Err(PushError::Full), "{kind:?}");
+            tx.ask_room_note();
+            // A new identity whose count starts again (a destination without a book): the
+            // source goes on from 0, nothing in flight.
+            ack(&mut dst, 9, 0, 300);
+            wait_acked(&mut tx, 0);
+            for m in 0..4u8 {
+                tx.try_send(&[m]).unwrap();
+            }
+            assert_eq!(tx.try_send(&[4]), Err(PushError::Full), "{kind:?}");
+            // Room 0 (the next send's, send 4 with MaxNbMessages 4) made at 5000.
+            ack(&mut dst, 9, 1, 5000);
+            wait_acked(&mut tx, 3);
+            assert!(!tx.room_by(4999), "{kind:?}: room 0 was made at 5000");
+            assert!(tx.room_by(5000), "{kind:?}");
+        }
+    }
+
     /// A source's book: a fresh region, as the executive makes one per socket queuing source.
     fn book() -> Words {
         let r = partix_shm::Region::create("book-test", Words::bytes(BOOK_WORDS)).unwrap();
