@@ -726,17 +726,13 @@ mod tests {
         assert_eq!(owner_in("partix-42-0-p0-ns1", 0), None);
     }
 
-    /// A partition cgroup left by an executive whose pid names no process here is swept (its
-    /// processes killed, its directory removed) only if it was made in this pid namespace: one
-    /// made in another may belong to a live run there, whose partitions the sweep killed
-    /// (review of session 26: `kill(pid, 0)` was the whole test).
-    #[test]
-    fn a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone() {
-        const TEST: &str = "a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone";
+    /// The directory of this process's cgroup in the unified hierarchy, where the tests make
+    /// partition cgroups; `None` (after saying `SKIPPED test`) when not root or no cgroup v2.
+    fn own_unified_cgroup_or_skip(test: &str) -> Option<PathBuf> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIPPED {TEST}: needs root");
-            return;
+            eprintln!("SKIPPED {test}: needs root");
+            return None;
         }
         let (Some(mount), Some(own)) = (
             unified_mount(),
@@ -744,10 +740,22 @@ mod tests {
                 .ok()
                 .and_then(|t| own_path(&t)),
         ) else {
-            eprintln!("SKIPPED {TEST}: no cgroup v2");
+            eprintln!("SKIPPED {test}: no cgroup v2");
+            return None;
+        };
+        Some(mount.join(own))
+    }
+
+    /// A partition cgroup left by an executive whose pid names no process here is swept (its
+    /// processes killed, its directory removed) only if it was made in this pid namespace: one
+    /// made in another may belong to a live run there, whose partitions the sweep killed
+    /// (review of session 26: `kill(pid, 0)` was the whole test).
+    #[test]
+    fn a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone() {
+        const TEST: &str = "a_stale_looking_cgroup_of_another_pid_namespace_is_left_alone";
+        let Some(base) = own_unified_cgroup_or_skip(TEST) else {
             return;
         };
-        let base = mount.join(own);
         // A pid that names no process: one that ended and was reaped.
         let dead = {
             let mut c = std::process::Command::new("true").spawn().unwrap();
@@ -820,21 +828,9 @@ mod tests {
     #[test]
     fn a_cgroup_left_by_a_dead_executive_with_this_pid_is_swept() {
         const TEST: &str = "a_cgroup_left_by_a_dead_executive_with_this_pid_is_swept";
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIPPED {TEST}: needs root");
-            return;
-        }
-        let (Some(mount), Some(own)) = (
-            unified_mount(),
-            std::fs::read_to_string("/proc/self/cgroup")
-                .ok()
-                .and_then(|t| own_path(&t)),
-        ) else {
-            eprintln!("SKIPPED {TEST}: no cgroup v2");
+        let Some(base) = own_unified_cgroup_or_skip(TEST) else {
             return;
         };
-        let base = mount.join(own);
         // As `PartitionCgroup::create` does: no other test's sweep meanwhile.
         let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
         let mine = NEXT.fetch_add(1, Ordering::SeqCst);
