@@ -5,8 +5,8 @@
 //! ```text
 //!  0        4          8                      16                  24                64
 //!  +--------+----------+----------------------+-------------------+-----------------+
-//!  | epoch  | (unused) | waiters              | note head         | note times      |
-//!  | u32    |          | u64: side 1 | side 0 | u64: gen | rooms  | 5 × u64         |
+//!  | epoch  | stamps   | waiters              | note head         | note times      |
+//!  | u32    | u32      | u64: side 1 | side 0 | u64: gen | rooms  | 5 × u64         |
 //!  +--------+----------+----------------------+-------------------+-----------------+
 //!  a side (32 bits): incarnation tag u16 (high) | count u16 (low); 0 = nobody registered
 //! ```
@@ -132,6 +132,18 @@
 //! [`Notifier::noted_after`] waits for it, briefly, and a writer frozen in between leaves the
 //! room unnoted), or the writers made it without seeing the request and noted nothing since,
 //! or the room is beyond [`NOTE_ROOMS`].
+//!
+//! # Stamps wanted
+//! `stamps` (0: no, 1: yes; it never goes back) tells the writers of a queuing channel whether
+//! to stamp their messages with the time they push them ([`crate::ring`], "not stamped"). The
+//! destination asks once, when a receive first waits with a time-out
+//! ([`Notifier::want_stamps`], before the wait's deadline is taken); a writer loads the word
+//! from this line, which its `notify` loads anyway, before each push
+//! ([`Notifier::stamps_wanted`]). A writer that loaded 0 did so before the request was visible,
+//! so before any deadline of a wait that asked: its unstamped message counts as sent by such a
+//! deadline, as a stamp read at that load would have. A clock read is the dearest part of a
+//! push (half a one-sided queuing port's rate per call, session 38), and a destination that
+//! never waits with a time-out never needs to know when a message came.
 //!
 //! The notifier needs a read-write mapping (receivers write `waiters`), so a one-sided sampling
 //! reader that maps the slot read-only and wants to park gets its notifier in a separate region.
@@ -513,6 +525,8 @@ mod shm {
     /// 63..44; 0: never asked), the rooms noted since (bits 43..40), and the number of the
     /// first of them in the writers' count of rooms made (bits 39..0, modulo 2^40).
     const NOTE_HEAD: usize = 16;
+    /// The stamps word (see the module docs, "Stamps wanted").
+    const STAMPS: usize = 4;
     /// The rooms' times, [`NOTE_ROOMS`] of them.
     const NOTE_TIMES: usize = 24;
     /// How many rooms after a request a note holds the time of (the rest of the line).
@@ -625,6 +639,27 @@ mod shm {
         #[inline]
         fn note_time(&self, i: usize) -> &AtomicU64 {
             self.area.u64_at(NOTE_TIMES + 8 * i)
+        }
+
+        /// Ask the writers to stamp what they push from now on, for good (see the module docs,
+        /// "Stamps wanted"); a store and a full fence the first time, one load after. Call it
+        /// before the deadline that needs the stamps is taken: every writer that still pushes
+        /// unstamped then loaded the word before that.
+        pub fn want_stamps(&self) {
+            let w = self.area.u32_at(STAMPS);
+            if w.load(Ordering::Relaxed) == 0 {
+                // SYNC POINT: SeqCst (a full fence on x86), so that the word is visible to
+                // every writer before the caller reads the clock for its deadline.
+                w.swap(1, Ordering::SeqCst);
+                std::sync::atomic::fence(Ordering::SeqCst);
+            }
+        }
+
+        /// Whether the destination wants the messages stamped ([`Notifier::want_stamps`]):
+        /// one load, from the line [`Notifier::notify`] loads anyway.
+        #[inline(always)]
+        pub fn stamps_wanted(&self) -> bool {
+            self.area.u32_at(STAMPS).load(Ordering::Relaxed) != 0
         }
 
         /// Ask the writers that call [`Notifier::notify_noting`] to note when they next make

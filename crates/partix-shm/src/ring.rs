@@ -19,13 +19,19 @@
 //! ```
 //! A slot's first word holds the message's length in its low [`LEN_BITS`] bits and, above
 //! them, the time the producer pushed it: `CLOCK_MONOTONIC` in units of 1024 ns, modulo 2^39
-//! (6.4 days). The stamp costs the push one clock read ([`crate::clock::stamp_ns`]) and no store
-//! of its own, and lets the consumer tell whether a message came before or after a given time
-//! ([`RingConsumer::sent_by`]): whether a queuing waiter whose time-out expired while its
-//! partition did not run was due it. A mover keeps a message's stamp
-//! ([`RingView::pop_stamped`], [`RingView::push_stamped`]). Measured (`partix bench rtt`, 64 B
-//! one way): the one-sided queuing port within this VM's noise; a bare ring 30-36 M msg/s with
-//! the stamp against 43-46 M without, so the benchmark's raw ring pushes with stamp 0.
+//! (6.4 days), never 0; or 0, **not stamped**. The stamp costs the push one clock read
+//! ([`crate::clock::stamp_ns`]) and no store of its own, and lets the consumer tell whether a
+//! message came before or after a given time ([`RingConsumer::sent_by`]): whether a queuing
+//! waiter whose time-out expired while its partition did not run was due it. A mover keeps a
+//! message's stamp ([`RingView::pop_stamped`], [`RingView::push_stamped`]).
+//!
+//! The clock read is the dearest part of a push (a bare ring did 30-36 M msg/s with it against
+//! 43-46 M without; the one-sided queuing port 18-20 M against 40-47 M, session 38), so a
+//! producer may push unstamped while nobody asks for times ([`RingView::push_within_if`]): the
+//! queuing ports stamp once their destination has waited with a time-out
+//! ([`crate::notifier::Notifier::want_stamps`]). [`RingView::sent_by`] counts an unstamped
+//! message as sent by any time asked about: it was pushed before the times were asked for,
+//! which is before any deadline they are asked for. The benchmark's raw ring pushes unstamped.
 //!
 //! `head` and `tail` are free-running 64-bit counters (they never wrap in practice); message `i`
 //! lives in slot `i & (capacity - 1)`; `tail - head` is the number of queued messages.
@@ -138,11 +144,15 @@ const STAMP_SHIFT: u32 = 10;
 const STAMP_BITS: u32 = 64 - LEN_BITS;
 const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
 
-/// The stamp of `ns` (`CLOCK_MONOTONIC` nanoseconds): its 1024-ns units modulo 2^39.
+/// The stamp of `ns` (`CLOCK_MONOTONIC` nanoseconds): its 1024-ns units modulo 2^39, the unit
+/// 0 taken as 1 (0 is [`NOT_STAMPED`]; one unit off, once every 6.4 days).
 #[inline(always)]
 fn stamp_of(ns: u64) -> u64 {
-    (ns >> STAMP_SHIFT) & STAMP_MASK
+    ((ns >> STAMP_SHIFT) & STAMP_MASK).max(1)
 }
+
+/// The stamp of a message pushed without a time (see the module docs): sent by any time.
+pub const NOT_STAMPED: u64 = 0;
 
 /// The stamp of the present, for a push (0 under loom, which has no clock).
 #[inline(always)]
@@ -343,6 +353,28 @@ impl<'a> RingView<'a> {
         limit: u64,
     ) -> Result<(), PushError> {
         self.push_at(st, data, limit, stamp_now)
+    }
+
+    /// [`RingView::push_within`], stamped only if `stamped` ([`NOT_STAMPED`] otherwise: no
+    /// clock read; see the module docs).
+    ///
+    /// # Errors
+    /// As [`RingView::push`].
+    #[inline(always)]
+    pub fn push_within_if(
+        &self,
+        st: &mut ProducerState,
+        data: &[u8],
+        limit: u64,
+        stamped: bool,
+    ) -> Result<(), PushError> {
+        self.push_at(st, data, limit, || {
+            if stamped {
+                stamp_now()
+            } else {
+                NOT_STAMPED
+            }
+        })
     }
 
     /// The push, its stamp read only once there is room (a sender spinning on a full ring reads
@@ -626,7 +658,8 @@ impl<'a> RingView<'a> {
 
     /// Whether a message is queued that was pushed at or before `ns` (`CLOCK_MONOTONIC`
     /// nanoseconds), by the oldest one's stamp (consumer only; to the stamp's 1024-ns unit: a
-    /// push in the same unit as `ns` counts as at it). `false` when nothing is queued, or when
+    /// push in the same unit as `ns` counts as at it; an unstamped one, [`NOT_STAMPED`], as
+    /// before it: see the module docs). `false` when nothing is queued, or when
     /// the oldest was pushed later: what the next pop takes is then not due a waiter whose
     /// time-out expired at `ns`. (One answer for both, so that a message pushed between this
     /// look and a pop cannot slip in as "not later": found by review.)
@@ -640,7 +673,8 @@ impl<'a> RingView<'a> {
             return false;
         }
         let word = self.slot(st.head)[0].load(Ordering::Relaxed);
-        !stamp_later(word >> LEN_BITS, stamp_of(ns))
+        let stamp = word >> LEN_BITS;
+        stamp == NOT_STAMPED || !stamp_later(stamp, stamp_of(ns))
     }
 
     /// Return whether a message is ready for the consumer (one load of `tail`, acquiring).
@@ -1068,10 +1102,17 @@ mod shm {
         /// As [`RingProducer::try_push`].
         #[inline]
         pub fn try_push_quiet(&mut self, data: &[u8]) -> Result<(), PushError> {
-            if data.len() > self.ring.max as usize {
-                return Err(PushError::TooLarge);
-            }
-            self.ring.view().push(&mut self.st, data)
+            self.try_push_quiet_if(data, true)
+        }
+
+        /// [`RingProducer::try_push_quiet`], stamped only if `stamped` (see
+        /// [`RingView::push_within_if`]).
+        ///
+        /// # Errors
+        /// As [`RingProducer::try_push`].
+        #[inline(always)]
+        pub fn try_push_quiet_if(&mut self, data: &[u8], stamped: bool) -> Result<(), PushError> {
+            self.try_push_quiet_within_if(data, self.ring.capacity, stamped)
         }
 
         /// [`RingProducer::try_push_quiet`] with the stamp `stamp` (see
@@ -1102,9 +1143,27 @@ mod shm {
             if data.len() > self.ring.max as usize {
                 return Err(PushError::TooLarge);
             }
+            self.try_push_quiet_within_if(data, limit, true)
+        }
+
+        /// [`RingProducer::try_push_quiet_within`], stamped only if `stamped` (see
+        /// [`RingView::push_within_if`]).
+        ///
+        /// # Errors
+        /// As [`RingProducer::try_push`] ([`PushError::Full`] at `limit`).
+        #[inline(always)]
+        pub fn try_push_quiet_within_if(
+            &mut self,
+            data: &[u8],
+            limit: usize,
+            stamped: bool,
+        ) -> Result<(), PushError> {
+            if data.len() > self.ring.max as usize {
+                return Err(PushError::TooLarge);
+            }
             self.ring
                 .view()
-                .push_within(&mut self.st, data, limit as u64)
+                .push_within_if(&mut self.st, data, limit as u64, stamped)
         }
 
         /// Append as many of `msgs` as fit below `limit` queued messages, publishing them with
@@ -1119,7 +1178,23 @@ mod shm {
             msgs: &[&[u8]],
             limit: usize,
         ) -> Result<usize, PushError> {
-            self.push_many_quiet_stamped(msgs, limit, stamp_now())
+            self.push_many_quiet_if(msgs, limit, true)
+        }
+
+        /// [`RingProducer::push_many_quiet`], stamped only if `stamped` (see
+        /// [`RingView::push_within_if`]).
+        ///
+        /// # Errors
+        /// As [`RingProducer::push_many_quiet`].
+        #[inline]
+        pub fn push_many_quiet_if(
+            &mut self,
+            msgs: &[&[u8]],
+            limit: usize,
+            stamped: bool,
+        ) -> Result<usize, PushError> {
+            let stamp = if stamped { stamp_now() } else { NOT_STAMPED };
+            self.push_many_quiet_stamped(msgs, limit, stamp)
         }
 
         /// [`RingProducer::push_many_quiet`] with the stamp `stamp` on every message (see
@@ -1290,6 +1365,13 @@ mod shm {
             self.ring.view().sent_by(&mut self.st, ns)
         }
 
+        /// The ring's notifier, on which the consumer parks and whose "stamps wanted" word
+        /// the producers of a queuing channel read
+        /// ([`crate::notifier::Notifier::want_stamps`]).
+        pub fn notifier(&self) -> &Notifier {
+            &self.ring.notifier
+        }
+
         /// Remove up to `lens.len()` messages at once, message `i` into `out[i * stride..]` and
         /// its length into `lens[i]`, publishing `head` once; return how many (see
         /// [`RingView::pop_many`]).
@@ -1403,6 +1485,35 @@ mod shm {
             assert!(!c.sent_by(crate::clock::now_ns()), "nothing queued");
         }
 
+        /// A push that is not asked to stamp reads no clock and leaves the stamp 0
+        /// (`NOT_STAMPED`), which counts as sent by any time; one asked to stamps as `push`.
+        /// Batches alike.
+        #[test]
+        fn an_unstamped_message_counts_as_sent_by_any_time() {
+            let (mut p, mut c) = ring(4, 20);
+            let mut buf = [0u8; 20];
+            let before = crate::clock::now_ns();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            p.try_push_quiet_if(&[1; 20], false).unwrap();
+            assert!(c.sent_by(before), "unstamped");
+            assert!(c.sent_by(1 << 20), "by any time");
+            let word = c.ring.view().slot(0)[0].load(Ordering::Relaxed);
+            assert_eq!(word, 20, "the length alone");
+            assert_eq!(c.try_pop(&mut buf), Ok(20));
+            p.try_push_quiet_within_if(&[2; 3], 4, true).unwrap();
+            assert!(!c.sent_by(before), "stamped");
+            let word = c.ring.view().slot(1)[0].load(Ordering::Relaxed);
+            assert_ne!(word >> LEN_BITS, NOT_STAMPED);
+            assert_eq!(c.try_pop(&mut buf), Ok(3));
+            assert_eq!(p.push_many_quiet_if(&[b"ab", b"cd"], 4, false), Ok(2));
+            assert!(c.sent_by(before));
+            assert_eq!(c.try_pop(&mut buf), Ok(2));
+            assert_eq!(c.try_pop(&mut buf), Ok(2));
+            assert_eq!(p.push_many_quiet_if(&[b"ef"], 4, true), Ok(1));
+            assert!(!c.sent_by(before));
+            assert!(c.sent_by(crate::clock::now_ns()));
+        }
+
         /// A mover's push keeps the stamp its pop returned, whatever it is; a stamp never
         /// changes a length (the largest one included).
         #[test]
@@ -1441,6 +1552,12 @@ mod shm {
             );
             assert_eq!(stamp_of(1 << 10), 1);
             assert_eq!(stamp_of(u64::MAX), STAMP_MASK);
+            assert_eq!(stamp_of(0), 1, "0 is NOT_STAMPED");
+            assert_eq!(
+                stamp_of((STAMP_MASK + 1) << STAMP_SHIFT),
+                1,
+                "nor after a wrap"
+            );
         }
 
         #[test]

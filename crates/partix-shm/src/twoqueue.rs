@@ -237,7 +237,9 @@ impl QueueSender {
                 return Err(PushError::Full);
             }
         }
-        if let Err(e) = self.prod.try_push_quiet(data) {
+        // Stamped only once the destination asked (see `Notifier::want_stamps`).
+        let stamped = self.doorbell.stamps_wanted();
+        if let Err(e) = self.prod.try_push_quiet_if(data, stamped) {
             // A waiter's probe ([`QueueSenderProbe::has_credit`]) counts from the shared tail: a
             // broken destination that rewrote it made the probe say "credit" to a send that
             // found none, and a waiting sender spun (found by review).

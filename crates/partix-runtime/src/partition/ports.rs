@@ -1763,6 +1763,15 @@ impl QueuingPort {
             // theirs, or noted already.)
             self.ask_room_note(&mut st);
         }
+        if timeout != INFINITE_TIME_VALUE {
+            if let Some(d) = st.dest.as_ref() {
+                // A receiver about to wait with a deadline: the source stamps its messages from
+                // now on (once per channel), so that a look past the deadline can tell what
+                // came after it (`came_late`). Before the deadline is taken: a message the
+                // source still pushes unstamped was pushed before it (`ring::NOT_STAMPED`).
+                d.want_stamps();
+            }
+        }
         drop(st);
         let process = waiting_caller()?;
         let incarnation = rt().ctl[process].incarnation.load(Ordering::Acquire);

@@ -1340,8 +1340,10 @@ impl QueueSource {
         match self {
             QueueSource::OneSided(p, data_notifier, limit) => {
                 // The ring may be larger (a power of two): never queue more than MaxNbMessages.
-                // The receiver's counter is read only when the cached one says "full".
-                p.try_push_quiet_within(data, *limit)?;
+                // The receiver's counter is read only when the cached one says "full". Stamped
+                // only once the destination asked (`QueueDestination::want_stamps`): the
+                // clock read halved the rate per call (session 38).
+                p.try_push_quiet_within_if(data, *limit, data_notifier.stamps_wanted())?;
                 data_notifier.notify();
                 Ok(())
             }
@@ -1391,7 +1393,7 @@ impl QueueSource {
     pub fn try_send_many(&mut self, msgs: &[&[u8]]) -> Result<usize, PushError> {
         match self {
             QueueSource::OneSided(p, data_notifier, limit) => {
-                let n = p.push_many_quiet(msgs, *limit)?;
+                let n = p.push_many_quiet_if(msgs, *limit, data_notifier.stamps_wanted())?;
                 data_notifier.notify();
                 Ok(n)
             }
@@ -1591,6 +1593,19 @@ impl QueueDestination {
                 }
             }
             QueueDestination::Socket(a) => a.receiver().sent_by(ns),
+        }
+    }
+
+    /// Ask the source to stamp its messages from now on, for good (shared memory: the
+    /// channel's data notifier, or the two-sided doorbell, says so; `Notifier::want_stamps`),
+    /// so that [`QueueDestination::sent_by`] can tell what came after a deadline. A receiver
+    /// calls it when it first waits with a time-out, before it takes its deadline. udp and tcp
+    /// frames always carry their send time.
+    pub fn want_stamps(&self) {
+        match self {
+            QueueDestination::OneSided(c, _) => c.notifier().want_stamps(),
+            QueueDestination::TwoSided(_, h) => h.doorbell.want_stamps(),
+            QueueDestination::Socket(_) => {}
         }
     }
 
@@ -2051,6 +2066,58 @@ mod tests {
         }
     }
 
+    /// A source stamps its messages only once its destination asked (`want_stamps`, for good:
+    /// a new handle of the source stamps too). Until then a message counts as sent by any time
+    /// (unstamped: pushed before the times were asked for); after it, a message sent after a
+    /// time is not sent by it. One-sided and two-sided (whose move keeps the sender's stamp,
+    /// or its absence), batches included.
+    #[test]
+    fn a_source_stamps_its_messages_once_the_destination_asks() {
+        let stamp = partix_shm::clock::stamp_ns;
+        let mut buf = [0u8; 64];
+        // One-sided, MaxNbMessages 1.
+        let (mut s, mut d, _, _data) = one_sided_queue_of_one(8);
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        s.try_send(b"early").unwrap();
+        assert!(d.sent_by(before), "unstamped: sent by any time");
+        assert_eq!(d.try_recv(&mut buf), Ok(5));
+        let QueueDestination::OneSided(c, _) = &d else {
+            unreachable!()
+        };
+        assert!(!c.notifier().stamps_wanted());
+        d.want_stamps();
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        s.try_send(b"late").unwrap();
+        assert!(!d.sent_by(before), "stamped 2 ms after `before`");
+        assert!(d.sent_by(stamp()));
+        assert_eq!(d.try_recv(&mut buf), Ok(4));
+        assert_eq!(s.try_send_many(&[b"batch"]), Ok(1));
+        assert!(!d.sent_by(before), "a batch is stamped too");
+        assert_eq!(d.try_recv(&mut buf), Ok(5));
+        // Two-sided, the receiver's help moving.
+        let (mut s, mut d, _) = unmanaged_two_sided_queue();
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        s.try_send(b"early").unwrap();
+        assert!(d.sent_by(before), "unstamped, and moved unstamped");
+        assert_eq!(d.try_recv(&mut buf), Ok(5));
+        d.want_stamps();
+        d.want_stamps();
+        let before = stamp();
+        std::thread::sleep(Duration::from_millis(2));
+        s.try_send(b"late").unwrap();
+        assert!(!d.sent_by(before), "stamped, and the move kept it");
+        assert_eq!(d.try_recv(&mut buf), Ok(4));
+        // A new handle of the source (a restarted partition) reads the same word.
+        let QueueDestination::TwoSided(_, h) = &d else {
+            unreachable!()
+        };
+        let tx = h.doorbell.clone();
+        assert!(tx.stamps_wanted(), "for good");
+    }
+
     /// A two-sided queue's regions, its source, and its destination with a manager that no
     /// thread runs: whatever moves a message must be the receiver's own help.
     fn unmanaged_two_sided_queue() -> (QueueSender, QueueDestination, QueueWaiter) {
@@ -2088,6 +2155,8 @@ mod tests {
     #[test]
     fn a_manager_delivered_message_sent_by_a_deadline_is_there_for_a_late_look() {
         let (mut s, mut d, _) = unmanaged_two_sided_queue_with(Delivery::Manager);
+        // A receiver that waits with a time-out asks for the stamps first.
+        d.want_stamps();
         // Later than every send here (the ring's stamps wrap: u64::MAX is no "end of time").
         let soon = || partix_shm::clock::stamp_ns() + 1_000_000_000;
         let before = partix_shm::clock::stamp_ns();
