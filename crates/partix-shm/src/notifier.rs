@@ -648,10 +648,12 @@ mod shm {
         pub fn want_stamps(&self) {
             let w = self.area.u32_at(STAMPS);
             if w.load(Ordering::Relaxed) == 0 {
-                // SYNC POINT: SeqCst (a full fence on x86), so that the word is visible to
-                // every writer before the caller reads the clock for its deadline.
+                // SYNC POINT: SeqCst (`xchg` on x86, a full barrier), so that the word is
+                // visible to every writer before the caller reads the clock for its deadline.
+                // That clock read must not be taken early: `clock_gettime` (the ports' deadline,
+                // `rt().now()`) reads the TSC ordered (`lfence; rdtsc` or `rdtscp` in the vDSO);
+                // a bare `rdtsc` could run before the barrier.
                 w.swap(1, Ordering::SeqCst);
-                std::sync::atomic::fence(Ordering::SeqCst);
             }
         }
 

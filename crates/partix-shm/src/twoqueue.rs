@@ -1244,6 +1244,9 @@ mod tests {
             (crate::ring::HEAD, crate::ring::TAIL, crate::ring::SLOTS)
         );
         let (mut s, mut r, m) = chan(24, 2);
+        // Stamped (a receiver that waits with a time-out asks for it): the move below must keep
+        // a stamp that is there.
+        m.lock().unwrap().doorbell().want_stamps();
         let mut buf = [0u8; 24];
         // Non-zero counters on both rings, through several wraps.
         for i in 0..7u8 {
@@ -1278,6 +1281,7 @@ mod tests {
         assert_eq!(len(word(&g.rx_ring, slot(1))), 20);
         // The move kept the sender's stamp (TX slot 1 still holds message 7's words).
         let txp_stamp = word(&g.tx_ring, slot(1)) >> crate::ring::LEN_BITS;
+        assert_ne!(txp_stamp, crate::ring::NOT_STAMPED, "asked: stamped");
         assert_eq!(
             word(&g.rx_ring, slot(1)) >> crate::ring::LEN_BITS,
             txp_stamp

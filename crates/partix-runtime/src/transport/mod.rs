@@ -2066,8 +2066,8 @@ mod tests {
         }
     }
 
-    /// A source stamps its messages only once its destination asked (`want_stamps`, for good:
-    /// a new handle of the source stamps too). Until then a message counts as sent by any time
+    /// A source stamps its messages only once its destination asked (`want_stamps`, for good).
+    /// Until then a message counts as sent by any time
     /// (unstamped: pushed before the times were asked for); after it, a message sent after a
     /// time is not sent by it. One-sided and two-sided (whose move keeps the sender's stamp,
     /// or its absence), batches included.
@@ -2110,12 +2110,14 @@ mod tests {
         s.try_send(b"late").unwrap();
         assert!(!d.sent_by(before), "stamped, and the move kept it");
         assert_eq!(d.try_recv(&mut buf), Ok(4));
-        // A new handle of the source (a restarted partition) reads the same word.
-        let QueueDestination::TwoSided(_, h) = &d else {
-            unreachable!()
-        };
-        let tx = h.doorbell.clone();
-        assert!(tx.stamps_wanted(), "for good");
+        let mut s = QueueSource::TwoSided(s);
+        assert_eq!(s.try_send_many(&[b"batch", b"more"]), Ok(2));
+        assert!(!d.sent_by(before), "a batch is stamped too");
+        assert_eq!(d.try_recv(&mut buf), Ok(5));
+        assert_eq!(d.try_recv(&mut buf), Ok(4));
+        // (The word is in the channel's shared memory: a source in another process, or
+        // restarted, reads the same; the closed-window test of `tests/ports.rs` runs the
+        // request across processes.)
     }
 
     /// A two-sided queue's regions, its source, and its destination with a manager that no
