@@ -646,6 +646,17 @@ fn open_err<E>(_: E) -> ApexError {
 // ------------------------------------------------------------------------------------------
 // Sampling ports
 
+/// The refresh period (ns) the configuration gives this partition's sampling port `name`
+/// (partix extension: an API whose sampling sources do not name one, a653rs's, creates them
+/// with it).
+///
+/// # Errors
+/// `InvalidConfig`: the partition's configuration has no sampling port `name`.
+pub fn sampling_port_refresh_period(name: &str) -> ApexResult<SystemTime> {
+    let cfg = configured(name, ChannelKind::Sampling)?;
+    SystemTime::try_from(cfg.desc.param).map_err(|_| ApexError::InvalidConfig)
+}
+
 /// Create a sampling port (`CREATE_SAMPLING_PORT`) in COLD_START or WARM_START mode.
 ///
 /// A shared-memory destination keeps two private buffers of `max_message_size` + 4 KiB (a

@@ -1,0 +1,297 @@
+//! A pair of a653rs partitions (written against a653rs's abstractions only, generic code
+//! instantiated with [`Partix`]) for the integration test `tests/a653rs.rs`: `send OUT` and
+//! `recv OUT` exchange sampling and queuing messages through the channels the module gives
+//! them, and write `PASS`/`FAIL`/`END` lines to `OUT`.
+//!
+//! The sender writes `status N` on the sampling port `STATUS` before each of 24 queuing
+//! messages `cmd N` on `CMDS` (MaxNbMessages 4: it waits for room across windows, with an
+//! infinite time-out), then `status done`. The receiver takes the 24 in order (time-out 5 s
+//! each), checks its ports' status and ids, and reads `STATUS` until the sender's last write.
+
+use a653rs::bindings::{EmptyIndicator, PortDirection};
+use a653rs::prelude::*;
+use partix_a653rs::Partix;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const MSG: MessageSize = 16;
+const NB: MessageRange = 4;
+const COUNT: u32 = 24;
+
+static OUT: OnceLock<String> = OnceLock::new();
+static STATUS_OUT: OnceLock<SamplingPortSource<Partix>> = OnceLock::new();
+static CMDS_OUT: OnceLock<QueuingPortSender<Partix>> = OnceLock::new();
+static STATUS_IN: OnceLock<SamplingPortDestination<Partix>> = OnceLock::new();
+static CMDS_IN: OnceLock<QueuingPortReceiver<Partix>> = OnceLock::new();
+static BB: OnceLock<Blackboard<Partix>> = OnceLock::new();
+static BUF: OnceLock<Buffer<Partix>> = OnceLock::new();
+static SEM: OnceLock<Semaphore<Partix>> = OnceLock::new();
+static EV: OnceLock<Event<Partix>> = OnceLock::new();
+
+/// Append `line` to the output file.
+fn say(line: &str) {
+    let path = OUT.get().expect("output path");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("output file");
+    writeln!(f, "{line}").expect("output write");
+}
+
+fn check(ok: bool, what: &str) {
+    say(&format!("{} {what}", if ok { "PASS" } else { "FAIL" }));
+}
+
+fn name(s: &str) -> Name {
+    Name::from_str(s).expect("a short name")
+}
+
+fn process(n: &str, entry: extern "C" fn()) -> ProcessAttribute {
+    ProcessAttribute {
+        period: SystemTime::Infinite,
+        time_capacity: SystemTime::Infinite,
+        entry_point: entry,
+        stack_size: 256 * 1024,
+        base_priority: 10,
+        deadline: Deadline::Soft,
+        name: name(n),
+    }
+}
+
+struct Sender;
+
+impl Partition<Partix> for Sender {
+    fn cold_start(&self, ctx: &mut StartContext<Partix>) {
+        let s = ctx.create_sampling_port_source(name("STATUS"), MSG);
+        let q = ctx.create_queuing_port_sender(name("CMDS"), MSG, NB, QueuingDiscipline::Fifo);
+        match (s, q) {
+            (Ok(s), Ok(q)) => {
+                let _ = STATUS_OUT.set(s);
+                let _ = CMDS_OUT.set(q);
+            }
+            (s, q) => {
+                say(&format!("FAIL ports: {:?} {:?}", s.err(), q.err()));
+                say("END");
+                return;
+            }
+        }
+        let p = ctx.create_process(process("sender", send_main));
+        check(
+            p.as_ref().is_ok_and(|p| p.start().is_ok()),
+            "sender process created and started",
+        );
+    }
+
+    fn warm_start(&self, ctx: &mut StartContext<Partix>) {
+        self.cold_start(ctx)
+    }
+}
+
+extern "C" fn send_main() {
+    let (s, q) = (STATUS_OUT.get().unwrap(), CMDS_OUT.get().unwrap());
+    for i in 0..COUNT {
+        let status = format!("status {i}");
+        let cmd = format!("cmd {i}");
+        if let Err(e) = s.send(status.as_bytes()) {
+            say(&format!("FAIL write {i}: {e:?}"));
+        }
+        if let Err(e) = q.send(cmd.as_bytes(), SystemTime::Infinite) {
+            say(&format!("FAIL send {i}: {e:?}"));
+        }
+    }
+    check(s.send(b"status done").is_ok(), "last status written");
+    let st = q.status();
+    check(
+        st.max_nb_message == NB && st.port_direction == PortDirection::Source,
+        "the sender's queuing port status",
+    );
+    check(
+        <Partix as ApexTimeP4Ext>::get_time() != SystemTime::Infinite,
+        "GET_TIME",
+    );
+    say("END");
+}
+
+struct Receiver;
+
+impl Partition<Partix> for Receiver {
+    fn cold_start(&self, ctx: &mut StartContext<Partix>) {
+        let s = ctx.create_sampling_port_destination(name("STATUS"), MSG, Duration::from_secs(1));
+        let q = ctx.create_queuing_port_receiver(name("CMDS"), MSG, NB, QueuingDiscipline::Fifo);
+        match (s, q) {
+            (Ok(s), Ok(q)) => {
+                let _ = STATUS_IN.set(s);
+                let _ = CMDS_IN.set(q);
+            }
+            (s, q) => {
+                say(&format!("FAIL ports: {:?} {:?}", s.err(), q.err()));
+                say("END");
+                return;
+            }
+        }
+        check(
+            matches!(
+                ctx.create_sampling_port_destination(name("STATUS"), MSG, Duration::from_secs(1)),
+                Err(Error::NoAction)
+            ),
+            "a second CREATE_SAMPLING_PORT of the port answers NO_ACTION",
+        );
+        // The intra-partition objects, through a653rs's abstractions too.
+        let objects = (
+            ctx.create_blackboard(name("bb"), MSG),
+            ctx.create_buffer(name("buf"), MSG, 2, QueuingDiscipline::Fifo),
+            ctx.create_semaphore(name("sem"), 0, 1, QueuingDiscipline::Priority),
+            ctx.create_event(name("ev")),
+        );
+        match objects {
+            (Ok(b), Ok(u), Ok(m), Ok(e)) => {
+                let _ = (BB.set(b), BUF.set(u), SEM.set(m), EV.set(e));
+            }
+            (b, u, m, e) => {
+                say(&format!(
+                    "FAIL objects: {:?} {:?} {:?} {:?}",
+                    b.err(),
+                    u.err(),
+                    m.err(),
+                    e.err()
+                ));
+                say("END");
+                return;
+            }
+        }
+        let p = ctx.create_process(process("receiver", recv_main));
+        check(
+            p.as_ref().is_ok_and(|p| p.start().is_ok()),
+            "receiver process created and started",
+        );
+    }
+
+    fn warm_start(&self, ctx: &mut StartContext<Partix>) {
+        self.cold_start(ctx)
+    }
+}
+
+extern "C" fn recv_main() {
+    let (s, q) = (STATUS_IN.get().unwrap(), CMDS_IN.get().unwrap());
+    let mut buf = [0u8; MSG as usize];
+    let mut in_order = 0;
+    for i in 0..COUNT {
+        match q.receive(&mut buf, SystemTime::Normal(Duration::from_secs(5))) {
+            Ok((m, overflow)) if m == format!("cmd {i}").as_bytes() && !overflow => in_order += 1,
+            other => say(&format!("FAIL receive {i}: {other:?}")),
+        }
+    }
+    check(in_order == COUNT, "every queuing message, in order");
+    check(
+        matches!(
+            q.receive(&mut buf, SystemTime::Normal(Duration::ZERO)),
+            Err(Error::NotAvailable)
+        ),
+        "then the queue is empty (NOT_AVAILABLE)",
+    );
+    let st = q.status();
+    check(
+        st.nb_message == 0
+            && st.max_nb_message == NB
+            && st.port_direction == PortDirection::Destination,
+        "the receiver's queuing port status",
+    );
+    let mut last = Vec::new();
+    for _ in 0..500 {
+        if let Ok((Validity::Valid, m)) = s.receive(&mut buf) {
+            last = m.to_vec();
+            if m == b"status done" {
+                break;
+            }
+        }
+        let _ = <Partix as ApexTimeP1Ext>::timed_wait(Duration::from_millis(10));
+    }
+    check(
+        last == b"status done",
+        "the sampling port's latest message, valid",
+    );
+    let id = SamplingPortDestination::<Partix>::from_name(name("STATUS")).map(|d| d.id());
+    check(id == Ok(s.id()), "GET_SAMPLING_PORT_ID");
+    check(
+        QueuingPortReceiver::<Partix>::from_name(name("CMDS")).is_ok_and(|r| r.id() == q.id()),
+        "GET_QUEUING_PORT_ID",
+    );
+    intra();
+    say("END");
+}
+
+/// One pass through each intra-partition object's services (one process: no waits but
+/// time-outs of 0).
+fn intra() {
+    let now = SystemTime::Normal(Duration::ZERO);
+    let mut buf = [0u8; MSG as usize];
+    let bb = BB.get().unwrap();
+    let ok = bb.display(b"hello").is_ok()
+        && bb.read(now.clone(), &mut buf).is_ok_and(|m| m == b"hello")
+        && bb.status().empty_indicator == EmptyIndicator::Occupied
+        && {
+            bb.clear();
+            matches!(bb.read(now.clone(), &mut buf), Err(Error::NotAvailable))
+        }
+        && Blackboard::<Partix>::from_name(name("bb")).is_ok_and(|b| b.id() == bb.id());
+    check(ok, "blackboard: DISPLAY, READ, status, CLEAR, GET_ID");
+    let u = BUF.get().unwrap();
+    let ok = u.send(&mut b"one".to_vec(), now.clone()).is_ok()
+        && u.send(&mut b"two".to_vec(), now.clone()).is_ok()
+        && matches!(
+            u.send(&mut b"three".to_vec(), now.clone()),
+            Err(Error::NotAvailable)
+        )
+        && u.status().nb_message == 2
+        && u.receive(&mut buf, now.clone()).is_ok_and(|m| m == b"one")
+        && u.receive(&mut buf, now.clone()).is_ok_and(|m| m == b"two")
+        && matches!(u.receive(&mut buf, now.clone()), Err(Error::NotAvailable))
+        && Buffer::<Partix>::from_name(name("buf")).is_ok_and(|b| b.id() == u.id());
+    check(
+        ok,
+        "buffer: SEND, RECEIVE in order, full and empty, status, GET_ID",
+    );
+    let m = SEM.get().unwrap();
+    let ok = matches!(m.wait(now.clone()), Err(Error::NotAvailable))
+        && m.signal().is_ok()
+        && m.current() == 1
+        && matches!(m.signal(), Err(Error::NoAction))
+        && m.wait(now.clone()).is_ok()
+        && m.current() == 0
+        && Semaphore::<Partix>::from_name(name("sem")).is_ok_and(|s| s.id() == m.id());
+    check(ok, "semaphore: WAIT, SIGNAL, the maximum, status, GET_ID");
+    let e = EV.get().unwrap();
+    let ok = e.status().event_state == EventState::Down
+        && matches!(e.wait(now.clone()), Err(Error::NotAvailable))
+        && {
+            e.set();
+            e.status().event_state == EventState::Up
+        }
+        && e.wait(now.clone()).is_ok()
+        && {
+            e.reset();
+            e.status().event_state == EventState::Down
+        }
+        && Event::<Partix>::from_name(name("ev")).is_ok_and(|v| v.id() == e.id());
+    check(ok, "event: SET, WAIT, RESET, status, GET_ID");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(role), Some(out)) = (args.get(1), args.get(2)) else {
+        eprintln!("usage: partix-a653rs-pair send|recv OUT");
+        std::process::exit(2);
+    };
+    OUT.set(out.clone()).expect("once");
+    match role.as_str() {
+        "send" => Sender.run(),
+        "recv" => Receiver.run(),
+        r => {
+            eprintln!("partix-a653rs-pair: unknown role {r}");
+            std::process::exit(2);
+        }
+    }
+}

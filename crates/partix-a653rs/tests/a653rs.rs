@@ -1,0 +1,147 @@
+//! a653rs partitions on partix: `partix-a653rs-pair` (written against a653rs's abstractions
+//! only) runs as two real partitions under the real executive, once per channel transport, and
+//! exchanges sampling and queuing messages through the module's channels.
+
+use partix_runtime::executive::os::{allowed_cpus, run_module, Program, RunConfig};
+use partix_runtime::executive::Options;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One executive at a time (each runs SCHED_FIFO 99 on the same CPU).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const MODULE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<ARINC_653_Module xmlns:partix="urn:partix:config:1" ModuleName="a653rs-pair">
+  <Partition PartitionIdentifier="1" PartitionName="SEND" partix:Executable="partix-a653rs-pair">
+    <Sampling_Port Name="STATUS" MaxMessageSize="16" Direction="SOURCE" RefreshRateSeconds="1"/>
+    <Queuing_Port Name="CMDS" MaxMessageSize="16" Direction="SOURCE" MaxNbMessages="4"/>
+  </Partition>
+  <Partition PartitionIdentifier="2" PartitionName="RECV" partix:Executable="partix-a653rs-pair">
+    <Sampling_Port Name="STATUS" MaxMessageSize="16" Direction="DESTINATION" RefreshRateSeconds="1"/>
+    <Queuing_Port Name="CMDS" MaxMessageSize="16" Direction="DESTINATION" MaxNbMessages="4"/>
+  </Partition>
+  <Module_Schedule ScheduleIdentifier="1" ScheduleName="s" InitialModuleSchedule="true" MajorFrameSeconds="0.02">
+    <Partition_Schedule PartitionIdentifier="1" PartitionName="SEND" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0.0" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
+    </Partition_Schedule>
+    <Partition_Schedule PartitionIdentifier="2" PartitionName="RECV" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
+      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.01" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
+    </Partition_Schedule>
+  </Module_Schedule>
+  <Connection_Table>
+    <Channel ChannelIdentifier="1" ChannelName="status" partix:Transport="@T@">
+      <Source><Standard_Partition PartitionIdentifier="1" PartitionName="SEND" PortName="STATUS"/></Source>
+      <Destination><Standard_Partition PartitionIdentifier="2" PartitionName="RECV" PortName="STATUS"/></Destination>
+    </Channel>
+    <Channel ChannelIdentifier="2" ChannelName="cmds" partix:Transport="@T@">
+      <Source><Standard_Partition PartitionIdentifier="1" PartitionName="SEND" PortName="CMDS"/></Source>
+      <Destination><Standard_Partition PartitionIdentifier="2" PartitionName="RECV" PortName="CMDS"/></Destination>
+    </Channel>
+  </Connection_Table>
+</ARINC_653_Module>
+"#;
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn ended(p: &Path) -> bool {
+    lines(p).iter().any(|l| l == "END")
+}
+
+/// Run the pair with both channels on `transport`; return each partition's lines.
+fn run_pair(transport: &str) -> [Vec<String>; 2] {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir =
+        std::env::temp_dir().join(format!("partix-a653rs-{transport}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let xml = dir.join("module.xml");
+    std::fs::write(&xml, MODULE.replace("@T@", transport)).unwrap();
+    let module = partix_config::load(&xml).unwrap_or_else(|e| panic!("{transport}: {e}"));
+    let outs: Vec<PathBuf> = ["send", "recv"]
+        .iter()
+        .map(|r| dir.join(format!("{r}.out")))
+        .collect();
+    let programs = ["send", "recv"]
+        .iter()
+        .zip(&outs)
+        .map(|(role, out)| Program {
+            path: PathBuf::from(env!("CARGO_BIN_EXE_partix-a653rs-pair")),
+            args: vec![role.to_string(), out.display().to_string()],
+        })
+        .collect();
+    let cfg = RunConfig {
+        programs,
+        cpu: Some(allowed_cpus()[0]),
+        options: Options {
+            max_frames: Some(1500),
+            ..Options::default()
+        },
+        rt_unthrottle: false,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, outs) = (stop.clone(), outs.clone());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(60) && !stop.load(Ordering::Relaxed) {
+                if outs.iter().all(|p| ended(p)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let report = run_module(&module, cfg, &stop);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    report.unwrap_or_else(|e| panic!("{transport}: run_module: {e}"));
+    let got = [lines(&outs[0]), lines(&outs[1])];
+    let _ = std::fs::remove_dir_all(&dir);
+    got
+}
+
+fn check_pair(transport: &str) {
+    let [send, recv] = run_pair(transport);
+    for (who, l, passes) in [("send", &send, 4), ("recv", &recv, 12)] {
+        let fails: Vec<&String> = l.iter().filter(|l| !l.starts_with("PASS")).collect();
+        assert!(
+            l.last().is_some_and(|l| l == "END"),
+            "{transport} {who}: no END: {l:?}"
+        );
+        assert_eq!(
+            fails,
+            vec!["END"],
+            "{transport} {who}: lines other than PASS: {l:?}"
+        );
+        assert_eq!(l.len() - 1, passes, "{transport} {who}: {l:?}");
+    }
+}
+
+#[test]
+fn an_a653rs_pair_talks_over_one_sided_channels() {
+    check_pair("one-sided");
+}
+
+#[test]
+fn an_a653rs_pair_talks_over_two_sided_channels() {
+    check_pair("two-sided");
+}
+
+#[test]
+fn an_a653rs_pair_talks_over_udp_channels() {
+    check_pair("udp");
+}
+
+#[test]
+fn an_a653rs_pair_talks_over_tcp_channels() {
+    check_pair("tcp");
+}
