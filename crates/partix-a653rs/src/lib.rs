@@ -5,14 +5,18 @@
 //! (`SamplingPortSource<H>`, `StartContext<H>`, `Partition<H>`), generic over the hypervisor
 //! `H`. [`Partix`] is that hypervisor here: each trait function is the partix APEX service of
 //! the same name ([`partix_runtime::partition`]), so such a partition runs on partix unchanged,
-//! with its channels on whatever transport the module configuration gives them.
+//! with its channels on whatever transport the module configuration gives them; so does one
+//! written with a653rs's `#[partition(partix_a653rs::Partix)]` macro (the `partix-a653rs-hello`
+//! program of this crate).
 //!
 //! Implemented: `ApexPartitionP4`, `ApexProcessP4` and `ApexProcessP1`, `ApexTimeP4` and
 //! `ApexTimeP1`, `ApexErrorP4`, `ApexSamplingPortP4` and `ApexSamplingPortP1`,
 //! `ApexQueuingPortP4` and `ApexQueuingPortP1`, and the intra-partition objects'
-//! `ApexBlackboardP1`, `ApexBufferP1`, `ApexSemaphoreP1` and `ApexEventP1`. Not (yet): the
-//! error handler's `ApexErrorP1`, and the Part 2 services (memory blocks, mutexes, module
-//! schedules).
+//! `ApexBlackboardP1`, `ApexBufferP1`, `ApexSemaphoreP1` and `ApexEventP1`. Not: the
+//! error handler's `ApexErrorP1` (a653rs's `ErrorStatus` holds the failed address as a
+//! function pointer, `extern "C" fn()`, which is never null in Rust, and partix has no address
+//! for most errors: an application error, a deadline miss), and the Part 2 services (memory
+//! blocks, mutexes, module schedules).
 //!
 //! Where the two differ:
 //! - **Names** are `[u8; 32]` in a653rs, NUL-padded; partix takes at most 30 bytes of UTF-8.

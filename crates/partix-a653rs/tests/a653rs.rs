@@ -1,6 +1,7 @@
 //! a653rs partitions on partix: `partix-a653rs-pair` (written against a653rs's abstractions
-//! only) runs as two real partitions under the real executive, once per channel transport, and
-//! exchanges sampling and queuing messages through the module's channels.
+//! only) and `partix-a653rs-hello` (written with a653rs's `#[partition]` macro) each run as two
+//! real partitions under the real executive, once per channel transport, and exchange sampling
+//! and queuing messages through the module's channels.
 
 use partix_runtime::executive::os::{allowed_cpus, run_module, Program, RunConfig};
 use partix_runtime::executive::Options;
@@ -55,8 +56,9 @@ fn ended(p: &Path) -> bool {
     lines(p).iter().any(|l| l == "END")
 }
 
-/// Run the pair with both channels on `transport`; return each partition's lines.
-fn run_pair(transport: &str) -> [Vec<String>; 2] {
+/// Run the program `exe` as the pair, both channels on `transport`; return each partition's
+/// lines.
+fn run_pair(exe: &str, transport: &str) -> [Vec<String>; 2] {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir =
         std::env::temp_dir().join(format!("partix-a653rs-{transport}-{}", std::process::id()));
@@ -73,7 +75,7 @@ fn run_pair(transport: &str) -> [Vec<String>; 2] {
         .iter()
         .zip(&outs)
         .map(|(role, out)| Program {
-            path: PathBuf::from(env!("CARGO_BIN_EXE_partix-a653rs-pair")),
+            path: PathBuf::from(exe),
             args: vec![role.to_string(), out.display().to_string()],
         })
         .collect();
@@ -109,9 +111,14 @@ fn run_pair(transport: &str) -> [Vec<String>; 2] {
     got
 }
 
-fn check_pair(transport: &str) {
-    let [send, recv] = run_pair(transport);
-    for (who, l, passes) in [("send", &send, 4), ("recv", &recv, 12)] {
+const PAIR: &str = env!("CARGO_BIN_EXE_partix-a653rs-pair");
+const HELLO: &str = env!("CARGO_BIN_EXE_partix-a653rs-hello");
+
+/// Run `exe` on `transport` and check that each side wrote `passes` PASS lines, then END, and
+/// nothing else.
+fn check_pair(exe: &str, transport: &str, passes: [usize; 2]) {
+    let [send, recv] = run_pair(exe, transport);
+    for (who, l, passes) in [("send", &send, passes[0]), ("recv", &recv, passes[1])] {
         let fails: Vec<&String> = l.iter().filter(|l| !l.starts_with("PASS")).collect();
         assert!(
             l.last().is_some_and(|l| l == "END"),
@@ -128,20 +135,40 @@ fn check_pair(transport: &str) {
 
 #[test]
 fn an_a653rs_pair_talks_over_one_sided_channels() {
-    check_pair("one-sided");
+    check_pair(PAIR, "one-sided", [4, 12]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_two_sided_channels() {
-    check_pair("two-sided");
+    check_pair(PAIR, "two-sided", [4, 12]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_udp_channels() {
-    check_pair("udp");
+    check_pair(PAIR, "udp", [4, 12]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_tcp_channels() {
-    check_pair("tcp");
+    check_pair(PAIR, "tcp", [4, 12]);
+}
+
+#[test]
+fn a_macro_written_a653rs_pair_talks_over_one_sided_channels() {
+    check_pair(HELLO, "one-sided", [2, 3]);
+}
+
+#[test]
+fn a_macro_written_a653rs_pair_talks_over_two_sided_channels() {
+    check_pair(HELLO, "two-sided", [2, 3]);
+}
+
+#[test]
+fn a_macro_written_a653rs_pair_talks_over_udp_channels() {
+    check_pair(HELLO, "udp", [2, 3]);
+}
+
+#[test]
+fn a_macro_written_a653rs_pair_talks_over_tcp_channels() {
+    check_pair(HELLO, "tcp", [2, 3]);
 }
