@@ -4,7 +4,8 @@
 //! written against its traits (`ApexSamplingPortP4`, `ApexProcessP4`, ...) and its abstractions
 //! (`SamplingPortSource<H>`, `StartContext<H>`, `Partition<H>`), generic over the hypervisor
 //! `H`. [`Partix`] is that hypervisor here: each trait function is the partix APEX service of
-//! the same name ([`partix_runtime::partition`]), so such a partition runs on partix unchanged,
+//! the same name ([`partix_runtime::partition`]; the exceptions are listed below), so such a
+//! partition runs on partix unchanged,
 //! with its channels on whatever transport the module configuration gives them; so does one
 //! written with a653rs's `#[partition(partix_a653rs::Partix)]` macro (the `partix-a653rs-hello`
 //! program of this crate).
@@ -20,20 +21,27 @@
 //!
 //! Where the two differ:
 //! - **Names** are `[u8; 32]` in a653rs, NUL-padded; partix takes at most 30 bytes of UTF-8.
-//!   A name that is not UTF-8 is `INVALID_PARAM` (for a port, `INVALID_CONFIG`: no such port
-//!   is configured).
+//!   A name that is not UTF-8 names nothing: `INVALID_CONFIG` when a port is created and at
+//!   every `GET_*_ID`, `INVALID_PARAM` when a process or an intra-partition object is created
+//!   (for a process after the checks partix makes first: a full table, a name taken).
 //! - **A sampling source's refresh period.** a653rs's `StartContext` creates a source with a
 //!   refresh period of 1 ns ("ignored for the source"); partix checks every port's parameters
-//!   against the configuration. A source is therefore created with the configured period;
-//!   a destination's must match it, as ARINC 653 says.
+//!   against the configuration. A source created with 1 ns is therefore created with the
+//!   configured period ([`partix_runtime::partition::sampling_port_refresh_period`]); any other
+//!   period, and a destination's, must match the configuration, as ARINC 653 says.
 //! - **Queue overflow.** `RECEIVE_QUEUING_MESSAGE`'s overflow flag is always false: a partix
 //!   queuing channel loses nothing (a full channel refuses the send).
-//! - **Priorities** go up to 94 on partix (SCHED_FIFO 1-94 under the partition's monitor), not
-//!   239: a higher one is `INVALID_PARAM` at CREATE_PROCESS or SET_PRIORITY.
+//! - **Priorities** go up to 94 on partix (priority p runs at SCHED_FIFO p + 1, below the
+//!   partition's monitor), not 239: a higher one is `INVALID_PARAM` at CREATE_PROCESS or
+//!   SET_PRIORITY.
 //! - **Cores.** A partix partition runs on one CPU: `GET_MY_PROCESSOR_CORE_ID` is 0, and a core
 //!   affinity other than 0 or `CORE_AFFINITY_NO_PREFERENCE` is `INVALID_CONFIG`.
-//! - **Process indexes** (`GET_MY_INDEX`) are the process's id less one: partix numbers
-//!   processes 1, 2, ... in the order they are created.
+//! - **Process indexes** (`GET_MY_INDEX`) are the process's id: partix numbers processes 1, 2,
+//!   ... in the order they are created.
+//! - **SET_PARTITION_MODE never returns** unless it fails: NORMAL makes the calling thread the
+//!   partition's deadline monitor; IDLE, COLD_START and WARM_START stop the partition's
+//!   processes and hand the partition to the executive (a653rs's `PartitionExt::run` never
+//!   reaches its idle loop).
 #![allow(unsafe_code)]
 
 use a653rs::bindings::*;
@@ -121,8 +129,8 @@ impl ApexPartitionP4 for Partix {
         }
     }
 
-    /// NORMAL never returns on partix: the calling thread becomes the partition's deadline
-    /// monitor (a653rs's `PartitionExt::run` then never reaches its idle loop).
+    /// Returns only with an error on partix (module docs): NORMAL makes the calling thread the
+    /// partition's deadline monitor, the other modes end or restart the partition.
     fn set_partition_mode(operating_mode: OperatingMode) -> Result<(), ErrorReturnCode> {
         px::set_partition_mode(match operating_mode {
             OperatingMode::Idle => px::OperatingMode::Idle,
@@ -147,9 +155,11 @@ fn pid(id: ProcessId) -> Result<px::ProcessId, ErrorReturnCode> {
 
 impl ApexProcessP4 for Partix {
     fn create_process(attributes: &ApexProcessAttribute) -> Result<ProcessId, ErrorReturnCode> {
-        let name = name_of(&attributes.name, ErrorReturnCode::InvalidParam)?;
+        // A name that is not UTF-8 is INVALID_PARAM after partix's own first checks, as the C
+        // API reports an invalid parameter (`create_process_with`).
+        let name = name_of(&attributes.name, ErrorReturnCode::InvalidParam);
         let attr = px::ProcessAttributes {
-            name: name.to_owned(),
+            name: name.unwrap_or("").to_owned(),
             entry_point: attributes.entry_point,
             stack_size: attributes.stack_size,
             base_priority: attributes.base_priority,
@@ -157,7 +167,7 @@ impl ApexProcessP4 for Partix {
             time_capacity: attributes.time_capacity,
             deadline: deadline(attributes.deadline),
         };
-        px::create_process(&attr)
+        px::create_process_with(&attr, name.is_err())
             .map(|p| ProcessId::from(p.0))
             .map_err(rc)
     }
@@ -265,8 +275,10 @@ impl ApexProcessP1 for Partix {
         0
     }
 
+    /// The caller's id (module docs): `INVALID_MODE` for initialisation code and the error
+    /// handler.
     fn get_my_index() -> Result<ProcessIndex, ErrorReturnCode> {
-        px::get_my_id().map(|p| p.0 - 1).map_err(rc)
+        px::get_my_id().map(|p| p.0).map_err(rc)
     }
 }
 
@@ -313,6 +325,9 @@ impl ApexErrorP4 for Partix {
     }
 }
 
+/// The refresh period a653rs's `StartContext::create_sampling_port_source` gives a source: 1 ns.
+const SOURCE_REFRESH_PLACEHOLDER: ApexSystemTime = 1;
+
 fn sampling_id(id: SamplingPortId) -> Result<px::SamplingPortId, ErrorReturnCode> {
     id32(id).map(px::SamplingPortId)
 }
@@ -326,9 +341,11 @@ impl ApexSamplingPortP4 for Partix {
     ) -> Result<SamplingPortId, ErrorReturnCode> {
         let name = name_of(&sampling_port_name, ErrorReturnCode::InvalidConfig)?;
         let refresh = match port_direction {
-            // (See the module docs: a653rs gives a source 1 ns.)
-            PortDirection::Source => px::sampling_port_refresh_period(name).map_err(rc)?,
-            PortDirection::Destination => refresh_period,
+            // a653rs's placeholder for a source (module docs).
+            PortDirection::Source if refresh_period == SOURCE_REFRESH_PLACEHOLDER => {
+                px::sampling_port_refresh_period(name).map_err(rc)?
+            }
+            _ => refresh_period,
         };
         px::create_sampling_port(name, max_message_size, direction(port_direction), refresh)
             .map(|p| SamplingPortId::from(p.0))

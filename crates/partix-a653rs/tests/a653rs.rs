@@ -83,7 +83,7 @@ fn run_pair(exe: &str, transport: &str) -> [Vec<String>; 2] {
         programs,
         cpu: Some(allowed_cpus()[0]),
         options: Options {
-            max_frames: Some(1500),
+            max_frames: Some(4000),
             ..Options::default()
         },
         rt_unthrottle: false,
@@ -135,22 +135,22 @@ fn check_pair(exe: &str, transport: &str, passes: [usize; 2]) {
 
 #[test]
 fn an_a653rs_pair_talks_over_one_sided_channels() {
-    check_pair(PAIR, "one-sided", [4, 12]);
+    check_pair(PAIR, "one-sided", [7, 19]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_two_sided_channels() {
-    check_pair(PAIR, "two-sided", [4, 12]);
+    check_pair(PAIR, "two-sided", [7, 19]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_udp_channels() {
-    check_pair(PAIR, "udp", [4, 12]);
+    check_pair(PAIR, "udp", [7, 19]);
 }
 
 #[test]
 fn an_a653rs_pair_talks_over_tcp_channels() {
-    check_pair(PAIR, "tcp", [4, 12]);
+    check_pair(PAIR, "tcp", [7, 19]);
 }
 
 #[test]

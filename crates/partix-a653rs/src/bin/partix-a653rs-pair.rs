@@ -8,7 +8,7 @@
 //! infinite time-out), then `status done`. The receiver takes the 24 in order (time-out 5 s
 //! each), checks its ports' status and ids, and reads `STATUS` until the sender's last write.
 
-use a653rs::bindings::{EmptyIndicator, PortDirection};
+use a653rs::bindings::{EmptyIndicator, PortDirection, ProcessState};
 use a653rs::prelude::*;
 use partix_a653rs::Partix;
 use std::io::Write;
@@ -49,6 +49,66 @@ fn name(s: &str) -> Name {
     Name::from_str(s).expect("a short name")
 }
 
+/// Checks of the partition's status in its start (`id`: its PartitionIdentifier; the module of
+/// `tests/a653rs.rs` gives each partition a window of 10 ms every 20 ms) and of the core
+/// affinity of `p`.
+fn check_start<P: Partition<Partix>>(id: i64, p: &Process<Partix>, ctx: &StartContext<Partix>) {
+    let st = P::get_status();
+    check(
+        st.operating_mode == OperatingMode::ColdStart
+            && st.identifier == id
+            && st.period == SystemTime::Normal(Duration::from_millis(20))
+            && st.duration == SystemTime::Normal(Duration::from_millis(10))
+            && st.num_assigned_cores == 1,
+        "GET_PARTITION_STATUS in COLD_START",
+    );
+    check(
+        ctx.initialize_process_core_affinity(p, 0).is_ok()
+            && ctx
+                .initialize_process_core_affinity(p, CORE_AFFINITY_NO_PREFERENCE)
+                .is_ok()
+            && matches!(
+                ctx.initialize_process_core_affinity(p, 1),
+                Err(Error::InvalidConfig)
+            ),
+        "INITIALIZE_PROCESS_CORE_AFFINITY: core 0 or none, not core 1",
+    );
+}
+
+/// Checks of the calling process's own status, id, index and priority (`n`: its name).
+fn check_self(n: &str) {
+    let me = Process::<Partix>::get_self();
+    let ok = me.as_ref().is_ok_and(|me| {
+        let st = me.status();
+        st.process_state == ProcessState::Running
+            && st.attributes.name == name(n)
+            && st.current_priority == 10
+            && st.attributes.base_priority == 10
+            && st.attributes.deadline == Deadline::Soft
+            && st.attributes.period == SystemTime::Infinite
+            && st.deadline_time == SystemTime::Infinite
+            && Process::<Partix>::from_name(name(n)).is_ok_and(|p| p.id() == me.id())
+            && Process::<Partix>::get_my_index().is_ok_and(|i| i64::from(i) == me.id())
+            && Process::<Partix>::get_my_processor_core_id() == 0
+            && me.set_priority(11).is_ok()
+            && me.status().current_priority == 11
+            && me.set_priority(10).is_ok()
+    });
+    check(
+        ok,
+        "GET_PROCESS_STATUS, GET_MY_ID, GET_MY_INDEX, SET_PRIORITY of the caller",
+    );
+    let t0 = <Partix as ApexTimeP4Ext>::get_time();
+    let waited = <Partix as ApexTimeP1Ext>::timed_wait(Duration::from_millis(10)).is_ok();
+    let t1 = <Partix as ApexTimeP4Ext>::get_time();
+    check(
+        waited
+            && matches!((t0, t1), (SystemTime::Normal(a), SystemTime::Normal(b))
+                if b >= a + Duration::from_millis(10)),
+        "TIMED_WAIT of 10 ms, GET_TIME before and after",
+    );
+}
+
 fn process(n: &str, entry: extern "C" fn()) -> ProcessAttribute {
     ProcessAttribute {
         period: SystemTime::Infinite,
@@ -83,6 +143,9 @@ impl Partition<Partix> for Sender {
             p.as_ref().is_ok_and(|p| p.start().is_ok()),
             "sender process created and started",
         );
+        if let Ok(p) = &p {
+            check_start::<Self>(1, p, ctx);
+        }
     }
 
     fn warm_start(&self, ctx: &mut StartContext<Partix>) {
@@ -108,10 +171,7 @@ extern "C" fn send_main() {
         st.max_nb_message == NB && st.port_direction == PortDirection::Source,
         "the sender's queuing port status",
     );
-    check(
-        <Partix as ApexTimeP4Ext>::get_time() != SystemTime::Infinite,
-        "GET_TIME",
-    );
+    check_self("sender");
     say("END");
 }
 
@@ -167,6 +227,9 @@ impl Partition<Partix> for Receiver {
             p.as_ref().is_ok_and(|p| p.start().is_ok()),
             "receiver process created and started",
         );
+        if let Ok(p) = &p {
+            check_start::<Self>(2, p, ctx);
+        }
     }
 
     fn warm_start(&self, ctx: &mut StartContext<Partix>) {
@@ -213,6 +276,21 @@ extern "C" fn recv_main() {
         last == b"status done",
         "the sampling port's latest message, valid",
     );
+    let st = s.status();
+    check(
+        st.refresh_period == SystemTime::Normal(Duration::from_secs(1))
+            && st.max_message_size == MSG
+            && st.port_direction == PortDirection::Destination
+            && st.last_msg_validity == Validity::Valid,
+        "GET_SAMPLING_PORT_STATUS",
+    );
+    q.clear();
+    check(q.status().nb_message == 0, "CLEAR_QUEUING_PORT");
+    check(
+        <Partix as ApexErrorP4Ext>::report_application_message(b"a653rs on partix").is_ok(),
+        "REPORT_APPLICATION_MESSAGE",
+    );
+    check_self("receiver");
     let id = SamplingPortDestination::<Partix>::from_name(name("STATUS")).map(|d| d.id());
     check(id == Ok(s.id()), "GET_SAMPLING_PORT_ID");
     check(
