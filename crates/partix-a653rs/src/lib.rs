@@ -13,11 +13,12 @@
 //! Implemented: `ApexPartitionP4`, `ApexProcessP4` and `ApexProcessP1`, `ApexTimeP4` and
 //! `ApexTimeP1`, `ApexErrorP4`, `ApexSamplingPortP4` and `ApexSamplingPortP1`,
 //! `ApexQueuingPortP4` and `ApexQueuingPortP1`, and the intra-partition objects'
-//! `ApexBlackboardP1`, `ApexBufferP1`, `ApexSemaphoreP1` and `ApexEventP1`. Not: the
+//! `ApexBlackboardP1`, `ApexBufferP1`, `ApexSemaphoreP1` and `ApexEventP1`, and Part 2's
+//! `ApexScheduleP2` (module schedules). Not: the
 //! error handler's `ApexErrorP1` (a653rs's `ErrorStatus` holds the failed address as a
 //! function pointer, `extern "C" fn()`, which is never null in Rust, and partix has no address
-//! for most errors: an application error, a deadline miss), and the Part 2 services (memory
-//! blocks, mutexes, module schedules).
+//! for most errors: an application error, a deadline miss), and the other Part 2 services
+//! (memory blocks, mutexes: partix has none).
 //!
 //! Where the two differ:
 //! - **Names** are `[u8; 32]` in a653rs, NUL-padded; partix takes at most 30 bytes of UTF-8.
@@ -687,6 +688,32 @@ impl ApexEventP1 for Partix {
             },
             waiting_processes: s.waiting_processes as WaitingRange,
         })
+    }
+}
+
+fn schedule_id(id: ScheduleId) -> Result<px::ScheduleId, ErrorReturnCode> {
+    id32(id).map(px::ScheduleId)
+}
+
+impl ApexScheduleP2 for Partix {
+    fn set_module_schedule(schedule_id: ScheduleId) -> Result<(), ErrorReturnCode> {
+        px::set_module_schedule(self::schedule_id(schedule_id)?).map_err(rc)
+    }
+
+    fn get_module_schedule_status() -> Result<ApexScheduleStatus, ErrorReturnCode> {
+        let s = px::get_module_schedule_status();
+        Ok(ApexScheduleStatus {
+            time_of_last_schedule_switch: s.time_of_last_schedule_switch,
+            current_schedule: ScheduleId::from(s.current_schedule.0),
+            next_schedule: ScheduleId::from(s.next_schedule.0),
+        })
+    }
+
+    fn get_module_schedule_id(schedule_name: ScheduleName) -> Result<ScheduleId, ErrorReturnCode> {
+        let name = name_of(&schedule_name, ErrorReturnCode::InvalidConfig)?;
+        px::get_module_schedule_id(name)
+            .map(|s| ScheduleId::from(s.0))
+            .map_err(rc)
     }
 }
 

@@ -291,6 +291,17 @@ extern "C" fn recv_main() {
         "REPORT_APPLICATION_MESSAGE",
     );
     check_self("receiver");
+    let sched = <Partix as ApexScheduleP2Ext>::get_module_schedule_status();
+    check(
+        sched.is_ok_and(|st| {
+            <Partix as ApexScheduleP2Ext>::get_module_schedule_id(name("s").into_inner())
+                .is_ok_and(|id| id == st.current_schedule && id == st.next_schedule)
+        }) && matches!(
+            <Partix as ApexScheduleP2Ext>::set_module_schedule(1),
+            Err(Error::InvalidMode)
+        ),
+        "GET_MODULE_SCHEDULE_STATUS and _ID; SET_MODULE_SCHEDULE refused outside a system partition",
+    );
     let id = SamplingPortDestination::<Partix>::from_name(name("STATUS")).map(|d| d.id());
     check(id == Ok(s.id()), "GET_SAMPLING_PORT_ID");
     check(
