@@ -5,10 +5,9 @@
 //! (`SamplingPortSource<H>`, `StartContext<H>`, `Partition<H>`), generic over the hypervisor
 //! `H`. [`Partix`] is that hypervisor here: each trait function is the partix APEX service of
 //! the same name ([`partix_runtime::partition`]; the exceptions are listed below), so such a
-//! partition runs on partix unchanged,
-//! with its channels on whatever transport the module configuration gives them; so does one
-//! written with a653rs's `#[partition(partix_a653rs::Partix)]` macro (the `partix-a653rs-hello`
-//! program of this crate).
+//! partition runs on partix with `H = Partix`, its channels on whatever transport the module
+//! configuration gives them; so does one written with a653rs's `#[partition(...)]` macro, given
+//! `partix_a653rs::Partix` as its hypervisor (the `partix-a653rs-hello` program of this crate).
 //!
 //! Implemented: `ApexPartitionP4`, `ApexProcessP4` and `ApexProcessP1`, `ApexTimeP4` and
 //! `ApexTimeP1`, `ApexErrorP4`, `ApexSamplingPortP4` and `ApexSamplingPortP1`,
