@@ -13,36 +13,20 @@ use std::time::{Duration, Instant};
 /// One executive at a time (each runs SCHED_FIFO 99 on the same CPU).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-const MODULE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
-<ARINC_653_Module xmlns:partix="urn:partix:config:1" ModuleName="a653rs-pair">
-  <Partition PartitionIdentifier="1" PartitionName="SEND" partix:Executable="partix-a653rs-pair">
-    <Sampling_Port Name="STATUS" MaxMessageSize="16" Direction="SOURCE" RefreshRateSeconds="1"/>
-    <Queuing_Port Name="CMDS" MaxMessageSize="16" Direction="SOURCE" MaxNbMessages="4"/>
-  </Partition>
-  <Partition PartitionIdentifier="2" PartitionName="RECV" partix:Executable="partix-a653rs-pair">
-    <Sampling_Port Name="STATUS" MaxMessageSize="16" Direction="DESTINATION" RefreshRateSeconds="1"/>
-    <Queuing_Port Name="CMDS" MaxMessageSize="16" Direction="DESTINATION" MaxNbMessages="4"/>
-  </Partition>
-  <Module_Schedule ScheduleIdentifier="1" ScheduleName="s" InitialModuleSchedule="true" MajorFrameSeconds="0.02">
-    <Partition_Schedule PartitionIdentifier="1" PartitionName="SEND" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
-      <Window_Schedule WindowIdentifier="1" WindowStartSeconds="0.0" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
-    </Partition_Schedule>
-    <Partition_Schedule PartitionIdentifier="2" PartitionName="RECV" PeriodSeconds="0.02" PeriodDurationSeconds="0.01">
-      <Window_Schedule WindowIdentifier="2" WindowStartSeconds="0.01" WindowDurationSeconds="0.01" PartitionPeriodStart="true"/>
-    </Partition_Schedule>
-  </Module_Schedule>
-  <Connection_Table>
-    <Channel ChannelIdentifier="1" ChannelName="status" partix:Transport="@T@">
-      <Source><Standard_Partition PartitionIdentifier="1" PartitionName="SEND" PortName="STATUS"/></Source>
-      <Destination><Standard_Partition PartitionIdentifier="2" PartitionName="RECV" PortName="STATUS"/></Destination>
-    </Channel>
-    <Channel ChannelIdentifier="2" ChannelName="cmds" partix:Transport="@T@">
-      <Source><Standard_Partition PartitionIdentifier="1" PartitionName="SEND" PortName="CMDS"/></Source>
-      <Destination><Standard_Partition PartitionIdentifier="2" PartitionName="RECV" PortName="CMDS"/></Destination>
-    </Channel>
-  </Connection_Table>
-</ARINC_653_Module>
-"#;
+/// The module of `examples/a653rs` (its channels get `partix:Transport` here).
+fn module_text(transport: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/a653rs/module.xml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let with = text.replace(
+        "<Channel ChannelIdentifier=",
+        &format!("<Channel partix:Transport=\"{transport}\" ChannelIdentifier="),
+    );
+    assert_eq!(
+        with.matches("partix:Transport").count(),
+        2 + text.matches("partix:Transport").count()
+    );
+    with
+}
 
 fn lines(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
@@ -65,7 +49,7 @@ fn run_pair(exe: &str, transport: &str) -> [Vec<String>; 2] {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let xml = dir.join("module.xml");
-    std::fs::write(&xml, MODULE.replace("@T@", transport)).unwrap();
+    std::fs::write(&xml, module_text(transport)).unwrap();
     let module = partix_config::load(&xml).unwrap_or_else(|e| panic!("{transport}: {e}"));
     let outs: Vec<PathBuf> = ["send", "recv"]
         .iter()

@@ -1,8 +1,8 @@
 //! The pair of `partix-a653rs-pair` written the way most a653rs partitions are: with the
 //! `#[partition]` macro of `a653rs_macros`, its channel and process attributes, and its
 //! generated contexts, over [`partix_a653rs::Partix`]. `send OUT` / `recv OUT`, lines as in
-//! `partix-a653rs-pair` (the module of `tests/a653rs.rs`: `STATUS` sampling, `CMDS` queuing of
-//! 4 messages of 16 bytes).
+//! `partix-a653rs-pair` (OUT `-`: standard output), for the module `examples/a653rs/module.xml`
+//! (`STATUS` sampling, `CMDS` queuing of 4 messages of 16 bytes).
 
 use a653rs::partition;
 use a653rs::prelude::PartitionExt;
@@ -12,9 +12,14 @@ use std::sync::OnceLock;
 static OUT: OnceLock<String> = OnceLock::new();
 const COUNT: u32 = 24;
 
-/// Append `line` to the output file.
+/// Append `line` to the output file (`-`: print it).
 fn say(line: &str) {
     let path = OUT.get().expect("output path");
+    if path == "-" {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        return;
+    }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
