@@ -23,7 +23,7 @@
 //! - **Names** are `[u8; 32]` in a653rs, NUL-padded; partix takes at most 30 bytes of UTF-8.
 //!   A name that is not UTF-8 names nothing: `INVALID_CONFIG` when a port is created and at
 //!   every `GET_*_ID`, `INVALID_PARAM` when a process or an intra-partition object is created
-//!   (for a process after the checks partix makes first: a full table, a name taken).
+//!   (after the check partix makes first: a full table is `INVALID_CONFIG`).
 //! - **A sampling source's refresh period.** a653rs's `StartContext` creates a source with a
 //!   refresh period of 1 ns ("ignored for the source"); partix checks every port's parameters
 //!   against the configuration. A source created with 1 ns is therefore created with the
@@ -486,7 +486,8 @@ impl ApexBlackboardP1 for Partix {
         blackboard_name: BlackboardName,
         max_message_size: MessageSize,
     ) -> Result<BlackboardId, ErrorReturnCode> {
-        let name = name_of(&blackboard_name, ErrorReturnCode::InvalidParam)?;
+        // A name that is not UTF-8 is "": partix refuses it after its table check.
+        let name = name_of(&blackboard_name, ErrorReturnCode::InvalidParam).unwrap_or("");
         px::create_blackboard(name, max_message_size)
             .map(|b| BlackboardId::from(b.0))
             .map_err(rc)
@@ -548,7 +549,7 @@ impl ApexBufferP1 for Partix {
         max_nb_message: MessageRange,
         queuing_discipline: QueuingDiscipline,
     ) -> Result<BufferId, ErrorReturnCode> {
-        let name = name_of(&buffer_name, ErrorReturnCode::InvalidParam)?;
+        let name = name_of(&buffer_name, ErrorReturnCode::InvalidParam).unwrap_or("");
         px::create_buffer(
             name,
             max_message_size,
@@ -608,7 +609,7 @@ impl ApexSemaphoreP1 for Partix {
         maximum_value: SemaphoreValue,
         queuing_discipline: QueuingDiscipline,
     ) -> Result<SemaphoreId, ErrorReturnCode> {
-        let name = name_of(&semaphore_name, ErrorReturnCode::InvalidParam)?;
+        let name = name_of(&semaphore_name, ErrorReturnCode::InvalidParam).unwrap_or("");
         px::create_semaphore(
             name,
             current_value,
@@ -653,7 +654,7 @@ fn event_id(id: EventId) -> Result<px::EventId, ErrorReturnCode> {
 
 impl ApexEventP1 for Partix {
     fn create_event(event_name: EventName) -> Result<EventId, ErrorReturnCode> {
-        let name = name_of(&event_name, ErrorReturnCode::InvalidParam)?;
+        let name = name_of(&event_name, ErrorReturnCode::InvalidParam).unwrap_or("");
         px::create_event(name)
             .map(|e| EventId::from(e.0))
             .map_err(rc)
@@ -690,13 +691,15 @@ impl ApexEventP1 for Partix {
     }
 }
 
-fn schedule_id(id: ScheduleId) -> Result<px::ScheduleId, ErrorReturnCode> {
-    id32(id).map(px::ScheduleId)
+/// A partix schedule id: out of range is an id no schedule has (-1), so partix's own checks
+/// answer in their order (the mode first).
+fn schedule_id(id: ScheduleId) -> px::ScheduleId {
+    px::ScheduleId(i32::try_from(id).unwrap_or(-1))
 }
 
 impl ApexScheduleP2 for Partix {
     fn set_module_schedule(schedule_id: ScheduleId) -> Result<(), ErrorReturnCode> {
-        px::set_module_schedule(self::schedule_id(schedule_id)?).map_err(rc)
+        px::set_module_schedule(self::schedule_id(schedule_id)).map_err(rc)
     }
 
     fn get_module_schedule_status() -> Result<ApexScheduleStatus, ErrorReturnCode> {
