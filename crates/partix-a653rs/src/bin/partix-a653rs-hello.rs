@@ -4,33 +4,13 @@
 //! `partix-a653rs-pair` (OUT `-`: standard output), for the module `examples/a653rs/module.xml`
 //! (`STATUS` sampling, `CMDS` queuing of 4 messages of 16 bytes).
 
+mod pair_out;
+
 use a653rs::partition;
 use a653rs::prelude::PartitionExt;
-use std::io::Write;
-use std::sync::OnceLock;
+use pair_out::{check, say};
 
-static OUT: OnceLock<String> = OnceLock::new();
 const COUNT: u32 = 24;
-
-/// Append `line` to the output file (`-`: print it).
-fn say(line: &str) {
-    let path = OUT.get().expect("output path");
-    if path == "-" {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-        return;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("output file");
-    writeln!(f, "{line}").expect("output write");
-}
-
-fn check(ok: bool, what: &str) {
-    say(&format!("{} {what}", if ok { "PASS" } else { "FAIL" }));
-}
 
 #[partition(partix_a653rs::Partix)]
 mod sender {
@@ -137,18 +117,8 @@ mod receiver {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(role), Some(out)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: partix-a653rs-hello send|recv OUT");
-        std::process::exit(2);
-    };
-    OUT.set(out.clone()).expect("once");
-    match role.as_str() {
+    match pair_out::role("partix-a653rs-hello").as_str() {
         "send" => sender::Partition.run(),
-        "recv" => receiver::Partition.run(),
-        r => {
-            eprintln!("partix-a653rs-hello: unknown role {r}");
-            std::process::exit(2);
-        }
+        _ => receiver::Partition.run(),
     }
 }

@@ -8,10 +8,12 @@
 //! infinite time-out), then `status done`. The receiver takes the 24 in order (time-out 5 s
 //! each), checks its ports' status and ids, and reads `STATUS` until the sender's last write.
 
+mod pair_out;
+
 use a653rs::bindings::{ApexProcessP1, EmptyIndicator, PortDirection, ProcessState};
 use a653rs::prelude::*;
+use pair_out::{check, say};
 use partix_a653rs::Partix;
-use std::io::Write;
 use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -20,7 +22,6 @@ const MSG: MessageSize = 16;
 const NB: MessageRange = 4;
 const COUNT: u32 = 24;
 
-static OUT: OnceLock<String> = OnceLock::new();
 static STATUS_OUT: OnceLock<SamplingPortSource<Partix>> = OnceLock::new();
 static CMDS_OUT: OnceLock<QueuingPortSender<Partix>> = OnceLock::new();
 static STATUS_IN: OnceLock<SamplingPortDestination<Partix>> = OnceLock::new();
@@ -29,26 +30,6 @@ static BB: OnceLock<Blackboard<Partix>> = OnceLock::new();
 static BUF: OnceLock<Buffer<Partix>> = OnceLock::new();
 static SEM: OnceLock<Semaphore<Partix>> = OnceLock::new();
 static EV: OnceLock<Event<Partix>> = OnceLock::new();
-
-/// Append `line` to the output file (`-`: print it).
-fn say(line: &str) {
-    let path = OUT.get().expect("output path");
-    if path == "-" {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-        return;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("output file");
-    writeln!(f, "{line}").expect("output write");
-}
-
-fn check(ok: bool, what: &str) {
-    say(&format!("{} {what}", if ok { "PASS" } else { "FAIL" }));
-}
 
 fn name(s: &str) -> Name {
     Name::from_str(s).expect("a short name")
@@ -393,18 +374,8 @@ fn intra() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(role), Some(out)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: partix-a653rs-pair send|recv OUT");
-        std::process::exit(2);
-    };
-    OUT.set(out.clone()).expect("once");
-    match role.as_str() {
+    match pair_out::role("partix-a653rs-pair").as_str() {
         "send" => Sender.run(),
-        "recv" => Receiver.run(),
-        r => {
-            eprintln!("partix-a653rs-pair: unknown role {r}");
-            std::process::exit(2);
-        }
+        _ => Receiver.run(),
     }
 }
